@@ -1,0 +1,5 @@
+import sys
+
+from preemption_toleration.cli.main import main
+
+sys.exit(main())

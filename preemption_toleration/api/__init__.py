@@ -1,0 +1,1 @@
+"""pydantic models of the objects we accept and produce, and the CRD built from them."""

@@ -1,0 +1,45 @@
+"""Shared pydantic conventions: camelCase on the wire, snake_case in Python, typed Kubernetes integers."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from preemption_toleration.core.intparse import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
+
+# Upstream multiplies toleration-seconds by 10^9 in an int64; anything larger wraps into "no toleration".
+MAX_TOLERATION_SECONDS = INT64_MAX // 1_000_000_000
+
+Int32 = Annotated[int, Field(strict=True, ge=INT32_MIN, le=INT32_MAX, json_schema_extra={"format": "int32"})]
+Int64 = Annotated[int, Field(strict=True, ge=INT64_MIN, le=INT64_MAX, json_schema_extra={"format": "int64"})]
+
+
+class KubeModel(BaseModel):
+    """A Kubernetes API object part: camelCase fields, unknown fields refused."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        validate_assignment=True,
+    )
+
+    def to_kube(self) -> dict[str, Any]:
+        """Kubernetes JSON: camelCase, unset fields omitted."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class ObjectMeta(BaseModel):
+    """The metadata fields we read; the API server adds many more, which are kept as they are."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+    name: str | None = None
+    namespace: str | None = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    generation: int | None = None
+    uid: str | None = None
+    resource_version: str | None = None

@@ -1,0 +1,1 @@
+"""Command-line adapters: `ptol` and its kubectl-plugin twin `kubectl-ptol`."""

@@ -1,0 +1,19 @@
+"""`ptol crd`: print the PreemptionTolerationPolicy CRD generated from the models."""
+
+from __future__ import annotations
+
+import argparse
+
+from preemption_toleration.api.crd import crd_yaml
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "crd", help="print the PreemptionTolerationPolicy CRD (kubectl apply -f -)"
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    print(crd_yaml(), end="")
+    return 0

@@ -1,0 +1,69 @@
+"""The two PriorityClass annotations of the upstream PreemptionToleration plugin, parsed as upstream does."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from preemption_toleration.core.intparse import IntParseError, parse_go_int, wrap_int32
+
+PREFIX = "preemption-toleration.scheduling.x-k8s.io/"
+# Scheduler-plugins releases before v0.25.7 read this prefix; nothing reads it any more.
+LEGACY_PREFIX = "preemption-toleration.scheduling.sigs.k8s.io/"
+
+MINIMUM_PREEMPTABLE_PRIORITY = PREFIX + "minimum-preemptable-priority"
+TOLERATION_SECONDS = PREFIX + "toleration-seconds"
+POLICY_KEYS = (MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS)
+KEY_BITS = {MINIMUM_PREEMPTABLE_PRIORITY: 32, TOLERATION_SECONDS: 64}
+
+# Set on an Eviction by a preemptor that wants the guard to judge it exactly (DESIGN §6).
+PREEMPTOR_PRIORITY = PREFIX + "preemptor-priority"
+PREEMPTOR = PREFIX + "preemptor"
+
+
+@dataclass(frozen=True)
+class TolerationPolicy:
+    """The effective policy of one PriorityClass, defaults filled in."""
+
+    minimum_preemptable_priority: int
+    toleration_seconds: int
+
+
+class PolicyParseError(ValueError):
+    """An annotation upstream cannot parse; upstream then ignores the class's whole policy."""
+
+    def __init__(self, class_name: str, key: str, value: str, cause: IntParseError) -> None:
+        self.class_name = class_name
+        self.key = key
+        self.value = value
+        self.cause = cause
+        super().__init__(f'PriorityClass "{class_name}": {key}="{value}": {cause}')
+
+
+def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return (obj.get("metadata") or {}).get("annotations") or {}
+
+
+def name_of(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def parse_toleration_policy(priority_class: Mapping[str, Any]) -> TolerationPolicy:
+    """parsePreemptionTolerationPolicy of upstream: defaults value+1 (int32 arithmetic) and 0."""
+    annotations = annotations_of(priority_class)
+    name = name_of(priority_class)
+
+    def parse(key: str) -> int:
+        raw = annotations[key]
+        try:
+            return parse_go_int(str(raw), KEY_BITS[key])
+        except IntParseError as error:
+            raise PolicyParseError(name, key, str(raw), error) from error
+
+    if MINIMUM_PREEMPTABLE_PRIORITY in annotations:
+        minimum = parse(MINIMUM_PREEMPTABLE_PRIORITY)
+    else:
+        minimum = wrap_int32(int(priority_class.get("value") or 0) + 1)
+    toleration = parse(TOLERATION_SECONDS) if TOLERATION_SECONDS in annotations else 0
+    return TolerationPolicy(minimum_preemptable_priority=minimum, toleration_seconds=toleration)

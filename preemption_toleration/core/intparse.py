@@ -1,0 +1,66 @@
+"""Go `strconv.ParseInt(s, 10, bits)` semantics, which the upstream plugin uses for both annotations."""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+# Go accepts one optional sign and ASCII digits only: no spaces, underscores (base 10), or exponent.
+_GO_BASE10 = re.compile(r"[+-]?[0-9]+")
+_CANONICAL = re.compile(r"-?(0|[1-9][0-9]*)")
+
+
+class IntProblem(str, Enum):
+    EMPTY = "empty"
+    SYNTAX = "syntax"
+    RANGE = "range"
+
+
+class IntParseError(ValueError):
+    def __init__(self, text: str, bits: int, problem: IntProblem) -> None:
+        self.text = text
+        self.bits = bits
+        self.problem = problem
+        super().__init__(f'strconv.ParseInt: parsing "{text}": {describe_problem(problem, bits)}')
+
+
+def describe_problem(problem: IntProblem, bits: int) -> str:
+    if problem is IntProblem.EMPTY:
+        return "the value is empty"
+    if problem is IntProblem.SYNTAX:
+        return "not a base-10 integer"
+    low, high = int_range(bits)
+    return f"out of the int{bits} range {low}..{high}"
+
+
+def int_range(bits: int) -> tuple[int, int]:
+    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+
+def parse_go_int(text: str, bits: int) -> int:
+    """Parse `text` exactly as Go's strconv.ParseInt(text, 10, bits) does, or raise IntParseError."""
+    if text == "":
+        raise IntParseError(text, bits, IntProblem.EMPTY)
+    if not _GO_BASE10.fullmatch(text):
+        raise IntParseError(text, bits, IntProblem.SYNTAX)
+    value = int(text, 10)
+    low, high = int_range(bits)
+    if not low <= value <= high:
+        raise IntParseError(text, bits, IntProblem.RANGE)
+    return value
+
+
+def is_canonical(text: str) -> bool:
+    """True for the spelling Go's strconv.Itoa would print (no '+', no leading zeros, no '-0')."""
+    return bool(_CANONICAL.fullmatch(text)) and text != "-0"
+
+
+def wrap_int32(value: int) -> int:
+    return (value - INT32_MIN) % 2**32 + INT32_MIN
+
+
+def wrap_int64(value: int) -> int:
+    return (value - INT64_MIN) % 2**64 + INT64_MIN

@@ -1,0 +1,50 @@
+"""Reading the few pod fields the contract needs from a pod as Kubernetes JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+# Go's zero time.Time: what a condition without lastTransitionTime decodes to.
+GO_ZERO_TIME = datetime(1, 1, 1, tzinfo=timezone.utc)
+
+
+def pod_priority(pod: Mapping[str, Any]) -> int:
+    """corev1helpers.PodPriority: spec.priority, 0 when absent."""
+    priority = (pod.get("spec") or {}).get("priority")
+    return 0 if priority is None else int(priority)
+
+
+def priority_class_name(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("spec") or {}).get("priorityClassName") or "")
+
+
+def preempts_never(pod: Mapping[str, Any]) -> bool:
+    return (pod.get("spec") or {}).get("preemptionPolicy") == "Never"
+
+
+def pod_ref(pod: Mapping[str, Any]) -> str:
+    metadata = pod.get("metadata") or {}
+    namespace = metadata.get("namespace")
+    name = metadata.get("name") or "?"
+    return f"{namespace}/{name}" if namespace else str(name)
+
+
+def parse_time(text: str) -> datetime:
+    """RFC 3339 as the API server writes it ('2024-05-01T10:00:00Z', optional fraction)."""
+    parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    if parsed.tzinfo is None:
+        raise ValueError(f"time {text!r} has no time zone")
+    return parsed
+
+
+def scheduled_since(pod: Mapping[str, Any]) -> datetime | None:
+    """lastTransitionTime of the PodScheduled=True condition, or None when the pod is not scheduled."""
+    for condition in (pod.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "PodScheduled":
+            if condition.get("status") != "True":
+                return None
+            when = condition.get("lastTransitionTime")
+            return GO_ZERO_TIME if not when else parse_time(str(when))
+    return None

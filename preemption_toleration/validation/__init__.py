@@ -1,0 +1,22 @@
+"""The admission rules of DESIGN §5 as pure functions returning findings (errors and warnings).
+
+The webhooks and `ptol validate` call the same functions, so a manifest that passes offline passes
+admission and vice versa.
+"""
+
+from preemption_toleration.validation.findings import Finding, Severity
+from preemption_toleration.validation.policy import check_policy
+from preemption_toleration.validation.priority_class import (
+    ManagedAnnotations,
+    check_managed_annotation_change,
+    check_priority_class,
+)
+
+__all__ = [
+    "Finding",
+    "ManagedAnnotations",
+    "Severity",
+    "check_managed_annotation_change",
+    "check_policy",
+    "check_priority_class",
+]

@@ -1,0 +1,134 @@
+"""Offline validation of manifests (GitOps): parse YAML text into documents and check each one.
+
+Pure: takes text, returns findings; reading files is the CLI's job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from preemption_toleration.api.policy import KIND as POLICY_KIND
+from preemption_toleration.core.selectors import selector_matches
+from preemption_toleration.validation.findings import Finding, error
+from preemption_toleration.validation.policy import parse_policy
+from preemption_toleration.validation.priority_class import check_priority_class
+
+PRIORITY_CLASS_GROUP = "scheduling.k8s.io/"
+
+
+@dataclass(frozen=True)
+class Document:
+    source: str
+    index: int  # 1-based position of the document in its source
+    content: Any
+
+
+@dataclass(frozen=True)
+class Located:
+    source: str
+    index: int
+    finding: Finding
+
+    def render(self) -> str:
+        return f"{self.source}:{self.index}: {self.finding.severity.value}: {self.finding.message}"
+
+
+def _yaml_error(source: str, index: int, problem: yaml.YAMLError) -> Located:
+    mark = getattr(problem, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    reason = getattr(problem, "problem", None) or str(problem)
+    return Located(source, index, error("yaml", f"invalid YAML{where}: {reason}"))
+
+
+def load_documents(text: str, source: str) -> tuple[list[Document], list[Located]]:
+    """Every document of a multi-document YAML (or JSON) text; `kind: List` items are expanded.
+
+    A syntax error ends the stream there: the documents before it are still returned.
+    """
+    documents: list[Document] = []
+    index = 0
+    try:
+        for index, content in enumerate(yaml.safe_load_all(text), start=1):
+            if content is None:
+                continue
+            if isinstance(content, Mapping) and content.get("kind") == "List":
+                documents += [Document(source, index, item) for item in content.get("items") or []]
+            else:
+                documents.append(Document(source, index, content))
+    except yaml.YAMLError as problem:
+        return documents, [_yaml_error(source, index + 1, problem)]
+    return documents, []
+
+
+def _is_priority_class(content: Mapping[str, Any]) -> bool:
+    return content.get("kind") == "PriorityClass" and str(content.get("apiVersion", "")).startswith(
+        PRIORITY_CLASS_GROUP
+    )
+
+
+def _conflicts(documents: Sequence[Document]) -> Iterator[Located]:
+    """Two policies in the input that govern the same class (by name or by selector over input classes)."""
+    classes = [d.content for d in documents if isinstance(d.content, Mapping) and _is_priority_class(d.content)]
+    owner: dict[str, str] = {}
+    for document in documents:
+        content = document.content
+        if not isinstance(content, Mapping) or content.get("kind") != POLICY_KIND:
+            continue
+        policy, _ = parse_policy(content)
+        if policy is None:
+            continue
+        spec = policy.spec
+        if spec.priority_class_name is not None:
+            governed = [spec.priority_class_name]
+        else:
+            selector = spec.priority_class_selector.to_kube() if spec.priority_class_selector else {}
+            governed = [
+                str(c["metadata"]["name"])
+                for c in classes
+                if selector_matches(selector, (c.get("metadata") or {}).get("labels") or {})
+                and (c.get("metadata") or {}).get("name")
+            ]
+        name = policy.metadata.name or "<unnamed>"
+        for class_name in governed:
+            if class_name in owner and owner[class_name] != name:
+                yield Located(
+                    document.source,
+                    document.index,
+                    error(
+                        "conflict",
+                        f'PreemptionTolerationPolicy "{name}": PriorityClass "{class_name}" is already governed '
+                        f'by PreemptionTolerationPolicy "{owner[class_name]}". Fix: govern each class with one '
+                        "policy only.",
+                    ),
+                )
+            else:
+                owner.setdefault(class_name, name)
+
+
+def check_documents(documents: Sequence[Document]) -> list[Located]:
+    """Findings for every PriorityClass and PreemptionTolerationPolicy; other kinds are ignored."""
+    located: list[Located] = []
+    for document in documents:
+        content = document.content
+        if not isinstance(content, Mapping):
+            located.append(
+                Located(
+                    document.source,
+                    document.index,
+                    error("not-an-object", f"document is a {type(content).__name__}, not a Kubernetes object."),
+                )
+            )
+            continue
+        if _is_priority_class(content):
+            findings = check_priority_class(content)
+        elif content.get("kind") == POLICY_KIND:
+            findings = parse_policy(content)[1]
+        else:
+            continue
+        located += [Located(document.source, document.index, finding) for finding in findings]
+    located += list(_conflicts(documents))
+    return located

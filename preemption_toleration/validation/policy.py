@@ -1,0 +1,206 @@
+"""Rules for PreemptionTolerationPolicy objects: the shape (from the pydantic model) and the semantics
+the CRD schema cannot express on Kubernetes 1.20 (exactly one target, a non-empty selector)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from preemption_toleration.api.base import MAX_TOLERATION_SECONDS, ObjectMeta
+from preemption_toleration.api.policy import (
+    API_VERSION,
+    LabelSelector,
+    LabelSelectorRequirement,
+    PreemptionTolerationPolicy,
+    PreemptionTolerationPolicySpec,
+)
+from preemption_toleration.validation.findings import Finding, error, nearest, warning
+from preemption_toleration.validation.priority_class import HIGHEST_SYSTEM_PRIORITY
+
+_FIELD_FIXES = {
+    "tolerationSeconds": f'use whole seconds between -1 (forever) and {MAX_TOLERATION_SECONDS}, e.g. 600',
+    "minimumPreemptablePriority": "use an integer priority, e.g. 10000",
+    "priorityClassName": "use the name of a PriorityClass: lowercase letters, digits, '-' and '.'",
+    "operator": "use one of In, NotIn, Exists, DoesNotExist",
+}
+
+
+def subject(name: str) -> str:
+    return f'PreemptionTolerationPolicy "{name}"'
+
+
+def _model_at(location: tuple[str | int, ...]) -> type[BaseModel]:
+    """The model whose fields live at `location` inside the spec."""
+    names = [part for part in location if isinstance(part, str)]
+    if names[:1] == ["priorityClassSelector"]:
+        return LabelSelectorRequirement if "matchExpressions" in names else LabelSelector
+    return PreemptionTolerationPolicySpec
+
+
+def _aliases(model: type[BaseModel]) -> list[str]:
+    return [info.alias or name for name, info in model.model_fields.items()]
+
+
+def _path(location: tuple[str | int, ...]) -> str:
+    path = "spec"
+    for part in location:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def _shape_finding(name: str, detail: Mapping[str, Any]) -> Finding:
+    location = tuple(detail["loc"])
+    path = _path(location)
+    value = detail.get("input")
+    kind = detail["type"]
+    leaf = next((part for part in reversed(location) if isinstance(part, str)), "")
+    if kind == "extra_forbidden":
+        suggestion = nearest(str(leaf), _aliases(_model_at(location[:-1])))
+        return error(
+            "unknown-field",
+            f"{subject(name)}: unknown field {path}. Fix: did you mean {_path(location[:-1] + (suggestion,))}?",
+        )
+    if kind in ("int_type", "int_parsing", "int_from_float"):
+        quoted = " (write it without quotes)" if isinstance(value, str) else ""
+        return error(
+            "invalid-field",
+            f"{subject(name)}: {path} is {value!r}, not an integer{quoted}. Fix: {_FIELD_FIXES.get(leaf, 'use an integer')}.",
+        )
+    fix = _FIELD_FIXES.get(str(leaf), "see the policy reference in the README")
+    if leaf == "tolerationSeconds" and kind == "less_than_equal":
+        return error(
+            "toleration-overflow",
+            f"{subject(name)}: {path} is {value!r}, above {MAX_TOLERATION_SECONDS}; the scheduler multiplies it "
+            f"by 10^9 in 64 bits and it wraps into no toleration at all. Fix: {fix}.",
+        )
+    return error("invalid-field", f"{subject(name)}: {path} is {value!r}: {detail['msg']}. Fix: {fix}.")
+
+
+def _selector_findings(name: str, selector: LabelSelector) -> list[Finding]:
+    if not selector.match_labels and not selector.match_expressions:
+        return [
+            error(
+                "empty-selector",
+                f"{subject(name)}: spec.priorityClassSelector is empty, which would govern every PriorityClass, "
+                "system classes included. Fix: add matchLabels, e.g. {tier: batch}, or use priorityClassName.",
+            )
+        ]
+    findings: list[Finding] = []
+    for index, requirement in enumerate(selector.match_expressions or []):
+        path = f"spec.priorityClassSelector.matchExpressions[{index}]"
+        needs_values = requirement.operator in ("In", "NotIn")
+        if needs_values and not requirement.values:
+            findings.append(
+                error(
+                    "invalid-selector",
+                    f"{subject(name)}: {path} uses {requirement.operator} without values. Fix: list the values.",
+                )
+            )
+        if not needs_values and requirement.values:
+            findings.append(
+                error(
+                    "invalid-selector",
+                    f"{subject(name)}: {path} uses {requirement.operator} with values {requirement.values}. "
+                    "Fix: remove values.",
+                )
+            )
+    return findings
+
+
+def _semantic_findings(name: str, spec: PreemptionTolerationPolicySpec) -> list[Finding]:
+    findings: list[Finding] = []
+    by_name = spec.priority_class_name is not None
+    by_selector = spec.priority_class_selector is not None
+    if by_name == by_selector:
+        problem = "sets both" if by_name else "sets neither of"
+        findings.append(
+            error(
+                "target",
+                f"{subject(name)}: spec {problem} priorityClassName and priorityClassSelector. "
+                "Fix: set exactly one of them.",
+            )
+        )
+    if spec.priority_class_selector is not None:
+        findings += _selector_findings(name, spec.priority_class_selector)
+    minimum = spec.minimum_preemptable_priority
+    seconds = spec.toleration_seconds
+    if minimum is None and seconds is None:
+        findings.append(
+            warning(
+                "no-effect",
+                f"{subject(name)}: spec sets neither minimumPreemptablePriority nor tolerationSeconds, so its "
+                "classes get no toleration. Fix: set minimumPreemptablePriority, e.g. 10000.",
+            )
+        )
+    elif minimum is None:
+        findings.append(
+            warning(
+                "toleration-without-minimum",
+                f"{subject(name)}: spec.tolerationSeconds {seconds} has no effect without "
+                "minimumPreemptablePriority. Fix: set minimumPreemptablePriority, e.g. 10000.",
+            )
+        )
+    if seconds is not None and seconds < -1:
+        findings.append(
+            warning(
+                "negative-toleration",
+                f"{subject(name)}: spec.tolerationSeconds {seconds} means forever, like any negative value. "
+                "Fix: write -1.",
+            )
+        )
+    if minimum is not None and minimum > HIGHEST_SYSTEM_PRIORITY:
+        findings.append(
+            warning(
+                "minimum-above-system-classes",
+                f"{subject(name)}: spec.minimumPreemptablePriority {minimum} is above every system class "
+                f"({HIGHEST_SYSTEM_PRIORITY}): no pod may preempt these pods while tolerated. "
+                f"Fix: use at most {HIGHEST_SYSTEM_PRIORITY}.",
+            )
+        )
+    return findings
+
+
+def parse_policy(obj: Mapping[str, Any]) -> tuple[PreemptionTolerationPolicy | None, list[Finding]]:
+    """The policy model and every finding; the model is None when any error was found."""
+    metadata = obj.get("metadata")
+    name = str(metadata.get("name")) if isinstance(metadata, Mapping) and metadata.get("name") else "<unnamed>"
+    findings: list[Finding] = []
+    if obj.get("apiVersion") != API_VERSION:
+        findings.append(
+            error(
+                "api-version",
+                f"{subject(name)}: apiVersion {obj.get('apiVersion')!r} is not served. Fix: use {API_VERSION}.",
+            )
+        )
+    if name == "<unnamed>":
+        findings.append(error("name", f"{subject(name)}: metadata.name is missing. Fix: name the policy."))
+    spec = obj.get("spec")
+    if not isinstance(spec, Mapping):
+        findings.append(
+            error("spec", f"{subject(name)}: spec is {spec!r}, not a mapping. Fix: add a spec with a target.")
+        )
+        return None, findings
+    try:
+        spec_model = PreemptionTolerationPolicySpec.model_validate(spec)
+    except ValidationError as invalid:
+        findings += [_shape_finding(name, detail) for detail in invalid.errors()]
+        return None, findings
+    findings += _semantic_findings(name, spec_model)
+    if any(finding.is_error for finding in findings):
+        return None, findings
+    try:
+        metadata_model = ObjectMeta.model_validate(metadata or {})
+    except ValidationError as invalid:
+        findings += [
+            error("invalid-field", f"{subject(name)}: metadata.{'.'.join(map(str, d['loc']))}: {d['msg']}.")
+            for d in invalid.errors()
+        ]
+        return None, findings
+    return PreemptionTolerationPolicy(metadata=metadata_model, spec=spec_model), findings
+
+
+def check_policy(obj: Mapping[str, Any]) -> list[Finding]:
+    """Errors and warnings for one PreemptionTolerationPolicy (Kubernetes JSON)."""
+    return parse_policy(obj)[1]

@@ -1,0 +1,253 @@
+"""Admission rules for the toleration annotations of a PriorityClass (DESIGN §5)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from preemption_toleration.api.base import MAX_TOLERATION_SECONDS
+from preemption_toleration.core.annotations import (
+    KEY_BITS,
+    LEGACY_PREFIX,
+    MINIMUM_PREEMPTABLE_PRIORITY,
+    POLICY_KEYS,
+    PREFIX,
+    TOLERATION_SECONDS,
+    annotations_of,
+    name_of,
+)
+from preemption_toleration.core.intparse import (
+    IntParseError,
+    IntProblem,
+    describe_problem,
+    int_range,
+    is_canonical,
+    parse_go_int,
+)
+from preemption_toleration.validation.findings import Finding, error, nearest, warning
+
+# Kubernetes' own classes; user-defined classes may not start with "system-" nor exceed 10^9.
+SYSTEM_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
+HIGHEST_SYSTEM_PRIORITY = max(SYSTEM_CLASSES.values())
+HIGHEST_USER_PRIORITY = 1_000_000_000
+
+_FIX_BY_KEY = {
+    MINIMUM_PREEMPTABLE_PRIORITY: 'write a priority in plain digits, e.g. "10000"',
+    TOLERATION_SECONDS: 'write whole seconds in plain digits, e.g. "600", or "-1" for forever',
+}
+_DEFAULT_BY_KEY = {
+    MINIMUM_PREEMPTABLE_PRIORITY: "default: the class value + 1",
+    TOLERATION_SECONDS: "default: 0, no toleration",
+}
+
+
+def subject(name: str) -> str:
+    return f'PriorityClass "{name}"'
+
+
+def _parse_error(name: str, key: str, value: str, problem: IntProblem) -> Finding:
+    bits = KEY_BITS[key]
+    if problem is IntProblem.EMPTY:
+        fix = f"remove the annotation ({_DEFAULT_BY_KEY[key]}) or {_FIX_BY_KEY[key]}"
+    elif problem is IntProblem.RANGE:
+        low, high = int_range(bits)
+        fix = f"use a value between {low} and {high}"
+    else:
+        fix = _FIX_BY_KEY[key]
+    return error(
+        "invalid-integer",
+        f'{subject(name)}: annotation {key}="{value}" is {describe_problem(problem, bits)}; '
+        f"the scheduler would ignore this class's whole toleration policy. Fix: {fix}.",
+    )
+
+
+def _parse_all(name: str, annotations: Mapping[str, Any]) -> tuple[dict[str, int], list[Finding]]:
+    parsed: dict[str, int] = {}
+    findings: list[Finding] = []
+    for key in POLICY_KEYS:
+        if key not in annotations:
+            continue
+        value = annotations[key]
+        if not isinstance(value, str):
+            findings.append(
+                error(
+                    "annotation-not-string",
+                    f"{subject(name)}: annotation {key} is {value!r}, not a string; Kubernetes annotation "
+                    f'values are strings. Fix: quote it, e.g. "{value}".',
+                )
+            )
+            continue
+        try:
+            parsed[key] = parse_go_int(value, KEY_BITS[key])
+        except IntParseError as problem:
+            findings.append(_parse_error(name, key, value, problem.problem))
+            continue
+        if not is_canonical(value):
+            findings.append(
+                warning(
+                    "non-canonical-integer",
+                    f'{subject(name)}: {key}="{value}" is read as {parsed[key]}. Fix: write "{parsed[key]}".',
+                )
+            )
+    return parsed, findings
+
+
+def _unknown_and_legacy_keys(name: str, annotations: Mapping[str, Any]) -> list[Finding]:
+    findings: list[Finding] = []
+    for key, value in annotations.items():
+        if key.startswith(PREFIX) and key not in POLICY_KEYS:
+            suggestion = nearest(key, POLICY_KEYS)
+            findings.append(
+                error(
+                    "unknown-key",
+                    f'{subject(name)}: unknown annotation {key}="{value}". '
+                    f"Fix: did you mean {suggestion}?",
+                )
+            )
+        elif key.startswith(LEGACY_PREFIX):
+            renamed = PREFIX + key[len(LEGACY_PREFIX) :]
+            findings.append(
+                warning(
+                    "legacy-prefix",
+                    f"{subject(name)}: {key} is ignored (legacy prefix, read by nothing). Fix: rename it to {renamed}.",
+                )
+            )
+    return findings
+
+
+def _effect_warnings(
+    name: str, class_value: Any, annotations: Mapping[str, Any], parsed: Mapping[str, int]
+) -> list[Finding]:
+    findings: list[Finding] = []
+    minimum = parsed.get(MINIMUM_PREEMPTABLE_PRIORITY)
+    seconds = parsed.get(TOLERATION_SECONDS)
+    if minimum is not None and isinstance(class_value, int) and minimum <= class_value:
+        findings.append(
+            warning(
+                "minimum-not-above-value",
+                f'{subject(name)}: minimum-preemptable-priority "{minimum}" is not above the class value '
+                f"{class_value}, so it has no effect. Fix: set it above {class_value}.",
+            )
+        )
+    if minimum is not None and minimum > HIGHEST_SYSTEM_PRIORITY:
+        findings.append(
+            warning(
+                "minimum-above-system-classes",
+                f'{subject(name)}: minimum-preemptable-priority "{minimum}" is above every system class '
+                f"({HIGHEST_SYSTEM_PRIORITY}): no pod may preempt these pods while tolerated. "
+                f"Fix: use at most {HIGHEST_SYSTEM_PRIORITY}.",
+            )
+        )
+    if seconds is not None and MINIMUM_PREEMPTABLE_PRIORITY not in annotations:
+        findings.append(
+            warning(
+                "toleration-without-minimum",
+                f'{subject(name)}: toleration-seconds "{seconds}" has no effect without '
+                f"{MINIMUM_PREEMPTABLE_PRIORITY}. Fix: add it, e.g. \"10000\".",
+            )
+        )
+    if seconds is not None and seconds < -1:
+        findings.append(
+            warning(
+                "negative-toleration",
+                f'{subject(name)}: toleration-seconds "{seconds}" means forever, like any negative value. '
+                'Fix: write "-1".',
+            )
+        )
+    return findings
+
+
+def _server_rules(name: str, class_value: int | None) -> list[Finding]:
+    """What the API server itself would refuse, caught before a pipeline applies it."""
+    if name.startswith("system-"):
+        if SYSTEM_CLASSES.get(name) == class_value:
+            return []
+        return [
+            error(
+                "reserved-name",
+                f"{subject(name)}: names starting with 'system-' are reserved for Kubernetes' own classes "
+                f"({', '.join(SYSTEM_CLASSES)}); the API server refuses it. Fix: rename the class.",
+            )
+        ]
+    if class_value is not None and class_value > HIGHEST_USER_PRIORITY:
+        return [
+            error(
+                "value-out-of-range",
+                f"{subject(name)}: value {class_value} is above {HIGHEST_USER_PRIORITY}, the highest priority a "
+                f"user-defined class may have; the API server refuses it. Fix: use at most {HIGHEST_USER_PRIORITY}.",
+            )
+        ]
+    return []
+
+
+def check_priority_class(priority_class: Mapping[str, Any]) -> list[Finding]:
+    """Errors and warnings for the toleration annotations of one PriorityClass (Kubernetes JSON)."""
+    name = name_of(priority_class) or "<unnamed>"
+    annotations = annotations_of(priority_class)
+    findings: list[Finding] = []
+    class_value = priority_class.get("value")
+    if not isinstance(class_value, int) or isinstance(class_value, bool):
+        findings.append(
+            error(
+                "invalid-value",
+                f"{subject(name)}: value is {class_value!r}; a PriorityClass needs an integer value. "
+                "Fix: set value, e.g. 8000.",
+            )
+        )
+        class_value = None
+    findings += _server_rules(name, class_value)
+    findings += _unknown_and_legacy_keys(name, annotations)
+    parsed, parse_findings = _parse_all(name, annotations)
+    findings += parse_findings
+    seconds = parsed.get(TOLERATION_SECONDS)
+    if seconds is not None and seconds > MAX_TOLERATION_SECONDS:
+        findings.append(
+            error(
+                "toleration-overflow",
+                f'{subject(name)}: toleration-seconds "{annotations[TOLERATION_SECONDS]}" is above '
+                f"{MAX_TOLERATION_SECONDS}; the scheduler multiplies it by 10^9 in 64 bits and it wraps into no "
+                f'toleration at all. Fix: use at most {MAX_TOLERATION_SECONDS}, or "-1" for forever.',
+            )
+        )
+    findings += _effect_warnings(name, class_value, annotations, parsed)
+    return findings
+
+
+@dataclass(frozen=True)
+class ManagedAnnotations:
+    """The annotations a policy sets on a class it governs; keys it leaves unset must stay absent."""
+
+    policy_name: str
+    values: Mapping[str, str] = field(default_factory=dict)
+
+
+def check_managed_annotation_change(
+    class_name: str,
+    old_annotations: Mapping[str, str],
+    new_annotations: Mapping[str, str],
+    managed: ManagedAnnotations | None,
+) -> list[Finding]:
+    """Refuse a hand-made change to annotations a policy manages (the caller exempts the operator).
+
+    A request may keep what is there or write what the policy wants; anything else is refused.
+    """
+    if managed is None:
+        return []
+    findings: list[Finding] = []
+    for key in POLICY_KEYS:
+        wanted = managed.values.get(key)
+        before = old_annotations.get(key)
+        after = new_annotations.get(key)
+        if after == before or after == wanted:
+            continue
+        change = f'removes {key}' if after is None else f'sets {key}="{after}"'
+        findings.append(
+            error(
+                "managed-annotation-changed",
+                f'{subject(class_name)}: this change {change}, but PreemptionTolerationPolicy '
+                f'"{managed.policy_name}" manages it. Fix: edit the policy instead '
+                f"(kubectl edit ptp {managed.policy_name}).",
+            )
+        )
+    return findings

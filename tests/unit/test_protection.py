@@ -1,0 +1,73 @@
+"""protection_of says which preemptor priorities a pod refuses and until when."""
+
+from datetime import datetime, timedelta, timezone
+from itertools import product
+
+import pytest
+
+from preemption_toleration import (
+    PriorityClassNotFound,
+    ProtectionKind,
+    exempted_from_preemption,
+    protection_of,
+)
+from tests.unit.kube_objects import pod, priority_class
+
+NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=timezone.utc)
+
+CASES = [
+    # (rule, class annotations (minimum, toleration), scheduled ago, kind, refuse_below, until)
+    ("forever: toleration -1", ("10000", "-1"), timedelta(hours=5), ProtectionKind.FOREVER, 10000, None),
+    ("time-limited: until scheduled + toleration", ("10000", "600"), timedelta(seconds=100),
+     ProtectionKind.UNTIL, 10000, NOW + timedelta(seconds=500)),
+    ("time-limited, over", ("10000", "600"), timedelta(seconds=600), ProtectionKind.NONE, None, None),
+    ("not scheduled: the clock has not started", ("10000", "600"), None, ProtectionKind.NOT_SCHEDULED,
+     10000, None),
+    ("no toleration seconds: none", ("10000", None), timedelta(seconds=1), ProtectionKind.NONE, None, None),
+    ("minimum value+1 refuses nothing", ("8001", "-1"), timedelta(0), ProtectionKind.NONE, None, None),
+    ("minimum below the value refuses nothing", ("100", "-1"), timedelta(0), ProtectionKind.NONE, None, None),
+    ("invalid annotation: none", ("10k", "-1"), timedelta(0), ProtectionKind.NONE, None, None),
+]
+
+
+@pytest.mark.parametrize(("rule", "annotations", "ago", "kind", "refuse_below", "until"), CASES,
+                         ids=[c[0] for c in CASES])
+def test_protection(rule, annotations, ago, kind, refuse_below, until) -> None:
+    victim_class = priority_class("c", 8000, *annotations)
+    scheduled = None if ago is None else NOW - ago
+    protection = protection_of(pod("v", 8000, "c", scheduled), victim_class, NOW)
+    assert protection.kind is kind
+    assert protection.refuse_below == refuse_below
+    assert protection.until == until
+
+
+def test_no_class_name_means_no_protection() -> None:
+    assert protection_of(pod("v", 8000), None, NOW).kind is ProtectionKind.NONE
+
+
+def test_missing_class_raises() -> None:
+    with pytest.raises(PriorityClassNotFound):
+        protection_of(pod("v", 8000, "gone"), None, NOW)
+
+
+def test_refused_range_and_seconds_left() -> None:
+    victim_class = priority_class("c", 8000, "10000", "600")
+    protection = protection_of(pod("v", 8000, "c", NOW - timedelta(seconds=99, milliseconds=500)), victim_class, NOW)
+    assert [protection.refuses(p) for p in (8000, 8001, 9999, 10000)] == [False, True, True, False]
+    assert protection.seconds_left(NOW) == 501  # rounded up: 500.5 s left
+    assert protection.protected
+
+
+def test_agrees_with_exempted_from_preemption() -> None:
+    """For every candidate preemptor (higher priority, not Never), refuses() equals the exemption check."""
+    annotations = [("10000", "-1"), ("10000", "600"), ("10000", "0"), ("10000", None), (None, "600"),
+                   ("8000", "-1"), ("x", "-1"), ("10000", "9223372037")]
+    ages = [None, timedelta(0), timedelta(seconds=599), timedelta(seconds=600), timedelta(days=1)]
+    priorities = [8001, 9000, 9999, 10000, 20000]
+    for (minimum, toleration), ago, priority in product(annotations, ages, priorities):
+        victim_class = priority_class("c", 8000, minimum, toleration)
+        victim = pod("v", 8000, "c", None if ago is None else NOW - ago)
+        preemptor = pod("p", priority)
+        expected = exempted_from_preemption(victim, preemptor, {"c": victim_class}, NOW)
+        protection = protection_of(victim, victim_class, NOW)
+        assert protection.refuses(priority) is expected, (minimum, toleration, ago, priority)

@@ -1,0 +1,162 @@
+"""`ptol validate`: what a GitOps pipeline sees (lines, exit code)."""
+
+import io
+from pathlib import Path
+
+import pytest
+
+from preemption_toleration.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+TEN_K = """\
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata:
+  name: low-non-preempted
+  annotations:
+    preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority: "10k"
+value: 8000
+"""
+
+EXAMPLES = """\
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata:
+  name: low-non-preempted
+  annotations:
+    preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority: "10000"
+    preemption-toleration.scheduling.x-k8s.io/toleration-seconds: "-1"
+value: 8000
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata:
+  name: low-non-preempted-10min
+  annotations:
+    preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority: "10000"
+    preemption-toleration.scheduling.x-k8s.io/toleration-seconds: "600"
+value: 8000
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ignored
+data:
+  minimum-preemptable-priority: "10k"
+"""
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str]]:
+    code = main(["validate", *args])
+    return code, capsys.readouterr().out.splitlines()
+
+
+def test_rejects_10k_naming_class_key_and_value(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "classes.yaml"
+    path.write_text(TEN_K)
+    code, lines = run(capsys, "-f", str(path))
+    assert code == 1
+    [line] = lines
+    assert line.startswith(f"{path}:1: error: ")
+    assert 'PriorityClass "low-non-preempted"' in line
+    assert "preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority" in line
+    assert '"10k"' in line
+
+
+def test_accepts_the_two_example_classes_and_ignores_other_kinds(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "examples.yaml"
+    path.write_text(EXAMPLES)
+    assert run(capsys, "-f", str(path)) == (0, [])
+
+
+def test_warnings_are_printed_but_exit_0(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "legacy.yaml"
+    path.write_text(EXAMPLES.replace("scheduling.x-k8s.io/toleration-seconds: \"600\"",
+                                     "scheduling.sigs.k8s.io/toleration-seconds: \"600\""))
+    code, lines = run(capsys, "-f", str(path))
+    assert code == 0
+    [line] = lines
+    assert line.split(": ")[1] == "warning" and "legacy prefix" in line
+    assert run(capsys, "--warnings-as-errors", "-f", str(path))[0] == 1
+
+
+def test_document_numbers_in_multi_document_files(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "multi.yaml"
+    path.write_text(EXAMPLES + "---\n" + TEN_K)
+    code, lines = run(capsys, "-f", str(path))
+    assert code == 1
+    assert [line.split(":")[1] for line in lines] == ["4"]
+
+
+def test_directories_are_searched_recursively(tmp_path: Path, capsys) -> None:
+    (tmp_path / "nested").mkdir()
+    (tmp_path / "nested" / "bad.yml").write_text(TEN_K)
+    (tmp_path / "good.yaml").write_text(EXAMPLES)
+    (tmp_path / "notes.txt").write_text("not a manifest: [")
+    code, lines = run(capsys, "-f", str(tmp_path))
+    assert code == 1
+    assert len(lines) == 1 and lines[0].startswith(str(tmp_path / "nested" / "bad.yml"))
+
+
+def test_stdin(monkeypatch, capsys) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO(TEN_K))
+    code, lines = run(capsys, "-f", "-")
+    assert code == 1 and lines[0].startswith("<stdin>:1: error:")
+
+
+def test_malformed_yaml_is_an_error_with_its_location(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text(EXAMPLES + "---\nmetadata:\n  name: [unclosed\n")
+    code, lines = run(capsys, "-f", str(path))
+    assert code == 1
+    [line] = lines
+    assert line.startswith(f"{path}:4: error: invalid YAML at line ")
+
+
+def test_missing_file_is_an_error_not_a_traceback(tmp_path: Path, capsys) -> None:
+    code, lines = run(capsys, "-f", str(tmp_path / "absent.yaml"))
+    assert code == 1
+    assert "cannot read" in lines[0]
+
+
+def test_non_object_document(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "scalar.yaml"
+    path.write_text("just a string\n")
+    code, lines = run(capsys, "-f", str(path))
+    assert code == 1 and "not a Kubernetes object" in lines[0]
+
+
+def test_policies_governing_the_same_class_conflict(tmp_path: Path, capsys) -> None:
+    policy = """\
+apiVersion: preemption-toleration.dev/v1alpha1
+kind: PreemptionTolerationPolicy
+metadata:
+  name: {name}
+spec:
+  {target}
+  minimumPreemptablePriority: 10000
+"""
+    klass = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: batch\n  labels:\n" \
+            "    tier: batch\nvalue: 8000\n"
+    path = tmp_path / "policies.yaml"
+    path.write_text("---\n".join([
+        klass,
+        policy.format(name="first", target="priorityClassName: batch"),
+        policy.format(name="second", target="priorityClassSelector: {matchLabels: {tier: batch}}"),
+    ]))
+    code, lines = run(capsys, "-f", str(path))
+    assert code == 1
+    [line] = lines
+    assert line.startswith(f"{path}:3: error:")
+    assert 'PriorityClass "batch" is already governed by PreemptionTolerationPolicy "first"' in line
+
+
+def test_list_kind_items_are_checked(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "list.yaml"
+    path.write_text("apiVersion: v1\nkind: List\nitems:\n- " + TEN_K.replace("\n", "\n  "))
+    assert run(capsys, "-f", str(path))[0] == 1
+
+
+def test_the_samples_are_valid(capsys) -> None:
+    assert run(capsys, "-f", str(ROOT / "config" / "samples")) == (0, [])
