@@ -1,0 +1,171 @@
+"""The planner: from all policies and classes, who governs what, what to write, and each policy's status.
+
+Ownership is decided oldest policy first (creation time, then name), so it is stable: a newer policy
+that wants a class an older one already governs gets `Conflict` and claims nothing at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+from preemption_toleration.api.policy import LabelSelector, PreemptionTolerationPolicySpec
+from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
+from preemption_toleration.core.selectors import selector_matches
+from preemption_toleration.governance.views import ClassView, PolicyView
+
+
+class Reason(str, Enum):
+    APPLIED = "Applied"
+    NOT_FOUND = "PriorityClassNotFound"
+    CONFLICT = "Conflict"
+    INVALID = "Invalid"
+
+
+@dataclass(frozen=True)
+class GovernedClass:
+    name: str
+    minimum_preemptable_priority: int | None
+    toleration_seconds: int | None
+
+
+@dataclass(frozen=True)
+class PolicyOutcome:
+    name: str
+    reason: Reason
+    message: str
+    target: str
+    classes: tuple[GovernedClass, ...] = ()
+
+    @property
+    def ready(self) -> bool:
+        return self.reason is Reason.APPLIED
+
+
+@dataclass(frozen=True)
+class ClassWrite:
+    """A server-side apply of our annotation keys on one class; empty `annotations` releases them."""
+
+    class_name: str
+    annotations: Mapping[str, str]
+    policy_name: str | None  # the governing policy, None for a release
+
+
+@dataclass(frozen=True)
+class Plan:
+    owners: Mapping[str, str] = field(default_factory=dict)  # class name -> policy name
+    outcomes: Mapping[str, PolicyOutcome] = field(default_factory=dict)
+    writes: tuple[ClassWrite, ...] = ()
+
+
+def desired_annotations(spec: PreemptionTolerationPolicySpec) -> dict[str, str]:
+    annotations: dict[str, str] = {}
+    if spec.minimum_preemptable_priority is not None:
+        annotations[MINIMUM_PREEMPTABLE_PRIORITY] = str(spec.minimum_preemptable_priority)
+    if spec.toleration_seconds is not None:
+        annotations[TOLERATION_SECONDS] = str(spec.toleration_seconds)
+    return annotations
+
+
+def selector_text(selector: LabelSelector) -> str:
+    parts = [f"{key}={value}" for key, value in sorted((selector.match_labels or {}).items())]
+    for requirement in selector.match_expressions or []:
+        if requirement.operator in ("In", "NotIn"):
+            values = ",".join(requirement.values or [])
+            parts.append(f"{requirement.key} {requirement.operator.lower()} ({values})")
+        else:
+            parts.append(requirement.key if requirement.operator == "Exists" else f"!{requirement.key}")
+    return ",".join(parts)
+
+
+def target_text(spec: PreemptionTolerationPolicySpec) -> str:
+    if spec.priority_class_name is not None:
+        return spec.priority_class_name
+    if spec.priority_class_selector is not None:
+        return f"selector {selector_text(spec.priority_class_selector)}"
+    return ""
+
+
+def _governed_names(spec: PreemptionTolerationPolicySpec, classes: Mapping[str, ClassView]) -> list[str]:
+    """Names the policy claims: its named class (existing or not), or the existing classes it selects."""
+    if spec.priority_class_name is not None:
+        return [spec.priority_class_name]
+    selector = spec.priority_class_selector.to_kube() if spec.priority_class_selector else {}
+    return sorted(name for name, view in classes.items() if selector_matches(selector, view.labels))
+
+
+def _applied_message(names: list[str], annotations: Mapping[str, str]) -> str:
+    values = ", ".join(f"{key.rsplit('/', 1)[1]}={value}" for key, value in annotations.items()) or "no annotations"
+    if len(names) == 1:
+        return f"Applied to PriorityClass {names[0]}: {values}."
+    return f"Applied to {len(names)} PriorityClasses ({', '.join(names)}): {values}."
+
+
+def _outcome(
+    policy: PolicyView, classes: Mapping[str, ClassView], owners: dict[str, str]
+) -> PolicyOutcome:
+    if policy.spec is None:
+        message = " ".join(problem.message for problem in policy.problems) or "The policy is invalid."
+        return PolicyOutcome(policy.name, Reason.INVALID, message, target="")
+    spec = policy.spec
+    target = target_text(spec)
+    names = _governed_names(spec, classes)
+    taken = [(name, owners[name]) for name in names if name in owners]
+    if taken:
+        name, other = taken[0]
+        return PolicyOutcome(
+            policy.name,
+            Reason.CONFLICT,
+            f'PriorityClass {name} is already governed by PreemptionTolerationPolicy "{other}"; this policy '
+            "changes nothing while that one governs it.",
+            target,
+        )
+    for name in names:
+        owners[name] = policy.name
+    existing = [name for name in names if name in classes]
+    if not existing:
+        if spec.priority_class_name is not None:
+            message = (
+                f"PriorityClass {spec.priority_class_name} does not exist; the policy is applied when it is created."
+            )
+        else:
+            message = f"No PriorityClass matches {target}; the policy is applied to each class that gets the labels."
+        return PolicyOutcome(policy.name, Reason.NOT_FOUND, message, target)
+    governed = tuple(
+        GovernedClass(name, spec.minimum_preemptable_priority, spec.toleration_seconds) for name in existing
+    )
+    if spec.priority_class_selector is not None:
+        target = f"{target} ({len(existing)})"
+    return PolicyOutcome(
+        policy.name, Reason.APPLIED, _applied_message(existing, desired_annotations(spec)), target, governed
+    )
+
+
+def _write_for(view: ClassView, desired: Mapping[str, str], policy_name: str | None) -> ClassWrite | None:
+    in_place = all(view.annotations.get(key) == value for key, value in desired.items())
+    if in_place and view.owned_keys == frozenset(desired):
+        return None
+    return ClassWrite(view.name, dict(desired), policy_name)
+
+
+def plan(policies: Iterable[PolicyView], classes: Iterable[ClassView]) -> Plan:
+    by_name = {view.name: view for view in classes}
+    ordered = sorted(policies, key=lambda p: (p.created, p.name))
+    owners: dict[str, str] = {}
+    outcomes: dict[str, PolicyOutcome] = {}
+    specs: dict[str, PreemptionTolerationPolicySpec] = {}
+    for policy in ordered:
+        if policy.deleting:
+            continue
+        outcomes[policy.name] = _outcome(policy, by_name, owners)
+        if policy.spec is not None:
+            specs[policy.name] = policy.spec
+    writes: list[ClassWrite] = []
+    for name, view in sorted(by_name.items()):
+        owner = owners.get(name)
+        desired = desired_annotations(specs[owner]) if owner is not None else {}
+        write = _write_for(view, desired, owner)
+        if write is not None:
+            writes.append(write)
+    return Plan(owners=owners, outcomes=outcomes, writes=tuple(writes))

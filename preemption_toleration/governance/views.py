@@ -1,0 +1,71 @@
+"""Slim, immutable views of the objects the planner reads, built from Kubernetes JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from preemption_toleration.api.policy import PreemptionTolerationPolicySpec
+from preemption_toleration.core.annotations import POLICY_KEYS
+from preemption_toleration.core.pods import parse_time
+from preemption_toleration.validation.findings import Finding
+from preemption_toleration.validation.policy import parse_policy
+
+FIELD_MANAGER = "preemption-toleration-operator"
+
+
+@dataclass(frozen=True)
+class PolicyView:
+    name: str
+    created: datetime
+    generation: int
+    deleting: bool
+    spec: PreemptionTolerationPolicySpec | None  # None when the object is invalid
+    problems: tuple[Finding, ...] = ()
+
+
+@dataclass(frozen=True)
+class ClassView:
+    name: str
+    value: int
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)  # only our two keys
+    owned_keys: frozenset[str] = frozenset()  # policy keys our field manager owns
+
+
+def policy_view(obj: Mapping[str, Any]) -> PolicyView:
+    metadata = obj.get("metadata") or {}
+    model, findings = parse_policy(obj)
+    return PolicyView(
+        name=str(metadata.get("name")),
+        created=parse_time(str(metadata.get("creationTimestamp") or "1970-01-01T00:00:00Z")),
+        generation=int(metadata.get("generation") or 0),
+        deleting=bool(metadata.get("deletionTimestamp")),
+        spec=model.spec if model is not None else None,
+        problems=tuple(f for f in findings if f.is_error),
+    )
+
+
+def owned_annotation_keys(managed_fields: Any, manager: str = FIELD_MANAGER) -> frozenset[str]:
+    """The policy annotation keys that `manager` owns through server-side apply."""
+    owned: set[str] = set()
+    for entry in managed_fields or []:
+        if entry.get("manager") != manager or entry.get("operation") != "Apply":
+            continue
+        annotations = ((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:annotations") or {}
+        owned.update(key[2:] for key in annotations if key.startswith("f:") and key[2:] in POLICY_KEYS)
+    return frozenset(owned)
+
+
+def class_view(obj: Mapping[str, Any], manager: str = FIELD_MANAGER) -> ClassView:
+    metadata = obj.get("metadata") or {}
+    annotations = metadata.get("annotations") or {}
+    return ClassView(
+        name=str(metadata.get("name")),
+        value=int(obj.get("value") or 0),
+        labels=dict(metadata.get("labels") or {}),
+        annotations={key: str(annotations[key]) for key in POLICY_KEYS if key in annotations},
+        owned_keys=owned_annotation_keys(metadata.get("managedFields"), manager),
+    )

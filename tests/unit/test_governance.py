@@ -1,0 +1,192 @@
+"""The operator's planner: who governs which class, what is written, and each policy's status."""
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY as MIN
+from preemption_toleration.core.annotations import TOLERATION_SECONDS as TOL
+from preemption_toleration.governance.plan import ClassWrite, Reason, plan
+from preemption_toleration.governance.status import build_status, status_differs
+from preemption_toleration.governance.views import (
+    FIELD_MANAGER,
+    ClassView,
+    class_view,
+    owned_annotation_keys,
+    policy_view,
+)
+
+T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
+
+
+def policy(name, spec, age_rank=0, deleting=False):
+    metadata = {"name": name, "generation": 1,
+                "creationTimestamp": (T0 + timedelta(minutes=age_rank)).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    if deleting:
+        metadata["deletionTimestamp"] = "2026-11-02T00:00:00Z"
+    return policy_view({"apiVersion": "preemption-toleration.dev/v1alpha1", "kind": "PreemptionTolerationPolicy",
+                        "metadata": metadata, "spec": spec})
+
+
+def klass(name, annotations=None, owned=(), labels=None, value=8000):
+    return ClassView(name, value, labels or {}, annotations or {}, frozenset(owned))
+
+
+FOREVER = {"priorityClassName": "low-non-preempted", "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
+WANTED = {MIN: "10000", TOL: "-1"}
+
+
+def test_policy_applies_its_annotations_to_its_class() -> None:
+    result = plan([policy("p", FOREVER)], [klass("low-non-preempted"), klass("low")])
+    assert result.writes == (ClassWrite("low-non-preempted", WANTED, "p"),)
+    outcome = result.outcomes["p"]
+    assert outcome.reason is Reason.APPLIED and outcome.ready
+    assert outcome.target == "low-non-preempted"
+    assert outcome.message == "Applied to PriorityClass low-non-preempted: minimum-preemptable-priority=10000, " \
+                              "toleration-seconds=-1."
+
+
+def test_nothing_is_written_when_the_class_already_matches_and_is_ours() -> None:
+    result = plan([policy("p", FOREVER)], [klass("low-non-preempted", WANTED, owned=WANTED)])
+    assert result.writes == ()
+    assert result.outcomes["p"].ready
+
+
+CASES = [
+    # (rule, class annotations, owned keys, spec changes, expected write or None)
+    ("a hand-changed value is put back", {MIN: "9000", TOL: "-1"}, {TOL}, {}, WANTED),
+    ("a hand-removed key is put back", {MIN: "10000"}, {MIN}, {}, WANTED),
+    ("equal values written by someone else are taken over", WANTED, set(), {}, WANTED),
+    ("removing tolerationSeconds from the policy drops that key", WANTED, {MIN, TOL},
+     {"tolerationSeconds": None}, {MIN: "10000"}),
+    ("changing the policy changes the value", WANTED, {MIN, TOL}, {"tolerationSeconds": 600},
+     {MIN: "10000", TOL: "600"}),
+]
+
+
+@pytest.mark.parametrize(("rule", "annotations", "owned", "changes", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_writes(rule, annotations, owned, changes, expected) -> None:
+    spec = {**FOREVER, **changes}
+    spec = {key: value for key, value in spec.items() if value is not None}
+    result = plan([policy("p", spec)], [klass("low-non-preempted", annotations, owned)])
+    assert result.writes == (ClassWrite("low-non-preempted", expected, "p"),)
+
+
+def test_deleting_policy_releases_its_keys() -> None:
+    result = plan([policy("p", FOREVER, deleting=True)], [klass("low-non-preempted", WANTED, owned=WANTED)])
+    assert result.writes == (ClassWrite("low-non-preempted", {}, None),)
+    assert "p" not in result.outcomes
+
+
+def test_ungoverned_class_with_hand_written_annotations_is_left_alone() -> None:
+    assert plan([], [klass("low", WANTED)]).writes == ()
+
+
+def test_missing_class_is_not_found_and_nothing_is_written() -> None:
+    result = plan([policy("p", FOREVER)], [klass("low")])
+    assert result.writes == ()
+    assert result.outcomes["p"].reason is Reason.NOT_FOUND
+    assert "PriorityClass low-non-preempted does not exist" in result.outcomes["p"].message
+
+
+def test_older_policy_keeps_the_class_newer_gets_conflict() -> None:
+    older = policy("older", FOREVER, age_rank=0)
+    newer = policy("newer", {**FOREVER, "tolerationSeconds": 600}, age_rank=5)
+    result = plan([newer, older], [klass("low-non-preempted")])
+    assert result.writes == (ClassWrite("low-non-preempted", WANTED, "older"),)
+    assert result.outcomes["older"].ready
+    conflict = result.outcomes["newer"]
+    assert conflict.reason is Reason.CONFLICT
+    assert 'already governed by PreemptionTolerationPolicy "older"' in conflict.message
+
+
+def test_conflict_is_stable_when_the_class_is_missing() -> None:
+    older, newer = policy("older", FOREVER, 0), policy("newer", FOREVER, 5)
+    result = plan([newer, older], [])
+    assert result.outcomes["older"].reason is Reason.NOT_FOUND
+    assert result.outcomes["newer"].reason is Reason.CONFLICT
+
+
+def test_selector_governs_matching_classes_and_releases_the_others() -> None:
+    spec = {"priorityClassSelector": {"matchLabels": {"tier": "batch"}}, "minimumPreemptablePriority": 10000}
+    classes = [klass("a", labels={"tier": "batch"}), klass("b", labels={"tier": "batch"}),
+               klass("c", {MIN: "10000"}, owned={MIN}, labels={"tier": "web"})]
+    result = plan([policy("p", spec)], classes)
+    assert result.writes == (ClassWrite("a", {MIN: "10000"}, "p"), ClassWrite("b", {MIN: "10000"}, "p"),
+                             ClassWrite("c", {}, None))
+    assert result.outcomes["p"].target == "selector tier=batch (2)"
+    assert [c.name for c in result.outcomes["p"].classes] == ["a", "b"]
+
+
+def test_selector_conflict_on_one_class_claims_nothing() -> None:
+    named = policy("named", {"priorityClassName": "b", "minimumPreemptablePriority": 1}, 0)
+    selector = policy("selector", {"priorityClassSelector": {"matchLabels": {"tier": "batch"}},
+                                   "minimumPreemptablePriority": 2}, 1)
+    classes = [klass("a", labels={"tier": "batch"}), klass("b", labels={"tier": "batch"})]
+    result = plan([named, selector], classes)
+    assert result.writes == (ClassWrite("b", {MIN: "1"}, "named"),)
+    assert result.outcomes["selector"].reason is Reason.CONFLICT
+
+
+def test_selector_without_matches_is_not_found() -> None:
+    spec = {"priorityClassSelector": {"matchExpressions": [{"key": "tier", "operator": "Exists"}]},
+            "minimumPreemptablePriority": 1}
+    outcome = plan([policy("p", spec)], [klass("a")]).outcomes["p"]
+    assert outcome.reason is Reason.NOT_FOUND and "No PriorityClass matches selector tier" in outcome.message
+
+
+def test_invalid_policy_is_reported_and_claims_nothing() -> None:
+    bad = policy("bad", {"priorityClassName": "low", "priorityClassSelector": {"matchLabels": {"a": "b"}}})
+    result = plan([bad], [klass("low", WANTED, owned=WANTED)])
+    assert result.outcomes["bad"].reason is Reason.INVALID
+    assert "sets both" in result.outcomes["bad"].message
+    assert result.writes == (ClassWrite("low", {}, None),)
+
+
+def test_views_read_kubernetes_json() -> None:
+    body = {
+        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "value": 8000,
+        "metadata": {
+            "name": "low", "labels": {"tier": "batch"},
+            "annotations": {MIN: "10000", "other": "x"},
+            "managedFields": [
+                {"manager": FIELD_MANAGER, "operation": "Apply", "fieldsV1": {
+                    "f:metadata": {"f:annotations": {f"f:{MIN}": {}, "f:other": {}}}}},
+                {"manager": "kubectl", "operation": "Update", "fieldsV1": {
+                    "f:metadata": {"f:annotations": {f"f:{TOL}": {}}}}},
+            ],
+        },
+    }
+    view = class_view(body)
+    assert view == ClassView("low", 8000, {"tier": "batch"}, {MIN: "10000"}, frozenset({MIN}))
+    assert owned_annotation_keys(body["metadata"]["managedFields"], "kubectl") == frozenset()
+
+
+NOW = datetime(2026, 11, 22, tzinfo=timezone.utc)
+
+
+def test_status_reports_ready_and_what_was_applied() -> None:
+    outcome = plan([policy("p", FOREVER)], [klass("low-non-preempted")]).outcomes["p"]
+    status = build_status(outcome, 3, None, NOW)
+    assert status == {
+        "observedGeneration": 3,
+        "target": "low-non-preempted",
+        "conditions": [{"type": "Ready", "status": "True", "reason": "Applied", "message": outcome.message,
+                        "observedGeneration": 3, "lastTransitionTime": "2026-11-22T00:00:00Z"}],
+        "priorityClasses": [{"name": "low-non-preempted", "minimumPreemptablePriority": 10000,
+                             "tolerationSeconds": -1}],
+    }
+    # unchanged on the next loop: nothing to write, transition time kept
+    again = build_status(outcome, 3, status, NOW + timedelta(hours=1))
+    assert again == status and not status_differs(again, status)
+
+
+def test_status_transition_time_moves_when_ready_flips() -> None:
+    applied = plan([policy("p", FOREVER)], [klass("low-non-preempted")]).outcomes["p"]
+    missing = plan([policy("p", FOREVER)], []).outcomes["p"]
+    before = build_status(applied, 1, None, NOW)
+    after = build_status(missing, 1, before, NOW + timedelta(minutes=1))
+    assert after["conditions"][0]["status"] == "False"
+    assert after["conditions"][0]["reason"] == "PriorityClassNotFound"
+    assert after["conditions"][0]["lastTransitionTime"] == "2026-11-22T00:01:00Z"
+    assert after["priorityClasses"] == [] and status_differs(after, before)
