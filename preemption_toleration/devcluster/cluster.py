@@ -1,0 +1,480 @@
+"""A local control plane: etcd, kube-apiserver and kube-scheduler (plus the node agent) on loopback.
+
+Everything lives in one directory: certificates (`pki/`), etcd data, logs (`logs/`), kubeconfigs and
+`cluster.json`, which records the processes so that another shell can find and stop them.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import ssl
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from subprocess import Popen
+from typing import Any
+
+import yaml
+from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.config import new_client_from_config
+
+from preemption_toleration import pki
+from preemption_toleration.devcluster import processes
+from preemption_toleration.devcluster.processes import ProcessRecord
+from preemption_toleration.devcluster.toolchain import Toolchain, ensure_toolchain
+
+HOST = "127.0.0.1"
+ADMIN_USER = "ptol-admin"
+SCHEDULER_USER = "system:kube-scheduler"
+SCHEDULER_CONFIG_API = "kubescheduler.config.k8s.io/v1beta1"  # what a 1.20 scheduler reads
+STATE_FILE = "cluster.json"
+# Start order; stopped in reverse.
+PROCESS_NAMES = ("etcd", "kube-apiserver", "kube-scheduler", "node-agent")
+
+
+class ClusterError(RuntimeError):
+    """A component failed to start or the directory holds no cluster; the message says which."""
+
+
+@dataclass(frozen=True)
+class ComponentStatus:
+    name: str
+    pid: int
+    running: bool
+    log: str
+
+
+class LocalCluster:
+    """The control plane in `directory`.
+
+    `start()` starts everything and returns when the API server's /readyz and the scheduler's /healthz
+    are OK; `stop()` stops every process it recorded. `LocalCluster(directory)` on a directory where a
+    cluster already runs (started by another process) attaches to it: `status()` and `stop()` work.
+    Use it as a context manager to stop the cluster on exit, including on Ctrl-C.
+    """
+
+    def __init__(self, directory: str | Path, toolchain: Toolchain | None = None) -> None:
+        self.directory = Path(directory).resolve()
+        self._toolchain = toolchain
+        self._records: dict[str, ProcessRecord] = {}
+        self._popens: dict[str, Popen[bytes]] = {}
+        self._state: dict[str, Any] = {}
+        self._die_with_parent = False
+        self._load_state()
+
+    # --- paths and endpoints -----------------------------------------------------------------------------
+
+    @property
+    def kubeconfig(self) -> Path:
+        """Admin kubeconfig (client certificate in group system:masters)."""
+        return self.directory / "kubeconfig"
+
+    @property
+    def pki_dir(self) -> Path:
+        return self.directory / "pki"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.directory / "logs"
+
+    @property
+    def ca_cert_file(self) -> Path:
+        return self.pki_dir / "ca.crt"
+
+    @property
+    def ca(self) -> pki.CertKeyPair:
+        """The cluster CA: it signs the API server's certificate and every client certificate."""
+        return pki.CertKeyPair(
+            self.ca_cert_file.read_bytes(), (self.pki_dir / "ca.key").read_bytes()
+        )
+
+    @property
+    def ca_bundle(self) -> str:
+        """The CA certificate, base64-encoded: the `caBundle` of a webhook's `clientConfig`."""
+        return _b64(self.ca_cert_file.read_bytes())
+
+    @property
+    def server(self) -> str:
+        """The API server's URL, e.g. `https://127.0.0.1:PORT`."""
+        try:
+            return str(self._state["server"])
+        except KeyError:
+            raise ClusterError(f"no cluster in {self.directory}") from None
+
+    @property
+    def toolchain(self) -> Toolchain:
+        if self._toolchain is None:
+            self._toolchain = ensure_toolchain()
+        return self._toolchain
+
+    # --- lifecycle -------------------------------------------------------------------------------------
+
+    def start(
+        self,
+        *,
+        timeout: float = 120.0,
+        node_agent: bool = True,
+        die_with_parent: bool = False,
+        extenders: Sequence[Mapping[str, Any]] = (),
+    ) -> None:
+        """Start etcd, kube-apiserver, kube-scheduler and (optionally) the node agent.
+
+        `die_with_parent` ties the processes to the calling thread (for test sessions: they go away
+        even if the test run is killed); the CLI leaves it off so the cluster outlives `ptol dev cluster up`.
+        `extenders` are scheduler extender entries (KubeSchedulerConfiguration v1beta1 `extenders`).
+        """
+        if self.running_components():
+            raise ClusterError(f"a cluster is already running in {self.directory}; stop it first")
+        toolchain = self.toolchain  # may build: before anything is started
+        self._die_with_parent = die_with_parent
+        self._reset_directory()
+        names = ("etcd", "etcd-peer", "apiserver", "scheduler", "scheduler-insecure")
+        ports = {name: processes.free_port() for name in names}
+        self._state = {"server": f"https://{HOST}:{ports['apiserver']}", "ports": ports}
+        try:
+            self._write_pki_and_kubeconfigs()
+            self._start_etcd(toolchain, ports)
+            self._start_apiserver(toolchain, ports)
+            self._wait_api_ready(timeout)
+            self._start_scheduler(toolchain, extenders, timeout)
+            if node_agent:
+                self._start_node_agent()
+        except BaseException:  # includes Ctrl-C: leave nothing behind
+            self.stop()
+            raise
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop every recorded process (process groups), newest first; idempotent."""
+        for name in reversed(PROCESS_NAMES):
+            record = self._records.pop(name, None)
+            if record is not None:
+                processes.terminate(record, timeout=timeout, popen=self._popens.pop(name, None))
+            self._save_state()
+        state_file = self.directory / STATE_FILE
+        if state_file.exists() and not self._records:
+            state_file.unlink()
+
+    def restart_scheduler(
+        self, extenders: Sequence[Mapping[str, Any]] = (), *, timeout: float = 60.0
+    ) -> None:
+        """Restart kube-scheduler with these extenders (e.g. one with a `preemptVerb`)."""
+        record = self._records.pop("kube-scheduler", None)
+        if record is not None:
+            processes.terminate(record, popen=self._popens.pop("kube-scheduler", None))
+        self._start_scheduler(self.toolchain, extenders, timeout)
+
+    def status(self) -> list[ComponentStatus]:
+        return [
+            ComponentStatus(r.name, r.pid, processes.is_running(r), r.log)
+            for name in PROCESS_NAMES
+            if (r := self._records.get(name)) is not None
+        ]
+
+    def running_components(self) -> list[str]:
+        return [s.name for s in self.status() if s.running]
+
+    def is_ready(self) -> bool:
+        """The API server answers /readyz with `ok`."""
+        try:
+            return self._get("/readyz") == "ok"
+        except (OSError, ClusterError):
+            return False
+
+    def __enter__(self) -> LocalCluster:
+        if not self.running_components():
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- clients -----------------------------------------------------------------------------------------
+
+    async def api_client(self) -> ApiClient:
+        """A kubernetes_asyncio ApiClient for the admin; close it (`async with` or `await .close()`)."""
+        return await new_client_from_config(config_file=str(self.kubeconfig))
+
+    def kubectl_argv(self, *args: str) -> list[str]:
+        return [str(self.toolchain.kubectl), "--kubeconfig", str(self.kubeconfig), *args]
+
+    def write_kubeconfig(
+        self, path: str | Path, user: str, groups: Sequence[str] = ()
+    ) -> Path:
+        """Write a kubeconfig authenticating as `user` in `groups` by a client certificate."""
+        cert = pki.issue_client_cert(self.ca, user, groups)
+        path = Path(path)
+        path.write_text(yaml.safe_dump(self._kubeconfig_dict(user, cert)))
+        path.chmod(0o600)
+        return path
+
+    # --- internals ---------------------------------------------------------------------------------------
+
+    def _reset_directory(self) -> None:
+        ours = [STATE_FILE, "kubeconfig", "pki", "logs"]
+        if (
+            self.directory.is_dir()
+            and any(self.directory.iterdir())
+            and not any((self.directory / name).exists() for name in ours)
+        ):
+            raise ClusterError(f"{self.directory} is not empty and holds no local cluster: pick another")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        for sub in ("etcd", "pki", "logs"):
+            shutil.rmtree(self.directory / sub, ignore_errors=True)
+        self.pki_dir.mkdir(mode=0o700)
+        self.logs_dir.mkdir()
+
+    def _write_pki_and_kubeconfigs(self) -> None:
+        ca = pki.generate_ca("ptol-devcluster-ca")
+        self._write(self.ca_cert_file, ca.cert_pem)
+        self._write(self.pki_dir / "ca.key", ca.key_pem)
+        serving = pki.issue_serving_cert(
+            ca,
+            "kube-apiserver",
+            dns_names=["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"],
+            ip_addresses=[HOST],
+        )
+        self._write(self.pki_dir / "apiserver.crt", serving.cert_pem)
+        self._write(self.pki_dir / "apiserver.key", serving.key_pem)
+        sa_key = pki.generate_private_key_pem()
+        self._write(self.pki_dir / "service-account.key", sa_key)
+        # The API server reads PKCS#8 private keys for signing but only public keys for verifying.
+        self._write(self.pki_dir / "service-account.pub", pki.public_key_pem(sa_key))
+        self.write_kubeconfig(self.kubeconfig, ADMIN_USER, ["system:masters"])
+        self.write_kubeconfig(self.directory / "scheduler.kubeconfig", SCHEDULER_USER)
+
+    def _kubeconfig_dict(self, user: str, cert: pki.CertKeyPair) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "ptol-dev",
+                    "cluster": {
+                        "server": self.server,
+                        "certificate-authority-data": _b64(self.ca_cert_file.read_bytes()),
+                    },
+                }
+            ],
+            "users": [
+                {
+                    "name": user,
+                    "user": {
+                        "client-certificate-data": _b64(cert.cert_pem),
+                        "client-key-data": _b64(cert.key_pem),
+                    },
+                }
+            ],
+            "contexts": [{"name": "ptol-dev", "context": {"cluster": "ptol-dev", "user": user}}],
+            "current-context": "ptol-dev",
+        }
+
+    def _start_etcd(self, toolchain: Toolchain, ports: Mapping[str, int]) -> None:
+        client = f"http://{HOST}:{ports['etcd']}"
+        peer = f"http://{HOST}:{ports['etcd-peer']}"
+        self._spawn(
+            "etcd",
+            [
+                str(toolchain.etcd),
+                "--name=ptol",
+                f"--data-dir={self.directory / 'etcd'}",
+                f"--listen-client-urls={client}",
+                f"--advertise-client-urls={client}",
+                f"--listen-peer-urls={peer}",
+                f"--initial-advertise-peer-urls={peer}",
+                f"--initial-cluster=ptol={peer}",
+                "--logger=zap",
+            ],
+        )
+
+    def _start_apiserver(self, toolchain: Toolchain, ports: Mapping[str, int]) -> None:
+        pki_dir = self.pki_dir
+        self._spawn(
+            "kube-apiserver",
+            [
+                str(toolchain.kube_apiserver),
+                f"--etcd-servers=http://{HOST}:{ports['etcd']}",
+                f"--bind-address={HOST}",
+                f"--advertise-address={HOST}",
+                f"--secure-port={ports['apiserver']}",
+                "--insecure-port=0",
+                f"--tls-cert-file={pki_dir / 'apiserver.crt'}",
+                f"--tls-private-key-file={pki_dir / 'apiserver.key'}",
+                f"--client-ca-file={self.ca_cert_file}",
+                # Published to the scheduler's delegated authentication (it complains when absent);
+                # no client has a certificate with the allowed name.
+                f"--requestheader-client-ca-file={self.ca_cert_file}",
+                "--requestheader-allowed-names=ptol-front-proxy",
+                "--requestheader-username-headers=X-Remote-User",
+                "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                "--authorization-mode=RBAC",
+                "--enable-admission-plugins="
+                "NamespaceLifecycle,ServiceAccount,Priority,DefaultTolerationSeconds,"
+                "MutatingAdmissionWebhook,ValidatingAdmissionWebhook",
+                f"--service-account-key-file={pki_dir / 'service-account.pub'}",
+                f"--service-account-signing-key-file={pki_dir / 'service-account.key'}",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                # The loopback address is not a valid endpoint of the `kubernetes` Service.
+                "--endpoint-reconciler-type=none",
+                "--allow-privileged=true",
+                "--profiling=false",
+                "--v=1",
+            ],
+        )
+
+    def _start_scheduler(
+        self, toolchain: Toolchain, extenders: Sequence[Mapping[str, Any]], timeout: float
+    ) -> None:
+        kubeconfig = self.directory / "scheduler.kubeconfig"
+        config: dict[str, Any] = {
+            "apiVersion": SCHEDULER_CONFIG_API,
+            "kind": "KubeSchedulerConfiguration",
+            "clientConnection": {"kubeconfig": str(kubeconfig)},
+            "leaderElection": {"leaderElect": False},
+            # The insecure HTTP port cannot be turned off with --config (--port is ignored, empty or 0
+            # mean 0.0.0.0:10251): keep it on loopback at a free port instead.
+            "healthzBindAddress": f"{HOST}:{self._state['ports']['scheduler-insecure']}",
+            "metricsBindAddress": f"{HOST}:{self._state['ports']['scheduler-insecure']}",
+        }
+        if extenders:
+            config["extenders"] = [dict(e) for e in extenders]
+        config_file = self.directory / "scheduler-config.yaml"
+        config_file.write_text(yaml.safe_dump(config))
+        port = self._state["ports"]["scheduler"]
+        self._spawn(
+            "kube-scheduler",
+            [
+                str(toolchain.kube_scheduler),
+                f"--config={config_file}",
+                f"--bind-address={HOST}",
+                f"--secure-port={port}",
+                f"--authentication-kubeconfig={kubeconfig}",
+                f"--authorization-kubeconfig={kubeconfig}",
+                f"--cert-dir={self.pki_dir / 'scheduler'}",
+                "--v=2",
+            ],
+        )
+
+        def healthy() -> bool:
+            self._check_alive("kube-scheduler")
+            return self._get("/healthz", f"https://{HOST}:{port}", verify=False) == "ok"
+
+        self._wait("kube-scheduler /healthz", healthy, timeout)
+
+    def _start_node_agent(self) -> None:
+        # Importable even when the package is not installed (e.g. run from a checkout).
+        package_root = str(Path(__file__).resolve().parents[2])
+        path = [package_root, *filter(None, [os.environ.get("PYTHONPATH")])]
+        self._spawn(
+            "node-agent",
+            [
+                sys.executable,
+                "-m",
+                "preemption_toleration.devcluster.node_agent",
+                "--kubeconfig",
+                str(self.kubeconfig),
+            ],
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(path)},
+        )
+
+    def _wait_api_ready(self, timeout: float) -> None:
+        def ready() -> bool:
+            self._check_alive("etcd")
+            self._check_alive("kube-apiserver")
+            return self.is_ready()
+
+        self._wait("kube-apiserver /readyz", ready, timeout)
+
+    def _wait(self, what: str, condition: Any, timeout: float) -> None:
+        def safe() -> bool:
+            try:
+                return bool(condition())
+            except OSError:
+                return False
+
+        if not processes.wait_until(safe, timeout=timeout, interval=0.25):
+            raise ClusterError(f"{what} not OK after {timeout:.0f} s; logs in {self.logs_dir}")
+
+    def _check_alive(self, name: str) -> None:
+        record = self._records[name]
+        popen = self._popens.get(name)
+        if popen is not None:
+            popen.poll()
+        if not processes.is_running(record):
+            raise ClusterError(
+                f"{name} exited during start-up; last lines of {record.log}:\n"
+                + processes.log_tail(record.log)
+            )
+
+    def _spawn(self, name: str, argv: list[str], env: Mapping[str, str] | None = None) -> None:
+        record, popen = processes.spawn(
+            name,
+            argv,
+            self.logs_dir / f"{name}.log",
+            env=env,
+            die_with_parent=self._die_with_parent,
+        )
+        self._records[name] = record
+        self._popens[name] = popen
+        self._save_state()
+
+    def _get(self, path: str, base: str | None = None, *, verify: bool = True) -> str:
+        """GET a health endpoint as the admin (client certificate)."""
+        if verify:
+            context = ssl.create_default_context(cafile=str(self.ca_cert_file))
+        else:
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if base is None:
+            base = self.server
+            context.load_cert_chain(*self._admin_cert_files())
+        try:
+            with urllib.request.urlopen(base + path, context=context, timeout=5) as response:
+                return str(response.read().decode().strip())
+        except urllib.error.HTTPError as error:
+            return f"HTTP {error.code}"
+
+    def _admin_cert_files(self) -> tuple[str, str]:
+        """The admin's certificate and key as files (ssl cannot load them from memory)."""
+        cert, key = self.pki_dir / "admin-health.crt", self.pki_dir / "admin-health.key"
+        if not cert.exists():
+            pair = pki.issue_client_cert(self.ca, ADMIN_USER, ["system:masters"])
+            self._write(key, pair.key_pem)
+            self._write(cert, pair.cert_pem)
+        return str(cert), str(key)
+
+    def _load_state(self) -> None:
+        path = self.directory / STATE_FILE
+        if not path.exists():
+            return
+        data = json.loads(path.read_text())
+        self._state = {k: v for k, v in data.items() if k != "processes"}
+        self._records = {
+            name: ProcessRecord.from_json(r) for name, r in data.get("processes", {}).items()
+        }
+
+    def _save_state(self) -> None:
+        if not self.directory.is_dir():
+            return
+        data = {**self._state, "processes": {n: r.to_json() for n, r in self._records.items()}}
+        path = self.directory / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=2) + "\n")
+        tmp.replace(path)
+
+    @staticmethod
+    def _write(path: Path, data: bytes) -> None:
+        path.write_bytes(data)
+        path.chmod(0o600)
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()

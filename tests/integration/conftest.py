@@ -1,0 +1,109 @@
+"""One real control plane (etcd, kube-apiserver, kube-scheduler, node agent) for the whole test run.
+
+Fixtures:
+- `cluster`: the session's `LocalCluster` (admin kubeconfig at `cluster.kubeconfig`);
+- `api`: a kubernetes_asyncio `ApiClient` as the admin (session-wide);
+- `namespace`: a fresh namespace with its `default` ServiceAccount per test; its pods are removed after;
+- `make_node`: creates simulated Nodes for one test and deletes them after;
+- `kubectl`: runs the cluster's kubectl with the admin kubeconfig.
+
+Async tests must run in the session's event loop (the `api` client lives there): mark them
+`pytest.mark.asyncio(loop_scope="session")`, as the modules here do with `pytestmark`.
+
+Set PTOL_TEST_CLUSTER_DIR to keep the cluster's directory (logs, kubeconfig) at a known place.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client import ApiClient
+
+from preemption_toleration.devcluster import (
+    LocalCluster,
+    create_node,
+    delete_namespace,
+    delete_node,
+    ensure_namespace,
+    ensure_toolchain,
+)
+from tests.integration.helpers import unique_name
+
+Kubectl = Callable[..., "subprocess.CompletedProcess[str]"]
+MakeNode = Callable[..., Awaitable[client.V1Node]]
+
+
+def _progress(message: str) -> None:
+    # Outside pytest's capture: building the toolchain takes minutes and should say so.
+    print(message, file=sys.__stderr__, flush=True)
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    toolchain = ensure_toolchain(_progress)  # instant once `ptol dev cluster install` has run
+    explicit = os.environ.get("PTOL_TEST_CLUSTER_DIR")
+    directory = Path(explicit) if explicit else tmp_path_factory.mktemp("cluster")
+    local = LocalCluster(directory, toolchain)
+    # Started from the main thread and tied to it: nothing survives the test run, even a killed one.
+    local.start(die_with_parent=True)
+    try:
+        yield local
+    finally:
+        local.stop()
+
+
+@pytest.fixture(scope="session")
+async def api(cluster: LocalCluster) -> AsyncIterator[ApiClient]:
+    async with await cluster.api_client() as api_client:
+        yield api_client
+
+
+@pytest.fixture
+async def namespace(api: ApiClient, request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    name = unique_name(request.node.name)
+    await ensure_namespace(api, name)
+    yield name
+    await delete_namespace(api, name)
+
+
+@pytest.fixture
+async def make_node(api: ApiClient) -> AsyncIterator[MakeNode]:
+    created: list[str] = []
+
+    async def make(name: str | None = None, **capacity: str) -> client.V1Node:
+        node_name = name or unique_name("node")
+        created.append(node_name)
+        return await create_node(api, node_name, **capacity)
+
+    yield make
+    for node_name in created:
+        await delete_node(api, node_name)
+
+
+@pytest.fixture(scope="session")
+def kubectl(cluster: LocalCluster) -> Kubectl:
+    def run(
+        *args: str, input: str | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            cluster.kubectl_argv(*args),
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(
+                f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stderr}"
+            )
+        return result
+
+    return run
+

@@ -1,0 +1,37 @@
+"""Small helpers for integration tests."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def unique_name(hint: str) -> str:
+    """A DNS-1123 name derived from `hint` with a random suffix."""
+    base = re.sub(r"[^a-z0-9-]+", "-", hint.lower()).strip("-")[:40].strip("-") or "t"
+    return f"{base}-{uuid.uuid4().hex[:6]}"
+
+
+async def eventually(
+    probe: Callable[[], Awaitable[T]],
+    check: Callable[[T], bool],
+    *,
+    timeout: float = 60.0,
+    interval: float = 0.5,
+    what: str = "condition",
+) -> T:
+    """Poll `probe()` until `check(result)` holds; fail with the last result after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = await probe()
+        if check(result):
+            return result
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{what} not reached after {timeout:.0f} s; last: {result!r}")
+        await asyncio.sleep(interval)
