@@ -74,7 +74,6 @@ class PreemptionTolerationPolicySpec(KubeModel):
 
 
 ConditionStatus = Literal["True", "False", "Unknown"]
-ReadyReason = Literal["Applied", "PriorityClassNotFound", "Conflict", "Invalid", "Error"]
 
 
 class Condition(KubeModel):

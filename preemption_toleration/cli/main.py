@@ -10,9 +10,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from preemption_toleration.cli import crd_cmd, dev_cmd, validate_cmd
+from preemption_toleration.cli import crd_cmd, dev_cmd, operator_cmd, validate_cmd
 
-COMMAND_MODULES = [validate_cmd, crd_cmd, dev_cmd]
+COMMAND_MODULES = [validate_cmd, crd_cmd, operator_cmd, dev_cmd]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import shutil
 import ssl
@@ -36,6 +37,9 @@ SCHEDULER_CONFIG_API = "kubescheduler.config.k8s.io/v1beta1"  # what a 1.20 sche
 STATE_FILE = "cluster.json"
 # Start order; stopped in reverse.
 PROCESS_NAMES = ("etcd", "kube-apiserver", "kube-scheduler", "node-agent")
+
+
+logger = logging.getLogger(__name__)
 
 
 class ClusterError(RuntimeError):
@@ -330,6 +334,27 @@ class LocalCluster:
         )
 
     def _start_scheduler(
+        self, toolchain: Toolchain, extenders: Sequence[Mapping[str, Any]], timeout: float
+    ) -> None:
+        # Its ports are chosen now, not with the others: in between, outgoing connections of the API
+        # server and its clients take ports from the same ephemeral range. A port taken anyway (the
+        # scheduler exits with "address already in use") is replaced, a few times.
+        for attempt in range(1, 4):
+            for name in ("scheduler", "scheduler-insecure"):
+                self._state["ports"][name] = processes.free_port()
+            self._save_state()
+            try:
+                self._start_scheduler_once(toolchain, extenders, timeout)
+                return
+            except ClusterError as error:
+                log = processes.log_tail(self.logs_dir / "kube-scheduler.log", 5)
+                if attempt == 3 or "address already in use" not in log:
+                    raise
+                self._records.pop("kube-scheduler", None)
+                self._popens.pop("kube-scheduler", None)
+                logger.warning("kube-scheduler lost its port (%s); retrying on other ports", error)
+
+    def _start_scheduler_once(
         self, toolchain: Toolchain, extenders: Sequence[Mapping[str, Any]], timeout: float
     ) -> None:
         kubeconfig = self.directory / "scheduler.kubeconfig"

@@ -21,6 +21,7 @@ class Reason(str, Enum):
     NOT_FOUND = "PriorityClassNotFound"
     CONFLICT = "Conflict"
     INVALID = "Invalid"
+    APPLY_FAILED = "ApplyFailed"  # set by the operator when the API refused a write; retried
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,28 @@ class Plan:
     writes: tuple[ClassWrite, ...] = ()
 
 
+def apply_body(view: ClassView, annotations: Mapping[str, str]) -> dict[str, object]:
+    """The server-side apply configuration of our keys on an existing class.
+
+    It carries the class's uid as a precondition, so a class deleted meanwhile is never re-created.
+    """
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": view.name, "uid": view.uid, "annotations": dict(annotations)},
+    }
+
+
+def failed_outcome(outcome: PolicyOutcome, class_name: str, problem: str) -> PolicyOutcome:
+    return PolicyOutcome(
+        outcome.name,
+        Reason.APPLY_FAILED,
+        f"Could not write PriorityClass {class_name}: {problem}. Retrying.",
+        outcome.target,
+        outcome.classes,
+    )
+
+
 def desired_annotations(spec: PreemptionTolerationPolicySpec) -> dict[str, str]:
     annotations: dict[str, str] = {}
     if spec.minimum_preemptable_priority is not None:
@@ -87,7 +110,7 @@ def target_text(spec: PreemptionTolerationPolicySpec) -> str:
     return ""
 
 
-def _governed_names(spec: PreemptionTolerationPolicySpec, classes: Mapping[str, ClassView]) -> list[str]:
+def governed_names(spec: PreemptionTolerationPolicySpec, classes: Mapping[str, ClassView]) -> list[str]:
     """Names the policy claims: its named class (existing or not), or the existing classes it selects."""
     if spec.priority_class_name is not None:
         return [spec.priority_class_name]
@@ -110,7 +133,7 @@ def _outcome(
         return PolicyOutcome(policy.name, Reason.INVALID, message, target="")
     spec = policy.spec
     target = target_text(spec)
-    names = _governed_names(spec, classes)
+    names = governed_names(spec, classes)
     taken = [(name, owners[name]) for name in names if name in owners]
     if taken:
         name, other = taken[0]

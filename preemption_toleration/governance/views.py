@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from preemption_toleration.api.policy import PreemptionTolerationPolicySpec
+from preemption_toleration.api.policy import API_VERSION, KIND, PreemptionTolerationPolicySpec
 from preemption_toleration.core.annotations import POLICY_KEYS
 from preemption_toleration.core.pods import parse_time
 from preemption_toleration.validation.findings import Finding
@@ -24,6 +24,17 @@ class PolicyView:
     deleting: bool
     spec: PreemptionTolerationPolicySpec | None  # None when the object is invalid
     problems: tuple[Finding, ...] = ()
+    uid: str = ""
+    status: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def ref(self) -> dict[str, Any]:
+        """Enough of the object to post Events about it."""
+        return {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "metadata": {"name": self.name, "uid": self.uid},
+        }
 
 
 @dataclass(frozen=True)
@@ -33,6 +44,16 @@ class ClassView:
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)  # only our two keys
     owned_keys: frozenset[str] = frozenset()  # policy keys our field manager owns
+    uid: str = field(default="", compare=False)
+    resource_version: str = field(default="", compare=False)
+
+    @property
+    def ref(self) -> dict[str, Any]:
+        return {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": self.name, "uid": self.uid},
+        }
 
 
 def policy_view(obj: Mapping[str, Any]) -> PolicyView:
@@ -45,6 +66,8 @@ def policy_view(obj: Mapping[str, Any]) -> PolicyView:
         deleting=bool(metadata.get("deletionTimestamp")),
         spec=model.spec if model is not None else None,
         problems=tuple(f for f in findings if f.is_error),
+        uid=str(metadata.get("uid") or ""),
+        status=dict(obj.get("status") or {}),
     )
 
 
@@ -64,6 +87,8 @@ def class_view(obj: Mapping[str, Any], manager: str = FIELD_MANAGER) -> ClassVie
     annotations = metadata.get("annotations") or {}
     return ClassView(
         name=str(metadata.get("name")),
+        uid=str(metadata.get("uid") or ""),
+        resource_version=str(metadata.get("resourceVersion") or ""),
         value=int(obj.get("value") or 0),
         labels=dict(metadata.get("labels") or {}),
         annotations={key: str(annotations[key]) for key in POLICY_KEYS if key in annotations},

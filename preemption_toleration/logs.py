@@ -1,0 +1,53 @@
+"""Structured logs: `key=value` text by default, one JSON object per line with PTOL_LOG_FORMAT=json.
+
+Fields passed as `extra={...}` to a logger call are part of the line.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import Any
+
+_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
+
+
+def _fields(record: logging.LogRecord) -> dict[str, Any]:
+    # Only our own loggers' fields: kopf attaches its settings and object references to every record.
+    if not record.name.startswith("preemption_toleration"):
+        return {}
+    return {key: value for key, value in vars(record).items() if key not in _STANDARD}
+
+
+class TextFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        line = f"{self.formatTime(record)} {record.levelname} {record.name} {record.getMessage()}"
+        for key, value in _fields(record).items():
+            line += f" {key}={json.dumps(value, default=str)}"
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": self.formatTime(record),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            **_fields(record),
+        }
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str)
+
+
+def configure_logging(level: str | None = None, fmt: str | None = None) -> None:
+    handler = logging.StreamHandler()
+    chosen = (fmt or os.environ.get("PTOL_LOG_FORMAT", "text")).lower()
+    handler.setFormatter(JsonFormatter() if chosen == "json" else TextFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel((level or os.environ.get("PTOL_LOG_LEVEL", "INFO")).upper())

@@ -1,0 +1,141 @@
+"""kopf wiring: watch caches (indexes) of classes and policies, and the triggers of a reconcile.
+
+Every trigger runs the same global reconcile (see reconciler.py). kopf runs no handler before every
+index is filled from its initial listing, so the first reconcile never mistakes a not-yet-listed policy
+for a deleted one and releases its classes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import kopf
+
+from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
+from preemption_toleration.governance.views import FIELD_MANAGER, ClassView, PolicyView, class_view, policy_view
+from preemption_toleration.kube.client import make_api_client
+from preemption_toleration.kube.kopf_login import connection_info
+from preemption_toleration.operator.reconciler import ReconcileResult, Reconciler
+
+CLASSES = ("scheduling.k8s.io", "v1", "priorityclasses")
+POLICIES = (GROUP, VERSION, PLURAL)
+
+logger = logging.getLogger("preemption_toleration.operator")
+registry = kopf.OperatorRegistry()
+
+
+@dataclass
+class OperatorConfig:
+    kubeconfig: str | None = None
+    field_manager: str = FIELD_MANAGER
+    resync_seconds: float = 60.0
+    peering_priority: int = 0
+    # filled at startup
+    reconciler: Reconciler | None = field(default=None, repr=False)
+    api: Any = field(default=None, repr=False)
+    last_resync: float = 0.0
+
+
+def _values(index: kopf.Index) -> Iterator[Any]:
+    for store in index.values():
+        yield from store
+
+
+def _post_event(ref: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
+    kopf.event(dict(ref), type=event_type, reason=reason, message=message)
+
+
+@kopf.on.startup(registry=registry)
+async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    config: OperatorConfig = memo.config
+    settings.persistence.finalizer = f"{GROUP}/finalizer"
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix=GROUP, key="last-handled-configuration"
+    )
+    settings.peering.priority = config.peering_priority
+    settings.posting.level = logging.INFO
+    settings.watching.server_timeout = 300  # re-establish long watches before proxies cut them
+    settings.watching.client_timeout = 330
+    config.api = await make_api_client(config.kubeconfig)
+    config.reconciler = Reconciler(config.api, config.field_manager, _post_event, logger)
+
+
+@kopf.on.login(registry=registry)
+async def login(memo: kopf.Memo, **_: Any) -> kopf.ConnectionInfo:
+    api = await make_api_client(memo.config.kubeconfig)
+    try:
+        return connection_info(api)
+    finally:
+        await api.close()
+
+
+@kopf.on.cleanup(registry=registry)
+async def close(memo: kopf.Memo, **_: Any) -> None:
+    if memo.config.api is not None:
+        await memo.config.api.close()
+
+
+@kopf.index(*CLASSES, registry=registry)
+async def priority_classes(name: str, body: kopf.Body, **_: Any) -> dict[str, ClassView]:
+    return {name: class_view(body)}
+
+
+@kopf.index(*POLICIES, registry=registry)
+async def policies(name: str, body: kopf.Body, **_: Any) -> dict[str, PolicyView]:
+    return {name: policy_view(body)}
+
+
+async def _reconcile(memo: kopf.Memo, priority_classes: kopf.Index, policies: kopf.Index) -> ReconcileResult:
+    config: OperatorConfig = memo.config
+    assert config.reconciler is not None, "startup handler did not run"
+    config.last_resync = time.monotonic()
+    return await config.reconciler.reconcile(list(_values(policies)), list(_values(priority_classes)))
+
+
+def _raise_for_retry(result: ReconcileResult) -> None:
+    if result.failures:
+        # kopf retries the handler with its backoff; the status already says what failed.
+        raise kopf.TemporaryError("; ".join(result.failures), delay=10)
+
+
+@kopf.on.event(*CLASSES, registry=registry)
+async def class_changed(memo: kopf.Memo, priority_classes: kopf.Index, policies: kopf.Index, **_: Any) -> None:
+    # Event handlers are not retried by kopf: a failure here is retried by the policies' timers.
+    await _reconcile(memo, priority_classes, policies)
+
+
+@kopf.on.resume(*POLICIES, registry=registry)
+@kopf.on.create(*POLICIES, registry=registry)
+@kopf.on.update(*POLICIES, registry=registry)
+async def policy_changed(
+    memo: kopf.Memo, priority_classes: kopf.Index, policies: kopf.Index, **_: Any
+) -> None:
+    _raise_for_retry(await _reconcile(memo, priority_classes, policies))
+
+
+@kopf.on.delete(*POLICIES, registry=registry)
+async def policy_deleted(
+    memo: kopf.Memo, priority_classes: kopf.Index, policies: kopf.Index, **_: Any
+) -> None:
+    # The index already marks the policy as deleting, so the plan releases its classes; the finalizer
+    # stays until that has worked.
+    _raise_for_retry(await _reconcile(memo, priority_classes, policies))
+
+
+@kopf.timer(*POLICIES, registry=registry, interval=5, initial_delay=5)
+async def resync(memo: kopf.Memo, priority_classes: kopf.Index, policies: kopf.Index, **_: Any) -> None:
+    """The safety net: retries failed writes and repairs drift, once per resync period for all policies."""
+    config: OperatorConfig = memo.config
+    if time.monotonic() - config.last_resync < config.resync_seconds:
+        return
+    await _reconcile(memo, priority_classes, policies)
+
+
+@kopf.on.probe(id="policies", registry=registry)
+async def policy_count(policies: kopf.Index, **_: Any) -> int:
+    return len(policies)

@@ -1,0 +1,31 @@
+"""Running the operator: `ptol operator`, and as one task of `ptol run`."""
+
+from __future__ import annotations
+
+import asyncio
+
+import kopf
+
+from preemption_toleration.operator.handlers import OperatorConfig, registry
+
+
+async def run_operator(
+    config: OperatorConfig,
+    *,
+    peering_name: str | None = None,
+    stop_flag: asyncio.Event | None = None,
+    ready_flag: asyncio.Event | None = None,
+    liveness_endpoint: str | None = None,
+) -> None:
+    """Run until stopped. Without a peering name the operator runs standalone (one replica only)."""
+    await kopf.operator(
+        registry=registry,
+        clusterwide=True,
+        standalone=peering_name is None,
+        peering_name=peering_name,
+        priority=config.peering_priority,
+        memo=kopf.Memo(config=config),
+        stop_flag=stop_flag,
+        ready_flag=ready_flag,
+        liveness_endpoint=liveness_endpoint,
+    )

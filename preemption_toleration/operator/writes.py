@@ -1,0 +1,43 @@
+"""The async functions that send what the planner decided: server-side applies, status patches."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client import ApiClient
+
+from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
+
+APPLY_PATCH = "application/apply-patch+yaml"
+MERGE_PATCH = "application/merge-patch+json"
+
+
+async def apply_class_annotations(
+    api: ApiClient, body: Mapping[str, Any], field_manager: str
+) -> dict[str, Any]:
+    """Server-side apply of our annotation keys; `force` takes back keys someone changed by hand."""
+    response = await client.SchedulingV1Api(api).patch_priority_class(
+        name=body["metadata"]["name"],
+        body=dict(body),
+        field_manager=field_manager,
+        force=True,
+        _content_type=APPLY_PATCH,
+    )
+    return api.sanitize_for_serialization(response)
+
+
+def status_patch(wanted: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, Any]:
+    """A merge patch that also removes our fields that are no longer wanted."""
+    patch: dict[str, Any] = {key: None for key in current if key not in wanted}
+    patch.update(wanted)
+    return {"status": patch}
+
+
+async def patch_policy_status(
+    api: ApiClient, name: str, wanted: Mapping[str, Any], current: Mapping[str, Any]
+) -> None:
+    await client.CustomObjectsApi(api).patch_cluster_custom_object_status(
+        GROUP, VERSION, PLURAL, name, status_patch(wanted, current), _content_type=MERGE_PATCH
+    )

@@ -1,0 +1,70 @@
+"""Building and reading the objects the integration tests work with."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
+from tests.integration.helpers import eventually
+
+MIN = "preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority"
+TOL = "preemption-toleration.scheduling.x-k8s.io/toleration-seconds"
+
+
+def class_manifest(name: str, value: int = 8000, labels: dict[str, str] | None = None,
+                   annotations: dict[str, str] | None = None, description: str = "test class") -> str:
+    return json.dumps({
+        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+        "metadata": {"name": name, "labels": labels or {}, "annotations": annotations or {}},
+        "value": value, "description": description,
+    })
+
+
+def policy_manifest(name: str, spec: dict[str, Any]) -> str:
+    return json.dumps({"apiVersion": f"{GROUP}/{VERSION}", "kind": "PreemptionTolerationPolicy",
+                       "metadata": {"name": name}, "spec": spec})
+
+
+async def read_class(api: ApiClient, name: str) -> dict[str, Any] | None:
+    try:
+        return api.sanitize_for_serialization(await client.SchedulingV1Api(api).read_priority_class(name))
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+
+
+async def read_policy(api: ApiClient, name: str) -> dict[str, Any] | None:
+    try:
+        return await client.CustomObjectsApi(api).get_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+
+
+def ours(pc: dict[str, Any] | None) -> dict[str, str]:
+    annotations = ((pc or {}).get("metadata") or {}).get("annotations") or {}
+    return {key: value for key, value in annotations.items() if key in (MIN, TOL)}
+
+
+def ready(policy: dict[str, Any] | None) -> tuple[str | None, str | None, str]:
+    for condition in ((policy or {}).get("status") or {}).get("conditions") or []:
+        if condition["type"] == "Ready":
+            return condition["status"], condition.get("reason"), condition.get("message", "")
+    return None, None, ""
+
+
+async def wait_annotations(api: ApiClient, name: str, expected: dict[str, str]) -> dict[str, Any]:
+    return await eventually(lambda: read_class(api, name), lambda pc: ours(pc) == expected,
+                            timeout=30, what=f"annotations {expected} on {name}")
+
+
+async def wait_ready(api: ApiClient, name: str, status: str, reason: str) -> dict[str, Any]:
+    return await eventually(lambda: read_policy(api, name), lambda p: ready(p)[:2] == (status, reason),
+                            timeout=30, what=f"policy {name} Ready={status} {reason}")

@@ -1,0 +1,309 @@
+"""The operator against the real API server: what a cluster admin sees after `kubectl apply`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
+from preemption_toleration.devcluster import LocalCluster
+from tests.integration.components import OperatorProcess, install_crd
+from tests.integration.conftest import Kubectl
+from tests.integration.helpers import eventually, unique_name
+from tests.integration.objects import (
+    MIN,
+    TOL,
+    class_manifest,
+    ours,
+    policy_manifest,
+    read_class,
+    read_policy,
+    ready,
+    wait_annotations,
+    wait_ready,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
+
+RESYNC_SECONDS = 3
+
+
+@pytest.fixture(scope="module")
+def operator(cluster: LocalCluster) -> Iterator[OperatorProcess]:
+    install_crd(cluster)
+    process = OperatorProcess(cluster, "--resync-seconds", str(RESYNC_SECONDS))
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+async def cleanup(api: ApiClient) -> AsyncIterator[list[tuple[str, str]]]:
+    """Objects a test created, deleted afterwards: ("pc" | "ptp", name)."""
+    created: list[tuple[str, str]] = []
+    yield created
+    for kind, name in reversed(created):
+        try:
+            if kind == "ptp":
+                await client.CustomObjectsApi(api).delete_cluster_custom_object(GROUP, VERSION, PLURAL, name)
+            else:
+                await client.SchedulingV1Api(api).delete_priority_class(name)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+
+
+async def test_policy_is_applied_and_nothing_else_changes(
+    api: ApiClient, kubectl: Kubectl, operator: OperatorProcess, cleanup: list
+) -> None:
+    pc, ptp = unique_name("low-non-preempted"), unique_name("policy")
+    cleanup += [("pc", pc), ("ptp", ptp)]
+    kubectl("apply", "-f", "-", input=class_manifest(pc, labels={"team": "ml"},
+                                                     annotations={"example.com/owner": "ml-team"}))
+    before = await read_class(api, pc)
+    kubectl("apply", "-f", "-", input=policy_manifest(
+        ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}))
+
+    after = await wait_annotations(api, pc, {MIN: "10000", TOL: "-1"})
+    assert after["metadata"]["labels"] == before["metadata"]["labels"] == {"team": "ml"}
+    assert after["metadata"]["annotations"]["example.com/owner"] == "ml-team"
+    assert after["description"] == before["description"] and after["value"] == 8000
+
+    policy = await wait_ready(api, ptp, "True", "Applied")
+    assert policy["status"]["observedGeneration"] == policy["metadata"]["generation"]
+    assert policy["status"]["priorityClasses"] == [
+        {"name": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}]
+    table = kubectl("get", "ptp", ptp).stdout.splitlines()
+    assert table[0].split() == ["NAME", "TARGET", "MINIMUM", "TOLERATION", "READY", "REASON", "AGE"]
+    assert table[1].split()[:6] == [ptp, pc, "10000", "-1", "True", "Applied"]
+
+
+async def test_policy_changes_and_removal_of_a_field_and_deletion(
+    api: ApiClient, kubectl: Kubectl, operator: OperatorProcess, cleanup: list
+) -> None:
+    pc, ptp = unique_name("low-10min"), unique_name("policy")
+    cleanup += [("pc", pc), ("ptp", ptp)]
+    kubectl("apply", "-f", "-", input=class_manifest(pc, annotations={"keep": "me"}))
+    kubectl("apply", "-f", "-", input=policy_manifest(
+        ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": 600}))
+    await wait_annotations(api, pc, {MIN: "10000", TOL: "600"})
+
+    kubectl("apply", "-f", "-", input=policy_manifest(
+        ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 9500, "tolerationSeconds": 60}))
+    await wait_annotations(api, pc, {MIN: "9500", TOL: "60"})
+
+    kubectl("apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc,
+                                                            "minimumPreemptablePriority": 9500}))
+    await wait_annotations(api, pc, {MIN: "9500"})
+    policy = await eventually(lambda: read_policy(api, ptp), lambda p: p["status"].get("observedGeneration") == 3,
+                              timeout=30, what="status of generation 3")
+    assert ready(policy)[:2] == ("True", "Applied")
+    assert policy["status"]["priorityClasses"] == [{"name": pc, "minimumPreemptablePriority": 9500}]
+
+    kubectl("delete", "ptp", ptp, "--wait=true", "--timeout=30s")
+    released = await wait_annotations(api, pc, {})
+    left = released["metadata"]["annotations"]
+    left.pop("kubectl.kubernetes.io/last-applied-configuration", None)
+    assert left == {"keep": "me"}
+    assert await read_policy(api, ptp) is None  # the finalizer was removed once the class was released
+
+
+async def test_missing_class_then_created_then_deleted(
+    api: ApiClient, kubectl: Kubectl, operator: OperatorProcess, cleanup: list
+) -> None:
+    pc, ptp = unique_name("later"), unique_name("policy")
+    cleanup += [("pc", pc), ("ptp", ptp)]
+    kubectl("apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc,
+                                                            "minimumPreemptablePriority": 10000}))
+    policy = await wait_ready(api, ptp, "False", "PriorityClassNotFound")
+    assert pc in ready(policy)[2]
+
+    kubectl("apply", "-f", "-", input=class_manifest(pc))
+    await wait_annotations(api, pc, {MIN: "10000"})
+    await wait_ready(api, ptp, "True", "Applied")
+
+    kubectl("delete", "priorityclass", pc)
+    await wait_ready(api, ptp, "False", "PriorityClassNotFound")
+
+
+async def test_selector_governs_classes_that_gain_the_label_and_releases_those_that_lose_it(
+    api: ApiClient, kubectl: Kubectl, operator: OperatorProcess, cleanup: list
+) -> None:
+    tier = unique_name("tier")
+    first, second, ptp = unique_name("batch-a"), unique_name("batch-b"), unique_name("policy")
+    cleanup += [("pc", first), ("pc", second), ("ptp", ptp)]
+    kubectl("apply", "-f", "-", input=class_manifest(first, labels={"tier": tier}))
+    kubectl("apply", "-f", "-", input=class_manifest(second))
+    kubectl("apply", "-f", "-", input=policy_manifest(ptp, {
+        "priorityClassSelector": {"matchLabels": {"tier": tier}},
+        "minimumPreemptablePriority": 10000, "tolerationSeconds": 600}))
+    await wait_annotations(api, first, {MIN: "10000", TOL: "600"})
+    assert ours(await read_class(api, second)) == {}
+
+    kubectl("label", "priorityclass", second, f"tier={tier}")
+    await wait_annotations(api, second, {MIN: "10000", TOL: "600"})
+    policy = await eventually(lambda: read_policy(api, ptp), lambda p: len(p["status"]["priorityClasses"]) == 2,
+                              timeout=30, what="status listing both classes")
+    assert sorted(c["name"] for c in policy["status"]["priorityClasses"]) == sorted([first, second])
+    assert ready(policy)[:2] == ("True", "Applied")
+
+    kubectl("label", "priorityclass", first, "tier-")
+    await wait_annotations(api, first, {})
+    await eventually(lambda: read_policy(api, ptp),
+                     lambda p: [c["name"] for c in p["status"]["priorityClasses"]] == [second],
+                     timeout=30, what="status lists only the labelled class")
+
+
+async def test_hand_changes_are_put_back(
+    api: ApiClient, kubectl: Kubectl, operator: OperatorProcess, cleanup: list
+) -> None:
+    pc, ptp = unique_name("guarded"), unique_name("policy")
+    cleanup += [("pc", pc), ("ptp", ptp)]
+    kubectl("apply", "-f", "-", input=class_manifest(pc))
+    kubectl("apply", "-f", "-", input=policy_manifest(
+        ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}))
+    await wait_annotations(api, pc, {MIN: "10000", TOL: "-1"})
+
+    kubectl("annotate", "--overwrite", "priorityclass", pc, f"{MIN}=9000")
+    await wait_annotations(api, pc, {MIN: "10000", TOL: "-1"})
+    kubectl("annotate", "priorityclass", pc, f"{TOL}-")
+    await wait_annotations(api, pc, {MIN: "10000", TOL: "-1"})
+
+
+async def test_two_policies_on_one_class_older_wins_without_flapping(
+    api: ApiClient, kubectl: Kubectl, operator: OperatorProcess, cleanup: list
+) -> None:
+    pc, older, newer = unique_name("contested"), unique_name("older"), unique_name("newer")
+    cleanup += [("pc", pc), ("ptp", older), ("ptp", newer)]
+    kubectl("apply", "-f", "-", input=class_manifest(pc))
+    kubectl("apply", "-f", "-", input=policy_manifest(
+        older, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}))
+    await wait_ready(api, older, "True", "Applied")
+    await asyncio.sleep(1.1)  # creation timestamps have second resolution
+    kubectl("apply", "-f", "-", input=policy_manifest(
+        newer, {"priorityClassName": pc, "minimumPreemptablePriority": 5, "tolerationSeconds": 5}))
+
+    policy = await wait_ready(api, newer, "False", "Conflict")
+    assert f'PreemptionTolerationPolicy "{older}"' in ready(policy)[2]
+    settled = await wait_annotations(api, pc, {MIN: "10000", TOL: "-1"})
+    await asyncio.sleep(3 * RESYNC_SECONDS + 2)  # several resync periods
+    assert (await read_class(api, pc))["metadata"]["resourceVersion"] == settled["metadata"]["resourceVersion"]
+    assert ready(await read_policy(api, older))[:2] == ("True", "Applied")
+
+
+async def test_gitops_server_side_apply_without_the_annotations_keeps_them(
+    api: ApiClient, kubectl: Kubectl, operator: OperatorProcess, cleanup: list
+) -> None:
+    pc, ptp = unique_name("gitops"), unique_name("policy")
+    cleanup += [("pc", pc), ("ptp", ptp)]
+    manifest = class_manifest(pc, labels={"owner": "gitops"}, description="from git")
+    kubectl("apply", "--server-side", "--field-manager=gitops", "-f", "-", input=manifest)
+    kubectl("apply", "-f", "-", input=policy_manifest(
+        ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": 600}))
+    await wait_annotations(api, pc, {MIN: "10000", TOL: "600"})
+
+    changed = class_manifest(pc, labels={"owner": "gitops", "rev": "2"}, description="from git")
+    result = kubectl("apply", "--server-side", "--field-manager=gitops", "-f", "-", input=changed)
+    assert "conflict" not in (result.stdout + result.stderr).lower()
+    after = await read_class(api, pc)
+    assert after["metadata"]["labels"] == {"owner": "gitops", "rev": "2"}
+    assert ours(after) == {MIN: "10000", TOL: "600"}
+    managers = {entry["manager"] for entry in after["metadata"]["managedFields"]}
+    assert {"gitops", "preemption-toleration-operator"} <= managers
+
+
+async def test_restarted_operator_writes_nothing_when_state_matches(
+    api: ApiClient, kubectl: Kubectl, operator: OperatorProcess, cleanup: list
+) -> None:
+    pc, ptp = unique_name("steady"), unique_name("policy")
+    cleanup += [("pc", pc), ("ptp", ptp)]
+    kubectl("apply", "-f", "-", input=class_manifest(pc))
+    kubectl("apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc,
+                                                            "minimumPreemptablePriority": 10000}))
+    await wait_annotations(api, pc, {MIN: "10000"})
+    policy = await wait_ready(api, ptp, "True", "Applied")
+    class_version = (await read_class(api, pc))["metadata"]["resourceVersion"]
+    policy_status = policy["status"]
+
+    operator.stop()
+    operator.start()
+    await asyncio.sleep(RESYNC_SECONDS + 8)  # startup, initial listing, a resync
+    assert (await read_class(api, pc))["metadata"]["resourceVersion"] == class_version
+    assert (await read_policy(api, ptp))["status"] == policy_status
+
+
+async def test_invalid_policy_that_slipped_past_admission_is_reported(
+    api: ApiClient, kubectl: Kubectl, operator: OperatorProcess, cleanup: list
+) -> None:
+    ptp = unique_name("invalid")
+    cleanup.append(("ptp", ptp))
+    kubectl("apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": "x",
+                                                            "priorityClassSelector": {"matchLabels": {"a": "b"}},
+                                                            "minimumPreemptablePriority": 1}))
+    policy = await wait_ready(api, ptp, "False", "Invalid")
+    assert "sets both priorityClassName and priorityClassSelector" in ready(policy)[2]
+    assert operator.process is not None and operator.process.poll() is None
+
+
+async def test_events_say_what_was_applied_and_why_not(
+    api: ApiClient, kubectl: Kubectl, operator: OperatorProcess, cleanup: list
+) -> None:
+    pc, ptp = unique_name("evented"), unique_name("policy")
+    cleanup += [("pc", pc), ("ptp", ptp)]
+    kubectl("apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc,
+                                                            "minimumPreemptablePriority": 10000}))
+    await wait_ready(api, ptp, "False", "PriorityClassNotFound")
+    kubectl("apply", "-f", "-", input=class_manifest(pc))
+    await wait_ready(api, ptp, "True", "Applied")
+
+    async def reasons() -> list[tuple[str, str]]:
+        events = await client.CoreV1Api(api).list_namespaced_event(
+            "default", field_selector=f"involvedObject.name={ptp}")
+        return [(event.reason, event.message) for event in events.items]
+
+    found = await eventually(reasons, lambda r: {"PriorityClassNotFound", "Applied"} <= {x for x, _ in r},
+                             timeout=30, what="events on the policy")
+    assert any(reason == "Applied" and pc in message for reason, message in found)
+
+
+async def test_two_replicas_with_peering_only_one_writes(
+    api: ApiClient, cluster: LocalCluster, kubectl: Kubectl, operator: OperatorProcess, cleanup: list
+) -> None:
+    operator.stop()  # the standalone one would write regardless of peering
+    active = OperatorProcess(cluster, "--peering", "preemption-toleration", "--priority", "200",
+                             log_name="operator-active.log")
+    standby = OperatorProcess(cluster, "--peering", "preemption-toleration", "--priority", "100",
+                              log_name="operator-standby.log")
+    pc, ptp = unique_name("peered"), unique_name("policy")
+    cleanup += [("pc", pc), ("ptp", ptp)]
+    try:
+        working = "Resuming operations after the pause"  # kopf: this replica is the active one
+        active.start()
+        await eventually(lambda: asyncio.sleep(0, active.log()), lambda log: working in log,
+                         timeout=60, what="the active replica working")
+        standby.start()
+        await eventually(lambda: asyncio.sleep(0, standby.log()),
+                         lambda log: "Initial authentication has finished" in log,
+                         timeout=60, what="the standby replica started")
+        await asyncio.sleep(3)
+        kubectl("apply", "-f", "-", input=class_manifest(pc))
+        kubectl("apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc,
+                                                                "minimumPreemptablePriority": 10000}))
+        await wait_annotations(api, pc, {MIN: "10000"})
+        assert working not in standby.log() and " applied" not in standby.log()
+        assert " applied" in active.log()
+
+        active.stop()  # a clean exit leaves the peering: the standby takes over
+        kubectl("apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc,
+                                                                "minimumPreemptablePriority": 9999}))
+        await wait_annotations(api, pc, {MIN: "9999"})
+        assert working in standby.log() and " applied" in standby.log()
+    finally:
+        active.stop()
+        standby.stop()
+        operator.start()

@@ -1,0 +1,73 @@
+"""The reconciler's handling of API failures and events, with the two send functions replaced by fakes.
+
+The Kubernetes API itself is exercised in tests/integration/test_operator.py.
+"""
+
+import logging
+from datetime import datetime, timezone
+
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY as MIN
+from preemption_toleration.governance.views import ClassView, policy_view
+from preemption_toleration.operator.reconciler import Reconciler
+
+NOW = datetime(2026, 11, 22, tzinfo=timezone.utc)
+
+
+def make_policy(status=None):
+    body = {"apiVersion": "preemption-toleration.dev/v1alpha1", "kind": "PreemptionTolerationPolicy",
+            "metadata": {"name": "p", "uid": "u1", "generation": 2, "creationTimestamp": "2026-11-01T00:00:00Z"},
+            "spec": {"priorityClassName": "low", "minimumPreemptablePriority": 10000}}
+    if status is not None:
+        body["status"] = status
+    return policy_view(body)
+
+
+class Recorder:
+    def __init__(self, fail_apply: ApiException | None = None) -> None:
+        self.fail_apply = fail_apply
+        self.applied: list[dict] = []
+        self.statuses: list[dict] = []
+        self.events: list[tuple[str, str, str]] = []
+
+    async def apply(self, api, body, manager):
+        if self.fail_apply is not None:
+            raise self.fail_apply
+        self.applied.append(body)
+
+    async def patch(self, api, name, wanted, current):
+        self.statuses.append(wanted)
+
+    def event(self, ref, kind, reason, message):
+        self.events.append((ref["kind"], reason, message))
+
+    def reconciler(self) -> Reconciler:
+        return Reconciler(None, "mgr", self.event, logging.getLogger("test"), self.apply, self.patch)
+
+
+async def test_apply_failure_is_reported_in_status_and_as_a_failure_to_retry() -> None:
+    recorder = Recorder(fail_apply=ApiException(status=403, reason="Forbidden"))
+    result = await recorder.reconciler().reconcile([make_policy()], [ClassView("low", 8000, uid="c1")], NOW)
+    assert result.failures == ["PriorityClass low: 403 Forbidden"]
+    [status] = recorder.statuses
+    condition = status["conditions"][0]
+    assert (condition["status"], condition["reason"]) == ("False", "ApplyFailed")
+    assert "Could not write PriorityClass low: 403 Forbidden" in condition["message"]
+    assert recorder.events == [("PreemptionTolerationPolicy", "ApplyFailed", condition["message"])]
+
+
+async def test_success_writes_once_and_reports_applied() -> None:
+    recorder = Recorder()
+    result = await recorder.reconciler().reconcile([make_policy()], [ClassView("low", 8000, uid="c1")], NOW)
+    assert result.failures == [] and result.writes == 1 and result.status_patches == 1
+    assert recorder.applied == [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                 "metadata": {"name": "low", "uid": "c1", "annotations": {MIN: "10000"}}}]
+    assert [reason for _, reason, _ in recorder.events] == ["Applied"]
+
+    # the same state seen again (class written, status stored): nothing is sent
+    converged = Recorder()
+    policy = make_policy(status=recorder.statuses[0])
+    done = ClassView("low", 8000, annotations={MIN: "10000"}, owned_keys=frozenset({MIN}), uid="c1")
+    result = await converged.reconciler().reconcile([policy], [done], NOW)
+    assert (result.writes, result.status_patches, converged.events) == (0, 0, [])
