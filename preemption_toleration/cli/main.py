@@ -10,9 +10,17 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from preemption_toleration.cli import crd_cmd, dev_cmd, operator_cmd, validate_cmd
+from preemption_toleration.cli import (
+    crd_cmd,
+    dev_cmd,
+    manifests_cmd,
+    operator_cmd,
+    run_cmd,
+    validate_cmd,
+    webhook_cmd,
+)
 
-COMMAND_MODULES = [validate_cmd, crd_cmd, operator_cmd, dev_cmd]
+COMMAND_MODULES = [validate_cmd, crd_cmd, run_cmd, operator_cmd, webhook_cmd, manifests_cmd, dev_cmd]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,110 @@
+"""AdmissionReview (admission.k8s.io/v1 and v1beta1): the requests we accept and the responses we send."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+ADMISSION_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
+# The API server shows warnings to the user; longer ones may be cut.
+MAX_WARNING_LENGTH = 256
+
+
+class _Wire(BaseModel):
+    """Fields we do not use are ignored (the API server adds new ones over time); types are strict."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+class GroupVersionKind(_Wire):
+    group: str = ""
+    version: str
+    kind: str
+
+
+class GroupVersionResource(_Wire):
+    group: str = ""
+    version: str
+    resource: str
+
+
+class UserInfo(_Wire):
+    username: str = ""
+    uid: str = ""
+    groups: list[str] = Field(default_factory=list)
+
+
+class AdmissionRequest(_Wire):
+    uid: str = Field(min_length=1)
+    kind: GroupVersionKind
+    resource: GroupVersionResource
+    sub_resource: str | None = None
+    name: str = ""
+    namespace: str | None = None
+    operation: Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
+    user_info: UserInfo = Field(default_factory=UserInfo)
+    object: dict[str, Any] | None = None
+    old_object: dict[str, Any] | None = None
+    dry_run: bool | None = None
+    options: dict[str, Any] | None = None
+
+
+class AdmissionReview(_Wire):
+    api_version: Literal["admission.k8s.io/v1", "admission.k8s.io/v1beta1"]
+    kind: Literal["AdmissionReview"]
+    request: AdmissionRequest
+
+
+class AdmissionStatus(_Wire):
+    code: int
+    message: str
+    reason: str | None = None
+
+
+class AdmissionResponse(_Wire):
+    uid: str
+    allowed: bool
+    status: AdmissionStatus | None = None
+    warnings: list[str] | None = None
+    patch_type: Literal["JSONPatch"] | None = None
+    patch: str | None = None
+
+
+def _short(warnings: Sequence[str]) -> list[str] | None:
+    if not warnings:
+        return None
+    return [w if len(w) <= MAX_WARNING_LENGTH else w[: MAX_WARNING_LENGTH - 1] + "…" for w in warnings]
+
+
+def allow(uid: str, warnings: Sequence[str] = (), patch: Sequence[dict[str, Any]] = ()) -> AdmissionResponse:
+    encoded = base64.b64encode(json.dumps(list(patch)).encode()).decode() if patch else None
+    return AdmissionResponse(
+        uid=uid,
+        allowed=True,
+        warnings=_short(warnings),
+        patch_type="JSONPatch" if patch else None,
+        patch=encoded,
+    )
+
+
+def deny(uid: str, code: int, message: str, reason: str | None = None, warnings: Sequence[str] = ()) -> AdmissionResponse:
+    return AdmissionResponse(
+        uid=uid,
+        allowed=False,
+        status=AdmissionStatus(code=code, message=message, reason=reason),
+        warnings=_short(warnings),
+    )
+
+
+def review_response(api_version: str, response: AdmissionResponse) -> dict[str, Any]:
+    """The body to send back: an AdmissionReview of the request's apiVersion."""
+    return {
+        "apiVersion": api_version,
+        "kind": "AdmissionReview",
+        "response": response.model_dump(mode="json", by_alias=True, exclude_none=True),
+    }

@@ -1,0 +1,97 @@
+"""A list-then-watch cache of one resource, kept in memory, that resumes after every kind of break."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Generic, TypeVar
+
+from kubernetes_asyncio import watch
+from kubernetes_asyncio.client.exceptions import ApiException
+
+V = TypeVar("V")
+ListFunction = Callable[..., Awaitable[Any]]
+
+WATCH_TIMEOUT_SECONDS = 300
+MAX_BACKOFF_SECONDS = 30.0
+
+
+class Informer(Generic[V]):
+    """Keeps `items` (name -> slim value) equal to the server's objects.
+
+    `synced` is set once the first listing is in; a watch that ends is resumed from its last
+    resourceVersion, one that expired (410 Gone) or failed is replaced by a fresh listing, with backoff.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        list_function: ListFunction,
+        slim: Callable[[dict[str, Any]], V],
+        logger: logging.Logger,
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
+        self.kind = kind
+        self.list_function = list_function
+        self.slim = slim
+        self.logger = logger
+        self.on_change = on_change
+        self.items: dict[str, V] = {}
+        self.synced = asyncio.Event()
+        self.relists = 0
+
+    @staticmethod
+    def _name(raw: dict[str, Any]) -> str:
+        return str((raw.get("metadata") or {}).get("name") or "")
+
+    async def _list(self) -> str:
+        response = await self.list_function(_preload_content=False)
+        body = await response.json()
+        self.items = {self._name(raw): self.slim(raw) for raw in body.get("items") or []}
+        self.relists += 1
+        self.synced.set()
+        if self.on_change:
+            self.on_change()
+        return str((body.get("metadata") or {}).get("resourceVersion") or "")
+
+    def _apply(self, event: dict[str, Any]) -> None:
+        raw = event.get("raw_object") or {}
+        name = self._name(raw)
+        if event.get("type") == "DELETED":
+            self.items.pop(name, None)
+        elif event.get("type") in ("ADDED", "MODIFIED"):
+            self.items[name] = self.slim(raw)
+        else:
+            return
+        if self.on_change:
+            self.on_change()
+
+    async def run(self) -> None:
+        backoff = 1.0
+        while True:
+            try:
+                resource_version = await self._list()
+                backoff = 1.0
+                while True:  # watch until it expires, resuming where it stopped
+                    watcher = watch.Watch()
+                    async with watcher.stream(
+                        self.list_function,
+                        resource_version=resource_version,
+                        timeout_seconds=WATCH_TIMEOUT_SECONDS,
+                        allow_watch_bookmarks=True,
+                    ) as stream:
+                        async for event in stream:
+                            self._apply(event)
+                    resource_version = watcher.resource_version or resource_version
+            except asyncio.CancelledError:
+                raise
+            except ApiException as error:
+                if error.status == 410:
+                    self.logger.info("watch expired; listing again", extra={"kind": self.kind})
+                    continue
+                self.logger.warning("watch failed", extra={"kind": self.kind, "problem": str(error.status)})
+            except Exception as error:  # network errors of every kind: relist after a pause
+                self.logger.warning("watch failed", extra={"kind": self.kind, "problem": repr(error)})
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)

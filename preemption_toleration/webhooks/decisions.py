@@ -1,0 +1,146 @@
+"""Admission decisions as pure functions of the request and a snapshot of the caches."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, allow, deny
+from preemption_toleration.core.annotations import POLICY_KEYS, annotations_of
+from preemption_toleration.governance.plan import governed_names, desired_annotations, plan
+from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
+from preemption_toleration.validation.findings import Finding
+from preemption_toleration.validation.policy import parse_policy
+from preemption_toleration.validation.priority_class import (
+    ManagedAnnotations,
+    check_managed_annotation_change,
+    check_priority_class,
+)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What the watches have seen, by name."""
+
+    policies: Mapping[str, PolicyView] = field(default_factory=dict)
+    classes: Mapping[str, ClassView] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AdmissionConfig:
+    # Users whose writes to managed annotations are the operator's own (its service account).
+    operator_identities: Collection[str] = ("system:serviceaccount:preemption-toleration:operator",)
+
+
+def _governing(snapshot: Snapshot, candidate: ClassView) -> tuple[str, dict[str, str]] | None:
+    """The policy that governs `candidate` (as it would be after this request), and its annotations."""
+    classes = {**snapshot.classes, candidate.name: candidate}
+    owners = plan(snapshot.policies.values(), classes.values()).owners
+    owner = owners.get(candidate.name)
+    if owner is None:
+        return None
+    spec = snapshot.policies[owner].spec
+    return (owner, desired_annotations(spec)) if spec is not None else None
+
+
+def _ratchet(new: list[Finding], old: list[Finding]) -> tuple[list[Finding], list[str]]:
+    """Errors the object already had before this update do not block it; they are warned about."""
+    previous = {finding.message for finding in old if finding.is_error}
+    errors = [f for f in new if f.is_error and f.message not in previous]
+    warnings = [f.message for f in new if not f.is_error or f.message in previous]
+    return errors, warnings
+
+
+def validate_priority_class(
+    request: AdmissionRequest, snapshot: Snapshot, config: AdmissionConfig
+) -> AdmissionResponse:
+    obj = request.object or {}
+    findings = check_priority_class(obj)
+    old_findings = check_priority_class(request.old_object) if request.old_object else []
+    errors, warnings = _ratchet(findings, old_findings)
+    if errors:
+        return deny(request.uid, 422, " ".join(f.message for f in errors), warnings=warnings)
+    if request.user_info.username not in config.operator_identities:
+        governing = _governing(snapshot, class_view(obj))
+        if governing is not None:
+            policy_name, values = governing
+            old = {k: str(v) for k, v in annotations_of(request.old_object or {}).items() if k in POLICY_KEYS}
+            new = {k: str(v) for k, v in annotations_of(obj).items() if k in POLICY_KEYS}
+            refused = check_managed_annotation_change(
+                request.name or class_view(obj).name, old, new, ManagedAnnotations(policy_name, values)
+            )
+            if refused:
+                return deny(request.uid, 403, " ".join(f.message for f in refused), warnings=warnings)
+    return allow(request.uid, warnings)
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def mutate_priority_class(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionResponse:
+    """On CREATE, give a class that a policy already governs the policy's annotations at once."""
+    obj = request.object or {}
+    if request.operation != "CREATE":
+        return allow(request.uid)
+    governing = _governing(snapshot, class_view(obj))
+    if governing is None:
+        return allow(request.uid)
+    policy_name, values = governing
+    current: dict[str, Any] = dict(annotations_of(obj))
+    patch: list[dict[str, Any]] = []
+    if not (obj.get("metadata") or {}).get("annotations"):
+        patch.append({"op": "add", "path": "/metadata/annotations", "value": {}})
+    warnings: list[str] = []
+    for key in POLICY_KEYS:
+        path = f"/metadata/annotations/{_escape(key)}"
+        if key in values and current.get(key) != values[key]:
+            patch.append({"op": "add", "path": path, "value": values[key]})  # add replaces an existing key
+            if key in current:
+                warnings.append(
+                    f'PriorityClass "{class_view(obj).name}": {key} set to "{values[key]}" by '
+                    f'PreemptionTolerationPolicy "{policy_name}" (was "{current[key]}").'
+                )
+        elif key not in values and key in current:
+            patch.append({"op": "remove", "path": path})
+            warnings.append(
+                f'PriorityClass "{class_view(obj).name}": {key} removed: PreemptionTolerationPolicy '
+                f'"{policy_name}" governs this class and does not set it.'
+            )
+    if len(patch) == 1 and patch[0]["path"] == "/metadata/annotations":
+        patch = []
+    return allow(request.uid, warnings, patch)
+
+
+def validate_policy(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionResponse:
+    obj = request.object or {}
+    model, findings = parse_policy(obj)
+    warnings = [f.message for f in findings if not f.is_error]
+    errors = [f.message for f in findings if f.is_error]
+    if errors or model is None:
+        return deny(request.uid, 422, " ".join(errors), warnings=warnings)
+    name = model.metadata.name or ""
+    mine = set(governed_names(model.spec, snapshot.classes))
+    for other in sorted(snapshot.policies.values(), key=lambda p: p.name):
+        if other.name == name or other.deleting or other.spec is None:
+            continue
+        shared = mine & set(governed_names(other.spec, snapshot.classes))
+        if shared:
+            return deny(
+                request.uid,
+                409,
+                f'PreemptionTolerationPolicy "{name}": PriorityClass {", ".join(sorted(shared))} is already '
+                f'governed by PreemptionTolerationPolicy "{other.name}". Fix: change "{other.name}" instead, '
+                "or delete it first.",
+                warnings=warnings,
+            )
+    return allow(request.uid, warnings)
+
+
+def snapshot_of(policies: Mapping[str, Mapping[str, Any]], classes: Mapping[str, Mapping[str, Any]]) -> Snapshot:
+    """A snapshot from raw objects (tests and the CLI)."""
+    return Snapshot(
+        policies={name: policy_view(body) for name, body in policies.items()},
+        classes={name: class_view(body) for name, body in classes.items()},
+    )

@@ -1,0 +1,127 @@
+"""Running the webhook server: caches, TLS, the aiohttp site, and (locally) its registration."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from preemption_toleration import pki
+from preemption_toleration.kube.client import make_api_client
+from preemption_toleration.operator.writes import APPLY_PATCH
+from preemption_toleration.webhooks.caches import AdmissionCaches
+from preemption_toleration.webhooks.configurations import (
+    NAME,
+    mutating_configuration,
+    url_client_config,
+    validating_configuration,
+)
+from preemption_toleration.webhooks.decisions import AdmissionConfig
+from preemption_toleration.webhooks.metrics import WebhookMetrics
+from preemption_toleration.webhooks.secret_tls import SecretCertificates
+from preemption_toleration.webhooks.server import DEFAULT_MAX_BODY_BYTES, WebhookApp
+from preemption_toleration.webhooks.tls import FileCertificates, GeneratedCertificates
+
+logger = logging.getLogger("preemption_toleration.webhooks")
+FIELD_MANAGER = "preemption-toleration-webhook"
+
+
+@dataclass
+class WebhookSettings:
+    kubeconfig: str | None = None
+    host: str = "0.0.0.0"
+    port: int = 8443
+    operator_identities: list[str] = field(default_factory=lambda: list(AdmissionConfig().operator_identities))
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    cert_file: str | None = None  # with key_file: external certificates (cert-manager), reloaded on change
+    key_file: str | None = None
+    dns_names: list[str] = field(default_factory=lambda: ["localhost"])
+    ip_addresses: list[str] = field(default_factory=lambda: ["127.0.0.1"])
+    # Self-managed in-cluster TLS: "namespace/name" of the Secret that keeps the CA and serving pair;
+    # the certificate's names are those of `service` in that namespace.
+    tls_secret: str | None = None
+    service: str = "preemption-toleration-webhook"
+    # Register webhook configurations pointing at this URL (the local control plane); removed on exit.
+    register_url: str | None = None
+    bound_port: int | None = None  # set once listening
+
+
+async def register(api: ApiClient, base_url: str, ca_bundle: bytes) -> None:
+    def client_config(path: str) -> dict[str, Any]:
+        return url_client_config(base_url, path, ca_bundle)
+
+    admission = client.AdmissionregistrationV1Api(api)
+    await admission.patch_validating_webhook_configuration(
+        NAME, validating_configuration(client_config), field_manager=FIELD_MANAGER, force=True,
+        _content_type=APPLY_PATCH,
+    )
+    await admission.patch_mutating_webhook_configuration(
+        NAME, mutating_configuration(client_config), field_manager=FIELD_MANAGER, force=True,
+        _content_type=APPLY_PATCH,
+    )
+
+
+async def unregister(api: ApiClient) -> None:
+    admission = client.AdmissionregistrationV1Api(api)
+    for delete in (admission.delete_validating_webhook_configuration, admission.delete_mutating_webhook_configuration):
+        with contextlib.suppress(ApiException):
+            await delete(NAME)
+
+
+async def run_webhook(
+    settings: WebhookSettings, stop: asyncio.Event, ready: asyncio.Event | None = None
+) -> None:
+    api = await make_api_client(settings.kubeconfig)
+    metrics = WebhookMetrics()
+    caches = AdmissionCaches(api, logger)
+    tasks = caches.tasks()
+    certificates: FileCertificates | GeneratedCertificates
+    if settings.cert_file and settings.key_file:
+        certificates = FileCertificates(settings.cert_file, settings.key_file)
+    elif settings.tls_secret:
+        namespace, _, secret = settings.tls_secret.partition("/")
+        certificates = SecretCertificates(api, namespace, secret, pki.service_dns_names(settings.service, namespace))
+        await certificates.setup()
+        await certificates.publish_ca_bundle()
+    else:
+        certificates = GeneratedCertificates(settings.dns_names, settings.ip_addresses)
+    tasks.append(asyncio.create_task(certificates.maintain(), name="certificates"))
+    app = WebhookApp(
+        caches.snapshot,
+        lambda: caches.synced,
+        AdmissionConfig(operator_identities=tuple(settings.operator_identities)),
+        metrics,
+        settings.max_body_bytes,
+    )
+    runner = web.AppRunner(app.build(), access_log=None)
+    await runner.setup()
+    registered = False
+    try:
+        site = web.TCPSite(runner, settings.host, settings.port, ssl_context=certificates.context)
+        await site.start()
+        settings.bound_port = runner.addresses[0][1]
+        logger.info("webhook server listening", extra={"host": settings.host, "port": settings.bound_port})
+        await asyncio.wait_for(asyncio.gather(caches.classes.synced.wait(), caches.policies.synced.wait()), 60)
+        if settings.register_url is not None and isinstance(certificates, GeneratedCertificates):
+            url = settings.register_url.replace(":0", f":{settings.bound_port}")
+            await register(api, url, certificates.ca_bundle)
+            registered = True
+            logger.info("webhook configurations registered", extra={"url": url})
+        if ready is not None:
+            ready.set()
+        await stop.wait()
+    finally:
+        if registered:
+            await unregister(api)
+        await runner.cleanup()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await api.close()

@@ -1,0 +1,144 @@
+"""Self-managed TLS for an in-cluster install: a CA and serving certificate kept in a Secret, the CA put
+into our webhook configurations' caBundle, the serving certificate renewed before expiry.
+
+Replicas share the Secret: the first one creates it (a replica that loses the creation race reads the
+winner's), each one loads what the Secret holds and picks up a renewal made by another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import datetime
+import logging
+from typing import Any
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from preemption_toleration import pki
+from preemption_toleration.webhooks.configurations import NAME
+from preemption_toleration.webhooks.tls import GeneratedCertificates, load_pair, not_after, server_context
+
+logger = logging.getLogger("preemption_toleration.webhooks.tls")
+
+KEYS = ("ca.crt", "ca.key", "tls.crt", "tls.key")
+
+
+def _decode(secret: Any) -> dict[str, bytes] | None:
+    data = (secret.data or {}) if secret is not None else {}
+    if not all(key in data for key in KEYS):
+        return None
+    return {key: base64.b64decode(data[key]) for key in KEYS}
+
+
+def secret_body(name: str, namespace: str, ca: pki.CertKeyPair, serving: pki.CertKeyPair) -> dict[str, Any]:
+    values = {"ca.crt": ca.cert_pem, "ca.key": ca.key_pem, "tls.crt": serving.cert_pem, "tls.key": serving.key_pem}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "Opaque",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/name": NAME}},
+        "data": {key: base64.b64encode(value).decode() for key, value in values.items()},
+    }
+
+
+def ca_bundle_patch(webhooks: list[Any], ca_bundle: bytes) -> list[dict[str, Any]]:
+    """JSON patch setting every webhook's caBundle, each guarded by a test of the webhook's name."""
+    encoded = base64.b64encode(ca_bundle).decode()
+    operations: list[dict[str, Any]] = []
+    for index, webhook in enumerate(webhooks):
+        operations.append({"op": "test", "path": f"/webhooks/{index}/name", "value": webhook.name})
+        operations.append({"op": "add", "path": f"/webhooks/{index}/clientConfig/caBundle", "value": encoded})
+    return operations
+
+
+class SecretCertificates(GeneratedCertificates):
+    # GeneratedCertificates.__init__ is not called: the pair comes from the Secret, in setup().
+    def __init__(  # noqa: super-init-not-called
+        self,
+        api: ApiClient,
+        namespace: str,
+        secret_name: str,
+        dns_names: list[str],
+        valid_days: int = 90,
+    ) -> None:
+        self.api = api
+        self.namespace = namespace
+        self.secret_name = secret_name
+        self.core = client.CoreV1Api(api)
+        self.dns_names = dns_names
+        self.ip_addresses: list[str] = []
+        self.valid_days = valid_days
+        self.context = server_context()  # loaded by setup(), which must run before serving
+
+    async def setup(self) -> None:
+        stored = _decode(await self._read())
+        if stored is None:
+            self.ca = pki.generate_ca("preemption-toleration-webhook-ca", valid_days=3650)
+            self.serving = self._issue()
+            try:
+                await self.core.create_namespaced_secret(
+                    self.namespace, secret_body(self.secret_name, self.namespace, self.ca, self.serving)
+                )
+                logger.info("certificate secret created", extra={"secret": f"{self.namespace}/{self.secret_name}"})
+                return
+            except ApiException as error:
+                if error.status != 409:
+                    raise
+                stored = _decode(await self._read())  # another replica was first: use its certificates
+                if stored is None:
+                    raise
+        self._use(stored)
+
+    async def _read(self) -> Any:
+        try:
+            return await self.core.read_namespaced_secret(self.secret_name, self.namespace)
+        except ApiException as error:
+            if error.status == 404:
+                return None
+            raise
+
+    def _use(self, stored: dict[str, bytes]) -> None:
+        self.ca = pki.CertKeyPair(stored["ca.crt"], stored["ca.key"])
+        self.serving = pki.CertKeyPair(stored["tls.crt"], stored["tls.key"])
+        load_pair(self.context, self.serving.cert_pem, self.serving.key_pem)
+
+    async def publish_ca_bundle(self) -> None:
+        admission = client.AdmissionregistrationV1Api(self.api)
+        for read, patch in (
+            (admission.read_validating_webhook_configuration, admission.patch_validating_webhook_configuration),
+            (admission.read_mutating_webhook_configuration, admission.patch_mutating_webhook_configuration),
+        ):
+            try:
+                configuration = await read(NAME)
+            except ApiException as error:
+                if error.status == 404:
+                    logger.warning("webhook configuration not found; caBundle not set", extra={"configuration": NAME})
+                    continue
+                raise
+            operations = ca_bundle_patch(configuration.webhooks or [], self.ca_bundle)
+            if operations:
+                await patch(NAME, operations, _content_type="application/json-patch+json")
+
+    async def renew_or_reload(self, now: datetime.datetime | None = None) -> None:
+        """Load a renewal another replica stored, or renew ourselves when due and store it."""
+        stored = _decode(await self._read())
+        if stored is not None and stored["tls.crt"] != self.serving.cert_pem:
+            self._use(stored)
+        if self.renew_if_due(now):
+            secret = secret_body(self.secret_name, self.namespace, self.ca, self.serving)
+            await self.core.replace_namespaced_secret(self.secret_name, self.namespace, secret)
+
+    async def maintain(self, interval: float = 600) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.renew_or_reload()
+                await self.publish_ca_bundle()
+            except (ApiException, OSError) as error:
+                logger.warning("certificate maintenance failed", extra={"problem": repr(error)})
+
+
+__all__ = ["SecretCertificates", "ca_bundle_patch", "not_after", "secret_body"]

@@ -1,0 +1,180 @@
+"""The aiohttp adapter: HTTP in, AdmissionReview decisions out, plus health, readiness and metrics.
+
+Bad input (not JSON, not an AdmissionReview, the wrong kind, too large) gets a 400 with a clear message and
+a log line; a request is answered from the caches only, never by calling the API server.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import ValidationError
+
+from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, AdmissionReview, review_response
+from preemption_toleration.webhooks.decisions import (
+    AdmissionConfig,
+    Snapshot,
+    mutate_priority_class,
+    validate_policy,
+    validate_priority_class,
+)
+from preemption_toleration.webhooks.metrics import WebhookMetrics
+
+logger = logging.getLogger("preemption_toleration.webhooks")
+
+DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024  # the API server's own request limit is 3 MiB
+
+Decide = Callable[[AdmissionRequest, Snapshot], AdmissionResponse]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    path: str
+    name: str
+    group: str
+    resource: str
+    decide: Decide
+
+
+class BadRequest(Exception):
+    pass
+
+
+def endpoints(config: AdmissionConfig) -> list[Endpoint]:
+    return [
+        Endpoint("/validate/priorityclasses", "validate-priorityclasses", "scheduling.k8s.io", "priorityclasses",
+                 lambda request, snapshot: validate_priority_class(request, snapshot, config)),
+        Endpoint("/mutate/priorityclasses", "mutate-priorityclasses", "scheduling.k8s.io", "priorityclasses",
+                 mutate_priority_class),
+        Endpoint("/validate/preemptiontolerationpolicies", "validate-policies", "preemption-toleration.dev",
+                 "preemptiontolerationpolicies", validate_policy),
+    ]
+
+
+def _describe_validation(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "body"
+    more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+    return f"{where}: {first['msg']}{more}"
+
+
+async def _read_review(request: web.Request, max_bytes: int) -> tuple[AdmissionReview, dict[str, Any]]:
+    if request.content_length is not None and request.content_length > max_bytes:
+        raise BadRequest(f"request body of {request.content_length} bytes exceeds the limit of {max_bytes} bytes")
+    body = await request.content.read(max_bytes + 1)
+    if len(body) > max_bytes:
+        raise BadRequest(f"request body exceeds the limit of {max_bytes} bytes")
+    try:
+        payload = json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise BadRequest(f"request body is not JSON: {error}") from error
+    if not isinstance(payload, dict):
+        raise BadRequest(f"request body is a JSON {type(payload).__name__}, not an AdmissionReview object")
+    try:
+        return AdmissionReview.model_validate(payload), payload
+    except ValidationError as error:
+        raise BadRequest(f"request body is not an AdmissionReview: {_describe_validation(error)}") from error
+
+
+class WebhookApp:
+    """Builds the aiohttp application around a snapshot source and a readiness check."""
+
+    def __init__(
+        self,
+        snapshot: Callable[[], Snapshot],
+        ready: Callable[[], bool],
+        config: AdmissionConfig | None = None,
+        metrics: WebhookMetrics | None = None,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    ) -> None:
+        self.snapshot = snapshot
+        self.ready = ready
+        self.config = config or AdmissionConfig()
+        self.metrics = metrics or WebhookMetrics()
+        self.max_body_bytes = max_body_bytes
+
+    def build(self) -> web.Application:
+        # aiohttp's own limit stays above ours so that we, not it, answer an oversized body.
+        app = web.Application(client_max_size=self.max_body_bytes + 1024)
+        for endpoint in endpoints(self.config):
+            app.router.add_post(endpoint.path, self._handler(endpoint))
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/readyz", self._readyz)
+        app.router.add_get("/metrics", self._metrics)
+        return app
+
+    def _handler(self, endpoint: Endpoint) -> Callable[[web.Request], Any]:
+        async def handle(request: web.Request) -> web.Response:
+            started = time.perf_counter()
+            response = await self._answer(endpoint, request)
+            self.metrics.requests.labels(endpoint.name, str(response.status)).inc()
+            self.metrics.latency.labels(endpoint.name).observe(time.perf_counter() - started)
+            return response
+
+        return handle
+
+    async def _answer(self, endpoint: Endpoint, request: web.Request) -> web.Response:
+        try:
+            review, _ = await _read_review(request, self.max_body_bytes)
+            admission = review.request
+            if (admission.resource.group, admission.resource.resource) != (endpoint.group, endpoint.resource):
+                got = f"{admission.resource.group or 'core'}/{admission.resource.resource}"
+                raise BadRequest(f"{endpoint.path} judges {endpoint.group}/{endpoint.resource}, not {got}")
+            if admission.operation in ("CREATE", "UPDATE") and not isinstance(admission.object, dict):
+                raise BadRequest(f"a {admission.operation} request needs request.object")
+        except BadRequest as problem:
+            logger.warning("bad admission request", extra={"endpoint": endpoint.path, "problem": str(problem)})
+            return web.json_response({"error": str(problem)}, status=400)
+        if not self.ready():
+            return web.json_response({"error": "caches are not synced yet"}, status=503)
+        decision = endpoint.decide(admission, self.snapshot())
+        self._count(endpoint, decision)
+        self._log(endpoint, admission, decision)
+        return web.json_response(review_response(review.api_version, decision))
+
+    def _count(self, endpoint: Endpoint, decision: AdmissionResponse) -> None:
+        outcome = "allowed" if decision.allowed else "denied"
+        self.metrics.decisions.labels(endpoint.name, outcome).inc()
+        if decision.patch:
+            self.metrics.decisions.labels(endpoint.name, "mutated").inc()
+        if decision.warnings:
+            self.metrics.decisions.labels(endpoint.name, "warned").inc()
+
+    @staticmethod
+    def _log(endpoint: Endpoint, admission: AdmissionRequest, decision: AdmissionResponse) -> None:
+        if decision.allowed and not decision.warnings and not decision.patch:
+            return
+        logger.info(
+            "admission decision",
+            extra={
+                "endpoint": endpoint.path,
+                "operation": admission.operation,
+                "object": admission.name,
+                "user": admission.user_info.username,
+                "allowed": decision.allowed,
+                "denial": decision.status.message if decision.status else None,
+                "warnings": decision.warnings,
+                "dryRun": bool(admission.dry_run),
+            },
+        )
+
+    async def _healthz(self, _: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def _readyz(self, _: web.Request) -> web.Response:
+        if self.ready():
+            return web.Response(text="ok")
+        return web.Response(text="caches not synced", status=503)
+
+    async def _metrics(self, _: web.Request) -> web.Response:
+        snapshot = self.snapshot()
+        self.metrics.cache_objects.labels("priorityclasses").set(len(snapshot.classes))
+        self.metrics.cache_objects.labels("preemptiontolerationpolicies").set(len(snapshot.policies))
+        return web.Response(body=generate_latest(self.metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -1,0 +1,118 @@
+"""Serving certificates for the webhook server, made with `cryptography`; TLS 1.2 or newer only.
+
+- `GeneratedCertificates`: a CA and a serving certificate made in memory (the local control plane, and
+  the base of the self-managed mode); renewed from the same CA before expiry, without a restart.
+- `FileCertificates`: files written by someone else (cert-manager), reloaded when they change.
+
+`SSLContext.load_cert_chain()` on the live context makes new connections use the new certificate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+import os
+import ssl
+import tempfile
+from pathlib import Path
+
+from cryptography import x509
+
+from preemption_toleration import pki
+
+logger = logging.getLogger("preemption_toleration.webhooks.tls")
+
+
+def server_context() -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    return context
+
+
+def not_after(cert_pem: bytes) -> datetime.datetime:
+    return x509.load_pem_x509_certificate(cert_pem).not_valid_after_utc
+
+
+def load_pair(context: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> None:
+    # load_cert_chain reads files: write both to a private temporary directory, then remove it.
+    with tempfile.TemporaryDirectory(prefix="ptol-tls-") as directory:
+        cert_path, key_path = Path(directory, "tls.crt"), Path(directory, "tls.key")
+        cert_path.write_bytes(cert_pem)
+        key_path.touch(mode=0o600)
+        key_path.write_bytes(key_pem)
+        context.load_cert_chain(cert_path, key_path)
+
+
+class GeneratedCertificates:
+    def __init__(
+        self,
+        dns_names: list[str],
+        ip_addresses: list[str],
+        valid_days: int = 90,
+        ca: pki.CertKeyPair | None = None,
+    ) -> None:
+        self.dns_names = dns_names
+        self.ip_addresses = ip_addresses
+        self.valid_days = valid_days
+        self.ca = ca or pki.generate_ca("preemption-toleration-webhook-ca", valid_days=3650)
+        self.context = server_context()
+        self.serving = self._issue()
+
+    @property
+    def ca_bundle(self) -> bytes:
+        return self.ca.cert_pem
+
+    def _issue(self) -> pki.CertKeyPair:
+        serving = pki.issue_serving_cert(
+            self.ca,
+            (self.dns_names or self.ip_addresses)[0],
+            dns_names=self.dns_names,
+            ip_addresses=self.ip_addresses,
+            valid_days=self.valid_days,
+        )
+        load_pair(self.context, serving.cert_pem, serving.key_pem)
+        return serving
+
+    def renew_if_due(self, now: datetime.datetime | None = None) -> bool:
+        """Renew once less than a third of the validity is left."""
+        now = now or datetime.datetime.now(datetime.timezone.utc)
+        if not_after(self.serving.cert_pem) - now > datetime.timedelta(days=self.valid_days / 3):
+            return False
+        self.serving = self._issue()
+        logger.info("serving certificate renewed", extra={"notAfter": not_after(self.serving.cert_pem).isoformat()})
+        return True
+
+    async def maintain(self, interval: float = 3600) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            self.renew_if_due()
+
+
+class FileCertificates:
+    def __init__(self, cert_path: str, key_path: str) -> None:
+        self.cert_path = cert_path
+        self.key_path = key_path
+        self.context = server_context()
+        self._seen: tuple[float, float] | None = None
+        self.reload_if_changed()
+
+    def _stamp(self) -> tuple[float, float]:
+        return os.stat(self.cert_path).st_mtime, os.stat(self.key_path).st_mtime
+
+    def reload_if_changed(self) -> bool:
+        stamp = self._stamp()
+        if stamp == self._seen:
+            return False
+        self.context.load_cert_chain(self.cert_path, self.key_path)
+        self._seen = stamp
+        logger.info("serving certificate loaded", extra={"path": self.cert_path})
+        return True
+
+    async def maintain(self, interval: float = 10) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.reload_if_changed()
+            except (OSError, ssl.SSLError) as error:  # half-written files: keep serving the old pair
+                logger.warning("certificate reload failed", extra={"problem": repr(error)})

@@ -1,0 +1,172 @@
+"""The admission webhooks registered in the real API server: what kubectl prints."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+from kubernetes_asyncio.client import ApiClient
+
+from preemption_toleration.devcluster import LocalCluster
+from tests.integration.components import RunProcess, install_crd
+from tests.integration.conftest import Kubectl
+from tests.integration.helpers import eventually, unique_name
+from tests.integration.objects import (
+    MIN,
+    TOL,
+    class_manifest,
+    ours,
+    policy_manifest,
+    read_class,
+    wait_annotations,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
+
+LEGACY = "preemption-toleration.scheduling.sigs.k8s.io/toleration-seconds"
+
+
+@pytest.fixture(scope="module")
+def components(cluster: LocalCluster) -> Iterator[RunProcess]:
+    install_crd(cluster)
+    process = RunProcess(cluster, "--resync-seconds", "3")
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def alice(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
+    """kubectl as another cluster admin, who is not the operator."""
+    kubeconfig = cluster.write_kubeconfig(tmp_path_factory.mktemp("alice") / "kubeconfig", "alice",
+                                          ["system:masters"])
+
+    def run(*args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        argv = [str(cluster.toolchain.kubectl), "--kubeconfig", str(kubeconfig), *args]
+        result = subprocess.run(argv, input=input, capture_output=True, text=True, timeout=60, check=False)
+        if check and result.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed:\n{result.stderr}")
+        return result
+
+    return run
+
+
+@pytest.fixture
+def cleanup(kubectl: Kubectl) -> Iterator[list[tuple[str, str]]]:
+    created: list[tuple[str, str]] = []
+    yield created
+    for kind, name in reversed(created):
+        kubectl("delete", kind, name, "--ignore-not-found", "--wait=false", check=False)
+
+
+def denied(result: subprocess.CompletedProcess[str], webhook: str) -> str:
+    assert result.returncode != 0, result.stdout
+    prefix = f'admission webhook "{webhook}" denied the request: '
+    assert prefix in result.stderr, result.stderr
+    return result.stderr.split(prefix, 1)[1]
+
+
+async def test_10k_is_refused_with_our_message(components: RunProcess, alice: Kubectl, cleanup: list) -> None:
+    name = unique_name("ten-k")
+    cleanup.append(("priorityclass", name))
+    result = alice("apply", "-f", "-", input=class_manifest(name, annotations={MIN: "10k"}), check=False)
+    message = denied(result, "priorityclasses.validate.preemption-toleration.dev")
+    assert message.startswith(f'PriorityClass "{name}": annotation {MIN}="10k" is not a base-10 integer')
+    assert 'Fix: write a priority in plain digits, e.g. "10000".' in message
+
+
+async def test_legacy_prefix_is_applied_with_a_warning(components: RunProcess, alice: Kubectl, cleanup: list) -> None:
+    name = unique_name("legacy")
+    cleanup.append(("priorityclass", name))
+    result = alice("apply", "-f", "-", input=class_manifest(name, annotations={LEGACY: "600"}))
+    assert f"priorityclass.scheduling.k8s.io/{name} created" in result.stdout
+    assert f'Warning: PriorityClass "{name}": {LEGACY} is ignored (legacy prefix' in result.stderr
+
+
+async def test_misspelt_key_is_refused_with_the_nearest_key(
+    components: RunProcess, alice: Kubectl, cleanup: list
+) -> None:
+    name = unique_name("typo")
+    cleanup.append(("priorityclass", name))
+    typo = "preemption-toleration.scheduling.x-k8s.io/toleration-second"
+    result = alice("apply", "-f", "-", input=class_manifest(name, annotations={typo: "600"}), check=False)
+    message = denied(result, "priorityclasses.validate.preemption-toleration.dev")
+    assert f"unknown annotation {typo}=\"600\". Fix: did you mean {TOL}?" in message
+
+
+async def test_class_created_under_a_policy_carries_its_annotations_in_the_create_response(
+    components: RunProcess, alice: Kubectl, cleanup: list
+) -> None:
+    pc, ptp = unique_name("born-protected"), unique_name("policy")
+    cleanup += [("priorityclass", pc), ("ptp", ptp)]
+    alice("apply", "-f", "-", input=policy_manifest(
+        ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}))
+    created = alice("create", "-o", "json", "-f", "-", input=class_manifest(pc))
+    annotations = json.loads(created.stdout)["metadata"]["annotations"]
+    assert annotations[MIN] == "10000" and annotations[TOL] == "-1"
+
+
+POLICY_REFUSALS = [
+    ("both targets", {"priorityClassName": "x", "priorityClassSelector": {"matchLabels": {"a": "b"}},
+                      "minimumPreemptablePriority": 1},
+     "sets both priorityClassName and priorityClassSelector. Fix: set exactly one of them."),
+    ("unknown field", {"priorityClassName": "x", "minimumPreemptablePriority": 1, "tolerationSecond": 60},
+     "unknown field spec.tolerationSecond. Fix: did you mean spec.tolerationSeconds?"),
+]
+
+
+@pytest.mark.parametrize(("rule", "spec", "words"), POLICY_REFUSALS, ids=[c[0] for c in POLICY_REFUSALS])
+async def test_bad_policies_are_refused(
+    components: RunProcess, alice: Kubectl, cleanup: list, rule: str, spec: dict, words: str
+) -> None:
+    ptp = unique_name("bad-policy")
+    cleanup.append(("ptp", ptp))
+    result = alice("apply", "-f", "-", input=policy_manifest(ptp, spec), check=False)
+    message = denied(result, "policies.validate.preemption-toleration.dev")
+    assert message.startswith(f'PreemptionTolerationPolicy "{ptp}": ') and words in message
+
+
+async def test_toleration_out_of_range_is_refused(components: RunProcess, alice: Kubectl, cleanup: list) -> None:
+    ptp = unique_name("overflow")
+    cleanup.append(("ptp", ptp))
+    spec = {"priorityClassName": "x", "minimumPreemptablePriority": 1, "tolerationSeconds": 9223372037}
+    result = alice("apply", "-f", "-", input=policy_manifest(ptp, spec), check=False)
+    assert result.returncode != 0
+    # The CRD schema refuses it before any webhook runs.
+    assert "spec.tolerationSeconds" in result.stderr and "9223372036" in result.stderr
+
+
+async def test_second_policy_for_a_governed_class_is_refused(
+    components: RunProcess, alice: Kubectl, cleanup: list
+) -> None:
+    pc, first, second = unique_name("shared"), unique_name("first"), unique_name("second")
+    cleanup += [("ptp", first), ("ptp", second)]
+    alice("apply", "-f", "-", input=policy_manifest(first, {"priorityClassName": pc, "minimumPreemptablePriority": 1}))
+
+    async def attempt() -> subprocess.CompletedProcess[str]:
+        return alice("apply", "-f", "-", input=policy_manifest(
+            second, {"priorityClassName": pc, "minimumPreemptablePriority": 2}), check=False)
+
+    result = await eventually(attempt, lambda r: r.returncode != 0, timeout=10, what="conflict refusal")
+    message = denied(result, "policies.validate.preemption-toleration.dev")
+    assert f'PriorityClass {pc} is already governed by PreemptionTolerationPolicy "{first}"' in message
+
+
+async def test_hand_change_of_a_managed_annotation_is_refused_naming_the_policy(
+    api: ApiClient, components: RunProcess, alice: Kubectl, cleanup: list
+) -> None:
+    pc, ptp = unique_name("managed"), unique_name("policy")
+    cleanup += [("priorityclass", pc), ("ptp", ptp)]
+    alice("apply", "-f", "-", input=class_manifest(pc))
+    alice("apply", "-f", "-", input=policy_manifest(
+        ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": 600}))
+    await wait_annotations(api, pc, {MIN: "10000", TOL: "600"})
+
+    result = alice("annotate", "--overwrite", "priorityclass", pc, f"{MIN}=9000", check=False)
+    message = denied(result, "priorityclasses.validate.preemption-toleration.dev")
+    assert f'but PreemptionTolerationPolicy "{ptp}" manages it. Fix: edit the policy instead' in message
+    assert ours(await read_class(api, pc)) == {MIN: "10000", TOL: "600"}
+    # other changes to the class stay possible
+    alice("label", "priorityclass", pc, "team=ml")

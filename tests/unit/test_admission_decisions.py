@@ -1,0 +1,164 @@
+"""Admission decisions (DESIGN §5), as pure functions of a request and a cache snapshot."""
+
+import base64
+import json
+
+import pytest
+
+from preemption_toleration.api.admission import AdmissionReview
+from preemption_toleration.core.annotations import LEGACY_PREFIX, PREFIX
+from preemption_toleration.webhooks.decisions import (
+    AdmissionConfig,
+    mutate_priority_class,
+    snapshot_of,
+    validate_policy,
+    validate_priority_class,
+)
+from tests.unit.admission_payloads import PTP_KIND, PTP_RESOURCE, review
+from tests.unit.kube_objects import priority_class
+
+MIN, TOL = PREFIX + "minimum-preemptable-priority", PREFIX + "toleration-seconds"
+OPERATOR = "system:serviceaccount:preemption-toleration:operator"
+CONFIG = AdmissionConfig(operator_identities=(OPERATOR,))
+
+
+def policy(name, spec, created="2026-11-01T00:00:00Z"):
+    return {"apiVersion": "preemption-toleration.dev/v1alpha1", "kind": "PreemptionTolerationPolicy",
+            "metadata": {"name": name, "creationTimestamp": created, "generation": 1}, "spec": spec}
+
+
+GOVERNED = snapshot_of(
+    {"forever": policy("forever", {"priorityClassName": "low-non-preempted", "minimumPreemptablePriority": 10000,
+                                   "tolerationSeconds": -1})},
+    {"low-non-preempted": priority_class("low-non-preempted", 8000, "10000", "-1")},
+)
+EMPTY = snapshot_of({}, {})
+
+
+def request(payload):
+    return AdmissionReview.model_validate(payload).request
+
+
+def test_invalid_value_is_denied_with_422_naming_class_key_value_and_fix() -> None:
+    decision = validate_priority_class(request(review(priority_class("low", 8000, "10k"))), EMPTY, CONFIG)
+    assert not decision.allowed and decision.status.code == 422
+    message = decision.status.message
+    assert 'PriorityClass "low"' in message and f'{MIN}="10k"' in message and "Fix:" in message
+    assert decision.uid == "705ab4f5-6393-11e8-b7cc-42010a800002"
+
+
+def test_legacy_prefix_is_allowed_with_a_warning() -> None:
+    obj = priority_class("low", 8000, **{LEGACY_PREFIX + "toleration-seconds": "600"})
+    decision = validate_priority_class(request(review(obj)), EMPTY, CONFIG)
+    assert decision.allowed and len(decision.warnings) == 1 and "legacy prefix" in decision.warnings[0]
+
+
+def test_misspelt_key_is_denied_with_the_nearest_key() -> None:
+    obj = priority_class("low", 8000, **{PREFIX + "toleration-second": "600"})
+    decision = validate_priority_class(request(review(obj)), EMPTY, CONFIG)
+    assert not decision.allowed and f"did you mean {TOL}?" in decision.status.message
+
+
+def test_update_does_not_block_on_an_error_the_class_already_had() -> None:
+    old = priority_class("low", 8000, "10k")
+    new = {**old, "metadata": {**old["metadata"], "labels": {"team": "a"}}}
+    decision = validate_priority_class(request(review(new, old=old, operation="UPDATE")), EMPTY, CONFIG)
+    assert decision.allowed and "not a base-10 integer" in decision.warnings[0]
+
+
+MANAGED = [
+    # (rule, user, new annotations, allowed)
+    ("a hand change of a managed value is forbidden", "alice", {MIN: "9000", TOL: "-1"}, False),
+    ("removing a managed key is forbidden", "alice", {MIN: "10000"}, False),
+    ("the operator may change it", OPERATOR, {MIN: "9000", TOL: "-1"}, True),
+    ("an unrelated change is allowed", "alice", {MIN: "10000", TOL: "-1", "team": "a"}, True),
+]
+
+
+@pytest.mark.parametrize(("rule", "user", "annotations", "allowed"), MANAGED, ids=[c[0] for c in MANAGED])
+def test_managed_annotations(rule, user, annotations, allowed) -> None:
+    old = priority_class("low-non-preempted", 8000, "10000", "-1")
+    new = {**old, "metadata": {"name": "low-non-preempted", "annotations": annotations}}
+    decision = validate_priority_class(request(review(new, old=old, operation="UPDATE", user=user)), GOVERNED, CONFIG)
+    assert decision.allowed is allowed
+    if not allowed:
+        assert decision.status.code == 403
+        assert 'PreemptionTolerationPolicy "forever"' in decision.status.message
+        assert "kubectl edit ptp forever" in decision.status.message
+
+
+def decoded_patch(decision):
+    return json.loads(base64.b64decode(decision.patch))
+
+
+def test_mutation_adds_the_policy_annotations_on_create() -> None:
+    snapshot = snapshot_of({"forever": policy("forever", {
+        "priorityClassName": "low-non-preempted", "minimumPreemptablePriority": 10000, "tolerationSeconds": -1})}, {})
+    decision = mutate_priority_class(request(review(priority_class("low-non-preempted", 8000))), snapshot)
+    assert decision.allowed and decision.patch_type == "JSONPatch"
+    assert decoded_patch(decision) == [
+        {"op": "add", "path": "/metadata/annotations", "value": {}},
+        {"op": "add", "path": "/metadata/annotations/preemption-toleration.scheduling.x-k8s.io~1minimum-preemptable-priority",
+         "value": "10000"},
+        {"op": "add", "path": "/metadata/annotations/preemption-toleration.scheduling.x-k8s.io~1toleration-seconds",
+         "value": "-1"},
+    ]
+
+
+def test_mutation_replaces_differing_values_and_says_so() -> None:
+    obj = priority_class("low-non-preempted", 8000, "9000")
+    decision = mutate_priority_class(request(review(obj)), GOVERNED)
+    ops = decoded_patch(decision)
+    assert [op["value"] for op in ops] == ["10000", "-1"]
+    assert 'by PreemptionTolerationPolicy "forever" (was "9000")' in decision.warnings[0]
+
+
+def test_no_mutation_for_ungoverned_class_or_update() -> None:
+    assert mutate_priority_class(request(review(priority_class("other", 1))), GOVERNED).patch is None
+    obj = priority_class("low-non-preempted", 8000)
+    update = review(obj, old=obj, operation="UPDATE")
+    assert mutate_priority_class(request(update), GOVERNED).patch is None
+
+
+def policy_review(obj, operation="CREATE"):
+    return request(review(obj, resource=PTP_RESOURCE, kind=PTP_KIND, operation=operation))
+
+
+POLICY_CASES = [
+    ("both name and selector", {"priorityClassName": "a", "priorityClassSelector": {"matchLabels": {"x": "y"}},
+                                "minimumPreemptablePriority": 1}, 422, "sets both"),
+    ("toleration out of range", {"priorityClassName": "a", "minimumPreemptablePriority": 1,
+                                 "tolerationSeconds": 9223372037}, 422, "above 9223372036"),
+    ("unknown field", {"priorityClassName": "a", "minimumPreemptablePriority": 1, "tolerationSecond": 1}, 422,
+     "did you mean spec.tolerationSeconds?"),
+    ("class governed by another policy", {"priorityClassName": "low-non-preempted",
+                                          "minimumPreemptablePriority": 1}, 409,
+     'PriorityClass low-non-preempted is already governed by PreemptionTolerationPolicy "forever"'),
+]
+
+
+@pytest.mark.parametrize(("rule", "spec", "code", "words"), POLICY_CASES, ids=[c[0] for c in POLICY_CASES])
+def test_policy_denials(rule, spec, code, words) -> None:
+    decision = validate_policy(policy_review(policy("new", spec)), GOVERNED)
+    assert not decision.allowed and decision.status.code == code and words in decision.status.message
+
+
+def test_policy_update_of_the_governing_policy_itself_is_allowed() -> None:
+    spec = {"priorityClassName": "low-non-preempted", "minimumPreemptablePriority": 10000, "tolerationSeconds": 600}
+    assert validate_policy(policy_review(policy("forever", spec), "UPDATE"), GOVERNED).allowed
+
+
+def test_selector_conflict_is_found_through_existing_classes() -> None:
+    snapshot = snapshot_of(
+        {"forever": policy("forever", {"priorityClassName": "low-non-preempted", "minimumPreemptablePriority": 1})},
+        {"low-non-preempted": {**priority_class("low-non-preempted", 8000),
+                               "metadata": {"name": "low-non-preempted", "labels": {"tier": "batch"}}}},
+    )
+    spec = {"priorityClassSelector": {"matchLabels": {"tier": "batch"}}, "minimumPreemptablePriority": 2}
+    decision = validate_policy(policy_review(policy("by-label", spec)), snapshot)
+    assert decision.status.code == 409
+
+
+def test_policy_warnings_are_returned() -> None:
+    decision = validate_policy(policy_review(policy("p", {"priorityClassName": "x", "tolerationSeconds": 5})), EMPTY)
+    assert decision.allowed and "no effect" in decision.warnings[0]

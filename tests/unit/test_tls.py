@@ -1,0 +1,98 @@
+"""Serving certificates: names, TLS versions, renewal and reload without a restart."""
+
+import asyncio
+import datetime
+import ssl
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from cryptography import x509
+
+from preemption_toleration import pki
+from preemption_toleration.webhooks.tls import FileCertificates, GeneratedCertificates, not_after
+
+
+async def serve(context: ssl.SSLContext) -> tuple[web.AppRunner, int]:
+    app = web.Application()
+    async def hello(request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    app.router.add_get("/", hello)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
+    await site.start()
+    return runner, runner.addresses[0][1]
+
+
+async def peer_certificate(port: int, ca_pem: bytes, maximum: ssl.TLSVersion | None = None) -> x509.Certificate:
+    context = ssl.create_default_context(cadata=ca_pem.decode())
+    if maximum is not None:
+        context.minimum_version = maximum
+        context.maximum_version = maximum
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context, server_hostname="localhost")
+    der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
+    writer.close()
+    await writer.wait_closed()
+    return x509.load_der_x509_certificate(der)
+
+
+@pytest.fixture
+async def generated() -> AsyncIterator[tuple[GeneratedCertificates, int]]:
+    certificates = GeneratedCertificates(["localhost"], ["127.0.0.1"], valid_days=90)
+    runner, port = await serve(certificates.context)
+    yield certificates, port
+    await runner.cleanup()
+
+
+async def test_generated_certificate_covers_the_names_and_verifies(generated) -> None:
+    certificates, port = generated
+    certificate = await peer_certificate(port, certificates.ca_bundle)
+    names = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert names.get_values_for_type(x509.DNSName) == ["localhost"]
+    assert [str(ip) for ip in names.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+
+
+async def test_tls_1_2_is_the_minimum(generated) -> None:
+    certificates, port = generated
+    assert certificates.context.minimum_version is ssl.TLSVersion.TLSv1_2
+    # a client limited to TLS 1.2 still connects
+    assert await peer_certificate(port, certificates.ca_bundle, maximum=ssl.TLSVersion.TLSv1_2)
+
+
+async def test_renewal_before_expiry_serves_the_new_certificate_without_restart(generated) -> None:
+    certificates, port = generated
+    before = await peer_certificate(port, certificates.ca_bundle)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    assert certificates.renew_if_due(now) is False  # fresh: 90 days left
+    assert certificates.renew_if_due(not_after(certificates.serving.cert_pem) - datetime.timedelta(days=29))
+    after = await peer_certificate(port, certificates.ca_bundle)  # same server, same CA bundle
+    assert after.serial_number != before.serial_number
+
+
+async def test_files_are_reloaded_when_they_change(tmp_path: Path) -> None:
+    ca = pki.generate_ca("test-ca")
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+
+    def write_pair() -> pki.CertKeyPair:
+        pair = pki.issue_serving_cert(ca, "localhost", dns_names=["localhost"])
+        cert.write_bytes(pair.cert_pem)
+        key.write_bytes(pair.key_pem)
+        return pair
+
+    write_pair()
+    certificates = FileCertificates(str(cert), str(key))
+    runner, port = await serve(certificates.context)
+    try:
+        first = await peer_certificate(port, ca.cert_pem)
+        assert certificates.reload_if_changed() is False
+        await asyncio.sleep(0.01)
+        second_pair = write_pair()
+        assert certificates.reload_if_changed() is True
+        second = await peer_certificate(port, ca.cert_pem)
+        assert second.serial_number != first.serial_number
+        assert second == x509.load_pem_x509_certificate(second_pair.cert_pem)
+    finally:
+        await runner.cleanup()

@@ -1,0 +1,84 @@
+"""The webhook HTTP server: AdmissionReview in and out, bad input, health, readiness, metrics."""
+
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+from preemption_toleration.webhooks.decisions import snapshot_of
+from preemption_toleration.webhooks.server import WebhookApp
+from tests.unit.admission_payloads import review
+from tests.unit.kube_objects import priority_class
+
+READY = {"value": True}
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[TestClient]:
+    READY["value"] = True
+    app = WebhookApp(lambda: snapshot_of({}, {}), lambda: READY["value"], max_body_bytes=64 * 1024).build()
+    async with TestClient(TestServer(app)) as test_client:
+        yield test_client
+
+
+@pytest.mark.parametrize("version", ["admission.k8s.io/v1", "admission.k8s.io/v1beta1"])
+async def test_review_round_trip_echoes_uid_and_version(http: TestClient, version: str) -> None:
+    payload = review(priority_class("low", 8000, "10k"), api_version=version, uid="abc-123")
+    response = await http.post("/validate/priorityclasses", json=payload)
+    assert response.status == 200
+    body = await response.json()
+    assert body["apiVersion"] == version and body["kind"] == "AdmissionReview"
+    assert body["response"]["uid"] == "abc-123" and body["response"]["allowed"] is False
+    assert body["response"]["status"]["code"] == 422
+
+
+BAD = [
+    # (rule, body, words in the error)
+    ("not JSON", b"{not json", "not JSON"),
+    ("a JSON list", b"[]", "JSON list, not an AdmissionReview"),
+    ("not an AdmissionReview", json.dumps({"kind": "Pod"}).encode(), "not an AdmissionReview"),
+    ("no uid", json.dumps({**review(priority_class("a", 1)), "request": {"kind": {}}}).encode(),
+     "not an AdmissionReview"),
+    ("wrong resource for the endpoint",
+     json.dumps(review({"metadata": {"name": "p"}}, resource={"group": "", "version": "v1", "resource": "pods"})).encode(),
+     "judges scheduling.k8s.io/priorityclasses, not core/pods"),
+    ("create without object", json.dumps(review(None)).encode(), "needs request.object"),
+    ("object of the wrong type", json.dumps({**review(None), "request": {**review(None)["request"],
+                                                                         "object": "text"}}).encode(),
+     "not an AdmissionReview"),
+]
+
+
+@pytest.mark.parametrize(("rule", "body", "words"), BAD, ids=[c[0] for c in BAD])
+async def test_bad_input_is_a_400_with_a_clear_message(http: TestClient, rule: str, body: bytes, words: str) -> None:
+    response = await http.post("/validate/priorityclasses", data=body, headers={"Content-Type": "application/json"})
+    assert response.status == 400
+    assert words in (await response.json())["error"]
+
+
+async def test_oversized_body_is_a_400(http: TestClient) -> None:
+    response = await http.post("/validate/priorityclasses", data=b" " * (65 * 1024))
+    assert response.status == 400
+    assert "exceeds the limit of 65536 bytes" in (await response.json())["error"]
+
+
+async def test_not_ready_until_synced(http: TestClient) -> None:
+    READY["value"] = False
+    assert (await http.get("/readyz")).status == 503
+    assert (await http.get("/healthz")).status == 200
+    response = await http.post("/validate/priorityclasses", json=review(priority_class("low", 8000)))
+    assert response.status == 503
+    READY["value"] = True
+    assert (await http.get("/readyz")).status == 200
+
+
+async def test_metrics_count_requests_and_decisions(http: TestClient) -> None:
+    await http.post("/validate/priorityclasses", json=review(priority_class("low", 8000, "10k")))
+    await http.post("/validate/priorityclasses", data=b"nope")
+    text = await (await http.get("/metrics")).text()
+    assert 'ptol_webhook_requests_total{code="200",endpoint="validate-priorityclasses"} 1.0' in text
+    assert 'ptol_webhook_requests_total{code="400",endpoint="validate-priorityclasses"} 1.0' in text
+    assert 'ptol_webhook_decisions_total{decision="denied",endpoint="validate-priorityclasses"} 1.0' in text
+    assert "ptol_webhook_request_seconds_bucket" in text
+    assert 'ptol_webhook_cache_objects{kind="priorityclasses"} 0.0' in text
