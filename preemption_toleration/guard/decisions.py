@@ -1,0 +1,185 @@
+"""The guard's decision: is this request a preemption, and does the victim tolerate the preemptor?"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import cached_property
+from typing import Any
+
+from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, allow, deny
+from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
+from preemption_toleration.core.exemption import PriorityClassNotFound, exempted_from_preemption
+from preemption_toleration.core.intparse import IntParseError, parse_go_int
+from preemption_toleration.core.pods import pod_priority, pod_ref, priority_class_name
+from preemption_toleration.core.protection import Protection, ProtectionKind, protection_of
+from preemption_toleration.governance.plan import plan
+from preemption_toleration.governance.views import ClassView, PolicyView
+from preemption_toleration.guard.inference import infer_preemptor
+
+DEFAULT_PREEMPTOR_IDENTITIES = ("system:kube-scheduler",)
+
+
+@dataclass(frozen=True)
+class GuardConfig:
+    preemptor_identities: Collection[str] = DEFAULT_PREEMPTOR_IDENTITIES
+    audit: bool = False  # allow everything; report what would have been refused
+
+
+@dataclass(frozen=True)
+class GuardSnapshot:
+    pods: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)  # (namespace, name)
+    nodes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    classes: Mapping[str, ClassView] = field(default_factory=dict)
+    policies: Mapping[str, PolicyView] = field(default_factory=dict)
+
+    def class_json(self, name: str) -> dict[str, Any] | None:
+        view = self.classes.get(name)
+        if view is None:
+            return None
+        return {"metadata": {"name": name, "annotations": dict(view.annotations)}, "value": view.value}
+
+    @cached_property
+    def owners(self) -> Mapping[str, str]:
+        return plan(self.policies.values(), self.classes.values()).owners
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A preemption the guard refused (or, in audit mode, would have refused)."""
+
+    kind: str  # "delete", "eviction" or "status"
+    victim: Mapping[str, Any]
+    preemptor_priority: int
+    preemptor: str | None
+    protection: Protection
+    code: int
+    message: str
+    audit: bool
+    dry_run: bool
+
+    @property
+    def reason(self) -> str:
+        return self.protection.kind.value
+
+
+@dataclass(frozen=True)
+class Verdict:
+    response: AdmissionResponse
+    refusal: Refusal | None = None
+
+
+def _has_preemption_mark(pod: Mapping[str, Any] | None) -> bool:
+    for condition in ((pod or {}).get("status") or {}).get("conditions") or []:
+        if (condition.get("type"), condition.get("status"), condition.get("reason")) == (
+            "DisruptionTarget", "True", "PreemptionByScheduler"):
+            return True
+    return False
+
+
+def _explicit_preemptor(
+    eviction: Mapping[str, Any], snapshot: GuardSnapshot
+) -> tuple[Mapping[str, Any] | None, str | None]:
+    """The preemptor an Eviction names by annotation: (a pod-like object, or None; a problem)."""
+    annotations = (eviction.get("metadata") or {}).get("annotations") or {}
+    if PREEMPTOR in annotations:
+        namespace, _, name = str(annotations[PREEMPTOR]).partition("/")
+        pod = snapshot.pods.get((namespace, name))
+        if pod is None:
+            return None, f"the preemptor {annotations[PREEMPTOR]} named by {PREEMPTOR} is not a known pod"
+        return pod, None
+    if PREEMPTOR_PRIORITY in annotations:
+        try:
+            priority = parse_go_int(str(annotations[PREEMPTOR_PRIORITY]), 32)
+        except IntParseError as error:
+            return None, f"{PREEMPTOR_PRIORITY}={annotations[PREEMPTOR_PRIORITY]!r}: {error}"
+        return {"spec": {"priority": priority}}, None
+    return None, None
+
+
+def describe(
+    victim: Mapping[str, Any], protection: Protection, preemptor_priority: int, preemptor: str | None,
+    policy: str | None, now: datetime,
+) -> str:
+    class_name = priority_class_name(victim)
+    source = f'PreemptionTolerationPolicy "{policy}"' if policy else f"the annotations of PriorityClass {class_name}"
+    who = f"{preemptor}, priority {preemptor_priority}" if preemptor else f"priority {preemptor_priority}"
+    head = (
+        f"pod {pod_ref(victim)} (PriorityClass {class_name}, priority {pod_priority(victim)}) tolerates "
+        f"preemption by priorities below {protection.refuse_below} ({source}); the preemptor ({who}) is below it"
+    )
+    if protection.kind is ProtectionKind.FOREVER:
+        return f"{head}, and the toleration has no end. Only priority {protection.refuse_below} or more may preempt it."
+    if protection.kind is ProtectionKind.NOT_SCHEDULED:
+        return (f"{head}; the pod is not scheduled yet, and its {protection.toleration_seconds} s of guaranteed "
+                "running time start when it is.")
+    assert protection.until is not None
+    return (f"{head} until {protection.until.astimezone(timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')} "
+            f"({protection.seconds_left(now)} s left of {protection.toleration_seconds} s guaranteed running time).")
+
+
+def _judge(
+    kind: str, request: AdmissionRequest, victim: Mapping[str, Any], preemptor: Mapping[str, Any],
+    snapshot: GuardSnapshot, config: GuardConfig, now: datetime,
+) -> Verdict:
+    class_name = priority_class_name(victim)
+    class_json = snapshot.class_json(class_name)
+    classes = {class_name: class_json} if class_json is not None else {}
+    try:
+        exempt = exempted_from_preemption(victim, preemptor, classes, now)
+    except PriorityClassNotFound:
+        return Verdict(allow(request.uid))  # upstream skips the node; we cannot judge either
+    if not exempt:
+        return Verdict(allow(request.uid))
+    protection = protection_of(victim, class_json, now)
+    preemptor_name = pod_ref(preemptor) if (preemptor.get("metadata") or {}).get("name") else None
+    message = describe(victim, protection, pod_priority(preemptor), preemptor_name,
+                       snapshot.owners.get(class_name), now)
+    seconds_left = protection.seconds_left(now)
+    code = 429 if kind == "eviction" and seconds_left is not None else 403
+    refusal = Refusal(kind, victim, pod_priority(preemptor), preemptor_name, protection, code, message,
+                      config.audit, bool(request.dry_run))
+    if config.audit:
+        return Verdict(allow(request.uid, [f"audit: would refuse: {message}"]), refusal)
+    if code == 429:
+        message = f"{message} Retry after {seconds_left} s."
+    return Verdict(deny(request.uid, code, message, "TooManyRequests" if code == 429 else None), refusal)
+
+
+def judge(request: AdmissionRequest, snapshot: GuardSnapshot, config: GuardConfig,
+          now: datetime | None = None) -> Verdict:
+    now = now or datetime.now(timezone.utc)
+    namespace = request.namespace or ""
+    by_preemptor = request.user_info.username in config.preemptor_identities
+    sub_resource = request.sub_resource or ""
+
+    if request.operation == "CREATE" and sub_resource == "eviction":
+        victim = snapshot.pods.get((namespace, request.name))
+        preemptor, problem = _explicit_preemptor(request.object or {}, snapshot)
+        if victim is None or (preemptor is None and problem is None):
+            return Verdict(allow(request.uid))  # not a preemption (or a pod we do not know)
+        if preemptor is None:
+            return Verdict(allow(request.uid, [f"not judged as a preemption: {problem}"]))
+        return _judge("eviction", request, victim, preemptor, snapshot, config, now)
+
+    if not by_preemptor:
+        return Verdict(allow(request.uid))  # users, controllers, drains: not preemptions
+
+    if request.operation == "DELETE" and sub_resource == "":
+        victim = request.old_object or snapshot.pods.get((namespace, request.name))
+        kind = "delete"
+    elif request.operation == "UPDATE" and sub_resource == "status":
+        if not _has_preemption_mark(request.object) or _has_preemption_mark(request.old_object):
+            return Verdict(allow(request.uid))
+        victim = request.old_object or snapshot.pods.get((namespace, request.name))
+        kind = "status"
+    else:
+        return Verdict(allow(request.uid))
+    if not victim or not (victim.get("spec") or {}).get("nodeName"):
+        return Verdict(allow(request.uid))  # an unbound pod is nobody's victim
+    node = snapshot.nodes.get(str(victim["spec"]["nodeName"]))
+    preemptor = infer_preemptor(victim, snapshot.pods.values(), node)
+    if preemptor is None:
+        return Verdict(allow(request.uid))
+    return _judge(kind, request, victim, preemptor, snapshot, config, now)

@@ -1,0 +1,78 @@
+"""Could a pending pod be scheduled onto a node? Only the parts a preemption cannot change: node
+selector, required node affinity and taints (resources are what preemption frees)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+def _requirement_holds(requirement: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    key, operator = requirement.get("key"), requirement.get("operator")
+    values = [str(v) for v in requirement.get("values") or []]
+    present = key in labels
+    if operator == "In":
+        return present and labels[key] in values
+    if operator == "NotIn":
+        return not present or labels[key] not in values
+    if operator == "Exists":
+        return present
+    if operator == "DoesNotExist":
+        return not present
+    if operator in ("Gt", "Lt"):
+        try:
+            actual, bound = int(labels[key]), int(values[0])
+        except (KeyError, IndexError, ValueError):
+            return False
+        return actual > bound if operator == "Gt" else actual < bound
+    return False
+
+
+def _term_holds(term: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    expressions = term.get("matchExpressions") or []
+    fields = term.get("matchFields") or []
+    if not expressions and not fields:
+        return False  # an empty term matches no node
+    name_labels = {"metadata.name": (node.get("metadata") or {}).get("name", "")}
+    return all(_requirement_holds(r, labels) for r in expressions) and all(
+        _requirement_holds(r, name_labels) for r in fields
+    )
+
+
+def node_selector_matches(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    spec = pod.get("spec") or {}
+    if any(labels.get(key) != value for key, value in (spec.get("nodeSelector") or {}).items()):
+        return False
+    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    terms = required.get("nodeSelectorTerms")
+    if terms is None:
+        return True
+    return any(_term_holds(term, node) for term in terms)  # terms are ORed
+
+
+def _tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    effect = toleration.get("effect")
+    if effect and effect != taint.get("effect"):
+        return False
+    operator = toleration.get("operator") or "Equal"
+    key = toleration.get("key")
+    if operator == "Exists":
+        return not key or key == taint.get("key")
+    return key == taint.get("key") and (toleration.get("value") or "") == (taint.get("value") or "")
+
+
+def tolerates_taints(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    tolerations: Sequence[Mapping[str, Any]] = (pod.get("spec") or {}).get("tolerations") or []
+    for taint in (node.get("spec") or {}).get("taints") or []:
+        if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+            continue  # PreferNoSchedule never keeps a pod off a node
+        if not any(_tolerates(toleration, taint) for toleration in tolerations):
+            return False
+    return True
+
+
+def could_run_on(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    return node_selector_matches(pod, node) and tolerates_taints(pod, node)

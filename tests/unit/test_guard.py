@@ -1,0 +1,247 @@
+"""The eviction guard's pure parts: preemptor inference, scheduling compatibility, decisions, messages.
+
+Includes the payloads a 1.20 API server cannot send (policy/v1 Eviction, the DisruptionTarget status update).
+"""
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from preemption_toleration.api.admission import AdmissionReview
+from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
+from preemption_toleration.governance.views import class_view, policy_view
+from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, judge
+from preemption_toleration.guard.inference import infer_preemptor
+from preemption_toleration.guard.matching import could_run_on
+from tests.unit.admission_payloads import review
+from tests.unit.kube_objects import pod, priority_class
+
+NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=timezone.utc)
+POD_RESOURCE = {"group": "", "version": "v1", "resource": "pods"}
+POD_KIND = {"group": "", "version": "v1", "kind": "Pod"}
+SCHEDULER = "system:kube-scheduler"
+
+
+def bound(name, priority, class_name=None, node="node-1", ago=timedelta(seconds=30), namespace="team"):
+    p = pod(name, priority, class_name, NOW - ago if ago is not None else None)
+    p["metadata"]["namespace"] = namespace
+    p["spec"]["nodeName"] = node
+    return p
+
+
+def pending(name, priority, namespace="team", created="2026-11-22T11:00:00Z", **spec):
+    p = pod(name, priority)
+    p["metadata"].update(namespace=namespace, creationTimestamp=created)
+    p["spec"].update(spec)
+    return p
+
+
+def node(name="node-1", labels=None, taints=None):
+    return {"metadata": {"name": name, "labels": labels or {}}, "spec": {"taints": taints or []}}
+
+
+# ------------------------------------------------------------------------- compatibility and inference
+
+COMPATIBILITY = [
+    # (rule, pod spec, node labels, taints, could run)
+    ("no constraints", {}, {}, [], True),
+    ("node selector matches", {"nodeSelector": {"pool": "gpu"}}, {"pool": "gpu"}, [], True),
+    ("node selector differs", {"nodeSelector": {"pool": "gpu"}}, {"pool": "cpu"}, [], False),
+    ("required affinity In", {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}}},
+     {"zone": "a"}, [], True),
+    ("required affinity terms are ORed", {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]},
+                              {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}]}}}},
+     {"zone": "a"}, [], True),
+    ("required affinity NotIn", {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["a"]}]}]}}}},
+     {"zone": "a"}, [], False),
+    ("untolerated NoSchedule taint", {}, {}, [{"key": "gpu", "value": "true", "effect": "NoSchedule"}], False),
+    ("tolerated taint", {"tolerations": [{"key": "gpu", "operator": "Equal", "value": "true",
+                                          "effect": "NoSchedule"}]},
+     {}, [{"key": "gpu", "value": "true", "effect": "NoSchedule"}], True),
+    ("Exists without key tolerates all", {"tolerations": [{"operator": "Exists"}]}, {},
+     [{"key": "x", "effect": "NoExecute"}], True),
+    ("PreferNoSchedule does not keep pods off", {}, {}, [{"key": "x", "effect": "PreferNoSchedule"}], True),
+]
+
+
+@pytest.mark.parametrize(("rule", "spec", "labels", "taints", "fits"), COMPATIBILITY, ids=[c[0] for c in COMPATIBILITY])
+def test_compatibility(rule, spec, labels, taints, fits) -> None:
+    assert could_run_on(pending("p", 9000, **spec), node(labels=labels, taints=taints)) is fits
+
+
+def test_nominated_pod_comes_first_even_with_lower_priority() -> None:
+    victim = bound("victim", 8000)
+    nominated = pending("nominated", 9000)
+    nominated["status"]["nominatedNodeName"] = "node-1"
+    other = pending("other", 9500)
+    assert infer_preemptor(victim, [other, nominated], node())["metadata"]["name"] == "nominated"
+
+
+def test_disagreeing_candidates_resolve_to_the_highest_priority_then_oldest() -> None:
+    victim = bound("victim", 8000)
+    candidates = [pending("a", 9000), pending("b", 9500, created="2026-11-22T11:05:00Z"),
+                  pending("c", 9500, created="2026-11-22T11:01:00Z")]
+    assert infer_preemptor(victim, candidates, node())["metadata"]["name"] == "c"
+
+
+EXCLUDED = [
+    ("bound pods", lambda: bound("x", 9000, node="node-2")),
+    ("lower or equal priority", lambda: pending("x", 8000)),
+    ("preemptionPolicy Never", lambda: pending("x", 9000, preemptionPolicy="Never")),
+    ("terminating", lambda: {**pending("x", 9000), "metadata": {"name": "x", "namespace": "t",
+                                                              "deletionTimestamp": "2026-11-22T11:00:00Z"}}),
+    ("cannot run on the victim's node", lambda: pending("x", 9000, nodeSelector={"pool": "gpu"})),
+]
+
+
+@pytest.mark.parametrize(("rule", "make"), EXCLUDED, ids=[c[0] for c in EXCLUDED])
+def test_not_candidates(rule, make) -> None:
+    assert infer_preemptor(bound("victim", 8000), [make()], node()) is None
+
+
+# ------------------------------------------------------------------------- decisions
+
+CLASSES = {
+    "low-non-preempted": priority_class("low-non-preempted", 8000, "10000", "-1"),
+    "low-non-preempted-10min": priority_class("low-non-preempted-10min", 8000, "10000", "600"),
+    "low": priority_class("low", 8000),
+}
+POLICIES = {"forever": policy_view({
+    "apiVersion": "preemption-toleration.dev/v1alpha1", "kind": "PreemptionTolerationPolicy",
+    "metadata": {"name": "forever", "creationTimestamp": "2026-11-01T00:00:00Z"},
+    "spec": {"priorityClassName": "low-non-preempted", "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}})}
+
+
+def snapshot(*pods):
+    return GuardSnapshot(
+        pods={(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in pods},
+        nodes={"node-1": node()},
+        classes={name: class_view(body) for name, body in CLASSES.items()},
+        policies=POLICIES,
+    )
+
+
+def pod_request(obj, old=None, operation="DELETE", sub_resource=None, user=SCHEDULER, dry_run=False,
+                name="victim", kind=POD_KIND):
+    payload = review(obj, old=old, operation=operation, resource=POD_RESOURCE, kind=kind, user=user)
+    payload["request"].update(namespace="team", name=name, dryRun=dry_run)
+    if sub_resource:
+        payload["request"]["subResource"] = sub_resource
+    return AdmissionReview.model_validate(payload).request
+
+
+def eviction(version="policy/v1", **annotations):
+    return {"apiVersion": version, "kind": "Eviction",
+            "metadata": {"name": "victim", "namespace": "team", "annotations": annotations},
+            "deleteOptions": {}}
+
+
+EVICTION_KIND = {"group": "policy", "version": "v1", "kind": "Eviction"}
+
+
+@pytest.mark.parametrize("version", ["policy/v1", "policy/v1beta1"])
+def test_eviction_with_preemptor_priority_of_a_forever_protected_pod_is_403(version) -> None:
+    victim = bound("victim", 8000, "low-non-preempted")
+    request = pod_request(eviction(version, **{PREEMPTOR_PRIORITY: "9000"}), operation="CREATE",
+                          sub_resource="eviction", user="alice", kind=EVICTION_KIND)
+    verdict = judge(request, snapshot(victim), GuardConfig(), NOW)
+    assert not verdict.response.allowed and verdict.response.status.code == 403
+    assert verdict.response.status.message == (
+        'pod team/victim (PriorityClass low-non-preempted, priority 8000) tolerates preemption by priorities below '
+        '10000 (PreemptionTolerationPolicy "forever"); the preemptor (priority 9000) is below it, and the '
+        "toleration has no end. Only priority 10000 or more may preempt it.")
+
+
+def test_eviction_refused_for_a_time_limited_toleration_is_429_with_seconds_left() -> None:
+    victim = bound("victim", 8000, "low-non-preempted-10min", ago=timedelta(seconds=100))
+    preemptor = pending("high-1", 9000)
+    request = pod_request(eviction(**{PREEMPTOR: "team/high-1"}), operation="CREATE", sub_resource="eviction",
+                          user="alice", kind=EVICTION_KIND)
+    verdict = judge(request, snapshot(victim, preemptor), GuardConfig(), NOW)
+    assert verdict.response.status.code == 429
+    message = verdict.response.status.message
+    assert "the preemptor (team/high-1, priority 9000) is below it until 2026-11-22T12:08:20Z" in message
+    assert "(500 s left of 600 s guaranteed running time). Retry after 500 s." in message
+    assert "the annotations of PriorityClass low-non-preempted-10min" in message
+    assert verdict.refusal.reason == "Until"
+
+
+ALLOWED = [
+    ("eviction without the annotation is a drain, not a preemption",
+     lambda: pod_request(eviction(), operation="CREATE", sub_resource="eviction", user="alice", kind=EVICTION_KIND)),
+    ("preemptor at the minimum", lambda: pod_request(eviction(**{PREEMPTOR_PRIORITY: "10000"}), operation="CREATE",
+                                                     sub_resource="eviction", user="alice", kind=EVICTION_KIND)),
+    ("delete by a user", lambda: pod_request(None, old=bound("victim", 8000, "low-non-preempted"), user="alice")),
+]
+
+
+@pytest.mark.parametrize(("rule", "make"), ALLOWED, ids=[c[0] for c in ALLOWED])
+def test_allowed(rule, make) -> None:
+    victim = bound("victim", 8000, "low-non-preempted")
+    verdict = judge(make(), snapshot(victim, pending("high-1", 9000)), GuardConfig(), NOW)
+    assert verdict.response.allowed and verdict.refusal is None
+
+
+def test_bad_preemptor_priority_is_not_judged_and_says_why() -> None:
+    request = pod_request(eviction(**{PREEMPTOR_PRIORITY: "9k"}), operation="CREATE", sub_resource="eviction",
+                          user="alice", kind=EVICTION_KIND)
+    verdict = judge(request, snapshot(bound("victim", 8000, "low-non-preempted")), GuardConfig(), NOW)
+    assert verdict.response.allowed and "9k" in verdict.response.warnings[0]
+
+
+def test_scheduler_delete_is_judged_against_the_inferred_preemptor() -> None:
+    victim = bound("victim", 8000, "low-non-preempted")
+    state = snapshot(victim, pending("high-1", 9000))
+    verdict = judge(pod_request(None, old=victim), state, GuardConfig(), NOW)
+    assert verdict.response.status.code == 403
+    assert "the preemptor (team/high-1, priority 9000)" in verdict.response.status.message
+    critical = snapshot(victim, pending("critical-1", 10000))
+    assert judge(pod_request(None, old=victim), critical, GuardConfig(), NOW).response.allowed
+
+
+def test_scheduler_delete_of_a_plain_low_pod_is_allowed() -> None:
+    victim = bound("victim", 8000, "low")
+    assert judge(pod_request(None, old=victim), snapshot(victim, pending("h", 9000)), GuardConfig(), NOW).response.allowed
+
+
+def test_scheduler_delete_without_any_candidate_is_allowed() -> None:
+    victim = bound("victim", 8000, "low-non-preempted")
+    assert judge(pod_request(None, old=victim), snapshot(victim), GuardConfig(), NOW).response.allowed
+
+
+def marked(p):
+    new = {**p, "status": {**p["status"], "conditions": p["status"]["conditions"] + [
+        {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+         "message": "default-scheduler: preempting to accommodate a higher priority pod"}]}}
+    return new
+
+
+def test_disruption_target_mark_of_a_protected_pod_is_refused() -> None:
+    victim = bound("victim", 8000, "low-non-preempted")
+    request = pod_request(marked(victim), old=victim, operation="UPDATE", sub_resource="status")
+    verdict = judge(request, snapshot(victim, pending("high-1", 9000)), GuardConfig(), NOW)
+    assert verdict.response.status.code == 403 and verdict.refusal.kind == "status"
+    # other status updates by the scheduler pass
+    other = pod_request(victim, old=victim, operation="UPDATE", sub_resource="status")
+    assert judge(other, snapshot(victim, pending("high-1", 9000)), GuardConfig(), NOW).response.allowed
+
+
+def test_audit_mode_allows_and_reports() -> None:
+    victim = bound("victim", 8000, "low-non-preempted")
+    verdict = judge(pod_request(None, old=victim, dry_run=True), snapshot(victim, pending("high-1", 9000)),
+                    GuardConfig(audit=True), NOW)
+    assert verdict.response.allowed and verdict.response.warnings[0].startswith("audit: would refuse: pod team/victim")
+    assert verdict.refusal.audit and verdict.refusal.dry_run
+
+
+def test_not_scheduled_victim_message() -> None:
+    victim = bound("victim", 8000, "low-non-preempted-10min", ago=None)
+    request = pod_request(eviction(**{PREEMPTOR_PRIORITY: "9000"}), operation="CREATE", sub_resource="eviction",
+                          user="alice", kind=EVICTION_KIND)
+    verdict = judge(request, snapshot(victim), GuardConfig(), NOW)
+    assert verdict.response.status.code == 403
+    assert "not scheduled yet, and its 600 s of guaranteed running time start when it is" in \
+        verdict.response.status.message
