@@ -37,6 +37,13 @@ def add_webhook_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--key-file", default=env("PTOL_TLS_KEY_FILE"), help="its key [PTOL_TLS_KEY_FILE]")
     parser.add_argument("--dns-name", action="append", dest="dns_names", metavar="NAME",
                         help="SAN of a generated certificate; repeatable (default localhost)")
+    parser.add_argument("--guard", choices=["enforce", "audit", "off"], default=env("PTOL_GUARD", "enforce"),
+                        help="the eviction guard: refuse protected preemptions (enforce), only report them "
+                        "(audit), or not serve it [PTOL_GUARD] (default enforce)")
+    parser.add_argument("--preemptor-identity", action="append", dest="preemptor_identities", metavar="USER",
+                        default=[i for i in env("PTOL_PREEMPTOR_IDENTITIES", "").split(",") if i] or None,
+                        help="user whose pod deletions and DisruptionTarget marks are preemptions; repeatable "
+                        "[PTOL_PREEMPTOR_IDENTITIES, comma-separated] (default system:kube-scheduler)")
     parser.add_argument("--tls-secret", default=env("PTOL_TLS_SECRET"), metavar="NAMESPACE/NAME",
                         help="self-managed TLS: keep the CA and serving certificate in this Secret, put the CA in "
                         "our webhook configurations' caBundle, renew before expiry [PTOL_TLS_SECRET]")
@@ -68,10 +75,13 @@ def settings_from(args: argparse.Namespace) -> WebhookSettings:
         key_file=args.key_file,
         register_url=getattr(args, "register_url", None),
         tls_secret=args.tls_secret,
+        guard_mode=args.guard,
         service=args.service,
     )
     if args.operator_identities:
         settings.operator_identities = list(args.operator_identities)
+    if args.preemptor_identities:
+        settings.preemptor_identities = list(args.preemptor_identities)
     if args.dns_names:
         settings.dns_names = list(args.dns_names)
     return settings

@@ -24,12 +24,13 @@ class IntParseError(ValueError):
         self.text = text
         self.bits = bits
         self.problem = problem
-        super().__init__(f'strconv.ParseInt: parsing "{text}": {describe_problem(problem, bits)}')
+        shown = text if len(text) <= 64 else text[:63] + "…"
+        super().__init__(f'strconv.ParseInt: parsing "{shown}": {describe_problem(problem, bits)}')
 
 
 def describe_problem(problem: IntProblem, bits: int) -> str:
     if problem is IntProblem.EMPTY:
-        return "the value is empty"
+        return "empty"
     if problem is IntProblem.SYNTAX:
         return "not a base-10 integer"
     low, high = int_range(bits)
@@ -46,7 +47,11 @@ def parse_go_int(text: str, bits: int) -> int:
         raise IntParseError(text, bits, IntProblem.EMPTY)
     if not _GO_BASE10.fullmatch(text):
         raise IntParseError(text, bits, IntProblem.SYNTAX)
-    value = int(text, 10)
+    sign = -1 if text[0] == "-" else 1
+    digits = text.lstrip("+-").lstrip("0") or "0"
+    if len(digits) > 20:  # beyond any int64, and beyond what int() may parse at all
+        raise IntParseError(text, bits, IntProblem.RANGE)
+    value = sign * int(digits, 10)
     low, high = int_range(bits)
     if not low <= value <= high:
         raise IntParseError(text, bits, IntProblem.RANGE)

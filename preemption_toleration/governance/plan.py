@@ -1,7 +1,7 @@
 """The planner: from all policies and classes, who governs what, what to write, and each policy's status.
 
-Ownership is decided oldest policy first (creation time, then name), so it is stable: a newer policy
-that wants a class an older one already governs gets `Conflict` and claims nothing at all.
+Ownership is decided per class, oldest policy first (creation time, then name), so it is stable: a newer
+policy that wants a class an older one already governs gets `Conflict` and leaves that class alone.
 """
 
 from __future__ import annotations
@@ -126,40 +126,41 @@ def _applied_message(names: list[str], annotations: Mapping[str, str]) -> str:
 
 
 def _outcome(
-    policy: PolicyView, classes: Mapping[str, ClassView], owners: dict[str, str]
+    policy: PolicyView, classes: Mapping[str, ClassView], owners: Mapping[str, str], claimed: list[str]
 ) -> PolicyOutcome:
     if policy.spec is None:
         message = " ".join(problem.message for problem in policy.problems) or "The policy is invalid."
         return PolicyOutcome(policy.name, Reason.INVALID, message, target="")
     spec = policy.spec
     target = target_text(spec)
-    names = governed_names(spec, classes)
-    taken = [(name, owners[name]) for name in names if name in owners]
-    if taken:
-        name, other = taken[0]
+    mine = [name for name in claimed if owners.get(name) == policy.name]
+    existing = [name for name in mine if name in classes]
+    governed = tuple(
+        GovernedClass(name, spec.minimum_preemptable_priority, spec.toleration_seconds) for name in existing
+    )
+    if spec.priority_class_selector is not None:
+        target = f"{target} ({len(existing)})"
+    contested = [(name, owners[name]) for name in claimed if owners.get(name) != policy.name]
+    if contested:
+        name, other = contested[0]
+        still = f" It still governs {len(existing)} other PriorityClass(es)." if existing else ""
         return PolicyOutcome(
             policy.name,
             Reason.CONFLICT,
             f'PriorityClass {name} is already governed by PreemptionTolerationPolicy "{other}"; this policy '
-            "changes nothing while that one governs it.",
+            f"leaves it alone while that one governs it.{still}",
             target,
+            governed,
         )
-    for name in names:
-        owners[name] = policy.name
-    existing = [name for name in names if name in classes]
     if not existing:
         if spec.priority_class_name is not None:
             message = (
                 f"PriorityClass {spec.priority_class_name} does not exist; the policy is applied when it is created."
             )
         else:
-            message = f"No PriorityClass matches {target}; the policy is applied to each class that gets the labels."
+            message = f"No PriorityClass matches {target_text(spec)}; the policy is applied to each class that " \
+                      "gets the labels."
         return PolicyOutcome(policy.name, Reason.NOT_FOUND, message, target)
-    governed = tuple(
-        GovernedClass(name, spec.minimum_preemptable_priority, spec.toleration_seconds) for name in existing
-    )
-    if spec.priority_class_selector is not None:
-        target = f"{target} ({len(existing)})"
     return PolicyOutcome(
         policy.name, Reason.APPLIED, _applied_message(existing, desired_annotations(spec)), target, governed
     )
@@ -173,17 +174,21 @@ def _write_for(view: ClassView, desired: Mapping[str, str], policy_name: str | N
 
 
 def plan(policies: Iterable[PolicyView], classes: Iterable[ClassView]) -> Plan:
+    """Each class goes to the oldest policy that claims it; a newer claimant is in Conflict for it but
+    keeps the classes nobody else claims, so a label change never strips another class's protection."""
     by_name = {view.name: view for view in classes}
-    ordered = sorted(policies, key=lambda p: (p.created, p.name))
+    ordered = [p for p in sorted(policies, key=lambda p: (p.created, p.name)) if not p.deleting]
     owners: dict[str, str] = {}
-    outcomes: dict[str, PolicyOutcome] = {}
+    claims: dict[str, list[str]] = {}
     specs: dict[str, PreemptionTolerationPolicySpec] = {}
     for policy in ordered:
-        if policy.deleting:
+        if policy.spec is None:
             continue
-        outcomes[policy.name] = _outcome(policy, by_name, owners)
-        if policy.spec is not None:
-            specs[policy.name] = policy.spec
+        specs[policy.name] = policy.spec
+        claims[policy.name] = governed_names(policy.spec, by_name)
+        for name in claims[policy.name]:
+            owners.setdefault(name, policy.name)
+    outcomes = {policy.name: _outcome(policy, by_name, owners, claims.get(policy.name, [])) for policy in ordered}
     writes: list[ClassWrite] = []
     for name, view in sorted(by_name.items()):
         owner = owners.get(name)

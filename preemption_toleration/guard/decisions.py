@@ -12,7 +12,7 @@ from preemption_toleration.api.admission import AdmissionRequest, AdmissionRespo
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
 from preemption_toleration.core.exemption import PriorityClassNotFound, exempted_from_preemption
 from preemption_toleration.core.intparse import IntParseError, parse_go_int
-from preemption_toleration.core.pods import pod_priority, pod_ref, priority_class_name
+from preemption_toleration.core.pods import pod_priority, pod_ref, preempts_never, priority_class_name
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_of
 from preemption_toleration.governance.plan import plan
 from preemption_toleration.governance.views import ClassView, PolicyView
@@ -134,8 +134,13 @@ def _judge(
         return Verdict(allow(request.uid))
     protection = protection_of(victim, class_json, now)
     preemptor_name = pod_ref(preemptor) if (preemptor.get("metadata") or {}).get("name") else None
-    message = describe(victim, protection, pod_priority(preemptor), preemptor_name,
-                       snapshot.owners.get(class_name), now)
+    if preempts_never(preemptor):  # exempt by upstream's check 3, whatever the victim's class says
+        who = f"{preemptor_name}, priority {pod_priority(preemptor)}" if preemptor_name else "the preemptor"
+        message = (f"pod {pod_ref(victim)} may not be preempted by {who}: the preemptor has "
+                   "preemptionPolicy Never, so it preempts no pod.")
+    else:
+        message = describe(victim, protection, pod_priority(preemptor), preemptor_name,
+                           snapshot.owners.get(class_name), now)
     seconds_left = protection.seconds_left(now)
     code = 429 if kind == "eviction" and seconds_left is not None else 403
     refusal = Refusal(kind, victim, pod_priority(preemptor), preemptor_name, protection, code, message,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import Any, Generic, TypeVar
 
+import aiohttp
 from kubernetes_asyncio import watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -14,7 +15,11 @@ V = TypeVar("V")
 ListFunction = Callable[..., Awaitable[Any]]
 
 WATCH_TIMEOUT_SECONDS = 300
+LIST_TIMEOUT_SECONDS = 60
 MAX_BACKOFF_SECONDS = 30.0
+# The server ends a watch after WATCH_TIMEOUT_SECONDS (bookmarks keep it talking before that); a read that
+# stays silent much longer is a dead connection, which would otherwise leave the cache stale for ever.
+WATCH_READ_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_read=WATCH_TIMEOUT_SECONDS + 30)
 
 
 class Informer(Generic[V]):
@@ -31,13 +36,15 @@ class Informer(Generic[V]):
         slim: Callable[[dict[str, Any]], V],
         logger: logging.Logger,
         on_change: Callable[[], None] | None = None,
+        key: Callable[[dict[str, Any]], Hashable] | None = None,
     ) -> None:
         self.kind = kind
+        self.key = key or self._name
         self.list_function = list_function
         self.slim = slim
         self.logger = logger
         self.on_change = on_change
-        self.items: dict[str, V] = {}
+        self.items: dict[Hashable, V] = {}
         self.synced = asyncio.Event()
         self.relists = 0
 
@@ -46,9 +53,9 @@ class Informer(Generic[V]):
         return str((raw.get("metadata") or {}).get("name") or "")
 
     async def _list(self) -> str:
-        response = await self.list_function(_preload_content=False)
+        response = await self.list_function(_preload_content=False, _request_timeout=LIST_TIMEOUT_SECONDS)
         body = await response.json()
-        self.items = {self._name(raw): self.slim(raw) for raw in body.get("items") or []}
+        self.items = {self.key(raw): self.slim(raw) for raw in body.get("items") or []}
         self.relists += 1
         self.synced.set()
         if self.on_change:
@@ -57,11 +64,11 @@ class Informer(Generic[V]):
 
     def _apply(self, event: dict[str, Any]) -> None:
         raw = event.get("raw_object") or {}
-        name = self._name(raw)
+        key = self.key(raw)
         if event.get("type") == "DELETED":
-            self.items.pop(name, None)
+            self.items.pop(key, None)
         elif event.get("type") in ("ADDED", "MODIFIED"):
-            self.items[name] = self.slim(raw)
+            self.items[key] = self.slim(raw)
         else:
             return
         if self.on_change:
@@ -80,6 +87,7 @@ class Informer(Generic[V]):
                         resource_version=resource_version,
                         timeout_seconds=WATCH_TIMEOUT_SECONDS,
                         allow_watch_bookmarks=True,
+                        _request_timeout=WATCH_READ_TIMEOUT,
                     ) as stream:
                         async for event in stream:
                             self._apply(event)

@@ -81,8 +81,8 @@ async def close(memo: kopf.Memo, **_: Any) -> None:
 
 
 @kopf.index(*CLASSES, registry=registry)
-async def priority_classes(name: str, body: kopf.Body, **_: Any) -> dict[str, ClassView]:
-    return {name: class_view(body)}
+async def priority_classes(name: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> dict[str, ClassView]:
+    return {name: class_view(body, memo.config.field_manager)}
 
 
 @kopf.index(*POLICIES, registry=registry)

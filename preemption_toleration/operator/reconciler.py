@@ -114,6 +114,9 @@ class Reconciler:
                 if error.status != 404:  # a policy deleted meanwhile needs no status
                     result.failures.append(f"PreemptionTolerationPolicy {name} status: {_api_problem(error)}")
                 continue
+            except (OSError, asyncio.TimeoutError) as error:  # one policy's network error spares the others
+                result.failures.append(f"PreemptionTolerationPolicy {name} status: {_api_problem(error)}")
+                continue
             result.status_patches += 1
             if previous != (outcome.reason.value, outcome.message) and outcome.reason is not Reason.APPLIED:
                 self.post_event(policy.ref, "Warning", outcome.reason.value, outcome.message)

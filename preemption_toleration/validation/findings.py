@@ -52,3 +52,9 @@ def edit_distance(a: str, b: str) -> int:
 def nearest(word: str, candidates: Sequence[str]) -> str:
     """The candidate closest to `word` by edit distance (ties: the first listed)."""
     return min(candidates, key=lambda candidate: edit_distance(word.lower(), candidate.lower()))
+
+
+def shown(value: object, limit: int = 64) -> str:
+    """A value as messages show it: at most `limit` characters."""
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -16,7 +16,7 @@ from preemption_toleration.api.policy import (
     PreemptionTolerationPolicy,
     PreemptionTolerationPolicySpec,
 )
-from preemption_toleration.validation.findings import Finding, error, nearest, warning
+from preemption_toleration.validation.findings import Finding, error, nearest, shown, warning
 from preemption_toleration.validation.priority_class import HIGHEST_SYSTEM_PRIORITY
 
 _FIELD_FIXES = {
@@ -60,7 +60,8 @@ def _shape_finding(name: str, detail: Mapping[str, Any]) -> Finding:
         suggestion = nearest(str(leaf), _aliases(_model_at(location[:-1])))
         return error(
             "unknown-field",
-            f"{subject(name)}: unknown field {path}. Fix: did you mean {_path(location[:-1] + (suggestion,))}?",
+            f"{subject(name)}: unknown field {path} (value {shown(repr(value))}). "
+            f"Fix: did you mean {_path(location[:-1] + (suggestion,))}?",
         )
     if kind in ("int_type", "int_parsing", "int_from_float"):
         quoted = " (write it without quotes)" if isinstance(value, str) else ""
@@ -73,9 +74,9 @@ def _shape_finding(name: str, detail: Mapping[str, Any]) -> Finding:
         return error(
             "toleration-overflow",
             f"{subject(name)}: {path} is {value!r}, above {MAX_TOLERATION_SECONDS}; the scheduler multiplies it "
-            f"by 10^9 in 64 bits and it wraps into no toleration at all. Fix: {fix}.",
+            f"by 10^9 in 64 bits, where it wraps around to an unintended toleration. Fix: {fix}.",
         )
-    return error("invalid-field", f"{subject(name)}: {path} is {value!r}: {detail['msg']}. Fix: {fix}.")
+    return error("invalid-field", f"{subject(name)}: {path} is {shown(repr(value))}: {detail['msg']}. Fix: {fix}.")
 
 
 def _selector_findings(name: str, selector: LabelSelector) -> list[Finding]:

@@ -25,7 +25,7 @@ from preemption_toleration.core.intparse import (
     is_canonical,
     parse_go_int,
 )
-from preemption_toleration.validation.findings import Finding, error, nearest, warning
+from preemption_toleration.validation.findings import Finding, error, nearest, shown, warning
 
 # Kubernetes' own classes; user-defined classes may not start with "system-" nor exceed 10^9.
 SYSTEM_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
@@ -57,7 +57,7 @@ def _parse_error(name: str, key: str, value: str, problem: IntProblem) -> Findin
         fix = _FIX_BY_KEY[key]
     return error(
         "invalid-integer",
-        f'{subject(name)}: annotation {key}="{value}" is {describe_problem(problem, bits)}; '
+        f'{subject(name)}: annotation {key}="{shown(value)}" is {describe_problem(problem, bits)}; '
         f"the scheduler would ignore this class's whole toleration policy. Fix: {fix}.",
     )
 
@@ -73,8 +73,8 @@ def _parse_all(name: str, annotations: Mapping[str, Any]) -> tuple[dict[str, int
             findings.append(
                 error(
                     "annotation-not-string",
-                    f"{subject(name)}: annotation {key} is {value!r}, not a string; Kubernetes annotation "
-                    f'values are strings. Fix: quote it, e.g. "{value}".',
+                    f"{subject(name)}: annotation {key} is {shown(repr(value))}, not a string; Kubernetes "
+                    f'annotation values are strings. Fix: quote it, e.g. "{shown(value)}".',
                 )
             )
             continue
@@ -87,7 +87,7 @@ def _parse_all(name: str, annotations: Mapping[str, Any]) -> tuple[dict[str, int
             findings.append(
                 warning(
                     "non-canonical-integer",
-                    f'{subject(name)}: {key}="{value}" is read as {parsed[key]}. Fix: write "{parsed[key]}".',
+                    f'{subject(name)}: {key}="{shown(value)}" is read as {parsed[key]}. Fix: write "{parsed[key]}".',
                 )
             )
     return parsed, findings
@@ -101,7 +101,7 @@ def _unknown_and_legacy_keys(name: str, annotations: Mapping[str, Any]) -> list[
             findings.append(
                 error(
                     "unknown-key",
-                    f'{subject(name)}: unknown annotation {key}="{value}". '
+                    f'{subject(name)}: unknown annotation {key}="{shown(value)}". '
                     f"Fix: did you mean {suggestion}?",
                 )
             )
@@ -110,7 +110,8 @@ def _unknown_and_legacy_keys(name: str, annotations: Mapping[str, Any]) -> list[
             findings.append(
                 warning(
                     "legacy-prefix",
-                    f"{subject(name)}: {key} is ignored (legacy prefix, read by nothing). Fix: rename it to {renamed}.",
+                    f'{subject(name)}: {key}="{shown(value)}" is ignored (legacy prefix, read by nothing). '
+                    f"Fix: rename it to {renamed}.",
                 )
             )
     return findings
@@ -205,9 +206,9 @@ def check_priority_class(priority_class: Mapping[str, Any]) -> list[Finding]:
         findings.append(
             error(
                 "toleration-overflow",
-                f'{subject(name)}: toleration-seconds "{annotations[TOLERATION_SECONDS]}" is above '
-                f"{MAX_TOLERATION_SECONDS}; the scheduler multiplies it by 10^9 in 64 bits and it wraps into no "
-                f'toleration at all. Fix: use at most {MAX_TOLERATION_SECONDS}, or "-1" for forever.',
+                f'{subject(name)}: toleration-seconds "{shown(annotations[TOLERATION_SECONDS])}" is above '
+                f"{MAX_TOLERATION_SECONDS}; the scheduler multiplies it by 10^9 in 64 bits, where it wraps around "
+                f'to an unintended toleration. Fix: use at most {MAX_TOLERATION_SECONDS}, or "-1" for forever.',
             )
         )
     findings += _effect_warnings(name, class_value, annotations, parsed)

@@ -4,19 +4,30 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
 from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
+from preemption_toleration.guard.decisions import GuardSnapshot
+from preemption_toleration.guard.slim import pod_key, slim_node, slim_pod
 from preemption_toleration.kube.informer import Informer
 from preemption_toleration.webhooks.decisions import Snapshot
 
 
 class AdmissionCaches:
-    def __init__(self, api: ApiClient, logger: logging.Logger) -> None:
+    """Classes and policies for every webhook; with `guard`, also slim pods and nodes for the guard."""
+
+    def __init__(self, api: ApiClient, logger: logging.Logger, guard: bool = False) -> None:
         custom = client.CustomObjectsApi(api)
+        core = client.CoreV1Api(api)
+        self.pods: Informer[dict[str, Any]] | None = None
+        self.nodes: Informer[dict[str, Any]] | None = None
+        if guard:
+            self.pods = Informer("Pod", core.list_pod_for_all_namespaces, slim_pod, logger, key=pod_key)
+            self.nodes = Informer("Node", core.list_node, slim_node, logger)
         self.classes: Informer[ClassView] = Informer(
             "PriorityClass", client.SchedulingV1Api(api).list_priority_class, class_view, logger, self._changed
         )
@@ -32,9 +43,22 @@ class AdmissionCaches:
     def _changed(self) -> None:
         self._snapshot = None
 
+    def informers(self) -> list[Informer[Any]]:
+        return [i for i in (self.classes, self.policies, self.pods, self.nodes) if i is not None]
+
     @property
     def synced(self) -> bool:
-        return self.classes.synced.is_set() and self.policies.synced.is_set()
+        return all(informer.synced.is_set() for informer in self.informers())
+
+    def guard_snapshot(self) -> GuardSnapshot:
+        # The live dictionaries: a decision runs without awaiting, so nothing changes under it.
+        snapshot = self.snapshot()
+        return GuardSnapshot(
+            pods=self.pods.items if self.pods else {},  # type: ignore[arg-type]
+            nodes=self.nodes.items if self.nodes else {},  # type: ignore[arg-type]
+            classes=snapshot.classes,
+            policies=snapshot.policies,
+        )
 
     def snapshot(self) -> Snapshot:
         if self._snapshot is None:
@@ -42,7 +66,4 @@ class AdmissionCaches:
         return self._snapshot
 
     def tasks(self) -> list[asyncio.Task[None]]:
-        return [
-            asyncio.create_task(self.classes.run(), name="watch-priorityclasses"),
-            asyncio.create_task(self.policies.run(), name="watch-policies"),
-        ]
+        return [asyncio.create_task(informer.run(), name=f"watch-{informer.kind}") for informer in self.informers()]

@@ -5,6 +5,8 @@ Failure policies, and why:
   annotation through while we are down would silently switch off a class's protection.
 - mutate PriorityClasses: Ignore. A missed mutation is repaired by the operator within seconds.
 - validate policies: Fail. They are our own objects; nothing else needs to write them while we are down.
+- the guard (pod deletions, evictions, status): Ignore with a 3 s timeout, so a guard outage never blocks
+  deletions cluster-wide; it skips namespaces labelled `preemption-toleration.dev/guard: disabled` (ours).
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ from typing import Any
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
 
 NAME = "preemption-toleration"
+GUARD_NAME = "preemption-toleration-guard"
 TIMEOUT_SECONDS = 5
+GUARD_TIMEOUT_SECONDS = 3
+GUARD_OPT_OUT_LABEL = "preemption-toleration.dev/guard"
 
 _PRIORITY_CLASS_RULE = {
     "apiGroups": ["scheduling.k8s.io"],
@@ -65,6 +70,35 @@ def validating_configuration(client_config: Any) -> dict[str, Any]:
     }
 
 
+def guard_configuration(client_config: Any) -> dict[str, Any]:
+    webhook = {
+        "name": "pods.guard.preemption-toleration.dev",
+        "clientConfig": client_config("/guard/pods"),
+        "rules": [
+            {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["DELETE"],
+             "scope": "Namespaced"},
+            {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods/eviction"], "operations": ["CREATE"],
+             "scope": "Namespaced"},
+            {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods/status"], "operations": ["UPDATE"],
+             "scope": "Namespaced"},
+        ],
+        "namespaceSelector": {
+            "matchExpressions": [{"key": GUARD_OPT_OUT_LABEL, "operator": "NotIn", "values": ["disabled"]}]
+        },
+        "failurePolicy": "Ignore",
+        "matchPolicy": "Equivalent",
+        "sideEffects": "None",
+        "timeoutSeconds": GUARD_TIMEOUT_SECONDS,
+        "admissionReviewVersions": ["v1", "v1beta1"],
+    }
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": GUARD_NAME, "labels": {"app.kubernetes.io/name": NAME}},
+        "webhooks": [webhook],
+    }
+
+
 def mutating_configuration(client_config: Any) -> dict[str, Any]:
     webhook = _webhook("priorityclasses.mutate.preemption-toleration.dev", client_config("/mutate/priorityclasses"),
                        _PRIORITY_CLASS_RULE, "Ignore")
@@ -91,4 +125,5 @@ def service_manifests(
     def client_config(path: str) -> dict[str, Any]:
         return service_client_config(namespace, service, path, ca_bundle)
 
-    return [validating_configuration(client_config), mutating_configuration(client_config)]
+    return [validating_configuration(client_config), mutating_configuration(client_config),
+            guard_configuration(client_config)]

@@ -113,28 +113,41 @@ def mutate_priority_class(request: AdmissionRequest, snapshot: Snapshot) -> Admi
     return allow(request.uid, warnings, patch)
 
 
-def validate_policy(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionResponse:
-    obj = request.object or {}
-    model, findings = parse_policy(obj)
-    warnings = [f.message for f in findings if not f.is_error]
-    errors = [f.message for f in findings if f.is_error]
-    if errors or model is None:
-        return deny(request.uid, 422, " ".join(errors), warnings=warnings)
-    name = model.metadata.name or ""
-    mine = set(governed_names(model.spec, snapshot.classes))
+def _conflict(name: str, spec: Any, snapshot: Snapshot) -> str | None:
+    mine = set(governed_names(spec, snapshot.classes))
     for other in sorted(snapshot.policies.values(), key=lambda p: p.name):
         if other.name == name or other.deleting or other.spec is None:
             continue
         shared = mine & set(governed_names(other.spec, snapshot.classes))
         if shared:
-            return deny(
-                request.uid,
-                409,
+            return (
                 f'PreemptionTolerationPolicy "{name}": PriorityClass {", ".join(sorted(shared))} is already '
                 f'governed by PreemptionTolerationPolicy "{other.name}". Fix: change "{other.name}" instead, '
-                "or delete it first.",
-                warnings=warnings,
+                "or delete it first."
             )
+    return None
+
+
+def validate_policy(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionResponse:
+    obj = request.object or {}
+    old = request.old_object
+    if request.operation == "UPDATE" and old is not None:
+        deleting = (obj.get("metadata") or {}).get("deletionTimestamp")
+        if deleting or obj.get("spec") == old.get("spec"):
+            return allow(request.uid)  # finalizers, labels, annotations: the spec was judged before
+    model, findings = parse_policy(obj)
+    old_findings = parse_policy(old)[1] if old is not None else []
+    errors, warnings = _ratchet(findings, old_findings)
+    if errors or model is None:
+        return deny(request.uid, 422, " ".join(f.message for f in errors) or "The policy is invalid.",
+                    warnings=warnings)
+    name = model.metadata.name or ""
+    conflict = _conflict(name, model.spec, snapshot)
+    if conflict is not None:
+        old_model = parse_policy(old)[0] if old is not None else None
+        if old_model is not None and _conflict(name, old_model.spec, snapshot) == conflict:
+            return allow(request.uid, [*warnings, conflict])  # not made worse by this change
+        return deny(request.uid, 409, conflict, warnings=warnings)
     return allow(request.uid, warnings)
 
 

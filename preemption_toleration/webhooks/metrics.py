@@ -27,6 +27,13 @@ class WebhookMetrics:
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
             registry=self.registry,
         )
+        self.guard_refusals = Counter(
+            "ptol_guard_refusals_total",
+            "Preemptions the guard refused (mode=enforce) or would have refused (mode=audit), by request kind "
+            "(delete, eviction, status) and protection (Forever, Until, NotScheduled).",
+            ["kind", "protection", "mode"],
+            registry=self.registry,
+        )
         self.cache_objects = Gauge(
             "ptol_webhook_cache_objects", "Objects in the watch caches.", ["kind"], registry=self.registry
         )

@@ -17,8 +17,12 @@ from preemption_toleration import pki
 from preemption_toleration.kube.client import make_api_client
 from preemption_toleration.operator.writes import APPLY_PATCH
 from preemption_toleration.webhooks.caches import AdmissionCaches
+from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES, GuardConfig
+from preemption_toleration.guard.events import RefusalEvents
 from preemption_toleration.webhooks.configurations import (
+    GUARD_NAME,
     NAME,
+    guard_configuration,
     mutating_configuration,
     url_client_config,
     validating_configuration,
@@ -26,7 +30,7 @@ from preemption_toleration.webhooks.configurations import (
 from preemption_toleration.webhooks.decisions import AdmissionConfig
 from preemption_toleration.webhooks.metrics import WebhookMetrics
 from preemption_toleration.webhooks.secret_tls import SecretCertificates
-from preemption_toleration.webhooks.server import DEFAULT_MAX_BODY_BYTES, WebhookApp
+from preemption_toleration.webhooks.server import DEFAULT_MAX_BODY_BYTES, GuardHooks, WebhookApp
 from preemption_toleration.webhooks.tls import FileCertificates, GeneratedCertificates
 
 logger = logging.getLogger("preemption_toleration.webhooks")
@@ -48,12 +52,15 @@ class WebhookSettings:
     # the certificate's names are those of `service` in that namespace.
     tls_secret: str | None = None
     service: str = "preemption-toleration-webhook"
+    # The eviction guard: off, "enforce" or "audit" (allow everything, report what would be refused).
+    guard_mode: str = "enforce"
+    preemptor_identities: list[str] = field(default_factory=lambda: list(DEFAULT_PREEMPTOR_IDENTITIES))
     # Register webhook configurations pointing at this URL (the local control plane); removed on exit.
     register_url: str | None = None
     bound_port: int | None = None  # set once listening
 
 
-async def register(api: ApiClient, base_url: str, ca_bundle: bytes) -> None:
+async def register(api: ApiClient, base_url: str, ca_bundle: bytes, guard: bool) -> None:
     def client_config(path: str) -> dict[str, Any]:
         return url_client_config(base_url, path, ca_bundle)
 
@@ -66,13 +73,22 @@ async def register(api: ApiClient, base_url: str, ca_bundle: bytes) -> None:
         NAME, mutating_configuration(client_config), field_manager=FIELD_MANAGER, force=True,
         _content_type=APPLY_PATCH,
     )
+    if guard:
+        await admission.patch_validating_webhook_configuration(
+            GUARD_NAME, guard_configuration(client_config), field_manager=FIELD_MANAGER, force=True,
+            _content_type=APPLY_PATCH,
+        )
 
 
 async def unregister(api: ApiClient) -> None:
     admission = client.AdmissionregistrationV1Api(api)
-    for delete in (admission.delete_validating_webhook_configuration, admission.delete_mutating_webhook_configuration):
+    for delete, name in (
+        (admission.delete_validating_webhook_configuration, GUARD_NAME),
+        (admission.delete_validating_webhook_configuration, NAME),
+        (admission.delete_mutating_webhook_configuration, NAME),
+    ):
         with contextlib.suppress(ApiException):
-            await delete(NAME)
+            await delete(name)
 
 
 async def run_webhook(
@@ -80,8 +96,19 @@ async def run_webhook(
 ) -> None:
     api = await make_api_client(settings.kubeconfig)
     metrics = WebhookMetrics()
-    caches = AdmissionCaches(api, logger)
+    guard_enabled = settings.guard_mode != "off"
+    caches = AdmissionCaches(api, logger, guard=guard_enabled)
     tasks = caches.tasks()
+    guard: GuardHooks | None = None
+    if guard_enabled:
+        events = RefusalEvents(api)
+        tasks.append(asyncio.create_task(events.run(), name="guard-events"))
+        guard = GuardHooks(
+            caches.guard_snapshot,
+            GuardConfig(preemptor_identities=tuple(settings.preemptor_identities),
+                        audit=settings.guard_mode == "audit"),
+            events.record,
+        )
     certificates: FileCertificates | GeneratedCertificates
     if settings.cert_file and settings.key_file:
         certificates = FileCertificates(settings.cert_file, settings.key_file)
@@ -99,6 +126,7 @@ async def run_webhook(
         AdmissionConfig(operator_identities=tuple(settings.operator_identities)),
         metrics,
         settings.max_body_bytes,
+        guard,
     )
     runner = web.AppRunner(app.build(), access_log=None)
     await runner.setup()
@@ -108,10 +136,10 @@ async def run_webhook(
         await site.start()
         settings.bound_port = runner.addresses[0][1]
         logger.info("webhook server listening", extra={"host": settings.host, "port": settings.bound_port})
-        await asyncio.wait_for(asyncio.gather(caches.classes.synced.wait(), caches.policies.synced.wait()), 60)
+        await asyncio.wait_for(asyncio.gather(*(i.synced.wait() for i in caches.informers())), 120)
         if settings.register_url is not None and isinstance(certificates, GeneratedCertificates):
             url = settings.register_url.replace(":0", f":{settings.bound_port}")
-            await register(api, url, certificates.ca_bundle)
+            await register(api, url, certificates.ca_bundle, guard_enabled)
             registered = True
             logger.info("webhook configurations registered", extra={"url": url})
         if ready is not None:

@@ -137,7 +137,9 @@ class SecretCertificates(GeneratedCertificates):
             try:
                 await self.renew_or_reload()
                 await self.publish_ca_bundle()
-            except (ApiException, OSError) as error:
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # any failure: keep serving, try again next round
                 logger.warning("certificate maintenance failed", extra={"problem": repr(error)})
 
 

@@ -18,6 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
 
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, AdmissionReview, review_response
+from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, Refusal, judge
 from preemption_toleration.webhooks.decisions import (
     AdmissionConfig,
     Snapshot,
@@ -47,6 +48,13 @@ class BadRequest(Exception):
     pass
 
 
+@dataclass(frozen=True)
+class GuardHooks:
+    snapshot: Callable[[], GuardSnapshot]
+    config: GuardConfig
+    on_refusal: Callable[[Refusal], None]
+
+
 def endpoints(config: AdmissionConfig) -> list[Endpoint]:
     return [
         Endpoint("/validate/priorityclasses", "validate-priorityclasses", "scheduling.k8s.io", "priorityclasses",
@@ -68,9 +76,10 @@ def _describe_validation(error: ValidationError) -> str:
 async def _read_review(request: web.Request, max_bytes: int) -> tuple[AdmissionReview, dict[str, Any]]:
     if request.content_length is not None and request.content_length > max_bytes:
         raise BadRequest(f"request body of {request.content_length} bytes exceeds the limit of {max_bytes} bytes")
-    body = await request.content.read(max_bytes + 1)
-    if len(body) > max_bytes:
-        raise BadRequest(f"request body exceeds the limit of {max_bytes} bytes")
+    try:
+        body = await request.read()  # the whole body, however it arrives; the app's limit stops a huge one
+    except web.HTTPRequestEntityTooLarge as error:
+        raise BadRequest(f"request body exceeds the limit of {max_bytes} bytes") from error
     try:
         payload = json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
@@ -93,7 +102,9 @@ class WebhookApp:
         config: AdmissionConfig | None = None,
         metrics: WebhookMetrics | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        guard: GuardHooks | None = None,
     ) -> None:
+        self.guard = guard
         self.snapshot = snapshot
         self.ready = ready
         self.config = config or AdmissionConfig()
@@ -101,9 +112,11 @@ class WebhookApp:
         self.max_body_bytes = max_body_bytes
 
     def build(self) -> web.Application:
-        # aiohttp's own limit stays above ours so that we, not it, answer an oversized body.
-        app = web.Application(client_max_size=self.max_body_bytes + 1024)
-        for endpoint in endpoints(self.config):
+        app = web.Application(client_max_size=self.max_body_bytes)
+        routes = endpoints(self.config)
+        if self.guard is not None:
+            routes.append(Endpoint("/guard/pods", "guard", "", "pods", self._guard))
+        for endpoint in routes:
             app.router.add_post(endpoint.path, self._handler(endpoint))
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
@@ -138,6 +151,22 @@ class WebhookApp:
         self._count(endpoint, decision)
         self._log(endpoint, admission, decision)
         return web.json_response(review_response(review.api_version, decision))
+
+    def _guard(self, request: AdmissionRequest, _: Snapshot) -> AdmissionResponse:
+        assert self.guard is not None
+        verdict = judge(request, self.guard.snapshot(), self.guard.config)
+        refusal = verdict.refusal
+        if refusal is not None:
+            mode = "audit" if refusal.audit else "enforce"
+            self.metrics.guard_refusals.labels(refusal.kind, refusal.reason, mode).inc()
+            logger.info(
+                "preemption refused" if not refusal.audit else "preemption would be refused",
+                extra={"kind": refusal.kind, "victim": f"{request.namespace}/{request.name}",
+                       "preemptor": refusal.preemptor, "preemptorPriority": refusal.preemptor_priority,
+                       "code": refusal.code, "denial": refusal.message, "dryRun": refusal.dry_run},
+            )
+            self.guard.on_refusal(refusal)
+        return verdict.response
 
     def _count(self, endpoint: Endpoint, decision: AdmissionResponse) -> None:
         outcome = "allowed" if decision.allowed else "denied"

@@ -104,6 +104,9 @@ class FileCertificates:
         stamp = self._stamp()
         if stamp == self._seen:
             return False
+        # Try the pair on a scratch context first: a certificate written before its key would fail
+        # half-way and leave the live context with a certificate but no matching key.
+        server_context().load_cert_chain(self.cert_path, self.key_path)
         self.context.load_cert_chain(self.cert_path, self.key_path)
         self._seen = stamp
         logger.info("serving certificate loaded", extra={"path": self.cert_path})
@@ -114,5 +117,5 @@ class FileCertificates:
             await asyncio.sleep(interval)
             try:
                 self.reload_if_changed()
-            except (OSError, ssl.SSLError) as error:  # half-written files: keep serving the old pair
+            except (OSError, ssl.SSLError, ValueError) as error:  # half-written files: keep the old pair
                 logger.warning("certificate reload failed", extra={"problem": repr(error)})

@@ -81,6 +81,7 @@ class RunProcess(OperatorProcess):
 
     def start(self) -> None:
         log = open(self.log_path, "ab")
+        start_of_this_run = log.tell()  # the log is shared by every module's run: look only at ours
         self.process = subprocess.Popen(
             [sys.executable, "-m", "preemption_toleration", "run",
              "--kubeconfig", str(self.cluster.kubeconfig), *self.extra_args],
@@ -92,7 +93,7 @@ class RunProcess(OperatorProcess):
         log.close()
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if "webhook configurations registered" in self.log():
+            if b"webhook configurations registered" in self.log_path.read_bytes()[start_of_this_run:]:
                 return
             if self.process.poll() is not None:
                 break

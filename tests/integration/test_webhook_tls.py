@@ -28,7 +28,7 @@ async def _delete_configurations(admission: client.AdmissionregistrationV1Api) -
 
 async def test_secret_holds_the_pair_and_the_ca_reaches_every_webhook(api: ApiClient, namespace: str) -> None:
     admission = client.AdmissionregistrationV1Api(api)
-    validating, mutating = service_manifests(namespace, "webhook")
+    validating, mutating, _guard = service_manifests(namespace, "webhook")
     # These point at a Service that does not exist here: they are removed at once after the checks.
     await admission.create_validating_webhook_configuration(validating)
     await admission.create_mutating_webhook_configuration(mutating)

@@ -82,7 +82,7 @@ async def test_legacy_prefix_is_applied_with_a_warning(components: RunProcess, a
     cleanup.append(("priorityclass", name))
     result = alice("apply", "-f", "-", input=class_manifest(name, annotations={LEGACY: "600"}))
     assert f"priorityclass.scheduling.k8s.io/{name} created" in result.stdout
-    assert f'Warning: PriorityClass "{name}": {LEGACY} is ignored (legacy prefix' in result.stderr
+    assert f'Warning: PriorityClass "{name}": {LEGACY}="600" is ignored (legacy prefix' in result.stderr
 
 
 async def test_misspelt_key_is_refused_with_the_nearest_key(
@@ -113,7 +113,7 @@ POLICY_REFUSALS = [
                       "minimumPreemptablePriority": 1},
      "sets both priorityClassName and priorityClassSelector. Fix: set exactly one of them."),
     ("unknown field", {"priorityClassName": "x", "minimumPreemptablePriority": 1, "tolerationSecond": 60},
-     "unknown field spec.tolerationSecond. Fix: did you mean spec.tolerationSeconds?"),
+     "unknown field spec.tolerationSecond (value 60). Fix: did you mean spec.tolerationSeconds?"),
 ]
 
 

@@ -162,3 +162,24 @@ def test_selector_conflict_is_found_through_existing_classes() -> None:
 def test_policy_warnings_are_returned() -> None:
     decision = validate_policy(policy_review(policy("p", {"priorityClassName": "x", "tolerationSeconds": 5})), EMPTY)
     assert decision.allowed and "no effect" in decision.warnings[0]
+
+
+def test_policy_updates_that_leave_the_spec_alone_pass_even_in_conflict() -> None:
+    """kopf's finalizer removal and annotation patches must never be refused (or a policy is stuck)."""
+    spec = {"priorityClassName": "low-non-preempted", "minimumPreemptablePriority": 1}
+    old = policy("late", spec)
+    new = {**old, "metadata": {**old["metadata"], "annotations": {"x": "y"}}}
+    assert validate_policy(request(review(new, old=old, operation="UPDATE", resource=PTP_RESOURCE, kind=PTP_KIND)),
+                           GOVERNED).allowed
+    deleting = {**old, "metadata": {**old["metadata"], "deletionTimestamp": "2026-11-22T00:00:00Z"},
+                "spec": {**spec, "minimumPreemptablePriority": 2}}
+    assert validate_policy(request(review(deleting, old=old, operation="UPDATE", resource=PTP_RESOURCE,
+                                          kind=PTP_KIND)), GOVERNED).allowed
+
+
+def test_policy_update_that_keeps_an_existing_conflict_is_warned_not_refused() -> None:
+    old = policy("late", {"priorityClassName": "low-non-preempted", "minimumPreemptablePriority": 1})
+    new = policy("late", {"priorityClassName": "low-non-preempted", "minimumPreemptablePriority": 2})
+    decision = validate_policy(request(review(new, old=old, operation="UPDATE", resource=PTP_RESOURCE,
+                                              kind=PTP_KIND)), GOVERNED)
+    assert decision.allowed and "already governed" in decision.warnings[-1]

@@ -118,14 +118,27 @@ def test_selector_governs_matching_classes_and_releases_the_others() -> None:
     assert [c.name for c in result.outcomes["p"].classes] == ["a", "b"]
 
 
-def test_selector_conflict_on_one_class_claims_nothing() -> None:
+def test_selector_conflict_leaves_the_contested_class_and_keeps_the_others() -> None:
     named = policy("named", {"priorityClassName": "b", "minimumPreemptablePriority": 1}, 0)
     selector = policy("selector", {"priorityClassSelector": {"matchLabels": {"tier": "batch"}},
                                    "minimumPreemptablePriority": 2}, 1)
     classes = [klass("a", labels={"tier": "batch"}), klass("b", labels={"tier": "batch"})]
     result = plan([named, selector], classes)
-    assert result.writes == (ClassWrite("b", {MIN: "1"}, "named"),)
-    assert result.outcomes["selector"].reason is Reason.CONFLICT
+    assert result.writes == (ClassWrite("a", {MIN: "2"}, "selector"), ClassWrite("b", {MIN: "1"}, "named"))
+    conflict = result.outcomes["selector"]
+    assert conflict.reason is Reason.CONFLICT and [c.name for c in conflict.classes] == ["a"]
+    assert 'PriorityClass b is already governed by PreemptionTolerationPolicy "named"' in conflict.message
+    assert "It still governs 1 other PriorityClass(es)." in conflict.message
+
+
+def test_a_label_change_does_not_strip_the_selector_policys_other_classes() -> None:
+    """A class governed by name gains the selector's label: only that class is contested."""
+    named = policy("pn", {"priorityClassName": "named", "minimumPreemptablePriority": 1}, 0)
+    selector = policy("ps", {"priorityClassSelector": {"matchLabels": {"tier": "silver"}},
+                             "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}, 1)
+    s1 = klass("s1", {MIN: "10000", TOL: "-1"}, owned={MIN, TOL}, labels={"tier": "silver"})
+    relabelled = klass("named", {MIN: "1"}, owned={MIN}, labels={"tier": "silver"})
+    assert plan([named, selector], [s1, relabelled]).writes == ()
 
 
 def test_selector_without_matches_is_not_found() -> None:

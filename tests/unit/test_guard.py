@@ -245,3 +245,15 @@ def test_not_scheduled_victim_message() -> None:
     assert verdict.response.status.code == 403
     assert "not scheduled yet, and its 600 s of guaranteed running time start when it is" in \
         verdict.response.status.message
+
+
+def test_annotated_preemptor_with_preemption_policy_never_is_refused_with_a_clear_message() -> None:
+    victim = bound("victim", 8000, "low")
+    never = pending("never", 9000, preemptionPolicy="Never")
+    request = pod_request(eviction(**{PREEMPTOR: "team/never"}), operation="CREATE", sub_resource="eviction",
+                          user="alice", kind=EVICTION_KIND)
+    verdict = judge(request, snapshot(victim, never), GuardConfig(), NOW)
+    assert verdict.response.status.code == 403
+    assert verdict.response.status.message == (
+        "pod team/victim may not be preempted by team/never, priority 9000: the preemptor has preemptionPolicy "
+        "Never, so it preempts no pod.")

@@ -18,6 +18,7 @@ ACCEPTED = [
     ("leading minus sign", "-1", 64, -1),
     ("leading zeros are decimal, not octal", "007", 32, 7),
     ("negative zero", "-0", 32, 0),
+    ("thousands of leading zeros (Python's int() would refuse)", "0" * 4400 + "9000", 32, 9000),
     ("int32 upper bound", "2147483647", 32, 2**31 - 1),
     ("int32 lower bound", "-2147483648", 32, -(2**31)),
     ("int64 upper bound", "9223372036854775807", 64, 2**63 - 1),
@@ -42,6 +43,7 @@ REFUSED = [
     ("below int32", "-2147483649", 32, IntProblem.RANGE),
     ("above int64", "9223372036854775808", 64, IntProblem.RANGE),
     ("below int64", "-9223372036854775809", 64, IntProblem.RANGE),
+    ("thousands of digits", "9" * 5000, 64, IntProblem.RANGE),
 ]
 
 

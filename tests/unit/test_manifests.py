@@ -14,13 +14,19 @@ def test_committed_webhook_configurations_match_the_code() -> None:
 
 
 def test_failure_policies_and_limits() -> None:
-    validating, mutating = yaml.safe_load_all(COMMITTED.read_text())
-    policies = {w["name"]: w["failurePolicy"] for w in validating["webhooks"] + mutating["webhooks"]}
+    validating, mutating, guard = yaml.safe_load_all(COMMITTED.read_text())
+    webhooks = validating["webhooks"] + mutating["webhooks"] + guard["webhooks"]
+    policies = {w["name"]: w["failurePolicy"] for w in webhooks}
     assert policies == {
         "priorityclasses.validate.preemption-toleration.dev": "Fail",
         "policies.validate.preemption-toleration.dev": "Fail",
         "priorityclasses.mutate.preemption-toleration.dev": "Ignore",
+        "pods.guard.preemption-toleration.dev": "Ignore",  # a guard outage never blocks deletions
     }
-    for webhook in validating["webhooks"] + mutating["webhooks"]:
+    [guard_webhook] = guard["webhooks"]
+    assert guard_webhook["timeoutSeconds"] == 3
+    assert guard_webhook["namespaceSelector"] == {"matchExpressions": [
+        {"key": "preemption-toleration.dev/guard", "operator": "NotIn", "values": ["disabled"]}]}
+    for webhook in webhooks:
         assert webhook["sideEffects"] == "None" and 1 <= webhook["timeoutSeconds"] <= 10
         assert webhook["clientConfig"]["service"]["name"] == "preemption-toleration-webhook"

@@ -96,3 +96,22 @@ async def test_files_are_reloaded_when_they_change(tmp_path: Path) -> None:
         assert second == x509.load_pem_x509_certificate(second_pair.cert_pem)
     finally:
         await runner.cleanup()
+
+
+async def test_a_certificate_written_before_its_key_keeps_the_old_pair_serving(tmp_path: Path) -> None:
+    ca = pki.generate_ca("test-ca")
+    cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
+    first = pki.issue_serving_cert(ca, "localhost", dns_names=["localhost"])
+    cert.write_bytes(first.cert_pem)
+    key.write_bytes(first.key_pem)
+    certificates = FileCertificates(str(cert), str(key))
+    runner, port = await serve(certificates.context)
+    try:
+        await asyncio.sleep(0.01)
+        cert.write_bytes(pki.issue_serving_cert(ca, "localhost", dns_names=["localhost"]).cert_pem)  # key not yet
+        with pytest.raises(ssl.SSLError):
+            certificates.reload_if_changed()
+        served = await peer_certificate(port, ca.cert_pem)
+        assert served == x509.load_pem_x509_certificate(first.cert_pem)
+    finally:
+        await runner.cleanup()

@@ -82,3 +82,16 @@ async def test_metrics_count_requests_and_decisions(http: TestClient) -> None:
     assert 'ptol_webhook_decisions_total{decision="denied",endpoint="validate-priorityclasses"} 1.0' in text
     assert "ptol_webhook_request_seconds_bucket" in text
     assert 'ptol_webhook_cache_objects{kind="priorityclasses"} 0.0' in text
+
+
+async def test_a_body_that_arrives_in_pieces_is_read_whole(http: TestClient) -> None:
+    body = json.dumps(review(priority_class("low", 8000, "10k"))).encode()
+
+    async def pieces():
+        for start in range(0, len(body), 100):
+            yield body[start:start + 100]
+
+    response = await http.post("/validate/priorityclasses", data=pieces(),
+                               headers={"Content-Type": "application/json"})
+    assert response.status == 200
+    assert (await response.json())["response"]["status"]["code"] == 422

@@ -1,0 +1,104 @@
+"""Kubernetes Events on the victims of refused preemptions, aggregated per victim and reason.
+
+A scheduler retrying every second must not flood the API server: the first refusal creates an Event, later
+ones raise its count, at most once per `min_interval` seconds. Posting happens off the request path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from preemption_toleration.guard.decisions import Refusal
+
+logger = logging.getLogger("preemption_toleration.guard")
+COMPONENT = "preemption-toleration-guard"
+QUEUE_LIMIT = 1000
+MAX_AGGREGATES = 10000
+
+
+@dataclass
+class _Aggregate:
+    name: str
+    count: int
+    posted_at: float
+    first: str
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def event_body(name: str, refusal: Refusal, count: int, first: str, last: str) -> dict[str, Any]:
+    metadata = refusal.victim.get("metadata") or {}
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": name, "namespace": metadata.get("namespace")},
+        "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": metadata.get("name"),
+                           "namespace": metadata.get("namespace"), "uid": metadata.get("uid")},
+        "reason": "PreemptionWouldBeRefused" if refusal.audit else "PreemptionRefused",
+        "message": refusal.message,
+        "type": "Warning",
+        "source": {"component": COMPONENT},
+        "reportingComponent": COMPONENT,
+        "count": count,
+        "firstTimestamp": first,
+        "lastTimestamp": last,
+    }
+
+
+class RefusalEvents:
+    def __init__(self, api: ApiClient, min_interval: float = 10.0) -> None:
+        self.core = client.CoreV1Api(api)
+        self.min_interval = min_interval
+        self.queue: asyncio.Queue[Refusal] = asyncio.Queue(maxsize=QUEUE_LIMIT)
+        self.aggregates: dict[tuple[Any, ...], _Aggregate] = {}
+
+    def record(self, refusal: Refusal) -> None:
+        if refusal.dry_run:
+            return
+        try:
+            self.queue.put_nowait(refusal)
+        except asyncio.QueueFull:
+            logger.warning("event queue full; refusal not posted as an Event")
+
+    async def run(self) -> None:
+        while True:
+            refusal = await self.queue.get()
+            try:
+                await self._post(refusal)
+            except (ApiException, OSError) as error:
+                logger.warning("could not post the refusal Event", extra={"problem": repr(error)})
+
+    async def _post(self, refusal: Refusal) -> None:
+        metadata = refusal.victim.get("metadata") or {}
+        key = (metadata.get("namespace"), metadata.get("name"), metadata.get("uid"), refusal.audit, refusal.reason)
+        aggregate = self.aggregates.get(key)
+        now = time.monotonic()
+        if aggregate is None:
+            if len(self.aggregates) >= MAX_AGGREGATES:  # forget the least recently posted half
+                keep = sorted(self.aggregates.items(), key=lambda item: item[1].posted_at)[MAX_AGGREGATES // 2:]
+                self.aggregates = dict(keep)
+            name = f"{metadata.get('name')}.ptol-{uuid.uuid4().hex[:10]}"
+            first = _now()
+            await self.core.create_namespaced_event(metadata.get("namespace"),
+                                                    event_body(name, refusal, 1, first, first))
+            self.aggregates[key] = _Aggregate(name, 1, now, first)
+            return
+        aggregate.count += 1
+        if now - aggregate.posted_at < self.min_interval:
+            return  # counted; written with the next post
+        aggregate.posted_at = now
+        body = event_body(aggregate.name, refusal, aggregate.count, aggregate.first, _now())
+        patch = {key: body[key] for key in ("count", "lastTimestamp", "message")}
+        await self.core.patch_namespaced_event(aggregate.name, metadata.get("namespace"), patch)

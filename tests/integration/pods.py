@@ -1,0 +1,66 @@
+"""Pods on a test node, and waiting for what the scheduler does with them."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from tests.integration.helpers import eventually
+
+SETTLE_SECONDS = 12  # long enough for the scheduler to have tried, and been refused, several times
+
+
+def pod_body(name: str, class_name: str, node: str, cpu: str = "2") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+        "spec": {
+            "priorityClassName": class_name,
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "terminationGracePeriodSeconds": 0,
+            "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}],
+        },
+    }
+
+
+async def read_pod(api: ApiClient, namespace: str, name: str) -> dict[str, Any] | None:
+    try:
+        return api.sanitize_for_serialization(await client.CoreV1Api(api).read_namespaced_pod(name, namespace))
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+
+
+def node_of(pod: dict[str, Any] | None) -> str | None:
+    return ((pod or {}).get("spec") or {}).get("nodeName")
+
+
+async def create_bound(api: ApiClient, namespace: str, name: str, class_name: str, node: str,
+                       cpu: str = "2") -> dict[str, Any]:
+    await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body(name, class_name, node, cpu))
+    return await eventually(lambda: read_pod(api, namespace, name), lambda p: node_of(p) == node,
+                            timeout=30, what=f"{name} bound")
+
+
+async def events_of(api: ApiClient, namespace: str, pod: str) -> list[Any]:
+    events = await client.CoreV1Api(api).list_namespaced_event(namespace, field_selector=f"involvedObject.name={pod}")
+    return [event for event in events.items if event.reason == "PreemptionRefused"]
+
+
+async def stays(api: ApiClient, namespace: str, victim: str, preemptor: str, node: str) -> None:
+    """The victim stays bound and the preemptor pending, for a while."""
+    for _ in range(SETTLE_SECONDS):
+        assert node_of(await read_pod(api, namespace, victim)) == node, f"{victim} was preempted"
+        assert node_of(await read_pod(api, namespace, preemptor)) is None, f"{preemptor} was bound"
+        await asyncio.sleep(1)
+
+
+async def preempts(api: ApiClient, namespace: str, victim: str, preemptor: str, node: str) -> None:
+    await eventually(lambda: read_pod(api, namespace, victim), lambda p: p is None, timeout=90,
+                     what=f"{victim} preempted")
+    await eventually(lambda: read_pod(api, namespace, preemptor), lambda p: node_of(p) == node, timeout=90,
+                     what=f"{preemptor} bound")
