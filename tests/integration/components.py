@@ -34,6 +34,8 @@ def install_crd(cluster: LocalCluster) -> None:
 class OperatorProcess:
     """`ptol operator` in a subprocess, with its log in the cluster directory."""
 
+    command = "operator"
+
     def __init__(
         self, cluster: LocalCluster, *extra_args: str, log_name: str = "operator.log", log_level: str = "INFO"
     ) -> None:
@@ -43,12 +45,14 @@ class OperatorProcess:
         self.log_path = Path(cluster.logs_dir) / log_name
         self.process: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> None:
+    def start(self) -> int:
+        """Start it; returns where this run's lines begin in the (shared, appended) log."""
         log = open(self.log_path, "ab")
-        log.write(f"--- operator start {time.strftime('%H:%M:%S')}\n".encode())
+        log.write(f"--- {self.command} start {time.strftime('%H:%M:%S')}\n".encode())
         log.flush()
+        start_of_this_run = log.tell()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "preemption_toleration", "operator",
+            [sys.executable, "-m", "preemption_toleration", self.command,
              "--kubeconfig", str(self.cluster.kubeconfig), *self.extra_args],
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -56,6 +60,7 @@ class OperatorProcess:
             env={**os.environ, "PYTHONUNBUFFERED": "1", "PTOL_LOG_LEVEL": self.log_level},
         )
         log.close()
+        return start_of_this_run
 
     def stop(self) -> None:
         if self.process is None:
@@ -76,25 +81,18 @@ class OperatorProcess:
 class RunProcess(OperatorProcess):
     """`ptol run` (operator and webhooks in one process), registered with the API server by URL."""
 
+    command = "run"
+
     def __init__(self, cluster: LocalCluster, *extra_args: str) -> None:
         super().__init__(cluster, *extra_args, log_name="ptol-run.log")
 
-    def start(self) -> None:
-        log = open(self.log_path, "ab")
-        start_of_this_run = log.tell()  # the log is shared by every module's run: look only at ours
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "preemption_toleration", "run",
-             "--kubeconfig", str(self.cluster.kubeconfig), *self.extra_args],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        log.close()
+    def start(self) -> int:
+        start_of_this_run = super().start()
+        assert self.process is not None
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if b"webhook configurations registered" in self.log_path.read_bytes()[start_of_this_run:]:
-                return
+                return start_of_this_run
             if self.process.poll() is not None:
                 break
             time.sleep(0.3)
@@ -102,6 +100,8 @@ class RunProcess(OperatorProcess):
 
     def stop(self) -> None:
         super().stop()
-        for kind in ("validatingwebhookconfiguration", "mutatingwebhookconfiguration"):
-            subprocess.run(self.cluster.kubectl_argv("delete", kind, "preemption-toleration", "--ignore-not-found"),
+        for kind, name in (("validatingwebhookconfiguration", "preemption-toleration"),
+                           ("validatingwebhookconfiguration", "preemption-toleration-guard"),
+                           ("mutatingwebhookconfiguration", "preemption-toleration")):
+            subprocess.run(self.cluster.kubectl_argv("delete", kind, name, "--ignore-not-found"),
                            capture_output=True, check=False)

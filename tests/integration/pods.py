@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timezone
 from typing import Any
 
 from kubernetes_asyncio import client
@@ -64,3 +65,23 @@ async def preempts(api: ApiClient, namespace: str, victim: str, preemptor: str, 
                      what=f"{victim} preempted")
     await eventually(lambda: read_pod(api, namespace, preemptor), lambda p: node_of(p) == node, timeout=90,
                      what=f"{preemptor} bound")
+
+
+async def set_scheduled_at(api: ApiClient, namespace: str, name: str, when: datetime) -> None:
+    """Rewrite the PodScheduled time through the status subresource, as upstream's test does; the node
+    agent may update the pod at the same moment, so a conflict is retried on the fresh object."""
+    core = client.CoreV1Api(api)
+    for _ in range(10):
+        pod = api.sanitize_for_serialization(await core.read_namespaced_pod(name, namespace))
+        conditions = [c for c in pod["status"].get("conditions") or [] if c["type"] != "PodScheduled"]
+        conditions.append({"type": "PodScheduled", "status": "True",
+                           "lastTransitionTime": when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")})
+        pod["status"]["conditions"] = conditions
+        try:
+            await core.replace_namespaced_pod_status(name, namespace, pod)
+            return
+        except ApiException as error:
+            if error.status != 409:
+                raise
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"could not rewrite the PodScheduled time of {namespace}/{name}")

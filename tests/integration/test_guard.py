@@ -21,7 +21,17 @@ from tests.integration.components import RunProcess, install_crd
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest, policy_manifest, wait_annotations
-from tests.integration.pods import SETTLE_SECONDS, create_bound, events_of, node_of, pod_body, preempts, read_pod, stays
+from tests.integration.pods import (
+    SETTLE_SECONDS,
+    create_bound,
+    set_scheduled_at,
+    events_of,
+    node_of,
+    pod_body,
+    preempts,
+    read_pod,
+    stays,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -89,17 +99,12 @@ async def test_guaranteed_running_time_then_preemption(
     api: ApiClient, namespace: str, node: str, classes: dict[str, str]
 ) -> None:
     await wait_annotations(api, classes["low-non-preempted-10min"], {MIN: "10000", TOL: "600"})
-    victim = await create_bound(api, namespace, "victim", classes["low-non-preempted-10min"], node)
+    await create_bound(api, namespace, "victim", classes["low-non-preempted-10min"], node)
     await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], node))
     await stays(api, namespace, "victim", "high", node)
 
     # As upstream's test does: move the PodScheduled time more than 600 s into the past.
-    victim = await read_pod(api, namespace, "victim")
-    past = (datetime.now(timezone.utc) - timedelta(seconds=601)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    conditions = [c for c in victim["status"]["conditions"] if c["type"] != "PodScheduled"]
-    conditions.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": past})
-    victim["status"]["conditions"] = conditions
-    await client.CoreV1Api(api).replace_namespaced_pod_status("victim", namespace, victim)
+    await set_scheduled_at(api, namespace, "victim", datetime.now(timezone.utc) - timedelta(seconds=601))
     await preempts(api, namespace, "victim", "high", node)
 
 

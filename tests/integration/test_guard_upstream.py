@@ -21,7 +21,7 @@ from tests.integration.conftest import Kubectl
 from tests.integration.helpers import unique_name
 from tests.integration.objects import MIN, TOL, class_manifest
 from tests.integration.conftest import MakeNode
-from tests.integration.pods import create_bound, pod_body, preempts, stays
+from tests.integration.pods import create_bound, pod_body, preempts, set_scheduled_at, stays
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -77,13 +77,9 @@ async def test_upstream_scenarios_with_the_real_scheduler(
         annotations = {MIN: "1010"} if toleration is None else {MIN: "1010", TOL: toleration}
         kubectl("apply", "-f", "-", input=class_manifest(victims, 1000, annotations=annotations))
     try:
-        victim = await create_bound(api, namespace, "victim", victims, node)
+        await create_bound(api, namespace, "victim", victims, node)
         if ago is not None:
-            at = datetime.now(timezone.utc) - timedelta(seconds=ago)
-            victim["status"]["conditions"] = [c for c in victim["status"]["conditions"] if c["type"] != "PodScheduled"]
-            victim["status"]["conditions"].append(
-                {"type": "PodScheduled", "status": "True", "lastTransitionTime": at.strftime("%Y-%m-%dT%H:%M:%SZ")})
-            await client.CoreV1Api(api).replace_namespaced_pod_status("victim", namespace, victim)
+            await set_scheduled_at(api, namespace, "victim", datetime.now(timezone.utc) - timedelta(seconds=ago))
         class_name = f"p{priority}-never-{SUFFIX}" if policy == "Never" else f"p{priority}-{SUFFIX}"
         preemptor = pod_body("p", class_name, node)
         if policy == "PreemptLowerPriority":

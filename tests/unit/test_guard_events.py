@@ -1,0 +1,59 @@
+"""Refusal Events are aggregated per victim: one Event whose count grows, written at most every interval.
+
+The Events API is replaced by a recorder here; tests/integration/test_guard.py reads the real Event.
+"""
+
+import asyncio
+
+from preemption_toleration.core.protection import Protection, ProtectionKind
+from preemption_toleration.guard import events as events_module
+from preemption_toleration.guard.decisions import Refusal
+from preemption_toleration.guard.events import RefusalEvents
+
+
+class FakeCore:
+    def __init__(self) -> None:
+        self.created: list[dict] = []
+        self.patched: list[tuple[str, dict]] = []
+
+    async def create_namespaced_event(self, namespace, body):
+        self.created.append(body)
+
+    async def patch_namespaced_event(self, name, namespace, body):
+        self.patched.append((name, body))
+
+
+def refusal(dry_run=False, audit=False) -> Refusal:
+    victim = {"metadata": {"name": "victim", "namespace": "team", "uid": "u1"}}
+    protection = Protection(ProtectionKind.FOREVER, "forever", 8000, refuse_below=10000, toleration_seconds=-1)
+    return Refusal("delete", victim, 9000, "team/high", protection, 403, "pod team/victim ...", audit, dry_run)
+
+
+async def test_aggregation_and_rate_limit(monkeypatch) -> None:
+    clock = {"now": 1000.0}
+    monkeypatch.setattr(events_module.time, "monotonic", lambda: clock["now"])
+    recorder = RefusalEvents.__new__(RefusalEvents)
+    recorder.core = FakeCore()
+    recorder.min_interval = 10.0
+    recorder.aggregates = {}
+    for _ in range(5):  # a scheduler retrying every second
+        await recorder._post(refusal())
+        clock["now"] += 1
+    assert len(recorder.core.created) == 1 and recorder.core.patched == []
+    created = recorder.core.created[0]
+    assert created["reason"] == "PreemptionRefused" and created["type"] == "Warning" and created["count"] == 1
+    assert created["involvedObject"] == {"apiVersion": "v1", "kind": "Pod", "name": "victim", "namespace": "team",
+                                         "uid": "u1"}
+    clock["now"] += 10
+    await recorder._post(refusal())
+    [(name, patch)] = recorder.core.patched
+    assert name == created["metadata"]["name"] and patch["count"] == 6
+
+
+async def test_dry_run_posts_nothing_and_audit_has_its_own_reason() -> None:
+    recorder = RefusalEvents.__new__(RefusalEvents)
+    recorder.queue = asyncio.Queue()
+    recorder.record(refusal(dry_run=True))
+    assert recorder.queue.empty()
+    body = events_module.event_body("n", refusal(audit=True), 1, "t", "t")
+    assert body["reason"] == "PreemptionWouldBeRefused"
