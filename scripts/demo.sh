@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The README's first command: sets everything up and runs the main job.
-# For now the main job is the offline check of the samples, the way a GitOps pipeline runs it.
+# The README's first command: sets everything up on a fresh Debian machine and runs the main job, the demo:
+# a local control plane, `ptol run` (operator, webhooks, eviction guard) and the two use cases played with
+# the real kube-scheduler. Without --once the cluster stays up afterwards (Ctrl-C stops everything).
+# Arguments go to `ptol demo` (e.g. --once, --dir DIR, --guarantee-seconds N).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
+.venv/bin/ptol dev cluster install
 echo "==> ptol validate -f config/samples"
 .venv/bin/ptol validate -f config/samples
-echo "==> every sample is valid"
+exec .venv/bin/ptol demo "$@"

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from preemption_toleration.cli import (
     crd_cmd,
+    demo_cmd,
     dev_cmd,
     manifests_cmd,
     operator_cmd,
@@ -20,7 +21,7 @@ from preemption_toleration.cli import (
     webhook_cmd,
 )
 
-COMMAND_MODULES = [validate_cmd, crd_cmd, run_cmd, operator_cmd, webhook_cmd, manifests_cmd, dev_cmd]
+COMMAND_MODULES = [demo_cmd, validate_cmd, crd_cmd, run_cmd, operator_cmd, webhook_cmd, manifests_cmd, dev_cmd]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -54,6 +54,9 @@ class Informer(Generic[V]):
 
     async def _list(self) -> str:
         response = await self.list_function(_preload_content=False, _request_timeout=LIST_TIMEOUT_SECONDS)
+        if response.status >= 400:
+            text = await response.text()
+            raise ApiException(status=response.status, reason=text.strip()[:200] or response.reason)
         body = await response.json()
         self.items = {self.key(raw): self.slim(raw) for raw in body.get("items") or []}
         self.relists += 1
@@ -98,7 +101,10 @@ class Informer(Generic[V]):
                 if error.status == 410:
                     self.logger.info("watch expired; listing again", extra={"kind": self.kind})
                     continue
-                self.logger.warning("watch failed", extra={"kind": self.kind, "problem": str(error.status)})
+                problem = f"{error.status} {error.reason}".strip()
+                if error.status == 404:
+                    problem += " (the resource is not served: is its CRD installed?)"
+                self.logger.warning("watch failed", extra={"kind": self.kind, "problem": problem})
             except Exception as error:  # network errors of every kind: relist after a pause
                 self.logger.warning("watch failed", extra={"kind": self.kind, "problem": repr(error)})
             await asyncio.sleep(backoff)

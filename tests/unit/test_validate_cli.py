@@ -160,3 +160,4 @@ def test_list_kind_items_are_checked(tmp_path: Path, capsys) -> None:
 
 def test_the_samples_are_valid(capsys) -> None:
     assert run(capsys, "-f", str(ROOT / "config" / "samples")) == (0, [])
+

@@ -1,0 +1,64 @@
+"""`ptol demo`: the two use cases with the real kube-scheduler on a local control plane."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from preemption_toleration.cli.signals import run_until_signalled
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "demo", help="play the two use cases with the real kube-scheduler on a local control plane",
+        description="Start a local control plane and `ptol run`, apply the classes and policies of the two use "
+        "cases, and show what the real kube-scheduler may and may not preempt. Needs root the first time "
+        "(it installs and builds the control plane, ~7 minutes).")
+    parser.add_argument("--dir", default=".demo-cluster", help="the cluster's directory (default .demo-cluster)")
+    parser.add_argument("--once", action="store_true", help="stop everything and exit when done")
+    parser.add_argument("--guarantee-seconds", type=int, default=20,
+                        help="guaranteed running time of the demo's time-limited class (default 20)")
+    parser.set_defaults(handler=run)
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from preemption_toleration.demo.runner import Demo, DemoSettings, StepFailed
+
+    settings = DemoSettings(Path(args.dir).resolve(), once=args.once, guarantee_seconds=args.guarantee_seconds)
+    outcome = {"code": 0}
+
+    async def main(stop: asyncio.Event) -> None:
+        demo = Demo(settings, _say)
+        keep = False
+        try:
+            play = asyncio.create_task(demo.play())
+            stopped = asyncio.create_task(stop.wait())
+            done, _ = await asyncio.wait({play, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if play not in done:
+                play.cancel()
+                _say("Interrupted; stopping everything.")
+                outcome["code"] = 130
+                return
+            play.result()
+            if not settings.once:
+                keep = True
+                kubectl = demo.cluster.toolchain.kubectl
+                _say(f"\nThe cluster stays up. Try:\n  export KUBECONFIG={demo.cluster.kubeconfig}\n"
+                     f"  {kubectl} get ptp\n  {kubectl} get pods -n demo\n"
+                     "Press Ctrl-C to stop everything.")
+                await stopped
+                keep = False
+        except StepFailed as failure:
+            print(f"demo failed while {failure.step}: {failure.problem}", file=sys.stderr, flush=True)
+            outcome["code"] = 1
+        finally:
+            await demo.close(keep=keep)
+
+    run_until_signalled(main)
+    return outcome["code"]

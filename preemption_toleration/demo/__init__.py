@@ -1,0 +1,1 @@
+"""`ptol demo`: the two use cases of DESIGN §1 played with the real kube-scheduler on a local control plane."""

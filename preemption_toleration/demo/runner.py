@@ -1,0 +1,255 @@
+"""Plays the demo: a local control plane, `ptol run`, the samples, and three preemption stories told as they
+happen. Every step is named, so a failure says which step failed and where the logs are."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from preemption_toleration.api.crd import crd_manifest
+from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
+from preemption_toleration.demo import objects
+from preemption_toleration.devcluster import LocalCluster, create_node, ensure_namespace, ensure_toolchain
+
+Say = Callable[[str], None]
+REFUSED_WAIT_SECONDS = 10
+
+
+class StepFailed(Exception):
+    def __init__(self, step: str, problem: str) -> None:
+        super().__init__(f"{step}: {problem}")
+        self.step = step
+        self.problem = problem
+
+
+@dataclass
+class DemoSettings:
+    directory: Path
+    once: bool = False
+    guarantee_seconds: int = 20
+    results: list[list[str]] = field(default_factory=list)
+
+
+async def _until(probe: Callable[[], Awaitable[Any]], check: Callable[[Any], bool], timeout: float,
+                 what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = await probe()
+        if check(value):
+            return value
+        if time.monotonic() > deadline:
+            raise StepFailed(what, f"not reached within {timeout:.0f} s")
+        await asyncio.sleep(1)
+
+
+class Demo:
+    def __init__(self, settings: DemoSettings, say: Say) -> None:
+        self.settings = settings
+        self.say = say
+        self.cluster = LocalCluster(settings.directory)
+        self.components: subprocess.Popen[bytes] | None = None
+        self.api: ApiClient | None = None
+
+    @property
+    def core(self) -> client.CoreV1Api:
+        assert self.api is not None
+        return client.CoreV1Api(self.api)
+
+    # ----------------------------------------------------------------- setup
+
+    def start_components(self) -> None:
+        log_path = self.cluster.logs_dir / "ptol-run.log"
+        with open(log_path, "ab") as log:
+            start = log.tell()
+            self.components = subprocess.Popen(
+                [sys.executable, "-m", "preemption_toleration", "run", "--kubeconfig", str(self.cluster.kubeconfig),
+                 "--resync-seconds", "5"],
+                stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if b"webhook configurations registered" in log_path.read_bytes()[start:]:
+                return
+            if self.components.poll() is not None:
+                raise StepFailed("starting ptol run", f"it exited with code {self.components.returncode}")
+            time.sleep(0.3)
+        raise StepFailed("starting ptol run", "its webhooks were not registered within 90 s")
+
+    def stop_components(self) -> None:
+        if self.components is not None and self.components.poll() is None:
+            self.components.send_signal(signal.SIGINT)
+            try:
+                self.components.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.components.kill()
+
+    async def install_crd(self) -> None:
+        assert self.api is not None
+        extensions = client.ApiextensionsV1Api(self.api)
+        try:
+            await extensions.create_custom_resource_definition(crd_manifest())
+        except ApiException as error:
+            if error.status != 409:
+                raise
+        name = crd_manifest()["metadata"]["name"]
+        await _until(lambda: extensions.read_custom_resource_definition(name),
+                     lambda crd: any(c.type == "Established" and c.status == "True"
+                                     for c in crd.status.conditions or []), 60, "the CRD being established")
+
+    async def apply_samples(self) -> None:
+        assert self.api is not None
+        await ensure_namespace(self.api, objects.NAMESPACE)
+        await create_node(self.api, objects.NODE, cpu="3")
+        scheduling = client.SchedulingV1Api(self.api)
+        for name, value in objects.CLASSES.items():
+            try:
+                await scheduling.create_priority_class(objects.priority_class(name, value))
+            except ApiException as error:
+                if error.status != 409:
+                    raise
+        custom = client.CustomObjectsApi(self.api)
+        for body in objects.policies(self.settings.guarantee_seconds):
+            await _until(lambda body=body: self._create_policy(custom, body), bool, 60, "applying the policies")
+        await _until(self._annotations, lambda rows: all(row[2] != "-" for row in rows if row[0] in (
+            "low-non-preempted", "low-guaranteed")), 60, "the operator annotating the classes")
+        self.say("PriorityClasses, as the operator left them:\n" + objects.render_table(
+            ["CLASS", "VALUE", "MINIMUM-PREEMPTABLE", "TOLERATION-SECONDS"],
+            [[row[0], row[1], row[2], row[3]] for row in await self._annotations()]))
+
+    async def _create_policy(self, custom: client.CustomObjectsApi, body: dict[str, Any]) -> bool:
+        try:
+            await custom.create_cluster_custom_object("preemption-toleration.dev", "v1alpha1",
+                                                      "preemptiontolerationpolicies", body)
+        except ApiException as error:
+            if error.status == 404:
+                return False  # the new API is not served yet
+            if error.status != 409:
+                raise
+        return True
+
+    async def _annotations(self) -> list[list[str]]:
+        scheduling = client.SchedulingV1Api(self.api)
+        rows = []
+        for name, value in objects.CLASSES.items():
+            annotations = (await scheduling.read_priority_class(name)).metadata.annotations or {}
+            rows.append([name, str(value), annotations.get(MINIMUM_PREEMPTABLE_PRIORITY, "-"),
+                         annotations.get(TOLERATION_SECONDS, "-")])
+        return rows
+
+    # ----------------------------------------------------------------- the stories
+
+    async def _node_of(self, name: str) -> str | None | bool:
+        """The pod's node, None while pending, False once it is gone."""
+        try:
+            return (await self.core.read_namespaced_pod(name, objects.NAMESPACE)).spec.node_name
+        except ApiException as error:
+            if error.status == 404:
+                return False
+            raise
+
+    async def _run_pod(self, name: str, class_name: str, wait_bound: bool = True) -> None:
+        await self.core.create_namespaced_pod(objects.NAMESPACE, objects.pod(name, class_name))
+        if wait_bound:
+            await _until(lambda: self._node_of(name), lambda node: bool(node), 60, f"{name} being scheduled")
+
+    async def _refusals(self, victim: str) -> list[str]:
+        events = await self.core.list_namespaced_event(objects.NAMESPACE, field_selector=f"involvedObject.name={victim}")
+        return [event.message for event in events.items if event.reason == "PreemptionRefused"]
+
+    async def _clear(self) -> None:
+        await self.core.delete_collection_namespaced_pod(objects.NAMESPACE, grace_period_seconds=0)
+        await _until(lambda: self.core.list_namespaced_pod(objects.NAMESPACE), lambda pods: not pods.items, 60,
+                     "clearing the demo's pods")
+
+    def _result(self, story: str, victim: str, preemptor: str, outcome: str, started: float) -> None:
+        self.settings.results.append([story, victim, preemptor, outcome, f"{time.monotonic() - started:.0f} s"])
+
+    async def story_forever(self) -> None:
+        self.say("\n1. low-non-preempted: only priority >= 10000 may preempt it, forever.")
+        started = time.monotonic()
+        await self._run_pod("train-a", "low-non-preempted")
+        self.say("   train-a (low-non-preempted, 2 of 3 CPUs) is running; now high-a (high, 9000) wants 2 CPUs ...")
+        await self._run_pod("high-a", "high", wait_bound=False)
+        await asyncio.sleep(REFUSED_WAIT_SECONDS)
+        if await self._node_of("train-a") is False or await self._node_of("high-a"):
+            raise StepFailed("story 1", "high-a preempted train-a")
+        [message, *_] = await _until(lambda: self._refusals("train-a"), bool, 30, "the guard's refusal Event")
+        self.say(f"   refused by the guard: {message}")
+        self._result("1", "train-a (low-non-preempted)", "high-a (9000)", "refused", started)
+        self.say("   now critical-a (critical, 10000) wants the same room ...")
+        await self._run_pod("critical-a", "critical", wait_bound=False)
+        await _until(lambda: self._node_of("train-a"), lambda node: node is False, 90, "critical-a preempting train-a")
+        await _until(lambda: self._node_of("critical-a"), bool, 90, "critical-a being scheduled")
+        self.say("   critical-a preempted train-a.")
+        self._result("1", "train-a (low-non-preempted)", "critical-a (10000)", "preempted", started)
+        await self._clear()
+
+    async def story_plain(self) -> None:
+        self.say("\n2. low: any higher priority preempts it, as before.")
+        started = time.monotonic()
+        await self._run_pod("batch-b", "low")
+        await self._run_pod("high-b", "high", wait_bound=False)
+        await _until(lambda: self._node_of("batch-b"), lambda node: node is False, 90, "high-b preempting batch-b")
+        self.say("   high-b preempted batch-b at once.")
+        self._result("2", "batch-b (low)", "high-b (9000)", "preempted", started)
+        await self._clear()
+
+    async def story_guaranteed(self) -> None:
+        seconds = self.settings.guarantee_seconds
+        self.say(f"\n3. low-guaranteed: high may preempt it only after it has run {seconds} s.")
+        started = time.monotonic()
+        await self._run_pod("train-c", "low-guaranteed")
+        await self._run_pod("high-c", "high", wait_bound=False)
+        self.say(f"   high-c waits; the scheduler retries, the guard refuses until train-c has run {seconds} s ...")
+        await _until(lambda: self._node_of("train-c"), lambda node: node is False, seconds + 330,
+                     "high-c preempting train-c after the guarantee")
+        ran = time.monotonic() - started
+        self.say(f"   high-c preempted train-c after {ran:.0f} s (guarantee {seconds} s, plus the scheduler's retry).")
+        self._result("3", "train-c (low-guaranteed)", "high-c (9000)", f"preempted after {seconds} s", started)
+        await self._clear()
+
+    # ----------------------------------------------------------------- the whole thing
+
+    async def play(self) -> None:
+        step = "installing the control plane's binaries"
+        try:
+            await asyncio.to_thread(ensure_toolchain, lambda message: self.say(f"   {message}"))
+            step = "starting the local control plane"
+            self.say(f"Starting etcd, kube-apiserver and kube-scheduler in {self.settings.directory} ...")
+            await asyncio.to_thread(self.cluster.start)
+            self.api = await self.cluster.api_client()
+            step = "installing the PreemptionTolerationPolicy CRD"
+            await self.install_crd()
+            step = "starting ptol run (operator, webhooks, guard)"
+            await asyncio.to_thread(self.start_components)
+            step = "applying the classes and policies"
+            await self.apply_samples()
+            step = "playing the stories"
+            await self.story_forever()
+            await self.story_plain()
+            await self.story_guaranteed()
+        except StepFailed as failure:
+            raise StepFailed(failure.step, f"{failure.problem}; logs in {self.cluster.logs_dir}") from failure
+        except Exception as error:
+            raise StepFailed(step, f"{type(error).__name__}: {error}; logs in {self.cluster.logs_dir}") from error
+        self.say("\nWhat happened:\n" + objects.render_table(
+            ["STORY", "VICTIM", "PREEMPTOR", "OUTCOME", "AFTER"], self.settings.results))
+
+    async def close(self, keep: bool) -> None:
+        if self.api is not None:
+            await self.api.close()
+        if not keep:
+            self.stop_components()
+            await asyncio.to_thread(self.cluster.stop)

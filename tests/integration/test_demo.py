@@ -1,0 +1,37 @@
+"""The README's first command ends with `ptol demo`: run it to the end, as a newcomer would, with --once."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integration.components import ROOT
+
+pytestmark = pytest.mark.integration
+
+
+def test_demo_plays_the_stories_and_stops_everything(tmp_path: Path) -> None:
+    directory = tmp_path / "demo"
+    result = subprocess.run(
+        [sys.executable, "-m", "preemption_toleration", "demo", "--once", "--dir", str(directory),
+         "--guarantee-seconds", "10"],
+        capture_output=True, text=True, timeout=600, cwd=ROOT, check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    out = result.stdout
+    assert "refused by the guard: pod demo/train-a (PriorityClass low-non-preempted, priority 8000)" in out
+    summary = out.split("What happened:\n", 1)[1].splitlines()
+    assert summary[0].split() == ["STORY", "VICTIM", "PREEMPTOR", "OUTCOME", "AFTER"]
+    outcomes = [" ".join(line.split()[1:-2]) for line in summary[1:5]]
+    assert outcomes == [
+        "train-a (low-non-preempted) high-a (9000) refused",
+        "train-a (low-non-preempted) critical-a (10000) preempted",
+        "batch-b (low) high-b (9000) preempted",
+        "train-c (low-guaranteed) high-c (9000) preempted after 10 s",
+    ]
+    # --once stopped every process it started
+    leftover = subprocess.run(["pgrep", "-f", str(directory)], capture_output=True, text=True, check=False)
+    assert leftover.stdout.strip() == ""
