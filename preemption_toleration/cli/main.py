@@ -14,6 +14,7 @@ from preemption_toleration.cli import (
     crd_cmd,
     demo_cmd,
     dev_cmd,
+    explain_cmd,
     manifests_cmd,
     operator_cmd,
     run_cmd,
@@ -21,7 +22,7 @@ from preemption_toleration.cli import (
     webhook_cmd,
 )
 
-COMMAND_MODULES = [demo_cmd, validate_cmd, crd_cmd, run_cmd, operator_cmd, webhook_cmd, manifests_cmd, dev_cmd]
+COMMAND_MODULES = [demo_cmd, validate_cmd, explain_cmd, crd_cmd, run_cmd, operator_cmd, webhook_cmd, manifests_cmd, dev_cmd]
 
 
 def build_parser() -> argparse.ArgumentParser:

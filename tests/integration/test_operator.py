@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -307,3 +310,30 @@ async def test_two_replicas_with_peering_only_one_writes(
         active.stop()
         standby.stop()
         operator.start()
+
+
+async def test_explain_reads_the_cluster(
+    api: ApiClient, cluster: LocalCluster, kubectl: Kubectl, operator: OperatorProcess, cleanup: list,
+    namespace: str,
+) -> None:
+    pc, ptp = unique_name("explained"), unique_name("policy")
+    cleanup += [("pc", pc), ("ptp", ptp)]
+    kubectl("apply", "-f", "-", input=class_manifest(pc))
+    kubectl("apply", "-f", "-", input=policy_manifest(
+        ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}))
+    await wait_annotations(api, pc, {MIN: "10000", TOL: "-1"})
+    await client.CoreV1Api(api).create_namespaced_pod(namespace, {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"priorityClassName": pc, "containers": [{"name": "c", "image": "pause"}]}})
+
+    def explain(*args: str) -> str:
+        result = subprocess.run([sys.executable, "-m", "preemption_toleration", "explain", *args,
+                                 "--kubeconfig", str(cluster.kubeconfig)], capture_output=True, text=True, check=True)
+        return result.stdout.strip()
+
+    assert explain("pod", f"{namespace}/p") == (
+        f'pod {namespace}/p (PriorityClass {pc}, priority 8000) (PreemptionTolerationPolicy "{ptp}"): refuses '
+        "priorities 8001 to 9999 forever; priorities >= 10000 may preempt it now.")
+    facts = json.loads(explain("priorityclass", pc, "-o", "json"))
+    assert (facts["policy"], facts["protection"], facts["refusedPriorities"]) == (ptp, "Forever",
+                                                                                  {"from": 8001, "to": 9999})

@@ -1,0 +1,91 @@
+"""Plain-words explanations of a pod's or a class's protection (pure), for `ptol explain`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from preemption_toleration.core.annotations import PolicyParseError, name_of, parse_toleration_policy
+from preemption_toleration.core.pods import pod_priority, pod_ref, priority_class_name
+from preemption_toleration.core.protection import ProtectionKind, protection_of
+
+
+def _time(moment: datetime) -> str:
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def explain_pod(
+    pod: Mapping[str, Any], priority_class: Mapping[str, Any] | None, policy: str | None, now: datetime
+) -> dict[str, Any]:
+    protection = protection_of(pod, priority_class, now)
+    priority = pod_priority(pod)
+    facts: dict[str, Any] = {
+        "kind": "Pod",
+        "name": pod_ref(pod),
+        "priorityClassName": priority_class_name(pod) or None,
+        "priority": priority,
+        "policy": policy,
+        "protection": protection.kind.value,
+        "reason": protection.reason,
+    }
+    if protection.protected:
+        facts["refusedPriorities"] = {"from": priority + 1, "to": protection.refuse_below - 1}
+        facts["mayPreemptNow"] = f">= {protection.refuse_below}"
+    else:
+        facts["mayPreemptNow"] = f"> {priority}"
+    if protection.kind is ProtectionKind.UNTIL and protection.until is not None:
+        facts["until"] = _time(protection.until)
+        facts["secondsLeft"] = protection.seconds_left(now)
+    if protection.toleration_seconds is not None:
+        facts["tolerationSeconds"] = protection.toleration_seconds
+    return facts
+
+
+def explain_class(priority_class: Mapping[str, Any], policy: str | None) -> dict[str, Any]:
+    value = int(priority_class.get("value") or 0)
+    facts: dict[str, Any] = {"kind": "PriorityClass", "name": name_of(priority_class), "value": value,
+                             "policy": policy}
+    try:
+        parsed = parse_toleration_policy(priority_class)
+    except PolicyParseError as error:
+        facts.update(valid=False, reason=f"the toleration is ignored: {error}")
+        return facts
+    facts.update(valid=True, minimumPreemptablePriority=parsed.minimum_preemptable_priority,
+                 tolerationSeconds=parsed.toleration_seconds)
+    if parsed.minimum_preemptable_priority <= value + 1 or parsed.toleration_seconds == 0:
+        facts["protection"] = ProtectionKind.NONE.value
+    else:
+        facts["protection"] = (ProtectionKind.FOREVER.value if parsed.toleration_seconds < 0
+                               else ProtectionKind.UNTIL.value)
+        facts["refusedPriorities"] = {"from": value + 1, "to": parsed.minimum_preemptable_priority - 1}
+    return facts
+
+
+def render(facts: Mapping[str, Any]) -> str:
+    """The facts in plain words."""
+    source = f' (PreemptionTolerationPolicy "{facts["policy"]}")' if facts.get("policy") else ""
+    if facts["kind"] == "PriorityClass":
+        head = f"PriorityClass {facts['name']} (value {facts['value']}){source}:"
+        if not facts["valid"]:
+            return f"{head} {facts['reason']}; every higher priority may preempt its pods."
+        if facts["protection"] == ProtectionKind.NONE.value:
+            return f"{head} no toleration; every higher priority may preempt its pods."
+        refused = facts["refusedPriorities"]
+        when = ("forever" if facts["protection"] == ProtectionKind.FOREVER.value
+                else f"for {facts['tolerationSeconds']} s after each pod is scheduled")
+        return (f"{head} its pods refuse preemptors of priority {refused['from']} to {refused['to']} {when}; "
+                f"priority {facts['minimumPreemptablePriority']} and above may preempt them at once.")
+    head = f"pod {facts['name']} (PriorityClass {facts['priorityClassName'] or '-'}, priority {facts['priority']}){source}:"
+    kind = facts["protection"]
+    if kind == ProtectionKind.NONE.value:
+        return f"{head} not protected ({facts['reason']}); every priority {facts['mayPreemptNow']} may preempt it now."
+    refused = facts["refusedPriorities"]
+    span = f"priorities {refused['from']} to {refused['to']}"
+    if kind == ProtectionKind.FOREVER.value:
+        tail = f"refuses {span} forever"
+    elif kind == ProtectionKind.NOT_SCHEDULED.value:
+        tail = f"refuses {span}; not scheduled yet, its {facts['tolerationSeconds']} s start when it is"
+    else:
+        tail = f"refuses {span} until {facts['until']} ({facts['secondsLeft']} s left), then every higher priority may"
+    return f"{head} {tail}; priorities {facts['mayPreemptNow']} may preempt it now."
