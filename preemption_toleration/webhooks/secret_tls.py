@@ -18,7 +18,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration import pki
-from preemption_toleration.webhooks.configurations import NAME
+from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME
 from preemption_toleration.webhooks.tls import GeneratedCertificates, load_pair, not_after, server_context
 
 logger = logging.getLogger("preemption_toleration.webhooks.tls")
@@ -107,20 +107,22 @@ class SecretCertificates(GeneratedCertificates):
 
     async def publish_ca_bundle(self) -> None:
         admission = client.AdmissionregistrationV1Api(self.api)
-        for read, patch in (
-            (admission.read_validating_webhook_configuration, admission.patch_validating_webhook_configuration),
-            (admission.read_mutating_webhook_configuration, admission.patch_mutating_webhook_configuration),
+        for read, patch, name in (
+            (admission.read_validating_webhook_configuration, admission.patch_validating_webhook_configuration, NAME),
+            (admission.read_mutating_webhook_configuration, admission.patch_mutating_webhook_configuration, NAME),
+            (admission.read_validating_webhook_configuration, admission.patch_validating_webhook_configuration,
+             GUARD_NAME),
         ):
             try:
-                configuration = await read(NAME)
+                configuration = await read(name)
             except ApiException as error:
                 if error.status == 404:
-                    logger.warning("webhook configuration not found; caBundle not set", extra={"configuration": NAME})
+                    logger.warning("webhook configuration not found; caBundle not set", extra={"configuration": name})
                     continue
                 raise
             operations = ca_bundle_patch(configuration.webhooks or [], self.ca_bundle)
             if operations:
-                await patch(NAME, operations, _content_type="application/json-patch+json")
+                await patch(name, operations, _content_type="application/json-patch+json")
 
     async def renew_or_reload(self, now: datetime.datetime | None = None) -> None:
         """Load a renewal another replica stored, or renew ourselves when due and store it."""

@@ -10,7 +10,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from preemption_toleration.webhooks.configurations import NAME, service_manifests
+from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME, service_manifests
 from preemption_toleration.webhooks.secret_tls import SecretCertificates
 from preemption_toleration.webhooks.tls import not_after
 
@@ -18,9 +18,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")
 
 
 async def _delete_configurations(admission: client.AdmissionregistrationV1Api) -> None:
-    for delete in (admission.delete_validating_webhook_configuration, admission.delete_mutating_webhook_configuration):
+    for delete, name in ((admission.delete_validating_webhook_configuration, NAME),
+                         (admission.delete_mutating_webhook_configuration, NAME),
+                         (admission.delete_validating_webhook_configuration, GUARD_NAME)):
         try:
-            await delete(NAME)
+            await delete(name)
         except ApiException as error:
             if error.status != 404:
                 raise
@@ -28,10 +30,11 @@ async def _delete_configurations(admission: client.AdmissionregistrationV1Api) -
 
 async def test_secret_holds_the_pair_and_the_ca_reaches_every_webhook(api: ApiClient, namespace: str) -> None:
     admission = client.AdmissionregistrationV1Api(api)
-    validating, mutating, _guard = service_manifests(namespace, "webhook")
+    validating, mutating, guard = service_manifests(namespace, "webhook")
     # These point at a Service that does not exist here: they are removed at once after the checks.
     await admission.create_validating_webhook_configuration(validating)
     await admission.create_mutating_webhook_configuration(mutating)
+    await admission.create_validating_webhook_configuration(guard)
     try:
         first = SecretCertificates(api, namespace, "webhook-tls", ["webhook.ns.svc"])
         await first.setup()
@@ -39,8 +42,10 @@ async def test_secret_holds_the_pair_and_the_ca_reaches_every_webhook(api: ApiCl
         secret = await client.CoreV1Api(api).read_namespaced_secret("webhook-tls", namespace)
         assert sorted(secret.data) == ["ca.crt", "ca.key", "tls.crt", "tls.key"]
         expected = base64.b64encode(first.ca_bundle).decode()
-        for read in (admission.read_validating_webhook_configuration, admission.read_mutating_webhook_configuration):
-            configuration = api.sanitize_for_serialization(await read(NAME))
+        for read, name in ((admission.read_validating_webhook_configuration, NAME),
+                           (admission.read_mutating_webhook_configuration, NAME),
+                           (admission.read_validating_webhook_configuration, GUARD_NAME)):
+            configuration = api.sanitize_for_serialization(await read(name))
             assert {w["clientConfig"]["caBundle"] for w in configuration["webhooks"]} == {expected}
 
         # a second replica uses the same CA and serving pair

@@ -7,7 +7,7 @@ import yaml
 
 from preemption_toleration.api.crd import crd_manifest, crd_yaml
 
-COMMITTED = Path(__file__).resolve().parents[2] / "crds" / "preemptiontolerationpolicies.yaml"
+COMMITTED = Path(__file__).resolve().parents[2] / "config" / "crd" / "preemptiontolerationpolicies.yaml"
 FORBIDDEN_KEYS = {"$ref", "$defs", "anyOf", "oneOf", "allOf", "title", "const", "uniqueItems"}
 
 
@@ -34,7 +34,9 @@ def walk(node: Any, path: str = "") -> list[str]:
 
 
 def test_committed_crd_matches_the_models() -> None:
-    assert COMMITTED.read_text() == crd_yaml(), "regenerate with: ptol crd > crds/preemptiontolerationpolicies.yaml"
+    assert COMMITTED.read_text() == crd_yaml(), "regenerate: ptol crd > config/crd/preemptiontolerationpolicies.yaml"
+    link = COMMITTED.parents[2] / "crds" / COMMITTED.name
+    assert link.resolve() == COMMITTED.resolve(), "crds/ links to config/crd/"
 
 
 def test_schema_is_structural() -> None:

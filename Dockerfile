@@ -1,0 +1,14 @@
+# The image of every component: `ptol operator`, `ptol webhook` (see config/manager).
+FROM python:3.11-slim AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY preemption_toleration ./preemption_toleration
+RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+
+FROM python:3.11-slim
+COPY --from=build /wheels /wheels
+RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
+# non-root, matching runAsUser in config/manager; the root filesystem is mounted read-only there
+USER 65532:65532
+ENV PYTHONUNBUFFERED=1
+ENTRYPOINT ["ptol"]

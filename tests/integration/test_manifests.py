@@ -1,0 +1,75 @@
+"""The cluster manifests under config/: they render, pass a server-side dry run, and grant no more than
+the components need (checked by asking the API server what each service account may do)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from preemption_toleration.devcluster import LocalCluster
+from tests.integration.components import ROOT, install_crd
+from tests.integration.conftest import Kubectl
+
+pytestmark = pytest.mark.integration
+
+NAMESPACE = "preemption-toleration"
+OPERATOR = f"system:serviceaccount:{NAMESPACE}:operator"
+WEBHOOK = f"system:serviceaccount:{NAMESPACE}:webhook"
+
+
+@pytest.fixture(scope="module")
+def installed(cluster: LocalCluster, kubectl: Kubectl) -> Iterator[None]:
+    install_crd(cluster)
+    kubectl("apply", "-f", str(ROOT / "config" / "manager" / "namespace.yaml"))
+    kubectl("apply", "-k", str(ROOT / "config" / "rbac"))
+    yield
+    kubectl("delete", "-k", str(ROOT / "config" / "rbac"), "--ignore-not-found", check=False)
+
+
+def test_default_renders_and_passes_a_server_side_dry_run(installed: None, kubectl: Kubectl) -> None:
+    rendered = kubectl("kustomize", str(ROOT / "config" / "default")).stdout
+    kinds = sorted(line.split(": ", 1)[1] for line in rendered.splitlines() if line.startswith("kind: "))
+    assert kinds.count("Deployment") == 2 and "PodDisruptionBudget" in kinds and "Service" in kinds
+    result = kubectl("apply", "--dry-run=server", "-f", "-", input=rendered)
+    assert "(server dry run)" in result.stdout
+
+
+def can(kubectl: Kubectl, user: str, verb: str, resource: str, *extra: str) -> bool:
+    result = kubectl("auth", "can-i", verb, resource, f"--as={user}", *extra, check=False)
+    return result.stdout.strip() == "yes"
+
+
+ALLOWED = [
+    (OPERATOR, "patch", "priorityclasses.scheduling.k8s.io"),
+    (OPERATOR, "patch", "preemptiontolerationpolicies.preemption-toleration.dev/status"),
+    (OPERATOR, "watch", "preemptiontolerationpolicies.preemption-toleration.dev"),
+    (OPERATOR, "create", "events", "-n", "default"),
+    (WEBHOOK, "watch", "pods", "--all-namespaces"),
+    (WEBHOOK, "create", "events", "-n", "team-a"),
+    (WEBHOOK, "update", "secrets/webhook-tls", "-n", NAMESPACE),
+    (WEBHOOK, "patch", "validatingwebhookconfigurations.admissionregistration.k8s.io/preemption-toleration-guard"),
+]
+DENIED = [
+    (OPERATOR, "delete", "priorityclasses.scheduling.k8s.io"),
+    (OPERATOR, "create", "priorityclasses.scheduling.k8s.io"),
+    (OPERATOR, "delete", "preemptiontolerationpolicies.preemption-toleration.dev"),
+    (OPERATOR, "get", "secrets", "-n", NAMESPACE),
+    (OPERATOR, "delete", "pods", "-n", "default"),
+    (WEBHOOK, "patch", "priorityclasses.scheduling.k8s.io"),
+    (WEBHOOK, "delete", "pods", "-n", "default"),
+    (WEBHOOK, "get", "secrets/other", "-n", NAMESPACE),
+    (WEBHOOK, "get", "secrets", "-n", "kube-system"),
+    (WEBHOOK, "patch", "validatingwebhookconfigurations.admissionregistration.k8s.io/someone-else"),
+]
+
+
+@pytest.mark.parametrize("case", ALLOWED, ids=[" ".join(c[1:3]) + " " + c[0].rsplit(":", 1)[1] for c in ALLOWED])
+def test_service_accounts_may_do_their_job(installed: None, kubectl: Kubectl, case: tuple[str, ...]) -> None:
+    assert can(kubectl, *case)
+
+
+@pytest.mark.parametrize("case", DENIED, ids=[" ".join(c[1:3]) + " " + c[0].rsplit(":", 1)[1] for c in DENIED])
+def test_service_accounts_may_do_nothing_else(installed: None, kubectl: Kubectl, case: tuple[str, ...]) -> None:
+    assert not can(kubectl, *case)
+
