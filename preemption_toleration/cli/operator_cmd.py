@@ -59,6 +59,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="URL",
         help="kopf liveness endpoint, e.g. http://0.0.0.0:8080/healthz [PTOL_OPERATOR_LIVENESS]",
     )
+    parser.add_argument(
+        "--metrics",
+        default=os.environ.get("PTOL_OPERATOR_METRICS"),
+        metavar="HOST:PORT",
+        help="serve Prometheus metrics on http://HOST:PORT/metrics, e.g. 0.0.0.0:8081 [PTOL_OPERATOR_METRICS]",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -73,5 +79,6 @@ def run(args: argparse.Namespace) -> int:
         resync_seconds=args.resync_seconds,
         peering_priority=args.priority if args.priority is not None else secrets.randbelow(10**9) + 1,
     )
-    asyncio.run(run_operator(config, peering_name=args.peering, liveness_endpoint=args.liveness))
+    asyncio.run(run_operator(config, peering_name=args.peering, liveness_endpoint=args.liveness,
+                             metrics_address=args.metrics))
     return 0

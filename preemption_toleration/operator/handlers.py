@@ -19,6 +19,7 @@ from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
 from preemption_toleration.governance.views import FIELD_MANAGER, ClassView, PolicyView, class_view, policy_view
 from preemption_toleration.kube.client import make_api_client
 from preemption_toleration.kube.kopf_login import connection_info
+from preemption_toleration.operator.metrics import OperatorMetrics
 from preemption_toleration.operator.reconciler import ReconcileResult, Reconciler
 
 CLASSES = ("scheduling.k8s.io", "v1", "priorityclasses")
@@ -34,6 +35,7 @@ class OperatorConfig:
     field_manager: str = FIELD_MANAGER
     resync_seconds: float = 60.0
     peering_priority: int = 0
+    metrics: OperatorMetrics = field(default_factory=OperatorMetrics, repr=False)
     # filled at startup
     reconciler: Reconciler | None = field(default=None, repr=False)
     api: Any = field(default=None, repr=False)
@@ -62,7 +64,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     settings.watching.server_timeout = 300  # re-establish long watches before proxies cut them
     settings.watching.client_timeout = 330
     config.api = await make_api_client(config.kubeconfig)
-    config.reconciler = Reconciler(config.api, config.field_manager, _post_event, logger)
+    config.reconciler = Reconciler(config.api, config.field_manager, _post_event, logger, metrics=config.metrics)
 
 
 @kopf.on.login(registry=registry)

@@ -25,6 +25,7 @@ from preemption_toleration.governance.plan import (
 )
 from preemption_toleration.governance.status import READY, build_status, status_differs
 from preemption_toleration.governance.views import ClassView, PolicyView
+from preemption_toleration.operator.metrics import OperatorMetrics
 from preemption_toleration.operator.writes import apply_class_annotations, patch_policy_status
 
 # (object reference, type "Normal"/"Warning", reason, message)
@@ -62,7 +63,9 @@ class Reconciler:
         logger: logging.Logger,
         apply_class: ClassApplier = apply_class_annotations,
         patch_status: StatusPatcher = patch_policy_status,
+        metrics: OperatorMetrics | None = None,
     ) -> None:
+        self.metrics = metrics or OperatorMetrics()
         self.api = api
         self.field_manager = field_manager
         self.post_event = post_event
@@ -75,7 +78,12 @@ class Reconciler:
         self, policies: Iterable[PolicyView], classes: Iterable[ClassView], now: datetime | None = None
     ) -> ReconcileResult:
         async with self.lock:
-            return await self._reconcile(list(policies), list(classes), now or datetime.now(timezone.utc))
+            policies, classes = list(policies), list(classes)
+            result = await self._reconcile(policies, classes, now or datetime.now(timezone.utc))
+        self.metrics.reconciles.labels("failed" if result.failures else "ok").inc()
+        self.metrics.objects.labels("priorityclasses").set(len(classes))
+        self.metrics.objects.labels("preemptiontolerationpolicies").set(len(policies))
+        return result
 
     async def _reconcile(
         self, policies: list[PolicyView], classes: list[ClassView], now: datetime
@@ -92,6 +100,8 @@ class Reconciler:
                 await self.apply_class(self.api, apply_body(view, write.annotations), self.field_manager)
             except (ApiException, OSError, asyncio.TimeoutError) as error:
                 problem = _api_problem(error)
+                action = "applied" if write.policy_name else "released"
+                self.metrics.writes.labels(action, "failed").inc()
                 result.failures.append(f"PriorityClass {write.class_name}: {problem}")
                 self.logger.warning(
                     "write failed", extra={"priorityClass": write.class_name, "problem": problem}
@@ -100,8 +110,12 @@ class Reconciler:
                     outcomes[write.policy_name] = failed_outcome(outcomes[write.policy_name], write.class_name, problem)
                 continue
             result.writes += 1
+            self.metrics.writes.labels("applied" if write.policy_name else "released", "ok").inc()
             self._report_write(write.class_name, write.annotations, write.policy_name, policy_by_name, view)
 
+        reasons = [outcome.reason.value for outcome in outcomes.values()]
+        for reason in ("Applied", "PriorityClassNotFound", "Conflict", "Invalid", "ApplyFailed"):
+            self.metrics.policies.labels(reason).set(reasons.count(reason))
         for name, outcome in sorted(outcomes.items()):
             policy = policy_by_name[name]
             wanted = build_status(outcome, policy.generation, policy.status, now)
@@ -118,6 +132,7 @@ class Reconciler:
                 result.failures.append(f"PreemptionTolerationPolicy {name} status: {_api_problem(error)}")
                 continue
             result.status_patches += 1
+            self.metrics.status_patches.inc()
             if previous != (outcome.reason.value, outcome.message) and outcome.reason is not Reason.APPLIED:
                 self.post_event(policy.ref, "Warning", outcome.reason.value, outcome.message)
         return result

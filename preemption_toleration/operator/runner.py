@@ -7,6 +7,7 @@ import asyncio
 import kopf
 
 from preemption_toleration.operator.handlers import OperatorConfig, registry
+from preemption_toleration.operator.metrics import serve_metrics
 
 
 async def run_operator(
@@ -16,8 +17,27 @@ async def run_operator(
     stop_flag: asyncio.Event | None = None,
     ready_flag: asyncio.Event | None = None,
     liveness_endpoint: str | None = None,
+    metrics_address: str | None = None,
 ) -> None:
     """Run until stopped. Without a peering name the operator runs standalone (one replica only)."""
+    metrics_runner = None
+    if metrics_address:
+        host, _, port = metrics_address.rpartition(":")
+        metrics_runner = await serve_metrics(config.metrics, host or "0.0.0.0", int(port))
+    try:
+        await _operator(config, peering_name, stop_flag, ready_flag, liveness_endpoint)
+    finally:
+        if metrics_runner is not None:
+            await metrics_runner.cleanup()
+
+
+async def _operator(
+    config: OperatorConfig,
+    peering_name: str | None,
+    stop_flag: asyncio.Event | None,
+    ready_flag: asyncio.Event | None,
+    liveness_endpoint: str | None,
+) -> None:
     await kopf.operator(
         registry=registry,
         clusterwide=True,

@@ -6,6 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import urllib.request
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -15,6 +16,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
 from preemption_toleration.devcluster import LocalCluster
+from preemption_toleration.devcluster.processes import free_port
 from tests.integration.components import OperatorProcess, install_crd
 from tests.integration.conftest import Kubectl
 from tests.integration.helpers import eventually, unique_name
@@ -34,12 +36,14 @@ from tests.integration.objects import (
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
 RESYNC_SECONDS = 3
+METRICS_PORT = free_port()
 
 
 @pytest.fixture(scope="module")
 def operator(cluster: LocalCluster) -> Iterator[OperatorProcess]:
     install_crd(cluster)
-    process = OperatorProcess(cluster, "--resync-seconds", str(RESYNC_SECONDS))
+    process = OperatorProcess(cluster, "--resync-seconds", str(RESYNC_SECONDS),
+                              "--metrics", f"127.0.0.1:{METRICS_PORT}")
     process.start()
     yield process
     process.stop()
@@ -337,3 +341,24 @@ async def test_explain_reads_the_cluster(
     facts = json.loads(explain("priorityclass", pc, "-o", "json"))
     assert (facts["policy"], facts["protection"], facts["refusedPriorities"]) == (ptp, "Forever",
                                                                                   {"from": 8001, "to": 9999})
+
+
+async def test_metrics_count_what_the_operator_did(
+    api: ApiClient, kubectl: Kubectl, operator: OperatorProcess, cleanup: list
+) -> None:
+    pc, ptp = unique_name("measured"), unique_name("policy")
+    cleanup += [("pc", pc), ("ptp", ptp)]
+    kubectl("apply", "-f", "-", input=class_manifest(pc))
+    kubectl("apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc,
+                                                            "minimumPreemptablePriority": 10000}))
+    await wait_annotations(api, pc, {MIN: "10000"})
+
+    def scrape() -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=10) as response:
+            return response.read().decode()
+
+    text = await asyncio.to_thread(scrape)
+    applied = [line for line in text.splitlines()
+               if line.startswith('ptol_operator_writes_total{action="applied",result="ok"}')]
+    assert applied and float(applied[0].split()[-1]) >= 1
+    assert 'ptol_operator_reconciles_total{result="ok"}' in text

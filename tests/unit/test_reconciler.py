@@ -71,3 +71,22 @@ async def test_success_writes_once_and_reports_applied() -> None:
     done = ClassView("low", 8000, annotations={MIN: "10000"}, owned_keys=frozenset({MIN}), uid="c1")
     result = await converged.reconciler().reconcile([policy], [done], NOW)
     assert (result.writes, result.status_patches, converged.events) == (0, 0, [])
+
+
+async def test_metrics_count_reconciles_writes_and_failures() -> None:
+    failing = Recorder(fail_apply=ApiException(status=500, reason="Boom"))
+    reconciler = failing.reconciler()
+    await reconciler.reconcile([make_policy()], [ClassView("low", 8000, uid="c1")], NOW)
+    ok = Recorder()
+    fine = ok.reconciler()
+    await fine.reconcile([make_policy()], [ClassView("low", 8000, uid="c1")], NOW)
+
+    def value(reconciler, name, **labels):
+        return reconciler.metrics.registry.get_sample_value(name, labels)
+
+    assert value(reconciler, "ptol_operator_reconciles_total", result="failed") == 1
+    assert value(reconciler, "ptol_operator_writes_total", action="applied", result="failed") == 1
+    assert value(reconciler, "ptol_operator_policies", reason="ApplyFailed") == 1
+    assert value(fine, "ptol_operator_reconciles_total", result="ok") == 1
+    assert value(fine, "ptol_operator_writes_total", action="applied", result="ok") == 1
+    assert value(fine, "ptol_operator_cache_objects", kind="priorityclasses") == 1
