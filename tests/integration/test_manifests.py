@@ -73,3 +73,10 @@ def test_service_accounts_may_do_their_job(installed: None, kubectl: Kubectl, ca
 def test_service_accounts_may_do_nothing_else(installed: None, kubectl: Kubectl, case: tuple[str, ...]) -> None:
     assert not can(kubectl, *case)
 
+
+
+def test_certmanager_variant_renders_with_files_and_ca_injection(kubectl: Kubectl) -> None:
+    rendered = kubectl("kustomize", str(ROOT / "config" / "certmanager")).stdout
+    assert rendered.count("cert-manager.io/inject-ca-from: preemption-toleration/preemption-toleration-webhook") == 3
+    assert "- --cert-file" in rendered and "secretName: webhook-cert-manager-tls" in rendered
+    assert "kind: Certificate" in rendered
