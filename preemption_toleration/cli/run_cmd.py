@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import secrets
 
 from preemption_toleration.cli.signals import run_until_signalled
@@ -19,7 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "manifests under config/ instead.")
     add_webhook_arguments(parser)
     parser.set_defaults(handler=run, port=0, host="127.0.0.1")
-    parser.add_argument("--resync-seconds", type=float, default=60.0, help="operator re-check period (default 60)")
+    parser.add_argument("--resync-seconds", type=float, default=float(os.environ.get("PTOL_RESYNC_SECONDS", "60")),
+                        help="operator re-check period [PTOL_RESYNC_SECONDS] (default 60)")
 
 
 async def run_all(args: argparse.Namespace, stop: asyncio.Event) -> None:
