@@ -302,14 +302,17 @@ async def test_two_replicas_with_peering_only_one_writes(
         kubectl("apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc,
                                                                 "minimumPreemptablePriority": 10000}))
         await wait_annotations(api, pc, {MIN: "10000"})
+        await eventually(lambda: asyncio.sleep(0, active.log()), lambda log: " applied" in log,
+                         timeout=15, what="the active replica logging its write")
         assert working not in standby.log() and " applied" not in standby.log()
-        assert " applied" in active.log()
 
         active.stop()  # a clean exit leaves the peering: the standby takes over
         kubectl("apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc,
                                                                 "minimumPreemptablePriority": 9999}))
         await wait_annotations(api, pc, {MIN: "9999"})
-        assert working in standby.log() and " applied" in standby.log()
+        # the write can be seen in the API a moment before the standby has logged it
+        await eventually(lambda: asyncio.sleep(0, standby.log()), lambda log: working in log and " applied" in log,
+                         timeout=15, what="the standby replica working and writing")
     finally:
         active.stop()
         standby.stop()
