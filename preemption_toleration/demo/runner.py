@@ -4,10 +4,6 @@ happen. Every step is named, so a failure says which step failed and where the l
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -22,6 +18,7 @@ from preemption_toleration.api.crd import crd_manifest
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
 from preemption_toleration.demo import objects
 from preemption_toleration.devcluster import LocalCluster, create_node, ensure_namespace, ensure_toolchain
+from preemption_toleration.devcluster.components import REGISTERED, ComponentError, ComponentProcess
 
 Say = Callable[[str], None]
 REFUSED_WAIT_SECONDS = 10
@@ -59,7 +56,8 @@ class Demo:
         self.settings = settings
         self.say = say
         self.cluster = LocalCluster(settings.directory)
-        self.components: subprocess.Popen[bytes] | None = None
+        self.components = ComponentProcess("run", self.cluster.kubeconfig, self.cluster.logs_dir / "ptol-run.log",
+                                           "--resync-seconds", "5")
         self.api: ApiClient | None = None
 
     @property
@@ -70,30 +68,14 @@ class Demo:
     # ----------------------------------------------------------------- setup
 
     def start_components(self) -> None:
-        log_path = self.cluster.logs_dir / "ptol-run.log"
-        with open(log_path, "ab") as log:
-            start = log.tell()
-            self.components = subprocess.Popen(
-                [sys.executable, "-m", "preemption_toleration", "run", "--kubeconfig", str(self.cluster.kubeconfig),
-                 "--resync-seconds", "5"],
-                stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if b"webhook configurations registered" in log_path.read_bytes()[start:]:
-                return
-            if self.components.poll() is not None:
-                raise StepFailed("starting ptol run", f"it exited with code {self.components.returncode}")
-            time.sleep(0.3)
-        raise StepFailed("starting ptol run", "its webhooks were not registered within 90 s")
+        since = self.components.start()
+        try:
+            self.components.wait_for(REGISTERED, since, timeout=90)
+        except ComponentError as error:
+            raise StepFailed("starting ptol run", str(error)) from error
 
     def stop_components(self) -> None:
-        if self.components is not None and self.components.poll() is None:
-            self.components.send_signal(signal.SIGINT)
-            try:
-                self.components.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.components.kill()
+        self.components.stop()
 
     async def install_crd(self) -> None:
         assert self.api is not None

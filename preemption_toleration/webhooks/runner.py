@@ -14,6 +14,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration import pki
+from preemption_toleration.devcluster.components import REGISTERED
 from preemption_toleration.kube.client import make_api_client
 from preemption_toleration.operator.writes import APPLY_PATCH
 from preemption_toleration.webhooks.caches import AdmissionCaches
@@ -141,7 +142,7 @@ async def run_webhook(
             url = settings.register_url.replace(":0", f":{settings.bound_port}")
             await register(api, url, certificates.ca_bundle, guard_enabled)
             registered = True
-            logger.info("webhook configurations registered", extra={"url": url})
+            logger.info(REGISTERED, extra={"url": url})
         if ready is not None:
             ready.set()
         await stop.wait()

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 from preemption_toleration.devcluster import LocalCluster
+from preemption_toleration.devcluster.components import REGISTERED, ComponentError, ComponentProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "crds" / "preemptiontolerationpolicies.yaml"
@@ -31,7 +28,7 @@ def install_crd(cluster: LocalCluster) -> None:
     subprocess.run(cluster.kubectl_argv("apply", "-f", str(peering)), check=True, capture_output=True)
 
 
-class OperatorProcess:
+class OperatorProcess(ComponentProcess):
     """`ptol operator` in a subprocess, with its log in the cluster directory."""
 
     command = "operator"
@@ -39,43 +36,9 @@ class OperatorProcess:
     def __init__(
         self, cluster: LocalCluster, *extra_args: str, log_name: str = "operator.log", log_level: str = "INFO"
     ) -> None:
+        super().__init__(self.command, cluster.kubeconfig, Path(cluster.logs_dir) / log_name, *extra_args,
+                         log_level=log_level)
         self.cluster = cluster
-        self.extra_args = extra_args
-        self.log_level = log_level
-        self.log_path = Path(cluster.logs_dir) / log_name
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> int:
-        """Start it; returns where this run's lines begin in the (shared, appended) log."""
-        log = open(self.log_path, "ab")
-        log.write(f"--- {self.command} start {time.strftime('%H:%M:%S')}\n".encode())
-        log.flush()
-        start_of_this_run = log.tell()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "preemption_toleration", self.command,
-             "--kubeconfig", str(self.cluster.kubeconfig), *self.extra_args],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=ROOT,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", "PTOL_LOG_LEVEL": self.log_level},
-        )
-        log.close()
-        return start_of_this_run
-
-    def stop(self) -> None:
-        if self.process is None:
-            return
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.process = None
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
 
 
 class RunProcess(OperatorProcess):
@@ -87,16 +50,12 @@ class RunProcess(OperatorProcess):
         super().__init__(cluster, *extra_args, log_name="ptol-run.log")
 
     def start(self) -> int:
-        start_of_this_run = super().start()
-        assert self.process is not None
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if b"webhook configurations registered" in self.log_path.read_bytes()[start_of_this_run:]:
-                return start_of_this_run
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.3)
-        raise AssertionError(f"ptol run did not register its webhooks:\n{self.log()[-3000:]}")
+        since = super().start()
+        try:
+            self.wait_for(REGISTERED, since, timeout=60)
+        except ComponentError as error:
+            raise AssertionError(f"{error}\n{self.log()[-3000:]}") from error
+        return since
 
     def stop(self) -> None:
         super().stop()
