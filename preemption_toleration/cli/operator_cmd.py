@@ -4,16 +4,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import secrets
 
+from preemption_toleration.cli.options import (
+    env_option,
+    host_and_port,
+    non_empty,
+    peering_priority,
+    positive_seconds,
+    url,
+)
 from preemption_toleration.governance.views import FIELD_MANAGER
 from preemption_toleration.logs import configure_logging
 
 
-def _env_int(name: str, default: int) -> int:
-    value = os.environ.get(name)
-    return int(value) if value else default
+def add_operator_arguments(parser: argparse.ArgumentParser) -> None:
+    """The operator's options other than --kubeconfig (shared with `ptol run`)."""
+    env_option(parser, "--resync-seconds", env="PTOL_RESYNC_SECONDS", default="60", type=positive_seconds,
+               help="how often everything is re-checked and failed writes retried")
+    env_option(parser, "--metrics", env="PTOL_OPERATOR_METRICS", type=host_and_port, metavar="HOST:PORT",
+               help="serve the operator's Prometheus metrics on http://HOST:PORT/metrics, e.g. 0.0.0.0:8081; "
+               "default: off")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,48 +34,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Reconcile every PreemptionTolerationPolicy into the annotations of the PriorityClasses "
         "it governs. Each flag has an environment-variable equivalent, shown in brackets.",
     )
-    parser.add_argument(
-        "--kubeconfig",
-        default=os.environ.get("KUBECONFIG"),
-        help="kubeconfig file; default: $KUBECONFIG, ~/.kube/config, else the in-cluster service account",
-    )
-    parser.add_argument(
-        "--peering",
-        default=os.environ.get("PTOL_PEERING"),
-        metavar="NAME",
-        help="kopf peering name for running several replicas, one active [PTOL_PEERING]; "
-        "default: standalone (run one replica only)",
-    )
-    parser.add_argument(
-        "--priority",
-        type=int,
-        default=_env_int("PTOL_PEERING_PRIORITY", 0) or None,
-        help="peering priority, unique per replica: the highest one is active; replicas with equal "
-        "priorities all pause, so the default is a random one [PTOL_PEERING_PRIORITY]",
-    )
-    parser.add_argument(
-        "--resync-seconds",
-        type=float,
-        default=float(os.environ.get("PTOL_RESYNC_SECONDS", "60")),
-        help="how often everything is re-checked and failed writes retried [PTOL_RESYNC_SECONDS] (default 60)",
-    )
-    parser.add_argument(
-        "--field-manager",
-        default=os.environ.get("PTOL_FIELD_MANAGER", FIELD_MANAGER),
-        help=f"server-side apply field manager [PTOL_FIELD_MANAGER] (default {FIELD_MANAGER})",
-    )
-    parser.add_argument(
-        "--liveness",
-        default=os.environ.get("PTOL_OPERATOR_LIVENESS"),
-        metavar="URL",
-        help="kopf liveness endpoint, e.g. http://0.0.0.0:8080/healthz [PTOL_OPERATOR_LIVENESS]",
-    )
-    parser.add_argument(
-        "--metrics",
-        default=os.environ.get("PTOL_OPERATOR_METRICS"),
-        metavar="HOST:PORT",
-        help="serve Prometheus metrics on http://HOST:PORT/metrics, e.g. 0.0.0.0:8081 [PTOL_OPERATOR_METRICS]",
-    )
+    env_option(parser, "--kubeconfig", env="KUBECONFIG",
+               help="kubeconfig file; default: ~/.kube/config, else the in-cluster service account")
+    env_option(parser, "--peering", env="PTOL_PEERING", type=non_empty, metavar="NAME",
+               help="kopf peering name for running several replicas, one active; default: standalone (run "
+               "one replica only)")
+    env_option(parser, "--priority", env="PTOL_PEERING_PRIORITY", type=peering_priority,
+               help="peering priority, unique per replica: the highest one is active; replicas with equal "
+               "priorities all pause, so the default is a random one")
+    add_operator_arguments(parser)
+    env_option(parser, "--field-manager", env="PTOL_FIELD_MANAGER", default=FIELD_MANAGER, type=non_empty,
+               help="server-side apply field manager")
+    env_option(parser, "--liveness", env="PTOL_OPERATOR_LIVENESS", type=url("http"), metavar="URL",
+               help="kopf liveness endpoint, e.g. http://0.0.0.0:8080/healthz; default: off")
     parser.set_defaults(handler=run)
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import secrets
+import sys
 
 from preemption_toleration.cli.signals import run_until_signalled
-from preemption_toleration.cli.webhook_cmd import add_webhook_arguments, settings_from
+from preemption_toleration.cli.operator_cmd import add_operator_arguments
+from preemption_toleration.cli.webhook_cmd import add_webhook_arguments, settings_from, tls_problem
 from preemption_toleration.logs import configure_logging
 
 
@@ -18,10 +19,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run the operator and the webhook server in one process and register webhook "
         "configurations that call it on this machine (removed on exit). For a real cluster, install the "
         "manifests under config/ instead.")
-    add_webhook_arguments(parser)
-    parser.set_defaults(handler=run, port=0, host="127.0.0.1")
-    parser.add_argument("--resync-seconds", type=float, default=float(os.environ.get("PTOL_RESYNC_SECONDS", "60")),
-                        help="operator re-check period [PTOL_RESYNC_SECONDS] (default 60)")
+    add_webhook_arguments(parser, host="127.0.0.1", port="0")
+    add_operator_arguments(parser)
+    parser.set_defaults(handler=run)
 
 
 async def run_all(args: argparse.Namespace, stop: asyncio.Event) -> None:
@@ -43,7 +43,7 @@ async def run_all(args: argparse.Namespace, stop: asyncio.Event) -> None:
     webhook = asyncio.create_task(run_webhook(settings, stop, webhook_ready))
     config = OperatorConfig(kubeconfig=args.kubeconfig, resync_seconds=args.resync_seconds,
                             peering_priority=secrets.randbelow(10**9) + 1)
-    operator = asyncio.create_task(run_operator(config, stop_flag=operator_stop))
+    operator = asyncio.create_task(run_operator(config, stop_flag=operator_stop, metrics_address=args.metrics))
     # kopf installs its own SIGINT/SIGTERM handlers: whichever part ends first ends them all.
     stopped = asyncio.create_task(stop.wait())
     await asyncio.wait({webhook, operator, stopped}, return_when=asyncio.FIRST_COMPLETED)
@@ -56,5 +56,9 @@ async def run_all(args: argparse.Namespace, stop: asyncio.Event) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    problem = tls_problem(args)
+    if problem:
+        print(f"ptol run: error: {problem}", file=sys.stderr)
+        return 2
     configure_logging()
     return run_until_signalled(lambda stop: run_all(args, stop))

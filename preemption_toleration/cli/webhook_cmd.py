@@ -3,53 +3,68 @@
 from __future__ import annotations
 
 import argparse
-import os
+import sys
 from typing import TYPE_CHECKING
 
+from preemption_toleration.cli.options import (
+    choice,
+    env_list_option,
+    env_option,
+    namespaced_name,
+    non_empty,
+    port_number,
+    positive_integer,
+    url,
+)
 from preemption_toleration.cli.signals import run_until_signalled
 from preemption_toleration.webhooks.decisions import AdmissionConfig
 from preemption_toleration.webhooks.server import DEFAULT_MAX_BODY_BYTES
 
-if TYPE_CHECKING:
-    from preemption_toleration.webhooks.runner import WebhookSettings
 from preemption_toleration.logs import configure_logging
 
+if TYPE_CHECKING:
+    from preemption_toleration.webhooks.runner import WebhookSettings
 
-def add_webhook_arguments(parser: argparse.ArgumentParser) -> None:
-    env = os.environ.get
-    parser.add_argument("--kubeconfig", default=env("KUBECONFIG"),
-                        help="kubeconfig file; default: $KUBECONFIG, ~/.kube/config, else in-cluster")
-    parser.add_argument("--host", default=env("PTOL_WEBHOOK_HOST", "0.0.0.0"),
-                        help="address to listen on [PTOL_WEBHOOK_HOST] (default 0.0.0.0)")
-    parser.add_argument("--port", type=int, default=int(env("PTOL_WEBHOOK_PORT", "8443")),
-                        help="HTTPS port; 0 picks a free one [PTOL_WEBHOOK_PORT] (default 8443)")
-    parser.add_argument("--operator-identity", action="append", dest="operator_identities",
-                        default=[i for i in env("PTOL_OPERATOR_IDENTITIES", "").split(",") if i] or None,
-                        metavar="USER",
-                        help="user whose changes to managed annotations are allowed (the operator); repeatable "
-                        f"[PTOL_OPERATOR_IDENTITIES, comma-separated] (default "
-                        f"{AdmissionConfig().operator_identities[0]})")
-    parser.add_argument("--max-body-bytes", type=int, default=int(env("PTOL_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES)),
-                        help=f"larger requests get a 400 [PTOL_MAX_BODY_BYTES] (default {DEFAULT_MAX_BODY_BYTES})")
-    parser.add_argument("--cert-file", default=env("PTOL_TLS_CERT_FILE"),
-                        help="serving certificate (PEM), reloaded when it changes [PTOL_TLS_CERT_FILE]; "
-                        "default: generate one")
-    parser.add_argument("--key-file", default=env("PTOL_TLS_KEY_FILE"), help="its key [PTOL_TLS_KEY_FILE]")
-    parser.add_argument("--dns-name", action="append", dest="dns_names", metavar="NAME",
-                        help="SAN of a generated certificate; repeatable (default localhost)")
-    parser.add_argument("--guard", choices=["enforce", "audit", "off"], default=env("PTOL_GUARD", "enforce"),
-                        help="the eviction guard: refuse protected preemptions (enforce), only report them "
-                        "(audit), or not serve it [PTOL_GUARD] (default enforce)")
-    parser.add_argument("--preemptor-identity", action="append", dest="preemptor_identities", metavar="USER",
-                        default=[i for i in env("PTOL_PREEMPTOR_IDENTITIES", "").split(",") if i] or None,
-                        help="user whose pod deletions and DisruptionTarget marks are preemptions; repeatable "
-                        "[PTOL_PREEMPTOR_IDENTITIES, comma-separated] (default system:kube-scheduler)")
-    parser.add_argument("--tls-secret", default=env("PTOL_TLS_SECRET"), metavar="NAMESPACE/NAME",
-                        help="self-managed TLS: keep the CA and serving certificate in this Secret, put the CA in "
-                        "our webhook configurations' caBundle, renew before expiry [PTOL_TLS_SECRET]")
-    parser.add_argument("--service", default=env("PTOL_WEBHOOK_SERVICE", "preemption-toleration-webhook"),
-                        help="the webhook's Service, whose DNS names the self-managed certificate covers "
-                        "[PTOL_WEBHOOK_SERVICE]")
+GUARD_MODES = ("enforce", "audit", "off")
+
+
+def add_webhook_arguments(parser: argparse.ArgumentParser, *, host: str = "0.0.0.0", port: str = "8443") -> None:
+    env_option(parser, "--kubeconfig", env="KUBECONFIG",
+               help="kubeconfig file; default: ~/.kube/config, else the in-cluster service account")
+    env_option(parser, "--host", env="PTOL_WEBHOOK_HOST", default=host, type=non_empty, help="address to listen on")
+    env_option(parser, "--port", env="PTOL_WEBHOOK_PORT", default=port, type=port_number,
+               help="HTTPS port; 0 picks a free one")
+    env_list_option(parser, "--operator-identity", env="PTOL_OPERATOR_IDENTITIES", dest="operator_identities", metavar="USER",
+                    help="user whose changes to managed annotations are allowed (the operator; default "
+                    f"{AdmissionConfig().operator_identities[0]})")
+    env_option(parser, "--max-body-bytes", env="PTOL_MAX_BODY_BYTES", default=str(DEFAULT_MAX_BODY_BYTES),
+               type=positive_integer, help="larger requests get a 400")
+    env_option(parser, "--cert-file", env="PTOL_TLS_CERT_FILE", type=non_empty,
+               help="serving certificate (PEM), reloaded when it changes; needs --key-file; default: generate one")
+    env_option(parser, "--key-file", env="PTOL_TLS_KEY_FILE", type=non_empty, help="its key (PEM)")
+    env_list_option(parser, "--dns-name", env="PTOL_WEBHOOK_DNS_NAMES", dest="dns_names", metavar="NAME",
+                    help="SAN of a generated certificate (default localhost)")
+    env_option(parser, "--guard", env="PTOL_GUARD", default="enforce", type=choice(*GUARD_MODES),
+               metavar="{" + ",".join(GUARD_MODES) + "}",
+               help="the eviction guard: refuse protected preemptions (enforce), only report them (audit), "
+               "or not serve it (off)")
+    env_list_option(parser, "--preemptor-identity", env="PTOL_PREEMPTOR_IDENTITIES", dest="preemptor_identities", metavar="USER",
+                    help="user whose pod deletions and DisruptionTarget marks are preemptions "
+                    "(default system:kube-scheduler)")
+    env_option(parser, "--tls-secret", env="PTOL_TLS_SECRET", type=namespaced_name, metavar="NAMESPACE/NAME",
+               help="self-managed TLS: keep the CA and serving certificate in this Secret, put the CA in our "
+               "webhook configurations' caBundle, renew before expiry")
+    env_option(parser, "--service", env="PTOL_WEBHOOK_SERVICE", default="preemption-toleration-webhook",
+               type=non_empty, help="the webhook's Service, whose DNS names the self-managed certificate covers")
+
+
+def tls_problem(args: argparse.Namespace) -> str | None:
+    """Why the TLS flags do not make sense together, if they do not."""
+    if bool(args.cert_file) != bool(args.key_file):
+        return "--cert-file and --key-file go together (PTOL_TLS_CERT_FILE, PTOL_TLS_KEY_FILE)"
+    if args.cert_file and args.tls_secret:
+        return "choose one of --cert-file/--key-file and --tls-secret"
+    return None
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -57,9 +72,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                    description="Serve the validating and mutating admission webhooks over TLS, "
                                    "with /healthz, /readyz and /metrics on the same port.")
     add_webhook_arguments(parser)
-    parser.add_argument("--register-url", default=os.environ.get("PTOL_REGISTER_URL"), metavar="URL",
-                        help="register webhook configurations that call this URL (e.g. https://127.0.0.1:8443), "
-                        "removed on exit; for a local control plane [PTOL_REGISTER_URL]")
+    env_option(parser, "--register-url", env="PTOL_REGISTER_URL", type=url("https"), metavar="URL",
+               help="register webhook configurations that call this URL (e.g. https://127.0.0.1:8443), removed "
+               "on exit; for a local control plane")
     parser.set_defaults(handler=run)
 
 
@@ -90,6 +105,10 @@ def settings_from(args: argparse.Namespace) -> WebhookSettings:
 def run(args: argparse.Namespace) -> int:
     from preemption_toleration.webhooks.runner import run_webhook
 
+    problem = tls_problem(args)
+    if problem:
+        print(f"ptol webhook: error: {problem}", file=sys.stderr)
+        return 2
     configure_logging()
     settings = settings_from(args)
     return run_until_signalled(lambda stop: run_webhook(settings, stop))

@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+import yaml
 
+from preemption_toleration.cli.main import build_parser
+from preemption_toleration.cli.webhook_cmd import tls_problem
 from preemption_toleration.devcluster import LocalCluster
 from tests.integration.components import ROOT, install_crd
 from tests.integration.conftest import Kubectl
@@ -80,3 +83,18 @@ def test_certmanager_variant_renders_with_files_and_ca_injection(kubectl: Kubect
     assert rendered.count("cert-manager.io/inject-ca-from: preemption-toleration/preemption-toleration-webhook") == 3
     assert "- --cert-file" in rendered and "secretName: webhook-cert-manager-tls" in rendered
     assert "kind: Certificate" in rendered
+
+
+@pytest.mark.parametrize("variant", ["default", "certmanager"])
+def test_container_arguments_are_ones_ptol_accepts(kubectl: Kubectl, variant: str) -> None:
+    """A flag renamed in the code but not in the manifests would crash-loop the pods of a real install."""
+    rendered = kubectl("kustomize", str(ROOT / "config" / variant)).stdout
+    deployments = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] == "Deployment"]
+    commands = {}
+    for deployment in deployments:
+        [container] = deployment["spec"]["template"]["spec"]["containers"]
+        args = build_parser().parse_args(container["args"])  # exits 2 on a flag or value ptol refuses
+        commands[deployment["metadata"]["name"]] = args.command
+        if args.command == "webhook":
+            assert tls_problem(args) is None
+    assert commands == {"preemption-toleration-operator": "operator", "preemption-toleration-webhook": "webhook"}

@@ -1,0 +1,179 @@
+"""Command-line options with environment-variable equivalents, checked with messages a person can act on.
+
+A flag on the command line wins over its environment variable, which wins over the default. Values from
+the environment are checked exactly like flags (argparse does not check `choices` of a default), and an
+error says which variable it came from: `argument --port: 'abc' is not a port number ($PTOL_WEBHOOK_PORT)`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+ENV_ATTRIBUTE = "env_var"  # set on each action added here; the README drift test reads it
+
+
+class _FromEnvironment(str):
+    """A default that came from an environment variable, so that an error can name the variable."""
+
+    env_var: str
+
+
+def env_option(
+    parser: argparse.ArgumentParser,
+    flag: str,
+    *,
+    env: str,
+    default: str | None = None,
+    type: Callable[[str], Any] = str,
+    help: str,
+    metavar: str | None = None,
+) -> argparse.Action:
+    """Add `flag`, whose default is `$env`, else `default` (a string, converted by `type` like a flag)."""
+    raw = os.environ.get(env)
+    value: str | None = default
+    if raw is not None and raw != "":
+        value = _FromEnvironment(raw)
+        value.env_var = env
+    shown_default = f" (default {default})" if default not in (None, "") else ""
+    action = parser.add_argument(flag, default=value, type=_naming_source(type), metavar=metavar,
+                                 help=f"{help} [{env}]{shown_default}")
+    setattr(action, ENV_ATTRIBUTE, env)
+    return action
+
+
+def env_list_option(
+    parser: argparse.ArgumentParser,
+    flag: str,
+    *,
+    env: str,
+    dest: str,
+    help: str,
+    metavar: str,
+) -> argparse.Action:
+    """A repeatable flag of non-empty strings; `$env` holds a comma-separated list, which flags replace."""
+    items = [item.strip() for item in os.environ.get(env, "").split(",") if item.strip()]
+    action = parser.add_argument(flag, action=_AppendReplacingEnvironment, dest=dest, default=items or None,
+                                 type=_naming_source(non_empty), metavar=metavar,
+                                 help=f"{help}; repeatable [{env}, comma-separated]")
+    setattr(action, ENV_ATTRIBUTE, env)
+    return action
+
+
+class _AppendReplacingEnvironment(argparse.Action):
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        current = getattr(namespace, self.dest, None)
+        if current is None or current is self.default:  # the first flag replaces the variable's list
+            current = []
+        setattr(namespace, self.dest, [*current, values])
+
+
+def _naming_source(convert: Callable[[str], Any]) -> Callable[[str], Any]:
+    def checked(value: str) -> Any:
+        try:
+            return convert(value)
+        except (argparse.ArgumentTypeError, ValueError) as error:
+            reason = str(error) if isinstance(error, argparse.ArgumentTypeError) else f"invalid value {value!r}"
+            if isinstance(value, _FromEnvironment):
+                reason = f"{reason} (from ${value.env_var})"
+            raise argparse.ArgumentTypeError(reason) from None
+
+    checked.__name__ = getattr(convert, "__name__", "value")
+    return checked
+
+
+# Value types: each returns the converted value or raises ArgumentTypeError with the reason.
+
+def port_number(value: str) -> int:
+    if not re.fullmatch(r"\d{1,5}", value.strip()) or int(value) > 65535:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port number (0 to 65535)")
+    return int(value)
+
+
+def positive_seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not 0 < seconds < 10**7:
+        raise argparse.ArgumentTypeError(f"{value!r} must be above 0 seconds and below 10000000")
+    return seconds
+
+
+def positive_integer(value: str) -> int:
+    if not re.fullmatch(r"\s*\d+\s*", value) or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive integer")
+    return int(value)
+
+
+def peering_priority(value: str) -> int:
+    if not re.fullmatch(r"\s*-?\d+\s*", value) or not 1 <= int(value) <= 2**31 - 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a peering priority (an integer from 1 to 2147483647)")
+    return int(value)
+
+
+def choice(*allowed: str) -> Callable[[str], str]:
+    def one_of(value: str) -> str:
+        if value not in allowed:
+            raise argparse.ArgumentTypeError(f"{value!r} is not one of {', '.join(allowed)}")
+        return str(value)
+
+    one_of.__name__ = "choice"
+    return one_of
+
+
+def host_and_port(value: str) -> str:
+    host, separator, port = value.rpartition(":")
+    if not separator or not re.fullmatch(r"\d{1,5}", port) or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"{value!r} is not HOST:PORT (e.g. 0.0.0.0:8081)")
+    return str(value)
+
+
+def url(*schemes: str) -> Callable[[str], str]:
+    def checked_url(value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in schemes or not parts.hostname:
+            raise argparse.ArgumentTypeError(
+                f"{value!r} is not a URL starting with {' or '.join(s + '://' for s in schemes)} and a host")
+        return str(value)
+
+    checked_url.__name__ = "url"
+    return checked_url
+
+
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
+
+
+def namespaced_name(value: str) -> str:
+    namespace, separator, name = value.partition("/")
+    if not separator or not re.fullmatch(_DNS_LABEL, namespace) or not re.fullmatch(
+            rf"{_DNS_LABEL}(\.{_DNS_LABEL})*", name):
+        raise argparse.ArgumentTypeError(f"{value!r} is not NAMESPACE/NAME (e.g. preemption-toleration/webhook-tls)")
+    return str(value)
+
+
+def non_empty(value: str) -> str:
+    if not value.strip():
+        raise argparse.ArgumentTypeError("an empty value")
+    return str(value).strip()
+
+
+def env_vars_of(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Each option string of `parser` that has an environment variable, with the variable (for docs and tests)."""
+    found: dict[str, str] = {}
+    for action in parser._actions:  # argparse has no public accessor for its actions
+        env = getattr(action, ENV_ATTRIBUTE, None)
+        if env:
+            found[action.option_strings[-1]] = env
+    return found
+
+
+def options_of(parser: argparse.ArgumentParser) -> Sequence[str]:
+    """The long option strings of `parser`, except --help."""
+    return [action.option_strings[-1] for action in parser._actions
+            if action.option_strings and action.option_strings[-1] != "--help"]

@@ -1,0 +1,134 @@
+"""Flags and their environment variables: precedence, checks with clear errors, and the README tables."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from preemption_toleration.cli.main import build_parser
+from preemption_toleration.cli.options import env_vars_of, options_of
+from preemption_toleration.cli.webhook_cmd import tls_problem
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+COMPONENTS = ["operator", "webhook", "run"]
+
+
+def subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices[name]
+    raise LookupError(name)
+
+
+def parse(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], argv: list[str]) -> argparse.Namespace:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return build_parser().parse_args(argv)
+
+
+@pytest.mark.parametrize(
+    "rule, env, argv, attribute, expected",
+    [
+        ("default when neither flag nor variable", {}, ["webhook"], "port", 8443),
+        ("variable when no flag", {"PTOL_WEBHOOK_PORT": "9443"}, ["webhook"], "port", 9443),
+        ("flag wins over variable", {"PTOL_WEBHOOK_PORT": "9443"}, ["webhook", "--port", "10443"], "port", 10443),
+        ("ptol run has its own default port", {}, ["run"], "port", 0),
+        ("ptol run reads the same variable", {"PTOL_WEBHOOK_PORT": "9443"}, ["run"], "port", 9443),
+        ("empty variable means unset", {"PTOL_WEBHOOK_PORT": ""}, ["webhook"], "port", 8443),
+        ("seconds are a float", {"PTOL_RESYNC_SECONDS": "2.5"}, ["operator"], "resync_seconds", 2.5),
+        ("guard mode from the variable", {"PTOL_GUARD": "audit"}, ["webhook"], "guard", "audit"),
+        ("list from a comma-separated variable", {"PTOL_OPERATOR_IDENTITIES": "a, b,,"}, ["webhook"],
+         "operator_identities", ["a", "b"]),
+        ("list flags replace the variable's list", {"PTOL_OPERATOR_IDENTITIES": "a,b"},
+         ["webhook", "--operator-identity", "c", "--operator-identity", "d"], "operator_identities", ["c", "d"]),
+        ("dns names have a variable", {"PTOL_WEBHOOK_DNS_NAMES": "webhook.example,localhost"}, ["webhook"],
+         "dns_names", ["webhook.example", "localhost"]),
+        ("unset list is None (the component's default applies)", {}, ["webhook"], "preemptor_identities", None),
+        ("peering priority", {"PTOL_PEERING_PRIORITY": "7"}, ["operator"], "priority", 7),
+        ("unset peering priority is random later", {}, ["operator"], "priority", None),
+        ("operator metrics in ptol run", {"PTOL_OPERATOR_METRICS": "127.0.0.1:9100"}, ["run"], "metrics",
+         "127.0.0.1:9100"),
+    ],
+)
+def test_option_values(monkeypatch: pytest.MonkeyPatch, rule: str, env: dict[str, str], argv: list[str],
+                       attribute: str, expected: object) -> None:
+    assert getattr(parse(monkeypatch, env, argv), attribute) == expected, rule
+
+
+@pytest.mark.parametrize(
+    "rule, env, argv, message",
+    [
+        ("port not a number, from the variable", {"PTOL_WEBHOOK_PORT": "abc"}, ["webhook"],
+         "argument --port: 'abc' is not a port number (0 to 65535) (from $PTOL_WEBHOOK_PORT)"),
+        ("port out of range, from the flag", {}, ["webhook", "--port", "70000"],
+         "argument --port: '70000' is not a port number (0 to 65535)"),
+        ("guard mode not a choice, from the variable", {"PTOL_GUARD": "enforced"}, ["webhook"],
+         "argument --guard: 'enforced' is not one of enforce, audit, off (from $PTOL_GUARD)"),
+        ("zero resync", {"PTOL_RESYNC_SECONDS": "0"}, ["operator"],
+         "argument --resync-seconds: '0' must be above 0 seconds and below 10000000 (from $PTOL_RESYNC_SECONDS)"),
+        ("resync not a number", {}, ["run", "--resync-seconds", "1m"],
+         "argument --resync-seconds: '1m' is not a number of seconds"),
+        ("negative body limit", {"PTOL_MAX_BODY_BYTES": "-1"}, ["webhook"],
+         "argument --max-body-bytes: '-1' is not a positive integer (from $PTOL_MAX_BODY_BYTES)"),
+        ("metrics without a port", {"PTOL_OPERATOR_METRICS": "0.0.0.0"}, ["operator"],
+         "argument --metrics: '0.0.0.0' is not HOST:PORT (e.g. 0.0.0.0:8081) (from $PTOL_OPERATOR_METRICS)"),
+        ("liveness not a URL", {}, ["operator", "--liveness", "8080"],
+         "argument --liveness: '8080' is not a URL starting with http:// and a host"),
+        ("register URL must be https", {"PTOL_REGISTER_URL": "http://127.0.0.1:8443"}, ["webhook"],
+         "argument --register-url: 'http://127.0.0.1:8443' is not a URL starting with https:// and a host "
+         "(from $PTOL_REGISTER_URL)"),
+        ("secret without a namespace", {}, ["webhook", "--tls-secret", "webhook-tls"],
+         "argument --tls-secret: 'webhook-tls' is not NAMESPACE/NAME"),
+        ("peering priority zero", {"PTOL_PEERING_PRIORITY": "0"}, ["operator"],
+         "argument --priority: '0' is not a peering priority (an integer from 1 to 2147483647) "
+         "(from $PTOL_PEERING_PRIORITY)"),
+        ("empty identity flag", {}, ["webhook", "--operator-identity", " "],
+         "argument --operator-identity: an empty value"),
+    ],
+)
+def test_bad_values_exit_2_naming_the_source(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                             rule: str, env: dict[str, str], argv: list[str], message: str) -> None:
+    with pytest.raises(SystemExit) as exited:
+        parse(monkeypatch, env, argv)
+    assert exited.value.code == 2, rule
+    assert message in capsys.readouterr().err, rule
+
+
+def test_bad_variables_of_one_command_do_not_break_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    args = parse(monkeypatch, {"PTOL_WEBHOOK_PORT": "abc", "PTOL_GUARD": "x", "PTOL_RESYNC_SECONDS": "-1",
+                               "PTOL_PEERING_PRIORITY": "x"}, ["validate", "-f", "config/samples"])
+    assert args.command == "validate"
+
+
+@pytest.mark.parametrize(
+    "rule, cert, key, secret, problem",
+    [
+        ("generated", None, None, None, None),
+        ("files", "tls.crt", "tls.key", None, None),
+        ("secret", None, None, "ns/name", None),
+        ("certificate without key", "tls.crt", None, None, "--cert-file and --key-file go together"),
+        ("key without certificate", None, "tls.key", None, "--cert-file and --key-file go together"),
+        ("files and secret", "tls.crt", "tls.key", "ns/name", "choose one of --cert-file/--key-file and --tls-secret"),
+    ],
+)
+def test_tls_flags_that_do_not_go_together(rule: str, cert: str | None, key: str | None, secret: str | None,
+                                           problem: str | None) -> None:
+    found = tls_problem(argparse.Namespace(cert_file=cert, key_file=key, tls_secret=secret))
+    if problem is None:
+        assert found is None, rule
+    else:
+        assert found is not None and problem in found, rule
+
+
+@pytest.mark.parametrize("command", COMPONENTS)
+def test_every_component_flag_has_a_variable_listed_in_the_readme(command: str) -> None:
+    parser = subcommand(build_parser(), command)
+    variables = env_vars_of(parser)
+    assert set(options_of(parser)) == set(variables), "a component option without an environment variable"
+    readme_lines = README.read_text().splitlines()
+    for flag, variable in variables.items():
+        rows = [line for line in readme_lines
+                if line.startswith("|") and f"`{flag}" in line and f"`{variable}`" in line]
+        assert rows, f"README has no table row with `{flag}` and `{variable}`"
