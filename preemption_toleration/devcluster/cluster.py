@@ -173,6 +173,15 @@ class LocalCluster:
             processes.terminate(record, popen=self._popens.pop("kube-scheduler", None))
         self._start_scheduler(self.toolchain, extenders, timeout)
 
+    def restart_apiserver(self, *, timeout: float = 60.0) -> None:
+        """Stop kube-apiserver and start it again on the same port, with etcd's data kept: every client's
+        watches and connections break, as in a control-plane upgrade."""
+        record = self._records.pop("kube-apiserver", None)
+        if record is not None:
+            processes.terminate(record, popen=self._popens.pop("kube-apiserver", None))
+        self._start_apiserver(self.toolchain, self._state["ports"])
+        self._wait_api_ready(timeout)
+
     def status(self) -> list[ComponentStatus]:
         return [
             ComponentStatus(r.name, r.pid, processes.is_running(r), r.log)

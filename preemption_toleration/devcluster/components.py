@@ -68,5 +68,8 @@ class ComponentProcess:
                 self.process.wait()
         self.process = None
 
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")

@@ -5,7 +5,9 @@ Fixtures:
 - `api`: a kubernetes_asyncio `ApiClient` as the admin (session-wide);
 - `namespace`: a fresh namespace with its `default` ServiceAccount per test; its pods are removed after;
 - `make_node`: creates simulated Nodes for one test and deletes them after;
-- `kubectl`: runs the cluster's kubectl with the admin kubeconfig.
+- `kubectl`: runs the cluster's kubectl with the admin kubeconfig;
+- `alice`: runs kubectl as another cluster admin, who is not the operator (so managed annotations are hers
+  to be refused).
 
 Async tests must run in the session's event loop (the `api` client lives there): mark them
 `pytest.mark.asyncio(loop_scope="session")`, as the modules here do with `pytestmark`.
@@ -107,3 +109,18 @@ def kubectl(cluster: LocalCluster) -> Kubectl:
 
     return run
 
+
+@pytest.fixture(scope="session")
+def alice(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
+    """kubectl as another cluster admin, who is not the operator."""
+    kubeconfig = cluster.write_kubeconfig(tmp_path_factory.mktemp("alice") / "kubeconfig", "alice",
+                                          ["system:masters"])
+
+    def run(*args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        argv = [str(cluster.toolchain.kubectl), "--kubeconfig", str(kubeconfig), *args]
+        result = subprocess.run(argv, input=input, capture_output=True, text=True, timeout=60, check=False)
+        if check and result.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed:\n{result.stderr}")
+        return result
+
+    return run

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import subprocess
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -35,3 +36,11 @@ async def eventually(
         if time.monotonic() >= deadline:
             raise AssertionError(f"{what} not reached after {timeout:.0f} s; last: {result!r}")
         await asyncio.sleep(interval)
+
+
+def denied(result: subprocess.CompletedProcess[str], webhook: str) -> str:
+    """The message of `webhook` that kubectl printed when the webhook refused its request."""
+    assert result.returncode != 0, result.stdout
+    prefix = f'admission webhook "{webhook}" denied the request: '
+    assert prefix in result.stderr, result.stderr
+    return result.stderr.split(prefix, 1)[1]

@@ -12,7 +12,7 @@ from kubernetes_asyncio.client import ApiClient
 from preemption_toleration.devcluster import LocalCluster
 from tests.integration.components import RunProcess, install_crd
 from tests.integration.conftest import Kubectl
-from tests.integration.helpers import eventually, unique_name
+from tests.integration.helpers import denied, eventually, unique_name
 from tests.integration.objects import (
     MIN,
     TOL,
@@ -37,35 +37,12 @@ def components(cluster: LocalCluster) -> Iterator[RunProcess]:
     process.stop()
 
 
-@pytest.fixture(scope="module")
-def alice(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
-    """kubectl as another cluster admin, who is not the operator."""
-    kubeconfig = cluster.write_kubeconfig(tmp_path_factory.mktemp("alice") / "kubeconfig", "alice",
-                                          ["system:masters"])
-
-    def run(*args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
-        argv = [str(cluster.toolchain.kubectl), "--kubeconfig", str(kubeconfig), *args]
-        result = subprocess.run(argv, input=input, capture_output=True, text=True, timeout=60, check=False)
-        if check and result.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed:\n{result.stderr}")
-        return result
-
-    return run
-
-
 @pytest.fixture
 def cleanup(kubectl: Kubectl) -> Iterator[list[tuple[str, str]]]:
     created: list[tuple[str, str]] = []
     yield created
     for kind, name in reversed(created):
         kubectl("delete", kind, name, "--ignore-not-found", "--wait=false", check=False)
-
-
-def denied(result: subprocess.CompletedProcess[str], webhook: str) -> str:
-    assert result.returncode != 0, result.stdout
-    prefix = f'admission webhook "{webhook}" denied the request: '
-    assert prefix in result.stderr, result.stderr
-    return result.stderr.split(prefix, 1)[1]
 
 
 async def test_10k_is_refused_with_our_message(components: RunProcess, alice: Kubectl, cleanup: list) -> None:

@@ -1,0 +1,89 @@
+"""Everything keeps working after the API server restarts, as in a control-plane upgrade: every watch of
+the operator (kopf) and of the webhook caches (our informer) breaks and must resume on its own.
+
+The operator's resync is set far beyond the test, so what it does afterwards comes from resumed watches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client import ApiClient
+
+from preemption_toleration.devcluster import LocalCluster
+from tests.integration.components import RunProcess, install_crd
+from tests.integration.conftest import Kubectl, MakeNode
+from tests.integration.helpers import denied, eventually, unique_name
+from tests.integration.objects import MIN, TOL, class_manifest, policy_manifest, wait_annotations, wait_ready
+from tests.integration.pods import create_bound, events_of, pod_body, stays
+
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
+
+
+@pytest.fixture(scope="module")
+def components(cluster: LocalCluster) -> Iterator[RunProcess]:
+    install_crd(cluster)
+    process = RunProcess(cluster, "--resync-seconds", "3600")
+    process.start()
+    yield process
+    process.stop()
+
+
+async def test_operator_webhooks_and_guard_resume_after_the_api_server_restarts(
+    api: ApiClient, cluster: LocalCluster, components: RunProcess, kubectl: Kubectl, alice: Kubectl,
+    make_node: MakeNode, namespace: str,
+) -> None:
+    suffix = unique_name("r").split("-")[-1]
+    high, before, after = f"high-{suffix}", f"before-{suffix}", f"after-{suffix}"
+    names = (high, before, after)
+    try:
+        kubectl("apply", "-f", "-", input=class_manifest(high, 9000))
+        kubectl("apply", "-f", "-", input=class_manifest(before))
+        kubectl("apply", "-f", "-", input=policy_manifest(before, {
+            "priorityClassName": before, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}))
+        await wait_annotations(api, before, {MIN: "10000", TOL: "-1"})
+
+        cluster.restart_apiserver()
+        await eventually(lambda: _api_answers(api), bool, timeout=30, what="the API after the restart")
+
+        # The operator: a class, then its policy, both created after the restart. (In this order the
+        # mutating webhook has nothing to add, so the annotations can only come from the operator.)
+        kubectl("apply", "-f", "-", input=class_manifest(after))
+        kubectl("apply", "-f", "-", input=policy_manifest(after, {
+            "priorityClassName": after, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}))
+        await eventually(lambda: _annotations_within(api, after), bool, timeout=60,
+                         what="the operator applying a policy created after the restart")
+        await wait_ready(api, after, "True", "Applied")
+
+        # The webhook's policy cache knows the new policy.
+        result = alice("annotate", "--overwrite", "priorityclass", after, f"{MIN}=9000", check=False)
+        message = denied(result, "priorityclasses.validate.preemption-toleration.dev")
+        assert f'but PreemptionTolerationPolicy "{after}" manages it' in message
+
+        # The guard's pod, node and class caches know objects created after the restart.
+        node = (await make_node(cpu="3", memory="8Gi")).metadata.name
+        await create_bound(api, namespace, "victim", after, node)
+        await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", high, node))
+        await stays(api, namespace, "victim", "high", node)
+        assert await events_of(api, namespace, "victim"), "the guard refused nothing: no PreemptionRefused Event"
+        assert components.running(), components.log()[-3000:]
+    finally:
+        for name in names:
+            kubectl("delete", "ptp", name, "--ignore-not-found", check=False)
+            kubectl("delete", "priorityclass", name, "--ignore-not-found", check=False)
+
+
+async def _api_answers(api: ApiClient) -> bool:
+    try:
+        await client.VersionApi(api).get_code()
+    except Exception:  # noqa: BLE001 - stale pooled connections fail once after the restart
+        return False
+    return True
+
+
+async def _annotations_within(api: ApiClient, name: str) -> bool:
+    pc = await client.SchedulingV1Api(api).read_priority_class(name)
+    annotations = pc.metadata.annotations or {}
+    return annotations.get(MIN) == "10000" and annotations.get(TOL) == "-1"
