@@ -118,6 +118,21 @@ def governed_names(spec: PreemptionTolerationPolicySpec, classes: Mapping[str, C
     return sorted(name for name, view in classes.items() if selector_matches(selector, view.labels))
 
 
+def claims(spec: PreemptionTolerationPolicySpec, view: ClassView) -> bool:
+    """The policy claims this class: by its name, or by a selector matching its labels."""
+    if spec.priority_class_name is not None:
+        return spec.priority_class_name == view.name
+    selector = spec.priority_class_selector.to_kube() if spec.priority_class_selector else {}
+    return selector_matches(selector, view.labels)
+
+
+def owner_of(policies: Iterable[PolicyView], view: ClassView) -> PolicyView | None:
+    """The policy that governs one class, as `plan` decides it (the oldest live, valid claimant), without
+    planning every class: what an admission request about this one class needs."""
+    claimants = [p for p in policies if not p.deleting and p.spec is not None and claims(p.spec, view)]
+    return min(claimants, key=lambda p: (p.created, p.name), default=None)
+
+
 def _applied_message(names: list[str], annotations: Mapping[str, str]) -> str:
     values = ", ".join(f"{key.rsplit('/', 1)[1]}={value}" for key, value in annotations.items()) or "no annotations"
     if len(names) == 1:

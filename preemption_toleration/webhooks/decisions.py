@@ -8,7 +8,7 @@ from typing import Any
 
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, allow, deny
 from preemption_toleration.core.annotations import POLICY_KEYS, annotations_of
-from preemption_toleration.governance.plan import governed_names, desired_annotations, plan
+from preemption_toleration.governance.plan import desired_annotations, governed_names, owner_of
 from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
 from preemption_toleration.validation.findings import Finding
 from preemption_toleration.validation.policy import parse_policy
@@ -35,13 +35,10 @@ class AdmissionConfig:
 
 def _governing(snapshot: Snapshot, candidate: ClassView) -> tuple[str, dict[str, str]] | None:
     """The policy that governs `candidate` (as it would be after this request), and its annotations."""
-    classes = {**snapshot.classes, candidate.name: candidate}
-    owners = plan(snapshot.policies.values(), classes.values()).owners
-    owner = owners.get(candidate.name)
-    if owner is None:
+    owner = owner_of(snapshot.policies.values(), candidate)
+    if owner is None or owner.spec is None:
         return None
-    spec = snapshot.policies[owner].spec
-    return (owner, desired_annotations(spec)) if spec is not None else None
+    return owner.name, desired_annotations(owner.spec)
 
 
 def _ratchet(new: list[Finding], old: list[Finding]) -> tuple[list[Finding], list[str]]:

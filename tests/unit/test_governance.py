@@ -6,7 +6,7 @@ import pytest
 
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY as MIN
 from preemption_toleration.core.annotations import TOLERATION_SECONDS as TOL
-from preemption_toleration.governance.plan import ClassWrite, Reason, plan
+from preemption_toleration.governance.plan import ClassWrite, Reason, owner_of, plan
 from preemption_toleration.governance.status import build_status, status_differs
 from preemption_toleration.governance.views import (
     FIELD_MANAGER,
@@ -203,3 +203,32 @@ def test_status_transition_time_moves_when_ready_flips() -> None:
     assert after["conditions"][0]["reason"] == "PriorityClassNotFound"
     assert after["conditions"][0]["lastTransitionTime"] == "2026-11-22T00:01:00Z"
     assert after["priorityClasses"] == [] and status_differs(after, before)
+
+
+TIER = {"matchLabels": {"tier": "gold"}}
+OWNER_CASES = [
+    # rule, policies, class labels, expected owner
+    ("a name claims its class", [("p", {"priorityClassName": "c"}, 0, False)], {}, "p"),
+    ("a selector claims a matching class", [("s", {"priorityClassSelector": TIER}, 0, False)], {"tier": "gold"}, "s"),
+    ("a selector does not claim other labels", [("s", {"priorityClassSelector": TIER}, 0, False)], {"tier": "x"},
+     None),
+    ("the oldest claimant wins", [("new", {"priorityClassName": "c"}, 5, False),
+                                  ("old", {"priorityClassSelector": TIER}, 1, False)], {"tier": "gold"}, "old"),
+    ("equal ages: the first name wins", [("b", {"priorityClassName": "c"}, 0, False),
+                                         ("a", {"priorityClassName": "c"}, 0, False)], {}, "a"),
+    ("a deleting policy gives the class up", [("old", {"priorityClassName": "c"}, 0, True),
+                                              ("new", {"priorityClassName": "c"}, 1, False)], {}, "new"),
+    ("an invalid policy claims nothing", [("bad", {"priorityClassName": "c", "tolerationSecond": 1}, 0, False),
+                                          ("good", {"priorityClassName": "c"}, 1, False)], {}, "good"),
+    ("nobody claims it", [("p", {"priorityClassName": "other"}, 0, False)], {}, None),
+]
+
+
+@pytest.mark.parametrize(("rule", "policies", "labels", "expected"), OWNER_CASES, ids=[c[0] for c in OWNER_CASES])
+def test_owner_of_one_class_is_the_owner_the_whole_plan_gives(rule, policies, labels, expected) -> None:
+    views = [policy(name, {**spec, "minimumPreemptablePriority": 10000}, rank, deleting)
+             for name, spec, rank, deleting in policies]
+    candidate = klass("c", labels=labels)
+    owner = owner_of(views, candidate)
+    assert (owner.name if owner else None) == expected, rule
+    assert plan(views, [candidate, klass("unrelated")]).owners.get("c") == expected, rule
