@@ -93,6 +93,7 @@ def test_container_arguments_are_ones_ptol_accepts(kubectl: Kubectl, variant: st
     commands = {}
     for deployment in deployments:
         [container] = deployment["spec"]["template"]["spec"]["containers"]
+        assert container["image"] == "preemption-toleration:0.1.0"  # what config/default's `images:` sets
         args = build_parser().parse_args(container["args"])  # exits 2 on a flag or value ptol refuses
         commands[deployment["metadata"]["name"]] = args.command
         if args.command == "webhook":
