@@ -1,4 +1,4 @@
-"""Structured logs: `key=value` text by default, one JSON object per line with PTOL_LOG_FORMAT=json.
+"""Structured logs: `key=value` text by default, one JSON object per line with `--log-format json`.
 
 Fields passed as `extra={...}` to a logger call are part of the line.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
-import os
+from datetime import datetime, timezone
 from typing import Any
 
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
@@ -18,6 +18,11 @@ def _fields(record: logging.LogRecord) -> dict[str, Any]:
     if not record.name.startswith("preemption_toleration"):
         return {}
     return {key: value for key, value in vars(record).items() if key not in _STANDARD}
+
+
+def _rfc3339(timestamp: float) -> str:
+    moment = datetime.fromtimestamp(timestamp, timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 class TextFormatter(logging.Formatter):
@@ -33,7 +38,7 @@ class TextFormatter(logging.Formatter):
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
-            "time": self.formatTime(record),
+            "time": _rfc3339(record.created),
             "level": record.levelname,
             "logger": record.name,
             "message": record.getMessage(),
@@ -44,10 +49,10 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
-def configure_logging(level: str | None = None, fmt: str | None = None) -> None:
+def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
+    """Log to stderr at `level` (DEBUG, INFO, WARNING, ERROR), as `fmt` ("text" or "json") lines."""
     handler = logging.StreamHandler()
-    chosen = (fmt or os.environ.get("PTOL_LOG_FORMAT", "text")).lower()
-    handler.setFormatter(JsonFormatter() if chosen == "json" else TextFormatter())
+    handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel((level or os.environ.get("PTOL_LOG_LEVEL", "INFO")).upper())
+    root.setLevel(level)

@@ -7,6 +7,7 @@ import asyncio
 import secrets
 
 from preemption_toleration.cli.options import (
+    add_logging_arguments,
     env_option,
     host_and_port,
     non_empty,
@@ -47,6 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                help="server-side apply field manager")
     env_option(parser, "--liveness", env="PTOL_OPERATOR_LIVENESS", type=url("http"), metavar="URL",
                help="kopf liveness endpoint, e.g. http://0.0.0.0:8080/healthz; default: off")
+    add_logging_arguments(parser)
     parser.set_defaults(handler=run)
 
 
@@ -54,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from preemption_toleration.operator.handlers import OperatorConfig
     from preemption_toleration.operator.runner import run_operator
 
-    configure_logging()
+    configure_logging(args.log_level, args.log_format)
     config = OperatorConfig(
         kubeconfig=args.kubeconfig,
         field_manager=args.field_manager,

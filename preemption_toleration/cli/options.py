@@ -163,6 +163,23 @@ def non_empty(value: str) -> str:
     return str(value).strip()
 
 
+LOG_FORMATS = ("text", "json")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def log_level(value: str) -> str:
+    if value.strip().upper() not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"{value!r} is not one of {', '.join(LOG_LEVELS)}")
+    return value.strip().upper()
+
+
+def add_logging_arguments(parser: argparse.ArgumentParser) -> None:
+    env_option(parser, "--log-format", env="PTOL_LOG_FORMAT", default="text", type=choice(*LOG_FORMATS),
+               metavar="{" + ",".join(LOG_FORMATS) + "}", help="log lines as key=value text or as JSON objects")
+    env_option(parser, "--log-level", env="PTOL_LOG_LEVEL", default="INFO", type=log_level,
+               metavar="{" + ",".join(LOG_LEVELS) + "}", help="the lowest level logged")
+
+
 def env_vars_of(parser: argparse.ArgumentParser) -> dict[str, str]:
     """Each option string of `parser` that has an environment variable, with the variable (for docs and tests)."""
     found: dict[str, str] = {}

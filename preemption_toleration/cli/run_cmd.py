@@ -9,6 +9,7 @@ import sys
 
 from preemption_toleration.cli.signals import run_until_signalled
 from preemption_toleration.cli.operator_cmd import add_operator_arguments
+from preemption_toleration.cli.options import add_logging_arguments
 from preemption_toleration.cli.webhook_cmd import add_webhook_arguments, settings_from, tls_problem
 from preemption_toleration.logs import configure_logging
 
@@ -21,6 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "manifests under config/ instead.")
     add_webhook_arguments(parser, host="127.0.0.1", port="0")
     add_operator_arguments(parser)
+    add_logging_arguments(parser)
     parser.set_defaults(handler=run)
 
 
@@ -60,5 +62,5 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         print(f"ptol run: error: {problem}", file=sys.stderr)
         return 2
-    configure_logging()
+    configure_logging(args.log_level, args.log_format)
     return run_until_signalled(lambda stop: run_all(args, stop))

@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from preemption_toleration.cli.options import (
+    add_logging_arguments,
     choice,
     env_list_option,
     env_option,
@@ -72,6 +73,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                    description="Serve the validating and mutating admission webhooks over TLS, "
                                    "with /healthz, /readyz and /metrics on the same port.")
     add_webhook_arguments(parser)
+    add_logging_arguments(parser)
     env_option(parser, "--register-url", env="PTOL_REGISTER_URL", type=url("https"), metavar="URL",
                help="register webhook configurations that call this URL (e.g. https://127.0.0.1:8443), removed "
                "on exit; for a local control plane")
@@ -109,6 +111,6 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         print(f"ptol webhook: error: {problem}", file=sys.stderr)
         return 2
-    configure_logging()
+    configure_logging(args.log_level, args.log_format)
     settings = settings_from(args)
     return run_until_signalled(lambda stop: run_webhook(settings, stop))

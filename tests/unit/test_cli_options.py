@@ -46,6 +46,7 @@ def parse(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], argv: list[str])
         ("dns names have a variable", {"PTOL_WEBHOOK_DNS_NAMES": "webhook.example,localhost"}, ["webhook"],
          "dns_names", ["webhook.example", "localhost"]),
         ("unset list is None (the component's default applies)", {}, ["webhook"], "preemptor_identities", None),
+        ("log level in any case", {"PTOL_LOG_LEVEL": "debug"}, ["run"], "log_level", "DEBUG"),
         ("peering priority", {"PTOL_PEERING_PRIORITY": "7"}, ["operator"], "priority", 7),
         ("unset peering priority is random later", {}, ["operator"], "priority", None),
         ("operator metrics in ptol run", {"PTOL_OPERATOR_METRICS": "127.0.0.1:9100"}, ["run"], "metrics",
@@ -84,6 +85,10 @@ def test_option_values(monkeypatch: pytest.MonkeyPatch, rule: str, env: dict[str
         ("peering priority zero", {"PTOL_PEERING_PRIORITY": "0"}, ["operator"],
          "argument --priority: '0' is not a peering priority (an integer from 1 to 2147483647) "
          "(from $PTOL_PEERING_PRIORITY)"),
+        ("log format not a choice", {"PTOL_LOG_FORMAT": "jsn"}, ["operator"],
+         "argument --log-format: 'jsn' is not one of text, json (from $PTOL_LOG_FORMAT)"),
+        ("log level not a level", {}, ["webhook", "--log-level", "verbose"],
+         "argument --log-level: 'verbose' is not one of DEBUG, INFO, WARNING, ERROR"),
         ("empty identity flag", {}, ["webhook", "--operator-identity", " "],
          "argument --operator-identity: an empty value"),
     ],
