@@ -17,7 +17,7 @@ from preemption_toleration.api.policy import (
     PreemptionTolerationPolicySpec,
 )
 from preemption_toleration.validation.findings import Finding, error, nearest, shown, warning
-from preemption_toleration.validation.priority_class import HIGHEST_SYSTEM_PRIORITY
+from preemption_toleration.validation.toleration_rules import POLICY_SPEC, toleration_warnings
 
 _FIELD_FIXES = {
     "tolerationSeconds": f'use whole seconds between -1 (forever) and {MAX_TOLERATION_SECONDS}, e.g. 600',
@@ -135,31 +135,7 @@ def _semantic_findings(name: str, spec: PreemptionTolerationPolicySpec) -> list[
                 "classes get no toleration. Fix: set minimumPreemptablePriority, e.g. 10000.",
             )
         )
-    elif minimum is None:
-        findings.append(
-            warning(
-                "toleration-without-minimum",
-                f"{subject(name)}: spec.tolerationSeconds {seconds} has no effect without "
-                "minimumPreemptablePriority. Fix: set minimumPreemptablePriority, e.g. 10000.",
-            )
-        )
-    if seconds is not None and seconds < -1:
-        findings.append(
-            warning(
-                "negative-toleration",
-                f"{subject(name)}: spec.tolerationSeconds {seconds} means forever, like any negative value. "
-                "Fix: write -1.",
-            )
-        )
-    if minimum is not None and minimum > HIGHEST_SYSTEM_PRIORITY:
-        findings.append(
-            warning(
-                "minimum-above-system-classes",
-                f"{subject(name)}: spec.minimumPreemptablePriority {minimum} is above every system class "
-                f"({HIGHEST_SYSTEM_PRIORITY}): no pod may preempt these pods while tolerated. "
-                f"Fix: use at most {HIGHEST_SYSTEM_PRIORITY}.",
-            )
-        )
+    findings += toleration_warnings(subject(name), minimum, seconds, minimum is not None, POLICY_SPEC)
     return findings
 
 

@@ -26,10 +26,9 @@ from preemption_toleration.core.intparse import (
     parse_go_int,
 )
 from preemption_toleration.validation.findings import Finding, error, nearest, shown, warning
+from preemption_toleration.validation.toleration_rules import ANNOTATIONS, SYSTEM_CLASSES, toleration_warnings
 
 # Kubernetes' own classes; user-defined classes may not start with "system-" nor exceed 10^9.
-SYSTEM_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
-HIGHEST_SYSTEM_PRIORITY = max(SYSTEM_CLASSES.values())
 HIGHEST_USER_PRIORITY = 1_000_000_000
 
 _FIX_BY_KEY = {
@@ -131,31 +130,9 @@ def _effect_warnings(
                 f"{class_value}, so it has no effect. Fix: set it above {class_value}.",
             )
         )
-    if minimum is not None and minimum > HIGHEST_SYSTEM_PRIORITY:
-        findings.append(
-            warning(
-                "minimum-above-system-classes",
-                f'{subject(name)}: minimum-preemptable-priority "{minimum}" is above every system class '
-                f"({HIGHEST_SYSTEM_PRIORITY}): no pod may preempt these pods while tolerated. "
-                f"Fix: use at most {HIGHEST_SYSTEM_PRIORITY}.",
-            )
-        )
-    if seconds is not None and MINIMUM_PREEMPTABLE_PRIORITY not in annotations:
-        findings.append(
-            warning(
-                "toleration-without-minimum",
-                f'{subject(name)}: toleration-seconds "{seconds}" has no effect without '
-                f"{MINIMUM_PREEMPTABLE_PRIORITY}. Fix: add it, e.g. \"10000\".",
-            )
-        )
-    if seconds is not None and seconds < -1:
-        findings.append(
-            warning(
-                "negative-toleration",
-                f'{subject(name)}: toleration-seconds "{seconds}" means forever, like any negative value. '
-                'Fix: write "-1".',
-            )
-        )
+    findings += toleration_warnings(
+        subject(name), minimum, seconds, MINIMUM_PREEMPTABLE_PRIORITY in annotations, ANNOTATIONS
+    )
     return findings
 
 

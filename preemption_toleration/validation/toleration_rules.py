@@ -1,0 +1,62 @@
+"""The warnings about toleration values that PriorityClass annotations and policies share.
+
+Each kind of object names its two values its own way (annotation keys with quoted string values, or
+spec fields with numbers); the rules and their reasons are the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY
+from preemption_toleration.validation.findings import Finding, warning
+
+SYSTEM_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
+HIGHEST_SYSTEM_PRIORITY = max(SYSTEM_CLASSES.values())
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """How one kind of object writes the minimum and the toleration, and their values."""
+
+    minimum: str
+    seconds: str
+    quoted: bool
+    minimum_to_add: str  # what a fix says to add: the whole annotation key, or the field
+
+
+    def value(self, number: int) -> str:
+        return f'"{number}"' if self.quoted else str(number)
+
+
+ANNOTATIONS = Spelling("minimum-preemptable-priority", "toleration-seconds", quoted=True,
+                       minimum_to_add=MINIMUM_PREEMPTABLE_PRIORITY)
+POLICY_SPEC = Spelling("spec.minimumPreemptablePriority", "spec.tolerationSeconds", quoted=False,
+                       minimum_to_add="spec.minimumPreemptablePriority")
+
+
+def toleration_warnings(
+    subject: str, minimum: int | None, seconds: int | None, has_minimum: bool, spelling: Spelling
+) -> list[Finding]:
+    """`has_minimum`: a minimum is written, even one that does not parse (that is an error of its own)."""
+    findings: list[Finding] = []
+    if seconds is not None and not has_minimum:
+        findings.append(warning(
+            "toleration-without-minimum",
+            f"{subject}: {spelling.seconds} {spelling.value(seconds)} has no effect without {spelling.minimum}. "
+            f"Fix: set {spelling.minimum_to_add}, e.g. {spelling.value(10000)}.",
+        ))
+    if seconds is not None and seconds < -1:
+        findings.append(warning(
+            "negative-toleration",
+            f"{subject}: {spelling.seconds} {spelling.value(seconds)} means forever, like any negative value. "
+            f"Fix: write {spelling.value(-1)}.",
+        ))
+    if minimum is not None and minimum > HIGHEST_SYSTEM_PRIORITY:
+        findings.append(warning(
+            "minimum-above-system-classes",
+            f"{subject}: {spelling.minimum} {spelling.value(minimum)} is above every system class "
+            f"({HIGHEST_SYSTEM_PRIORITY}): no pod may preempt these pods while tolerated. "
+            f"Fix: use at most {HIGHEST_SYSTEM_PRIORITY}.",
+        ))
+    return findings
