@@ -29,6 +29,14 @@ class CertKeyPair:
     key_pem: bytes
 
 
+
+def _key_usage(*, ca: bool) -> x509.KeyUsage:
+    """Signing for every certificate (ECDSA keys); signing certificates and CRLs for the CA only."""
+    return x509.KeyUsage(
+        digital_signature=True, content_commitment=False, key_encipherment=False, data_encipherment=False,
+        key_agreement=False, key_cert_sign=ca, crl_sign=ca, encipher_only=False, decipher_only=False,
+    )
+
 def generate_private_key_pem() -> bytes:
     """A fresh EC P-256 private key as unencrypted PKCS#8 PEM (e.g. a service-account signing key)."""
     return _key_to_pem(ec.generate_private_key(ec.SECP256R1()))
@@ -58,20 +66,7 @@ def generate_ca(
         .not_valid_before(now - _CLOCK_SKEW)
         .not_valid_after(now + datetime.timedelta(days=valid_days))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        .add_extension(_key_usage(ca=True), critical=True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
         .sign(key, hashes.SHA256())
     )
@@ -155,20 +150,7 @@ def _issue(
         .not_valid_before(now - _CLOCK_SKEW)
         .not_valid_after(now + datetime.timedelta(days=valid_days))
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        .add_extension(_key_usage(ca=False), critical=True)
         .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False

@@ -5,13 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import secrets
-import sys
 
 from preemption_toleration.cli.signals import run_until_signalled
 from preemption_toleration.cli.operator_cmd import add_operator_arguments
 from preemption_toleration.cli.options import add_logging_arguments
-from preemption_toleration.cli.webhook_cmd import add_webhook_arguments, settings_from, tls_problem
-from preemption_toleration.logs import configure_logging
+from preemption_toleration.cli.webhook_cmd import add_webhook_arguments, prepare, settings_from
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -58,9 +56,6 @@ async def run_all(args: argparse.Namespace, stop: asyncio.Event) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    problem = tls_problem(args)
-    if problem:
-        print(f"ptol run: error: {problem}", file=sys.stderr)
+    if not prepare(args, "run"):
         return 2
-    configure_logging(args.log_level, args.log_format)
     return run_until_signalled(lambda stop: run_all(args, stop))

@@ -104,13 +104,20 @@ def settings_from(args: argparse.Namespace) -> WebhookSettings:
     return settings
 
 
+def prepare(args: argparse.Namespace, command: str) -> bool:
+    """Refuse flags that do not go together (False, with a message), else set up logging (True)."""
+    problem = tls_problem(args)
+    if problem:
+        print(f"ptol {command}: error: {problem}", file=sys.stderr)
+        return False
+    configure_logging(args.log_level, args.log_format)
+    return True
+
+
 def run(args: argparse.Namespace) -> int:
     from preemption_toleration.webhooks.runner import run_webhook
 
-    problem = tls_problem(args)
-    if problem:
-        print(f"ptol webhook: error: {problem}", file=sys.stderr)
+    if not prepare(args, "webhook"):
         return 2
-    configure_logging(args.log_level, args.log_format)
     settings = settings_from(args)
     return run_until_signalled(lambda stop: run_webhook(settings, stop))

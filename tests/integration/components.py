@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from preemption_toleration.devcluster import LocalCluster
@@ -64,3 +66,15 @@ class RunProcess(OperatorProcess):
                            ("mutatingwebhookconfiguration", "preemption-toleration")):
             subprocess.run(self.cluster.kubectl_argv("delete", kind, name, "--ignore-not-found"),
                            capture_output=True, check=False)
+
+
+@contextmanager
+def ptol_run(cluster: LocalCluster, *extra_args: str) -> Iterator[RunProcess]:
+    """`ptol run` with the CRDs installed, for a module's tests; stopped (and unregistered) after."""
+    install_crd(cluster)
+    process = RunProcess(cluster, *extra_args)
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()

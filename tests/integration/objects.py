@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from kubernetes_asyncio import client
@@ -10,7 +12,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
-from tests.integration.helpers import eventually
+from tests.integration.helpers import eventually, unique_name
 
 MIN = "preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority"
 TOL = "preemption-toleration.scheduling.x-k8s.io/toleration-seconds"
@@ -68,3 +70,18 @@ async def wait_annotations(api: ApiClient, name: str, expected: dict[str, str]) 
 async def wait_ready(api: ApiClient, name: str, status: str, reason: str) -> dict[str, Any]:
     return await eventually(lambda: read_policy(api, name), lambda p: ready(p)[:2] == (status, reason),
                             timeout=30, what=f"policy {name} Ready={status} {reason}")
+
+
+@asynccontextmanager
+async def low_and_high(api: ApiClient) -> AsyncIterator[tuple[str, str]]:
+    """Two plain classes, low (1000) and high (2000), with unique names; deleted after."""
+    scheduling = client.SchedulingV1Api(api)
+    low, high = unique_name("low"), unique_name("high")
+    for name, value in ((low, 1000), (high, 2000)):
+        await scheduling.create_priority_class(client.V1PriorityClass(metadata=client.V1ObjectMeta(name=name),
+                                                                      value=value))
+    try:
+        yield low, high
+    finally:
+        for name in (low, high):
+            await scheduling.delete_priority_class(name)

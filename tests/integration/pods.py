@@ -27,6 +27,23 @@ def pod_body(name: str, class_name: str, node: str, cpu: str = "2") -> dict[str,
     }
 
 
+def unpinned_pod(name: str, *, cpu: str, priority_class: str | None = None) -> client.V1Pod:
+    """A pod the scheduler may put on any node."""
+    return client.V1Pod(
+        metadata=client.V1ObjectMeta(name=name),
+        spec=client.V1PodSpec(
+            priority_class_name=priority_class,
+            containers=[
+                client.V1Container(
+                    name="main",
+                    image="pause",  # never pulled: the node agent only pretends to run it
+                    resources=client.V1ResourceRequirements(requests={"cpu": cpu}),
+                )
+            ],
+        ),
+    )
+
+
 async def read_pod(api: ApiClient, namespace: str, name: str) -> dict[str, Any] | None:
     try:
         return api.sanitize_for_serialization(await client.CoreV1Api(api).read_namespaced_pod(name, namespace))

@@ -17,7 +17,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.devcluster import LocalCluster
-from tests.integration.components import RunProcess, install_crd
+from tests.integration.components import RunProcess, ptol_run
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest, policy_manifest, wait_annotations
@@ -38,11 +38,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")
 
 @pytest.fixture(scope="module")
 def components(cluster: LocalCluster) -> Iterator[RunProcess]:
-    install_crd(cluster)
-    process = RunProcess(cluster, "--resync-seconds", "3")
-    process.start()
-    yield process
-    process.stop()
+    with ptol_run(cluster, "--resync-seconds", "3") as process:
+        yield process
 
 
 @pytest.fixture(scope="module")

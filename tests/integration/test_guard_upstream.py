@@ -16,11 +16,10 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.devcluster import LocalCluster
-from tests.integration.components import RunProcess, install_crd
-from tests.integration.conftest import Kubectl
+from tests.integration.components import RunProcess, ptol_run
+from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import unique_name
 from tests.integration.objects import MIN, TOL, class_manifest
-from tests.integration.conftest import MakeNode
 from tests.integration.pods import create_bound, pod_body, preempts, set_scheduled_at, stays
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -31,7 +30,6 @@ UNPARSABLE = f"victims-unparsable-{SUFFIX}"
 
 @pytest.fixture(scope="module")
 def components(cluster: LocalCluster, kubectl: Kubectl) -> Iterator[RunProcess]:
-    install_crd(cluster)
     kubectl("apply", "-f", "-", input=class_manifest(UNPARSABLE, 1000, annotations={MIN: "a"}))
     for priority in (1010, 1009, 1005, 1001):
         kubectl("apply", "-f", "-", input=class_manifest(f"p{priority}-{SUFFIX}", priority))
@@ -39,10 +37,8 @@ def components(cluster: LocalCluster, kubectl: Kubectl) -> Iterator[RunProcess]:
     never = json.loads(class_manifest(f"p1001-never-{SUFFIX}", 1001))
     never["preemptionPolicy"] = "Never"
     kubectl("apply", "-f", "-", input=json.dumps(never))
-    process = RunProcess(cluster, "--resync-seconds", "3")
-    process.start()
-    yield process
-    process.stop()
+    with ptol_run(cluster, "--resync-seconds", "3") as process:
+        yield process
     for name in [UNPARSABLE, f"p1001-never-{SUFFIX}"] + [f"p{p}-{SUFFIX}" for p in (1010, 1009, 1005, 1001)]:
         kubectl("delete", "priorityclass", name, "--ignore-not-found", check=False)
 

@@ -13,7 +13,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.devcluster import LocalCluster
-from tests.integration.components import RunProcess, install_crd
+from tests.integration.components import RunProcess, ptol_run
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import denied, eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest, policy_manifest, wait_annotations, wait_ready
@@ -24,11 +24,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")
 
 @pytest.fixture(scope="module")
 def components(cluster: LocalCluster) -> Iterator[RunProcess]:
-    install_crd(cluster)
-    process = RunProcess(cluster, "--resync-seconds", "3600")
-    process.start()
-    yield process
-    process.stop()
+    with ptol_run(cluster, "--resync-seconds", "3600") as process:
+        yield process
 
 
 async def test_operator_webhooks_and_guard_resume_after_the_api_server_restarts(

@@ -12,7 +12,9 @@ from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.devcluster import LocalCluster
 from tests.integration.conftest import MakeNode
-from tests.integration.helpers import eventually, unique_name
+from tests.integration.helpers import eventually
+from tests.integration.objects import low_and_high
+from tests.integration.pods import unpinned_pod
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -61,16 +63,10 @@ async def test_scheduler_calls_extender_during_preemption(
     api: ApiClient, namespace: str, make_node: MakeNode, extender: RecordingExtender
 ) -> None:
     core = client.CoreV1Api(api)
-    scheduling = client.SchedulingV1Api(api)
-    low, high = unique_name("low"), unique_name("high")
-    for name, value in ((low, 1000), (high, 2000)):
-        await scheduling.create_priority_class(
-            client.V1PriorityClass(metadata=client.V1ObjectMeta(name=name), value=value)
-        )
-    try:
+    async with low_and_high(api) as (low, high):
         node = await make_node(cpu="2")
         for i in range(2):
-            await core.create_namespaced_pod(namespace, _pod(f"low-{i}", "1", low))
+            await core.create_namespaced_pod(namespace, unpinned_pod(f"low-{i}", cpu="1", priority_class=low))
 
         async def pods() -> list[client.V1Pod]:
             return (await core.list_namespaced_pod(namespace)).items
@@ -80,7 +76,7 @@ async def test_scheduler_calls_extender_during_preemption(
             lambda items: len(items) == 2 and all(p.spec.node_name for p in items),
             what="two low pods bound",
         )
-        await core.create_namespaced_pod(namespace, _pod("high", "2", high))
+        await core.create_namespaced_pod(namespace, unpinned_pod("high", cpu="2", priority_class=high))
         await eventually(
             pods,
             lambda items: [p.metadata.name for p in items if p.spec.node_name] == ["high"],
@@ -91,22 +87,3 @@ async def test_scheduler_calls_extender_during_preemption(
         assert call["Pod"]["metadata"]["name"] == "high"
         victims = call["NodeNameToVictims"][node.metadata.name]["Pods"]
         assert sorted(p["metadata"]["name"] for p in victims) == ["low-0", "low-1"]
-    finally:
-        for name in (low, high):
-            await scheduling.delete_priority_class(name)
-
-
-def _pod(name: str, cpu: str, priority_class: str) -> client.V1Pod:
-    return client.V1Pod(
-        metadata=client.V1ObjectMeta(name=name),
-        spec=client.V1PodSpec(
-            priority_class_name=priority_class,
-            containers=[
-                client.V1Container(
-                    name="main",
-                    image="pause",
-                    resources=client.V1ResourceRequirements(requests={"cpu": cpu}),
-                )
-            ],
-        ),
-    )

@@ -13,6 +13,8 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from preemption_toleration.devcluster import LocalCluster
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import eventually, unique_name
+from tests.integration.objects import low_and_high
+from tests.integration.pods import unpinned_pod
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -127,7 +129,7 @@ async def test_node_agent_runs_bound_pods(
     core = client.CoreV1Api(api)
     node = await make_node(cpu="1")
     assert not [t for t in node.spec.taints or [] if t.key == "node.kubernetes.io/not-ready"]
-    await core.create_namespaced_pod(namespace, _pod("p", cpu="500m"))
+    await core.create_namespaced_pod(namespace, unpinned_pod("p", cpu="500m"))
     pod = await eventually(
         lambda: core.read_namespaced_pod("p", namespace),
         lambda p: p.status.phase == "Running",
@@ -141,16 +143,10 @@ async def test_scheduler_preempts_lower_priority_pods(
     api: ApiClient, namespace: str, make_node: MakeNode
 ) -> None:
     core = client.CoreV1Api(api)
-    scheduling = client.SchedulingV1Api(api)
-    low, high = unique_name("low"), unique_name("high")
-    for name, value in ((low, 1000), (high, 2000)):
-        await scheduling.create_priority_class(
-            client.V1PriorityClass(metadata=client.V1ObjectMeta(name=name), value=value)
-        )
-    try:
+    async with low_and_high(api) as (low, high):
         node = await make_node(cpu="3")
         for i in range(3):
-            await core.create_namespaced_pod(namespace, _pod(f"low-{i}", cpu="1", priority_class=low))
+            await core.create_namespaced_pod(namespace, unpinned_pod(f"low-{i}", cpu="1", priority_class=low))
 
         async def pods() -> list[client.V1Pod]:
             return (await core.list_namespaced_pod(namespace)).items
@@ -160,7 +156,7 @@ async def test_scheduler_preempts_lower_priority_pods(
             lambda items: len(items) == 3 and all(p.status.phase == "Running" for p in items),
             what="three low pods Running",
         )
-        await core.create_namespaced_pod(namespace, _pod("high", cpu="2", priority_class=high))
+        await core.create_namespaced_pod(namespace, unpinned_pod("high", cpu="2", priority_class=high))
         final = await eventually(
             pods,
             lambda items: {p.metadata.name for p in items if p.spec.node_name}
@@ -171,22 +167,3 @@ async def test_scheduler_preempts_lower_priority_pods(
         by_name = {p.metadata.name: p for p in final}
         assert by_name["high"].spec.node_name == node.metadata.name
         assert by_name["high"].spec.priority == 2000
-    finally:
-        for name in (low, high):
-            await scheduling.delete_priority_class(name)
-
-
-def _pod(name: str, *, cpu: str, priority_class: str | None = None) -> client.V1Pod:
-    return client.V1Pod(
-        metadata=client.V1ObjectMeta(name=name),
-        spec=client.V1PodSpec(
-            priority_class_name=priority_class,
-            containers=[
-                client.V1Container(
-                    name="main",
-                    image="pause",  # never pulled: the node agent only pretends to run it
-                    resources=client.V1ResourceRequirements(requests={"cpu": cpu}),
-                )
-            ],
-        ),
-    )

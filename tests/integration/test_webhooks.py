@@ -10,7 +10,7 @@ import pytest
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.devcluster import LocalCluster
-from tests.integration.components import RunProcess, install_crd
+from tests.integration.components import RunProcess, ptol_run
 from tests.integration.conftest import Kubectl
 from tests.integration.helpers import denied, eventually, unique_name
 from tests.integration.objects import (
@@ -30,11 +30,8 @@ LEGACY = "preemption-toleration.scheduling.sigs.k8s.io/toleration-seconds"
 
 @pytest.fixture(scope="module")
 def components(cluster: LocalCluster) -> Iterator[RunProcess]:
-    install_crd(cluster)
-    process = RunProcess(cluster, "--resync-seconds", "3")
-    process.start()
-    yield process
-    process.stop()
+    with ptol_run(cluster, "--resync-seconds", "3") as process:
+        yield process
 
 
 @pytest.fixture

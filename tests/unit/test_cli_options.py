@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from preemption_toleration.cli.main import build_parser
+from preemption_toleration.cli.main import build_parser, main
 from preemption_toleration.cli.options import env_vars_of, options_of
 from preemption_toleration.cli.webhook_cmd import tls_problem
 
@@ -137,3 +137,11 @@ def test_every_component_flag_has_a_variable_listed_in_the_readme(command: str) 
         rows = [line for line in readme_lines
                 if line.startswith("|") and f"`{flag}" in line and f"`{variable}`" in line]
         assert rows, f"README has no table row with `{flag}` and `{variable}`"
+
+
+@pytest.mark.parametrize("command", ["webhook", "run"])
+def test_commands_refuse_a_certificate_without_its_key_before_starting(
+        command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([command, "--cert-file", "tls.crt"]) == 2
+    assert capsys.readouterr().err == (f"ptol {command}: error: --cert-file and --key-file go together "
+                                       "(PTOL_TLS_CERT_FILE, PTOL_TLS_KEY_FILE)\n")
