@@ -7,6 +7,7 @@ for a deleted one and releases its classes.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Iterator, Mapping
@@ -51,9 +52,21 @@ def _post_event(ref: Mapping[str, Any], event_type: str, reason: str, message: s
     kopf.event(dict(ref), type=event_type, reason=reason, message=message)
 
 
-@kopf.on.startup(registry=registry)
-async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
-    config: OperatorConfig = memo.config
+class EndlessBackoffs:
+    """kopf's delays between retries of a failed API request, never used up.
+
+    After its last delay kopf gives the error up to the caller; for a watch that is an API server answering
+    5xx or 403 (as during an upgrade) for about a minute, and the watcher task of that resource then ends
+    for good while the operator keeps running, blind to that resource. Retrying every 30 s instead lets
+    the watch resume whenever the API server is back.
+    """
+
+    def __iter__(self) -> Iterator[float]:
+        yield from (1, 1, 2, 3, 5, 8, 13, 21)
+        yield from itertools.repeat(30.0)
+
+
+def apply_settings(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:
     settings.persistence.finalizer = f"{GROUP}/finalizer"
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
@@ -63,6 +76,13 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     settings.posting.level = logging.INFO
     settings.watching.server_timeout = 300  # re-establish long watches before proxies cut them
     settings.watching.client_timeout = 330
+    settings.networking.error_backoffs = EndlessBackoffs()
+
+
+@kopf.on.startup(registry=registry)
+async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    config: OperatorConfig = memo.config
+    apply_settings(settings, config)
     config.api = await make_api_client(config.kubeconfig)
     config.reconciler = Reconciler(config.api, config.field_manager, _post_event, logger, metrics=config.metrics)
 
