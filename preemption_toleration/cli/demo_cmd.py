@@ -7,6 +7,7 @@ import asyncio
 import sys
 from pathlib import Path
 
+from preemption_toleration.cli.options import positive_integer
 from preemption_toleration.cli.signals import run_until_signalled
 
 
@@ -18,8 +19,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(it installs and builds the control plane, ~7 minutes).")
     parser.add_argument("--dir", default=".demo-cluster", help="the cluster's directory (default .demo-cluster)")
     parser.add_argument("--once", action="store_true", help="stop everything and exit when done")
-    parser.add_argument("--guarantee-seconds", type=int, default=20,
+    parser.add_argument("--guarantee-seconds", type=positive_integer, default=20,
                         help="guaranteed running time of the demo's time-limited class (default 20)")
+    parser.add_argument("--samples", default="config/samples", metavar="DIR",
+                        help="apply the PriorityClasses and policies in this directory's manifests first "
+                        "(default config/samples; skipped when it does not exist)")
     parser.set_defaults(handler=run)
 
 
@@ -30,7 +34,8 @@ def _say(text: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from preemption_toleration.demo.runner import Demo, DemoSettings, StepFailed
 
-    settings = DemoSettings(Path(args.dir).resolve(), once=args.once, guarantee_seconds=args.guarantee_seconds)
+    settings = DemoSettings(Path(args.dir).resolve(), once=args.once, guarantee_seconds=args.guarantee_seconds,
+                            samples=Path(args.samples).resolve())
     outcome = {"code": 0}
 
     async def main(stop: asyncio.Event) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from preemption_toleration.api.policy import API_VERSION, KIND
+from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY
 
 NAMESPACE = "demo"
 NODE = "demo-node"
@@ -35,6 +37,35 @@ def pod(name: str, class_name: str, cpu: str = "2") -> dict[str, Any]:
             "containers": [{"name": "work", "image": "pause", "resources": {"requests": {"cpu": cpu}}}],
         },
     }
+
+
+def sample_objects(documents: Iterable[Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The PriorityClasses and the policies among parsed manifests (other kinds are not the demo's)."""
+    classes, found = [], []
+    for document in documents:
+        if not isinstance(document, dict):
+            continue
+        if document.get("kind") == "PriorityClass":
+            classes.append(document)
+        elif document.get("kind") == KIND:
+            found.append(document)
+    return classes, found
+
+
+def policy_row(policy: dict[str, Any]) -> list[str]:
+    """NAME, TARGET, MINIMUM, TOLERATION, READY, REASON: what `kubectl get ptp` shows."""
+    spec, status = policy.get("spec") or {}, policy.get("status") or {}
+    ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+    return [policy["metadata"]["name"], str(status.get("target") or "-"),
+            str(spec.get("minimumPreemptablePriority", "-")), str(spec.get("tolerationSeconds", "-")),
+            str(ready.get("status", "-")), str(ready.get("reason", "-"))]
+
+
+def mistake() -> dict[str, Any]:
+    """A class with a typo the scheduler would silently ignore: the webhook must refuse it."""
+    body = priority_class("demo-mistake", 8000)
+    body["metadata"]["annotations"] = {MINIMUM_PREEMPTABLE_PRIORITY: "10k"}
+    return body
 
 
 def render_table(headers: list[str], rows: list[list[str]]) -> str:

@@ -4,6 +4,7 @@ happen. Every step is named, so a failure says which step failed and where the l
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -19,9 +20,18 @@ from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY,
 from preemption_toleration.demo import objects
 from preemption_toleration.devcluster import LocalCluster, create_node, ensure_namespace, ensure_toolchain
 from preemption_toleration.devcluster.components import REGISTERED, ComponentError, ComponentProcess
+from preemption_toleration.validation.documents import load_documents
 
 Say = Callable[[str], None]
 REFUSED_WAIT_SECONDS = 10
+
+
+def _status_message(error: ApiException) -> str:
+    """The message of the API's Status body, as kubectl prints it."""
+    try:
+        return str(json.loads(error.body or "{}").get("message") or error.reason)
+    except ValueError:
+        return str(error.body or error.reason)
 
 
 class StepFailed(Exception):
@@ -36,6 +46,7 @@ class DemoSettings:
     directory: Path
     once: bool = False
     guarantee_seconds: int = 20
+    samples: Path | None = None
     results: list[list[str]] = field(default_factory=list)
 
 
@@ -90,25 +101,65 @@ class Demo:
                      lambda crd: any(c.type == "Established" and c.status == "True"
                                      for c in crd.status.conditions or []), 60, "the CRD being established")
 
+    def _read_samples(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        directory = self.settings.samples
+        if directory is None or not directory.is_dir():
+            self.say(f"No samples directory ({directory}); applying the demo's own classes and policies only.")
+            return [], []
+        documents: list[Any] = []
+        for path in sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml", ".json")):
+            loaded, problems = load_documents(path.read_text(), str(path))
+            if problems:
+                raise StepFailed("reading the samples", problems[0].render())
+            documents += [document.content for document in loaded]
+        classes, policies = objects.sample_objects(documents)
+        self.say(f"Applying the samples in {directory} ({len(classes)} PriorityClasses, {len(policies)} "
+                 "policies), then the demo's own.")
+        return classes, policies
+
     async def apply_samples(self) -> None:
         assert self.api is not None
         await ensure_namespace(self.api, objects.NAMESPACE)
         await create_node(self.api, objects.NODE, cpu="3")
+        sample_classes, sample_policies = self._read_samples()
         scheduling = client.SchedulingV1Api(self.api)
-        for name, value in objects.CLASSES.items():
+        demo_classes = [objects.priority_class(name, value) for name, value in objects.CLASSES.items()]
+        for body in sample_classes + demo_classes:
             try:
-                await scheduling.create_priority_class(objects.priority_class(name, value))
+                await scheduling.create_priority_class(body)
             except ApiException as error:
-                if error.status != 409:
+                if error.status != 409:  # a sample may already define a class of the demo
                     raise
         custom = client.CustomObjectsApi(self.api)
-        for body in objects.policies(self.settings.guarantee_seconds):
+        policies = sample_policies + objects.policies(self.settings.guarantee_seconds)
+        for body in policies:
             await _until(lambda body=body: self._create_policy(custom, body), bool, 60, "applying the policies")
+        names = [policy["metadata"]["name"] for policy in policies]
+        rows = await _until(lambda: self._policy_rows(custom, names), lambda rows: all(row[4] != "-" for row in rows),
+                            60, "the operator reporting on every policy")
+        self.say("\nPreemptionTolerationPolicies (kubectl get ptp):\n" + objects.render_table(
+            ["NAME", "TARGET", "MINIMUM", "TOLERATION", "READY", "REASON"], rows))
         await _until(self._annotations, lambda rows: all(row[2] != "-" for row in rows if row[0] in (
             "low-non-preempted", "low-guaranteed")), 60, "the operator annotating the classes")
-        self.say("PriorityClasses, as the operator left them:\n" + objects.render_table(
-            ["CLASS", "VALUE", "MINIMUM-PREEMPTABLE", "TOLERATION-SECONDS"],
-            [[row[0], row[1], row[2], row[3]] for row in await self._annotations()]))
+        self.say("\nPriorityClasses and their toleration annotations (by a policy, or by hand in the samples):\n"
+                 + objects.render_table(
+            ["CLASS", "VALUE", "MINIMUM-PREEMPTABLE", "TOLERATION-SECONDS"], await self._annotations()))
+
+    async def _policy_rows(self, custom: client.CustomObjectsApi, names: list[str]) -> list[list[str]]:
+        return [objects.policy_row(await custom.get_cluster_custom_object(
+            "preemption-toleration.dev", "v1alpha1", "preemptiontolerationpolicies", name)) for name in names]
+
+    async def show_a_refused_mistake(self) -> None:
+        assert self.api is not None
+        self.say('\nA mistake in a manifest is refused at once, with its fix (a class with "10k"):')
+        try:
+            await client.SchedulingV1Api(self.api).create_priority_class(objects.mistake())
+        except ApiException as error:
+            if error.status is not None and 400 <= error.status < 500:
+                self.say(f"   {_status_message(error)}")
+                return
+            raise
+        raise StepFailed("showing a refused mistake", 'the webhook let a class with "10k" through')
 
     async def _create_policy(self, custom: client.CustomObjectsApi, body: dict[str, Any]) -> bool:
         try:
@@ -122,11 +173,14 @@ class Demo:
         return True
 
     async def _annotations(self) -> list[list[str]]:
-        scheduling = client.SchedulingV1Api(self.api)
+        """Every class but the system ones, highest value first."""
+        listed = (await client.SchedulingV1Api(self.api).list_priority_class()).items
         rows = []
-        for name, value in objects.CLASSES.items():
-            annotations = (await scheduling.read_priority_class(name)).metadata.annotations or {}
-            rows.append([name, str(value), annotations.get(MINIMUM_PREEMPTABLE_PRIORITY, "-"),
+        for pc in sorted(listed, key=lambda pc: (-pc.value, pc.metadata.name)):
+            if pc.metadata.name.startswith("system-"):
+                continue
+            annotations = pc.metadata.annotations or {}
+            rows.append([pc.metadata.name, str(pc.value), annotations.get(MINIMUM_PREEMPTABLE_PRIORITY, "-"),
                          annotations.get(TOLERATION_SECONDS, "-")])
         return rows
 
@@ -218,6 +272,8 @@ class Demo:
             await asyncio.to_thread(self.start_components)
             step = "applying the classes and policies"
             await self.apply_samples()
+            step = "showing a refused mistake"
+            await self.show_a_refused_mistake()
             step = "playing the stories"
             await self.story_forever()
             await self.story_plain()

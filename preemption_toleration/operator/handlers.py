@@ -55,10 +55,11 @@ def _post_event(ref: Mapping[str, Any], event_type: str, reason: str, message: s
 class EndlessBackoffs:
     """kopf's delays between retries of a failed API request, never used up.
 
-    After its last delay kopf gives the error up to the caller; for a watch that is an API server answering
-    5xx or 403 (as during an upgrade) for about a minute, and the watcher task of that resource then ends
-    for good while the operator keeps running, blind to that resource. Retrying every 30 s instead lets
-    the watch resume whenever the API server is back.
+    With kopf's default delays (about 54 s in all) an API server answering 5xx or 403 for a minute, as
+    during an upgrade, makes kopf give the error up: measured with a proxy answering 503, its CRD observer
+    then fails and the whole operator exits (a crash loop for as long as the outage lasts); a failure of
+    one resource's watcher alone would end that watcher for good. Without an end, the watches resume
+    within seconds of the API server's return (kopf restarts a silent watch after 70 s anyway).
     """
 
     def __iter__(self) -> Iterator[float]:

@@ -22,6 +22,18 @@ def test_demo_plays_the_stories_and_stops_everything(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     out = result.stdout
+    assert f"Applying the samples in {ROOT / 'config' / 'samples'} (6 PriorityClasses, 2 policies)" in out
+    policies = out.split("PreemptionTolerationPolicies (kubectl get ptp):\n", 1)[1].split("\n\n")[0].splitlines()
+    assert policies[0].split() == ["NAME", "TARGET", "MINIMUM", "TOLERATION", "READY", "REASON"]
+    assert {line.split()[0]: line.split()[-2:] for line in policies[1:5]} == {
+        "batch-non-preempted": ["False", "PriorityClassNotFound"],
+        "guaranteed-10min": ["True", "Applied"],
+        "low-non-preempted": ["True", "Applied"],
+        "low-guaranteed": ["True", "Applied"],
+    }
+    assert ('denied the request: PriorityClass "demo-mistake": annotation '
+            'preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority="10k" is not a base-10 integer'
+            in out)
     assert "refused by the guard: pod demo/train-a (PriorityClass low-non-preempted, priority 8000)" in out
     summary = out.split("What happened:\n", 1)[1].splitlines()
     assert summary[0].split() == ["STORY", "VICTIM", "PREEMPTOR", "OUTCOME", "AFTER"]
