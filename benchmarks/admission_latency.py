@@ -1,7 +1,7 @@
 """How long the PriorityClass webhooks take to decide, against the number of policies and classes.
 
 Compares, side by side in one run, the decision as shipped (the owner of the one class in the request,
-`owner_of`) with planning every class per request (`plan`, what the webhook did before), on the same
+`claimants`) with planning every class per request (`plan`, what the webhook did before), on the same
 snapshot. Prints a table and saves it to benchmarks/results/admission_latency.json. Run:
 
     .venv/bin/python benchmarks/admission_latency.py [--repeat N]

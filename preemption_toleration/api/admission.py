@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 ADMISSION_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
-# The API server shows warnings to the user; longer ones may be cut.
+# The API server passes warnings to the user; longer ones may be cut (so we split them).
 MAX_WARNING_LENGTH = 256
 
 
@@ -75,10 +75,33 @@ class AdmissionResponse(_Wire):
     patch: str | None = None
 
 
-def _short(warnings: Sequence[str]) -> list[str] | None:
+def _fit(warnings: Sequence[str]) -> list[str] | None:
+    """Warnings the API server passes on whole: a longer one becomes several (kubectl prints each on a
+    `Warning:` line), cut between words and marked with "…", so that its end (the fix) is never lost."""
     if not warnings:
         return None
-    return [w if len(w) <= MAX_WARNING_LENGTH else w[: MAX_WARNING_LENGTH - 1] + "…" for w in warnings]
+    fitted: list[str] = []
+    for warning in warnings:
+        fitted += split_text(warning, MAX_WARNING_LENGTH)
+    return fitted
+
+
+def split_text(text: str, limit: int) -> list[str]:
+    if len(text) <= limit:
+        return [text]
+    pieces: list[str] = []
+    rest = text
+    while rest:
+        lead = "… " if pieces else ""
+        if len(lead) + len(rest) <= limit:
+            pieces.append(lead + rest)
+            break
+        room = limit - len(lead) - 2  # keeps space for the trailing " …"
+        cut = rest.rfind(" ", 0, room + 1)
+        cut = cut if cut > 0 else room  # one long word: cut inside it
+        pieces.append(f"{lead}{rest[:cut].rstrip()} …")
+        rest = rest[cut:].lstrip()
+    return pieces
 
 
 def allow(uid: str, warnings: Sequence[str] = (), patch: Sequence[dict[str, Any]] = ()) -> AdmissionResponse:
@@ -86,7 +109,7 @@ def allow(uid: str, warnings: Sequence[str] = (), patch: Sequence[dict[str, Any]
     return AdmissionResponse(
         uid=uid,
         allowed=True,
-        warnings=_short(warnings),
+        warnings=_fit(warnings),
         patch_type="JSONPatch" if patch else None,
         patch=encoded,
     )
@@ -97,7 +120,7 @@ def deny(uid: str, code: int, message: str, reason: str | None = None, warnings:
         uid=uid,
         allowed=False,
         status=AdmissionStatus(code=code, message=message, reason=reason),
-        warnings=_short(warnings),
+        warnings=_fit(warnings),
     )
 
 

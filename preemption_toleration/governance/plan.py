@@ -126,11 +126,11 @@ def claims(spec: PreemptionTolerationPolicySpec, view: ClassView) -> bool:
     return selector_matches(selector, view.labels)
 
 
-def owner_of(policies: Iterable[PolicyView], view: ClassView) -> PolicyView | None:
-    """The policy that governs one class, as `plan` decides it (the oldest live, valid claimant), without
-    planning every class: what an admission request about this one class needs."""
-    claimants = [p for p in policies if not p.deleting and p.spec is not None and claims(p.spec, view)]
-    return min(claimants, key=lambda p: (p.created, p.name), default=None)
+def claimants(policies: Iterable[PolicyView], view: ClassView) -> list[PolicyView]:
+    """The live, valid policies that claim one class, oldest first: the first governs it, as `plan` decides,
+    without planning every class (what an admission request about this one class needs)."""
+    found = [p for p in policies if not p.deleting and p.spec is not None and claims(p.spec, view)]
+    return sorted(found, key=lambda p: (p.created, p.name))
 
 
 def _applied_message(names: list[str], annotations: Mapping[str, str]) -> str:

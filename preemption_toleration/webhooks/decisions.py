@@ -8,7 +8,7 @@ from typing import Any
 
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, allow, deny
 from preemption_toleration.core.annotations import POLICY_KEYS, annotations_of
-from preemption_toleration.governance.plan import desired_annotations, governed_names, owner_of
+from preemption_toleration.governance.plan import claimants, desired_annotations, governed_names
 from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
 from preemption_toleration.validation.findings import Finding
 from preemption_toleration.validation.policy import parse_policy
@@ -35,10 +35,21 @@ class AdmissionConfig:
 
 def _governing(snapshot: Snapshot, candidate: ClassView) -> tuple[str, dict[str, str]] | None:
     """The policy that governs `candidate` (as it would be after this request), and its annotations."""
-    owner = owner_of(snapshot.policies.values(), candidate)
-    if owner is None or owner.spec is None:
+    found = claimants(snapshot.policies.values(), candidate)
+    if not found or found[0].spec is None:
         return None
-    return owner.name, desired_annotations(owner.spec)
+    return found[0].name, desired_annotations(found[0].spec)
+
+
+def _contested_warning(snapshot: Snapshot, candidate: ClassView) -> list[str]:
+    """A class several policies claim (e.g. after a label change) is governed by the oldest; say so."""
+    found = claimants(snapshot.policies.values(), candidate)
+    if len(found) < 2:
+        return []
+    others = ", ".join(f'"{p.name}"' for p in found[1:])
+    leaves = "leaves" if len(found) == 2 else "leave"
+    return [f'PriorityClass "{candidate.name}" is claimed by {len(found)} policies: "{found[0].name}" (the oldest) '
+            f"governs it, {others} {leaves} it alone (Conflict). Fix: make one policy claim it."]
 
 
 def _ratchet(new: list[Finding], old: list[Finding]) -> tuple[list[Finding], list[str]]:
@@ -59,6 +70,7 @@ def validate_priority_class(
     if errors:
         return deny(request.uid, 422, " ".join(f.message for f in errors), warnings=warnings)
     if request.user_info.username not in config.operator_identities:
+        warnings += _contested_warning(snapshot, class_view(obj))
         governing = _governing(snapshot, class_view(obj))
         if governing is not None:
             policy_name, values = governing

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 from collections.abc import Iterator
@@ -144,3 +145,27 @@ async def test_hand_change_of_a_managed_annotation_is_refused_naming_the_policy(
     assert ours(await read_class(api, pc)) == {MIN: "10000", TOL: "600"}
     # other changes to the class stay possible
     alice("label", "priorityclass", pc, "team=ml")
+
+
+async def test_a_label_change_that_makes_a_class_contested_is_applied_with_a_warning(
+    api: ApiClient, components: RunProcess, alice: Kubectl, cleanup: list
+) -> None:
+    pc, by_name, by_label = unique_name("contested"), unique_name("by-name"), unique_name("by-label")
+    tier = unique_name("tier")
+    cleanup += [("priorityclass", pc), ("ptp", by_name), ("ptp", by_label)]
+    alice("apply", "-f", "-", input=class_manifest(pc))
+    alice("apply", "-f", "-", input=policy_manifest(by_name, {"priorityClassName": pc,
+                                                              "minimumPreemptablePriority": 10000}))
+    await wait_annotations(api, pc, {MIN: "10000"})
+    await asyncio.sleep(1.1)  # creation times have whole seconds; equal ones are ordered by name
+    alice("apply", "-f", "-", input=policy_manifest(by_label, {"priorityClassSelector": {"matchLabels": {"tier": tier}},
+                                                               "minimumPreemptablePriority": 9500}))
+
+    async def label() -> subprocess.CompletedProcess[str]:  # once the webhook's cache has the new policy
+        return alice("label", "--overwrite", "priorityclass", pc, f"tier={tier}")
+
+    result = await eventually(label, lambda r: "Warning:" in r.stderr, timeout=10, what="the contested warning")
+    assert f"priorityclass.scheduling.k8s.io/{pc} labeled" in result.stdout
+    assert (f'Warning: PriorityClass "{pc}" is claimed by 2 policies: "{by_name}" (the oldest) governs it, '
+            f'"{by_label}" leaves it alone (Conflict). Fix: make one policy claim it.') in result.stderr
+    assert ours(await read_class(api, pc)) == {MIN: "10000"}

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from preemption_toleration.api.admission import AdmissionReview
+from preemption_toleration.api.admission import MAX_WARNING_LENGTH, AdmissionReview, allow
 from preemption_toleration.core.annotations import LEGACY_PREFIX, PREFIX
 from preemption_toleration.webhooks.decisions import (
     AdmissionConfig,
@@ -85,6 +85,25 @@ def test_managed_annotations(rule, user, annotations, allowed) -> None:
         assert decision.status.code == 403
         assert 'PreemptionTolerationPolicy "forever"' in decision.status.message
         assert "kubectl edit ptp forever" in decision.status.message
+
+
+def test_a_label_change_that_makes_a_class_contested_is_allowed_with_a_warning() -> None:
+    snapshot = snapshot_of({
+        "by-name": policy("by-name", {"priorityClassName": "low", "minimumPreemptablePriority": 10000}),
+        "gold": policy("gold", {"priorityClassSelector": {"matchLabels": {"tier": "gold"}},
+                                "minimumPreemptablePriority": 9500}, created="2026-11-02T00:00:00Z"),
+    }, {})
+    old = priority_class("low", 8000, "10000")
+    new = {**old, "metadata": {**old["metadata"], "labels": {"tier": "gold"}}}
+    decision = validate_priority_class(request(review(new, old=old, operation="UPDATE", user="alice")), snapshot,
+                                       CONFIG)
+    assert decision.allowed
+    assert decision.warnings == [
+        'PriorityClass "low" is claimed by 2 policies: "by-name" (the oldest) governs it, "gold" leaves it alone '
+        "(Conflict). Fix: make one policy claim it."]
+    unlabelled = validate_priority_class(request(review(old, old=old, operation="UPDATE", user="alice")), snapshot,
+                                         CONFIG)
+    assert unlabelled.allowed and unlabelled.warnings in (None, [])
 
 
 def decoded_patch(decision):
@@ -183,3 +202,24 @@ def test_policy_update_that_keeps_an_existing_conflict_is_warned_not_refused() -
     decision = validate_policy(request(review(new, old=old, operation="UPDATE", resource=PTP_RESOURCE,
                                               kind=PTP_KIND)), GOVERNED)
     assert decision.allowed and "already governed" in decision.warnings[-1]
+
+
+@pytest.mark.parametrize(("rule", "text"), [
+    ("short text stays whole", "PriorityClass \"low\": fine."),
+    ("a long warning is split between words", " ".join(f"word{i}" for i in range(150))),
+    ("one very long word is cut inside it", "x" * 700),
+    ("exactly the limit stays whole", "y" * 256),
+])
+def test_long_warnings_are_split_not_cut(rule: str, text: str) -> None:
+    warnings = allow("uid", [text]).warnings
+    assert all(len(w) <= MAX_WARNING_LENGTH for w in warnings), rule
+    if len(text) <= MAX_WARNING_LENGTH:
+        assert warnings == [text], rule
+        return
+    assert warnings[0].endswith(" …") and all(w.startswith("… ") for w in warnings[1:]), rule
+    parts = [w.removeprefix("… ").removesuffix(" …") for w in warnings]
+    if " " in text:  # nothing lost or reordered, the fix at the end included
+        assert " ".join(parts).split() == text.split(), rule
+    else:
+        assert "".join(parts) == text, rule
+    assert warnings[-1].endswith(text[-10:]), rule

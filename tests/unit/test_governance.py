@@ -6,7 +6,7 @@ import pytest
 
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY as MIN
 from preemption_toleration.core.annotations import TOLERATION_SECONDS as TOL
-from preemption_toleration.governance.plan import ClassWrite, Reason, owner_of, plan
+from preemption_toleration.governance.plan import ClassWrite, Reason, claimants, plan
 from preemption_toleration.governance.status import build_status, status_differs
 from preemption_toleration.governance.views import (
     FIELD_MANAGER,
@@ -225,10 +225,10 @@ OWNER_CASES = [
 
 
 @pytest.mark.parametrize(("rule", "policies", "labels", "expected"), OWNER_CASES, ids=[c[0] for c in OWNER_CASES])
-def test_owner_of_one_class_is_the_owner_the_whole_plan_gives(rule, policies, labels, expected) -> None:
+def test_the_first_claimant_of_one_class_is_the_owner_the_whole_plan_gives(rule, policies, labels, expected) -> None:
     views = [policy(name, {**spec, "minimumPreemptablePriority": 10000}, rank, deleting)
              for name, spec, rank, deleting in policies]
     candidate = klass("c", labels=labels)
-    owner = owner_of(views, candidate)
-    assert (owner.name if owner else None) == expected, rule
+    found = claimants(views, candidate)
+    assert (found[0].name if found else None) == expected, rule
     assert plan(views, [candidate, klass("unrelated")]).owners.get("c") == expected, rule

@@ -235,6 +235,11 @@ def test_audit_mode_allows_and_reports() -> None:
                     GuardConfig(audit=True), NOW)
     assert verdict.response.allowed and verdict.response.warnings[0].startswith("audit: would refuse: pod team/victim")
     assert verdict.refusal.audit and verdict.refusal.dry_run
+    # the whole message reaches kubectl, in pieces the API server passes on whole
+    assert len(verdict.response.warnings) > 1
+    assert all(len(warning) <= 256 for warning in verdict.response.warnings)
+    joined = " ".join(w.removeprefix("… ").removesuffix(" …") for w in verdict.response.warnings)
+    assert joined.split() == f"audit: would refuse: {verdict.refusal.message}".split()
 
 
 def test_not_scheduled_victim_message() -> None:
