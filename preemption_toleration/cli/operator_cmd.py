@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import secrets
 
 from preemption_toleration.cli.options import (
+    add_kubeconfig_argument,
     add_logging_arguments,
     env_option,
     host_and_port,
     non_empty,
     peering_priority,
-    positive_seconds,
+    resync_seconds,
     url,
 )
 from preemption_toleration.governance.views import FIELD_MANAGER
@@ -21,7 +21,7 @@ from preemption_toleration.logs import configure_logging
 
 def add_operator_arguments(parser: argparse.ArgumentParser) -> None:
     """The operator's options other than --kubeconfig (shared with `ptol run`)."""
-    env_option(parser, "--resync-seconds", env="PTOL_RESYNC_SECONDS", default="60", type=positive_seconds,
+    env_option(parser, "--resync-seconds", env="PTOL_RESYNC_SECONDS", default="60", type=resync_seconds,
                help="how often everything is re-checked and failed writes retried")
     env_option(parser, "--metrics", env="PTOL_OPERATOR_METRICS", type=host_and_port, metavar="HOST:PORT",
                help="serve the operator's Prometheus metrics on http://HOST:PORT/metrics, e.g. 0.0.0.0:8081; "
@@ -35,8 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Reconcile every PreemptionTolerationPolicy into the annotations of the PriorityClasses "
         "it governs. Each flag has an environment-variable equivalent, shown in brackets.",
     )
-    env_option(parser, "--kubeconfig", env="KUBECONFIG",
-               help="kubeconfig file; default: ~/.kube/config, else the in-cluster service account")
+    add_kubeconfig_argument(parser)
     env_option(parser, "--peering", env="PTOL_PEERING", type=non_empty, metavar="NAME",
                help="kopf peering name for running several replicas, one active; default: standalone (run "
                "one replica only)")
@@ -61,8 +60,9 @@ def run(args: argparse.Namespace) -> int:
         kubeconfig=args.kubeconfig,
         field_manager=args.field_manager,
         resync_seconds=args.resync_seconds,
-        peering_priority=args.priority if args.priority is not None else secrets.randbelow(10**9) + 1,
     )
+    if args.priority is not None:
+        config.peering_priority = args.priority
     asyncio.run(run_operator(config, peering_name=args.peering, liveness_endpoint=args.liveness,
                              metrics_address=args.metrics))
     return 0

@@ -2,7 +2,8 @@
 
 A flag on the command line wins over its environment variable, which wins over the default. Values from
 the environment are checked exactly like flags (argparse does not check `choices` of a default), and an
-error says which variable it came from: `argument --port: 'abc' is not a port number ($PTOL_WEBHOOK_PORT)`.
+error says which variable it came from:
+`argument --port: 'abc' is not a port number (0 to 65535) (from $PTOL_WEBHOOK_PORT)`.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ def env_option(
         value = _FromEnvironment(raw)
         value.env_var = env
     shown_default = f" (default {default})" if default not in (None, "") else ""
+    choices = getattr(type, "choices", None)
+    if metavar is None and choices:
+        metavar = "{" + ",".join(choices) + "}"
     action = parser.add_argument(flag, default=value, type=_naming_source(type), metavar=metavar,
                                  help=f"{help} [{env}]{shown_default}")
     setattr(action, ENV_ATTRIBUTE, env)
@@ -95,13 +99,13 @@ def port_number(value: str) -> int:
     return int(value)
 
 
-def positive_seconds(value: str) -> float:
+def resync_seconds(value: str) -> float:
     try:
         seconds = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
-    if not 0 < seconds < 10**7:
-        raise argparse.ArgumentTypeError(f"{value!r} must be above 0 seconds and below 10000000")
+    if not 1 <= seconds <= 86400:
+        raise argparse.ArgumentTypeError(f"{value!r} must be from 1 to 86400 seconds")
     return seconds
 
 
@@ -117,13 +121,17 @@ def peering_priority(value: str) -> int:
     return int(value)
 
 
-def choice(*allowed: str) -> Callable[[str], str]:
+def choice(*allowed: str, ignore_case: bool = False) -> Callable[[str], str]:
+    """One of `allowed` (given lower-case when `ignore_case`); env_option shows them as the metavar."""
+
     def one_of(value: str) -> str:
-        if value not in allowed:
+        given = value.strip().lower() if ignore_case else value
+        if given not in allowed:
             raise argparse.ArgumentTypeError(f"{value!r} is not one of {', '.join(allowed)}")
-        return str(value)
+        return str(given)
 
     one_of.__name__ = "choice"
+    one_of.choices = allowed  # type: ignore[attr-defined]
     return one_of
 
 
@@ -137,6 +145,10 @@ def host_and_port(value: str) -> str:
 def url(*schemes: str) -> Callable[[str], str]:
     def checked_url(value: str) -> str:
         parts = urlsplit(value)
+        try:
+            parts.port  # noqa: B018 - raises ValueError for a port out of range
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r} has a port out of range (0 to 65535)") from None
         if parts.scheme not in schemes or not parts.hostname:
             raise argparse.ArgumentTypeError(
                 f"{value!r} is not a URL starting with {' or '.join(s + '://' for s in schemes)} and a host")
@@ -164,20 +176,30 @@ def non_empty(value: str) -> str:
 
 
 LOG_FORMATS = ("text", "json")
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def log_level(value: str) -> str:
-    if value.strip().upper() not in LOG_LEVELS:
+    level = value.strip().upper()
+    level = "WARNING" if level == "WARN" else level
+    if level not in LOG_LEVELS:
         raise argparse.ArgumentTypeError(f"{value!r} is not one of {', '.join(LOG_LEVELS)}")
-    return value.strip().upper()
+    return level
+
+
+log_level.choices = LOG_LEVELS  # type: ignore[attr-defined]
 
 
 def add_logging_arguments(parser: argparse.ArgumentParser) -> None:
-    env_option(parser, "--log-format", env="PTOL_LOG_FORMAT", default="text", type=choice(*LOG_FORMATS),
-               metavar="{" + ",".join(LOG_FORMATS) + "}", help="log lines as key=value text or as JSON objects")
+    env_option(parser, "--log-format", env="PTOL_LOG_FORMAT", default="text",
+               type=choice(*LOG_FORMATS, ignore_case=True), help="log lines as key=value text or as JSON objects")
     env_option(parser, "--log-level", env="PTOL_LOG_LEVEL", default="INFO", type=log_level,
-               metavar="{" + ",".join(LOG_LEVELS) + "}", help="the lowest level logged")
+               help="the lowest level logged")
+
+
+def add_kubeconfig_argument(parser: argparse.ArgumentParser) -> None:
+    env_option(parser, "--kubeconfig", env="KUBECONFIG",
+               help="kubeconfig file; default: ~/.kube/config, else the in-cluster service account")
 
 
 def env_vars_of(parser: argparse.ArgumentParser) -> dict[str, str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import secrets
 
 from preemption_toleration.cli.signals import run_until_signalled
 from preemption_toleration.cli.operator_cmd import add_operator_arguments
@@ -41,8 +40,7 @@ async def run_all(args: argparse.Namespace, stop: asyncio.Event) -> None:
     operator_stop = asyncio.Event()
     webhook_ready = asyncio.Event()
     webhook = asyncio.create_task(run_webhook(settings, stop, webhook_ready))
-    config = OperatorConfig(kubeconfig=args.kubeconfig, resync_seconds=args.resync_seconds,
-                            peering_priority=secrets.randbelow(10**9) + 1)
+    config = OperatorConfig(kubeconfig=args.kubeconfig, resync_seconds=args.resync_seconds)
     operator = asyncio.create_task(run_operator(config, stop_flag=operator_stop, metrics_address=args.metrics))
     # kopf installs its own SIGINT/SIGTERM handlers: whichever part ends first ends them all.
     stopped = asyncio.create_task(stop.wait())

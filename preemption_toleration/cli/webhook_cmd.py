@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from preemption_toleration.cli.options import (
+    add_kubeconfig_argument,
     add_logging_arguments,
     choice,
     env_list_option,
@@ -30,8 +31,7 @@ GUARD_MODES = ("enforce", "audit", "off")
 
 
 def add_webhook_arguments(parser: argparse.ArgumentParser, *, host: str = "0.0.0.0", port: str = "8443") -> None:
-    env_option(parser, "--kubeconfig", env="KUBECONFIG",
-               help="kubeconfig file; default: ~/.kube/config, else the in-cluster service account")
+    add_kubeconfig_argument(parser)
     env_option(parser, "--host", env="PTOL_WEBHOOK_HOST", default=host, type=non_empty, help="address to listen on")
     env_option(parser, "--port", env="PTOL_WEBHOOK_PORT", default=port, type=port_number,
                help="HTTPS port; 0 picks a free one")
@@ -46,7 +46,6 @@ def add_webhook_arguments(parser: argparse.ArgumentParser, *, host: str = "0.0.0
     env_list_option(parser, "--dns-name", env="PTOL_WEBHOOK_DNS_NAMES", dest="dns_names", metavar="NAME",
                     help="SAN of a generated certificate (default localhost)")
     env_option(parser, "--guard", env="PTOL_GUARD", default="enforce", type=choice(*GUARD_MODES),
-               metavar="{" + ",".join(GUARD_MODES) + "}",
                help="the eviction guard: refuse protected preemptions (enforce), only report them (audit), "
                "or not serve it (off)")
     env_list_option(parser, "--preemptor-identity", env="PTOL_PREEMPTOR_IDENTITIES", dest="preemptor_identities", metavar="USER",
@@ -64,7 +63,8 @@ def tls_problem(args: argparse.Namespace) -> str | None:
     if bool(args.cert_file) != bool(args.key_file):
         return "--cert-file and --key-file go together (PTOL_TLS_CERT_FILE, PTOL_TLS_KEY_FILE)"
     if args.cert_file and args.tls_secret:
-        return "choose one of --cert-file/--key-file and --tls-secret"
+        return ("choose one of --cert-file/--key-file and --tls-secret "
+                "(PTOL_TLS_CERT_FILE/PTOL_TLS_KEY_FILE, PTOL_TLS_SECRET)")
     return None
 
 

@@ -7,8 +7,8 @@ for a deleted one and releases its classes.
 
 from __future__ import annotations
 
-import itertools
 import logging
+import secrets
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -35,7 +35,8 @@ class OperatorConfig:
     kubeconfig: str | None = None
     field_manager: str = FIELD_MANAGER
     resync_seconds: float = 60.0
-    peering_priority: int = 0
+    # unique per replica, so that exactly one is active: random unless set (replicas with equal ones all pause)
+    peering_priority: int = field(default_factory=lambda: secrets.randbelow(10**9) + 1)
     metrics: OperatorMetrics = field(default_factory=OperatorMetrics, repr=False)
     # filled at startup
     reconciler: Reconciler | None = field(default=None, repr=False)
@@ -52,19 +53,13 @@ def _post_event(ref: Mapping[str, Any], event_type: str, reason: str, message: s
     kopf.event(dict(ref), type=event_type, reason=reason, message=message)
 
 
-class EndlessBackoffs:
-    """kopf's delays between retries of a failed API request, never used up.
-
-    With kopf's default delays (about 54 s in all) an API server answering 5xx or 403 for a minute, as
-    during an upgrade, makes kopf give the error up: measured with a proxy answering 503, its CRD observer
-    then fails and the whole operator exits (a crash loop for as long as the outage lasts); a failure of
-    one resource's watcher alone would end that watcher for good. Without an end, the watches resume
-    within seconds of the API server's return (kopf restarts a silent watch after 70 s anyway).
-    """
-
-    def __iter__(self) -> Iterator[float]:
-        yield from (1, 1, 2, 3, 5, 8, 13, 21)
-        yield from itertools.repeat(30.0)
+# kopf's delays between retries of a failed API request (5xx, 403, 429, connection errors). With its
+# default ones (54 s in all) an API server answering 503 for a minute, as during an upgrade, made kopf give
+# the error up: measured with a proxy, its CRD observer then failed and the whole operator exited. kopf
+# restarts a watch that stayed silent for 70 s, with its count of attempts back at the first, so with more
+# than 70 s of delays a watch never gives up; any other request gives up after about 11 minutes, which
+# surfaces a lasting error (such as a permission removed from the operator's role) as a crash loop.
+API_RETRY_BACKOFFS: tuple[float, ...] = (1, 1, 2, 3, 5, 8, 13, 21) + (30,) * 20
 
 
 def apply_settings(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:
@@ -77,7 +72,7 @@ def apply_settings(settings: kopf.OperatorSettings, config: OperatorConfig) -> N
     settings.posting.level = logging.INFO
     settings.watching.server_timeout = 300  # re-establish long watches before proxies cut them
     settings.watching.client_timeout = 330
-    settings.networking.error_backoffs = EndlessBackoffs()
+    settings.networking.error_backoffs = API_RETRY_BACKOFFS
 
 
 @kopf.on.startup(registry=registry)

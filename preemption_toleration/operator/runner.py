@@ -23,7 +23,7 @@ async def run_operator(
     metrics_runner = None
     if metrics_address:
         host, _, port = metrics_address.rpartition(":")
-        metrics_runner = await serve_metrics(config.metrics, host or "0.0.0.0", int(port))
+        metrics_runner = await serve_metrics(config.metrics, host.strip("[]") or "0.0.0.0", int(port))
     try:
         await _operator(config, peering_name, stop_flag, ready_flag, liveness_endpoint)
     finally:

@@ -15,11 +15,28 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 COMPONENTS = ["operator", "webhook", "run"]
 
 
+def defaults_of(parser: argparse.ArgumentParser) -> dict[str, str]:
+    return {action.option_strings[-1]: action.default for action in parser._actions
+            if action.option_strings and isinstance(action.default, str)}
+
+
 def subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             return action.choices[name]
     raise LookupError(name)
+
+
+def all_variables() -> set[str]:
+    parser = build_parser()
+    return {variable for command in COMPONENTS for variable in env_vars_of(subcommand(parser, command)).values()}
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cases start from no variable set, whatever the shell running the tests exports."""
+    for variable in all_variables():
+        monkeypatch.delenv(variable, raising=False)
 
 
 def parse(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], argv: list[str]) -> argparse.Namespace:
@@ -47,6 +64,8 @@ def parse(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], argv: list[str])
          "dns_names", ["webhook.example", "localhost"]),
         ("unset list is None (the component's default applies)", {}, ["webhook"], "preemptor_identities", None),
         ("log level in any case", {"PTOL_LOG_LEVEL": "debug"}, ["run"], "log_level", "DEBUG"),
+        ("WARN is WARNING", {"PTOL_LOG_LEVEL": "warn"}, ["operator"], "log_level", "WARNING"),
+        ("log format in any case", {"PTOL_LOG_FORMAT": "JSON"}, ["webhook"], "log_format", "json"),
         ("peering priority", {"PTOL_PEERING_PRIORITY": "7"}, ["operator"], "priority", 7),
         ("unset peering priority is random later", {}, ["operator"], "priority", None),
         ("operator metrics in ptol run", {"PTOL_OPERATOR_METRICS": "127.0.0.1:9100"}, ["run"], "metrics",
@@ -68,7 +87,11 @@ def test_option_values(monkeypatch: pytest.MonkeyPatch, rule: str, env: dict[str
         ("guard mode not a choice, from the variable", {"PTOL_GUARD": "enforced"}, ["webhook"],
          "argument --guard: 'enforced' is not one of enforce, audit, off (from $PTOL_GUARD)"),
         ("zero resync", {"PTOL_RESYNC_SECONDS": "0"}, ["operator"],
-         "argument --resync-seconds: '0' must be above 0 seconds and below 10000000 (from $PTOL_RESYNC_SECONDS)"),
+         "argument --resync-seconds: '0' must be from 1 to 86400 seconds (from $PTOL_RESYNC_SECONDS)"),
+        ("a resync too small to be meant", {}, ["operator", "--resync-seconds", "1e-9"],
+         "argument --resync-seconds: '1e-9' must be from 1 to 86400 seconds"),
+        ("liveness port out of range", {}, ["operator", "--liveness", "http://0.0.0.0:99999/healthz"],
+         "argument --liveness: 'http://0.0.0.0:99999/healthz' has a port out of range (0 to 65535)"),
         ("resync not a number", {}, ["run", "--resync-seconds", "1m"],
          "argument --resync-seconds: '1m' is not a number of seconds"),
         ("negative body limit", {"PTOL_MAX_BODY_BYTES": "-1"}, ["webhook"],
@@ -88,7 +111,7 @@ def test_option_values(monkeypatch: pytest.MonkeyPatch, rule: str, env: dict[str
         ("log format not a choice", {"PTOL_LOG_FORMAT": "jsn"}, ["operator"],
          "argument --log-format: 'jsn' is not one of text, json (from $PTOL_LOG_FORMAT)"),
         ("log level not a level", {}, ["webhook", "--log-level", "verbose"],
-         "argument --log-level: 'verbose' is not one of DEBUG, INFO, WARNING, ERROR"),
+         "argument --log-level: 'verbose' is not one of DEBUG, INFO, WARNING, ERROR, CRITICAL"),
         ("empty identity flag", {}, ["webhook", "--operator-identity", " "],
          "argument --operator-identity: an empty value"),
     ],
@@ -137,6 +160,10 @@ def test_every_component_flag_has_a_variable_listed_in_the_readme(command: str) 
         rows = [line for line in readme_lines
                 if line.startswith("|") and f"`{flag}" in line and f"`{variable}`" in line]
         assert rows, f"README has no table row with `{flag}` and `{variable}`"
+        default = defaults_of(parser).get(flag)
+        if command != "run" and default:  # ptol run's own defaults are in the command reference
+            assert any(f"`{default}`" in row or f"| {default} |" in row for row in rows), \
+                f"README's row of {flag} does not give its default {default}"
 
 
 @pytest.mark.parametrize("command", ["webhook", "run"])

@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Sized
-
 import kopf
 
-from preemption_toleration.operator.handlers import EndlessBackoffs, OperatorConfig, apply_settings
+from preemption_toleration.operator.handlers import OperatorConfig, apply_settings
+
+KOPF_SILENT_WATCH_RESTART_SECONDS = 70  # kopf's settings.watching.inactivity_timeout
 
 
-def test_api_retries_are_never_used_up() -> None:
+def test_api_retries_outlast_a_silent_watch_but_not_a_lasting_error() -> None:
     settings = kopf.OperatorSettings()
     apply_settings(settings, OperatorConfig(peering_priority=7))
-    backoffs = settings.networking.error_backoffs
-    # kopf counts the attempts of a Sized sequence and gives up after the last; it must not be able to
-    assert isinstance(backoffs, EndlessBackoffs) and not isinstance(backoffs, Sized)
-    assert list(itertools.islice(backoffs, 12)) == [1, 1, 2, 3, 5, 8, 13, 21, 30, 30, 30, 30]
-    assert list(itertools.islice(backoffs, 3)) == [1, 1, 2]  # each request starts again from the first delay
+    backoffs = list(settings.networking.error_backoffs)
+    assert settings.watching.inactivity_timeout == KOPF_SILENT_WATCH_RESTART_SECONDS
+    # a watch is restarted (its attempts counted from the first again) before its retries run out ...
+    assert sum(backoffs) > 4 * KOPF_SILENT_WATCH_RESTART_SECONDS
+    # ... while any other request gives a lasting error up within a quarter of an hour, every 30 s at most
+    assert sum(backoffs) < 15 * 60 and max(backoffs) == 30 and backoffs[:4] == [1, 1, 2, 3]
     assert settings.peering.priority == 7
     assert settings.persistence.finalizer == "preemption-toleration.dev/finalizer"
+
+
+def test_peering_priorities_are_random_unless_set() -> None:
+    priorities = {OperatorConfig().peering_priority for _ in range(20)}
+    assert len(priorities) > 15 and all(p >= 1 for p in priorities)
