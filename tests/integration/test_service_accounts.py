@@ -1,0 +1,215 @@
+"""The components do their whole job with nothing but the roles of config/rbac, as in a real install.
+
+The operator and the webhook server run as their service accounts (client certificates with the service
+accounts' user names, which RBAC's ServiceAccount subjects match), with the Deployments' arguments. A
+missing permission would crash-loop a real install; here it fails a test. (test_manifests.py checks the
+other side: what the service accounts must not do.)
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+import yaml
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client import ApiClient
+
+from preemption_toleration.core.annotations import PREEMPTOR_PRIORITY
+from preemption_toleration.devcluster import LocalCluster
+from preemption_toleration.devcluster.components import ComponentProcess
+from preemption_toleration.devcluster.processes import free_port
+from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME, service_manifests
+from tests.integration.components import ROOT, install_crd
+from tests.integration.conftest import Kubectl, MakeNode
+from tests.integration.helpers import eventually, unique_name
+from tests.integration.objects import MIN, TOL, class_manifest, policy_manifest, read_class, ours, wait_ready
+from tests.integration.pods import create_bound, events_of
+
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
+
+NAMESPACE = "preemption-toleration"
+OPERATOR = f"system:serviceaccount:{NAMESPACE}:operator"
+WEBHOOK = f"system:serviceaccount:{NAMESPACE}:webhook"
+GROUPS = ["system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}"]
+
+
+def deployment_args(component: str) -> list[str]:
+    """The container arguments of one Deployment in config/manager."""
+    documents = yaml.safe_load_all((ROOT / "config" / "manager" / f"{component}.yaml").read_text())
+    [deployment] = [d for d in documents if d and d["kind"] == "Deployment"]
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    return list(container["args"])
+
+
+@pytest.fixture(scope="module")
+def roles(cluster: LocalCluster, kubectl: Kubectl) -> Iterator[None]:
+    install_crd(cluster)
+    kubectl("apply", "-f", str(ROOT / "config" / "manager" / "namespace.yaml"))
+    kubectl("apply", "-k", str(ROOT / "config" / "rbac"))
+    yield
+    kubectl("delete", "-k", str(ROOT / "config" / "rbac"), "--ignore-not-found", check=False)
+    kubectl("delete", "secret", "webhook-tls", "-n", NAMESPACE, "--ignore-not-found", check=False)
+
+
+def with_value(args: list[str], flag: str, value: str) -> list[str]:
+    """`args` with the value after `flag` replaced (e.g. a port this machine has free)."""
+    index = args.index(flag)
+    return [*args[: index + 1], value, *args[index + 2:]]
+
+
+def run_as(cluster: LocalCluster, tmp_path: Path, user: str, command: str, *args: str) -> ComponentProcess:
+    kubeconfig = cluster.write_kubeconfig(tmp_path / f"{command}.kubeconfig", user, GROUPS)
+    process = ComponentProcess(command, kubeconfig, tmp_path / f"{command}.log", *args)
+    process.start()
+    return process
+
+
+def no_permission_errors(process: ComponentProcess) -> None:
+    log = process.log()  # the API's 403 reads "... is forbidden: User ... cannot ..." in every client's errors
+    assert "forbidden" not in log.lower(), log[-3000:]
+
+
+async def test_the_operator_does_its_job_with_its_role_alone(
+    api: ApiClient, cluster: LocalCluster, kubectl: Kubectl, roles: None, tmp_path: Path
+) -> None:
+    health, metrics = free_port(), free_port()
+    args = with_value(deployment_args("operator")[1:], "--liveness", f"http://127.0.0.1:{health}/healthz")
+    args = with_value(args, "--metrics", f"127.0.0.1:{metrics}")
+    operator = run_as(cluster, tmp_path, OPERATOR, "operator", *args, "--resync-seconds", "3")
+    pc, ptp = unique_name("sa-class"), unique_name("sa-policy")
+    try:
+        kubectl("apply", "-f", "-", input=class_manifest(pc))
+        kubectl("apply", "-f", "-", input=policy_manifest(ptp, {
+            "priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}))
+        await eventually(lambda: read_class(api, pc), lambda c: ours(c) == {MIN: "10000", TOL: "-1"},
+                         timeout=60, what="annotations applied by the operator's service account")
+        await wait_ready(api, ptp, "True", "Applied")  # its status subresource
+        events = await client.CoreV1Api(api).list_namespaced_event(
+            "default", field_selector=f"involvedObject.name={ptp}")
+        assert "Applied" in {event.reason for event in events.items}
+        kubectl("delete", "ptp", ptp, "--wait=true", "--timeout=60s")  # its finalizer, removed by the operator
+        await eventually(lambda: read_class(api, pc), lambda c: ours(c) == {}, timeout=60,
+                         what="annotations released")
+        # the Deployment's liveness probe and the metrics it scrapes
+        assert _get(f"http://127.0.0.1:{health}/healthz")[0] == 200
+        status, text = _get(f"http://127.0.0.1:{metrics}/metrics")
+        assert status == 200 and 'ptol_operator_writes_total{action="released",result="ok"}' in text
+        assert operator.running(), operator.log()[-3000:]
+        no_permission_errors(operator)
+    finally:
+        operator.stop()
+        kubectl("delete", "ptp", ptp, "--ignore-not-found", "--wait=false", check=False)
+        kubectl("delete", "priorityclass", pc, "--ignore-not-found", check=False)
+
+
+@pytest.fixture
+def inert_configurations(kubectl: Kubectl) -> Iterator[None]:
+    """Our three webhook configurations, calling a Service that does not exist here, made inert (they match
+    no object) so that nothing in the cluster waits on them; the webhook server fills in their caBundle."""
+    configurations = service_manifests()
+    for configuration in configurations:
+        for webhook in configuration["webhooks"]:
+            webhook["failurePolicy"] = "Ignore"
+            webhook["objectSelector"] = {"matchLabels": {"preemption-toleration.dev/test": "matches-nothing"}}
+    kubectl("apply", "-f", "-", input=yaml.safe_dump_all(configurations))
+    yield
+    for kind, name in (("validatingwebhookconfiguration", NAME), ("mutatingwebhookconfiguration", NAME),
+                       ("validatingwebhookconfiguration", GUARD_NAME)):
+        kubectl("delete", kind, name, "--ignore-not-found", check=False)
+
+
+async def test_the_webhook_server_does_its_job_with_its_role_alone(
+    api: ApiClient, cluster: LocalCluster, kubectl: Kubectl, roles: None, inert_configurations: None,
+    make_node: MakeNode, namespace: str, tmp_path: Path,
+) -> None:
+    port = free_port()
+    webhook = run_as(cluster, tmp_path, WEBHOOK, "webhook", *deployment_args("webhook")[1:],
+                     "--host", "127.0.0.1", "--port", str(port))
+    pc = unique_name("sa-guarded")
+    try:
+        # no operator runs here: the class carries its annotations itself
+        kubectl("apply", "-f", "-", input=class_manifest(pc, annotations={MIN: "10000", TOL: "-1"}))
+        node = (await make_node(cpu="2")).metadata.name
+        await create_bound(api, namespace, "victim", pc, node, cpu="1")
+
+        # its Secret (create, get), and the CA in its configurations' caBundle (get, patch)
+        secret = await eventually(lambda: _secret(api), lambda s: s is not None, timeout=60,
+                                  what="the webhook-tls Secret")
+        ca = base64.b64decode(secret.data["ca.crt"])
+        bundles = await eventually(lambda: _ca_bundles(kubectl), lambda b: b == {base64.b64encode(ca).decode()},
+                                   timeout=30, what="the CA in every configuration's caBundle")
+        assert len(bundles) == 1
+
+        # ready once its watches of classes, policies, pods and nodes have listed (list, watch)
+        context = ssl.create_default_context(cadata=ca.decode())
+        context.check_hostname = False  # the certificate names the Service; this is 127.0.0.1
+        base = f"https://127.0.0.1:{port}"
+        async with aiohttp.ClientSession() as session:
+            await eventually(lambda: _status(session, f"{base}/readyz", context), lambda s: s == 200, timeout=60,
+                             what="/readyz")
+
+            # a preemption of the protected pod: refused, and an Event on the victim (events create)
+            async def refuse() -> dict:
+                async with session.post(f"{base}/guard/pods", json=_eviction_review(namespace),
+                                        ssl=context) as response:
+                    return (await response.json())["response"]
+
+            answer = await eventually(refuse, lambda r: not r["allowed"], timeout=30, what="the guard's refusal")
+        assert answer["status"]["code"] == 403
+        assert answer["status"]["message"].startswith(f"pod {namespace}/victim (PriorityClass {pc}, priority 8000)")
+        await eventually(lambda: events_of(api, namespace, "victim"), bool, timeout=30,
+                         what="the PreemptionRefused Event")
+        assert webhook.running(), webhook.log()[-3000:]
+        no_permission_errors(webhook)
+    finally:
+        webhook.stop()
+        kubectl("delete", "priorityclass", pc, "--ignore-not-found", check=False)
+
+
+def _get(url: str) -> tuple[int, str]:
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return response.status, response.read().decode()
+
+
+async def _secret(api: ApiClient) -> client.V1Secret | None:
+    secrets = await client.CoreV1Api(api).list_namespaced_secret(NAMESPACE, field_selector="metadata.name=webhook-tls")
+    return secrets.items[0] if secrets.items else None
+
+
+async def _ca_bundles(kubectl: Kubectl) -> set[str]:
+    bundles: set[str] = set()
+    for kind, name in (("validatingwebhookconfiguration", NAME), ("mutatingwebhookconfiguration", NAME),
+                       ("validatingwebhookconfiguration", GUARD_NAME)):
+        found = json.loads(kubectl("get", kind, name, "-o", "json").stdout)
+        bundles |= {webhook["clientConfig"].get("caBundle", "") for webhook in found["webhooks"]}
+    return bundles
+
+
+async def _status(session: aiohttp.ClientSession, url: str, context: ssl.SSLContext) -> int:
+    try:
+        async with session.get(url, ssl=context) as response:
+            return response.status
+    except aiohttp.ClientError:
+        return 0
+
+
+def _eviction_review(namespace: str) -> dict:
+    eviction = {"apiVersion": "policy/v1beta1", "kind": "Eviction",
+                "metadata": {"name": "victim", "namespace": namespace,
+                             "annotations": {PREEMPTOR_PRIORITY: "9000"}}}
+    kind = {"group": "policy", "version": "v1beta1", "kind": "Eviction"}
+    resource = {"group": "", "version": "v1", "resource": "pods"}
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": unique_name("review"), "kind": kind, "resource": resource, "subResource": "eviction",
+        "requestKind": kind, "requestResource": resource, "requestSubResource": "eviction",
+        "name": "victim", "namespace": namespace, "operation": "CREATE",
+        "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+        "object": eviction, "oldObject": None, "dryRun": False}}
+
