@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import aiohttp
@@ -20,6 +21,16 @@ MAX_BACKOFF_SECONDS = 30.0
 # The server ends a watch after WATCH_TIMEOUT_SECONDS (bookmarks keep it talking before that); a read that
 # stays silent much longer is a dead connection, which would otherwise leave the cache stale for ever.
 WATCH_READ_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_read=WATCH_TIMEOUT_SECONDS + 30)
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """What one cache holds and how its watch has fared, for metrics."""
+
+    resource: str
+    objects: int
+    lists: int  # the first listing, then one per expired or failed watch
+    failures: int  # watches or listings that failed (not counting the server ending a watch normally)
 
 
 class Informer(Generic[V]):
@@ -47,6 +58,7 @@ class Informer(Generic[V]):
         self.items: dict[Hashable, V] = {}
         self.synced = asyncio.Event()
         self.relists = 0
+        self.failures = 0
 
     @staticmethod
     def _name(raw: dict[str, Any]) -> str:
@@ -77,6 +89,9 @@ class Informer(Generic[V]):
         if self.on_change:
             self.on_change()
 
+    def stats(self) -> CacheStats:
+        return CacheStats(self.kind, len(self.items), self.relists, self.failures)
+
     async def run(self) -> None:
         backoff = 1.0
         while True:
@@ -101,11 +116,13 @@ class Informer(Generic[V]):
                 if error.status == 410:
                     self.logger.info("watch expired; listing again", extra={"kind": self.kind})
                     continue
+                self.failures += 1
                 problem = f"{error.status} {error.reason}".strip()
                 if error.status == 404:
                     problem += " (the resource is not served: is its CRD installed?)"
                 self.logger.warning("watch failed", extra={"kind": self.kind, "problem": problem})
             except Exception as error:  # network errors of every kind: relist after a pause
+                self.failures += 1
                 self.logger.warning("watch failed", extra={"kind": self.kind, "problem": repr(error)})
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)

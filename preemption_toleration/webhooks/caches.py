@@ -13,7 +13,7 @@ from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
 from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
 from preemption_toleration.guard.decisions import GuardSnapshot
 from preemption_toleration.guard.slim import pod_key, slim_node, slim_pod
-from preemption_toleration.kube.informer import Informer
+from preemption_toleration.kube.informer import CacheStats, Informer
 from preemption_toleration.webhooks.decisions import Snapshot
 
 
@@ -26,10 +26,10 @@ class AdmissionCaches:
         self.pods: Informer[dict[str, Any]] | None = None
         self.nodes: Informer[dict[str, Any]] | None = None
         if guard:
-            self.pods = Informer("Pod", core.list_pod_for_all_namespaces, slim_pod, logger, key=pod_key)
-            self.nodes = Informer("Node", core.list_node, slim_node, logger)
+            self.pods = Informer("pods", core.list_pod_for_all_namespaces, slim_pod, logger, key=pod_key)
+            self.nodes = Informer("nodes", core.list_node, slim_node, logger)
         self.classes: Informer[ClassView] = Informer(
-            "PriorityClass", client.SchedulingV1Api(api).list_priority_class, class_view, logger, self._changed
+            "priorityclasses", client.SchedulingV1Api(api).list_priority_class, class_view, logger, self._changed
         )
         self.policies: Informer[PolicyView] = Informer(
             PLURAL,
@@ -45,6 +45,9 @@ class AdmissionCaches:
 
     def informers(self) -> list[Informer[Any]]:
         return [i for i in (self.classes, self.policies, self.pods, self.nodes) if i is not None]
+
+    def stats(self) -> list[CacheStats]:
+        return [informer.stats() for informer in self.informers()]
 
     @property
     def synced(self) -> bool:

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from collections.abc import Callable, Iterable, Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from preemption_toleration.kube.informer import CacheStats
 
 
 class WebhookMetrics:
@@ -34,6 +40,28 @@ class WebhookMetrics:
             ["kind", "protection", "mode"],
             registry=self.registry,
         )
-        self.cache_objects = Gauge(
-            "ptol_webhook_cache_objects", "Objects in the watch caches.", ["kind"], registry=self.registry
-        )
+        self._caches = _CacheCollector()
+        self.registry.register(self._caches)
+
+    def track_caches(self, stats: Callable[[], Iterable[CacheStats]]) -> None:
+        """Report these watch caches at each scrape."""
+        self._caches.stats = stats
+
+
+class _CacheCollector(Collector):
+    """The caches' figures, read when scraped (the informers count; nothing here needs updating)."""
+
+    def __init__(self) -> None:
+        self.stats: Callable[[], Iterable[CacheStats]] = list
+
+    def collect(self) -> Iterator[Metric]:
+        objects = GaugeMetricFamily("ptol_webhook_cache_objects", "Objects in the watch caches.", labels=["kind"])
+        lists = CounterMetricFamily("ptol_webhook_cache_lists", "Full listings of a watched resource: the first "
+                                    "one, then one per expired or failed watch.", labels=["kind"])
+        failures = CounterMetricFamily("ptol_webhook_cache_watch_failures", "Watches or listings that failed "
+                                       "(API errors, broken connections).", labels=["kind"])
+        for cache in self.stats():
+            objects.add_metric([cache.resource], cache.objects)
+            lists.add_metric([cache.resource], cache.lists)
+            failures.add_metric([cache.resource], cache.failures)
+        yield from (objects, lists, failures)

@@ -99,6 +99,7 @@ async def run_webhook(
     metrics = WebhookMetrics()
     guard_enabled = settings.guard_mode != "off"
     caches = AdmissionCaches(api, logger, guard=guard_enabled)
+    metrics.track_caches(caches.stats)
     tasks = caches.tasks()
     guard: GuardHooks | None = None
     if guard_enabled:

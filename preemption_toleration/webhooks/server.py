@@ -203,7 +203,4 @@ class WebhookApp:
         return web.Response(text="caches not synced", status=503)
 
     async def _metrics(self, _: web.Request) -> web.Response:
-        snapshot = self.snapshot()
-        self.metrics.cache_objects.labels("priorityclasses").set(len(snapshot.classes))
-        self.metrics.cache_objects.labels("preemptiontolerationpolicies").set(len(snapshot.policies))
         return web.Response(body=generate_latest(self.metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})

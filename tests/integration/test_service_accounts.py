@@ -162,7 +162,12 @@ async def test_the_webhook_server_does_its_job_with_its_role_alone(
                     return (await response.json())["response"]
 
             answer = await eventually(refuse, lambda r: not r["allowed"], timeout=30, what="the guard's refusal")
+            async with session.get(f"{base}/metrics", ssl=context) as response:
+                metrics = await response.text()
         assert answer["status"]["code"] == 403
+        for kind in ("priorityclasses", "preemptiontolerationpolicies", "pods", "nodes"):  # the watch caches
+            assert f'ptol_webhook_cache_lists_total{{kind="{kind}"}} 1.0' in metrics
+        assert 'ptol_webhook_cache_objects{kind="pods"} 0.0' not in metrics  # the victim, at least
         assert answer["status"]["message"].startswith(f"pod {namespace}/victim (PriorityClass {pc}, priority 8000)")
         await eventually(lambda: events_of(api, namespace, "victim"), bool, timeout=30,
                          what="the PreemptionRefused Event")

@@ -6,7 +6,9 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from preemption_toleration.kube.informer import CacheStats
 from preemption_toleration.webhooks.decisions import snapshot_of
+from preemption_toleration.webhooks.metrics import WebhookMetrics
 from preemption_toleration.webhooks.server import WebhookApp
 from tests.unit.admission_payloads import review
 from tests.unit.kube_objects import priority_class
@@ -17,7 +19,10 @@ READY = {"value": True}
 @pytest.fixture
 async def http() -> AsyncIterator[TestClient]:
     READY["value"] = True
-    app = WebhookApp(lambda: snapshot_of({}, {}), lambda: READY["value"], max_body_bytes=64 * 1024).build()
+    metrics = WebhookMetrics()
+    metrics.track_caches(lambda: [CacheStats("priorityclasses", 3, 1, 0), CacheStats("pods", 120, 2, 1)])
+    app = WebhookApp(lambda: snapshot_of({}, {}), lambda: READY["value"], metrics=metrics,
+                     max_body_bytes=64 * 1024).build()
     async with TestClient(TestServer(app)) as test_client:
         yield test_client
 
@@ -81,7 +86,11 @@ async def test_metrics_count_requests_and_decisions(http: TestClient) -> None:
     assert 'ptol_webhook_requests_total{code="400",endpoint="validate-priorityclasses"} 1.0' in text
     assert 'ptol_webhook_decisions_total{decision="denied",endpoint="validate-priorityclasses"} 1.0' in text
     assert "ptol_webhook_request_seconds_bucket" in text
-    assert 'ptol_webhook_cache_objects{kind="priorityclasses"} 0.0' in text
+    # the caches as they are at the scrape
+    assert 'ptol_webhook_cache_objects{kind="priorityclasses"} 3.0' in text
+    assert 'ptol_webhook_cache_objects{kind="pods"} 120.0' in text
+    assert 'ptol_webhook_cache_lists_total{kind="pods"} 2.0' in text
+    assert 'ptol_webhook_cache_watch_failures_total{kind="pods"} 1.0' in text
 
 
 async def test_a_body_that_arrives_in_pieces_is_read_whole(http: TestClient) -> None:
