@@ -94,11 +94,14 @@ class FileCertificates:
         self.cert_path = cert_path
         self.key_path = key_path
         self.context = server_context()
-        self._seen: tuple[float, float] | None = None
+        self._seen: tuple[tuple[int, int, int], ...] | None = None
         self.reload_if_changed()
 
-    def _stamp(self) -> tuple[float, float]:
-        return os.stat(self.cert_path).st_mtime, os.stat(self.key_path).st_mtime
+    def _stamp(self) -> tuple[tuple[int, int, int], ...]:
+        # A Secret volume swaps a `..data` link to a new directory: the files' inodes change, and stat()
+        # follows the links to them. A file rewritten in place changes its time or size.
+        return tuple((found.st_ino, found.st_mtime_ns, found.st_size)
+                     for found in (os.stat(self.cert_path), os.stat(self.key_path)))
 
     def reload_if_changed(self) -> bool:
         stamp = self._stamp()

@@ -115,3 +115,33 @@ async def test_a_certificate_written_before_its_key_keeps_the_old_pair_serving(t
         assert served == x509.load_pem_x509_certificate(first.cert_pem)
     finally:
         await runner.cleanup()
+
+
+async def test_files_of_a_secret_volume_are_reloaded_when_the_kubelet_swaps_them(tmp_path: Path) -> None:
+    """A Secret volume (as cert-manager's Certificate gives): tls.crt -> ..data/tls.crt, where ..data links
+    to a timestamped directory that the kubelet replaces atomically on each renewal."""
+    ca = pki.generate_ca("test-ca")
+
+    def publish(version: str) -> pki.CertKeyPair:
+        pair = pki.issue_serving_cert(ca, "localhost", dns_names=["localhost"])
+        directory = tmp_path / f"..{version}"
+        directory.mkdir()
+        (directory / "tls.crt").write_bytes(pair.cert_pem)
+        (directory / "tls.key").write_bytes(pair.key_pem)
+        (tmp_path / "..data_tmp").symlink_to(directory.name)
+        (tmp_path / "..data_tmp").replace(tmp_path / "..data")  # the kubelet's atomic swap
+        return pair
+
+    first = publish("2026_11_22_01")
+    for name in ("tls.crt", "tls.key"):
+        (tmp_path / name).symlink_to(f"..data/{name}")
+    certificates = FileCertificates(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"))
+    runner, port = await serve(certificates.context)
+    try:
+        assert await peer_certificate(port, ca.cert_pem) == x509.load_pem_x509_certificate(first.cert_pem)
+        assert certificates.reload_if_changed() is False
+        renewed = publish("2026_11_22_02")
+        assert certificates.reload_if_changed() is True
+        assert await peer_certificate(port, ca.cert_pem) == x509.load_pem_x509_certificate(renewed.cert_pem)
+    finally:
+        await runner.cleanup()
