@@ -87,20 +87,21 @@ def _fit(warnings: Sequence[str]) -> list[str] | None:
 
 
 def split_text(text: str, limit: int) -> list[str]:
-    if len(text) <= limit:
-        return [text]
+    """`text` in pieces of at most `limit` characters, cut between words where it can, each piece but
+    the last ending in " …" and each but the first starting with "… "."""
+    if limit < 8:
+        raise ValueError(f"a limit of {limit} leaves no room for text beside the markers")
+    text = text.strip()
     pieces: list[str] = []
     rest = text
-    while rest:
+    while len(rest) + (2 if pieces else 0) > limit:
         lead = "… " if pieces else ""
-        if len(lead) + len(rest) <= limit:
-            pieces.append(lead + rest)
-            break
         room = limit - len(lead) - 2  # keeps space for the trailing " …"
         cut = rest.rfind(" ", 0, room + 1)
         cut = cut if cut > 0 else room  # one long word: cut inside it
         pieces.append(f"{lead}{rest[:cut].rstrip()} …")
         rest = rest[cut:].lstrip()
+    pieces.append(f"… {rest}" if pieces else rest)
     return pieces
 
 

@@ -148,7 +148,8 @@ def url(*schemes: str) -> Callable[[str], str]:
         try:
             parts.port  # noqa: B018 - raises ValueError for a port out of range
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{value!r} has a port out of range (0 to 65535)") from None
+            raise argparse.ArgumentTypeError(f"{value!r} has a port that is not a number from 0 to 65535 "
+                                             "(an IPv6 address goes in brackets: http://[::1]:8080/)") from None
         if parts.scheme not in schemes or not parts.hostname:
             raise argparse.ArgumentTypeError(
                 f"{value!r} is not a URL starting with {' or '.join(s + '://' for s in schemes)} and a host")

@@ -41,12 +41,18 @@ class PolicyParseError(ValueError):
         super().__init__(f'PriorityClass "{class_name}": {key}="{value}": {cause}')
 
 
+def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    metadata = obj.get("metadata")
+    return metadata if isinstance(metadata, Mapping) else {}  # malformed manifests: read as absent
+
+
 def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return (obj.get("metadata") or {}).get("annotations") or {}
+    annotations = _metadata(obj).get("annotations")
+    return annotations if isinstance(annotations, Mapping) else {}
 
 
 def name_of(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("name") or "")
+    return str(_metadata(obj).get("name") or "")
 
 
 def parse_toleration_policy(priority_class: Mapping[str, Any]) -> TolerationPolicy:

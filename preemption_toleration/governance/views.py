@@ -74,23 +74,33 @@ def policy_view(obj: Mapping[str, Any]) -> PolicyView:
 def owned_annotation_keys(managed_fields: Any, manager: str = FIELD_MANAGER) -> frozenset[str]:
     """The policy annotation keys that `manager` owns through server-side apply."""
     owned: set[str] = set()
-    for entry in managed_fields or []:
-        if entry.get("manager") != manager or entry.get("operation") != "Apply":
+    for entry in managed_fields if isinstance(managed_fields, list) else []:
+        if not isinstance(entry, Mapping) or entry.get("manager") != manager or entry.get("operation") != "Apply":
             continue
-        annotations = ((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:annotations") or {}
+        annotations = _mapping(_mapping(_mapping(entry.get("fieldsV1")).get("f:metadata")).get("f:annotations"))
         owned.update(key[2:] for key in annotations if key.startswith("f:") and key[2:] in POLICY_KEYS)
     return frozenset(owned)
 
 
 def class_view(obj: Mapping[str, Any], manager: str = FIELD_MANAGER) -> ClassView:
-    metadata = obj.get("metadata") or {}
-    annotations = metadata.get("annotations") or {}
+    """What governance needs of a PriorityClass. Admission requests can carry malformed objects (the
+    webhook refuses them, but only after this view is taken): wrong types read as absent."""
+    metadata = _mapping(obj.get("metadata"))
+    annotations = _mapping(metadata.get("annotations"))
     return ClassView(
         name=str(metadata.get("name")),
         uid=str(metadata.get("uid") or ""),
         resource_version=str(metadata.get("resourceVersion") or ""),
-        value=int(obj.get("value") or 0),
-        labels=dict(metadata.get("labels") or {}),
+        value=_integer(obj.get("value")),
+        labels={str(key): str(value) for key, value in _mapping(metadata.get("labels")).items()},
         annotations={key: str(annotations[key]) for key in POLICY_KEYS if key in annotations},
         owned_keys=owned_annotation_keys(metadata.get("managedFields"), manager),
     )
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _integer(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

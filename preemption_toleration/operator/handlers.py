@@ -57,8 +57,9 @@ def _post_event(ref: Mapping[str, Any], event_type: str, reason: str, message: s
 # default ones (54 s in all) an API server answering 503 for a minute, as during an upgrade, made kopf give
 # the error up: measured with a proxy, its CRD observer then failed and the whole operator exited. kopf
 # restarts a watch that stayed silent for 70 s, with its count of attempts back at the first, so with more
-# than 70 s of delays a watch never gives up; any other request gives up after about 11 minutes, which
-# surfaces a lasting error (such as a permission removed from the operator's role) as a crash loop.
+# than 70 s of delays a watch never gives up; any other request (a listing at start or after an expired
+# watch, a patch) gives up after about 11 minutes, which stops the operator: a lasting error, such as a
+# permission removed from its role, shows as a crash loop.
 API_RETRY_BACKOFFS: tuple[float, ...] = (1, 1, 2, 3, 5, 8, 13, 21) + (30,) * 20
 
 

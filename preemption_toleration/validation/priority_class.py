@@ -159,6 +159,20 @@ def _server_rules(name: str, class_value: int | None) -> list[Finding]:
     return []
 
 
+def _metadata_shape(name: str, metadata: Any) -> list[Finding]:
+    """A manifest whose metadata, labels or annotations are not maps: the API server refuses it, and the
+    annotations in it would otherwise be silently read as none."""
+    if not isinstance(metadata, Mapping) or not metadata.get("name"):
+        return [error("invalid-metadata", f"{subject(name)}: metadata is {shown(metadata)!r}; a PriorityClass "
+                      "needs metadata with a name. Fix: write metadata: {name: ...}.")]
+    return [
+        error("invalid-metadata", f"{subject(name)}: metadata.{field} is {shown(metadata[field])!r}, not a map. "
+              f"Fix: write {field} as key: value pairs.")
+        for field in ("labels", "annotations")
+        if metadata.get(field) is not None and not isinstance(metadata[field], Mapping)
+    ]
+
+
 def check_priority_class(priority_class: Mapping[str, Any]) -> list[Finding]:
     """Errors and warnings for the toleration annotations of one PriorityClass (Kubernetes JSON)."""
     name = name_of(priority_class) or "<unnamed>"
@@ -174,6 +188,7 @@ def check_priority_class(priority_class: Mapping[str, Any]) -> list[Finding]:
             )
         )
         class_value = None
+    findings += _metadata_shape(name, priority_class.get("metadata"))
     findings += _server_rules(name, class_value)
     findings += _unknown_and_legacy_keys(name, annotations)
     parsed, parse_findings = _parse_all(name, annotations)

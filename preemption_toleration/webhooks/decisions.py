@@ -33,22 +33,21 @@ class AdmissionConfig:
     operator_identities: Collection[str] = ("system:serviceaccount:preemption-toleration:operator",)
 
 
-def _governing(snapshot: Snapshot, candidate: ClassView) -> tuple[str, dict[str, str]] | None:
-    """The policy that governs `candidate` (as it would be after this request), and its annotations."""
-    found = claimants(snapshot.policies.values(), candidate)
+def _governing(found: list[PolicyView]) -> tuple[str, dict[str, str]] | None:
+    """The policy that governs a class (the first of its claimants), and its annotations."""
     if not found or found[0].spec is None:
         return None
     return found[0].name, desired_annotations(found[0].spec)
 
 
-def _contested_warning(snapshot: Snapshot, candidate: ClassView) -> list[str]:
-    """A class several policies claim (e.g. after a label change) is governed by the oldest; say so."""
-    found = claimants(snapshot.policies.values(), candidate)
-    if len(found) < 2:
+def _contested_warning(name: str, found: list[PolicyView], before: list[PolicyView]) -> list[str]:
+    """A request that makes several policies claim a class (e.g. a label change) is told which one governs
+    it (the oldest); later writes of a class that was already contested are not told again."""
+    if len(found) < 2 or {p.name for p in found} == {p.name for p in before}:
         return []
     others = ", ".join(f'"{p.name}"' for p in found[1:])
     leaves = "leaves" if len(found) == 2 else "leave"
-    return [f'PriorityClass "{candidate.name}" is claimed by {len(found)} policies: "{found[0].name}" (the oldest) '
+    return [f'PriorityClass "{name}" is claimed by {len(found)} policies: "{found[0].name}" (the oldest) '
             f"governs it, {others} {leaves} it alone (Conflict). Fix: make one policy claim it."]
 
 
@@ -70,14 +69,17 @@ def validate_priority_class(
     if errors:
         return deny(request.uid, 422, " ".join(f.message for f in errors), warnings=warnings)
     if request.user_info.username not in config.operator_identities:
-        warnings += _contested_warning(snapshot, class_view(obj))
-        governing = _governing(snapshot, class_view(obj))
+        view = class_view(obj)
+        found = claimants(snapshot.policies.values(), view)
+        before = claimants(snapshot.policies.values(), class_view(request.old_object)) if request.old_object else []
+        warnings += _contested_warning(view.name, found, before)
+        governing = _governing(found)
         if governing is not None:
             policy_name, values = governing
             old = {k: str(v) for k, v in annotations_of(request.old_object or {}).items() if k in POLICY_KEYS}
             new = {k: str(v) for k, v in annotations_of(obj).items() if k in POLICY_KEYS}
             refused = check_managed_annotation_change(
-                request.name or class_view(obj).name, old, new, ManagedAnnotations(policy_name, values)
+                request.name or view.name, old, new, ManagedAnnotations(policy_name, values)
             )
             if refused:
                 return deny(request.uid, 403, " ".join(f.message for f in refused), warnings=warnings)
@@ -93,7 +95,7 @@ def mutate_priority_class(request: AdmissionRequest, snapshot: Snapshot) -> Admi
     obj = request.object or {}
     if request.operation != "CREATE":
         return allow(request.uid)
-    governing = _governing(snapshot, class_view(obj))
+    governing = _governing(claimants(snapshot.policies.values(), class_view(obj)))
     if governing is None:
         return allow(request.uid)
     policy_name, values = governing

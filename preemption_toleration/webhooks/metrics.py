@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -9,6 +10,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from preemption_toleration.kube.informer import CacheStats
+
+logger = logging.getLogger("preemption_toleration.webhooks")
 
 
 class WebhookMetrics:
@@ -60,7 +63,12 @@ class _CacheCollector(Collector):
                                     "one, then one per expired or failed watch.", labels=["kind"])
         failures = CounterMetricFamily("ptol_webhook_cache_watch_failures", "Watches or listings that failed "
                                        "(API errors, broken connections).", labels=["kind"])
-        for cache in self.stats():
+        try:
+            caches = list(self.stats())
+        except Exception:  # noqa: BLE001 - the other metrics must still be served
+            logger.exception("cache figures unavailable")
+            caches = []
+        for cache in caches:
             objects.add_metric([cache.resource], cache.objects)
             lists.add_metric([cache.resource], cache.lists)
             failures.add_metric([cache.resource], cache.failures)

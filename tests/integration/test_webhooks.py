@@ -161,10 +161,13 @@ async def test_a_label_change_that_makes_a_class_contested_is_applied_with_a_war
     alice("apply", "-f", "-", input=policy_manifest(by_label, {"priorityClassSelector": {"matchLabels": {"tier": tier}},
                                                                "minimumPreemptablePriority": 9500}))
 
-    async def label() -> subprocess.CompletedProcess[str]:  # once the webhook's cache has the new policy
-        return alice("label", "--overwrite", "priorityclass", pc, f"tier={tier}")
+    async def label(*dry_run: str) -> subprocess.CompletedProcess[str]:
+        return alice("label", "--overwrite", "priorityclass", pc, f"tier={tier}", *dry_run)
 
-    result = await eventually(label, lambda r: "Warning:" in r.stderr, timeout=10, what="the contested warning")
+    # a server-side dry run until the webhook's cache has the new policy, then the change itself
+    await eventually(lambda: label("--dry-run=server"), lambda r: "Warning:" in r.stderr, timeout=10,
+                     what="the contested warning")
+    result = await label()
     assert f"priorityclass.scheduling.k8s.io/{pc} labeled" in result.stdout
     assert (f'Warning: PriorityClass "{pc}" is claimed by 2 policies: "{by_name}" (the oldest) governs it, '
             f'"{by_label}" leaves it alone (Conflict). Fix: make one policy claim it.') in result.stderr

@@ -21,7 +21,8 @@ def review(
     api_version: str = "admission.k8s.io/v1",
     uid: str = "705ab4f5-6393-11e8-b7cc-42010a800002",
 ) -> dict[str, Any]:
-    name = ((obj or old or {}).get("metadata") or {}).get("name", "")
+    metadata = (obj or old or {}).get("metadata")
+    name = metadata.get("name", "") if isinstance(metadata, dict) else ""
     return {
         "apiVersion": api_version,
         "kind": "AdmissionReview",

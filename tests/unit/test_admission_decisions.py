@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from preemption_toleration.api.admission import MAX_WARNING_LENGTH, AdmissionReview, allow
+from preemption_toleration.api.admission import MAX_WARNING_LENGTH, AdmissionReview, allow, split_text
 from preemption_toleration.core.annotations import LEGACY_PREFIX, PREFIX
 from preemption_toleration.webhooks.decisions import (
     AdmissionConfig,
@@ -104,6 +104,29 @@ def test_a_label_change_that_makes_a_class_contested_is_allowed_with_a_warning()
     unlabelled = validate_priority_class(request(review(old, old=old, operation="UPDATE", user="alice")), snapshot,
                                          CONFIG)
     assert unlabelled.allowed and unlabelled.warnings in (None, [])
+    # a later write of the class that was already contested is not told again (e.g. each GitOps apply)
+    described = {**new, "description": "edited"}
+    again = validate_priority_class(request(review(described, old=new, operation="UPDATE", user="alice")), snapshot,
+                                    CONFIG)
+    assert again.allowed and again.warnings in (None, [])
+
+
+@pytest.mark.parametrize(("rule", "broken"), [
+    ("metadata not an object", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": "zz",
+                                "value": 8000}),
+    ("labels a list", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                       "metadata": {"name": "low", "labels": ["a"]}, "value": 8000}),
+    ("value a string", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "low"},
+                        "value": "10k"}),
+    ("managedFields of strings", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                                  "metadata": {"name": "low", "managedFields": ["x"]}, "value": 8000}),
+])
+def test_a_malformed_class_gets_an_answer_not_a_crash(rule: str, broken: dict) -> None:
+    """Broken before and after, its errors are only warnings, and the governance checks still run."""
+    for decide in (lambda r: validate_priority_class(r, GOVERNED, CONFIG), lambda r: mutate_priority_class(r, GOVERNED)):
+        created = decide(request(review(broken)))
+        updated = decide(request(review(broken, old=broken, operation="UPDATE", user="alice")))
+        assert created.uid and updated.uid, rule
 
 
 def decoded_patch(decision):
@@ -209,8 +232,12 @@ def test_policy_update_that_keeps_an_existing_conflict_is_warned_not_refused() -
     ("a long warning is split between words", " ".join(f"word{i}" for i in range(150))),
     ("one very long word is cut inside it", "x" * 700),
     ("exactly the limit stays whole", "y" * 256),
+    ("spaces around the text are dropped first", "   " + "z " * 200 + "   "),
+    ("a word ends exactly at the cut", "a" * 253 + " " + "b" * 100),
+    ("characters beyond ASCII count as one", "é" * 300),
 ])
 def test_long_warnings_are_split_not_cut(rule: str, text: str) -> None:
+    text = text.strip()
     warnings = allow("uid", [text]).warnings
     assert all(len(w) <= MAX_WARNING_LENGTH for w in warnings), rule
     if len(text) <= MAX_WARNING_LENGTH:
@@ -223,3 +250,8 @@ def test_long_warnings_are_split_not_cut(rule: str, text: str) -> None:
     else:
         assert "".join(parts) == text, rule
     assert warnings[-1].endswith(text[-10:]), rule
+
+
+def test_a_limit_without_room_for_text_is_refused() -> None:
+    with pytest.raises(ValueError):
+        split_text("some words here", 5)

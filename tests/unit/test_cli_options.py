@@ -91,7 +91,7 @@ def test_option_values(monkeypatch: pytest.MonkeyPatch, rule: str, env: dict[str
         ("a resync too small to be meant", {}, ["operator", "--resync-seconds", "1e-9"],
          "argument --resync-seconds: '1e-9' must be from 1 to 86400 seconds"),
         ("liveness port out of range", {}, ["operator", "--liveness", "http://0.0.0.0:99999/healthz"],
-         "argument --liveness: 'http://0.0.0.0:99999/healthz' has a port out of range (0 to 65535)"),
+         "argument --liveness: 'http://0.0.0.0:99999/healthz' has a port that is not a number from 0 to 65535"),
         ("resync not a number", {}, ["run", "--resync-seconds", "1m"],
          "argument --resync-seconds: '1m' is not a number of seconds"),
         ("negative body limit", {"PTOL_MAX_BODY_BYTES": "-1"}, ["webhook"],

@@ -1,6 +1,7 @@
 """Serving certificates: names, TLS versions, renewal and reload without a restart."""
 
 import asyncio
+import os
 import datetime
 import ssl
 from collections.abc import AsyncIterator
@@ -140,7 +141,10 @@ async def test_files_of_a_secret_volume_are_reloaded_when_the_kubelet_swaps_them
     try:
         assert await peer_certificate(port, ca.cert_pem) == x509.load_pem_x509_certificate(first.cert_pem)
         assert certificates.reload_if_changed() is False
+        old_times = [(tmp_path / name).stat().st_mtime_ns for name in ("tls.crt", "tls.key")]
         renewed = publish("2026_11_22_02")
+        for name, mtime in zip(("tls.crt", "tls.key"), old_times):  # a renewal within the clock's resolution
+            os.utime(tmp_path / name, ns=(mtime, mtime))
         assert certificates.reload_if_changed() is True
         assert await peer_certificate(port, ca.cert_pem) == x509.load_pem_x509_certificate(renewed.cert_pem)
     finally:
