@@ -12,6 +12,9 @@ from preemption_toleration.devcluster.components import REGISTERED, ComponentErr
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "crds" / "preemptiontolerationpolicies.yaml"
+INSTALL_NAMESPACE = "preemption-toleration"  # config/manager's namespace, where config/rbac's accounts live
+OPERATOR_USER = f"system:serviceaccount:{INSTALL_NAMESPACE}:operator"
+WEBHOOK_USER = f"system:serviceaccount:{INSTALL_NAMESPACE}:webhook"
 
 
 def install_crd(cluster: LocalCluster) -> None:
@@ -78,3 +81,17 @@ def ptol_run(cluster: LocalCluster, *extra_args: str) -> Iterator[RunProcess]:
         yield process
     finally:
         process.stop()
+
+
+@contextmanager
+def rbac_installed(cluster: LocalCluster) -> Iterator[None]:
+    """The CRDs, config/manager's namespace and config/rbac's accounts and roles; the roles removed after."""
+    install_crd(cluster)
+    for args in (("apply", "-f", str(ROOT / "config" / "manager" / "namespace.yaml")),
+                 ("apply", "-k", str(ROOT / "config" / "rbac"))):
+        subprocess.run(cluster.kubectl_argv(*args), check=True, capture_output=True)
+    try:
+        yield
+    finally:
+        subprocess.run(cluster.kubectl_argv("delete", "-k", str(ROOT / "config" / "rbac"), "--ignore-not-found"),
+                       capture_output=True, check=False)

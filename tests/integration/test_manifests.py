@@ -11,23 +11,18 @@ import yaml
 from preemption_toleration.cli.main import build_parser
 from preemption_toleration.cli.webhook_cmd import tls_problem
 from preemption_toleration.devcluster import LocalCluster
-from tests.integration.components import ROOT, install_crd
+from tests.integration.components import INSTALL_NAMESPACE, OPERATOR_USER, ROOT, WEBHOOK_USER, rbac_installed
 from tests.integration.conftest import Kubectl
 
 pytestmark = pytest.mark.integration
 
-NAMESPACE = "preemption-toleration"
-OPERATOR = f"system:serviceaccount:{NAMESPACE}:operator"
-WEBHOOK = f"system:serviceaccount:{NAMESPACE}:webhook"
+NAMESPACE, OPERATOR, WEBHOOK = INSTALL_NAMESPACE, OPERATOR_USER, WEBHOOK_USER
 
 
 @pytest.fixture(scope="module")
-def installed(cluster: LocalCluster, kubectl: Kubectl) -> Iterator[None]:
-    install_crd(cluster)
-    kubectl("apply", "-f", str(ROOT / "config" / "manager" / "namespace.yaml"))
-    kubectl("apply", "-k", str(ROOT / "config" / "rbac"))
-    yield
-    kubectl("delete", "-k", str(ROOT / "config" / "rbac"), "--ignore-not-found", check=False)
+def installed(cluster: LocalCluster) -> Iterator[None]:
+    with rbac_installed(cluster):
+        yield
 
 
 def test_default_renders_and_passes_a_server_side_dry_run(installed: None, kubectl: Kubectl) -> None:

@@ -26,7 +26,7 @@ from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.components import ComponentProcess
 from preemption_toleration.devcluster.processes import free_port
 from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME, service_manifests
-from tests.integration.components import ROOT, install_crd
+from tests.integration.components import INSTALL_NAMESPACE, OPERATOR_USER, ROOT, WEBHOOK_USER, rbac_installed
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest, policy_manifest, read_class, ours, wait_ready
@@ -34,9 +34,7 @@ from tests.integration.pods import create_bound, events_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
-NAMESPACE = "preemption-toleration"
-OPERATOR = f"system:serviceaccount:{NAMESPACE}:operator"
-WEBHOOK = f"system:serviceaccount:{NAMESPACE}:webhook"
+NAMESPACE, OPERATOR, WEBHOOK = INSTALL_NAMESPACE, OPERATOR_USER, WEBHOOK_USER
 GROUPS = ["system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}"]
 
 
@@ -50,11 +48,8 @@ def deployment_args(component: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def roles(cluster: LocalCluster, kubectl: Kubectl) -> Iterator[None]:
-    install_crd(cluster)
-    kubectl("apply", "-f", str(ROOT / "config" / "manager" / "namespace.yaml"))
-    kubectl("apply", "-k", str(ROOT / "config" / "rbac"))
-    yield
-    kubectl("delete", "-k", str(ROOT / "config" / "rbac"), "--ignore-not-found", check=False)
+    with rbac_installed(cluster):
+        yield
     kubectl("delete", "secret", "webhook-tls", "-n", NAMESPACE, "--ignore-not-found", check=False)
 
 
