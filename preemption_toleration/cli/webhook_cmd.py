@@ -20,6 +20,7 @@ from preemption_toleration.cli.options import (
 )
 from preemption_toleration.cli.signals import run_until_signalled
 from preemption_toleration.webhooks.decisions import AdmissionConfig
+from preemption_toleration.kube.informer import DEFAULT_PAGE_SIZE
 from preemption_toleration.webhooks.server import DEFAULT_MAX_BODY_BYTES
 
 from preemption_toleration.logs import configure_logging
@@ -40,6 +41,8 @@ def add_webhook_arguments(parser: argparse.ArgumentParser, *, host: str = "0.0.0
                     f"{AdmissionConfig().operator_identities[0]})")
     env_option(parser, "--max-body-bytes", env="PTOL_MAX_BODY_BYTES", default=str(DEFAULT_MAX_BODY_BYTES),
                type=positive_integer, help="larger requests get a 400")
+    env_option(parser, "--list-page-size", env="PTOL_LIST_PAGE_SIZE", default=str(DEFAULT_PAGE_SIZE),
+               type=positive_integer, help="objects per page when the caches list pods, nodes, classes and policies")
     env_option(parser, "--cert-file", env="PTOL_TLS_CERT_FILE", type=non_empty,
                help="serving certificate (PEM), reloaded when it changes; needs --key-file; default: generate one")
     env_option(parser, "--key-file", env="PTOL_TLS_KEY_FILE", type=non_empty, help="its key (PEM)")
@@ -88,6 +91,7 @@ def settings_from(args: argparse.Namespace) -> WebhookSettings:
         host=args.host,
         port=args.port,
         max_body_bytes=args.max_body_bytes,
+        list_page_size=args.list_page_size,
         cert_file=args.cert_file,
         key_file=args.key_file,
         register_url=getattr(args, "register_url", None),

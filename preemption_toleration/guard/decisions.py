@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from functools import cached_property
 from typing import Any
 
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, allow, deny
@@ -14,9 +13,10 @@ from preemption_toleration.core.exemption import PriorityClassNotFound, exempted
 from preemption_toleration.core.intparse import IntParseError, parse_go_int
 from preemption_toleration.core.pods import pod_priority, pod_ref, preempts_never, priority_class_name
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_of
-from preemption_toleration.governance.plan import plan
+from preemption_toleration.governance.plan import claimants
 from preemption_toleration.governance.views import ClassView, PolicyView
 from preemption_toleration.guard.inference import infer_preemptor
+from preemption_toleration.inventory.pods import PodIndex
 
 DEFAULT_PREEMPTOR_IDENTITIES = ("system:kube-scheduler",)
 
@@ -29,7 +29,7 @@ class GuardConfig:
 
 @dataclass(frozen=True)
 class GuardSnapshot:
-    pods: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)  # (namespace, name)
+    pods: PodIndex = field(default_factory=PodIndex)
     nodes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     classes: Mapping[str, ClassView] = field(default_factory=dict)
     policies: Mapping[str, PolicyView] = field(default_factory=dict)
@@ -40,9 +40,11 @@ class GuardSnapshot:
             return None
         return {"metadata": {"name": name, "annotations": dict(view.annotations)}, "value": view.value}
 
-    @cached_property
-    def owners(self) -> Mapping[str, str]:
-        return plan(self.policies.values(), self.classes.values()).owners
+    def owner(self, class_name: str) -> str | None:
+        """The policy that governs a class (the oldest that claims it), read only for a refusal's message."""
+        view = self.classes.get(class_name)
+        found = claimants(self.policies.values(), view) if view is not None else []
+        return found[0].name if found else None
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,7 @@ def _explicit_preemptor(
         pod = snapshot.pods.get((namespace, name))
         if pod is None:
             return None, f"the preemptor {annotations[PREEMPTOR]} named by {PREEMPTOR} is not a known pod"
-        return pod, None
+        return pod.as_json(), None
     if PREEMPTOR_PRIORITY in annotations:
         try:
             priority = parse_go_int(str(annotations[PREEMPTOR_PRIORITY]), 32)
@@ -140,7 +142,7 @@ def _judge(
                    "preemptionPolicy Never, so it preempts no pod.")
     else:
         message = describe(victim, protection, pod_priority(preemptor), preemptor_name,
-                           snapshot.owners.get(class_name), now)
+                           snapshot.owner(class_name), now)
     seconds_left = protection.seconds_left(now)
     code = 429 if kind == "eviction" and seconds_left is not None else 403
     refusal = Refusal(kind, victim, pod_priority(preemptor), preemptor_name, protection, code, message,
@@ -152,6 +154,11 @@ def _judge(
     return Verdict(deny(request.uid, code, message, "TooManyRequests" if code == 429 else None), refusal)
 
 
+def _cached_pod(snapshot: GuardSnapshot, namespace: str, name: str) -> dict[str, Any] | None:
+    pod = snapshot.pods.get((namespace, name))
+    return pod.as_json() if pod is not None else None
+
+
 def judge(request: AdmissionRequest, snapshot: GuardSnapshot, config: GuardConfig,
           now: datetime | None = None) -> Verdict:
     now = now or datetime.now(timezone.utc)
@@ -160,7 +167,7 @@ def judge(request: AdmissionRequest, snapshot: GuardSnapshot, config: GuardConfi
     sub_resource = request.sub_resource or ""
 
     if request.operation == "CREATE" and sub_resource == "eviction":
-        victim = snapshot.pods.get((namespace, request.name))
+        victim = _cached_pod(snapshot, namespace, request.name)
         preemptor, problem = _explicit_preemptor(request.object or {}, snapshot)
         if victim is None or (preemptor is None and problem is None):
             return Verdict(allow(request.uid))  # not a preemption (or a pod we do not know)
@@ -172,19 +179,19 @@ def judge(request: AdmissionRequest, snapshot: GuardSnapshot, config: GuardConfi
         return Verdict(allow(request.uid))  # users, controllers, drains: not preemptions
 
     if request.operation == "DELETE" and sub_resource == "":
-        victim = request.old_object or snapshot.pods.get((namespace, request.name))
+        victim = request.old_object or _cached_pod(snapshot, namespace, request.name)
         kind = "delete"
     elif request.operation == "UPDATE" and sub_resource == "status":
         if not _has_preemption_mark(request.object) or _has_preemption_mark(request.old_object):
             return Verdict(allow(request.uid))
-        victim = request.old_object or snapshot.pods.get((namespace, request.name))
+        victim = request.old_object or _cached_pod(snapshot, namespace, request.name)
         kind = "status"
     else:
         return Verdict(allow(request.uid))
     if not victim or not (victim.get("spec") or {}).get("nodeName"):
         return Verdict(allow(request.uid))  # an unbound pod is nobody's victim
-    node = snapshot.nodes.get(str(victim["spec"]["nodeName"]))
-    preemptor = infer_preemptor(victim, snapshot.pods.values(), node)
+    node_name = str(victim["spec"]["nodeName"])
+    preemptor = infer_preemptor(pod_priority(victim), node_name, snapshot.pods, snapshot.nodes.get(node_name))
     if preemptor is None:
         return Verdict(allow(request.uid))
-    return _judge(kind, request, victim, preemptor, snapshot, config, now)
+    return _judge(kind, request, victim, preemptor.as_json(), snapshot, config, now)

@@ -1,41 +1,43 @@
-"""Which pending pod is the scheduler deleting this victim for? (DESIGN §6)
+"""Which pending pod is the scheduler deleting this victim for?
 
 The scheduler names no preemptor when it deletes a victim, so the guard looks for pods that could be the
 one being scheduled: unbound, not terminating, of higher priority than the victim, allowed to preempt,
 and able to run on the victim's node. A pod already nominated to that node comes first; when candidates
 disagree, the highest priority wins (the scheduler's queue order), then the oldest.
+
+It reads the pod index, never every pod: the pods nominated to the node, then the groups of pending
+candidates (one per priority and set of constraints) from the highest priority down to the victim's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from preemption_toleration.core.pods import pod_priority, preempts_never
 from preemption_toleration.guard.matching import could_run_on
+from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.slim import SlimPod
 
 
-def _is_candidate(pod: Mapping[str, Any], victim_priority: int, node: Mapping[str, Any] | None) -> bool:
-    spec = pod.get("spec") or {}
-    if spec.get("nodeName") or (pod.get("metadata") or {}).get("deletionTimestamp"):
-        return False
-    if pod_priority(pod) <= victim_priority or preempts_never(pod):
-        return False
-    return node is None or could_run_on(pod, node)
-
-
-def _queue_order(pod: Mapping[str, Any]) -> tuple[int, str]:
-    created = str((pod.get("metadata") or {}).get("creationTimestamp") or "")
-    # highest priority first, then the oldest (RFC 3339 UTC strings sort by time)
-    return (-pod_priority(pod), created)
+def _fits(pod: SlimPod, node: Mapping[str, Any] | None) -> bool:
+    return node is None or pod.constraints is None or could_run_on(pod.constraints.pod, node)
 
 
 def infer_preemptor(
-    victim: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], node: Mapping[str, Any] | None
-) -> Mapping[str, Any] | None:
-    node_name = (victim.get("spec") or {}).get("nodeName")
-    victim_priority = pod_priority(victim)
-    candidates = [pod for pod in pods if _is_candidate(pod, victim_priority, node)]
-    nominated = [p for p in candidates if node_name and (p.get("status") or {}).get("nominatedNodeName") == node_name]
-    pool = nominated or candidates
-    return min(pool, key=_queue_order) if pool else None
+    victim_priority: int, node_name: str | None, pods: PodIndex, node: Mapping[str, Any] | None
+) -> SlimPod | None:
+    """The pending pod the scheduler most likely preempts for, on `node_name` (whose object is `node`)."""
+    if node_name:
+        nominated = [p for p in pods.nominated_to(node_name) if p.priority > victim_priority and _fits(p, node)]
+        if nominated:
+            return min(nominated, key=SlimPod.queue_order)
+    best: SlimPod | None = None
+    for group in pods.pending_groups():
+        if group.priority <= victim_priority or (best is not None and group.priority < best.priority):
+            break
+        if node is not None and not could_run_on(group.constraints.pod, node):
+            continue
+        head = pods.get(group.oldest())
+        if head is not None and (best is None or head.queue_order() < best.queue_order()):
+            best = head
+    return best

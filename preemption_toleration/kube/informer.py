@@ -1,15 +1,20 @@
-"""A list-then-watch cache of one resource, kept in memory, that resumes after every kind of break."""
+"""A list-then-watch cache of one resource, kept in memory, that resumes after every kind of break.
+
+It lists in pages (`limit`/`continue`) and reads watch events as raw JSON lines, handing each object to
+its store as soon as it is decoded: no full listing and no client model is ever built, so memory follows
+what the store keeps (a slim record per object), not the size of the objects or of the cluster.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import aiohttp
-from kubernetes_asyncio import watch
 from kubernetes_asyncio.client.exceptions import ApiException
 
 V = TypeVar("V")
@@ -18,9 +23,53 @@ ListFunction = Callable[..., Awaitable[Any]]
 WATCH_TIMEOUT_SECONDS = 300
 LIST_TIMEOUT_SECONDS = 60
 MAX_BACKOFF_SECONDS = 30.0
+DEFAULT_PAGE_SIZE = 500
+MAX_EVENT_BYTES = 64 * 1024 * 1024  # far above the API server's object size limit (1.5 MiB in etcd)
 # The server ends a watch after WATCH_TIMEOUT_SECONDS (bookmarks keep it talking before that); a read that
 # stays silent much longer is a dead connection, which would otherwise leave the cache stale for ever.
 WATCH_READ_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_read=WATCH_TIMEOUT_SECONDS + 30)
+
+
+class Store(Protocol):
+    """Where an informer keeps what it saw: one slim record per object, under the object's key."""
+
+    def put(self, raw: Mapping[str, Any]) -> Hashable: ...
+
+    def remove(self, raw: Mapping[str, Any]) -> None: ...
+
+    def prune(self, keep: Collection[Hashable]) -> None: ...
+
+    def __len__(self) -> int: ...
+
+
+def object_name(raw: Mapping[str, Any]) -> str:
+    metadata = raw.get("metadata")
+    return str(metadata.get("name") or "") if isinstance(metadata, Mapping) else ""
+
+
+class DictStore(Generic[V]):
+    """`items`: key -> slim value, for resources of modest count (classes, policies, nodes)."""
+
+    def __init__(self, slim: Callable[[Mapping[str, Any]], V],
+                 key: Callable[[Mapping[str, Any]], Hashable] = object_name) -> None:
+        self.slim = slim
+        self.key = key
+        self.items: dict[Hashable, V] = {}
+
+    def put(self, raw: Mapping[str, Any]) -> Hashable:
+        key = self.key(raw)
+        self.items[key] = self.slim(raw)
+        return key
+
+    def remove(self, raw: Mapping[str, Any]) -> None:
+        self.items.pop(self.key(raw), None)
+
+    def prune(self, keep: Collection[Hashable]) -> None:
+        for key in [key for key in self.items if key not in keep]:
+            del self.items[key]
+
+    def __len__(self) -> int:
+        return len(self.items)
 
 
 @dataclass(frozen=True)
@@ -31,66 +80,136 @@ class CacheStats:
     objects: int
     lists: int  # the first listing, then one per expired or failed watch
     failures: int  # watches or listings that failed (not counting the server ending a watch normally)
+    pages: int = 0  # pages of all listings (`limit` objects each)
 
 
-class Informer(Generic[V]):
-    """Keeps `items` (name -> slim value) equal to the server's objects.
+class WatchExpired(Exception):
+    """The watch's resourceVersion is too old (410 Gone): only a fresh listing can resume."""
+
+
+async def _raise_for_status(response: aiohttp.ClientResponse) -> None:
+    if response.status >= 400:
+        text = (await response.text()).strip()
+        raise ApiException(status=response.status, reason=text[:200] or response.reason)
+
+
+async def json_lines(response: aiohttp.ClientResponse, limit: int = MAX_EVENT_BYTES) -> AsyncIterator[Any]:
+    """The JSON documents of a newline-delimited stream, each decoded as soon as its line is complete."""
+    buffer = bytearray()
+    async for chunk in response.content.iter_any():
+        start = len(buffer)
+        buffer.extend(chunk)
+        while (end := buffer.find(b"\n", start)) >= 0:
+            line = bytes(buffer[:end])
+            del buffer[: end + 1]
+            start = 0
+            if line.strip():
+                yield json.loads(line)
+        if len(buffer) > limit:
+            raise ValueError(f"a watch event of more than {limit} bytes")
+    if buffer.strip():
+        yield json.loads(bytes(buffer))
+
+
+class Informer:
+    """Keeps its store equal to the server's objects.
 
     `synced` is set once the first listing is in; a watch that ends is resumed from its last
     resourceVersion, one that expired (410 Gone) or failed is replaced by a fresh listing, with backoff.
+    A fresh listing updates the store in place and then drops what it did not return, so decisions keep
+    reading a full store meanwhile.
     """
 
     def __init__(
         self,
         kind: str,
         list_function: ListFunction,
-        slim: Callable[[dict[str, Any]], V],
+        store: Store,
         logger: logging.Logger,
         on_change: Callable[[], None] | None = None,
-        key: Callable[[dict[str, Any]], Hashable] | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
     ) -> None:
         self.kind = kind
-        self.key = key or self._name
         self.list_function = list_function
-        self.slim = slim
+        self.store = store
         self.logger = logger
         self.on_change = on_change
-        self.items: dict[Hashable, V] = {}
+        self.page_size = page_size
         self.synced = asyncio.Event()
         self.relists = 0
+        self.pages = 0
         self.failures = 0
 
-    @staticmethod
-    def _name(raw: dict[str, Any]) -> str:
-        return str((raw.get("metadata") or {}).get("name") or "")
+    def _changed(self) -> None:
+        if self.on_change:
+            self.on_change()
 
     async def _list(self) -> str:
-        response = await self.list_function(_preload_content=False, _request_timeout=LIST_TIMEOUT_SECONDS)
-        if response.status >= 400:
-            text = await response.text()
-            raise ApiException(status=response.status, reason=text.strip()[:200] or response.reason)
-        body = await response.json()
-        self.items = {self.key(raw): self.slim(raw) for raw in body.get("items") or []}
+        seen: set[Hashable] = set()
+        token: str | None = None
+        while True:
+            paging: dict[str, Any] = {"limit": self.page_size}
+            if token:
+                paging["_continue"] = token
+            response = await self.list_function(
+                _preload_content=False, _request_timeout=LIST_TIMEOUT_SECONDS, **paging)
+            async with response:
+                await _raise_for_status(response)
+                body = json.loads(await response.read())
+            for raw in body.get("items") or []:
+                seen.add(self.store.put(raw))
+            self.pages += 1
+            metadata = body.get("metadata") or {}
+            token = metadata.get("continue") or None
+            if token is None:
+                break
+            del body  # one page at a time
+        self.store.prune(seen)
         self.relists += 1
         self.synced.set()
-        if self.on_change:
-            self.on_change()
-        return str((body.get("metadata") or {}).get("resourceVersion") or "")
+        self._changed()
+        return str(metadata.get("resourceVersion") or "")
 
-    def _apply(self, event: dict[str, Any]) -> None:
-        raw = event.get("raw_object") or {}
-        key = self.key(raw)
-        if event.get("type") == "DELETED":
-            self.items.pop(key, None)
-        elif event.get("type") in ("ADDED", "MODIFIED"):
-            self.items[key] = self.slim(raw)
-        else:
-            return
-        if self.on_change:
-            self.on_change()
+    def _apply(self, event: Mapping[str, Any]) -> str | None:
+        """Applies one watch event; returns the resourceVersion it brings, if any."""
+        kind = event.get("type")
+        raw = event.get("object")
+        if not isinstance(raw, Mapping):
+            return None
+        if kind == "ERROR":
+            if raw.get("code") == 410:
+                raise WatchExpired(str(raw.get("message") or "expired"))
+            raise ApiException(status=raw.get("code") or 500, reason=str(raw.get("message") or "watch error"))
+        metadata = raw.get("metadata")
+        version = metadata.get("resourceVersion") if isinstance(metadata, Mapping) else None
+        if kind == "DELETED":
+            self.store.remove(raw)
+        elif kind in ("ADDED", "MODIFIED"):
+            self.store.put(raw)
+        else:  # BOOKMARK: only a newer resourceVersion
+            return str(version) if version else None
+        self._changed()
+        return str(version) if version else None
+
+    async def _watch(self, resource_version: str) -> str:
+        """Applies events until the server ends the watch; returns the resourceVersion to resume from."""
+        response = await self.list_function(
+            watch=True,
+            resource_version=resource_version,
+            timeout_seconds=WATCH_TIMEOUT_SECONDS,
+            allow_watch_bookmarks=True,
+            _preload_content=False,
+            _request_timeout=WATCH_READ_TIMEOUT,
+        )
+        async with response:
+            await _raise_for_status(response)
+            async for event in json_lines(response):
+                if isinstance(event, Mapping):
+                    resource_version = self._apply(event) or resource_version
+        return resource_version
 
     def stats(self) -> CacheStats:
-        return CacheStats(self.kind, len(self.items), self.relists, self.failures)
+        return CacheStats(self.kind, len(self.store), self.relists, self.failures, self.pages)
 
     async def run(self) -> None:
         backoff = 1.0
@@ -99,22 +218,15 @@ class Informer(Generic[V]):
                 resource_version = await self._list()
                 backoff = 1.0
                 while True:  # watch until it expires, resuming where it stopped
-                    watcher = watch.Watch()
-                    async with watcher.stream(
-                        self.list_function,
-                        resource_version=resource_version,
-                        timeout_seconds=WATCH_TIMEOUT_SECONDS,
-                        allow_watch_bookmarks=True,
-                        _request_timeout=WATCH_READ_TIMEOUT,
-                    ) as stream:
-                        async for event in stream:
-                            self._apply(event)
-                    resource_version = watcher.resource_version or resource_version
+                    resource_version = await self._watch(resource_version)
             except asyncio.CancelledError:
                 raise
+            except WatchExpired:
+                self.logger.info("watch expired; listing again", extra={"kind": self.kind})
+                continue
             except ApiException as error:
-                if error.status == 410:
-                    self.logger.info("watch expired; listing again", extra={"kind": self.kind})
+                if error.status == 410:  # an expired continue token
+                    self.logger.info("listing expired; listing again", extra={"kind": self.kind})
                     continue
                 self.failures += 1
                 problem = f"{error.status} {error.reason}".strip()

@@ -1,4 +1,5 @@
-"""The webhooks' view of the cluster: PriorityClasses and policies, from watches, never from a request."""
+"""The webhooks' view of the cluster: PriorityClasses and policies (and for the guard, pods and nodes),
+from watches, never from a request."""
 
 from __future__ import annotations
 
@@ -12,38 +13,45 @@ from kubernetes_asyncio.client import ApiClient
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
 from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
 from preemption_toleration.guard.decisions import GuardSnapshot
-from preemption_toleration.guard.slim import pod_key, slim_node, slim_pod
-from preemption_toleration.kube.informer import CacheStats, Informer
+from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.slim import slim_node
+from preemption_toleration.kube.informer import DEFAULT_PAGE_SIZE, CacheStats, DictStore, Informer
 from preemption_toleration.webhooks.decisions import Snapshot
 
 
 class AdmissionCaches:
-    """Classes and policies for every webhook; with `guard`, also slim pods and nodes for the guard."""
+    """Classes and policies for every webhook; with `guard`, also the pod index and slim nodes."""
 
-    def __init__(self, api: ApiClient, logger: logging.Logger, guard: bool = False) -> None:
+    def __init__(self, api: ApiClient, logger: logging.Logger, guard: bool = False,
+                 page_size: int = DEFAULT_PAGE_SIZE) -> None:
         custom = client.CustomObjectsApi(api)
         core = client.CoreV1Api(api)
-        self.pods: Informer[dict[str, Any]] | None = None
-        self.nodes: Informer[dict[str, Any]] | None = None
+        self.pod_index = PodIndex()
+        self.node_store: DictStore[dict[str, Any]] = DictStore(slim_node)
+        self.class_store: DictStore[ClassView] = DictStore(class_view)
+        self.policy_store: DictStore[PolicyView] = DictStore(policy_view)
+        self.pods: Informer | None = None
+        self.nodes: Informer | None = None
         if guard:
-            self.pods = Informer("pods", core.list_pod_for_all_namespaces, slim_pod, logger, key=pod_key)
-            self.nodes = Informer("nodes", core.list_node, slim_node, logger)
-        self.classes: Informer[ClassView] = Informer(
-            "priorityclasses", client.SchedulingV1Api(api).list_priority_class, class_view, logger, self._changed
-        )
-        self.policies: Informer[PolicyView] = Informer(
+            self.pods = Informer("pods", core.list_pod_for_all_namespaces, self.pod_index, logger,
+                                 page_size=page_size)
+            self.nodes = Informer("nodes", core.list_node, self.node_store, logger, page_size=page_size)
+        self.classes = Informer("priorityclasses", client.SchedulingV1Api(api).list_priority_class,
+                                self.class_store, logger, self._changed, page_size=page_size)
+        self.policies = Informer(
             PLURAL,
             lambda **kwargs: custom.list_cluster_custom_object(GROUP, VERSION, PLURAL, **kwargs),
-            policy_view,
+            self.policy_store,
             logger,
             self._changed,
+            page_size=page_size,
         )
         self._snapshot: Snapshot | None = None
 
     def _changed(self) -> None:
         self._snapshot = None
 
-    def informers(self) -> list[Informer[Any]]:
+    def informers(self) -> list[Informer]:
         return [i for i in (self.classes, self.policies, self.pods, self.nodes) if i is not None]
 
     def stats(self) -> list[CacheStats]:
@@ -54,18 +62,19 @@ class AdmissionCaches:
         return all(informer.synced.is_set() for informer in self.informers())
 
     def guard_snapshot(self) -> GuardSnapshot:
-        # The live dictionaries: a decision runs without awaiting, so nothing changes under it.
+        # The live index: a decision runs without awaiting, so nothing changes under it.
         snapshot = self.snapshot()
         return GuardSnapshot(
-            pods=self.pods.items if self.pods else {},  # type: ignore[arg-type]
-            nodes=self.nodes.items if self.nodes else {},  # type: ignore[arg-type]
+            pods=self.pod_index,
+            nodes=self.node_store.items,  # type: ignore[arg-type]
             classes=snapshot.classes,
             policies=snapshot.policies,
         )
 
     def snapshot(self) -> Snapshot:
         if self._snapshot is None:
-            self._snapshot = Snapshot(policies=dict(self.policies.items), classes=dict(self.classes.items))
+            self._snapshot = Snapshot(policies=dict(self.policy_store.items),  # type: ignore[arg-type]
+                                      classes=dict(self.class_store.items))  # type: ignore[arg-type]
         return self._snapshot
 
     def tasks(self) -> list[asyncio.Task[None]]:

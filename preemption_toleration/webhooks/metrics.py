@@ -61,6 +61,8 @@ class _CacheCollector(Collector):
         objects = GaugeMetricFamily("ptol_webhook_cache_objects", "Objects in the watch caches.", labels=["kind"])
         lists = CounterMetricFamily("ptol_webhook_cache_lists", "Full listings of a watched resource: the first "
                                     "one, then one per expired or failed watch.", labels=["kind"])
+        pages = CounterMetricFamily("ptol_webhook_cache_list_pages", "Pages of those listings (--list-page-size "
+                                    "objects each).", labels=["kind"])
         failures = CounterMetricFamily("ptol_webhook_cache_watch_failures", "Watches or listings that failed "
                                        "(API errors, broken connections).", labels=["kind"])
         try:
@@ -71,5 +73,6 @@ class _CacheCollector(Collector):
         for cache in caches:
             objects.add_metric([cache.resource], cache.objects)
             lists.add_metric([cache.resource], cache.lists)
+            pages.add_metric([cache.resource], cache.pages)
             failures.add_metric([cache.resource], cache.failures)
-        yield from (objects, lists, failures)
+        yield from (objects, lists, pages, failures)

@@ -16,6 +16,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from preemption_toleration import pki
 from preemption_toleration.devcluster.components import REGISTERED
 from preemption_toleration.kube.client import make_api_client
+from preemption_toleration.kube.informer import DEFAULT_PAGE_SIZE
 from preemption_toleration.operator.writes import APPLY_PATCH
 from preemption_toleration.webhooks.caches import AdmissionCaches
 from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES, GuardConfig
@@ -45,6 +46,7 @@ class WebhookSettings:
     port: int = 8443
     operator_identities: list[str] = field(default_factory=lambda: list(AdmissionConfig().operator_identities))
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    list_page_size: int = DEFAULT_PAGE_SIZE  # objects per page when the caches list
     cert_file: str | None = None  # with key_file: external certificates (cert-manager), reloaded on change
     key_file: str | None = None
     dns_names: list[str] = field(default_factory=lambda: ["localhost"])
@@ -98,7 +100,7 @@ async def run_webhook(
     api = await make_api_client(settings.kubeconfig)
     metrics = WebhookMetrics()
     guard_enabled = settings.guard_mode != "off"
-    caches = AdmissionCaches(api, logger, guard=guard_enabled)
+    caches = AdmissionCaches(api, logger, guard=guard_enabled, page_size=settings.list_page_size)
     metrics.track_caches(caches.stats)
     tasks = caches.tasks()
     guard: GuardHooks | None = None

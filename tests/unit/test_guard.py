@@ -13,6 +13,7 @@ from preemption_toleration.governance.views import class_view, policy_view
 from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, judge
 from preemption_toleration.guard.inference import infer_preemptor
 from preemption_toleration.guard.matching import could_run_on
+from preemption_toleration.inventory.pods import PodIndex
 from tests.unit.admission_payloads import review
 from tests.unit.kube_objects import pod, priority_class
 
@@ -72,19 +73,23 @@ def test_compatibility(rule, spec, labels, taints, fits) -> None:
     assert could_run_on(pending("p", 9000, **spec), node(labels=labels, taints=taints)) is fits
 
 
+def infer(victim, pods, on=None):
+    return infer_preemptor(victim["spec"]["priority"], victim["spec"]["nodeName"], PodIndex.of(pods), on or node())
+
+
 def test_nominated_pod_comes_first_even_with_lower_priority() -> None:
     victim = bound("victim", 8000)
     nominated = pending("nominated", 9000)
     nominated["status"]["nominatedNodeName"] = "node-1"
     other = pending("other", 9500)
-    assert infer_preemptor(victim, [other, nominated], node())["metadata"]["name"] == "nominated"
+    assert infer(victim, [other, nominated]).name == "nominated"
 
 
 def test_disagreeing_candidates_resolve_to_the_highest_priority_then_oldest() -> None:
     victim = bound("victim", 8000)
     candidates = [pending("a", 9000), pending("b", 9500, created="2026-11-22T11:05:00Z"),
                   pending("c", 9500, created="2026-11-22T11:01:00Z")]
-    assert infer_preemptor(victim, candidates, node())["metadata"]["name"] == "c"
+    assert infer(victim, candidates).name == "c"
 
 
 EXCLUDED = [
@@ -99,7 +104,7 @@ EXCLUDED = [
 
 @pytest.mark.parametrize(("rule", "make"), EXCLUDED, ids=[c[0] for c in EXCLUDED])
 def test_not_candidates(rule, make) -> None:
-    assert infer_preemptor(bound("victim", 8000), [make()], node()) is None
+    assert infer(bound("victim", 8000), [make()]) is None
 
 
 # ------------------------------------------------------------------------- decisions
@@ -117,7 +122,7 @@ POLICIES = {"forever": policy_view({
 
 def snapshot(*pods):
     return GuardSnapshot(
-        pods={(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in pods},
+        pods=PodIndex.of(pods),
         nodes={"node-1": node()},
         classes={name: class_view(body) for name, body in CLASSES.items()},
         policies=POLICIES,

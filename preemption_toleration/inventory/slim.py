@@ -1,0 +1,193 @@
+"""Slim records of pods and nodes: the fields decisions read, taken from the JSON as it is decoded.
+
+A cached pod costs a few hundred bytes, whatever the size of its manifest: one object with slots, strings
+shared between pods (namespaces, class and node names), and scheduling constraints and request sums
+shared between the pods of one workload. Only unbound pods keep their constraints (node selector,
+required node affinity, tolerations): a bound pod is never a preemptor candidate.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from preemption_toleration.core.resources import pod_requests
+
+PodKey = tuple[str, str]  # (namespace, name)
+Requests = tuple[tuple[str, int], ...]  # summed requests, sorted by resource name
+MAX_SHARED = 100_000  # entries per table of shared values; beyond it, values are simply not shared
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _text(value: Any) -> str | None:
+    return sys.intern(value) if isinstance(value, str) and value else None
+
+
+def _integer(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+class Constraints:
+    """The scheduling constraints a preemption cannot change, as a pod-shaped mapping for `matching`."""
+
+    __slots__ = ("pod", "signature")
+
+    def __init__(self, spec: Mapping[str, Any], signature: str) -> None:
+        self.pod: Mapping[str, Any] = {"spec": spec}
+        self.signature = signature
+
+
+NO_CONSTRAINTS = Constraints({}, "{}")
+
+
+class Shared:
+    """Tables that let equal values of many pods be one object."""
+
+    def __init__(self) -> None:
+        self.constraints: dict[str, Constraints] = {"{}": NO_CONSTRAINTS}
+        self.requests: dict[Requests, Requests] = {}
+
+    def constraints_of(self, spec: Mapping[str, Any]) -> Constraints:
+        picked: dict[str, Any] = {}
+        for key in ("nodeSelector", "tolerations"):
+            if spec.get(key):
+                picked[key] = spec[key]
+        required = _mapping(_mapping(spec.get("affinity")).get("nodeAffinity")).get(
+            "requiredDuringSchedulingIgnoredDuringExecution")
+        if required:
+            picked["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
+        signature = json.dumps(picked, sort_keys=True, separators=(",", ":"), default=str)
+        found = self.constraints.get(signature)
+        if found is None:
+            found = Constraints(picked, signature)
+            if len(self.constraints) < MAX_SHARED:
+                self.constraints[signature] = found
+        return found
+
+    def requests_of(self, spec: Mapping[str, Any]) -> Requests:
+        summed = tuple(sorted((sys.intern(name), value) for name, value in pod_requests(spec).items()))
+        if len(self.requests) >= MAX_SHARED:
+            return self.requests.get(summed, summed)
+        return self.requests.setdefault(summed, summed)
+
+
+class SlimPod:
+    """What the guard and the extender read of a pod. `as_json()` gives it back in the shape of the API's
+    JSON, for the pure checks of `core` that take pods as mappings."""
+
+    __slots__ = ("key", "uid", "created", "deletion", "priority", "priority_class", "preempts_never", "node_name",
+                 "nominated_node", "phase", "scheduled", "constraints", "requests")
+
+    def __init__(self, key: PodKey, uid: str, created: str, deletion: str | None, priority: int,
+                 priority_class: str | None, preempts_never: bool, node_name: str | None,
+                 nominated_node: str | None, phase: str | None, scheduled: tuple[Any, Any] | None,
+                 constraints: Constraints | None, requests: Requests) -> None:
+        self.key = key
+        self.uid = uid
+        self.created = created
+        self.deletion = deletion
+        self.priority = priority
+        self.priority_class = priority_class
+        self.preempts_never = preempts_never
+        self.node_name = node_name
+        self.nominated_node = nominated_node
+        self.phase = phase
+        # (status, lastTransitionTime) of the PodScheduled condition, as the API gave them
+        self.scheduled = scheduled
+        self.constraints = constraints
+        self.requests = requests
+
+    @property
+    def namespace(self) -> str:
+        return self.key[0]
+
+    @property
+    def name(self) -> str:
+        return self.key[1]
+
+    @property
+    def pending_candidate(self) -> bool:
+        """Unbound, not terminating and allowed to preempt: a pod the scheduler may be preempting for."""
+        return self.node_name is None and self.deletion is None and not self.preempts_never
+
+    def queue_order(self) -> tuple[int, str, str, str]:
+        """The scheduler's queue order: highest priority first, then the oldest (RFC 3339 sorts by time)."""
+        return (-self.priority, self.created, self.key[0], self.key[1])
+
+    def as_json(self) -> dict[str, Any]:
+        metadata: dict[str, Any] = {"namespace": self.key[0], "name": self.key[1], "uid": self.uid,
+                                    "creationTimestamp": self.created}
+        if self.deletion:
+            metadata["deletionTimestamp"] = self.deletion
+        spec: dict[str, Any] = dict((self.constraints or NO_CONSTRAINTS).pod["spec"])
+        spec["priority"] = self.priority
+        if self.priority_class:
+            spec["priorityClassName"] = self.priority_class
+        if self.preempts_never:
+            spec["preemptionPolicy"] = "Never"
+        if self.node_name:
+            spec["nodeName"] = self.node_name
+        status: dict[str, Any] = {"conditions": []}
+        if self.phase:
+            status["phase"] = self.phase
+        if self.nominated_node:
+            status["nominatedNodeName"] = self.nominated_node
+        if self.scheduled is not None:
+            condition = {"type": "PodScheduled", "status": self.scheduled[0]}
+            if self.scheduled[1] is not None:
+                condition["lastTransitionTime"] = self.scheduled[1]
+            status["conditions"].append(condition)
+        return {"metadata": metadata, "spec": spec, "status": status}
+
+
+def pod_key(pod: Mapping[str, Any]) -> PodKey:
+    metadata = _mapping(pod.get("metadata"))
+    return str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
+
+
+def _scheduled(status: Mapping[str, Any]) -> tuple[Any, Any] | None:
+    conditions = status.get("conditions")
+    for condition in conditions if isinstance(conditions, list) else ():
+        if isinstance(condition, Mapping) and condition.get("type") == "PodScheduled":
+            return (_text(condition.get("status")), condition.get("lastTransitionTime"))
+    return None
+
+
+def slim_pod(pod: Mapping[str, Any], shared: Shared) -> SlimPod:
+    metadata = _mapping(pod.get("metadata"))
+    spec = _mapping(pod.get("spec"))
+    status = _mapping(pod.get("status"))
+    namespace, name = pod_key(pod)
+    node_name = _text(spec.get("nodeName"))
+    return SlimPod(
+        key=(sys.intern(namespace), name),
+        uid=str(metadata.get("uid") or ""),
+        created=str(metadata.get("creationTimestamp") or ""),
+        deletion=str(metadata["deletionTimestamp"]) if metadata.get("deletionTimestamp") else None,
+        priority=_integer(spec.get("priority")),
+        priority_class=_text(spec.get("priorityClassName")),
+        preempts_never=spec.get("preemptionPolicy") == "Never",
+        node_name=node_name,
+        nominated_node=_text(status.get("nominatedNodeName")),
+        phase=_text(status.get("phase")),
+        scheduled=_scheduled(status),
+        constraints=None if node_name else shared.constraints_of(spec),
+        requests=shared.requests_of(spec),
+    )
+
+
+def slim_node(node: Mapping[str, Any]) -> dict[str, Any]:
+    """Name, labels, taints and allocatable resources: what matching and fitting read."""
+    metadata = _mapping(node.get("metadata"))
+    spec = _mapping(node.get("spec"))
+    status = _mapping(node.get("status"))
+    slim: dict[str, Any] = {"metadata": {"name": metadata.get("name"), "labels": metadata.get("labels") or {}},
+                            "spec": {"taints": spec.get("taints") or []}}
+    if status.get("allocatable"):
+        slim["status"] = {"allocatable": status["allocatable"]}
+    return slim

@@ -1,0 +1,125 @@
+"""The informer lists in pages and applies raw watch events to its store; a fresh listing prunes.
+
+The list function stands in for a kubernetes_asyncio list method called with `_preload_content=False`
+(it answers like aiohttp's response); the real API server is used by tests/integration.
+"""
+
+import json
+import logging
+
+import pytest
+
+from preemption_toleration.kube.informer import DictStore, Informer, WatchExpired, json_lines
+from preemption_toleration.inventory.pods import PodIndex
+
+
+class Content:
+    def __init__(self, chunks):
+        self.chunks = chunks
+
+    async def iter_any(self):
+        for chunk in self.chunks:
+            yield chunk
+
+
+class Response:
+    def __init__(self, body=b"", status=200, chunks=None):
+        self.status, self.reason, self.body = status, "OK", body
+        self.content = Content(chunks if chunks is not None else [body])
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *_):
+        return None
+
+    async def read(self):
+        return self.body
+
+    async def text(self):
+        return self.body.decode()
+
+
+def pod(name, node=None, version="1"):
+    spec = {"priority": 9000, **({"nodeName": node} if node else {})}
+    return {"metadata": {"name": name, "namespace": "team", "resourceVersion": version}, "spec": spec}
+
+
+class FakeApi:
+    """Pods in pages of `limit`, continue tokens being offsets; a watch replays `events` in `chunks`."""
+
+    def __init__(self, pods, events=(), chunk_size=7):
+        self.pods, self.calls = list(pods), []
+        stream = b"".join(json.dumps(event).encode() + b"\n" for event in events)
+        self.chunks = [stream[i:i + chunk_size] for i in range(0, len(stream), chunk_size)]
+
+    async def list(self, **kwargs):
+        self.calls.append(kwargs)
+        if kwargs.get("watch"):
+            return Response(chunks=self.chunks)
+        start = int(kwargs.get("_continue") or 0)
+        end = start + kwargs["limit"]
+        metadata = {"resourceVersion": "100", **({"continue": str(end)} if end < len(self.pods) else {})}
+        return Response(json.dumps({"items": self.pods[start:end], "metadata": metadata}).encode())
+
+
+def informer(api, store, page_size=2):
+    return Informer("pods", api.list, store, logging.getLogger("test"), page_size=page_size)
+
+
+async def test_listing_goes_page_by_page_and_never_asks_for_everything() -> None:
+    api = FakeApi([pod(f"p{i}") for i in range(5)])
+    index = PodIndex()
+    version = await informer(api, index)._list()
+    assert version == "100" and len(index) == 5
+    assert [(c["limit"], c.get("_continue")) for c in api.calls] == [(2, None), (2, "2"), (2, "4")]
+    assert all(c["_preload_content"] is False for c in api.calls)
+
+
+async def test_a_fresh_listing_updates_in_place_and_drops_what_is_gone() -> None:
+    api = FakeApi([pod("a"), pod("b"), pod("c")])
+    index = PodIndex()
+    watcher = informer(api, index)
+    await watcher._list()
+    api.pods = [pod("b", node="node-1"), pod("d")]
+    await watcher._list()
+    assert sorted(key[1] for key in index.pods) == ["b", "d"]
+    assert [p.name for p in index.on_node("node-1")] == ["b"]
+    assert watcher.relists == 2 and watcher.synced.is_set()
+
+
+async def test_watch_events_are_applied_from_raw_lines_split_anywhere() -> None:
+    events = [
+        {"type": "ADDED", "object": pod("new", version="101")},
+        {"type": "MODIFIED", "object": pod("a", node="node-1", version="102")},
+        {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "150"}}},
+        {"type": "DELETED", "object": pod("b", version="103")},
+    ]
+    api = FakeApi([pod("a"), pod("b")], events, chunk_size=5)
+    index = PodIndex()
+    watcher = informer(api, index)
+    version = await watcher._watch(await watcher._list())
+    assert version == "103"
+    assert sorted(key[1] for key in index.pods) == ["a", "new"]
+    assert [p.name for p in index.on_node("node-1")] == ["a"]
+    watch_call = api.calls[-1]
+    assert watch_call["watch"] is True and watch_call["resource_version"] == "100"
+    assert watch_call["allow_watch_bookmarks"] is True
+
+
+async def test_an_expired_watch_asks_for_a_fresh_listing() -> None:
+    api = FakeApi([], [{"type": "ERROR", "object": {"kind": "Status", "code": 410, "message": "too old"}}])
+    with pytest.raises(WatchExpired):
+        await informer(api, DictStore(lambda raw: raw))._watch("5")
+
+
+async def test_a_bookmark_alone_moves_the_resource_version() -> None:
+    api = FakeApi([], [{"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "77"}}}])
+    store = DictStore(lambda raw: raw)
+    assert await informer(api, store)._watch("5") == "77" and len(store) == 0
+
+
+async def test_json_lines_refuses_an_endless_line() -> None:
+    with pytest.raises(ValueError, match="more than 10 bytes"):
+        async for _ in json_lines(Response(chunks=[b'{"a": "' + b"x" * 20]), limit=10):
+            pass

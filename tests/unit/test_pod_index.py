@@ -1,0 +1,118 @@
+"""The pod index: slim records, pods by node, pending candidates by priority, kept right through every
+change a watch brings."""
+
+import sys
+
+from preemption_toleration.guard.inference import infer_preemptor
+from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.slim import Shared, slim_pod
+
+
+def raw_pod(name, priority=8000, node=None, namespace="team", created="2026-11-22T11:00:00Z", **spec):
+    body = {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}", "creationTimestamp": created,
+                         "labels": {"app": "x"}, "managedFields": [{"manager": "kubectl"}]},
+            "spec": {"priority": priority, "containers": [
+                {"name": "c", "image": "pause", "env": [{"name": "A", "value": "1" * 100}],
+                 "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}], **spec},
+            "status": {"phase": "Pending", "conditions": []}}
+    if node:
+        body["spec"]["nodeName"] = node
+        body["status"]["conditions"] = [{"type": "PodScheduled", "status": "True",
+                                         "lastTransitionTime": "2026-11-22T11:30:00Z"}]
+    return body
+
+
+def names(pods):
+    return sorted(pod.name for pod in pods)
+
+
+def test_slim_pod_keeps_what_decisions_read_and_gives_it_back_as_json() -> None:
+    pod = slim_pod(raw_pod("a", 9000, node="node-1", priorityClassName="high", preemptionPolicy="Never"), Shared())
+    assert pod.as_json() == {
+        "metadata": {"namespace": "team", "name": "a", "uid": "uid-a", "creationTimestamp": "2026-11-22T11:00:00Z"},
+        "spec": {"priority": 9000, "priorityClassName": "high", "preemptionPolicy": "Never", "nodeName": "node-1"},
+        "status": {"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-22T11:30:00Z"}]},
+    }
+    assert pod.requests == (("cpu", 500), ("memory", 2**30))
+    assert pod.constraints is None  # a bound pod is never a preemptor: its constraints are dropped
+
+
+def test_pods_of_one_workload_share_their_constraints_and_requests() -> None:
+    shared = Shared()
+    spec = {"nodeSelector": {"pool": "gpu"}, "tolerations": [{"operator": "Exists"}]}
+    first, second = slim_pod(raw_pod("a", **spec), shared), slim_pod(raw_pod("b", **spec), shared)
+    assert first.constraints is second.constraints and first.requests is second.requests
+    assert first.constraints.pod == {"spec": spec}
+    assert first.key[0] is sys.intern("team")
+
+
+def test_malformed_fields_read_as_absent() -> None:
+    pod = slim_pod({"metadata": {"name": "x", "namespace": "n"}, "spec": {"priority": "10k", "nodeName": 3},
+                    "status": {"conditions": "no"}}, Shared())
+    assert (pod.priority, pod.node_name, pod.scheduled) == (0, None, None)
+
+
+def test_pods_by_node_follow_binding_and_deletion() -> None:
+    index = PodIndex.of([raw_pod("a", node="node-1"), raw_pod("b", node="node-1"), raw_pod("c", node="node-2")])
+    assert names(index.on_node("node-1")) == ["a", "b"]
+    index.put(raw_pod("b", node="node-2"))  # moved (re-created with the same name)
+    index.remove(raw_pod("a"))
+    assert names(index.on_node("node-1")) == [] and names(index.on_node("node-2")) == ["b", "c"]
+    assert len(index) == 2
+
+
+def test_pending_candidates_are_grouped_by_priority_then_constraints() -> None:
+    index = PodIndex.of([
+        raw_pod("low", 8500), raw_pod("high-old", 9500, created="2026-11-22T10:00:00Z"),
+        raw_pod("high-new", 9500, created="2026-11-22T10:30:00Z"), raw_pod("gpu", 9500, nodeSelector={"pool": "gpu"}),
+        raw_pod("never", 9900, preemptionPolicy="Never"), raw_pod("bound", 9900, node="node-1"),
+    ])
+    groups = [(group.priority, group.oldest()[1], len(group.members)) for group in index.pending_groups()]
+    assert [priority for priority, _, _ in groups] == [9500, 9500, 8500]  # highest priority first
+    assert sorted(groups) == [(8500, "low", 1), (9500, "gpu", 1), (9500, "high-old", 2)]
+
+
+def test_a_pod_leaving_the_pending_queue_leaves_its_group() -> None:
+    index = PodIndex.of([raw_pod("a", 9000), raw_pod("b", 9000, created="2026-11-22T12:00:00Z")])
+    index.put(raw_pod("a", 9000, node="node-1"))  # bound
+    assert [group.oldest()[1] for group in index.pending_groups()] == ["b"]
+    deleting = raw_pod("b", 9000)
+    deleting["metadata"]["deletionTimestamp"] = "2026-11-22T12:01:00Z"
+    index.put(deleting)
+    assert list(index.pending_groups()) == []
+
+
+def test_prune_drops_what_a_fresh_listing_did_not_return() -> None:
+    index = PodIndex.of([raw_pod("a", 9000), raw_pod("b", node="node-1"), raw_pod("c")])
+    index.prune({("team", "c")})
+    assert list(index.pods) == [("team", "c")]
+    assert names(index.on_node("node-1")) == []
+    assert [group.oldest()[1] for group in index.pending_groups()] == ["c"]
+
+
+def test_nominated_pods_are_found_by_node() -> None:
+    nominated = raw_pod("n", 9000)
+    nominated["status"]["nominatedNodeName"] = "node-1"
+    index = PodIndex.of([nominated, raw_pod("other", 9500)])
+    assert names(index.nominated_to("node-1")) == ["n"]
+    assert infer_preemptor(8000, "node-1", index, None).name == "n"
+    assert infer_preemptor(8000, "node-2", index, None).name == "other"
+
+
+def test_inference_matches_a_scan_of_every_pod() -> None:
+    """The indexed inference agrees with the plain definition (highest priority, then oldest, among the
+    compatible pending pods of higher priority) on a mixed population."""
+    node = {"metadata": {"name": "node-1", "labels": {"pool": "cpu"}}, "spec": {"taints": []}}
+    pods = []
+    for i in range(60):
+        spec = {"nodeSelector": {"pool": "gpu"}} if i % 3 == 0 else {}
+        pods.append(raw_pod(f"p{i}", 8000 + (i % 7) * 300, node="node-2" if i % 5 == 0 else None,
+                            created=f"2026-11-22T10:{i % 13:02d}:{i:02d}Z", **spec))
+    index = PodIndex.of(pods)
+    for victim_priority in (7000, 8000, 9000, 9500, 10000):
+        compatible = [p for p in index.pods.values() if p.pending_candidate and p.priority > victim_priority
+                      and not (p.constraints and p.constraints.pod["spec"].get("nodeSelector"))]
+        expected = min(compatible, key=lambda p: p.queue_order()) if compatible else None
+        assert infer_preemptor(victim_priority, "node-1", index, node) is expected
