@@ -7,6 +7,7 @@ policy that wants a class an older one already governs gets `Conflict` and leave
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -110,12 +111,38 @@ def target_text(spec: PreemptionTolerationPolicySpec) -> str:
     return ""
 
 
-def governed_names(spec: PreemptionTolerationPolicySpec, classes: Mapping[str, ClassView]) -> list[str]:
+class LabelIndex:
+    """Class names by label pair, so that a selector looks only at the classes carrying a label it requires
+    (planning 1,000 selector policies over 3,000 classes would otherwise compare every pair)."""
+
+    def __init__(self, classes: Mapping[str, ClassView]) -> None:
+        self.classes = classes
+        self.by_pair: dict[tuple[str, str], list[str]] = {}
+        for name, view in classes.items():
+            for pair in view.labels.items():
+                self.by_pair.setdefault(pair, []).append(name)
+
+    def candidates(self, selector: Mapping[str, Any]) -> Iterable[str]:
+        """A superset of the names `selector` matches: the smallest set a required label narrows it to."""
+        options: list[list[str]] = [self.by_pair.get(pair, []) for pair in (selector.get("matchLabels") or {}).items()]
+        for expression in selector.get("matchExpressions") or []:
+            if expression.get("operator") == "In":
+                key = expression.get("key")
+                options.append([n for v in expression.get("values") or [] for n in self.by_pair.get((key, v), [])])
+        return min(options, key=len) if options else self.classes.keys()
+
+    def matching(self, selector: Mapping[str, Any]) -> list[str]:
+        return sorted({name for name in self.candidates(selector)
+                       if selector_matches(selector, self.classes[name].labels)})
+
+
+def governed_names(spec: PreemptionTolerationPolicySpec, classes: Mapping[str, ClassView],
+                   labels: LabelIndex | None = None) -> list[str]:
     """Names the policy claims: its named class (existing or not), or the existing classes it selects."""
     if spec.priority_class_name is not None:
         return [spec.priority_class_name]
     selector = spec.priority_class_selector.to_kube() if spec.priority_class_selector else {}
-    return sorted(name for name, view in classes.items() if selector_matches(selector, view.labels))
+    return (labels or LabelIndex(classes)).matching(selector)
 
 
 def claims(spec: PreemptionTolerationPolicySpec, view: ClassView) -> bool:
@@ -196,11 +223,12 @@ def plan(policies: Iterable[PolicyView], classes: Iterable[ClassView]) -> Plan:
     owners: dict[str, str] = {}
     claims: dict[str, list[str]] = {}
     specs: dict[str, PreemptionTolerationPolicySpec] = {}
+    labels = LabelIndex(by_name)
     for policy in ordered:
         if policy.spec is None:
             continue
         specs[policy.name] = policy.spec
-        claims[policy.name] = governed_names(policy.spec, by_name)
+        claims[policy.name] = governed_names(policy.spec, by_name, labels)
         for name in claims[policy.name]:
             owners.setdefault(name, policy.name)
     outcomes = {policy.name: _outcome(policy, by_name, owners, claims.get(policy.name, [])) for policy in ordered}

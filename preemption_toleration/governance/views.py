@@ -26,6 +26,7 @@ class PolicyView:
     problems: tuple[Finding, ...] = ()
     uid: str = ""
     status: Mapping[str, Any] = field(default_factory=dict)
+    resource_version: str = field(default="", compare=False)
 
     @property
     def ref(self) -> dict[str, Any]:
@@ -68,6 +69,7 @@ def policy_view(obj: Mapping[str, Any]) -> PolicyView:
         problems=tuple(f for f in findings if f.is_error),
         uid=str(metadata.get("uid") or ""),
         status=dict(obj.get("status") or {}),
+        resource_version=str(metadata.get("resourceVersion") or ""),
     )
 
 

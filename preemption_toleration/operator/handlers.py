@@ -1,8 +1,10 @@
 """kopf wiring: watch caches (indexes) of classes and policies, and the triggers of a reconcile.
 
-Every trigger runs the same global reconcile (see reconciler.py). kopf runs no handler before every
-index is filled from its initial listing, so the first reconcile never mistakes a not-yet-listed policy
-for a deleted one and releases its classes.
+Every trigger asks for the same global reconcile (see reconciler.py), and triggers are coalesced: those
+that arrive while a reconcile waits or runs share the next one, which reads the indexes as they are
+then. A class event that shows the class as the last reconcile saw it (the echo of our own write) asks
+for nothing. kopf runs no handler before every index is filled from its initial listing, so the first
+reconcile never mistakes a not-yet-listed policy for a deleted one and releases its classes.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
 from preemption_toleration.governance.views import FIELD_MANAGER, ClassView, PolicyView, class_view, policy_view
 from preemption_toleration.kube.client import make_api_client
 from preemption_toleration.kube.kopf_login import connection_info
+from preemption_toleration.operator.coalescer import Coalescer
 from preemption_toleration.operator.metrics import OperatorMetrics
 from preemption_toleration.operator.reconciler import ReconcileResult, Reconciler
 
@@ -38,9 +41,18 @@ class OperatorConfig:
     # unique per replica, so that exactly one is active: random unless set (replicas with equal ones all pause)
     peering_priority: int = field(default_factory=lambda: secrets.randbelow(10**9) + 1)
     metrics: OperatorMetrics = field(default_factory=OperatorMetrics, repr=False)
-    # filled at startup
-    reconciler: Reconciler | None = field(default=None, repr=False)
-    api: Any = field(default=None, repr=False)
+    # a pause before each reconcile, so that one `kubectl apply` of many policies shares it
+    settle_seconds: float = 0.1
+
+
+@dataclass
+class OperatorState:
+    """What the operator holds while it runs (set up by the startup handler, kept in kopf's memo)."""
+
+    api: Any
+    reconciler: Reconciler
+    coalescer: Coalescer[ReconcileResult]
+    indexes: tuple[kopf.Index, kopf.Index] | None = None  # (policies, priority classes): live views
     last_resync: float = 0.0
 
 
@@ -92,8 +104,17 @@ def apply_settings(settings: kopf.OperatorSettings, config: OperatorConfig) -> N
 async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     config: OperatorConfig = memo.config
     apply_settings(settings, config)
-    config.api = await make_api_client(config.kubeconfig)
-    config.reconciler = Reconciler(config.api, config.field_manager, _post_event, logger, metrics=config.metrics)
+    api = await make_api_client(config.kubeconfig)
+    reconciler = Reconciler(api, config.field_manager, _post_event, logger, metrics=config.metrics)
+
+    async def reconcile() -> ReconcileResult:
+        assert state.indexes is not None, "a reconcile was asked for before any handler ran"
+        policies, classes = state.indexes
+        state.last_resync = time.monotonic()
+        return await reconciler.reconcile(list(_values(policies)), list(_values(classes)))
+
+    state = OperatorState(api, reconciler, Coalescer(reconcile, config.settle_seconds))
+    memo.state = state
 
 
 @kopf.on.login(registry=registry)
@@ -107,8 +128,10 @@ async def login(memo: kopf.Memo, **_: Any) -> kopf.ConnectionInfo:
 
 @kopf.on.cleanup(registry=registry)
 async def close(memo: kopf.Memo, **_: Any) -> None:
-    if memo.config.api is not None:
-        await memo.config.api.close()
+    state: OperatorState | None = memo.get("state")
+    if state is not None:
+        await state.coalescer.close()
+        await state.api.close()
 
 
 @kopf.index(*CLASSES, registry=registry)
@@ -122,21 +145,27 @@ async def policies(name: str, body: kopf.Body, **_: Any) -> dict[str, PolicyView
 
 
 async def _reconcile(memo: kopf.Memo, priority_classes: kopf.Index, policies: kopf.Index) -> ReconcileResult:
-    config: OperatorConfig = memo.config
-    assert config.reconciler is not None, "startup handler did not run"
-    config.last_resync = time.monotonic()
-    return await config.reconciler.reconcile(list(_values(policies)), list(_values(priority_classes)))
+    state: OperatorState = memo.state
+    state.indexes = (policies, priority_classes)
+    return await state.coalescer.request()
 
 
-def _raise_for_retry(result: ReconcileResult) -> None:
-    if result.failures:
+def _raise_for_retry(result: ReconcileResult, policy: str) -> None:
+    failures = result.failures_of(policy)
+    if failures:
         # kopf retries the handler with its backoff; the status already says what failed.
-        raise kopf.TemporaryError("; ".join(result.failures), delay=10)
+        raise kopf.TemporaryError("; ".join(failures), delay=10)
 
 
 @kopf.on.event(*CLASSES, registry=registry)
-async def class_changed(memo: kopf.Memo, priority_classes: kopf.Index, policies: kopf.Index, **_: Any) -> None:
-    # Event handlers are not retried by kopf: a failure here is retried by the policies' timers.
+async def class_changed(
+    body: kopf.Body, memo: kopf.Memo, priority_classes: kopf.Index, policies: kopf.Index, **kwargs: Any
+) -> None:
+    state: OperatorState = memo.state
+    deleted = kwargs.get("type") == "DELETED"
+    if not deleted and state.reconciler.is_known(class_view(body, memo.config.field_manager)):
+        return
+    # Event handlers are not retried by kopf: a failure here is retried by the resync.
     await _reconcile(memo, priority_classes, policies)
 
 
@@ -144,25 +173,25 @@ async def class_changed(memo: kopf.Memo, priority_classes: kopf.Index, policies:
 @kopf.on.create(*POLICIES, registry=registry)
 @kopf.on.update(*POLICIES, registry=registry)
 async def policy_changed(
-    memo: kopf.Memo, priority_classes: kopf.Index, policies: kopf.Index, **_: Any
+    name: str, memo: kopf.Memo, priority_classes: kopf.Index, policies: kopf.Index, **_: Any
 ) -> None:
-    _raise_for_retry(await _reconcile(memo, priority_classes, policies))
+    _raise_for_retry(await _reconcile(memo, priority_classes, policies), name)
 
 
 @kopf.on.delete(*POLICIES, registry=registry)
 async def policy_deleted(
-    memo: kopf.Memo, priority_classes: kopf.Index, policies: kopf.Index, **_: Any
+    name: str, memo: kopf.Memo, priority_classes: kopf.Index, policies: kopf.Index, **_: Any
 ) -> None:
     # The index already marks the policy as deleting, so the plan releases its classes; the finalizer
     # stays until that has worked.
-    _raise_for_retry(await _reconcile(memo, priority_classes, policies))
+    _raise_for_retry(await _reconcile(memo, priority_classes, policies), name)
 
 
 @kopf.timer(*POLICIES, registry=registry, interval=5, initial_delay=5)
 async def resync(memo: kopf.Memo, priority_classes: kopf.Index, policies: kopf.Index, **_: Any) -> None:
     """The safety net: retries failed writes and repairs drift, once per resync period for all policies."""
-    config: OperatorConfig = memo.config
-    if time.monotonic() - config.last_resync < config.resync_seconds:
+    state: OperatorState = memo.state
+    if time.monotonic() - state.last_resync < memo.config.resync_seconds or state.coalescer.pending:
         return
     await _reconcile(memo, priority_classes, policies)
 

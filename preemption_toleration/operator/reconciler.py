@@ -2,6 +2,10 @@
 
 Reconciles are serialized by a lock: the plan is global (ownership, conflicts), and each run reads the
 latest caches, so a burst of events converges in a few runs and a converged state writes nothing.
+
+Write-through: the watch caches see our own writes only later, so a run that starts before they do would
+write the same change again. Each write's response (the object as the server stored it) is kept until
+the cache moves past the version it was written over, and each run plans on the newer of the two.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -24,14 +28,15 @@ from preemption_toleration.governance.plan import (
     plan,
 )
 from preemption_toleration.governance.status import READY, build_status, status_differs
-from preemption_toleration.governance.views import ClassView, PolicyView
+from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
 from preemption_toleration.operator.metrics import OperatorMetrics
 from preemption_toleration.operator.writes import apply_class_annotations, patch_policy_status
 
 # (object reference, type "Normal"/"Warning", reason, message)
 EventPoster = Callable[[Mapping[str, Any], str, str, str], None]
 ClassApplier = Callable[[ApiClient, Mapping[str, Any], str], Awaitable[Any]]
-StatusPatcher = Callable[[ApiClient, str, Mapping[str, Any], Mapping[str, Any]], Awaitable[None]]
+StatusPatcher = Callable[[ApiClient, str, Mapping[str, Any], Mapping[str, Any]], Awaitable[Any]]
+V = TypeVar("V", ClassView, PolicyView)
 
 
 @dataclass
@@ -39,6 +44,20 @@ class ReconcileResult:
     writes: int = 0
     status_patches: int = 0
     failures: list[str] = field(default_factory=list)
+    # the policies each failure concerns: the governing one of a failed write, every deleting one for a
+    # failed release (its finalizer waits), the policy of a failed status update
+    failed_policies: set[str] = field(default_factory=set)
+
+    def failures_of(self, policy: str) -> list[str]:
+        return self.failures if policy in self.failed_policies else []
+
+
+@dataclass(frozen=True)
+class _Written(Generic[V]):
+    """What one of our writes made of an object, until the watch cache shows it too."""
+
+    over_version: str  # the resourceVersion the cache showed when we wrote
+    view: V
 
 
 def _api_problem(error: Exception) -> str:
@@ -73,12 +92,39 @@ class Reconciler:
         self.apply_class = apply_class
         self.patch_status = patch_status
         self.lock = asyncio.Lock()
+        self._written_classes: dict[str, _Written[ClassView]] = {}
+        self._written_policies: dict[str, _Written[PolicyView]] = {}
+        self.known_classes: dict[str, ClassView] = {}  # as the last run planned on them
+
+    def is_known(self, view: ClassView) -> bool:
+        """The class is as the last run saw it (e.g. the echo of our own write): planning again would
+        change nothing."""
+        return self.known_classes.get(view.name) == view
+
+    @staticmethod
+    def _fresh(cached: list[V], written: dict[str, _Written[V]]) -> list[V]:
+        """The cache's views, each replaced by our write's result while the cache still shows the version
+        that write changed; entries the cache has caught up with (or lost) are forgotten."""
+        present = {view.name for view in cached}
+        fresh: list[V] = []
+        for view in cached:
+            mine = written.get(view.name)
+            if mine is not None and view.resource_version == mine.over_version:
+                fresh.append(mine.view)
+                continue
+            written.pop(view.name, None)
+            fresh.append(view)
+        for name in [name for name in written if name not in present]:
+            del written[name]
+        return fresh
 
     async def reconcile(
         self, policies: Iterable[PolicyView], classes: Iterable[ClassView], now: datetime | None = None
     ) -> ReconcileResult:
         async with self.lock:
-            policies, classes = list(policies), list(classes)
+            policies = self._fresh(list(policies), self._written_policies)
+            classes = self._fresh(list(classes), self._written_classes)
+            self.known_classes = {view.name: view for view in classes}
             result = await self._reconcile(policies, classes, now or datetime.now(timezone.utc))
         self.metrics.reconciles.labels("failed" if result.failures else "ok").inc()
         self.metrics.objects.labels("priorityclasses").set(len(classes))
@@ -97,18 +143,24 @@ class Reconciler:
         for write in decided.writes:
             view = views[write.class_name]
             try:
-                await self.apply_class(self.api, apply_body(view, write.annotations), self.field_manager)
+                stored = await self.apply_class(self.api, apply_body(view, write.annotations), self.field_manager)
             except (ApiException, OSError, asyncio.TimeoutError) as error:
                 problem = _api_problem(error)
                 action = "applied" if write.policy_name else "released"
                 self.metrics.writes.labels(action, "failed").inc()
                 result.failures.append(f"PriorityClass {write.class_name}: {problem}")
+                result.failed_policies.update(
+                    [write.policy_name] if write.policy_name else [p.name for p in policies if p.deleting])
                 self.logger.warning(
                     "write failed", extra={"priorityClass": write.class_name, "problem": problem}
                 )
                 if write.policy_name is not None and write.policy_name in outcomes:
                     outcomes[write.policy_name] = failed_outcome(outcomes[write.policy_name], write.class_name, problem)
                 continue
+            if isinstance(stored, Mapping):
+                written = class_view(stored, self.field_manager)
+                self._written_classes[view.name] = _Written(view.resource_version, written)
+                self.known_classes[view.name] = written
             result.writes += 1
             self.metrics.writes.labels("applied" if write.policy_name else "released", "ok").inc()
             self._report_write(write.class_name, write.annotations, write.policy_name, policy_by_name, view)
@@ -123,14 +175,18 @@ class Reconciler:
                 continue
             previous = _ready_reason(policy.status)
             try:
-                await self.patch_status(self.api, name, wanted, policy.status)
+                stored = await self.patch_status(self.api, name, wanted, policy.status)
             except ApiException as error:
                 if error.status != 404:  # a policy deleted meanwhile needs no status
                     result.failures.append(f"PreemptionTolerationPolicy {name} status: {_api_problem(error)}")
+                    result.failed_policies.add(name)
                 continue
             except (OSError, asyncio.TimeoutError) as error:  # one policy's network error spares the others
                 result.failures.append(f"PreemptionTolerationPolicy {name} status: {_api_problem(error)}")
+                result.failed_policies.add(name)
                 continue
+            if isinstance(stored, Mapping):
+                self._written_policies[name] = _Written(policy.resource_version, policy_view(stored))
             result.status_patches += 1
             self.metrics.status_patches.inc()
             if previous != (outcome.reason.value, outcome.message) and outcome.reason is not Reason.APPLIED:

@@ -37,7 +37,8 @@ def status_patch(wanted: Mapping[str, Any], current: Mapping[str, Any]) -> dict[
 
 async def patch_policy_status(
     api: ApiClient, name: str, wanted: Mapping[str, Any], current: Mapping[str, Any]
-) -> None:
-    await client.CustomObjectsApi(api).patch_cluster_custom_object_status(
+) -> dict[str, Any]:
+    """Returns the policy as the server stored it."""
+    return await client.CustomObjectsApi(api).patch_cluster_custom_object_status(  # type: ignore[no-any-return]
         GROUP, VERSION, PLURAL, name, status_patch(wanted, current), _content_type=MERGE_PATCH
     )

@@ -365,3 +365,57 @@ async def test_metrics_count_what_the_operator_did(
                if line.startswith('ptol_operator_writes_total{action="applied",result="ok"}')]
     assert applied and float(applied[0].split()[-1]) >= 1
     assert 'ptol_operator_reconciles_total{result="ok"}' in text
+
+
+def _samples(text: str) -> dict[str, float]:
+    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+            if line.startswith("ptol_operator_")}
+
+
+async def _operator_figures() -> dict[str, float]:
+    def scrape() -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=10) as response:
+            return response.read().decode()
+
+    figures = _samples(await asyncio.to_thread(scrape))
+    return {"writes": sum(v for k, v in figures.items() if k.startswith("ptol_operator_writes_total")),
+            "status": figures.get("ptol_operator_status_patches_total", 0.0)}
+
+
+async def test_a_burst_of_policies_is_written_once_per_class(
+    api: ApiClient, kubectl: Kubectl, operator: OperatorProcess, cleanup: list
+) -> None:
+    """Ten selector policies of three classes each, applied at once: thirty class writes, no more, however
+    far the operator's watch caches lag behind its own writes; a resync afterwards writes nothing."""
+    label = unique_name("burst")
+    classes = [f"{label}-{i}" for i in range(30)]
+    policies = [f"{label}-p{i}" for i in range(10)]
+    cleanup += [("pc", name) for name in classes] + [("ptp", name) for name in policies]
+    for i, name in enumerate(classes):
+        kubectl("apply", "-f", "-", input=class_manifest(name, labels={label: f"t{i // 3}"}))
+    # quiet first: what earlier tests left behind (releases, deletions) is done
+    before = await eventually(_stable_figures, lambda pair: pair[0] == pair[1], timeout=60,
+                              what="the operator idle")
+    manifests = [json.loads(policy_manifest(name, {
+        "priorityClassSelector": {"matchLabels": {label: f"t{i}"}}, "minimumPreemptablePriority": 10000,
+        "tolerationSeconds": 600})) for i, name in enumerate(policies)]
+    kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests}))
+
+    for name in classes:
+        await wait_annotations(api, name, {MIN: "10000", TOL: "600"})
+    for name in policies:
+        await wait_ready(api, name, "True", "Applied")
+    await asyncio.sleep(2 * RESYNC_SECONDS)  # resyncs run, and must find nothing to write
+    after = await _operator_figures()
+    writes, patches = after["writes"] - before[1]["writes"], after["status"] - before[1]["status"]
+    assert writes == len(classes)
+    assert patches <= 2 * len(policies)
+    events = await client.CoreV1Api(api).list_namespaced_event("default")
+    applied = [e for e in events.items if e.involved_object.name in policies and e.reason == "Applied"]
+    assert sum(event.count or 1 for event in applied) == len(classes)  # one Event per class written
+
+
+async def _stable_figures() -> tuple[dict[str, float], dict[str, float]]:
+    first = await _operator_figures()
+    await asyncio.sleep(RESYNC_SECONDS + 1)
+    return first, await _operator_figures()

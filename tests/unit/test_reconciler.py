@@ -90,3 +90,59 @@ async def test_metrics_count_reconciles_writes_and_failures() -> None:
     assert value(fine, "ptol_operator_reconciles_total", result="ok") == 1
     assert value(fine, "ptol_operator_writes_total", action="applied", result="ok") == 1
     assert value(fine, "ptol_operator_cache_objects", kind="priorityclasses") == 1
+
+
+class Server(Recorder):
+    """Answers writes as the API server does: with the stored object, at a new resourceVersion."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.version = 10
+
+    async def apply(self, api, body, manager):
+        await super().apply(api, body, manager)
+        self.version += 1
+        keys = [{"f:" + key: {}} for key in body["metadata"]["annotations"]]
+        fields = {"f:metadata": {"f:annotations": {k: v for entry in keys for k, v in entry.items()}}}
+        return {"metadata": {**body["metadata"], "resourceVersion": str(self.version),
+                             "managedFields": [{"manager": manager, "operation": "Apply", "fieldsV1": fields}]},
+                "value": 8000}
+
+    async def patch(self, api, name, wanted, current):
+        await super().patch(api, name, wanted, current)
+        self.version += 1
+        return {"apiVersion": "preemption-toleration.dev/v1alpha1", "kind": "PreemptionTolerationPolicy",
+                "metadata": {"name": name, "uid": "u1", "generation": 2, "resourceVersion": str(self.version),
+                             "creationTimestamp": "2026-11-01T00:00:00Z"},
+                "spec": {"priorityClassName": "low", "minimumPreemptablePriority": 10000}, "status": dict(wanted)}
+
+
+async def test_a_run_before_the_caches_see_our_writes_writes_nothing_again() -> None:
+    """Write-through: the caches still show the class and the policy as they were before our writes."""
+    server = Server()
+    reconciler = Reconciler(None, "mgr", server.event, logging.getLogger("test"), server.apply, server.patch)
+    stale_class = ClassView("low", 8000, uid="c1", resource_version="5")
+    stale_policy = make_policy()
+    first = await reconciler.reconcile([stale_policy], [stale_class], NOW)
+    again = await reconciler.reconcile([stale_policy], [stale_class], NOW)
+    assert (first.writes, first.status_patches) == (1, 1)
+    assert (again.writes, again.status_patches) == (0, 0)
+    assert len(server.applied) == 1 and len(server.events) == 1
+    assert reconciler.is_known(ClassView("low", 8000, annotations={MIN: "10000"}, owned_keys=frozenset({MIN})))
+
+
+async def test_a_change_after_our_write_is_planned_on_not_hidden_by_it() -> None:
+    server = Server()
+    reconciler = Reconciler(None, "mgr", server.event, logging.getLogger("test"), server.apply, server.patch)
+    await reconciler.reconcile([make_policy()], [ClassView("low", 8000, uid="c1", resource_version="5")], NOW)
+    # someone removed our annotation after our write: the cache has moved past the version we wrote over
+    changed = ClassView("low", 8000, uid="c1", resource_version="12")
+    result = await reconciler.reconcile([make_policy()], [changed], NOW)
+    assert result.writes == 1 and len(server.applied) == 2
+
+
+async def test_a_failed_write_holds_back_only_the_policy_it_concerns() -> None:
+    recorder = Recorder(fail_apply=ApiException(status=403, reason="Forbidden"))
+    result = await recorder.reconciler().reconcile([make_policy()], [ClassView("low", 8000, uid="c1")], NOW)
+    assert result.failures_of("p") == ["PriorityClass low: 403 Forbidden"]
+    assert result.failures_of("another-policy") == []

@@ -1,0 +1,65 @@
+"""Coalescing of reconcile triggers: a burst of requests costs a run or two, and every caller gets the
+result of a run that started after its request."""
+
+import asyncio
+
+import pytest
+
+from preemption_toleration.operator.coalescer import Coalescer
+
+
+class Work:
+    def __init__(self, fail_on=()):
+        self.starts: list[int] = []  # the state each run saw
+        self.state = 0
+        self.fail_on = set(fail_on)
+
+    async def __call__(self) -> int:
+        seen = self.state
+        self.starts.append(seen)
+        await asyncio.sleep(0.01)
+        if len(self.starts) in self.fail_on:
+            raise RuntimeError(f"run {len(self.starts)} failed")
+        return seen
+
+
+async def test_a_burst_of_requests_shares_runs() -> None:
+    work = Work()
+    coalescer = Coalescer(work)
+
+    async def change_and_request(i: int) -> int:
+        work.state = i
+        return await coalescer.request()
+
+    results = await asyncio.gather(*(change_and_request(i) for i in range(1, 101)))
+    assert coalescer.runs <= 2
+    assert all(result == 100 for result in results)  # every caller saw a run that saw every change
+
+
+async def test_a_request_during_a_run_gets_a_later_run() -> None:
+    work = Work()
+    coalescer = Coalescer(work)
+    first = asyncio.create_task(coalescer.request())
+    await asyncio.sleep(0.005)  # the first run is under way, having seen state 0
+    work.state = 1
+    assert await coalescer.request() == 1
+    assert await first == 0
+    assert work.starts == [0, 1]
+
+
+async def test_settle_time_gathers_requests_made_just_after_the_first() -> None:
+    work = Work()
+    coalescer = Coalescer(work, settle_seconds=0.05)
+    first = asyncio.create_task(coalescer.request())
+    await asyncio.sleep(0.01)
+    work.state = 1
+    second = asyncio.create_task(coalescer.request())
+    assert await asyncio.gather(first, second) == [1, 1] and coalescer.runs == 1
+
+
+async def test_a_failed_run_raises_for_its_callers_and_the_next_run_goes_on() -> None:
+    coalescer = Coalescer(Work(fail_on={1}))
+    with pytest.raises(RuntimeError, match="run 1 failed"):
+        await coalescer.request()
+    assert await coalescer.request() == 0
+    assert not coalescer.pending
