@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,8 +17,15 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
 
-from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, AdmissionReview, review_response
+from preemption_toleration.api.admission import (
+    ADMISSION_VERSIONS,
+    AdmissionRequest,
+    AdmissionResponse,
+    AdmissionReview,
+    review_response,
+)
 from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, Refusal, judge
+from preemption_toleration.guard.prefilter import may_be_preemption
 from preemption_toleration.webhooks.decisions import (
     AdmissionConfig,
     Snapshot,
@@ -31,6 +38,7 @@ from preemption_toleration.webhooks.metrics import WebhookMetrics
 logger = logging.getLogger("preemption_toleration.webhooks")
 
 DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024  # the API server's own request limit is 3 MiB
+GUARD = "guard"
 
 Decide = Callable[[AdmissionRequest, Snapshot], AdmissionResponse]
 
@@ -73,7 +81,7 @@ def _describe_validation(error: ValidationError) -> str:
     return f"{where}: {first['msg']}{more}"
 
 
-async def _read_review(request: web.Request, max_bytes: int) -> tuple[AdmissionReview, dict[str, Any]]:
+async def _read_json(request: web.Request, max_bytes: int) -> dict[str, Any]:
     if request.content_length is not None and request.content_length > max_bytes:
         raise BadRequest(f"request body of {request.content_length} bytes exceeds the limit of {max_bytes} bytes")
     try:
@@ -86,10 +94,20 @@ async def _read_review(request: web.Request, max_bytes: int) -> tuple[AdmissionR
         raise BadRequest(f"request body is not JSON: {error}") from error
     if not isinstance(payload, dict):
         raise BadRequest(f"request body is a JSON {type(payload).__name__}, not an AdmissionReview object")
+    return payload
+
+
+def _review(payload: dict[str, Any]) -> AdmissionReview:
     try:
-        return AdmissionReview.model_validate(payload), payload
+        return AdmissionReview.model_validate(payload)
     except ValidationError as error:
         raise BadRequest(f"request body is not an AdmissionReview: {_describe_validation(error)}") from error
+
+
+def _allowed(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """An "allowed" answer to a review checked by `WebhookApp._not_a_preemption`."""
+    return {"apiVersion": payload["apiVersion"], "kind": "AdmissionReview",
+            "response": {"uid": payload["request"]["uid"], "allowed": True}}
 
 
 class WebhookApp:
@@ -115,7 +133,7 @@ class WebhookApp:
         app = web.Application(client_max_size=self.max_body_bytes)
         routes = endpoints(self.config)
         if self.guard is not None:
-            routes.append(Endpoint("/guard/pods", "guard", "", "pods", self._guard))
+            routes.append(Endpoint("/guard/pods", GUARD, "", "pods", self._guard))
         for endpoint in routes:
             app.router.add_post(endpoint.path, self._handler(endpoint))
         app.router.add_get("/healthz", self._healthz)
@@ -135,7 +153,11 @@ class WebhookApp:
 
     async def _answer(self, endpoint: Endpoint, request: web.Request) -> web.Response:
         try:
-            review, _ = await _read_review(request, self.max_body_bytes)
+            payload = await _read_json(request, self.max_body_bytes)
+            if endpoint.name == GUARD and self._not_a_preemption(payload):
+                self.metrics.decisions.labels(endpoint.name, "allowed").inc()
+                return web.json_response(_allowed(payload))
+            review = _review(payload)
             admission = review.request
             if (admission.resource.group, admission.resource.resource) != (endpoint.group, endpoint.resource):
                 got = f"{admission.resource.group or 'core'}/{admission.resource.resource}"
@@ -151,6 +173,21 @@ class WebhookApp:
         self._count(endpoint, decision)
         self._log(endpoint, admission, decision)
         return web.json_response(review_response(review.api_version, decision))
+
+    def _not_a_preemption(self, payload: Mapping[str, Any]) -> bool:
+        """The guard's fast path: a well-formed review of a pod request that cannot be a preemption is
+        allowed from the raw JSON, before any model is built (and whether or not the caches are synced)."""
+        assert self.guard is not None
+        request = payload.get("request")
+        if (payload.get("apiVersion") not in ADMISSION_VERSIONS or payload.get("kind") != "AdmissionReview"
+                or not isinstance(request, Mapping)):
+            return False
+        uid, resource = request.get("uid"), request.get("resource")
+        if not isinstance(uid, str) or not uid or not isinstance(resource, Mapping):
+            return False
+        if (resource.get("group") or "", resource.get("resource")) != ("", "pods"):
+            return False
+        return not may_be_preemption(request, self.guard.config.preemptor_identities)
 
     def _guard(self, request: AdmissionRequest, _: Snapshot) -> AdmissionResponse:
         assert self.guard is not None

@@ -104,3 +104,41 @@ async def test_a_body_that_arrives_in_pieces_is_read_whole(http: TestClient) -> 
                                headers={"Content-Type": "application/json"})
     assert response.status == 200
     assert (await response.json())["response"]["status"]["code"] == 422
+
+
+@pytest.fixture
+async def guard_http() -> AsyncIterator[TestClient]:
+    from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot
+    from preemption_toleration.webhooks.server import GuardHooks
+
+    READY["value"] = False  # caches not synced: only the fast path can answer
+    hooks = GuardHooks(GuardSnapshot, GuardConfig(), lambda refusal: None)
+    app = WebhookApp(lambda: snapshot_of({}, {}), lambda: READY["value"], guard=hooks).build()
+    async with TestClient(TestServer(app)) as test_client:
+        yield test_client
+
+
+POD = {"group": "", "version": "v1", "resource": "pods"}
+POD_KIND = {"group": "", "version": "v1", "kind": "Pod"}
+VICTIM = {"metadata": {"name": "v", "namespace": "team"}, "spec": {"nodeName": "node-1", "priority": 1}}
+
+
+async def test_guard_answers_a_request_that_cannot_be_a_preemption_from_the_raw_json(guard_http: TestClient) -> None:
+    payload = review(None, old=VICTIM, operation="DELETE", resource=POD, kind=POD_KIND, user="alice", uid="u-7")
+    response = await guard_http.post("/guard/pods", json=payload)
+    assert response.status == 200
+    assert await response.json() == {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                                     "response": {"uid": "u-7", "allowed": True}}
+
+
+async def test_guard_judges_a_possible_preemption_only_from_synced_caches(guard_http: TestClient) -> None:
+    payload = review(None, old=VICTIM, operation="DELETE", resource=POD, kind=POD_KIND, user="system:kube-scheduler")
+    response = await guard_http.post("/guard/pods", json=payload)
+    assert response.status == 503  # not the fast path: the full judgement needs the caches
+
+
+async def test_guard_fast_path_still_refuses_a_malformed_review(guard_http: TestClient) -> None:
+    payload = review(None, old=VICTIM, operation="DELETE", resource=POD, kind=POD_KIND, user="alice")
+    del payload["request"]["uid"]
+    response = await guard_http.post("/guard/pods", json=payload)
+    assert response.status == 400 and "not an AdmissionReview" in (await response.json())["error"]

@@ -1,0 +1,105 @@
+"""The guard's fast path: the prefilter and the matchConditions' CEL give the table's answer on every recorded
+request, and what they let skip the guard, `judge` allows even when the victim is protected."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cel
+import pytest
+
+from preemption_toleration.api.admission import AdmissionRequest, AdmissionReview
+from preemption_toleration.core.annotations import PREEMPTOR_PRIORITY
+from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES, GuardConfig, GuardSnapshot, judge
+from preemption_toleration.guard.prefilter import may_be_preemption
+from preemption_toleration.webhooks.configurations import guard_match_conditions
+from tests.unit.guard_requests import ROWS, SCHEDULER, USER, Row, delete, evict
+from tests.unit.test_guard import NOW, bound, pending, snapshot
+
+WELL_FORMED = [row for row in ROWS if row.well_formed]
+SKIPPED = [row for row in ROWS if not row.preemption]  # what the fast path allows without judgement
+
+
+def ids(rows: list[Row]) -> list[str]:
+    return [row.rule for row in rows]
+
+
+def cel_says(request: dict[str, Any], identities: tuple[str, ...] = DEFAULT_PREEMPTOR_IDENTITIES) -> bool:
+    """Whether the API server would call the guard: every matchCondition true. A CEL error raises."""
+    variables = {"request": request, "object": request.get("object"), "oldObject": request.get("oldObject")}
+    results = [cel.compile(c["expression"]).execute(variables) for c in guard_match_conditions(identities)]
+    assert all(isinstance(result, bool) for result in results)
+    return all(results)
+
+
+def test_the_table_has_both_answers_and_unique_rules() -> None:
+    assert len(set(ids(ROWS))) == len(ROWS)
+    assert {row.preemption for row in WELL_FORMED} == {True, False}
+    assert all(row.preemption for row in ROWS if row.refused)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=ids(ROWS))
+def test_prefilter(row: Row) -> None:
+    assert may_be_preemption(row.request, DEFAULT_PREEMPTOR_IDENTITIES) is row.preemption, row.rule
+
+
+@pytest.mark.parametrize("row", WELL_FORMED, ids=ids(WELL_FORMED))
+def test_match_conditions(row: Row) -> None:
+    assert cel_says(row.request) is row.preemption, row.rule
+
+
+def test_match_conditions_read_only_the_variables_kubernetes_gives() -> None:
+    for condition in guard_match_conditions(DEFAULT_PREEMPTOR_IDENTITIES):
+        used = set(cel.compile(condition["expression"]).variables()) - {"c"}  # c: exists()'s own variable
+        assert used == {"request", "object", "oldObject"}
+
+
+ODD_IDENTITIES = ("system:serviceaccount:kube-system:my-scheduler", "o'brien \\ \"quoted\"", "tab\there", "ünï")
+
+
+@pytest.mark.parametrize("identity", ODD_IDENTITIES)
+def test_identities_are_quoted_exactly(identity: str) -> None:
+    assert cel_says(delete(identity), ODD_IDENTITIES) and may_be_preemption(delete(identity), ODD_IDENTITIES)
+    for near in (identity + " ", identity[:-1], SCHEDULER):
+        assert not cel_says(delete(near), ODD_IDENTITIES), near
+        assert not may_be_preemption(delete(near), ODD_IDENTITIES), near
+
+
+def test_without_identities_only_annotated_evictions_reach_the_guard() -> None:
+    for request, expected in ((delete(SCHEDULER), False), (evict({PREEMPTOR_PRIORITY: "9000"}), True)):
+        assert cel_says(request, ()) is expected
+        assert may_be_preemption(request, ()) is expected
+
+
+# ------------------------------------------------------------------------- the fast path never skips a refusal
+
+
+def parsed(row: Row) -> AdmissionRequest:
+    return AdmissionReview.model_validate(
+        {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": row.request}).request
+
+
+def protected_state() -> GuardSnapshot:
+    """The victim, protected forever, and a pending preemptor of priority 9000 that could run on its node."""
+    return snapshot(bound("victim", 8000, "low-non-preempted"), pending("high-1", 9000))
+
+
+@pytest.mark.parametrize("row", SKIPPED, ids=ids(SKIPPED))
+def test_what_the_fast_path_skips_judge_allows(row: Row) -> None:
+    verdict = judge(parsed(row), protected_state(), GuardConfig(), NOW)
+    assert verdict.response.allowed and verdict.refusal is None, row.rule
+
+
+REFUSED = [row for row in ROWS if row.refused]
+
+
+@pytest.mark.parametrize("row", REFUSED, ids=ids(REFUSED))
+def test_the_same_state_refuses_the_preemptions(row: Row) -> None:
+    """So that the test above would fail if the fast path skipped a preemption."""
+    verdict = judge(parsed(row), protected_state(), GuardConfig(), NOW)
+    assert not verdict.response.allowed and verdict.refusal is not None, row.rule
+
+
+def test_the_answer_follows_the_identities() -> None:
+    """The table's answers are for the default identities: a user's delete is a preemption when the user is one."""
+    assert may_be_preemption(delete(USER), (USER,)) and cel_says(delete(USER), (USER,))
