@@ -21,6 +21,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.governance.plan import (
+    ClassWrite,
     PolicyOutcome,
     Reason,
     apply_body,
@@ -58,6 +59,23 @@ class _Written(Generic[V]):
 
     over_version: str  # the resourceVersion the cache showed when we wrote
     view: V
+
+
+# Writes in flight at once: a burst of thousands of classes is written in seconds, without flooding the
+# API server (client-go's default client allows 5 queries per second, bursts of 10; we answer to
+# API Priority and Fairness instead).
+WRITE_CONCURRENCY = 16
+
+
+async def _bounded(jobs: Iterable[Awaitable[None]], limit: int = WRITE_CONCURRENCY) -> None:
+    """Runs the jobs with at most `limit` at once."""
+    gate = asyncio.Semaphore(limit)
+
+    async def gated(job: Awaitable[None]) -> None:
+        async with gate:
+            await job
+
+    await asyncio.gather(*(gated(job) for job in jobs))
 
 
 def _api_problem(error: Exception) -> str:
@@ -139,40 +157,41 @@ class Reconciler:
         outcomes: dict[str, PolicyOutcome] = dict(decided.outcomes)
         views = {view.name: view for view in classes}
         policy_by_name = {policy.name: policy for policy in policies}
+        deleting = [policy.name for policy in policies if policy.deleting]
 
-        for write in decided.writes:
+        async def write_class(write: ClassWrite) -> None:
             view = views[write.class_name]
+            action = "applied" if write.policy_name else "released"
             try:
                 stored = await self.apply_class(self.api, apply_body(view, write.annotations), self.field_manager)
             except (ApiException, OSError, asyncio.TimeoutError) as error:
                 problem = _api_problem(error)
-                action = "applied" if write.policy_name else "released"
                 self.metrics.writes.labels(action, "failed").inc()
                 result.failures.append(f"PriorityClass {write.class_name}: {problem}")
-                result.failed_policies.update(
-                    [write.policy_name] if write.policy_name else [p.name for p in policies if p.deleting])
-                self.logger.warning(
-                    "write failed", extra={"priorityClass": write.class_name, "problem": problem}
-                )
+                result.failed_policies.update([write.policy_name] if write.policy_name else deleting)
+                self.logger.warning("write failed", extra={"priorityClass": write.class_name, "problem": problem})
                 if write.policy_name is not None and write.policy_name in outcomes:
                     outcomes[write.policy_name] = failed_outcome(outcomes[write.policy_name], write.class_name, problem)
-                continue
+                return
             if isinstance(stored, Mapping):
                 written = class_view(stored, self.field_manager)
                 self._written_classes[view.name] = _Written(view.resource_version, written)
                 self.known_classes[view.name] = written
             result.writes += 1
-            self.metrics.writes.labels("applied" if write.policy_name else "released", "ok").inc()
+            self.metrics.writes.labels(action, "ok").inc()
             self._report_write(write.class_name, write.annotations, write.policy_name, policy_by_name, view)
+
+        await _bounded(write_class(write) for write in decided.writes)
 
         reasons = [outcome.reason.value for outcome in outcomes.values()]
         for reason in ("Applied", "PriorityClassNotFound", "Conflict", "Invalid", "ApplyFailed"):
             self.metrics.policies.labels(reason).set(reasons.count(reason))
-        for name, outcome in sorted(outcomes.items()):
+
+        async def update_status(name: str, outcome: PolicyOutcome) -> None:
             policy = policy_by_name[name]
             wanted = build_status(outcome, policy.generation, policy.status, now)
             if not status_differs(wanted, policy.status):
-                continue
+                return
             previous = _ready_reason(policy.status)
             try:
                 stored = await self.patch_status(self.api, name, wanted, policy.status)
@@ -180,17 +199,19 @@ class Reconciler:
                 if error.status != 404:  # a policy deleted meanwhile needs no status
                     result.failures.append(f"PreemptionTolerationPolicy {name} status: {_api_problem(error)}")
                     result.failed_policies.add(name)
-                continue
+                return
             except (OSError, asyncio.TimeoutError) as error:  # one policy's network error spares the others
                 result.failures.append(f"PreemptionTolerationPolicy {name} status: {_api_problem(error)}")
                 result.failed_policies.add(name)
-                continue
+                return
             if isinstance(stored, Mapping):
                 self._written_policies[name] = _Written(policy.resource_version, policy_view(stored))
             result.status_patches += 1
             self.metrics.status_patches.inc()
             if previous != (outcome.reason.value, outcome.message) and outcome.reason is not Reason.APPLIED:
                 self.post_event(policy.ref, "Warning", outcome.reason.value, outcome.message)
+
+        await _bounded(update_status(name, outcome) for name, outcome in sorted(outcomes.items()))
         return result
 
     def _report_write(
