@@ -1,0 +1,52 @@
+"""Helpers shared by the benchmarks: a description of the machine, and saving results as JSON.
+
+Every benchmark saves its figures to benchmarks/results/<name>.json with `save_results`, which adds the
+machine description: figures from different machines or days are then never compared by mistake.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+
+def _memory_total_bytes() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def machine_info() -> dict[str, Any]:
+    """Platform, CPU count, memory, Python version and the date (UTC) of the run."""
+    return {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "memory_bytes": _memory_total_bytes(),
+        "python": platform.python_version(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def save_results(name: str, payload: Mapping[str, Any]) -> Path:
+    """Write `payload` with the machine description to results/<name>.json; returns the file."""
+    path = RESULTS_DIR / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"benchmark": name, "machine": machine_info(), **payload}, indent=2) + "\n")
+    return path
+
+
+def shown(path: Path) -> str:
+    """`path` relative to the working directory when it is below it (for "saved to ..." lines)."""
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
