@@ -120,8 +120,9 @@ class SlimPod:
         return (-self.priority, self.created, self.key[0], self.key[1])
 
     def as_json(self) -> dict[str, Any]:
-        metadata: dict[str, Any] = {"namespace": self.key[0], "name": self.key[1], "uid": self.uid,
-                                    "creationTimestamp": self.created}
+        metadata: dict[str, Any] = {"namespace": self.key[0], "name": self.key[1], "uid": self.uid}
+        if self.created:
+            metadata["creationTimestamp"] = self.created
         if self.deletion:
             metadata["deletionTimestamp"] = self.deletion
         spec: dict[str, Any] = dict((self.constraints or NO_CONSTRAINTS).pod["spec"])
@@ -167,7 +168,8 @@ def slim_pod(pod: Mapping[str, Any], shared: Shared) -> SlimPod:
     return SlimPod(
         key=(sys.intern(namespace), name),
         uid=str(metadata.get("uid") or ""),
-        created=str(metadata.get("creationTimestamp") or ""),
+        # only the queue order of unbound pods reads it; a binding replaces the record
+        created="" if node_name else str(metadata.get("creationTimestamp") or ""),
         deletion=str(metadata["deletionTimestamp"]) if metadata.get("deletionTimestamp") else None,
         priority=_integer(spec.get("priority")),
         priority_class=_text(spec.get("priorityClassName")),

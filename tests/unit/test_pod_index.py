@@ -30,7 +30,7 @@ def names(pods):
 def test_slim_pod_keeps_what_decisions_read_and_gives_it_back_as_json() -> None:
     pod = slim_pod(raw_pod("a", 9000, node="node-1", priorityClassName="high", preemptionPolicy="Never"), Shared())
     assert pod.as_json() == {
-        "metadata": {"namespace": "team", "name": "a", "uid": "uid-a", "creationTimestamp": "2026-11-22T11:00:00Z"},
+        "metadata": {"namespace": "team", "name": "a", "uid": "uid-a"},  # creation time: for pending pods
         "spec": {"priority": 9000, "priorityClassName": "high", "preemptionPolicy": "Never", "nodeName": "node-1"},
         "status": {"phase": "Pending", "conditions": [
             {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-22T11:30:00Z"}]},
