@@ -128,6 +128,7 @@ class WebhookApp:
         self.config = config or AdmissionConfig()
         self.metrics = metrics or WebhookMetrics()
         self.max_body_bytes = max_body_bytes
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
 
     def build(self) -> web.Application:
         app = web.Application(client_max_size=self.max_body_bytes)
@@ -145,8 +146,8 @@ class WebhookApp:
         async def handle(request: web.Request) -> web.Response:
             started = time.perf_counter()
             response = await self._answer(endpoint, request)
-            self.metrics.requests.labels(endpoint.name, str(response.status)).inc()
-            self.metrics.latency.labels(endpoint.name).observe(time.perf_counter() - started)
+            self._child(self.metrics.requests, endpoint.name, str(response.status)).inc()
+            self._child(self.metrics.latency, endpoint.name).observe(time.perf_counter() - started)
             return response
 
         return handle
@@ -155,7 +156,7 @@ class WebhookApp:
         try:
             payload = await _read_json(request, self.max_body_bytes)
             if endpoint.name == GUARD and self._not_a_preemption(payload):
-                self.metrics.decisions.labels(endpoint.name, "allowed").inc()
+                self._child(self.metrics.decisions, endpoint.name, "allowed").inc()
                 return web.json_response(_allowed(payload))
             review = _review(payload)
             admission = review.request
@@ -207,11 +208,19 @@ class WebhookApp:
 
     def _count(self, endpoint: Endpoint, decision: AdmissionResponse) -> None:
         outcome = "allowed" if decision.allowed else "denied"
-        self.metrics.decisions.labels(endpoint.name, outcome).inc()
+        self._child(self.metrics.decisions, endpoint.name, outcome).inc()
         if decision.patch:
-            self.metrics.decisions.labels(endpoint.name, "mutated").inc()
+            self._child(self.metrics.decisions, endpoint.name, "mutated").inc()
         if decision.warnings:
-            self.metrics.decisions.labels(endpoint.name, "warned").inc()
+            self._child(self.metrics.decisions, endpoint.name, "warned").inc()
+
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """`metric.labels(*labels)`, looked up once: the per-request cost of metrics stays a few additions."""
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
 
     @staticmethod
     def _log(endpoint: Endpoint, admission: AdmissionRequest, decision: AdmissionResponse) -> None:
