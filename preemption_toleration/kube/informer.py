@@ -50,6 +50,11 @@ def return_free_memory() -> None:
         _MALLOC_TRIM(0)
 
 
+def _version_number(version: object) -> int | None:
+    text = str(version or "")
+    return int(text) if text.isdigit() and len(text) < 40 else None
+
+
 class Store(Protocol):
     """Where an informer keeps what it saw: one slim record per object, under the object's key."""
 
@@ -156,6 +161,9 @@ class Informer:
         self.on_change = on_change
         self.page_size = page_size
         self.synced = asyncio.Event()
+        # The newest resourceVersion seen (a listing's, an event's, a bookmark's), for `caught_up`.
+        self.version = 0
+        self._advanced = asyncio.Event()
         self.relists = 0
         self.pages = 0
         self.failures = 0
@@ -190,7 +198,35 @@ class Informer:
         self.relists += 1
         self.synced.set()
         self._changed()
-        return str(metadata.get("resourceVersion") or "")
+        version = str(metadata.get("resourceVersion") or "")
+        self._advance(version)
+        return version
+
+    def _advance(self, version: object) -> None:
+        number = _version_number(version)
+        if number is not None and number > self.version:
+            self.version = number
+            self._advanced.set()
+            self._advanced = asyncio.Event()
+
+    async def caught_up(self, version: object, timeout: float) -> bool:
+        """Waits until the cache has seen `version` (a resourceVersion another watch delivered) or later.
+
+        resourceVersions are opaque by contract but etcd revisions in practice, ordered across a
+        resource; one that is not a number is not waited for. False after `timeout` seconds."""
+        target = _version_number(version)
+        if target is None:
+            return True
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self.version < target:
+            remaining = deadline - asyncio.get_running_loop().time()
+            if remaining <= 0:
+                return False
+            try:
+                await asyncio.wait_for(self._advanced.wait(), remaining)
+            except asyncio.TimeoutError:
+                return False
+        return True
 
     def _apply(self, event: Mapping[str, Any]) -> str | None:
         """Applies one watch event; returns the resourceVersion it brings, if any."""
@@ -208,9 +244,9 @@ class Informer:
             self.store.remove(raw)
         elif kind in ("ADDED", "MODIFIED"):
             self.store.put(raw)
-        else:  # BOOKMARK: only a newer resourceVersion
-            return str(version) if version else None
-        self._changed()
+        if kind in ("ADDED", "MODIFIED", "DELETED"):
+            self._changed()
+        self._advance(version)  # after the store has it: a waiter reads the store next
         return str(version) if version else None
 
     async def _watch(self, resource_version: str) -> str:

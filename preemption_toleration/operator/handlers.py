@@ -1,27 +1,30 @@
-"""kopf wiring: watch caches (indexes) of classes and policies, and the triggers of a reconcile.
+"""kopf wiring: the triggers of a reconcile, and the policies' lifecycle (finalizers, retries).
 
 Every trigger asks for the same global reconcile (see reconciler.py), and triggers are coalesced: those
-that arrive while a reconcile waits or runs share the next one, which reads the indexes as they are
-then. A class event that shows the class as the last reconcile saw it (the echo of our own write) asks
-for nothing. kopf runs no handler before every index is filled from its initial listing, so the first
-reconcile never mistakes a not-yet-listed policy for a deleted one and releases its classes.
+that arrive while a reconcile waits or runs share the next one, which reads the operator's watch caches
+(caches.py) as they are then. A class event that shows the class as the last reconcile saw it (the echo
+of our own write) asks for nothing. No reconcile runs before both caches have listed everything, so the
+first one never mistakes a not-yet-listed policy for a deleted one and releases its classes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import kopf
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
-from preemption_toleration.governance.views import FIELD_MANAGER, ClassView, PolicyView, class_view, policy_view
+from preemption_toleration.governance.views import FIELD_MANAGER, class_view
 from preemption_toleration.kube.client import make_api_client
+from preemption_toleration.kube.informer import Informer
 from preemption_toleration.kube.kopf_login import connection_info
+from preemption_toleration.operator.caches import OperatorCaches
 from preemption_toleration.operator.coalescer import Coalescer
 from preemption_toleration.operator.metrics import OperatorMetrics
 from preemption_toleration.operator.reconciler import ReconcileResult, Reconciler
@@ -50,15 +53,11 @@ class OperatorState:
     """What the operator holds while it runs (set up by the startup handler, kept in kopf's memo)."""
 
     api: Any
+    caches: OperatorCaches
     reconciler: Reconciler
     coalescer: Coalescer[ReconcileResult]
-    indexes: tuple[kopf.Index, kopf.Index] | None = None  # (policies, priority classes): live views
+    tasks: list[asyncio.Task[None]]
     last_resync: float = 0.0
-
-
-def _values(index: kopf.Index) -> Iterator[Any]:
-    for store in index.values():
-        yield from store
 
 
 def _post_event(ref: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
@@ -105,15 +104,16 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     config: OperatorConfig = memo.config
     apply_settings(settings, config)
     api = await make_api_client(config.kubeconfig)
+    caches = OperatorCaches(api, config.field_manager, logger)
     reconciler = Reconciler(api, config.field_manager, _post_event, logger, metrics=config.metrics)
 
     async def reconcile() -> ReconcileResult:
-        assert state.indexes is not None, "a reconcile was asked for before any handler ran"
-        policies, classes = state.indexes
+        await caches.synced()
         state.last_resync = time.monotonic()
-        return await reconciler.reconcile(list(_values(policies)), list(_values(classes)))
+        policies, classes = caches.contents()
+        return await reconciler.reconcile(policies, classes)
 
-    state = OperatorState(api, reconciler, Coalescer(reconcile, config.settle_seconds))
+    state = OperatorState(api, caches, reconciler, Coalescer(reconcile, config.settle_seconds), caches.tasks())
     memo.state = state
 
 
@@ -131,22 +131,15 @@ async def close(memo: kopf.Memo, **_: Any) -> None:
     state: OperatorState | None = memo.get("state")
     if state is not None:
         await state.coalescer.close()
+        for task in state.tasks:
+            task.cancel()
+        await asyncio.gather(*state.tasks, return_exceptions=True)
         await state.api.close()
 
 
-@kopf.index(*CLASSES, registry=registry)
-async def priority_classes(name: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> dict[str, ClassView]:
-    return {name: class_view(body, memo.config.field_manager)}
-
-
-@kopf.index(*POLICIES, registry=registry)
-async def policies(name: str, body: kopf.Body, **_: Any) -> dict[str, PolicyView]:
-    return {name: policy_view(body)}
-
-
-async def _reconcile(memo: kopf.Memo, priority_classes: kopf.Index, policies: kopf.Index) -> ReconcileResult:
+async def _reconcile(memo: kopf.Memo, informer: Informer, body: Mapping[str, Any]) -> ReconcileResult:
     state: OperatorState = memo.state
-    state.indexes = (policies, priority_classes)
+    await state.caches.caught_up(informer, body)
     return await state.coalescer.request()
 
 
@@ -158,44 +151,38 @@ def _raise_for_retry(result: ReconcileResult, policy: str) -> None:
 
 
 @kopf.on.event(*CLASSES, registry=registry)
-async def class_changed(
-    body: kopf.Body, memo: kopf.Memo, priority_classes: kopf.Index, policies: kopf.Index, **kwargs: Any
-) -> None:
+async def class_changed(body: kopf.Body, memo: kopf.Memo, **kwargs: Any) -> None:
     state: OperatorState = memo.state
     deleted = kwargs.get("type") == "DELETED"
     if not deleted and state.reconciler.is_known(class_view(body, memo.config.field_manager)):
         return
     # Event handlers are not retried by kopf: a failure here is retried by the resync.
-    await _reconcile(memo, priority_classes, policies)
+    await _reconcile(memo, state.caches.classes, body)
 
 
 @kopf.on.resume(*POLICIES, registry=registry)
 @kopf.on.create(*POLICIES, registry=registry)
 @kopf.on.update(*POLICIES, registry=registry)
-async def policy_changed(
-    name: str, memo: kopf.Memo, priority_classes: kopf.Index, policies: kopf.Index, **_: Any
-) -> None:
-    _raise_for_retry(await _reconcile(memo, priority_classes, policies), name)
+async def policy_changed(name: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    _raise_for_retry(await _reconcile(memo, memo.state.caches.policies, body), name)
 
 
 @kopf.on.delete(*POLICIES, registry=registry)
-async def policy_deleted(
-    name: str, memo: kopf.Memo, priority_classes: kopf.Index, policies: kopf.Index, **_: Any
-) -> None:
-    # The index already marks the policy as deleting, so the plan releases its classes; the finalizer
-    # stays until that has worked.
-    _raise_for_retry(await _reconcile(memo, priority_classes, policies), name)
+async def policy_deleted(name: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    # Once the cache shows the policy as deleting, the plan releases its classes; the finalizer stays
+    # until that has worked.
+    _raise_for_retry(await _reconcile(memo, memo.state.caches.policies, body), name)
 
 
 @kopf.timer(*POLICIES, registry=registry, interval=5, initial_delay=5)
-async def resync(memo: kopf.Memo, priority_classes: kopf.Index, policies: kopf.Index, **_: Any) -> None:
+async def resync(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     """The safety net: retries failed writes and repairs drift, once per resync period for all policies."""
     state: OperatorState = memo.state
     if time.monotonic() - state.last_resync < memo.config.resync_seconds or state.coalescer.pending:
         return
-    await _reconcile(memo, priority_classes, policies)
+    await state.coalescer.request()
 
 
 @kopf.on.probe(id="policies", registry=registry)
-async def policy_count(policies: kopf.Index, **_: Any) -> int:
-    return len(policies)
+async def policy_count(memo: kopf.Memo, **_: Any) -> int:
+    return len(memo.state.caches.policy_store)

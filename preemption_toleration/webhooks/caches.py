@@ -10,11 +10,12 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
-from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
+from preemption_toleration.api.policy import PLURAL
 from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
 from preemption_toleration.guard.decisions import GuardSnapshot
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.slim import slim_node
+from preemption_toleration.kube import listers
 from preemption_toleration.kube.informer import DEFAULT_PAGE_SIZE, CacheStats, DictStore, Informer
 from preemption_toleration.webhooks.decisions import Snapshot
 
@@ -24,7 +25,6 @@ class AdmissionCaches:
 
     def __init__(self, api: ApiClient, logger: logging.Logger, guard: bool = False,
                  page_size: int = DEFAULT_PAGE_SIZE) -> None:
-        custom = client.CustomObjectsApi(api)
         core = client.CoreV1Api(api)
         self.pod_index = PodIndex()
         self.node_store: DictStore[dict[str, Any]] = DictStore(slim_node)
@@ -36,16 +36,10 @@ class AdmissionCaches:
             self.pods = Informer("pods", core.list_pod_for_all_namespaces, self.pod_index, logger,
                                  page_size=page_size)
             self.nodes = Informer("nodes", core.list_node, self.node_store, logger, page_size=page_size)
-        self.classes = Informer("priorityclasses", client.SchedulingV1Api(api).list_priority_class,
-                                self.class_store, logger, self._changed, page_size=page_size)
-        self.policies = Informer(
-            PLURAL,
-            lambda **kwargs: custom.list_cluster_custom_object(GROUP, VERSION, PLURAL, **kwargs),
-            self.policy_store,
-            logger,
-            self._changed,
-            page_size=page_size,
-        )
+        self.classes = Informer("priorityclasses", listers.priority_classes(api), self.class_store, logger,
+                                self._changed, page_size=page_size)
+        self.policies = Informer(PLURAL, listers.policies(api), self.policy_store, logger, self._changed,
+                                 page_size=page_size)
         self._snapshot: Snapshot | None = None
 
     def _changed(self) -> None:

@@ -123,3 +123,20 @@ async def test_json_lines_refuses_an_endless_line() -> None:
     with pytest.raises(ValueError, match="more than 10 bytes"):
         async for _ in json_lines(Response(chunks=[b'{"a": "' + b"x" * 20]), limit=10):
             pass
+
+
+async def test_caught_up_waits_for_the_version_another_watch_delivered() -> None:
+    import asyncio
+
+    api = FakeApi([pod("a")], [{"type": "MODIFIED", "object": pod("a", node="node-1", version="130")}])
+    index = PodIndex()
+    watcher = informer(api, index)
+    await watcher._list()  # at version 100
+    assert await watcher.caught_up("100", timeout=0.01)
+    waiting = asyncio.create_task(watcher.caught_up("130", timeout=5))
+    await asyncio.sleep(0.01)
+    assert not waiting.done()
+    await watcher._watch("100")
+    assert await waiting and [p.name for p in index.on_node("node-1")] == ["a"]  # the store has it already
+    assert not await watcher.caught_up("131", timeout=0.01)
+    assert await watcher.caught_up("not-a-number", timeout=0.01)  # opaque versions are not waited for
