@@ -51,6 +51,12 @@ class Shared:
     def __init__(self) -> None:
         self.constraints: dict[str, Constraints] = {"{}": NO_CONSTRAINTS}
         self.requests: dict[Requests, Requests] = {}
+        self.numbers: dict[int, int] = {}  # priorities: a few values, each an object of its own otherwise
+
+    def number(self, value: int) -> int:
+        if len(self.numbers) >= MAX_SHARED:
+            return self.numbers.get(value, value)
+        return self.numbers.setdefault(value, value)
 
     def constraints_of(self, spec: Mapping[str, Any]) -> Constraints:
         picked: dict[str, Any] = {}
@@ -81,11 +87,11 @@ class SlimPod:
     JSON, for the pure checks of `core` that take pods as mappings."""
 
     __slots__ = ("key", "uid", "created", "deletion", "priority", "priority_class", "preempts_never", "node_name",
-                 "nominated_node", "phase", "scheduled", "constraints", "requests")
+                 "nominated_node", "phase", "scheduled", "scheduled_at", "constraints", "requests")
 
     def __init__(self, key: PodKey, uid: str, created: str, deletion: str | None, priority: int,
                  priority_class: str | None, preempts_never: bool, node_name: str | None,
-                 nominated_node: str | None, phase: str | None, scheduled: tuple[Any, Any] | None,
+                 nominated_node: str | None, phase: str | None, scheduled: str | None, scheduled_at: Any,
                  constraints: Constraints | None, requests: Requests) -> None:
         self.key = key
         self.uid = uid
@@ -97,8 +103,10 @@ class SlimPod:
         self.node_name = node_name
         self.nominated_node = nominated_node
         self.phase = phase
-        # (status, lastTransitionTime) of the PodScheduled condition, as the API gave them
+        # status and lastTransitionTime of the PodScheduled condition, as the API gave them (None: no such
+        # condition)
         self.scheduled = scheduled
+        self.scheduled_at = scheduled_at
         self.constraints = constraints
         self.requests = requests
 
@@ -139,9 +147,9 @@ class SlimPod:
         if self.nominated_node:
             status["nominatedNodeName"] = self.nominated_node
         if self.scheduled is not None:
-            condition = {"type": "PodScheduled", "status": self.scheduled[0]}
-            if self.scheduled[1] is not None:
-                condition["lastTransitionTime"] = self.scheduled[1]
+            condition = {"type": "PodScheduled", "status": self.scheduled}
+            if self.scheduled_at is not None:
+                condition["lastTransitionTime"] = self.scheduled_at
             status["conditions"].append(condition)
         return {"metadata": metadata, "spec": spec, "status": status}
 
@@ -151,12 +159,13 @@ def pod_key(pod: Mapping[str, Any]) -> PodKey:
     return str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
 
 
-def _scheduled(status: Mapping[str, Any]) -> tuple[Any, Any] | None:
+def _scheduled(status: Mapping[str, Any]) -> tuple[str | None, Any]:
+    """(status, lastTransitionTime) of the PodScheduled condition; (None, None) without one."""
     conditions = status.get("conditions")
     for condition in conditions if isinstance(conditions, list) else ():
         if isinstance(condition, Mapping) and condition.get("type") == "PodScheduled":
-            return (_text(condition.get("status")), condition.get("lastTransitionTime"))
-    return None
+            return _text(condition.get("status")) or "", condition.get("lastTransitionTime")
+    return None, None
 
 
 def slim_pod(pod: Mapping[str, Any], shared: Shared) -> SlimPod:
@@ -165,19 +174,21 @@ def slim_pod(pod: Mapping[str, Any], shared: Shared) -> SlimPod:
     status = _mapping(pod.get("status"))
     namespace, name = pod_key(pod)
     node_name = _text(spec.get("nodeName"))
+    scheduled, scheduled_at = _scheduled(status)
     return SlimPod(
         key=(sys.intern(namespace), name),
         uid=str(metadata.get("uid") or ""),
         # only the queue order of unbound pods reads it; a binding replaces the record
         created="" if node_name else str(metadata.get("creationTimestamp") or ""),
         deletion=str(metadata["deletionTimestamp"]) if metadata.get("deletionTimestamp") else None,
-        priority=_integer(spec.get("priority")),
+        priority=shared.number(_integer(spec.get("priority"))),
         priority_class=_text(spec.get("priorityClassName")),
         preempts_never=spec.get("preemptionPolicy") == "Never",
         node_name=node_name,
         nominated_node=_text(status.get("nominatedNodeName")),
         phase=_text(status.get("phase")),
-        scheduled=_scheduled(status),
+        scheduled=scheduled,
+        scheduled_at=scheduled_at,
         constraints=None if node_name else shared.constraints_of(spec),
         requests=shared.requests_of(spec),
     )
