@@ -25,7 +25,7 @@ ListFunction = Callable[..., Awaitable[Any]]
 WATCH_TIMEOUT_SECONDS = 300
 LIST_TIMEOUT_SECONDS = 60
 MAX_BACKOFF_SECONDS = 30.0
-DEFAULT_PAGE_SIZE = 500
+DEFAULT_PAGE_SIZE = 100  # small pages: each decoded page leaves a lasting mark on the heap (measured)
 MAX_EVENT_BYTES = 64 * 1024 * 1024  # far above the API server's object size limit (1.5 MiB in etcd)
 # The server ends a watch after WATCH_TIMEOUT_SECONDS (bookmarks keep it talking before that); a read that
 # stays silent much longer is a dead connection, which would otherwise leave the cache stale for ever.

@@ -1,0 +1,255 @@
+"""Operator burst convergence for 10 x 30, 100 x 300 and 1,000 x 3,000: time, class writes, status patches, Events.
+
+For each size P x C, in a fresh local control plane (`preemption_toleration.devcluster.LocalCluster`):
+C PriorityClasses are created first, labelled `team: t<i mod P>`; then `ptol operator --metrics` starts and
+settles; then P selector policies (`priorityClassSelector.matchLabels: {team: t<i>}`) are created at once,
+64 requests in flight. Measured: the time until converged (every class carries the desired annotations and
+every policy's Ready condition is True/Applied with observedGeneration == generation; polled by listing
+both every 0.5 s), the time until quiet (its last class write or status patch before --settle seconds
+without any: a converged state can still be rewritten), the class writes (ptol_operator_writes_total) and
+status patches (ptol_operator_status_patches_total) over the burst, and the Events about our classes and
+policies posted meanwhile (kopf posts those of cluster-scoped objects in the namespace `default`). Then
+the operator is restarted and the writes it makes once resumed are counted.
+
+Targets: one write per class that needs a change (writes == C), <= 2 status patches per policy, one Event
+per real change, 100 x 300 converged in <= 5 s and 1,000 x 3,000 in <= 30 s, no write after a restart.
+A size that does not converge within --timeout is reported as "not converged" with how far it got.
+Saves benchmarks/results/operator_burst.json. Run:
+
+    .venv/bin/python benchmarks/operator_burst.py [--quick] [--sizes 10x30,100x300] [--timeout 120]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from collections import Counter
+from typing import Any
+
+from _cluster import api_client, bounded, install_crd, local_cluster, metric_sum, raw, scrape, with_retries
+from _common import save_results, shown
+from kubernetes_asyncio import client
+
+from preemption_toleration.api.policy import API_VERSION, GROUP, KIND, PLURAL, VERSION
+from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
+from preemption_toleration.devcluster import LocalCluster
+from preemption_toleration.devcluster.components import ComponentProcess
+from preemption_toleration.devcluster.processes import free_port
+
+SIZES = ((10, 30), (100, 300), (1000, 3000))
+QUICK = ((10, 30),)
+TIME_TARGETS = {(100, 300): 5.0, (1000, 3000): 30.0}
+LABEL = "bench=operator-burst"
+MINIMUM, TOLERATION = 10000, 600
+DESIRED = {MINIMUM_PREEMPTABLE_PRIORITY: str(MINIMUM), TOLERATION_SECONDS: str(TOLERATION)}
+IN_FLIGHT, POLL_SECONDS = 64, 0.5
+
+
+async def create_classes(cluster: LocalCluster, policies: int, classes: int) -> None:
+    async with await api_client(cluster, IN_FLIGHT) as api:
+        scheduling = client.SchedulingV1Api(api)
+
+        async def create(i: int) -> None:
+            body = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "value": 8000,
+                    "metadata": {"name": f"burst-{i:04d}", "labels": {"team": f"t{i % policies}",
+                                                                      "bench": "operator-burst"}}}
+            await with_retries(lambda: raw(scheduling.create_priority_class(body, _preload_content=False)))
+
+        await bounded(range(classes), create, IN_FLIGHT)
+
+
+async def create_policies(cluster: LocalCluster, policies: int) -> None:
+    async with await api_client(cluster, IN_FLIGHT) as api:
+        custom = client.CustomObjectsApi(api)
+
+        async def create(i: int) -> None:
+            body = {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": f"burst-{i:04d}"},
+                    "spec": {"priorityClassSelector": {"matchLabels": {"team": f"t{i}"}},
+                             "minimumPreemptablePriority": MINIMUM, "tolerationSeconds": TOLERATION}}
+            await with_retries(lambda: raw(custom.create_cluster_custom_object(
+                GROUP, VERSION, PLURAL, body, _preload_content=False)))
+
+        await bounded(range(policies), create, IN_FLIGHT)
+
+
+def policy_converged(policy: dict[str, Any]) -> bool:
+    status = policy.get("status") or {}
+    ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
+    return (bool(ready) and ready[0].get("status") == "True" and ready[0].get("reason") == "Applied"
+            and status.get("observedGeneration") == policy["metadata"].get("generation"))
+
+
+async def progress(cluster: LocalCluster) -> tuple[int, int]:
+    """(classes with the desired annotations, converged policies)."""
+    async with await api_client(cluster) as api:
+        classes = json.loads(await raw(client.SchedulingV1Api(api).list_priority_class(
+            label_selector=LABEL, _preload_content=False)))["items"]
+        policies = json.loads(await raw(client.CustomObjectsApi(api).list_cluster_custom_object(
+            GROUP, VERSION, PLURAL, _preload_content=False)))["items"]
+    done = sum(all((c["metadata"].get("annotations") or {}).get(k) == v for k, v in DESIRED.items())
+               for c in classes)
+    return done, sum(map(policy_converged, policies))
+
+
+async def our_events(cluster: LocalCluster) -> dict[str, dict[str, Any]]:
+    """Events (all namespaces) about PriorityClasses or policies named burst-*, by uid."""
+    async with await api_client(cluster) as api:
+        items = json.loads(await raw(client.CoreV1Api(api).list_event_for_all_namespaces(
+            _preload_content=False)))["items"]
+    return {e["metadata"]["uid"]: e for e in items
+            if e["involvedObject"].get("kind") in ("PriorityClass", KIND)
+            and e["involvedObject"].get("name", "").startswith("burst-")}
+
+
+def summarize_events(events: list[dict[str, Any]]) -> dict[str, Any]:
+    def source(event: dict[str, Any]) -> str:
+        return str(event.get("reportingComponent") or (event.get("source") or {}).get("component") or "?")
+
+    return {"total": len(events), "by_reason": dict(Counter(str(e.get("reason")) for e in events)),
+            "by_component": dict(Counter(map(source, events))),
+            "namespaces": sorted({e["metadata"]["namespace"] for e in events})}
+
+
+class Operator:
+    """`ptol operator --metrics` as a child process, and its counters."""
+
+    def __init__(self, cluster: LocalCluster, run: str) -> None:
+        self.port = free_port()
+        self.process = ComponentProcess("operator", cluster.kubeconfig, cluster.logs_dir / f"operator-{run}.log",
+                                        "--metrics", f"127.0.0.1:{self.port}")
+
+    def counters(self) -> dict[str, float]:
+        samples = scrape(f"http://127.0.0.1:{self.port}/metrics")
+        return {"writes": metric_sum(samples, "ptol_operator_writes_total", result="ok"),
+                "failed_writes": metric_sum(samples, "ptol_operator_writes_total", result="failed"),
+                "status_patches": metric_sum(samples, "ptol_operator_status_patches_total"),
+                "reconciles": metric_sum(samples, "ptol_operator_reconciles_total")}
+
+    def start_and_settle(self, quiet: float, timeout: float, need_reconcile: bool = False) -> bool:
+        """Start; True once /metrics answers and the reconcile count has not moved for `quiet` seconds
+        (after at least one reconcile when `need_reconcile`)."""
+        self.process.start()
+        deadline, last, since = time.monotonic() + timeout, None, time.monotonic()
+        while time.monotonic() < deadline and self.process.running():
+            time.sleep(0.25)
+            try:
+                reconciles = self.counters()["reconciles"]
+            except OSError:
+                continue
+            if reconciles != last:
+                last, since = reconciles, time.monotonic()
+            elif time.monotonic() - since >= quiet and (reconciles > 0 or not need_reconcile):
+                return True
+        return False
+
+
+def follow_burst(cluster: LocalCluster, operator: Operator, total: tuple[int, int], started: float,
+                 args: argparse.Namespace) -> dict[str, Any]:
+    """Poll until converged and then quiet (writes and status patches unchanged for --settle seconds), or
+    until --timeout: when it converged, when the operator stopped writing, and how far it got."""
+    found: dict[str, Any] = {}
+    done, counts, last_change = (0, 0), (-1.0, -1.0), started
+    while time.monotonic() - started < args.timeout:
+        if not operator.process.running():
+            return found | {"problem": f"operator exited (log: {operator.process.log_path.name})"}
+        if "converged_seconds" not in found:
+            done = asyncio.run(progress(cluster))
+            if done == total:
+                found["converged_seconds"] = round(time.monotonic() - started, 2)
+        try:
+            now = operator.counters()
+        except OSError:
+            now = {"writes": -1.0, "status_patches": -1.0}
+        if (now["writes"], now["status_patches"]) != counts:
+            counts, last_change = (now["writes"], now["status_patches"]), time.monotonic()
+        elif "converged_seconds" in found and time.monotonic() - last_change >= args.settle:
+            found["quiet_seconds"] = round(last_change - started, 2)
+            break
+        time.sleep(POLL_SECONDS)
+    found["classes_done"], found["policies_done"] = done
+    return found
+
+
+def run_size(policies: int, classes: int, args: argparse.Namespace) -> dict[str, Any]:
+    row: dict[str, Any] = {"policies": policies, "classes": classes}
+    with local_cluster() as cluster:
+        install_crd(cluster)
+        asyncio.run(create_classes(cluster, policies, classes))
+        operator = Operator(cluster, "burst")
+        try:
+            if not operator.start_and_settle(quiet=2.0, timeout=120):
+                return row | {"problem": "operator not ready"}
+            before, events_before = operator.counters(), asyncio.run(our_events(cluster))
+            started = time.monotonic()
+            asyncio.run(create_policies(cluster, policies))
+            row["create_seconds"] = round(time.monotonic() - started, 2)
+            row |= follow_burst(cluster, operator, (classes, policies), started, args)
+            if "problem" in row:
+                return row
+            after, events_after = operator.counters(), asyncio.run(our_events(cluster))
+            row |= {key: after[key] - before[key] for key in after}
+            row["events"] = summarize_events([e for uid, e in events_after.items() if uid not in events_before])
+            if "converged_seconds" not in row:
+                return row
+            operator.process.stop()
+            operator = Operator(cluster, "restart")
+            if not operator.start_and_settle(quiet=args.settle, timeout=max(120, args.timeout),
+                                             need_reconcile=True):
+                return row | {"problem": "operator not resumed after restart"}
+            restart = operator.counters()
+            row["restart"] = {"writes": restart["writes"], "status_patches": restart["status_patches"],
+                              "reconciles": restart["reconciles"],
+                              "events": len(set(asyncio.run(our_events(cluster))) - set(events_after))}
+        finally:
+            operator.process.stop()
+    return row
+
+
+def parse_sizes(text: str) -> list[tuple[int, int]]:
+    sizes = []
+    for item in text.split(","):
+        policies, _, classes = item.strip().partition("x")
+        sizes.append((int(policies), int(classes)))
+    return sizes
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="10 x 30 only")
+    parser.add_argument("--sizes", type=parse_sizes, help="POLICIESxCLASSES,... (default 10x30,100x300,1000x3000)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per size before 'not converged'")
+    parser.add_argument("--settle", type=float, default=5.0, help="seconds without a write or status patch "
+                        "after which the operator counts as done (after the burst and after the restart)")
+    parser.add_argument("--save-as", default="operator_burst", metavar="NAME",
+                        help="results file benchmarks/results/NAME.json, e.g. to keep a baseline run apart")
+    args = parser.parse_args()
+    sizes = args.sizes or (QUICK if args.quick else SIZES)
+    print(f"{'size':>11} {'converged s':>11} {'quiet s':>7} {'writes':>6} {'/class':>6} {'patches':>7} "
+          f"{'/policy':>7} {'events':>6} {'/change':>7} {'reconciles':>10} {'restart writes':>14}")
+    rows = []
+    for policies, classes in sizes:
+        row = run_size(policies, classes, args)
+        rows.append(row)
+        converged = row.get("converged_seconds") or (
+            f"not ({row.get('classes_done', 0)}/{classes} classes, {row.get('policies_done', 0)}/{policies} policies)"
+            if "classes_done" in row else row.get("problem"))
+        events = (row.get("events") or {}).get("total", 0)
+        print(f"{policies:>5} x {classes:<5} {converged!s:>11} {row.get('quiet_seconds', '-')!s:>7} "
+              f"{row.get('writes', 0):>6.0f} "
+              f"{row.get('writes', 0) / classes:>6.2f} {row.get('status_patches', 0):>7.0f} "
+              f"{row.get('status_patches', 0) / policies:>7.2f} {events:>6} {events / classes:>7.2f} "
+              f"{row.get('reconciles', 0):>10.0f} {(row.get('restart') or {}).get('writes', '-')!s:>14} "
+              f"{row.get('problem', '')}", flush=True)
+        if row.get("events"):
+            print(f"{'':>13}events by reason {row['events']['by_reason']}, by component "
+                  f"{row['events']['by_component']}, in {row['events']['namespaces']}")
+    print("targets: writes/class = 1; status patches/policy <= 2; events/change = 1; restart writes = 0; "
+          + "; ".join(f"{p} x {c} converged <= {s:.0f} s" for (p, c), s in TIME_TARGETS.items()))
+    path = save_results(args.save_as, {"timeout_seconds": args.timeout, "settle_seconds": args.settle, "rows": rows})
+    print(f"saved to {shown(path)}")
+
+
+if __name__ == "__main__":
+    main()
