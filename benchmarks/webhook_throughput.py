@@ -72,9 +72,9 @@ async def populate(api: ApiClient, pods: int) -> None:
     await ensure_namespace(api, NAMESPACE)
     for node in nodes:
         await create_node(api, node, cpu="64", memory="256Gi", pods="110")
-    for name, value, labels, annotations in CLASSES:
+    for name, value, labels, notes in CLASSES:
         await client.SchedulingV1Api(api).create_priority_class({"metadata": {
-            "name": name, "labels": labels, "annotations": annotations}, "value": value})
+            "name": name, "labels": labels, "annotations": notes}, "value": value})
     for name, target, seconds in POLICIES:
         await client.CustomObjectsApi(api).create_cluster_custom_object(GROUP, VERSION, PLURAL, {
             "apiVersion": f"{GROUP}/{VERSION}", "kind": "PreemptionTolerationPolicy", "metadata": {"name": name},
