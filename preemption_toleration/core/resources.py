@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from preemption_toleration.core.shapes import as_list
+
 CPU = "cpu"
 MEMORY = "memory"
 EPHEMERAL_STORAGE = "ephemeral-storage"
@@ -88,18 +90,14 @@ def _max(total: dict[str, int], other: Mapping[str, int]) -> None:
             total[name] = value
 
 
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
     """The summed requests of a pod spec, by resource name; resources requested by nobody are absent."""
     total: dict[str, int] = {}
-    for container in _list(spec.get("containers")):
+    for container in as_list(spec.get("containers")):
         _add(total, _requests(container))
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
-    for container in _list(spec.get("initContainers")):
+    for container in as_list(spec.get("initContainers")):
         requests = _requests(container)
         if isinstance(container, Mapping) and container.get("restartPolicy") == "Always":
             _add(sidecars, requests)

@@ -7,9 +7,9 @@ policy that wants a class an older one already governs gets `Conflict` and leave
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from preemption_toleration.api.policy import LabelSelector, PreemptionTolerationPolicySpec
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS

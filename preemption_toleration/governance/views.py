@@ -10,6 +10,7 @@ from typing import Any
 from preemption_toleration.api.policy import API_VERSION, KIND, PreemptionTolerationPolicySpec
 from preemption_toleration.core.annotations import POLICY_KEYS
 from preemption_toleration.core.pods import parse_time
+from preemption_toleration.core.shapes import as_int, as_mapping
 from preemption_toleration.validation.findings import Finding
 from preemption_toleration.validation.policy import parse_policy
 
@@ -79,7 +80,7 @@ def owned_annotation_keys(managed_fields: Any, manager: str = FIELD_MANAGER) -> 
     for entry in managed_fields if isinstance(managed_fields, list) else []:
         if not isinstance(entry, Mapping) or entry.get("manager") != manager or entry.get("operation") != "Apply":
             continue
-        annotations = _mapping(_mapping(_mapping(entry.get("fieldsV1")).get("f:metadata")).get("f:annotations"))
+        annotations = as_mapping(as_mapping(as_mapping(entry.get("fieldsV1")).get("f:metadata")).get("f:annotations"))
         owned.update(key[2:] for key in annotations if key.startswith("f:") and key[2:] in POLICY_KEYS)
     return frozenset(owned)
 
@@ -87,22 +88,14 @@ def owned_annotation_keys(managed_fields: Any, manager: str = FIELD_MANAGER) -> 
 def class_view(obj: Mapping[str, Any], manager: str = FIELD_MANAGER) -> ClassView:
     """What governance needs of a PriorityClass. Admission requests can carry malformed objects (the
     webhook refuses them, but only after this view is taken): wrong types read as absent."""
-    metadata = _mapping(obj.get("metadata"))
-    annotations = _mapping(metadata.get("annotations"))
+    metadata = as_mapping(obj.get("metadata"))
+    annotations = as_mapping(metadata.get("annotations"))
     return ClassView(
         name=str(metadata.get("name")),
         uid=str(metadata.get("uid") or ""),
         resource_version=str(metadata.get("resourceVersion") or ""),
-        value=_integer(obj.get("value")),
-        labels={str(key): str(value) for key, value in _mapping(metadata.get("labels")).items()},
+        value=as_int(obj.get("value")),
+        labels={str(key): str(value) for key, value in as_mapping(metadata.get("labels")).items()},
         annotations={key: str(annotations[key]) for key in POLICY_KEYS if key in annotations},
         owned_keys=owned_annotation_keys(metadata.get("managedFields"), manager),
     )
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
-def _integer(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0

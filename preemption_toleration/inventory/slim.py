@@ -11,25 +11,18 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from preemption_toleration.core.resources import pod_requests
+from preemption_toleration.core.shapes import as_int, as_mapping
 
 PodKey = tuple[str, str]  # (namespace, name)
 Requests = tuple[tuple[str, int], ...]  # summed requests, sorted by resource name
 MAX_SHARED = 100_000  # entries per table of shared values; beyond it, values are simply not shared
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _text(value: Any) -> str | None:
     return sys.intern(value) if isinstance(value, str) and value else None
-
-
-def _integer(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 class Constraints:
@@ -45,6 +38,18 @@ class Constraints:
 NO_CONSTRAINTS = Constraints({}, "{}")
 
 
+T = TypeVar("T")
+
+
+def _share(table: dict[Any, T], value: T, key: Any = None) -> T:
+    """The table's equal value (under `key`, by default the value itself), else `value`, kept for the next
+    pod while the table has room."""
+    key = value if key is None else key
+    if len(table) >= MAX_SHARED:
+        return table.get(key, value)
+    return table.setdefault(key, value)
+
+
 class Shared:
     """Tables that let equal values of many pods be one object."""
 
@@ -54,32 +59,24 @@ class Shared:
         self.numbers: dict[int, int] = {}  # priorities: a few values, each an object of its own otherwise
 
     def number(self, value: int) -> int:
-        if len(self.numbers) >= MAX_SHARED:
-            return self.numbers.get(value, value)
-        return self.numbers.setdefault(value, value)
+        return _share(self.numbers, value)
 
     def constraints_of(self, spec: Mapping[str, Any]) -> Constraints:
         picked: dict[str, Any] = {}
         for key in ("nodeSelector", "tolerations"):
             if spec.get(key):
                 picked[key] = spec[key]
-        required = _mapping(_mapping(spec.get("affinity")).get("nodeAffinity")).get(
+        required = as_mapping(as_mapping(spec.get("affinity")).get("nodeAffinity")).get(
             "requiredDuringSchedulingIgnoredDuringExecution")
         if required:
             picked["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
         signature = json.dumps(picked, sort_keys=True, separators=(",", ":"), default=str)
         found = self.constraints.get(signature)
-        if found is None:
-            found = Constraints(picked, signature)
-            if len(self.constraints) < MAX_SHARED:
-                self.constraints[signature] = found
-        return found
+        return found if found is not None else _share(self.constraints, Constraints(picked, signature), signature)
 
     def requests_of(self, spec: Mapping[str, Any]) -> Requests:
-        summed = tuple(sorted((sys.intern(name), value) for name, value in pod_requests(spec).items()))
-        if len(self.requests) >= MAX_SHARED:
-            return self.requests.get(summed, summed)
-        return self.requests.setdefault(summed, summed)
+        return _share(self.requests, tuple(sorted((sys.intern(name), value)
+                                                  for name, value in pod_requests(spec).items())))
 
 
 class SlimPod:
@@ -155,7 +152,7 @@ class SlimPod:
 
 
 def pod_key(pod: Mapping[str, Any]) -> PodKey:
-    metadata = _mapping(pod.get("metadata"))
+    metadata = as_mapping(pod.get("metadata"))
     return str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
 
 
@@ -169,9 +166,9 @@ def _scheduled(status: Mapping[str, Any]) -> tuple[str | None, Any]:
 
 
 def slim_pod(pod: Mapping[str, Any], shared: Shared) -> SlimPod:
-    metadata = _mapping(pod.get("metadata"))
-    spec = _mapping(pod.get("spec"))
-    status = _mapping(pod.get("status"))
+    metadata = as_mapping(pod.get("metadata"))
+    spec = as_mapping(pod.get("spec"))
+    status = as_mapping(pod.get("status"))
     namespace, name = pod_key(pod)
     node_name = _text(spec.get("nodeName"))
     scheduled, scheduled_at = _scheduled(status)
@@ -181,7 +178,7 @@ def slim_pod(pod: Mapping[str, Any], shared: Shared) -> SlimPod:
         # only the queue order of unbound pods reads it; a binding replaces the record
         created="" if node_name else str(metadata.get("creationTimestamp") or ""),
         deletion=str(metadata["deletionTimestamp"]) if metadata.get("deletionTimestamp") else None,
-        priority=shared.number(_integer(spec.get("priority"))),
+        priority=shared.number(as_int(spec.get("priority"))),
         priority_class=_text(spec.get("priorityClassName")),
         preempts_never=spec.get("preemptionPolicy") == "Never",
         node_name=node_name,
@@ -196,9 +193,9 @@ def slim_pod(pod: Mapping[str, Any], shared: Shared) -> SlimPod:
 
 def slim_node(node: Mapping[str, Any]) -> dict[str, Any]:
     """Name, labels, taints and allocatable resources: what matching and fitting read."""
-    metadata = _mapping(node.get("metadata"))
-    spec = _mapping(node.get("spec"))
-    status = _mapping(node.get("status"))
+    metadata = as_mapping(node.get("metadata"))
+    spec = as_mapping(node.get("spec"))
+    status = as_mapping(node.get("status"))
     slim: dict[str, Any] = {"metadata": {"name": metadata.get("name"), "labels": metadata.get("labels") or {}},
                             "spec": {"taints": spec.get("taints") or []}}
     if status.get("allocatable"):

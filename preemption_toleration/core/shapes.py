@@ -1,0 +1,20 @@
+"""Reading JSON whose shape is not guaranteed (admission requests can carry malformed objects): a value of
+the wrong type reads as absent."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def as_mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def as_int(value: Any) -> int:
+    """An integer, booleans excluded (JSON `true` is no number); 0 otherwise."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
