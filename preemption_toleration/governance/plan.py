@@ -1,6 +1,6 @@
 """The planner: from all policies and classes, who governs what, what to write, and each policy's status.
 
-Ownership is decided per class, oldest policy first (creation time, then name), so it is stable: a newer
+Ownership is decided per class, oldest policy first (`ownership.age_order`), so it is stable: a newer
 policy that wants a class an older one already governs gets `Conflict` and leaves that class alone.
 """
 
@@ -14,6 +14,7 @@ from typing import Any
 from preemption_toleration.api.policy import LabelSelector, PreemptionTolerationPolicySpec
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
 from preemption_toleration.core.selectors import selector_matches
+from preemption_toleration.governance.ownership import age_order, selector_of
 from preemption_toleration.governance.views import ClassView, PolicyView
 
 
@@ -139,25 +140,10 @@ class LabelIndex:
 def governed_names(spec: PreemptionTolerationPolicySpec, classes: Mapping[str, ClassView],
                    labels: LabelIndex | None = None) -> list[str]:
     """Names the policy claims: its named class (existing or not), or the existing classes it selects."""
-    if spec.priority_class_name is not None:
-        return [spec.priority_class_name]
-    selector = spec.priority_class_selector.to_kube() if spec.priority_class_selector else {}
+    selector = selector_of(spec)
+    if selector is None:
+        return [str(spec.priority_class_name)]
     return (labels or LabelIndex(classes)).matching(selector)
-
-
-def claims(spec: PreemptionTolerationPolicySpec, view: ClassView) -> bool:
-    """The policy claims this class: by its name, or by a selector matching its labels."""
-    if spec.priority_class_name is not None:
-        return spec.priority_class_name == view.name
-    selector = spec.priority_class_selector.to_kube() if spec.priority_class_selector else {}
-    return selector_matches(selector, view.labels)
-
-
-def claimants(policies: Iterable[PolicyView], view: ClassView) -> list[PolicyView]:
-    """The live, valid policies that claim one class, oldest first: the first governs it, as `plan` decides,
-    without planning every class (what an admission request about this one class needs)."""
-    found = [p for p in policies if not p.deleting and p.spec is not None and claims(p.spec, view)]
-    return sorted(found, key=lambda p: (p.created, p.name))
 
 
 def _applied_message(names: list[str], annotations: Mapping[str, str]) -> str:
@@ -219,7 +205,7 @@ def plan(policies: Iterable[PolicyView], classes: Iterable[ClassView]) -> Plan:
     """Each class goes to the oldest policy that claims it; a newer claimant is in Conflict for it but
     keeps the classes nobody else claims, so a label change never strips another class's protection."""
     by_name = {view.name: view for view in classes}
-    ordered = [p for p in sorted(policies, key=lambda p: (p.created, p.name)) if not p.deleting]
+    ordered = [p for p in sorted(policies, key=age_order) if not p.deleting]
     owners: dict[str, str] = {}
     claims: dict[str, list[str]] = {}
     specs: dict[str, PreemptionTolerationPolicySpec] = {}

@@ -13,7 +13,7 @@ from preemption_toleration.core.exemption import PriorityClassNotFound, exempted
 from preemption_toleration.core.intparse import IntParseError, parse_go_int
 from preemption_toleration.core.pods import pod_priority, pod_ref, preempts_never, priority_class_name
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_of
-from preemption_toleration.governance.plan import claimants
+from preemption_toleration.governance.ownership import PolicyIndex
 from preemption_toleration.governance.views import ClassView, PolicyView
 from preemption_toleration.guard.inference import infer_preemptor
 from preemption_toleration.inventory.pods import PodIndex
@@ -33,6 +33,7 @@ class GuardSnapshot:
     nodes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     classes: Mapping[str, ClassView] = field(default_factory=dict)
     policies: Mapping[str, PolicyView] = field(default_factory=dict)
+    ownership: PolicyIndex | None = None  # built from `policies` when not given
 
     def class_json(self, name: str) -> dict[str, Any] | None:
         view = self.classes.get(name)
@@ -43,8 +44,9 @@ class GuardSnapshot:
     def owner(self, class_name: str) -> str | None:
         """The policy that governs a class (the oldest that claims it), read only for a refusal's message."""
         view = self.classes.get(class_name)
-        found = claimants(self.policies.values(), view) if view is not None else []
-        return found[0].name if found else None
+        ownership = self.ownership or PolicyIndex(self.policies.values())
+        governing = ownership.governing(view) if view is not None else None
+        return governing.name if governing is not None else None
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,7 @@ class AdmissionCaches:
             nodes=self.node_store.items,  # type: ignore[arg-type]
             classes=snapshot.classes,
             policies=snapshot.policies,
+            ownership=snapshot.ownership,
         )
 
     def snapshot(self) -> Snapshot:

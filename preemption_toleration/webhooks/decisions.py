@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, allow, deny
 from preemption_toleration.core.annotations import POLICY_KEYS, annotations_of
-from preemption_toleration.governance.plan import claimants, desired_annotations, governed_names
+from preemption_toleration.governance.ownership import PolicyIndex
+from preemption_toleration.governance.plan import LabelIndex, desired_annotations, governed_names
 from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
 from preemption_toleration.validation.findings import Finding
 from preemption_toleration.validation.policy import parse_policy
@@ -21,10 +23,18 @@ from preemption_toleration.validation.priority_class import (
 
 @dataclass(frozen=True)
 class Snapshot:
-    """What the watches have seen, by name."""
+    """What the watches have seen, by name; built again when they see a change, never per request."""
 
     policies: Mapping[str, PolicyView] = field(default_factory=dict)
     classes: Mapping[str, ClassView] = field(default_factory=dict)
+
+    @cached_property
+    def ownership(self) -> PolicyIndex:
+        return PolicyIndex(self.policies.values())
+
+    @cached_property
+    def labels(self) -> LabelIndex:
+        return LabelIndex(self.classes)
 
 
 @dataclass(frozen=True)
@@ -70,8 +80,8 @@ def validate_priority_class(
         return deny(request.uid, 422, " ".join(f.message for f in errors), warnings=warnings)
     if request.user_info.username not in config.operator_identities:
         view = class_view(obj)
-        found = claimants(snapshot.policies.values(), view)
-        before = claimants(snapshot.policies.values(), class_view(request.old_object)) if request.old_object else []
+        found = snapshot.ownership.claimants(view)
+        before = snapshot.ownership.claimants(class_view(request.old_object)) if request.old_object else []
         warnings += _contested_warning(view.name, found, before)
         governing = _governing(found)
         if governing is not None:
@@ -95,7 +105,7 @@ def mutate_priority_class(request: AdmissionRequest, snapshot: Snapshot) -> Admi
     obj = request.object or {}
     if request.operation != "CREATE":
         return allow(request.uid)
-    governing = _governing(claimants(snapshot.policies.values(), class_view(obj)))
+    governing = _governing(snapshot.ownership.claimants(class_view(obj)))
     if governing is None:
         return allow(request.uid)
     policy_name, values = governing
@@ -125,18 +135,23 @@ def mutate_priority_class(request: AdmissionRequest, snapshot: Snapshot) -> Admi
 
 
 def _conflict(name: str, spec: Any, snapshot: Snapshot) -> str | None:
-    mine = set(governed_names(spec, snapshot.classes))
-    for other in sorted(snapshot.policies.values(), key=lambda p: p.name):
-        if other.name == name or other.deleting or other.spec is None:
-            continue
-        shared = mine & set(governed_names(other.spec, snapshot.classes))
-        if shared:
-            return (
-                f'PreemptionTolerationPolicy "{name}": PriorityClass {", ".join(sorted(shared))} is already '
-                f'governed by PreemptionTolerationPolicy "{other.name}". Fix: change "{other.name}" instead, '
-                "or delete it first."
-            )
-    return None
+    """Whether another live policy already claims a class this one would: the classes it would govern,
+    each asked of the ownership index (a class that does not exist yet is claimed by name only)."""
+    shared: dict[str, set[str]] = {}
+    for class_name in governed_names(spec, snapshot.classes, snapshot.labels):
+        view = snapshot.classes.get(class_name)
+        claimed = snapshot.ownership.claimants(view or ClassView(class_name, 0), exists=view is not None)
+        for other in claimed:
+            if other.name != name:
+                shared.setdefault(other.name, set()).add(class_name)
+    if not shared:
+        return None
+    other_name = min(shared)
+    return (
+        f'PreemptionTolerationPolicy "{name}": PriorityClass {", ".join(sorted(shared[other_name]))} is already '
+        f'governed by PreemptionTolerationPolicy "{other_name}". Fix: change "{other_name}" instead, '
+        "or delete it first."
+    )
 
 
 def validate_policy(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionResponse:

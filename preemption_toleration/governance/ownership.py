@@ -1,0 +1,90 @@
+"""Which policies claim a PriorityClass, and which one governs it: the oldest claimant (creation time,
+then name). `plan` applies the same rule to every class at once; admission requests and the guard ask
+about one class, through a `PolicyIndex` built once per change of the policies, so that the answer costs
+what that class's labels and claimants cost, not what the number of policies does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from preemption_toleration.api.policy import PreemptionTolerationPolicySpec
+from preemption_toleration.core.selectors import selector_matches
+from preemption_toleration.governance.views import ClassView, PolicyView
+
+Selector = Mapping[str, Any]
+
+
+def age_order(policy: PolicyView) -> tuple[Any, str]:
+    """The order in which policies win a class: the oldest first, then by name."""
+    return policy.created, policy.name
+
+
+def selector_of(spec: PreemptionTolerationPolicySpec) -> Selector | None:
+    """The policy's selector as Kubernetes JSON, or None for a policy that names its class."""
+    if spec.priority_class_name is not None:
+        return None
+    return spec.priority_class_selector.to_kube() if spec.priority_class_selector else {}
+
+
+def claims(spec: PreemptionTolerationPolicySpec, view: ClassView) -> bool:
+    """The policy claims this class: by its name, or by a selector matching its labels."""
+    selector = selector_of(spec)
+    return spec.priority_class_name == view.name if selector is None else selector_matches(selector, view.labels)
+
+
+def _required_pairs(selector: Selector) -> list[tuple[str, str]]:
+    """Label pairs of which every class the selector matches carries one (empty: no such guarantee)."""
+    match_labels = selector.get("matchLabels") or {}
+    if match_labels:
+        key = min(match_labels)
+        return [(key, match_labels[key])]
+    for expression in selector.get("matchExpressions") or []:
+        if expression.get("operator") == "In" and expression.get("values"):
+            return [(expression["key"], value) for value in dict.fromkeys(expression["values"])]
+    return []
+
+
+class PolicyIndex:
+    """The live, valid policies, by the class they name or by one label pair their selector requires."""
+
+    def __init__(self, policies: Iterable[PolicyView]) -> None:
+        self.by_class_name: dict[str, list[PolicyView]] = {}
+        self.by_pair: dict[tuple[str, str], list[tuple[PolicyView, Selector]]] = {}
+        self.unindexed: list[tuple[PolicyView, Selector]] = []  # selectors with no required pair, e.g. {}
+        for policy in policies:
+            if policy.deleting or policy.spec is None:
+                continue
+            selector = selector_of(policy.spec)
+            if selector is None:
+                self.by_class_name.setdefault(str(policy.spec.priority_class_name), []).append(policy)
+                continue
+            pairs = _required_pairs(selector)
+            for pair in pairs:
+                self.by_pair.setdefault(pair, []).append((policy, selector))
+            if not pairs:
+                self.unindexed.append((policy, selector))
+
+    def claimants(self, view: ClassView, *, exists: bool = True) -> list[PolicyView]:
+        """The policies that claim the class, oldest first: the first one governs it. A class that does not
+        exist (`exists=False`) is claimed only by name: selectors govern existing classes."""
+        found = list(self.by_class_name.get(view.name, ()))
+        if exists:
+            labels = view.labels
+            for pair in labels.items():
+                found += [policy for policy, selector in self.by_pair.get(pair, ()) if selector_matches(selector, labels)]
+            found += [policy for policy, selector in self.unindexed if selector_matches(selector, labels)]
+        if len(found) > 1:
+            found.sort(key=age_order)
+        return found
+
+    def governing(self, view: ClassView) -> PolicyView | None:
+        found = self.claimants(view)
+        return found[0] if found else None
+
+
+def claimants(policies: Iterable[PolicyView], view: ClassView) -> list[PolicyView]:
+    """The live, valid policies that claim one class, oldest first (for a one-off question; keep a
+    `PolicyIndex` to ask many)."""
+    return PolicyIndex(policies).claimants(view)
