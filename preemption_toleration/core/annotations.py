@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from preemption_toleration.core.intparse import IntParseError, parse_go_int, wrap_int32
+from preemption_toleration.core.shapes import as_mapping
 
 PREFIX = "preemption-toleration.scheduling.x-k8s.io/"
 # Scheduler-plugins releases before v0.25.7 read this prefix; nothing reads it any more.
@@ -42,13 +43,11 @@ class PolicyParseError(ValueError):
 
 
 def _metadata(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    metadata = obj.get("metadata")
-    return metadata if isinstance(metadata, Mapping) else {}  # malformed manifests: read as absent
+    return as_mapping(obj.get("metadata"))  # malformed manifests: read as absent
 
 
 def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    annotations = _metadata(obj).get("annotations")
-    return annotations if isinstance(annotations, Mapping) else {}
+    return as_mapping(_metadata(obj).get("annotations"))
 
 
 def name_of(obj: Mapping[str, Any]) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 from preemption_toleration.api.policy import API_VERSION, KIND, PreemptionTolerationPolicySpec
 from preemption_toleration.core.annotations import POLICY_KEYS
 from preemption_toleration.core.pods import parse_time
-from preemption_toleration.core.shapes import as_int, as_mapping
+from preemption_toleration.core.shapes import as_int, as_list, as_mapping
 from preemption_toleration.validation.findings import Finding
 from preemption_toleration.validation.policy import parse_policy
 
@@ -77,17 +77,19 @@ def policy_view(obj: Mapping[str, Any]) -> PolicyView:
 def owned_annotation_keys(managed_fields: Any, manager: str = FIELD_MANAGER) -> frozenset[str]:
     """The policy annotation keys that `manager` owns through server-side apply."""
     owned: set[str] = set()
-    for entry in managed_fields if isinstance(managed_fields, list) else []:
-        if not isinstance(entry, Mapping) or entry.get("manager") != manager or entry.get("operation") != "Apply":
+    for entry in as_list(managed_fields):
+        entry = as_mapping(entry)
+        if entry.get("manager") != manager or entry.get("operation") != "Apply":
             continue
         annotations = as_mapping(as_mapping(as_mapping(entry.get("fieldsV1")).get("f:metadata")).get("f:annotations"))
         owned.update(key[2:] for key in annotations if key.startswith("f:") and key[2:] in POLICY_KEYS)
     return frozenset(owned)
 
 
-def class_view(obj: Mapping[str, Any], manager: str = FIELD_MANAGER) -> ClassView:
+def class_view(obj: Mapping[str, Any], manager: str | None = FIELD_MANAGER) -> ClassView:
     """What governance needs of a PriorityClass. Admission requests can carry malformed objects (the
-    webhook refuses them, but only after this view is taken): wrong types read as absent."""
+    webhook refuses them, but only after this view is taken): wrong types read as absent. With `manager`
+    None, `owned_keys` is left empty (admission decisions never read it)."""
     metadata = as_mapping(obj.get("metadata"))
     annotations = as_mapping(metadata.get("annotations"))
     return ClassView(
@@ -97,5 +99,5 @@ def class_view(obj: Mapping[str, Any], manager: str = FIELD_MANAGER) -> ClassVie
         value=as_int(obj.get("value")),
         labels={str(key): str(value) for key, value in as_mapping(metadata.get("labels")).items()},
         annotations={key: str(annotations[key]) for key in POLICY_KEYS if key in annotations},
-        owned_keys=owned_annotation_keys(metadata.get("managedFields"), manager),
+        owned_keys=owned_annotation_keys(metadata.get("managedFields"), manager) if manager else frozenset(),
     )

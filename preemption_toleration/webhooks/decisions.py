@@ -79,9 +79,9 @@ def validate_priority_class(
     if errors:
         return deny(request.uid, 422, " ".join(f.message for f in errors), warnings=warnings)
     if request.user_info.username not in config.operator_identities:
-        view = class_view(obj)
+        view = class_view(obj, manager=None)
         found = snapshot.ownership.claimants(view)
-        before = snapshot.ownership.claimants(class_view(request.old_object)) if request.old_object else []
+        before = snapshot.ownership.claimants(class_view(request.old_object, manager=None)) if request.old_object else []
         warnings += _contested_warning(view.name, found, before)
         governing = _governing(found)
         if governing is not None:
@@ -105,7 +105,8 @@ def mutate_priority_class(request: AdmissionRequest, snapshot: Snapshot) -> Admi
     obj = request.object or {}
     if request.operation != "CREATE":
         return allow(request.uid)
-    governing = _governing(snapshot.ownership.claimants(class_view(obj)))
+    view = class_view(obj, manager=None)
+    governing = _governing(snapshot.ownership.claimants(view))
     if governing is None:
         return allow(request.uid)
     policy_name, values = governing
@@ -120,13 +121,13 @@ def mutate_priority_class(request: AdmissionRequest, snapshot: Snapshot) -> Admi
             patch.append({"op": "add", "path": path, "value": values[key]})  # add replaces an existing key
             if key in current:
                 warnings.append(
-                    f'PriorityClass "{class_view(obj).name}": {key} set to "{values[key]}" by '
+                    f'PriorityClass "{view.name}": {key} set to "{values[key]}" by '
                     f'PreemptionTolerationPolicy "{policy_name}" (was "{current[key]}").'
                 )
         elif key not in values and key in current:
             patch.append({"op": "remove", "path": path})
             warnings.append(
-                f'PriorityClass "{class_view(obj).name}": {key} removed: PreemptionTolerationPolicy '
+                f'PriorityClass "{view.name}": {key} removed: PreemptionTolerationPolicy '
                 f'"{policy_name}" governs this class and does not set it.'
             )
     if len(patch) == 1 and patch[0]["path"] == "/metadata/annotations":
