@@ -1,8 +1,11 @@
-"""How long the PriorityClass webhooks take to decide, against the number of policies and classes.
+"""How long the admission webhooks take to decide, against the number of policies and classes.
 
-Compares, side by side in one run, the decision as shipped (the owner of the one class in the request,
-`claimants`) with planning every class per request (`plan`, what the webhook did before), on the same
-snapshot. Prints a table and saves it to benchmarks/results/admission_latency.json. Run:
+For each size, on one snapshot (its ownership and label indexes built once, as the webhook builds them
+once per change): a PriorityClass UPDATE (`validate_priority_class`, the owner of the one class in the
+request) and a policy CREATE that conflicts (`validate_policy`), each against the smallest size; and,
+side by side, planning every class per request (`plan`, what the webhook did before) and scanning every
+policy for the class's claimants (what it did before the ownership index). Prints a table and saves it to
+benchmarks/results/admission_latency.json. Run:
 
     .venv/bin/python benchmarks/admission_latency.py [--repeat N]
 """
@@ -18,9 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from preemption_toleration.api.admission import AdmissionRequest
+from preemption_toleration.governance.ownership import age_order, claims
 from preemption_toleration.governance.plan import plan
 from preemption_toleration.governance.views import class_view, policy_view
-from preemption_toleration.webhooks.decisions import AdmissionConfig, Snapshot, validate_priority_class
+from preemption_toleration.webhooks.decisions import (AdmissionConfig, Snapshot, validate_policy,
+                                                      validate_priority_class)
 
 RESULTS = Path(__file__).resolve().parent / "results" / "admission_latency.json"
 SIZES = [(10, 10), (100, 200), (500, 1000), (1000, 3000)]  # (policies, classes)
@@ -51,6 +56,19 @@ def request_for(name: str) -> AdmissionRequest:
         "name": name, "operation": "UPDATE", "userInfo": {"username": "alice"}, "object": obj, "oldObject": obj})
 
 
+def policy_request() -> AdmissionRequest:
+    """A new policy selecting tier t0, which policy-0 already governs: refused with 409."""
+    obj = {"apiVersion": "preemption-toleration.dev/v1alpha1", "kind": "PreemptionTolerationPolicy",
+           "metadata": {"name": "newcomer"}, "spec": {"priorityClassSelector": {"matchLabels": {"tier": "t0"}},
+                                                      "minimumPreemptablePriority": 10000, "tolerationSeconds": 60}}
+    return AdmissionRequest.model_validate({
+        "uid": "u", "kind": {"group": "preemption-toleration.dev", "version": "v1alpha1",
+                             "kind": "PreemptionTolerationPolicy"},
+        "resource": {"group": "preemption-toleration.dev", "version": "v1alpha1",
+                     "resource": "preemptiontolerationpolicies"},
+        "name": "newcomer", "operation": "CREATE", "userInfo": {"username": "alice"}, "object": obj})
+
+
 def median_seconds(action: Callable[[], object], repeat: int) -> float:
     timings = []
     for _ in range(repeat):
@@ -66,24 +84,41 @@ def main() -> None:
     args = parser.parse_args()
     config = AdmissionConfig()
     rows = []
-    print(f"{'policies':>8} {'classes':>8} {'shipped ms':>11} {'plan-all ms':>12} {'ratio':>7}")
+    print(f"{'policies':>8} {'classes':>8} {'PC ms':>8} {'vs first':>8} {'policy ms':>10} {'vs first':>8} "
+          f"{'scan ms':>8} {'plan-all ms':>12}")
+    first: dict[str, float] = {}
     for policies, classes in SIZES:
         snapshot = snapshot_of(policies, classes)
-        request = request_for("class-0")
+        request, creation = request_for("class-0"), policy_request()
         candidate = class_view(request.object or {})
+        assert not validate_policy(creation, snapshot).allowed  # also builds the snapshot's indexes
 
-        def shipped() -> object:
+        def priority_class() -> object:
             return validate_priority_class(request, snapshot, config)
 
-        def plan_all() -> object:  # the former per-request cost, measured on the same snapshot
-            validate_priority_class(request, snapshot, config)
+        def policy() -> object:
+            return validate_policy(creation, snapshot)
+
+        def scan() -> object:  # the claimants of one class, every policy asked in turn
+            return sorted((p for p in snapshot.policies.values() if p.spec and claims(p.spec, candidate)),
+                          key=age_order)
+
+        def plan_all() -> object:  # the per-request cost before `claimants`: every class planned
             return plan(snapshot.policies.values(), {**snapshot.classes, candidate.name: candidate}.values())
 
         repeat = max(5, args.repeat // max(1, classes // 200))
-        fast, slow = median_seconds(shipped, repeat), median_seconds(plan_all, repeat)
-        rows.append({"policies": policies, "classes": classes, "shipped_ms": round(fast * 1000, 3),
-                     "plan_all_ms": round(slow * 1000, 3), "ratio": round(slow / fast, 1)})
-        print(f"{policies:>8} {classes:>8} {fast * 1000:>11.3f} {slow * 1000:>12.3f} {slow / fast:>6.1f}x")
+        figures = {"priority_class_ms": median_seconds(priority_class, args.repeat * 20) * 1000,
+                   "policy_ms": median_seconds(policy, args.repeat * 20) * 1000,
+                   "scan_ms": median_seconds(scan, repeat) * 1000,
+                   "plan_all_ms": median_seconds(plan_all, repeat) * 1000}
+        first = first or figures
+        rows.append({"policies": policies, "classes": classes, **{k: round(v, 4) for k, v in figures.items()},
+                     "priority_class_vs_first": round(figures["priority_class_ms"] / first["priority_class_ms"], 2),
+                     "policy_vs_first": round(figures["policy_ms"] / first["policy_ms"], 2)})
+        row = rows[-1]
+        print(f"{policies:>8} {classes:>8} {figures['priority_class_ms']:>8.3f} "
+              f"{row['priority_class_vs_first']:>7.2f}x {figures['policy_ms']:>10.3f} {row['policy_vs_first']:>7.2f}x "
+              f"{figures['scan_ms']:>8.3f} {figures['plan_all_ms']:>12.3f}")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({"python": platform.python_version(), "machine": platform.machine(),
                                    "rows": rows}, indent=2) + "\n")
