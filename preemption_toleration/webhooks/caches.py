@@ -12,6 +12,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.api.policy import PLURAL
 from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
+from preemption_toleration.extender.decisions import ExtenderView
 from preemption_toleration.guard.decisions import GuardSnapshot
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.slim import slim_node
@@ -65,6 +66,10 @@ class AdmissionCaches:
             policies=snapshot.policies,
             ownership=snapshot.ownership,
         )
+
+    def extender_view(self) -> ExtenderView:
+        return ExtenderView(pods=self.pod_index, nodes=self.node_store.items,  # type: ignore[arg-type]
+                            class_json=self.guard_snapshot().class_json)
 
     def snapshot(self) -> Snapshot:
         if self._snapshot is None:

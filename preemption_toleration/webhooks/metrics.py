@@ -43,6 +43,14 @@ class WebhookMetrics:
             ["kind", "protection", "mode"],
             registry=self.registry,
         )
+        self.extender_nodes = Counter(
+            "ptol_extender_nodes_total",
+            "Candidate nodes the scheduler extender judged, by choice: unchanged (no victim tolerates the "
+            "preemptor), replaced (victims chosen without the protected pods), dropped (the preemptor cannot "
+            "fit without one), unknown (a victim not in the cache yet: left to the guard).",
+            ["choice"],
+            registry=self.registry,
+        )
         self._caches = _CacheCollector()
         self.registry.register(self._caches)
 

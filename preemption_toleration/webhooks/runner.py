@@ -131,6 +131,7 @@ async def run_webhook(
         metrics,
         settings.max_body_bytes,
         guard,
+        caches.extender_view if guard_enabled else None,  # the extender reads the guard's pod and node caches
     )
     runner = web.AppRunner(app.build(), access_log=None)
     await runner.setup()

@@ -10,6 +10,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 from aiohttp import web
@@ -24,6 +25,8 @@ from preemption_toleration.api.admission import (
     AdmissionReview,
     review_response,
 )
+from preemption_toleration.api.extender import ExtenderPreemptionArgs
+from preemption_toleration.extender.decisions import ExtenderView, NodeChoice, decide_preemption
 from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, Refusal, judge
 from preemption_toleration.guard.prefilter import may_be_preemption
 from preemption_toleration.webhooks.decisions import (
@@ -39,6 +42,8 @@ logger = logging.getLogger("preemption_toleration.webhooks")
 
 DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024  # the API server's own request limit is 3 MiB
 GUARD = "guard"
+EXTENDER = "extender-preempt"
+EXTENDER_PATH = "/extender/preempt"
 
 Decide = Callable[[AdmissionRequest, Snapshot], AdmissionResponse]
 
@@ -127,8 +132,10 @@ class WebhookApp:
         metrics: WebhookMetrics | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         guard: GuardHooks | None = None,
+        extender: Callable[[], ExtenderView] | None = None,
     ) -> None:
         self.guard = guard
+        self.extender = extender
         self.snapshot = snapshot
         self.ready = ready
         self.config = config or AdmissionConfig()
@@ -143,20 +150,56 @@ class WebhookApp:
             routes.append(Endpoint("/guard/pods", GUARD, "", "pods", self._guard))
         for endpoint in routes:
             app.router.add_post(endpoint.path, self._handler(endpoint))
+        if self.extender is not None:
+            app.router.add_post(EXTENDER_PATH, self._timed(EXTENDER, self._preempt))
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/metrics", self._metrics)
         return app
 
     def _handler(self, endpoint: Endpoint) -> Callable[[web.Request], Any]:
+        async def answer(request: web.Request) -> web.Response:
+            return await self._answer(endpoint, request)
+
+        return self._timed(endpoint.name, answer)
+
+    def _timed(self, name: str, answer: Callable[[web.Request], Any]) -> Callable[[web.Request], Any]:
         async def handle(request: web.Request) -> web.Response:
             started = time.perf_counter()
-            response = await self._answer(endpoint, request)
-            self._child(self.metrics.requests, endpoint.name, str(response.status)).inc()
-            self._child(self.metrics.latency, endpoint.name).observe(time.perf_counter() - started)
+            response = await answer(request)
+            self._child(self.metrics.requests, name, str(response.status)).inc()
+            self._child(self.metrics.latency, name).observe(time.perf_counter() - started)
             return response
 
         return handle
+
+    async def _preempt(self, request: web.Request) -> web.Response:
+        """The scheduler extender's preemptVerb: the victims on each candidate node that do not tolerate
+        the preemptor. Any answer but 200 is an error to the scheduler (ignored if the extender is
+        `ignorable`: the guard alone then protects)."""
+        assert self.extender is not None
+        try:
+            payload = await _read_json(request, self.max_body_bytes)
+            args = ExtenderPreemptionArgs.model_validate(payload)
+        except BadRequest as problem:
+            logger.warning("bad extender request", extra={"endpoint": EXTENDER_PATH, "problem": str(problem)})
+            return _json({"error": str(problem)}, status=400)
+        except ValidationError as error:
+            problem = f"request body is not an ExtenderPreemptionArgs: {_describe_validation(error)}"
+            logger.warning("bad extender request", extra={"endpoint": EXTENDER_PATH, "problem": problem})
+            return _json({"error": problem}, status=400)
+        if not self.ready():
+            return _json({"error": "caches are not synced yet"}, status=503)
+        decision = decide_preemption(args, self.extender(), datetime.now(timezone.utc))
+        preemptor = args.pod.get("metadata") if isinstance(args.pod.get("metadata"), dict) else {}
+        for outcome in decision.outcomes:
+            self._child(self.metrics.extender_nodes, outcome.choice.value).inc()
+            if outcome.choice is not NodeChoice.UNCHANGED:
+                logger.info("extender changed the victims", extra={
+                    "preemptor": f"{preemptor.get('namespace')}/{preemptor.get('name')}", "node": outcome.node,
+                    "choice": outcome.choice.value, "victims": list(outcome.victims),
+                    "tolerating": list(outcome.exempt), "detail": outcome.detail})
+        return _json(decision.result.to_wire())
 
     async def _answer(self, endpoint: Endpoint, request: web.Request) -> web.Response:
         try:

@@ -142,3 +142,55 @@ async def test_guard_fast_path_still_refuses_a_malformed_review(guard_http: Test
     del payload["request"]["uid"]
     response = await guard_http.post("/guard/pods", json=payload)
     assert response.status == 400 and "not an AdmissionReview" in (await response.json())["error"]
+
+
+@pytest.fixture
+async def extender_http() -> AsyncIterator[TestClient]:
+    from tests.unit.test_extender import CLASSES, node, pod
+    from preemption_toleration.extender.decisions import ExtenderView
+    from preemption_toleration.inventory.pods import PodIndex
+
+    READY["value"] = True
+    pods = PodIndex.of([pod("a", "low"), pod("p", "low-non-preempted")])
+    view = ExtenderView(pods, {"node-a": node("node-a")}, CLASSES.get)
+    metrics = WebhookMetrics()
+    app = WebhookApp(lambda: snapshot_of({}, {}), lambda: READY["value"], metrics=metrics, extender=lambda: view)
+    async with TestClient(TestServer(app.build())) as test_client:
+        test_client.app_metrics = metrics  # type: ignore[attr-defined]
+        yield test_client
+
+
+async def test_extender_leaves_out_a_node_whose_preemptor_needs_a_protected_pod(extender_http: TestClient) -> None:
+    from tests.unit.test_extender import pod
+
+    body = {"Pod": pod("high", "high", cpu="3", node=None), "NodeNameToVictims": None,
+            "NodeNameToMetaVictims": {"node-a": {"Pods": [{"UID": "uid-a"}, {"UID": "uid-p"}], "NumPDBViolations": 0}}}
+    response = await extender_http.post("/extender/preempt", json=body)
+    assert response.status == 200
+    assert await response.json() == {"NodeNameToMetaVictims": {}}
+    dropped = extender_http.app_metrics.extender_nodes.labels("dropped")  # type: ignore[attr-defined]
+    assert dropped._value.get() == 1
+
+
+EXTENDER_BAD_BODIES = [
+    ("not JSON", b"{", "not JSON"),
+    ("no Pod", json.dumps({"NodeNameToMetaVictims": {}}).encode(), "Pod"),
+    ("a UID of the wrong type", json.dumps({"Pod": {}, "NodeNameToMetaVictims": {"n": {"Pods": [{"UID": 3}]}}}).encode(),
+     "UID"),
+    ("victims that are not a list", json.dumps({"Pod": {}, "NodeNameToVictims": {"n": {"Pods": "all"}}}).encode(),
+     "Pods"),
+]
+
+
+@pytest.mark.parametrize(("rule", "body", "message"), EXTENDER_BAD_BODIES, ids=[c[0] for c in EXTENDER_BAD_BODIES])
+async def test_extender_refuses_a_malformed_request_with_400_and_a_reason(
+        extender_http: TestClient, rule: str, body: bytes, message: str) -> None:
+    response = await extender_http.post("/extender/preempt", data=body, headers={"Content-Type": "application/json"})
+    assert response.status == 400, rule
+    assert message in (await response.json())["error"], rule
+
+
+async def test_extender_answers_503_until_the_caches_are_synced(extender_http: TestClient) -> None:
+    READY["value"] = False
+    response = await extender_http.post("/extender/preempt", json={"Pod": {}, "NodeNameToMetaVictims": {}})
+    assert response.status == 503

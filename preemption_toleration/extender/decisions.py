@@ -1,0 +1,126 @@
+"""The extender's preempt decision over all candidate nodes of one preemption attempt.
+
+For each node the scheduler proposes: if none of its victims is exempt from this preemptor (the toleration
+contract, `exempted_from_preemption`), they are returned unchanged, so every filter of the scheduler's own
+dry run (affinity, ports, volumes) still holds. Otherwise the victims are chosen again as upstream's
+plugin does (`victims.select_victims`), or the node is left out when the preemptor cannot fit there
+without an exempt pod. A victim the cache does not know yet leaves the node as the scheduler proposed it
+(the guard still judges each deletion); a node or class the cache does not know, when a victim is exempt,
+leaves the node out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from preemption_toleration.api.extender import ExtenderPreemptionArgs, ExtenderPreemptionResult, MetaPod, MetaVictims
+from preemption_toleration.core.exemption import PriorityClassNotFound, exempted_from_preemption
+from preemption_toleration.core.pods import pod_priority
+from preemption_toleration.core.resources import allocatable, pod_requests
+from preemption_toleration.core.shapes import as_mapping
+from preemption_toleration.extender.victims import select_victims
+from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.slim import SlimPod
+
+
+class NodeChoice(str, Enum):
+    UNCHANGED = "unchanged"  # no exempt victim: the scheduler's choice stands
+    REPLACED = "replaced"  # victims chosen again without the exempt ones
+    DROPPED = "dropped"  # the preemptor cannot fit there without an exempt pod
+    UNKNOWN = "unknown"  # a victim the cache has not seen yet: the scheduler's choice, for the guard to judge
+
+
+@dataclass(frozen=True)
+class NodeOutcome:
+    node: str
+    choice: NodeChoice
+    victims: tuple[str, ...]  # UIDs returned for the node (none when dropped)
+    exempt: tuple[str, ...] = ()  # "namespace/name" of the scheduler's victims that were exempt
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ExtenderView:
+    """What the decision reads: the pod index, slim nodes, and PriorityClasses as JSON by name."""
+
+    pods: PodIndex
+    nodes: Mapping[str, Mapping[str, Any]]
+    class_json: Callable[[str], Mapping[str, Any] | None]
+
+
+@dataclass(frozen=True)
+class PreemptDecision:
+    result: ExtenderPreemptionResult
+    outcomes: tuple[NodeOutcome, ...]
+
+
+class _Exemption:
+    """`exempted_from_preemption` for slim pods of the cache, against one preemptor at one moment."""
+
+    def __init__(self, preemptor: Mapping[str, Any], view: ExtenderView, now: datetime) -> None:
+        self.preemptor = preemptor
+        self.view = view
+        self.now = now
+        self.classes: dict[str, Mapping[str, Any]] = {}
+
+    def __call__(self, pod: SlimPod) -> bool:
+        name = pod.priority_class or ""
+        if name and name not in self.classes:
+            found = self.view.class_json(name)
+            if found is not None:
+                self.classes[name] = found
+        return exempted_from_preemption(pod.as_json(), self.preemptor, self.classes, self.now)
+
+
+def _by_uid(pods: Any) -> dict[str, SlimPod]:
+    return {pod.uid: pod for pod in pods}
+
+
+def _name(pod: SlimPod) -> str:
+    return f"{pod.namespace}/{pod.name}"
+
+
+def _node_outcome(node: str, uids: list[str], preemptor: Mapping[str, Any], exempt: _Exemption,
+                  view: ExtenderView) -> NodeOutcome:
+    on_node = _by_uid(view.pods.on_node(node))
+    proposed = [on_node.get(uid) for uid in uids]
+    if any(pod is None for pod in proposed):
+        missing = [uid for uid, pod in zip(uids, proposed) if pod is None]
+        return NodeOutcome(node, NodeChoice.UNKNOWN, tuple(uids), detail=f"not in the cache yet: {', '.join(missing)}")
+    try:
+        exempt_victims = [_name(pod) for pod in proposed if pod is not None and exempt(pod)]
+        if not exempt_victims:
+            return NodeOutcome(node, NodeChoice.UNCHANGED, tuple(uids))
+        node_object = view.nodes.get(node)
+        if node_object is None:
+            return NodeOutcome(node, NodeChoice.DROPPED, (), tuple(exempt_victims), "the node is not in the cache")
+        preemptor_uid = str(as_mapping(preemptor.get("metadata")).get("uid") or "")
+        chosen = select_victims(
+            pod_priority(preemptor), pod_requests(as_mapping(preemptor.get("spec"))), on_node.values(),
+            [pod for pod in view.pods.nominated_to(node) if pod.uid != preemptor_uid], allocatable(node_object),
+            exempt,
+        )
+    except PriorityClassNotFound as missing_class:  # upstream leaves the node out on this error too
+        return NodeOutcome(node, NodeChoice.DROPPED, (), detail=str(missing_class))
+    if chosen is None:
+        return NodeOutcome(node, NodeChoice.DROPPED, (), tuple(exempt_victims),
+                           "the preemptor does not fit without a pod that tolerates it")
+    return NodeOutcome(node, NodeChoice.REPLACED, tuple(pod.uid for pod in chosen.victims), tuple(exempt_victims))
+
+
+def decide_preemption(args: ExtenderPreemptionArgs, view: ExtenderView, now: datetime) -> PreemptDecision:
+    exempt = _Exemption(args.pod, view, now)
+    proposals = args.victim_uids()
+    outcomes = tuple(_node_outcome(node, uids, args.pod, exempt, view) for node, (uids, _) in proposals.items())
+    result = ExtenderPreemptionResult()
+    for outcome in outcomes:
+        if not outcome.victims:
+            continue  # an empty list is an error to the scheduler: the node is left out instead
+        violations = proposals[outcome.node][1] if outcome.choice is not NodeChoice.REPLACED else 0
+        result.node_name_to_meta_victims[outcome.node] = MetaVictims(
+            Pods=[MetaPod(UID=uid) for uid in outcome.victims], NumPDBViolations=violations)
+    return PreemptDecision(result, outcomes)

@@ -1,0 +1,100 @@
+"""Victims on one node, as upstream's `SelectVictimsOnNode` chooses them.
+
+The potential victims are the node's pods of lower priority than the preemptor that are neither exempt
+from it nor terminating. If the preemptor does not fit with all of them gone, the node is no candidate.
+Otherwise each potential victim, the PDB-violating ones first and then the most important first (higher
+priority, then the longer-running), is put back if the preemptor still fits with it there; the rest are
+the victims.
+
+"Fits" is the scheduler's resource fit (NodeResourcesFit): for CPU, memory, ephemeral storage and every
+resource the preemptor requests, its request is at most the node's allocatable minus what the pods left on
+the node request, and the node has room for one more pod. Pods nominated to the node with a priority at
+least the preemptor's count as if they were there (`RunFilterPluginsWithNominatedPods`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from preemption_toleration.core.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from preemption_toleration.inventory.slim import Requests, SlimPod
+
+ALWAYS_CHECKED = (CPU, MEMORY, EPHEMERAL_STORAGE)
+TERMINAL_PHASES = ("Succeeded", "Failed")  # the scheduler's cache holds no such pods
+
+
+@dataclass(frozen=True)
+class NodeVictims:
+    victims: tuple[SlimPod, ...]
+    num_pdb_violations: int
+
+
+class _Usage:
+    """What the pods on a node request, with pods taken off and put back."""
+
+    def __init__(self, pods: Iterable[Requests]) -> None:
+        self.totals: dict[str, int] = {}
+        self.count = 0
+        for requests in pods:
+            self.add(requests)
+
+    def add(self, requests: Requests, sign: int = 1) -> None:
+        for name, value in requests:
+            self.totals[name] = self.totals.get(name, 0) + sign * value
+        self.count += sign
+
+    def remove(self, requests: Requests) -> None:
+        self.add(requests, -1)
+
+    def fits(self, wanted: Mapping[str, int], allocatable: Mapping[str, int]) -> bool:
+        if self.count + 1 > allocatable.get(PODS, 0):
+            return False
+        for name in (*ALWAYS_CHECKED, *(n for n in wanted if n not in ALWAYS_CHECKED)):
+            if wanted.get(name, 0) > allocatable.get(name, 0) - self.totals.get(name, 0):
+                return False
+        return True
+
+
+def importance(pod: SlimPod) -> tuple[int, str]:
+    """`util.MoreImportantPod` as a sort key: higher priority first, then the earlier start. The slim pod
+    keeps its PodScheduled time, which stands in for `status.startTime` (set when the kubelet takes it)."""
+    return -pod.priority, str(pod.scheduled_at or "")
+
+
+def select_victims(
+    preemptor_priority: int,
+    preemptor_requests: Mapping[str, int],
+    node_pods: Iterable[SlimPod],
+    nominated: Iterable[SlimPod],
+    allocatable: Mapping[str, int],
+    exempt: Callable[[SlimPod], bool],
+    violates_pdb: Callable[[SlimPod], bool] = lambda _: False,
+) -> NodeVictims | None:
+    """The victims on one node, or None when the node is no candidate for this preemptor."""
+    present = [pod for pod in node_pods if pod.phase not in TERMINAL_PHASES]
+    usage = _Usage(pod.requests for pod in present)
+    for pod in nominated:
+        if pod.priority >= preemptor_priority:
+            usage.add(pod.requests)
+    potential = [pod for pod in present
+                 if pod.priority < preemptor_priority and pod.deletion is None and not exempt(pod)]
+    if not potential:
+        return None
+    for pod in potential:
+        usage.remove(pod.requests)
+    if not usage.fits(preemptor_requests, allocatable):
+        return None
+    potential.sort(key=importance)
+    violating = [pod for pod in potential if violates_pdb(pod)]
+    others = [pod for pod in potential if not violates_pdb(pod)]
+    victims: list[SlimPod] = []
+    violations = 0
+    for group, counts in ((violating, True), (others, False)):
+        for pod in group:
+            usage.add(pod.requests)
+            if not usage.fits(preemptor_requests, allocatable):
+                usage.remove(pod.requests)
+                victims.append(pod)
+                violations += counts
+    return NodeVictims(tuple(victims), violations)
