@@ -86,7 +86,7 @@ def _describe_validation(error: ValidationError) -> str:
     return f"{where}: {first['msg']}{more}"
 
 
-async def _read_json(request: web.Request, max_bytes: int) -> dict[str, Any]:
+async def _read_json(request: web.Request, max_bytes: int, expected: str = "an AdmissionReview") -> dict[str, Any]:
     if request.content_length is not None and request.content_length > max_bytes:
         raise BadRequest(f"request body of {request.content_length} bytes exceeds the limit of {max_bytes} bytes")
     try:
@@ -100,7 +100,7 @@ async def _read_json(request: web.Request, max_bytes: int) -> dict[str, Any]:
     except ValueError as error:
         raise BadRequest(f"request body is not JSON: {error}") from error
     if not isinstance(payload, dict):
-        raise BadRequest(f"request body is a JSON {type(payload).__name__}, not an AdmissionReview object")
+        raise BadRequest(f"request body is a JSON {type(payload).__name__}, not {expected} object")
     return payload
 
 
@@ -179,7 +179,7 @@ class WebhookApp:
         `ignorable`: the guard alone then protects)."""
         assert self.extender is not None
         try:
-            payload = await _read_json(request, self.max_body_bytes)
+            payload = await _read_json(request, self.max_body_bytes, "an ExtenderPreemptionArgs")
             args = ExtenderPreemptionArgs.model_validate(payload)
         except BadRequest as problem:
             logger.warning("bad extender request", extra={"endpoint": EXTENDER_PATH, "problem": str(problem)})
@@ -195,7 +195,7 @@ class WebhookApp:
         for outcome in decision.outcomes:
             self._child(self.metrics.extender_nodes, outcome.choice.value).inc()
             if outcome.choice is not NodeChoice.UNCHANGED:
-                logger.info("extender changed the victims", extra={
+                logger.info("extender node decision", extra={
                     "preemptor": f"{preemptor.get('namespace')}/{preemptor.get('name')}", "node": outcome.node,
                     "choice": outcome.choice.value, "victims": list(outcome.victims),
                     "tolerating": list(outcome.exempt), "detail": outcome.detail})

@@ -174,6 +174,7 @@ async def test_extender_leaves_out_a_node_whose_preemptor_needs_a_protected_pod(
 
 EXTENDER_BAD_BODIES = [
     ("not JSON", b"{", "not JSON"),
+    ("a JSON list", b"[]", "JSON list, not an ExtenderPreemptionArgs"),
     ("no Pod", json.dumps({"NodeNameToMetaVictims": {}}).encode(), "Pod"),
     ("a UID of the wrong type", json.dumps({"Pod": {}, "NodeNameToMetaVictims": {"n": {"Pods": [{"UID": 3}]}}}).encode(),
      "UID"),
