@@ -1,4 +1,4 @@
-"""Helpers shared by the benchmarks: a description of the machine, and saving results as JSON.
+"""Helpers shared by the benchmarks: a description of the machine, timing a call, and saving results as JSON.
 
 Every benchmark saves its figures to benchmarks/results/<name>.json with `save_results`, which adds the
 machine description: figures from different machines or days are then never compared by mistake.
@@ -10,7 +10,9 @@ import datetime
 import json
 import os
 import platform
-from collections.abc import Mapping
+import statistics
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,3 +52,14 @@ def save_results(name: str, payload: Mapping[str, Any]) -> Path:
 def shown(path: Path) -> str:
     """`path` relative to the working directory when it is below it (for "saved to ..." lines)."""
     return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
+
+
+def timed(action: Callable[[], object], repeat: int) -> tuple[float, float]:
+    """Runs `action` `repeat` times: (median, p99) of its duration, in milliseconds."""
+    samples = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        action()
+        samples.append(time.perf_counter() - started)
+    samples.sort()
+    return statistics.median(samples) * 1e3, samples[min(int(len(samples) * 0.99), len(samples) - 1)] * 1e3

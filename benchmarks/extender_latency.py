@@ -16,17 +16,14 @@ cached pods. Saves the figures to benchmarks/results/extender_latency.json. Run:
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import save_results, shown  # noqa: E402
+from _common import save_results, shown, timed  # noqa: E402
 
 from preemption_toleration.api.extender import ExtenderPreemptionArgs  # noqa: E402
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS  # noqa: E402
@@ -76,16 +73,6 @@ def body(node: str, victims: list[str]) -> dict[str, Any]:
                      {"name": "c", "resources": {"requests": {"cpu": "2", "memory": "4Gi"}}}]}}
     return {"Pod": preemptor, "NodeNameToMetaVictims": {
         node: {"Pods": [{"UID": f"uid-{name}"} for name in victims], "NumPDBViolations": 0}}}
-
-
-def timed(action: Callable[[], object], repeat: int) -> tuple[float, float]:
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        action()
-        samples.append(time.perf_counter() - start)
-    samples.sort()
-    return statistics.median(samples) * 1000, samples[int(len(samples) * 0.99) - 1] * 1000
 
 
 def main() -> None:

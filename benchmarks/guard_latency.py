@@ -17,14 +17,12 @@ import argparse
 import json
 import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import save_results, shown  # noqa: E402
+from _common import save_results, shown, timed  # noqa: E402
 
 from preemption_toleration.api.admission import AdmissionReview  # noqa: E402
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS  # noqa: E402
@@ -119,16 +117,6 @@ def handle(body: bytes, snapshot: GuardSnapshot, config: GuardConfig) -> bool:
     if not may_be_preemption(payload["request"], config.preemptor_identities):
         return True
     return judge(AdmissionReview.model_validate(payload).request, snapshot, config).response.allowed
-
-
-def timed(action: Callable[[], Any], requests: int) -> tuple[float, float]:
-    samples = []
-    for _ in range(requests):
-        started = time.perf_counter()
-        action()
-        samples.append(time.perf_counter() - started)
-    samples.sort()
-    return statistics.median(samples) * 1e3, samples[int(len(samples) * 0.99)] * 1e3
 
 
 def main() -> None:
