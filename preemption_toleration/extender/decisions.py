@@ -84,7 +84,21 @@ def _name(pod: SlimPod) -> str:
     return f"{pod.namespace}/{pod.name}"
 
 
-def _node_outcome(node: str, uids: list[str], preemptor: Mapping[str, Any], exempt: _Exemption,
+@dataclass(frozen=True)
+class _Preemptor:
+    """What fitting reads of the preemptor, taken once per call rather than once per candidate node."""
+
+    uid: str
+    priority: int
+    requests: Mapping[str, int]
+
+    @classmethod
+    def of(cls, pod: Mapping[str, Any]) -> _Preemptor:
+        return cls(str(as_mapping(pod.get("metadata")).get("uid") or ""), pod_priority(pod),
+                   pod_requests(as_mapping(pod.get("spec"))))
+
+
+def _node_outcome(node: str, uids: list[str], preemptor: _Preemptor, exempt: _Exemption,
                   view: ExtenderView) -> NodeOutcome:
     on_node = _by_uid(view.pods.on_node(node))
     proposed = [on_node.get(uid) for uid in uids]
@@ -98,10 +112,9 @@ def _node_outcome(node: str, uids: list[str], preemptor: Mapping[str, Any], exem
         node_object = view.nodes.get(node)
         if node_object is None:
             return NodeOutcome(node, NodeChoice.DROPPED, (), tuple(exempt_victims), "the node is not in the cache")
-        preemptor_uid = str(as_mapping(preemptor.get("metadata")).get("uid") or "")
         chosen = select_victims(
-            pod_priority(preemptor), pod_requests(as_mapping(preemptor.get("spec"))), on_node.values(),
-            [pod for pod in view.pods.nominated_to(node) if pod.uid != preemptor_uid], allocatable(node_object),
+            preemptor.priority, preemptor.requests, on_node.values(),
+            [pod for pod in view.pods.nominated_to(node) if pod.uid != preemptor.uid], allocatable(node_object),
             exempt,
         )
     except PriorityClassNotFound as missing_class:  # upstream leaves the node out on this error too
@@ -114,8 +127,9 @@ def _node_outcome(node: str, uids: list[str], preemptor: Mapping[str, Any], exem
 
 def decide_preemption(args: ExtenderPreemptionArgs, view: ExtenderView, now: datetime) -> PreemptDecision:
     exempt = _Exemption(args.pod, view, now)
+    preemptor = _Preemptor.of(args.pod)
     proposals = args.victim_uids()
-    outcomes = tuple(_node_outcome(node, uids, args.pod, exempt, view) for node, (uids, _) in proposals.items())
+    outcomes = tuple(_node_outcome(node, uids, preemptor, exempt, view) for node, (uids, _) in proposals.items())
     result = ExtenderPreemptionResult()
     for outcome in outcomes:
         if not outcome.victims:

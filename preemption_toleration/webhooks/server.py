@@ -26,6 +26,7 @@ from preemption_toleration.api.admission import (
     review_response,
 )
 from preemption_toleration.api.extender import ExtenderPreemptionArgs
+from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.extender.decisions import ExtenderView, NodeChoice, decide_preemption
 from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, Refusal, judge
 from preemption_toleration.guard.prefilter import may_be_preemption
@@ -191,7 +192,7 @@ class WebhookApp:
         if not self.ready():
             return _json({"error": "caches are not synced yet"}, status=503)
         decision = decide_preemption(args, self.extender(), datetime.now(timezone.utc))
-        preemptor = args.pod.get("metadata") if isinstance(args.pod.get("metadata"), dict) else {}
+        preemptor = as_mapping(args.pod.get("metadata"))
         for outcome in decision.outcomes:
             self._child(self.metrics.extender_nodes, outcome.choice.value).inc()
             if outcome.choice is not NodeChoice.UNCHANGED:
