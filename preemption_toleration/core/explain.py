@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from preemption_toleration.core.annotations import PolicyParseError, name_of, parse_toleration_policy
 from preemption_toleration.core.pods import pod_priority, pod_ref, priority_class_name
 from preemption_toleration.core.protection import ProtectionKind, protection_of
-
-
-def _time(moment: datetime) -> str:
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+from preemption_toleration.core.times import rfc3339
 
 
 def explain_pod(
@@ -35,7 +32,7 @@ def explain_pod(
     else:
         facts["mayPreemptNow"] = f"> {priority}"
     if protection.kind is ProtectionKind.UNTIL and protection.until is not None:
-        facts["until"] = _time(protection.until)
+        facts["until"] = rfc3339(protection.until)
         facts["secondsLeft"] = protection.seconds_left(now)
     if protection.toleration_seconds is not None:
         facts["tolerationSeconds"] = protection.toleration_seconds

@@ -11,6 +11,7 @@ from preemption_toleration.api.policy import (
     Condition,
     PreemptionTolerationPolicyStatus,
 )
+from preemption_toleration.core.times import rfc3339
 from preemption_toleration.governance.plan import PolicyOutcome
 
 READY = "Ready"
@@ -32,7 +33,7 @@ def build_status(
     if previous is not None and previous.get("status") == status_value and previous.get("lastTransitionTime"):
         transition = previous["lastTransitionTime"]
     else:
-        transition = now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        transition = rfc3339(now)
     status = PreemptionTolerationPolicyStatus(
         observed_generation=generation,
         target=outcome.target or None,

@@ -18,6 +18,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from preemption_toleration.core.times import rfc3339
 from preemption_toleration.guard.decisions import Refusal
 
 logger = logging.getLogger("preemption_toleration.guard")
@@ -35,7 +36,7 @@ class _Aggregate:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(datetime.now(timezone.utc))
 
 
 def event_body(name: str, refusal: Refusal, count: int, first: str, last: str) -> dict[str, Any]:
