@@ -12,7 +12,7 @@ leaves the node out.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
 from typing import Any
@@ -20,9 +20,11 @@ from typing import Any
 from preemption_toleration.api.extender import ExtenderPreemptionArgs, ExtenderPreemptionResult, MetaPod, MetaVictims
 from preemption_toleration.core.exemption import PriorityClassNotFound, exempted_from_preemption
 from preemption_toleration.core.pods import pod_priority
+from preemption_toleration.core.protection import ProtectionKind, protection_of
 from preemption_toleration.core.resources import allocatable, pod_requests
 from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.extender.victims import select_victims
+from preemption_toleration.inventory.budgets import BudgetIndex, split_by_budget_violation
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.slim import SlimPod
 
@@ -41,15 +43,21 @@ class NodeOutcome:
     victims: tuple[str, ...]  # UIDs returned for the node (none when dropped)
     exempt: tuple[str, ...] = ()  # "namespace/name" of the scheduler's victims that were exempt
     detail: str = ""
+    pdb_violations: int | None = None  # of recomputed victims; None: the scheduler's own count stands
+    # The earliest end of a time-limited toleration among the exempt victims: when the preemptor should be
+    # tried again (None: no exempt victim's toleration ends)
+    held_until: datetime | None = None
 
 
 @dataclass(frozen=True)
 class ExtenderView:
-    """What the decision reads: the pod index, slim nodes, and PriorityClasses as JSON by name."""
+    """What the decision reads: the pod index, slim nodes, PriorityClasses as JSON by name, and the
+    PodDisruptionBudgets."""
 
     pods: PodIndex
     nodes: Mapping[str, Mapping[str, Any]]
     class_json: Callable[[str], Mapping[str, Any] | None]
+    budgets: BudgetIndex = field(default_factory=BudgetIndex)
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,15 @@ class _Exemption:
             if found is not None:
                 self.classes[name] = found
         return exempted_from_preemption(pod.as_json(), self.preemptor, self.classes, self.now)
+
+    def earliest_end(self, pods: list[SlimPod]) -> datetime | None:
+        """When the first of these exempt pods' tolerations ends, if any of them ends."""
+        ends = []
+        for pod in pods:
+            protection = protection_of(pod.as_json(), self.classes.get(pod.priority_class or ""), self.now)
+            if protection.kind is ProtectionKind.UNTIL and protection.until is not None:
+                ends.append(protection.until)
+        return min(ends, default=None)
 
 
 def _by_uid(pods: Any) -> dict[str, SlimPod]:
@@ -106,23 +123,27 @@ def _node_outcome(node: str, uids: list[str], preemptor: _Preemptor, exempt: _Ex
         missing = [uid for uid, pod in zip(uids, proposed) if pod is None]
         return NodeOutcome(node, NodeChoice.UNKNOWN, tuple(uids), detail=f"not in the cache yet: {', '.join(missing)}")
     try:
-        exempt_victims = [_name(pod) for pod in proposed if pod is not None and exempt(pod)]
-        if not exempt_victims:
+        exempt_pods = [pod for pod in proposed if pod is not None and exempt(pod)]
+        if not exempt_pods:
             return NodeOutcome(node, NodeChoice.UNCHANGED, tuple(uids))
+        exempt_victims = tuple(_name(pod) for pod in exempt_pods)
+        held_until = exempt.earliest_end(exempt_pods)
         node_object = view.nodes.get(node)
         if node_object is None:
-            return NodeOutcome(node, NodeChoice.DROPPED, (), tuple(exempt_victims), "the node is not in the cache")
+            return NodeOutcome(node, NodeChoice.DROPPED, (), exempt_victims, "the node is not in the cache",
+                               held_until=held_until)
         chosen = select_victims(
             preemptor.priority, preemptor.requests, on_node.values(),
             [pod for pod in view.pods.nominated_to(node) if pod.uid != preemptor.uid], allocatable(node_object),
-            exempt,
+            exempt, lambda pods: split_by_budget_violation(pods, view.budgets),
         )
     except PriorityClassNotFound as missing_class:  # upstream leaves the node out on this error too
         return NodeOutcome(node, NodeChoice.DROPPED, (), detail=str(missing_class))
     if chosen is None:
-        return NodeOutcome(node, NodeChoice.DROPPED, (), tuple(exempt_victims),
-                           "the preemptor does not fit without a pod that tolerates it")
-    return NodeOutcome(node, NodeChoice.REPLACED, tuple(pod.uid for pod in chosen.victims), tuple(exempt_victims))
+        return NodeOutcome(node, NodeChoice.DROPPED, (), exempt_victims,
+                           "the preemptor does not fit without a pod that tolerates it", held_until=held_until)
+    return NodeOutcome(node, NodeChoice.REPLACED, tuple(pod.uid for pod in chosen.victims), exempt_victims,
+                       pdb_violations=chosen.num_pdb_violations, held_until=held_until)
 
 
 def decide_preemption(args: ExtenderPreemptionArgs, view: ExtenderView, now: datetime) -> PreemptDecision:
@@ -134,7 +155,7 @@ def decide_preemption(args: ExtenderPreemptionArgs, view: ExtenderView, now: dat
     for outcome in outcomes:
         if not outcome.victims:
             continue  # an empty list is an error to the scheduler: the node is left out instead
-        violations = proposals[outcome.node][1] if outcome.choice is not NodeChoice.REPLACED else 0
+        violations = proposals[outcome.node][1] if outcome.pdb_violations is None else outcome.pdb_violations
         result.node_name_to_meta_victims[outcome.node] = MetaVictims(
             Pods=[MetaPod(UID=uid) for uid in outcome.victims], NumPDBViolations=violations)
     return PreemptDecision(result, outcomes)

@@ -14,7 +14,7 @@ least the preemptor's count as if they were there (`RunFilterPluginsWithNominate
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from preemption_toleration.core.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
@@ -22,6 +22,7 @@ from preemption_toleration.inventory.slim import Requests, SlimPod
 
 ALWAYS_CHECKED = (CPU, MEMORY, EPHEMERAL_STORAGE)
 TERMINAL_PHASES = ("Succeeded", "Failed")  # the scheduler's cache holds no such pods
+BudgetSplit = Callable[[Sequence[SlimPod]], tuple[list[SlimPod], list[SlimPod]]]
 
 
 @dataclass(frozen=True)
@@ -69,9 +70,12 @@ def select_victims(
     nominated: Iterable[SlimPod],
     allocatable: Mapping[str, int],
     exempt: Callable[[SlimPod], bool],
-    violates_pdb: Callable[[SlimPod], bool] = lambda _: False,
+    split_by_budgets: BudgetSplit = lambda pods: ([], list(pods)),
 ) -> NodeVictims | None:
-    """The victims on one node, or None when the node is no candidate for this preemptor."""
+    """The victims on one node, or None when the node is no candidate for this preemptor.
+
+    `split_by_budgets` groups the potential victims, most important first, into those whose preemption
+    would violate a PodDisruptionBudget and the others (`budgets.split_by_budget_violation`)."""
     present = [pod for pod in node_pods if pod.phase not in TERMINAL_PHASES]
     usage = _Usage(pod.requests for pod in present)
     for pod in nominated:
@@ -86,8 +90,7 @@ def select_victims(
     if not usage.fits(preemptor_requests, allocatable):
         return None
     potential.sort(key=importance)
-    violating = [pod for pod in potential if violates_pdb(pod)]
-    others = [pod for pod in potential if not violates_pdb(pod)]
+    violating, others = split_by_budgets(potential)
     victims: list[SlimPod] = []
     violations = 0
     for group, counts in ((violating, True), (others, False)):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from enum import Enum
 from typing import Any
 
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, allow, deny
@@ -15,7 +16,10 @@ from preemption_toleration.core.pods import pod_priority, pod_ref, preempts_neve
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_of
 from preemption_toleration.governance.ownership import PolicyIndex
 from preemption_toleration.governance.views import ClassView, PolicyView
+from preemption_toleration.core.shapes import as_mapping
+from preemption_toleration.core.times import rfc3339
 from preemption_toleration.guard.inference import infer_preemptor
+from preemption_toleration.guard.record import PreemptorRecord
 from preemption_toleration.inventory.pods import PodIndex
 
 DEFAULT_PREEMPTOR_IDENTITIES = ("system:kube-scheduler",)
@@ -34,6 +38,7 @@ class GuardSnapshot:
     classes: Mapping[str, ClassView] = field(default_factory=dict)
     policies: Mapping[str, PolicyView] = field(default_factory=dict)
     ownership: PolicyIndex | None = None  # built from `policies` when not given
+    preemptors: PreemptorRecord | None = None  # what the extender's calls said; None: infer only
 
     def class_json(self, name: str) -> dict[str, Any] | None:
         view = self.classes.get(name)
@@ -62,16 +67,24 @@ class Refusal:
     message: str
     audit: bool
     dry_run: bool
+    preemptor_pod: Mapping[str, Any] = field(default_factory=dict)  # as judged (priority only, when unnamed)
 
     @property
     def reason(self) -> str:
         return self.protection.kind.value
 
 
+class PreemptorSource(str, Enum):
+    RECORDED = "recorded"  # the preemptor of the extender call that named this victim
+    INFERRED = "inferred"  # guessed from pending pods (`inference`)
+    NAMED = "named"  # an Eviction's annotation
+
+
 @dataclass(frozen=True)
 class Verdict:
     response: AdmissionResponse
     refusal: Refusal | None = None
+    source: PreemptorSource | None = None  # how the preemptor was known, for a judged preemption
 
 
 def _has_preemption_mark(pod: Mapping[str, Any] | None) -> bool:
@@ -119,13 +132,13 @@ def describe(
         return (f"{head}; the pod is not scheduled yet, and its {protection.toleration_seconds} s of guaranteed "
                 "running time start when it is.")
     assert protection.until is not None
-    return (f"{head} until {protection.until.astimezone(timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')} "
+    return (f"{head} until {rfc3339(protection.until)} "
             f"({protection.seconds_left(now)} s left of {protection.toleration_seconds} s guaranteed running time).")
 
 
 def _judge(
     kind: str, request: AdmissionRequest, victim: Mapping[str, Any], preemptor: Mapping[str, Any],
-    snapshot: GuardSnapshot, config: GuardConfig, now: datetime,
+    source: PreemptorSource, snapshot: GuardSnapshot, config: GuardConfig, now: datetime,
 ) -> Verdict:
     class_name = priority_class_name(victim)
     class_json = snapshot.class_json(class_name)
@@ -133,9 +146,9 @@ def _judge(
     try:
         exempt = exempted_from_preemption(victim, preemptor, classes, now)
     except PriorityClassNotFound:
-        return Verdict(allow(request.uid))  # upstream skips the node; we cannot judge either
+        return Verdict(allow(request.uid), source=source)  # upstream skips the node; we cannot judge either
     if not exempt:
-        return Verdict(allow(request.uid))
+        return Verdict(allow(request.uid), source=source)
     protection = protection_of(victim, class_json, now)
     preemptor_name = pod_ref(preemptor) if (preemptor.get("metadata") or {}).get("name") else None
     if preempts_never(preemptor):  # exempt by upstream's check 3, whatever the victim's class says
@@ -148,12 +161,12 @@ def _judge(
     seconds_left = protection.seconds_left(now)
     code = 429 if kind == "eviction" and seconds_left is not None else 403
     refusal = Refusal(kind, victim, pod_priority(preemptor), preemptor_name, protection, code, message,
-                      config.audit, bool(request.dry_run))
+                      config.audit, bool(request.dry_run), preemptor)
     if config.audit:
-        return Verdict(allow(request.uid, [f"audit: would refuse: {message}"]), refusal)
+        return Verdict(allow(request.uid, [f"audit: would refuse: {message}"]), refusal, source)
     if code == 429:
         message = f"{message} Retry after {seconds_left} s."
-    return Verdict(deny(request.uid, code, message, "TooManyRequests" if code == 429 else None), refusal)
+    return Verdict(deny(request.uid, code, message, "TooManyRequests" if code == 429 else None), refusal, source)
 
 
 def _cached_pod(snapshot: GuardSnapshot, namespace: str, name: str) -> dict[str, Any] | None:
@@ -175,7 +188,7 @@ def judge(request: AdmissionRequest, snapshot: GuardSnapshot, config: GuardConfi
             return Verdict(allow(request.uid))  # not a preemption (or a pod we do not know)
         if preemptor is None:
             return Verdict(allow(request.uid, [f"not judged as a preemption: {problem}"]))
-        return _judge("eviction", request, victim, preemptor, snapshot, config, now)
+        return _judge("eviction", request, victim, preemptor, PreemptorSource.NAMED, snapshot, config, now)
 
     if not by_preemptor:
         return Verdict(allow(request.uid))  # users, controllers, drains: not preemptions
@@ -192,8 +205,27 @@ def judge(request: AdmissionRequest, snapshot: GuardSnapshot, config: GuardConfi
         return Verdict(allow(request.uid))
     if not victim or not (victim.get("spec") or {}).get("nodeName"):
         return Verdict(allow(request.uid))  # an unbound pod is nobody's victim
+    recorded = _recorded_preemptor(victim, snapshot, now)
+    if recorded is not None:
+        return _judge(kind, request, victim, recorded, PreemptorSource.RECORDED, snapshot, config, now)
     node_name = str(victim["spec"]["nodeName"])
     preemptor = infer_preemptor(pod_priority(victim), node_name, snapshot.pods, snapshot.nodes.get(node_name))
     if preemptor is None:
         return Verdict(allow(request.uid))
-    return _judge(kind, request, victim, preemptor.as_json(), snapshot, config, now)
+    return _judge(kind, request, victim, preemptor.as_json(), PreemptorSource.INFERRED, snapshot, config, now)
+
+
+def _recorded_preemptor(victim: Mapping[str, Any], snapshot: GuardSnapshot, now: datetime) -> Mapping[str, Any] | None:
+    """The preemptor an extender call named for this victim, while it is still that pending pod (as the
+    cache sees it now); None without a record, or when the pod has since been bound, deleted or replaced."""
+    if snapshot.preemptors is None:
+        return None
+    record = snapshot.preemptors.lookup(str(as_mapping(victim.get("metadata")).get("uid") or ""), now)
+    if record is None:
+        return None
+    cached = snapshot.pods.get(record.key)
+    if cached is None:
+        return record.pod  # the call came before the cache saw the pod
+    if cached.uid != record.uid or cached.node_name is not None or cached.deletion is not None:
+        return None
+    return cached.as_json()

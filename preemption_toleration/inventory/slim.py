@@ -36,6 +36,7 @@ class Constraints:
 
 
 NO_CONSTRAINTS = Constraints({}, "{}")
+NO_LABELS: Mapping[str, str] = {}
 
 
 T = TypeVar("T")
@@ -57,6 +58,7 @@ class Shared:
         self.constraints: dict[str, Constraints] = {"{}": NO_CONSTRAINTS}
         self.requests: dict[Requests, Requests] = {}
         self.numbers: dict[int, int] = {}  # priorities: a few values, each an object of its own otherwise
+        self.labels: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}
 
     def number(self, value: int) -> int:
         return _share(self.numbers, value)
@@ -74,6 +76,15 @@ class Shared:
         found = self.constraints.get(signature)
         return found if found is not None else _share(self.constraints, Constraints(picked, signature), signature)
 
+    def labels_of(self, metadata: Mapping[str, Any]) -> Mapping[str, str] | None:
+        """The pod's labels (read by PodDisruptionBudget selectors), one object for the pods of a workload."""
+        labels = metadata.get("labels")
+        if not isinstance(labels, Mapping) or not labels:
+            return None
+        pairs = tuple(sorted((sys.intern(str(key)), sys.intern(str(value))) for key, value in labels.items()))
+        found = self.labels.get(pairs)
+        return found if found is not None else _share(self.labels, dict(pairs), pairs)
+
     def requests_of(self, spec: Mapping[str, Any]) -> Requests:
         return _share(self.requests, tuple(sorted((sys.intern(name), value)
                                                   for name, value in pod_requests(spec).items())))
@@ -84,12 +95,13 @@ class SlimPod:
     JSON, for the pure checks of `core` that take pods as mappings."""
 
     __slots__ = ("key", "uid", "created", "deletion", "priority", "priority_class", "preempts_never", "node_name",
-                 "nominated_node", "phase", "scheduled", "scheduled_at", "constraints", "requests")
+                 "nominated_node", "phase", "scheduled", "scheduled_at", "constraints", "requests", "labels")
 
     def __init__(self, key: PodKey, uid: str, created: str, deletion: str | None, priority: int,
                  priority_class: str | None, preempts_never: bool, node_name: str | None,
                  nominated_node: str | None, phase: str | None, scheduled: str | None, scheduled_at: Any,
-                 constraints: Constraints | None, requests: Requests) -> None:
+                 constraints: Constraints | None, requests: Requests,
+                 labels: Mapping[str, str] | None = None) -> None:
         self.key = key
         self.uid = uid
         self.created = created
@@ -106,6 +118,7 @@ class SlimPod:
         self.scheduled_at = scheduled_at
         self.constraints = constraints
         self.requests = requests
+        self.labels: Mapping[str, str] = labels or NO_LABELS  # shared between pods: never mutated
 
     @property
     def namespace(self) -> str:
@@ -188,6 +201,7 @@ def slim_pod(pod: Mapping[str, Any], shared: Shared) -> SlimPod:
         scheduled_at=scheduled_at,
         constraints=None if node_name else shared.constraints_of(spec),
         requests=shared.requests_of(spec),
+        labels=shared.labels_of(metadata),
     )
 
 

@@ -14,6 +14,8 @@ from preemption_toleration.api.policy import PLURAL
 from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
 from preemption_toleration.extender.decisions import ExtenderView
 from preemption_toleration.guard.decisions import GuardSnapshot
+from preemption_toleration.guard.record import PreemptorRecord
+from preemption_toleration.inventory.budgets import BudgetIndex
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.slim import slim_node
 from preemption_toleration.kube import listers
@@ -22,21 +24,27 @@ from preemption_toleration.webhooks.decisions import Snapshot
 
 
 class AdmissionCaches:
-    """Classes and policies for every webhook; with `guard`, also the pod index and slim nodes."""
+    """Classes and policies for every webhook; with `guard`, also the pod index, slim nodes and the
+    PodDisruptionBudgets (which the extender reads)."""
 
     def __init__(self, api: ApiClient, logger: logging.Logger, guard: bool = False,
                  page_size: int = DEFAULT_PAGE_SIZE) -> None:
         core = client.CoreV1Api(api)
         self.pod_index = PodIndex()
         self.node_store: DictStore[dict[str, Any]] = DictStore(slim_node)
+        self.budget_index = BudgetIndex()
+        self.preemptors = PreemptorRecord()  # written by the extender's calls, read by the guard
         self.class_store: DictStore[ClassView] = DictStore(class_view)
         self.policy_store: DictStore[PolicyView] = DictStore(policy_view)
         self.pods: Informer | None = None
         self.nodes: Informer | None = None
+        self.budgets: Informer | None = None
         if guard:
             self.pods = Informer("pods", core.list_pod_for_all_namespaces, self.pod_index, logger,
                                  page_size=page_size)
             self.nodes = Informer("nodes", core.list_node, self.node_store, logger, page_size=page_size)
+            self.budgets = Informer("poddisruptionbudgets", listers.pod_disruption_budgets(api), self.budget_index,
+                                    logger, page_size=page_size)
         self.classes = Informer("priorityclasses", listers.priority_classes(api), self.class_store, logger,
                                 self._changed, page_size=page_size)
         self.policies = Informer(PLURAL, listers.policies(api), self.policy_store, logger, self._changed,
@@ -47,7 +55,7 @@ class AdmissionCaches:
         self._snapshot = None
 
     def informers(self) -> list[Informer]:
-        return [i for i in (self.classes, self.policies, self.pods, self.nodes) if i is not None]
+        return [i for i in (self.classes, self.policies, self.pods, self.nodes, self.budgets) if i is not None]
 
     def stats(self) -> list[CacheStats]:
         return [informer.stats() for informer in self.informers()]
@@ -65,11 +73,12 @@ class AdmissionCaches:
             classes=snapshot.classes,
             policies=snapshot.policies,
             ownership=snapshot.ownership,
+            preemptors=self.preemptors,
         )
 
     def extender_view(self) -> ExtenderView:
         return ExtenderView(pods=self.pod_index, nodes=self.node_store.items,  # type: ignore[arg-type]
-                            class_json=self.guard_snapshot().class_json)
+                            class_json=self.guard_snapshot().class_json, budgets=self.budget_index)
 
     def snapshot(self) -> Snapshot:
         if self._snapshot is None:

@@ -179,3 +179,20 @@ def service_manifests(
 
     return [validating_configuration(client_config), mutating_configuration(client_config),
             guard_configuration(client_config, guard_match_identities)]
+
+
+EXTENDER_PREFIX = "/extender"  # the scheduler appends "/" and the verb: /extender/preempt
+EXTENDER_TIMEOUT = "2s"
+
+
+def scheduler_extender(url_prefix: str, ca_data: str, server_name: str | None = None) -> dict[str, Any]:
+    """The `extenders` entry of a KubeSchedulerConfiguration that sends preemptions to our server
+    (config/scheduler holds it in a whole file). `ca_data`: the base64 CA bundle.
+
+    ignorable: an extender outage lets the scheduler go on with its own victims (the guard still judges
+    them); nodeCacheCapable: victims travel as UIDs, since the server keeps its own pod cache."""
+    tls: dict[str, Any] = {"caData": ca_data}
+    if server_name:
+        tls["serverName"] = server_name
+    return {"urlPrefix": url_prefix, "preemptVerb": "preempt", "nodeCacheCapable": True, "enableHTTPS": True,
+            "tlsConfig": tls, "httpTimeout": EXTENDER_TIMEOUT, "ignorable": True}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -12,6 +13,7 @@ from prometheus_client.registry import Collector
 from preemption_toleration.kube.informer import CacheStats
 
 logger = logging.getLogger("preemption_toleration.webhooks")
+REFUSED_PREEMPTOR_SERIES = 100  # preemptors with a series of their own: the most recently refused
 
 
 class WebhookMetrics:
@@ -51,8 +53,39 @@ class WebhookMetrics:
             ["choice"],
             registry=self.registry,
         )
+        self.preemptor_sources = Counter(
+            "ptol_guard_preemptor_source_total",
+            "Preemptions the guard judged, by how it knew the preemptor: recorded (named by the scheduler's "
+            "extender call), inferred (from pending pods), named (an Eviction's annotation).",
+            ["source"],
+            registry=self.registry,
+        )
+        self.refusals_by_preemptor = Counter(
+            "ptol_guard_refusals_by_preemptor_total",
+            f"Refusals per preemptor (namespace/name), for the {REFUSED_PREEMPTOR_SERIES} most recently refused "
+            "preemptors: a fast-growing series is a scheduler retrying the same protected victim.",
+            ["preemptor"],
+            registry=self.registry,
+        )
+        self._refused_preemptors: OrderedDict[str, None] = OrderedDict()
+        self.nudges = Counter(
+            "ptol_preemptor_nudges_total",
+            "Expiry nudges of pending preemptors held back by a time-limited toleration, by outcome: planned, "
+            "nudged (annotation written), skipped (no longer pending), failed.",
+            ["outcome"],
+            registry=self.registry,
+        )
         self._caches = _CacheCollector()
         self.registry.register(self._caches)
+
+    def refused(self, preemptor: str) -> None:
+        """Counts a refusal for `preemptor`; beyond the series bound, the least recent one is dropped."""
+        self._refused_preemptors[preemptor] = None
+        self._refused_preemptors.move_to_end(preemptor)
+        self.refusals_by_preemptor.labels(preemptor).inc()
+        while len(self._refused_preemptors) > REFUSED_PREEMPTOR_SERIES:
+            oldest, _ = self._refused_preemptors.popitem(last=False)
+            self.refusals_by_preemptor.remove(oldest)
 
     def track_caches(self, stats: Callable[[], Iterable[CacheStats]]) -> None:
         """Report these watch caches at each scrape."""

@@ -32,7 +32,8 @@ from preemption_toleration.webhooks.configurations import (
 from preemption_toleration.webhooks.decisions import AdmissionConfig
 from preemption_toleration.webhooks.metrics import WebhookMetrics
 from preemption_toleration.webhooks.secret_tls import SecretCertificates
-from preemption_toleration.webhooks.server import DEFAULT_MAX_BODY_BYTES, GuardHooks, WebhookApp
+from preemption_toleration.webhooks.nudger import Nudger
+from preemption_toleration.webhooks.server import DEFAULT_MAX_BODY_BYTES, ExtenderHooks, GuardHooks, WebhookApp
 from preemption_toleration.webhooks.tls import FileCertificates, GeneratedCertificates
 
 logger = logging.getLogger("preemption_toleration.webhooks")
@@ -104,15 +105,21 @@ async def run_webhook(
     metrics.track_caches(caches.stats)
     tasks = caches.tasks()
     guard: GuardHooks | None = None
+    extender: ExtenderHooks | None = None
     if guard_enabled:
         events = RefusalEvents(api)
         tasks.append(asyncio.create_task(events.run(), name="guard-events"))
+        nudger = Nudger(api, caches.pod_index, lambda outcome: metrics.nudges.labels(outcome).inc())
+        tasks.append(asyncio.create_task(nudger.run(), name="expiry-nudges"))
         guard = GuardHooks(
             caches.guard_snapshot,
             GuardConfig(preemptor_identities=tuple(settings.preemptor_identities),
                         audit=settings.guard_mode == "audit"),
             events.record,
+            nudger.hold,
         )
+        # The extender reads the guard's caches and tells it the preemptor of each victim it saw.
+        extender = ExtenderHooks(caches.extender_view, caches.preemptors, nudger.hold)
     certificates: FileCertificates | GeneratedCertificates
     if settings.cert_file and settings.key_file:
         certificates = FileCertificates(settings.cert_file, settings.key_file)
@@ -131,7 +138,7 @@ async def run_webhook(
         metrics,
         settings.max_body_bytes,
         guard,
-        caches.extender_view if guard_enabled else None,  # the extender reads the guard's pod and node caches
+        extender,
     )
     runner = web.AppRunner(app.build(), access_log=None)
     await runner.setup()

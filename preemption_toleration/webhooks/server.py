@@ -28,8 +28,11 @@ from preemption_toleration.api.admission import (
 from preemption_toleration.api.extender import ExtenderPreemptionArgs
 from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.extender.decisions import ExtenderView, NodeChoice, decide_preemption
+from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, Refusal, judge
 from preemption_toleration.guard.prefilter import may_be_preemption
+from preemption_toleration.guard.record import PreemptorRecord
+from preemption_toleration.webhooks.configurations import EXTENDER_PREFIX
 from preemption_toleration.webhooks.decisions import (
     AdmissionConfig,
     Snapshot,
@@ -44,7 +47,7 @@ logger = logging.getLogger("preemption_toleration.webhooks")
 DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024  # the API server's own request limit is 3 MiB
 GUARD = "guard"
 EXTENDER = "extender-preempt"
-EXTENDER_PATH = "/extender/preempt"
+EXTENDER_PATH = f"{EXTENDER_PREFIX}/preempt"
 
 Decide = Callable[[AdmissionRequest, Snapshot], AdmissionResponse]
 
@@ -62,11 +65,26 @@ class BadRequest(Exception):
     pass
 
 
+HeldBack = Callable[[Mapping[str, Any], datetime], None]  # (preemptor, until): a time-limited toleration held it
+
+
+def _not_kept(preemptor: Mapping[str, Any], until: datetime) -> None:
+    pass
+
+
 @dataclass(frozen=True)
 class GuardHooks:
     snapshot: Callable[[], GuardSnapshot]
     config: GuardConfig
     on_refusal: Callable[[Refusal], None]
+    held_back: HeldBack = _not_kept  # the expiry nudge's plan
+
+
+@dataclass(frozen=True)
+class ExtenderHooks:
+    view: Callable[[], ExtenderView]
+    preemptors: PreemptorRecord  # which preemptor each victim was named for, read by the guard
+    held_back: HeldBack = _not_kept
 
 
 def endpoints(config: AdmissionConfig) -> list[Endpoint]:
@@ -133,7 +151,7 @@ class WebhookApp:
         metrics: WebhookMetrics | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         guard: GuardHooks | None = None,
-        extender: Callable[[], ExtenderView] | None = None,
+        extender: ExtenderHooks | None = None,
     ) -> None:
         self.guard = guard
         self.extender = extender
@@ -191,8 +209,15 @@ class WebhookApp:
             return _json({"error": problem}, status=400)
         if not self.ready():
             return _json({"error": "caches are not synced yet"}, status=503)
-        decision = decide_preemption(args, self.extender(), datetime.now(timezone.utc))
+        now = datetime.now(timezone.utc)
+        decision = decide_preemption(args, self.extender.view(), now)
+        named = {uid for uids, _ in args.victim_uids().values() for uid in uids}
+        named.update(uid for outcome in decision.outcomes for uid in outcome.victims)
+        self.extender.preemptors.remember(args.pod, named, now)
         preemptor = as_mapping(args.pod.get("metadata"))
+        held_until = min((o.held_until for o in decision.outcomes if o.held_until is not None), default=None)
+        if held_until is not None:
+            self.extender.held_back(args.pod, held_until)
         for outcome in decision.outcomes:
             self._child(self.metrics.extender_nodes, outcome.choice.value).inc()
             if outcome.choice is not NodeChoice.UNCHANGED:
@@ -243,17 +268,26 @@ class WebhookApp:
     def _guard(self, request: AdmissionRequest, _: Snapshot) -> AdmissionResponse:
         assert self.guard is not None
         verdict = judge(request, self.guard.snapshot(), self.guard.config)
+        if verdict.source is not None:
+            self._child(self.metrics.preemptor_sources, verdict.source.value).inc()
         refusal = verdict.refusal
         if refusal is not None:
             mode = "audit" if refusal.audit else "enforce"
             self.metrics.guard_refusals.labels(refusal.kind, refusal.reason, mode).inc()
+            if refusal.preemptor:
+                self.metrics.refused(refusal.preemptor)
             logger.info(
                 "preemption refused" if not refusal.audit else "preemption would be refused",
                 extra={"kind": refusal.kind, "victim": f"{request.namespace}/{request.name}",
                        "preemptor": refusal.preemptor, "preemptorPriority": refusal.preemptor_priority,
+                       "preemptorSource": verdict.source.value if verdict.source else None,
                        "code": refusal.code, "denial": refusal.message, "dryRun": refusal.dry_run},
             )
             self.guard.on_refusal(refusal)
+            until = refusal.protection.until
+            if (refusal.protection.kind is ProtectionKind.UNTIL and until is not None and not refusal.dry_run
+                    and not refusal.audit):
+                self.guard.held_back(refusal.preemptor_pod, until)
         return verdict.response
 
     def _count(self, endpoint: Endpoint, decision: AdmissionResponse) -> None:

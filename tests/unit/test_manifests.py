@@ -107,3 +107,21 @@ def test_webhook_config_match_conditions_flag(capsys: pytest.CaptureFixture[str]
 def test_preemptor_identity_alone_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["webhook-config", "--preemptor-identity", "a"]) == 2
     assert "--preemptor-identity goes with --match-conditions" in capsys.readouterr().err
+
+
+SCHEDULER_SAMPLE = COMMITTED.parents[1] / "scheduler" / "kube-scheduler-config.yaml"
+
+
+def test_the_sample_scheduler_configuration_is_the_code_s_extender_entry() -> None:
+    """config/scheduler: ignorable (an outage falls back to the guard), a short httpTimeout, TLS with caData,
+    and the path the server serves; the same entry `ptol demo` and the tests give the real scheduler."""
+    from preemption_toleration.webhooks.configurations import scheduler_extender
+    from preemption_toleration.webhooks.server import EXTENDER_PATH
+
+    sample = yaml.safe_load(SCHEDULER_SAMPLE.read_text())
+    assert sample["kind"] == "KubeSchedulerConfiguration"
+    [entry] = sample["extenders"]
+    service = "preemption-toleration-webhook.preemption-toleration.svc"
+    assert entry == scheduler_extender(f"https://{service}:443/extender", "REPLACE-WITH-BASE64-CA-BUNDLE", service)
+    assert entry["ignorable"] is True and entry["httpTimeout"] == "2s" and entry["tlsConfig"]["caData"]
+    assert f"{entry['urlPrefix'].split(':443')[1]}/{entry['preemptVerb']}" == EXTENDER_PATH

@@ -2,10 +2,12 @@
 
 import json
 from collections.abc import AsyncIterator
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
+from preemption_toleration.core.times import rfc3339
 from preemption_toleration.kube.informer import CacheStats
 from preemption_toleration.webhooks.decisions import snapshot_of
 from preemption_toleration.webhooks.metrics import WebhookMetrics
@@ -146,18 +148,47 @@ async def test_guard_fast_path_still_refuses_a_malformed_review(guard_http: Test
 
 @pytest.fixture
 async def extender_http() -> AsyncIterator[TestClient]:
-    from tests.unit.test_extender import CLASSES, node, pod
+    """The extender and the guard in one server, on one pod index, as `ptol webhook` runs them."""
     from preemption_toleration.extender.decisions import ExtenderView
+    from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot
+    from preemption_toleration.guard.record import PreemptorRecord
     from preemption_toleration.inventory.pods import PodIndex
+    from preemption_toleration.webhooks.server import ExtenderHooks, GuardHooks
+    from tests.unit.test_extender import CLASSES, node, pod
 
     READY["value"] = True
-    pods = PodIndex.of([pod("a", "low"), pod("p", "low-non-preempted")])
-    view = ExtenderView(pods, {"node-a": node("node-a")}, CLASSES.get)
+    pods = PodIndex.of([
+        pod("a", "low"), pod("p", "low-non-preempted"),
+        pod("t", "low-10min", node="node-b", scheduled=rfc3339(T_SCHEDULED)),
+        # pending for an unrelated reason (no node has 64 CPUs), of a priority no class here tolerates
+        {**pod("critical", "high", cpu="64", node=None), "spec": {
+            **pod("critical", "high", cpu="64", node=None)["spec"], "priority": 20000}}])
+    nodes = {"node-a": node("node-a"), "node-b": node("node-b", cpu="1")}
+    record = PreemptorRecord()
+    held: list[tuple[str, object]] = []
+
+    def hold(preemptor, until) -> None:
+        held.append((preemptor["metadata"]["name"], until))
+
+    guard = GuardHooks(lambda: GuardSnapshot(pods=pods, nodes=nodes, classes=classes_of(CLASSES), preemptors=record),
+                       GuardConfig(), lambda refusal: None, hold)
+    extender = ExtenderHooks(lambda: ExtenderView(pods, nodes, CLASSES.get), record, hold)
     metrics = WebhookMetrics()
-    app = WebhookApp(lambda: snapshot_of({}, {}), lambda: READY["value"], metrics=metrics, extender=lambda: view)
+    app = WebhookApp(lambda: snapshot_of({}, {}), lambda: READY["value"], metrics=metrics, guard=guard,
+                     extender=extender)
     async with TestClient(TestServer(app.build())) as test_client:
         test_client.app_metrics = metrics  # type: ignore[attr-defined]
+        test_client.held = held  # type: ignore[attr-defined]
         yield test_client
+
+
+T_SCHEDULED = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(seconds=60)
+
+
+def classes_of(bodies):
+    from preemption_toleration.governance.views import class_view
+
+    return {name: class_view(body) for name, body in bodies.items()}
 
 
 async def test_extender_leaves_out_a_node_whose_preemptor_needs_a_protected_pod(extender_http: TestClient) -> None:
@@ -195,3 +226,42 @@ async def test_extender_answers_503_until_the_caches_are_synced(extender_http: T
     READY["value"] = False
     response = await extender_http.post("/extender/preempt", json={"Pod": {}, "NodeNameToMetaVictims": {}})
     assert response.status == 503
+
+
+def _scheduler_deletes(victim: dict) -> dict:
+    payload = review(None, old=victim, operation="DELETE", resource=POD, kind=POD_KIND, user="system:kube-scheduler")
+    payload["request"]["name"], payload["request"]["namespace"] = victim["metadata"]["name"], "team"
+    return payload
+
+
+async def test_the_guard_judges_a_victim_against_the_preemptor_the_extender_was_called_for(
+        extender_http: TestClient) -> None:
+    """Exact preemptor: `critical` pends for an unrelated reason; the scheduler works on `high`, which the
+    victim tolerates. Inference alone names `critical` and allows; the extender call's record refuses."""
+    from tests.unit.test_extender import pod
+
+    victim = pod("p", "low-non-preempted")
+    inferred = await (await extender_http.post("/guard/pods", json=_scheduler_deletes(victim))).json()
+    assert inferred["response"]["allowed"] is True, "inference takes the pending critical pod"
+
+    call = {"Pod": pod("high", "high", cpu="3", node=None),
+            "NodeNameToMetaVictims": {"node-a": {"Pods": [{"UID": "uid-p"}, {"UID": "uid-a"}]}}}
+    assert (await extender_http.post("/extender/preempt", json=call)).status == 200
+    recorded = await (await extender_http.post("/guard/pods", json=_scheduler_deletes(victim))).json()
+    assert recorded["response"]["allowed"] is False
+    assert "team/high, priority 9000" in recorded["response"]["status"]["message"]
+    sources = extender_http.app_metrics.preemptor_sources  # type: ignore[attr-defined]
+    assert (sources.labels("inferred")._value.get(), sources.labels("recorded")._value.get()) == (1, 1)
+    by_preemptor = extender_http.app_metrics.refusals_by_preemptor  # type: ignore[attr-defined]
+    assert by_preemptor.labels("team/high")._value.get() == 1
+
+
+async def test_a_time_limited_toleration_that_drops_a_node_plans_a_nudge_at_its_end(
+        extender_http: TestClient) -> None:
+    from tests.unit.test_extender import pod
+
+    call = {"Pod": pod("high", "high", cpu="1", node=None),
+            "NodeNameToMetaVictims": {"node-b": {"Pods": [{"UID": "uid-t"}]}}}
+    response = await extender_http.post("/extender/preempt", json=call)
+    assert await response.json() == {"NodeNameToMetaVictims": {}}
+    assert extender_http.held == [("high", T_SCHEDULED + timedelta(seconds=600))]  # type: ignore[attr-defined]

@@ -1,0 +1,87 @@
+"""When to nudge a pending preemptor that a time-limited toleration held back.
+
+The stock scheduler does not know that a toleration ends: a preemptor it could not place waits for its
+next retry, up to minutes on a quiet cluster. So whenever a toleration with an end holds a preemptor back
+(the extender dropped or changed a node for it, or the guard refused with seconds left), the plan keeps
+`(preemptor, until)`. When `until` has passed, the preemptor is due for one write that makes the
+scheduler try it again at once.
+
+One nudge per preemptor per expiry: a preemptor has at most one nudge planned, at the earliest end that
+held it back; the retry it causes, if still held back, plans the next one.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from preemption_toleration.core.shapes import as_mapping
+
+# After the end, so that the retried attempt already finds the toleration over.
+MARGIN = timedelta(milliseconds=250)
+MAX_PLANNED = 100_000
+
+
+@dataclass(frozen=True)
+class Nudge:
+    namespace: str
+    name: str
+    uid: str
+    until: datetime  # the end of the toleration that held the preemptor back
+
+
+class NudgePlan:
+    def __init__(self, margin: timedelta = MARGIN, capacity: int = MAX_PLANNED) -> None:
+        self.margin = margin
+        self.capacity = capacity
+        self._planned: dict[str, Nudge] = {}  # by preemptor uid
+        self._fired: dict[str, datetime] = {}  # uid -> the last `until` nudged for, to never repeat it
+        self._queue: list[tuple[datetime, str]] = []  # (when, uid); entries of replaced plans are skipped
+
+    def hold(self, preemptor: Mapping[str, Any], until: datetime, now: datetime) -> bool:
+        """Plans a nudge of `preemptor` once `until` has passed; False when nothing new is planned."""
+        metadata = as_mapping(preemptor.get("metadata"))
+        uid, name = str(metadata.get("uid") or ""), str(metadata.get("name") or "")
+        if not uid or not name or until <= now or self._fired.get(uid) == until:
+            return False
+        planned = self._planned.get(uid)
+        if planned is not None and planned.until <= until:
+            return False
+        if planned is None and len(self._planned) >= self.capacity:
+            return False
+        self._planned[uid] = Nudge(str(metadata.get("namespace") or ""), name, uid, until)
+        heapq.heappush(self._queue, (until + self.margin, uid))
+        return True
+
+    def next_at(self) -> datetime | None:
+        self._skip_replaced()
+        return self._queue[0][0] if self._queue else None
+
+    def due(self, now: datetime) -> list[Nudge]:
+        """The nudges whose time has come, each handed out once."""
+        found: list[Nudge] = []
+        while self._queue and self._queue[0][0] <= now:
+            when, uid = heapq.heappop(self._queue)
+            planned = self._planned.get(uid)
+            if planned is None or planned.until + self.margin != when:
+                continue  # replaced by an earlier end, already handed out
+            del self._planned[uid]
+            self._fired[uid] = planned.until
+            found.append(planned)
+        if len(self._fired) > self.capacity:
+            self._fired.clear()  # a memory bound; at worst one extra nudge for an expiry seen again
+        return found
+
+    def _skip_replaced(self) -> None:
+        while self._queue:
+            when, uid = self._queue[0]
+            planned = self._planned.get(uid)
+            if planned is not None and planned.until + self.margin == when:
+                return
+            heapq.heappop(self._queue)
+
+    def __len__(self) -> int:
+        return len(self._planned)

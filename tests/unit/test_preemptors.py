@@ -1,0 +1,120 @@
+"""What the extender's calls tell the guard: the exact preemptor of each victim, and the expiry nudge's plan."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from preemption_toleration.guard.decisions import GuardConfig, PreemptorSource, judge
+from preemption_toleration.guard.nudges import MARGIN, NudgePlan
+from preemption_toleration.guard.record import PreemptorRecord
+from tests.unit.test_guard import NOW, bound, pending, pod_request, snapshot
+
+
+def with_uid(body: dict[str, Any], uid: str) -> dict[str, Any]:
+    body["metadata"]["uid"] = uid
+    return body
+
+
+VICTIM = with_uid(bound("victim", 8000, "low-non-preempted"), "uid-victim")
+HIGH = with_uid(pending("high", 9000), "uid-high")
+CRITICAL = with_uid(pending("critical", 10000), "uid-critical")
+
+
+# ------------------------------------------------------------------------- the record
+
+def test_a_record_lasts_its_lifetime_and_a_newer_call_replaces_it() -> None:
+    record = PreemptorRecord(seconds=30)
+    record.remember(HIGH, ["uid-victim"], NOW)
+    assert record.lookup("uid-victim", NOW + timedelta(seconds=29)).key == ("team", "high")
+    assert record.lookup("uid-victim", NOW + timedelta(seconds=30)) is None
+    record.remember(CRITICAL, ["uid-victim"], NOW + timedelta(seconds=1))
+    assert record.lookup("uid-victim", NOW + timedelta(seconds=2)).key == ("team", "critical")
+
+
+def test_the_record_keeps_only_what_decisions_read_and_stays_within_its_capacity() -> None:
+    record = PreemptorRecord(capacity=2)
+    record.remember({**HIGH, "spec": {**HIGH["spec"], "containers": [{"name": "big"}]}}, ["a", "b", "c"], NOW)
+    assert len(record) == 2 and record.lookup("a", NOW) is None
+    kept = record.lookup("c", NOW).pod
+    assert kept == {"metadata": {"namespace": "team", "name": "high", "uid": "uid-high"}, "spec": {"priority": 9000}}
+
+
+# ------------------------------------------------------------------------- the guard reads it
+
+def _judge(*pods: dict[str, Any], recorded: dict[str, Any] | None):
+    state = snapshot(VICTIM, *pods)
+    record = PreemptorRecord()
+    if recorded is not None:
+        record.remember(recorded, ["uid-victim"], NOW)
+    return judge(pod_request(None, old=VICTIM), replace(state, preemptors=record), GuardConfig(), NOW)
+
+
+def _bound_high() -> dict[str, Any]:
+    body = with_uid(pending("high", 9000), "uid-high")
+    body["spec"]["nodeName"] = "node-2"
+    return body
+
+
+# (rule, pods in the cache besides the victim, the recorded preemptor, allowed, source)
+SOURCES = [
+    ("no record: the highest pending pod is inferred, and the victim does not tolerate it",
+     [HIGH, CRITICAL], None, True, PreemptorSource.INFERRED),
+    ("a record names the preemptor the scheduler works on, whatever else pends",
+     [HIGH, CRITICAL], HIGH, False, PreemptorSource.RECORDED),
+    ("a recorded preemptor the cache has not seen yet is judged as recorded",
+     [CRITICAL], HIGH, False, PreemptorSource.RECORDED),
+    ("a recorded preemptor since bound is stale: inference again",
+     [_bound_high(), CRITICAL], HIGH, True, PreemptorSource.INFERRED),
+    ("a pod of the same name but another uid is stale: inference again",
+     [with_uid(pending("high", 9000), "uid-other"), CRITICAL], HIGH, True, PreemptorSource.INFERRED),
+    ("a record of a preemptor the victim does not tolerate allows",
+     [HIGH, CRITICAL], CRITICAL, True, PreemptorSource.RECORDED),
+]
+
+
+@pytest.mark.parametrize(("rule", "pods", "recorded", "allowed", "source"), SOURCES, ids=[c[0] for c in SOURCES])
+def test_the_preemptor_the_guard_judges_against(rule, pods, recorded, allowed, source) -> None:
+    verdict = _judge(*pods, recorded=recorded)
+    assert (verdict.response.allowed, verdict.source) == (allowed, source), rule
+
+
+# ------------------------------------------------------------------------- the nudge plan
+
+END = NOW + timedelta(seconds=20)
+
+
+def test_a_nudge_is_due_only_once_the_toleration_has_ended() -> None:
+    plan = NudgePlan()
+    assert plan.hold(HIGH, END, NOW)
+    assert plan.next_at() == END + MARGIN
+    assert plan.due(END) == []
+    [nudge] = plan.due(END + MARGIN)
+    assert (nudge.namespace, nudge.name, nudge.uid, nudge.until) == ("team", "high", "uid-high", END)
+    assert plan.due(END + timedelta(seconds=5)) == [] and plan.next_at() is None
+
+
+def test_one_nudge_per_preemptor_per_expiry() -> None:
+    plan = NudgePlan()
+    assert plan.hold(HIGH, END, NOW)
+    assert not plan.hold(HIGH, END, NOW + timedelta(seconds=1)), "the same end again"
+    assert not plan.hold(HIGH, END + timedelta(seconds=10), NOW), "a later end waits for the retry"
+    assert len(plan.due(END + MARGIN)) == 1
+    assert not plan.hold(HIGH, END, END), "an end already nudged for, or passed"
+
+
+def test_an_earlier_end_replaces_the_planned_one() -> None:
+    plan = NudgePlan()
+    plan.hold(HIGH, END, NOW)
+    assert plan.hold(HIGH, END - timedelta(seconds=10), NOW)
+    assert [n.until for n in plan.due(END + MARGIN)] == [END - timedelta(seconds=10)]
+    assert plan.next_at() is None, "the replaced plan is not handed out as well"
+
+
+def test_an_unnamed_preemptor_or_a_full_plan_plans_nothing() -> None:
+    assert not NudgePlan().hold({"spec": {"priority": 9000}}, END, NOW)
+    full = NudgePlan(capacity=1)
+    assert full.hold(HIGH, END, NOW) and not full.hold(CRITICAL, END, NOW)
