@@ -7,6 +7,8 @@ building the answer) for one candidate node:
 - the unchanged path: the scheduler's victims tolerate nothing, they are returned as they are;
 - the recompute path: the scheduler chose a protected pod, so the victims are chosen again over every pod
   of the node (half of a node's pods are protected, so the reprieve loop runs over the other half).
+Every pod is selected by one PodDisruptionBudget with no disruption left, so each potential victim is
+checked against it and counted as violating (the worst case of the budget split).
 Targets: the recompute path at 110 pods per node under 2 ms, and at most 1.2x between 1,000 and 50,000
 cached pods. Saves the figures to benchmarks/results/extender_latency.json. Run:
 
@@ -28,6 +30,7 @@ from _common import save_results, shown, timed  # noqa: E402
 from preemption_toleration.api.extender import ExtenderPreemptionArgs  # noqa: E402
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS  # noqa: E402
 from preemption_toleration.extender.decisions import ExtenderView, NodeChoice, decide_preemption  # noqa: E402
+from preemption_toleration.inventory.budgets import BudgetIndex  # noqa: E402
 from preemption_toleration.inventory.pods import PodIndex  # noqa: E402
 
 PODS_PER_NODE = 110
@@ -64,7 +67,9 @@ def fill(size: int) -> tuple[ExtenderView, dict[str, list[str]]]:
             name = f"{node}-p{k}"
             index.put(bound_pod(name, node, protected=k % 2 == 0))
             by_node.setdefault(node, []).append(name)
-    return ExtenderView(index, nodes, CLASSES.get), by_node
+    budget = {"metadata": {"name": "train", "namespace": "batch"},
+              "spec": {"selector": {"matchLabels": {"app": "train"}}}, "status": {"disruptionsAllowed": 0}}
+    return ExtenderView(index, nodes, CLASSES.get, BudgetIndex.of([budget])), by_node
 
 
 def body(node: str, victims: list[str]) -> dict[str, Any]:

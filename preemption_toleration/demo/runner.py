@@ -1,5 +1,6 @@
-"""Plays the demo: a local control plane, `ptol run`, the samples, and three preemption stories told as they
-happen. Every step is named, so a failure says which step failed and where the logs are."""
+"""Plays the demo: a local control plane, `ptol run` (with the scheduler calling its extender), the samples,
+and four preemption stories told as they happen. Every step is named, so a failure says which step failed
+and where the logs are."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from preemption_toleration.demo import objects
 from preemption_toleration.devcluster import LocalCluster, create_node, ensure_namespace, ensure_toolchain
 from preemption_toleration.devcluster.components import REGISTERED, ComponentError, ComponentProcess
 from preemption_toleration.validation.documents import load_documents
+from preemption_toleration.webhooks.configurations import GUARD_NAME, scheduler_extender_of
 
 Say = Callable[[str], None]
 REFUSED_WAIT_SECONDS = 10
@@ -87,6 +89,21 @@ class Demo:
 
     def stop_components(self) -> None:
         self.components.stop()
+
+    async def configure_scheduler(self) -> None:
+        """kube-scheduler restarted with `ptol run`'s extender, as config/scheduler configures it."""
+        assert self.api is not None
+        guard = await client.AdmissionregistrationV1Api(self.api).read_validating_webhook_configuration(GUARD_NAME)
+        entry = scheduler_extender_of(self.api.sanitize_for_serialization(guard))
+        self.say(f"Restarting kube-scheduler with the extender at {entry['urlPrefix']} (ignorable, TLS).")
+        # On this (the main) thread: the scheduler process is tied to the thread that starts it.
+        self.cluster.restart_scheduler([entry])
+
+    def _extender_left_out(self, preemptor: str) -> list[str]:
+        """The extender's log lines that left a node out for this preemptor."""
+        return [line for line in self.components.log().splitlines()
+                if "extender node decision" in line and f"{objects.NAMESPACE}/{preemptor}" in line
+                and '"dropped"' in line]
 
     async def install_crd(self) -> None:
         assert self.api is not None
@@ -196,14 +213,10 @@ class Demo:
                 return False
             raise
 
-    async def _run_pod(self, name: str, class_name: str, wait_bound: bool = True) -> None:
-        await self.core.create_namespaced_pod(objects.NAMESPACE, objects.pod(name, class_name))
+    async def _run_pod(self, name: str, class_name: str, wait_bound: bool = True, cpu: str = "2") -> None:
+        await self.core.create_namespaced_pod(objects.NAMESPACE, objects.pod(name, class_name, cpu))
         if wait_bound:
             await _until(lambda: self._node_of(name), lambda node: bool(node), 60, f"{name} being scheduled")
-
-    async def _refusals(self, victim: str) -> list[str]:
-        events = await self.core.list_namespaced_event(objects.NAMESPACE, field_selector=f"involvedObject.name={victim}")
-        return [event.message for event in events.items if event.reason == "PreemptionRefused"]
 
     async def _clear(self) -> None:
         await self.core.delete_collection_namespaced_pod(objects.NAMESPACE, grace_period_seconds=0)
@@ -222,8 +235,10 @@ class Demo:
         await asyncio.sleep(REFUSED_WAIT_SECONDS)
         if await self._node_of("train-a") is False or await self._node_of("high-a"):
             raise StepFailed("story 1", "high-a preempted train-a")
-        [message, *_] = await _until(lambda: self._refusals("train-a"), bool, 30, "the guard's refusal Event")
-        self.say(f"   refused by the guard: {message}")
+        await _until(lambda: asyncio.to_thread(self._extender_left_out, "high-a"), bool, 30,
+                     "the extender leaving the node out")
+        self.say(f"   kept by the scheduler's extender: {objects.NODE} is no candidate for high-a, since train-a "
+                 "tolerates it; nothing was deleted.")
         self._result("1", "train-a (low-non-preempted)", "high-a (9000)", "refused", started)
         self.say("   now critical-a (critical, 10000) wants the same room ...")
         await self._run_pod("critical-a", "critical", wait_bound=False)
@@ -249,12 +264,28 @@ class Demo:
         started = time.monotonic()
         await self._run_pod("train-c", "low-guaranteed")
         await self._run_pod("high-c", "high", wait_bound=False)
-        self.say(f"   high-c waits; the scheduler retries, the guard refuses until train-c has run {seconds} s ...")
+        self.say(f"   high-c waits: train-c is no victim for it until train-c has run {seconds} s ...")
         await _until(lambda: self._node_of("train-c"), lambda node: node is False, seconds + 330,
                      "high-c preempting train-c after the guarantee")
         ran = time.monotonic() - started
-        self.say(f"   high-c preempted train-c after {ran:.0f} s (guarantee {seconds} s, plus the scheduler's retry).")
+        self.say(f"   high-c preempted train-c after {ran:.0f} s (guarantee {seconds} s): when the guarantee ended, "
+                 "high-c was nudged back into the scheduler's queue.")
         self._result("3", "train-c (low-guaranteed)", "high-c (9000)", f"preempted after {seconds} s", started)
+        await self._clear()
+
+    async def story_two_victims(self) -> None:
+        self.say("\n4. Two victims, one protected: high needs the whole node.")
+        started = time.monotonic()
+        await self._run_pod("batch-d", "low", cpu="1")
+        await self._run_pod("train-d", "low-non-preempted", cpu="1")
+        self.say("   batch-d (low, 1 CPU) and train-d (low-non-preempted, 1 CPU) run; high-d wants all 3 CPUs ...")
+        await self._run_pod("high-d", "high", cpu="3", wait_bound=False)
+        await asyncio.sleep(REFUSED_WAIT_SECONDS)
+        if await self._node_of("batch-d") is False or await self._node_of("train-d") is False:
+            raise StepFailed("story 4", "a pod was deleted although high-d cannot fit without train-d")
+        self.say("   nothing was deleted: without train-d's CPU high-d cannot fit, so batch-d is not preempted "
+                 "in vain (the guard alone could only refuse train-d after batch-d was gone).")
+        self._result("4", "batch-d + train-d", "high-d (9000)", "nothing deleted", started)
         await self._clear()
 
     # ----------------------------------------------------------------- the whole thing
@@ -271,6 +302,8 @@ class Demo:
             await self.install_crd()
             step = "starting ptol run (operator, webhooks, guard)"
             await asyncio.to_thread(self.start_components)
+            step = "configuring kube-scheduler with the extender"
+            await self.configure_scheduler()
             step = "applying the classes and policies"
             await self.apply_samples()
             step = "showing a refused mistake"
@@ -279,6 +312,7 @@ class Demo:
             await self.story_forever()
             await self.story_plain()
             await self.story_guaranteed()
+            await self.story_two_victims()
         except StepFailed as failure:
             raise StepFailed(failure.step, f"{failure.problem}; logs in {self.cluster.logs_dir}") from failure
         except Exception as error:

@@ -13,7 +13,7 @@ Failure policies, and why:
 from __future__ import annotations
 
 import base64
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
@@ -24,6 +24,7 @@ GUARD_NAME = "preemption-toleration-guard"
 TIMEOUT_SECONDS = 5
 GUARD_TIMEOUT_SECONDS = 3
 GUARD_OPT_OUT_LABEL = "preemption-toleration.dev/guard"
+GUARD_PATH = "/guard/pods"
 
 _PRIORITY_CLASS_RULE = {
     "apiGroups": ["scheduling.k8s.io"],
@@ -121,7 +122,7 @@ def guard_configuration(client_config: Any, match_identities: Collection[str] | 
     1.20 to 1.27 refuse the field)."""
     webhook: dict[str, Any] = {
         "name": "pods.guard.preemption-toleration.dev",
-        "clientConfig": client_config("/guard/pods"),
+        "clientConfig": client_config(GUARD_PATH),
         "rules": [
             {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["DELETE"],
              "scope": "Namespaced"},
@@ -196,3 +197,10 @@ def scheduler_extender(url_prefix: str, ca_data: str, server_name: str | None = 
         tls["serverName"] = server_name
     return {"urlPrefix": url_prefix, "preemptVerb": "preempt", "nodeCacheCapable": True, "enableHTTPS": True,
             "tlsConfig": tls, "httpTimeout": EXTENDER_TIMEOUT, "ignorable": True}
+
+
+def scheduler_extender_of(guard: Mapping[str, Any]) -> dict[str, Any]:
+    """The extender entry for the server a URL-registered guard configuration (`ptol run`) calls."""
+    client_config = guard["webhooks"][0]["clientConfig"]
+    base = str(client_config["url"]).rsplit(GUARD_PATH, 1)[0]
+    return scheduler_extender(base + EXTENDER_PREFIX, str(client_config["caBundle"]))

@@ -26,6 +26,7 @@ from preemption_toleration.webhooks.configurations import (
     NAME,
     guard_configuration,
     mutating_configuration,
+    scheduler_extender_of,
     url_client_config,
     validating_configuration,
 )
@@ -154,6 +155,10 @@ async def run_webhook(
             await register(api, url, certificates.ca_bundle, guard_enabled)
             registered = True
             logger.info(REGISTERED, extra={"url": url})
+            if guard_enabled:
+                guard_config = guard_configuration(lambda path: url_client_config(url, path, certificates.ca_bundle))
+                logger.info("scheduler extender entry (KubeSchedulerConfiguration `extenders`)",
+                            extra={"extender": scheduler_extender_of(guard_config)})
         if ready is not None:
             ready.set()
         await stop.wait()

@@ -32,7 +32,7 @@ from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, Refusal, judge
 from preemption_toleration.guard.prefilter import may_be_preemption
 from preemption_toleration.guard.record import PreemptorRecord
-from preemption_toleration.webhooks.configurations import EXTENDER_PREFIX
+from preemption_toleration.webhooks.configurations import EXTENDER_PREFIX, GUARD_PATH
 from preemption_toleration.webhooks.decisions import (
     AdmissionConfig,
     Snapshot,
@@ -166,7 +166,7 @@ class WebhookApp:
         app = web.Application(client_max_size=self.max_body_bytes)
         routes = endpoints(self.config)
         if self.guard is not None:
-            routes.append(Endpoint("/guard/pods", GUARD, "", "pods", self._guard))
+            routes.append(Endpoint(GUARD_PATH, GUARD, "", "pods", self._guard))
         for endpoint in routes:
             app.router.add_post(endpoint.path, self._handler(endpoint))
         if self.extender is not None:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.components import REGISTERED, ComponentError, ComponentProcess
+from preemption_toleration.webhooks.configurations import GUARD_NAME, scheduler_extender_of
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "crds" / "preemptiontolerationpolicies.yaml"
@@ -95,3 +98,24 @@ def rbac_installed(cluster: LocalCluster) -> Iterator[None]:
     finally:
         subprocess.run(cluster.kubectl_argv("delete", "-k", str(ROOT / "config" / "rbac"), "--ignore-not-found"),
                        capture_output=True, check=False)
+
+
+def registered_extender(cluster: LocalCluster) -> dict[str, Any]:
+    """The scheduler extender entry for the server `ptol run` registered (its guard configuration's URL
+    and CA), as config/scheduler writes it."""
+    found = subprocess.run(cluster.kubectl_argv("get", "validatingwebhookconfiguration", GUARD_NAME, "-o", "json"),
+                           check=True, capture_output=True, text=True)
+    return scheduler_extender_of(json.loads(found.stdout))
+
+
+@contextmanager
+def scheduler_extended(cluster: LocalCluster, *entries: dict[str, Any],
+                       after: list[dict[str, Any]] | None = None) -> Iterator[None]:
+    """kube-scheduler restarted with these extender entries (by default `ptol run`'s), then with `after`
+    (by default none). Call it from the main thread: the scheduler process is tied to the thread that
+    starts it."""
+    cluster.restart_scheduler(list(entries) or [registered_extender(cluster)])
+    try:
+        yield
+    finally:
+        cluster.restart_scheduler(after or [])

@@ -34,15 +34,18 @@ def test_demo_plays_the_stories_and_stops_everything(tmp_path: Path) -> None:
     assert ('denied the request: PriorityClass "demo-mistake": annotation '
             'preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority="10k" is not a base-10 integer'
             in out)
-    assert "refused by the guard: pod demo/train-a (PriorityClass low-non-preempted, priority 8000)" in out
+    assert "Restarting kube-scheduler with the extender at https://127.0.0.1:" in out
+    assert "kept by the scheduler's extender: demo-node is no candidate for high-a, since train-a tolerates it" in out
+    assert "high-c was nudged back into the scheduler's queue" in out
     summary = out.split("What happened:\n", 1)[1].splitlines()
     assert summary[0].split() == ["STORY", "VICTIM", "PREEMPTOR", "OUTCOME", "AFTER"]
-    outcomes = [" ".join(line.split()[1:-2]) for line in summary[1:5]]
+    outcomes = [" ".join(line.split()[1:-2]) for line in summary[1:6]]
     assert outcomes == [
         "train-a (low-non-preempted) high-a (9000) refused",
         "train-a (low-non-preempted) critical-a (10000) preempted",
         "batch-b (low) high-b (9000) preempted",
         "train-c (low-guaranteed) high-c (9000) preempted after 10 s",
+        "batch-d + train-d high-d (9000) nothing deleted",
     ]
     # --once stopped every process it started (their command lines name the demo's directory)
     assert [cmdline for cmdline in _command_lines() if str(directory) in cmdline] == []

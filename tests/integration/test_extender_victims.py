@@ -1,12 +1,18 @@
-"""The scheduler extender against the real kube-scheduler: with `ptol run` serving `/extender/preempt`,
-the scheduler chooses only victims that do not tolerate the preemptor (the issue's cases a and c)."""
+"""The scheduler extender against the real kube-scheduler: with `ptol run` serving `/extender/preempt` and
+the scheduler configured with config/scheduler's entry, the scheduler chooses only victims that do not
+tolerate the preemptor (the issue's cases a, b, c), a waiting preemptor is retried when a toleration ends
+(d), an extender outage leaves the guard alone in charge (f), and the guard knows the exact preemptor (g).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import ssl
+import time
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -15,8 +21,12 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from preemption_toleration import pki
 from preemption_toleration.devcluster import LocalCluster
-from tests.integration.components import RunProcess, ptol_run
+from preemption_toleration.devcluster.components import ComponentProcess
+from preemption_toleration.devcluster.processes import free_port
+from preemption_toleration.webhooks.configurations import scheduler_extender
+from tests.integration.components import RunProcess, ptol_run, registered_extender, scheduler_extended
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest
@@ -24,52 +34,58 @@ from tests.integration.pods import SETTLE_SECONDS, create_bound, node_of, pod_bo
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
+GUARANTEE_SECONDS = 20
 
-def _guard_client_config(kubectl: Kubectl) -> tuple[str, str]:
-    """(base URL, base64 CA bundle) of the webhook server `ptol run` registered."""
-    import json
 
-    registered = json.loads(kubectl("get", "validatingwebhookconfiguration", "preemption-toleration-guard",
-                                    "-o", "json").stdout)
-    config = registered["webhooks"][0]["clientConfig"]
-    return config["url"].rsplit("/guard/", 1)[0], config["caBundle"]
+class Server:
+    """The webhook server `ptol run` runs, as the scheduler's extender entry names it."""
+
+    def __init__(self, entry: dict[str, Any]) -> None:
+        self.base = entry["urlPrefix"].rsplit("/extender", 1)[0]
+        self.context = ssl.create_default_context(cadata=base64.b64decode(entry["tlsConfig"]["caData"]).decode())
+
+    async def metric(self, name: str, label: str) -> dict[str, float]:
+        """A counter's samples by one label, read from /metrics."""
+        async with aiohttp.ClientSession() as session, session.get(f"{self.base}/metrics",
+                                                                   ssl=self.context) as response:
+            text = await response.text()
+        found: dict[str, float] = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == name:
+                    found[sample.labels[label]] = found.get(sample.labels[label], 0) + sample.value
+        return found
+
+    async def extender_nodes(self) -> dict[str, float]:
+        return await self.metric("ptol_extender_nodes_total", "choice")
+
+    async def refusals(self) -> float:
+        return sum((await self.metric("ptol_guard_refusals_total", "kind")).values())
 
 
 @pytest.fixture(scope="module")
-def extended(cluster: LocalCluster, kubectl: Kubectl) -> Iterator[tuple[RunProcess, str, str]]:
-    """`ptol run`, and the scheduler configured with its extender as the README shows (ignorable, HTTPS)."""
+def extended(cluster: LocalCluster) -> Iterator[tuple[RunProcess, Server]]:
+    """`ptol run`, and the scheduler configured with config/scheduler's extender entry (ignorable, HTTPS)."""
     with ptol_run(cluster) as process:
-        base, ca_bundle = _guard_client_config(kubectl)
-        cluster.restart_scheduler([{
-            "urlPrefix": f"{base}/extender", "preemptVerb": "preempt", "weight": 1, "enableHTTPS": True,
-            "tlsConfig": {"caData": ca_bundle}, "httpTimeout": "5s", "ignorable": True,
-            "nodeCacheCapable": False}])
-        try:
-            yield process, base, ca_bundle
-        finally:
-            cluster.restart_scheduler()
+        entry = registered_extender(cluster)
+        with scheduler_extended(cluster, entry):
+            yield process, Server(entry)
 
 
 @pytest.fixture(scope="module")
-def classes(extended: tuple[RunProcess, str, str], kubectl: Kubectl) -> Iterator[dict[str, str]]:
+def classes(extended: tuple[RunProcess, Server], kubectl: Kubectl) -> Iterator[dict[str, str]]:
     suffix = unique_name("x").split("-")[-1]
-    names = {role: f"{role}-{suffix}" for role in ("high", "low", "protected", "protected-low")}
-    values = {"high": 9000, "low": 8000, "protected": 8000, "protected-low": 7000}
+    roles = {"critical": 10000, "high": 9000, "low": 8000, "protected": 8000, "protected-low": 7000,
+             "guaranteed": 8000}
+    names = {role: f"{role}-{suffix}" for role in roles}
     for role, name in names.items():
         notes = {MIN: "10000", TOL: "-1"} if role.startswith("protected") else {}
-        kubectl("apply", "-f", "-", input=class_manifest(name, values[role], annotations=notes))
+        if role == "guaranteed":
+            notes = {MIN: "10000", TOL: str(GUARANTEE_SECONDS)}
+        kubectl("apply", "-f", "-", input=class_manifest(name, roles[role], annotations=notes))
     yield names
     for name in names.values():
         kubectl("delete", "priorityclass", name, "--ignore-not-found", check=False)
-
-
-async def extender_nodes(base: str, ca_bundle: str) -> dict[str, float]:
-    """ptol_extender_nodes_total by choice, read from the server's /metrics."""
-    context = ssl.create_default_context(cadata=base64.b64decode(ca_bundle).decode())
-    async with aiohttp.ClientSession() as session, session.get(f"{base}/metrics", ssl=context) as response:
-        text = await response.text()
-    return {sample.labels["choice"]: sample.value for family in text_string_to_metric_families(text)
-            for sample in family.samples if sample.name == "ptol_extender_nodes_total"}
 
 
 async def pod_names_on(api: ApiClient, namespace: str) -> dict[str, Any]:
@@ -77,28 +93,61 @@ async def pod_names_on(api: ApiClient, namespace: str) -> dict[str, Any]:
     return {pod.metadata.name: pod.spec.node_name for pod in pods}
 
 
+def on_nodes(body: dict[str, Any], *nodes: str) -> dict[str, Any]:
+    """The pod may go to any of these nodes (and no other node of the shared cluster)."""
+    del body["spec"]["nodeSelector"]
+    body["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": list(nodes)}]}]}}}
+    return body
+
+
 async def test_a_preemptor_that_needs_a_protected_pod_deletes_nothing(
     api: ApiClient, namespace: str, make_node: MakeNode, classes: dict[str, str],
-    extended: tuple[RunProcess, str, str],
+    extended: tuple[RunProcess, Server],
 ) -> None:
-    """Case a: one node of 3 CPUs, a plain and a protected pod of 1 CPU, a preemptor of 3 CPUs. As with
-    upstream's plugin, the node is no candidate: nothing is deleted and the preemptor stays pending."""
-    _, base, ca_bundle = extended
+    """Case a (the guard alone's known limit): one node of 3 CPUs, a plain and a protected pod of 1 CPU, a
+    preemptor of 3 CPUs. As with upstream's plugin, the node is no candidate: nothing is deleted and the
+    preemptor stays pending."""
+    _, server = extended
     node = (await make_node(cpu="3", memory="8Gi")).metadata.name
-    before = (await extender_nodes(base, ca_bundle)).get("dropped", 0)
+    before = (await server.extender_nodes()).get("dropped", 0)
+    refusals = await server.refusals()
     await create_bound(api, namespace, "plain", classes["low"], node, cpu="1")
     await create_bound(api, namespace, "protected", classes["protected"], node, cpu="1")
     await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], node, cpu="3"))
-    await eventually(lambda: extender_nodes(base, ca_bundle), lambda found: found.get("dropped", 0) > before,
+    await eventually(server.extender_nodes, lambda found: found.get("dropped", 0) > before,
                      timeout=60, what="the extender left the node out")
     for _ in range(SETTLE_SECONDS):
         assert await pod_names_on(api, namespace) == {"plain": node, "protected": node, "high": None}
         await asyncio.sleep(1)
+    assert await server.refusals() == refusals, "no protected pod was even asked for"
+
+
+async def test_the_preemptor_goes_to_the_node_whose_victim_does_not_tolerate_it(
+    api: ApiClient, namespace: str, make_node: MakeNode, classes: dict[str, str],
+    extended: tuple[RunProcess, Server],
+) -> None:
+    """Case b: node-a holds a protected pod of the lowest priority, which the stock scheduler would pick;
+    node-b holds a plain pod. high preempts the plain pod on node-b, and the protected pod never receives
+    a DELETE: the guard refuses nothing."""
+    _, server = extended
+    node_a = (await make_node(cpu="2", memory="8Gi")).metadata.name
+    node_b = (await make_node(cpu="2", memory="8Gi")).metadata.name
+    refusals = await server.refusals()
+    await create_bound(api, namespace, "protected", classes["protected-low"], node_a, cpu="2")
+    await create_bound(api, namespace, "plain", classes["low"], node_b, cpu="2")
+    high = on_nodes(pod_body("high", classes["high"], node_a, cpu="2"), node_a, node_b)
+    await client.CoreV1Api(api).create_namespaced_pod(namespace, high)
+    await eventually(lambda: read_pod(api, namespace, "high"), lambda pod: node_of(pod) == node_b, timeout=90,
+                     what="high bound to node-b")
+    assert await pod_names_on(api, namespace) == {"protected": node_a, "high": node_b}
+    assert await server.refusals() == refusals
 
 
 async def test_the_scheduler_preempts_a_plain_pod_instead_of_the_protected_one_it_chose(
     api: ApiClient, namespace: str, make_node: MakeNode, classes: dict[str, str],
-    extended: tuple[RunProcess, str, str],
+    extended: tuple[RunProcess, Server],
 ) -> None:
     """Case c: the stock scheduler would preempt the protected pod (the lowest priority); the extender
     gives it one of the plain pods instead, which is the one preempted."""
@@ -112,3 +161,114 @@ async def test_the_scheduler_preempts_a_plain_pod_instead_of_the_protected_one_i
     left = await pod_names_on(api, namespace)
     assert left["protected"] == node
     assert sorted(name for name in left if name.startswith("plain")) in (["plain-a"], ["plain-b"])
+
+
+def _scheduled_at(pod: dict[str, Any]) -> datetime:
+    [condition] = [c for c in pod["status"]["conditions"] if c["type"] == "PodScheduled"]
+    moment = condition["lastTransitionTime"]
+    return moment if isinstance(moment, datetime) else datetime.fromisoformat(moment.replace("Z", "+00:00"))
+
+
+async def _deleted_at(api: ApiClient, namespace: str, name: str, timeout: float) -> datetime:
+    """When the pod was first seen deleting or gone (polled every 0.1 s)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pod = await read_pod(api, namespace, name)
+        if pod is None or pod["metadata"].get("deletionTimestamp"):
+            return datetime.now(timezone.utc)
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{name} was not preempted within {timeout:.0f} s")
+
+
+async def test_a_preemptor_held_back_by_a_time_limited_toleration_preempts_when_it_ends(
+    api: ApiClient, namespace: str, make_node: MakeNode, classes: dict[str, str],
+    extended: tuple[RunProcess, Server],
+) -> None:
+    """Case d: a 20 s guarantee ends, and high preempts the pod within 3 s of the end, counted from the
+    victim's PodScheduled time plus 20 s: the expiry nudge re-queues high, instead of the scheduler's
+    periodic retry a minute or more later."""
+    _, server = extended
+    node = (await make_node(cpu="3", memory="8Gi")).metadata.name
+    victim = await create_bound(api, namespace, "victim", classes["guaranteed"], node, cpu="2")
+    end = _scheduled_at(victim) + timedelta(seconds=GUARANTEE_SECONDS)
+    await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], node, cpu="2"))
+    nudged = (await server.metric("ptol_preemptor_nudges_total", "outcome")).get("nudged", 0)
+    deleted = await _deleted_at(api, namespace, "victim", timeout=GUARANTEE_SECONDS + 60)
+    assert end <= deleted <= end + timedelta(seconds=3), f"preempted {(deleted - end).total_seconds():.1f} s after"
+    assert (await server.metric("ptol_preemptor_nudges_total", "outcome")).get("nudged", 0) == nudged + 1
+    await eventually(lambda: read_pod(api, namespace, "high"), lambda pod: node_of(pod) == node, timeout=60,
+                     what="high bound")
+
+
+async def test_the_guard_judges_against_the_preemptor_the_scheduler_works_on(
+    api: ApiClient, namespace: str, make_node: MakeNode, classes: dict[str, str],
+    extended: tuple[RunProcess, Server], kubectl: Kubectl,
+) -> None:
+    """Case g: critical pends for an unrelated reason (64 CPUs), while the scheduler works on high, which
+    the victim tolerates. The extender leaves the node out; should the scheduler delete the victim anyway
+    (an ignored extender answer, played here by a DELETE as the scheduler), the guard refuses it for high,
+    where inference alone would name critical and allow it."""
+    process, server = extended
+    node = (await make_node(cpu="3", memory="8Gi")).metadata.name
+    await create_bound(api, namespace, "victim", classes["protected"], node, cpu="2")
+    await client.CoreV1Api(api).create_namespaced_pod(
+        namespace, pod_body("critical", classes["critical"], node, cpu="64"))
+    sources = await server.metric("ptol_guard_preemptor_source_total", "source")
+    await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], node, cpu="2"))
+    await eventually(lambda: asyncio.to_thread(_extender_decisions_for, process, f"{namespace}/high"), bool,
+                     timeout=60, what="the extender called for high")
+    refused = kubectl("delete", "pod", "victim", "-n", namespace, "--as=system:kube-scheduler", "--wait=false",
+                      check=False)
+    assert refused.returncode != 0, "the guard allowed the preemption"
+    assert f"the preemptor ({namespace}/high, priority 9000)" in refused.stderr
+    after = await server.metric("ptol_guard_preemptor_source_total", "source")
+    assert after.get("recorded", 0) > sources.get("recorded", 0)  # 1.20 may call the webhook twice per DELETE
+    assert node_of(await read_pod(api, namespace, "victim")) == node
+
+
+def _extender_decisions_for(process: RunProcess, preemptor: str) -> list[str]:
+    return [line for line in process.log().splitlines() if "extender node decision" in line and preemptor in line]
+
+
+def _serving_files(directory: Path) -> tuple[Path, Path, str]:
+    """A CA and a serving pair for 127.0.0.1: (cert file, key file, base64 CA)."""
+    ca = pki.generate_ca("extender-test-ca")
+    serving = pki.issue_serving_cert(ca, "localhost", dns_names=["localhost"], ip_addresses=["127.0.0.1"])
+    cert, key = directory / "extender.crt", directory / "extender.key"
+    cert.write_bytes(serving.cert_pem)
+    key.write_bytes(serving.key_pem)
+    return cert, key, base64.b64encode(ca.cert_pem).decode()
+
+
+async def test_an_extender_outage_leaves_scheduling_to_the_guard_alone(
+    api: ApiClient, namespace: str, make_node: MakeNode, classes: dict[str, str],
+    extended: tuple[RunProcess, Server], cluster: LocalCluster, tmp_path: Path,
+) -> None:
+    """Case f: the scheduler's extender is a second `ptol webhook`, killed with SIGKILL. Scheduling goes on
+    (the extender is ignorable), and the guard of `ptol run` still refuses the protected victim."""
+    _, server = extended
+    cert, key, ca_data = _serving_files(tmp_path)
+    port = free_port()
+    extender = ComponentProcess("webhook", cluster.kubeconfig, Path(cluster.logs_dir) / "extender-webhook.log",
+                                "--host", "127.0.0.1", "--port", str(port), "--cert-file", str(cert),
+                                "--key-file", str(key))
+    since = extender.start()
+    try:
+        extender.wait_for("webhook server listening", since, timeout=60)
+        with scheduler_extended(cluster, scheduler_extender(f"https://127.0.0.1:{port}/extender", ca_data),
+                                after=[registered_extender(cluster)]):
+            assert extender.process is not None
+            extender.process.kill()
+            extender.process.wait()
+            node = (await make_node(cpu="3", memory="8Gi")).metadata.name
+            refusals = await server.refusals()
+            await create_bound(api, namespace, "protected", classes["protected"], node, cpu="2")
+            await create_bound(api, namespace, "other", classes["low"], node, cpu="1")  # scheduling goes on
+            await client.CoreV1Api(api).create_namespaced_pod(
+                namespace, pod_body("high", classes["high"], node, cpu="2"))
+            await eventually(server.refusals, lambda count: count > refusals, timeout=60,
+                             what="the guard refusing the protected victim")
+            assert node_of(await read_pod(api, namespace, "protected")) == node
+            assert node_of(await read_pod(api, namespace, "high")) is None
+    finally:
+        extender.stop()

@@ -6,7 +6,6 @@ operator, the webhooks and the guard.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 from datetime import datetime, timedelta, timezone
@@ -22,11 +21,9 @@ from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest, policy_manifest, wait_annotations
 from tests.integration.pods import (
-    SETTLE_SECONDS,
     create_bound,
     set_scheduled_at,
     events_of,
-    node_of,
     pod_body,
     preempts,
     read_pod,
@@ -137,20 +134,4 @@ async def test_eviction_with_the_preemptor_annotation_is_refused_without_it_evic
     assert await _evict(api, namespace, "forever", {}) is None  # a drain, not a preemption
     await eventually(lambda: read_pod(api, namespace, "forever"), lambda p: p is None, timeout=30,
                      what="the evicted pod gone")
-
-
-async def test_two_victims_one_protected_known_limit(
-    api: ApiClient, namespace: str, node: str, classes: dict[str, str]
-) -> None:
-    """Recorded, not wished for: the scheduler picks both victims; the guard can refuse only the
-    protected one, after the other may already be gone (documented in the README)."""
-    await wait_annotations(api, classes["low-non-preempted"], {MIN: "10000", TOL: "-1"})
-    await create_bound(api, namespace, "plain", classes["low"], node, cpu="1")
-    await create_bound(api, namespace, "protected", classes["low-non-preempted"], node, cpu="1")
-    await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], node, cpu="3"))
-    await asyncio.sleep(SETTLE_SECONDS)
-    assert node_of(await read_pod(api, namespace, "protected")) == node
-    assert node_of(await read_pod(api, namespace, "high")) is None
-    plain_gone = await read_pod(api, namespace, "plain") is None
-    print(f"two victims, one protected: unprotected pod deleted in vain: {plain_gone}")
 

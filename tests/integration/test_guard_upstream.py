@@ -1,5 +1,6 @@
 """Upstream's integration scenarios (scheduler-plugins test/integration/preemption_toleration_test.go) with
-the stock kube-scheduler and the guard: victim class value 1000, minimum 1010, pods of 2 CPUs on 3 CPUs.
+the stock kube-scheduler, by the guard alone and again with the scheduler extender on (the same outcomes):
+victim class value 1000, minimum 1010, pods of 2 CPUs on 3 CPUs.
 
 The classes with an unparsable annotation are created before the webhooks are registered (our validating
 webhook would refuse them), as in a cluster where they predate the installation.
@@ -16,7 +17,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.devcluster import LocalCluster
-from tests.integration.components import RunProcess, ptol_run
+from tests.integration.components import RunProcess, ptol_run, scheduler_extended
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import unique_name
 from tests.integration.objects import MIN, TOL, class_manifest
@@ -28,8 +29,8 @@ SUFFIX = unique_name("u").split("-")[-1]
 UNPARSABLE = f"victims-unparsable-{SUFFIX}"
 
 
-@pytest.fixture(scope="module")
-def components(cluster: LocalCluster, kubectl: Kubectl) -> Iterator[RunProcess]:
+@pytest.fixture(scope="module", params=["guard alone", "with the extender"])
+def components(cluster: LocalCluster, kubectl: Kubectl, request: pytest.FixtureRequest) -> Iterator[RunProcess]:
     kubectl("apply", "-f", "-", input=class_manifest(UNPARSABLE, 1000, annotations={MIN: "a"}))
     for priority in (1010, 1009, 1005, 1001):
         kubectl("apply", "-f", "-", input=class_manifest(f"p{priority}-{SUFFIX}", priority))
@@ -38,7 +39,11 @@ def components(cluster: LocalCluster, kubectl: Kubectl) -> Iterator[RunProcess]:
     never["preemptionPolicy"] = "Never"
     kubectl("apply", "-f", "-", input=json.dumps(never))
     with ptol_run(cluster, "--resync-seconds", "3") as process:
-        yield process
+        if request.param == "with the extender":
+            with scheduler_extended(cluster):
+                yield process
+        else:
+            yield process
     for name in [UNPARSABLE, f"p1001-never-{SUFFIX}"] + [f"p{p}-{SUFFIX}" for p in (1010, 1009, 1005, 1001)]:
         kubectl("delete", "priorityclass", name, "--ignore-not-found", check=False)
 
