@@ -239,7 +239,7 @@ class Demo:
                      "the extender leaving the node out")
         self.say(f"   kept by the scheduler's extender: {objects.NODE} is no candidate for high-a, since train-a "
                  "tolerates it; nothing was deleted.")
-        self._result("1", "train-a (low-non-preempted)", "high-a (9000)", "refused", started)
+        self._result("1", "train-a (low-non-preempted)", "high-a (9000)", "not a victim", started)
         self.say("   now critical-a (critical, 10000) wants the same room ...")
         await self._run_pod("critical-a", "critical", wait_bound=False)
         await _until(lambda: self._node_of("train-a"), lambda node: node is False, 90, "critical-a preempting train-a")

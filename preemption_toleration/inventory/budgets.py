@@ -122,13 +122,14 @@ def split_by_budget_violation(
     others: list[SlimPod] = []
     for pod in pods:
         violated = False
-        if pod.labels:
-            for budget in budgets.in_namespace(pod.namespace):
-                if not budget.selects(pod.labels) or pod.name in budget.disrupted_pods:
-                    continue
-                left = allowed.get(id(budget), budget.disruptions_allowed) - 1
-                allowed[id(budget)] = left
-                if left < 0:
-                    violated = True
+        in_namespace = budgets.in_namespace(pod.namespace) if pod.label_pairs else ()
+        labels = pod.labels if in_namespace else {}
+        for budget in in_namespace:
+            if not budget.selects(labels) or pod.name in budget.disrupted_pods:
+                continue
+            left = allowed.get(id(budget), budget.disruptions_allowed) - 1
+            allowed[id(budget)] = left
+            if left < 0:
+                violated = True
         (violating if violated else others).append(pod)
     return violating, others

@@ -17,6 +17,7 @@ from preemption_toleration.core.resources import pod_requests
 from preemption_toleration.core.shapes import as_int, as_mapping
 
 PodKey = tuple[str, str]  # (namespace, name)
+Labels = tuple[str, ...]  # key, value, key, value, ... sorted by key
 Requests = tuple[tuple[str, int], ...]  # summed requests, sorted by resource name
 MAX_SHARED = 100_000  # entries per table of shared values; beyond it, values are simply not shared
 
@@ -58,7 +59,7 @@ class Shared:
         self.constraints: dict[str, Constraints] = {"{}": NO_CONSTRAINTS}
         self.requests: dict[Requests, Requests] = {}
         self.numbers: dict[int, int] = {}  # priorities: a few values, each an object of its own otherwise
-        self.labels: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}
+        self.labels: dict[Labels, Labels] = {}
 
     def number(self, value: int) -> int:
         return _share(self.numbers, value)
@@ -76,14 +77,15 @@ class Shared:
         found = self.constraints.get(signature)
         return found if found is not None else _share(self.constraints, Constraints(picked, signature), signature)
 
-    def labels_of(self, metadata: Mapping[str, Any]) -> Mapping[str, str] | None:
-        """The pod's labels (read by PodDisruptionBudget selectors), one object for the pods of a workload."""
+    def labels_of(self, metadata: Mapping[str, Any]) -> Labels:
+        """The pod's labels (read by PodDisruptionBudget selectors) as one flat tuple, key, value, key, ...:
+        a third of the memory of a dict, and one object for the pods of a workload."""
         labels = metadata.get("labels")
         if not isinstance(labels, Mapping) or not labels:
-            return None
-        pairs = tuple(sorted((sys.intern(str(key)), sys.intern(str(value))) for key, value in labels.items()))
-        found = self.labels.get(pairs)
-        return found if found is not None else _share(self.labels, dict(pairs), pairs)
+            return ()
+        flat = tuple(text for key in sorted(labels, key=str)
+                     for text in (sys.intern(str(key)), sys.intern(str(labels[key]))))
+        return _share(self.labels, flat)
 
     def requests_of(self, spec: Mapping[str, Any]) -> Requests:
         return _share(self.requests, tuple(sorted((sys.intern(name), value)
@@ -95,13 +97,13 @@ class SlimPod:
     JSON, for the pure checks of `core` that take pods as mappings."""
 
     __slots__ = ("key", "uid", "created", "deletion", "priority", "priority_class", "preempts_never", "node_name",
-                 "nominated_node", "phase", "scheduled", "scheduled_at", "constraints", "requests", "labels")
+                 "nominated_node", "phase", "scheduled", "scheduled_at", "constraints", "requests", "label_pairs")
 
     def __init__(self, key: PodKey, uid: str, created: str, deletion: str | None, priority: int,
                  priority_class: str | None, preempts_never: bool, node_name: str | None,
                  nominated_node: str | None, phase: str | None, scheduled: str | None, scheduled_at: Any,
                  constraints: Constraints | None, requests: Requests,
-                 labels: Mapping[str, str] | None = None) -> None:
+                 label_pairs: Labels = ()) -> None:
         self.key = key
         self.uid = uid
         self.created = created
@@ -118,7 +120,12 @@ class SlimPod:
         self.scheduled_at = scheduled_at
         self.constraints = constraints
         self.requests = requests
-        self.labels: Mapping[str, str] = labels or NO_LABELS  # shared between pods: never mutated
+        self.label_pairs = label_pairs
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        pairs = self.label_pairs
+        return dict(zip(pairs[::2], pairs[1::2])) if pairs else NO_LABELS
 
     @property
     def namespace(self) -> str:
@@ -201,7 +208,7 @@ def slim_pod(pod: Mapping[str, Any], shared: Shared) -> SlimPod:
         scheduled_at=scheduled_at,
         constraints=None if node_name else shared.constraints_of(spec),
         requests=shared.requests_of(spec),
-        labels=shared.labels_of(metadata),
+        label_pairs=shared.labels_of(metadata) if node_name else (),  # only a bound pod is a victim
     )
 
 

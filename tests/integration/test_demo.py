@@ -41,7 +41,7 @@ def test_demo_plays_the_stories_and_stops_everything(tmp_path: Path) -> None:
     assert summary[0].split() == ["STORY", "VICTIM", "PREEMPTOR", "OUTCOME", "AFTER"]
     outcomes = [" ".join(line.split()[1:-2]) for line in summary[1:6]]
     assert outcomes == [
-        "train-a (low-non-preempted) high-a (9000) refused",
+        "train-a (low-non-preempted) high-a (9000) not a victim",
         "train-a (low-non-preempted) critical-a (10000) preempted",
         "batch-b (low) high-b (9000) preempted",
         "train-c (low-guaranteed) high-c (9000) preempted after 10 s",
