@@ -74,14 +74,19 @@ class _Exemption:
         self.view = view
         self.now = now
         self.classes: dict[str, Mapping[str, Any]] = {}
+        self.known: dict[str, bool] = {}  # by pod uid: each pod is judged once per call
 
     def __call__(self, pod: SlimPod) -> bool:
-        name = pod.priority_class or ""
-        if name and name not in self.classes:
-            found = self.view.class_json(name)
-            if found is not None:
-                self.classes[name] = found
-        return exempted_from_preemption(pod.as_json(), self.preemptor, self.classes, self.now)
+        found = self.known.get(pod.uid)
+        if found is None:
+            name = pod.priority_class or ""
+            if name and name not in self.classes:
+                class_json = self.view.class_json(name)
+                if class_json is not None:
+                    self.classes[name] = class_json
+            found = self.known[pod.uid] = exempted_from_preemption(pod.as_json(), self.preemptor, self.classes,
+                                                                   self.now)
+        return found
 
     def earliest_end(self, pods: list[SlimPod]) -> datetime | None:
         """When the first of these exempt pods' tolerations ends, if any of them ends."""
@@ -127,7 +132,10 @@ def _node_outcome(node: str, uids: list[str], preemptor: _Preemptor, exempt: _Ex
         if not exempt_pods:
             return NodeOutcome(node, NodeChoice.UNCHANGED, tuple(uids))
         exempt_victims = tuple(_name(pod) for pod in exempt_pods)
-        held_until = exempt.earliest_end(exempt_pods)
+        # Every tolerating pod of the node counts, not only the proposed ones: the scheduler proposes the
+        # newest pods, whose guarantees end last.
+        held_until = exempt.earliest_end([pod for pod in on_node.values() if pod.priority < preemptor.priority
+                                          and pod.deletion is None and exempt(pod)])
         node_object = view.nodes.get(node)
         if node_object is None:
             return NodeOutcome(node, NodeChoice.DROPPED, (), exempt_victims, "the node is not in the cache",

@@ -205,27 +205,28 @@ def judge(request: AdmissionRequest, snapshot: GuardSnapshot, config: GuardConfi
         return Verdict(allow(request.uid))
     if not victim or not (victim.get("spec") or {}).get("nodeName"):
         return Verdict(allow(request.uid))  # an unbound pod is nobody's victim
-    recorded = _recorded_preemptor(victim, snapshot, now)
+    node_name = str(victim["spec"]["nodeName"])
+    recorded = _recorded_preemptor(victim, node_name, snapshot, now)
     if recorded is not None:
         return _judge(kind, request, victim, recorded, PreemptorSource.RECORDED, snapshot, config, now)
-    node_name = str(victim["spec"]["nodeName"])
     preemptor = infer_preemptor(pod_priority(victim), node_name, snapshot.pods, snapshot.nodes.get(node_name))
     if preemptor is None:
         return Verdict(allow(request.uid))
     return _judge(kind, request, victim, preemptor.as_json(), PreemptorSource.INFERRED, snapshot, config, now)
 
 
-def _recorded_preemptor(victim: Mapping[str, Any], snapshot: GuardSnapshot, now: datetime) -> Mapping[str, Any] | None:
-    """The preemptor an extender call named for this victim, while it is still that pending pod (as the
-    cache sees it now); None without a record, or when the pod has since been bound, deleted or replaced."""
+def _recorded_preemptor(victim: Mapping[str, Any], node_name: str, snapshot: GuardSnapshot,
+                        now: datetime) -> Mapping[str, Any] | None:
+    """The preemptor an extender call named for this victim, as the cache sees it now, while it may still
+    be preempting it: the same pod, pending, not deleting, of higher priority than the victim, and not
+    nominated to another node. None otherwise, or without a record. Only a pod of the cache counts, so a
+    call naming a pod that does not exist decides nothing."""
     if snapshot.preemptors is None:
         return None
     record = snapshot.preemptors.lookup(str(as_mapping(victim.get("metadata")).get("uid") or ""), now)
-    if record is None:
-        return None
-    cached = snapshot.pods.get(record.key)
-    if cached is None:
-        return record.pod  # the call came before the cache saw the pod
-    if cached.uid != record.uid or cached.node_name is not None or cached.deletion is not None:
+    cached = snapshot.pods.get(record.key) if record is not None else None
+    if (record is None or cached is None or cached.uid != record.uid or cached.node_name is not None
+            or cached.deletion is not None or cached.priority <= pod_priority(victim)
+            or (cached.nominated_node is not None and cached.nominated_node != node_name)):
         return None
     return cached.as_json()

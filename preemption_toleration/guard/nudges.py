@@ -7,14 +7,15 @@ next retry, up to minutes on a quiet cluster. So whenever a toleration with an e
 scheduler try it again at once.
 
 One nudge per preemptor per expiry: a preemptor has at most one nudge planned, at the earliest end that
-held it back; the retry it causes, if still held back, plans the next one.
+held it back; the retry it causes, if still held back, plans the next one. A write that fails is tried
+again a few times, a few seconds apart.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -22,6 +23,8 @@ from preemption_toleration.core.shapes import as_mapping
 
 # After the end, so that the retried attempt already finds the toleration over.
 MARGIN = timedelta(milliseconds=250)
+RETRY_AFTER = timedelta(seconds=5)
+MAX_ATTEMPTS = 3
 MAX_PLANNED = 100_000
 
 
@@ -31,15 +34,16 @@ class Nudge:
     name: str
     uid: str
     until: datetime  # the end of the toleration that held the preemptor back
+    attempt: int = 1
 
 
 class NudgePlan:
     def __init__(self, margin: timedelta = MARGIN, capacity: int = MAX_PLANNED) -> None:
         self.margin = margin
         self.capacity = capacity
-        self._planned: dict[str, Nudge] = {}  # by preemptor uid
-        self._fired: dict[str, datetime] = {}  # uid -> the last `until` nudged for, to never repeat it
-        self._queue: list[tuple[datetime, str]] = []  # (when, uid); entries of replaced plans are skipped
+        self._planned: dict[str, tuple[Nudge, datetime]] = {}  # by preemptor uid: (nudge, when due)
+        self._fired: dict[str, datetime] = {}  # uid -> the last `until` handed out, to never plan it again
+        self._queue: list[tuple[datetime, str]] = []  # (when, uid); entries no longer planned are skipped
 
     def hold(self, preemptor: Mapping[str, Any], until: datetime, now: datetime) -> bool:
         """Plans a nudge of `preemptor` once `until` has passed; False when nothing new is planned."""
@@ -48,16 +52,28 @@ class NudgePlan:
         if not uid or not name or until <= now or self._fired.get(uid) == until:
             return False
         planned = self._planned.get(uid)
-        if planned is not None and planned.until <= until:
+        if planned is not None and planned[0].until <= until:
             return False
         if planned is None and len(self._planned) >= self.capacity:
             return False
-        self._planned[uid] = Nudge(str(metadata.get("namespace") or ""), name, uid, until)
-        heapq.heappush(self._queue, (until + self.margin, uid))
+        self._plan(Nudge(str(metadata.get("namespace") or ""), name, uid, until), until + self.margin)
         return True
 
+    def retry(self, nudge: Nudge, now: datetime) -> bool:
+        """Plans a failed nudge again, RETRY_AFTER later, unless it has had its attempts or a newer plan
+        for the preemptor exists."""
+        if nudge.attempt >= MAX_ATTEMPTS or nudge.uid in self._planned:
+            return False
+        self._plan(replace(nudge, attempt=nudge.attempt + 1), now + RETRY_AFTER)
+        return True
+
+    def _plan(self, nudge: Nudge, when: datetime) -> None:
+        self._planned[nudge.uid] = (nudge, when)
+        heapq.heappush(self._queue, (when, nudge.uid))
+
     def next_at(self) -> datetime | None:
-        self._skip_replaced()
+        while self._queue and not self._current(*self._queue[0]):
+            heapq.heappop(self._queue)
         return self._queue[0][0] if self._queue else None
 
     def due(self, now: datetime) -> list[Nudge]:
@@ -65,23 +81,18 @@ class NudgePlan:
         found: list[Nudge] = []
         while self._queue and self._queue[0][0] <= now:
             when, uid = heapq.heappop(self._queue)
-            planned = self._planned.get(uid)
-            if planned is None or planned.until + self.margin != when:
-                continue  # replaced by an earlier end, already handed out
-            del self._planned[uid]
-            self._fired[uid] = planned.until
-            found.append(planned)
+            if not self._current(when, uid):
+                continue  # replaced by an earlier end, or already handed out
+            nudge, _ = self._planned.pop(uid)
+            self._fired[uid] = nudge.until
+            found.append(nudge)
         if len(self._fired) > self.capacity:
             self._fired.clear()  # a memory bound; at worst one extra nudge for an expiry seen again
         return found
 
-    def _skip_replaced(self) -> None:
-        while self._queue:
-            when, uid = self._queue[0]
-            planned = self._planned.get(uid)
-            if planned is not None and planned.until + self.margin == when:
-                return
-            heapq.heappop(self._queue)
+    def _current(self, when: datetime, uid: str) -> bool:
+        planned = self._planned.get(uid)
+        return planned is not None and planned[1] == when
 
     def __len__(self) -> int:
         return len(self._planned)

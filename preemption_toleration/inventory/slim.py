@@ -85,7 +85,9 @@ class Shared:
             return ()
         flat = tuple(text for key in sorted(labels, key=str)
                      for text in (sys.intern(str(key)), sys.intern(str(labels[key]))))
-        return _share(self.labels, flat)
+        if len(self.labels) >= MAX_SHARED:
+            self.labels.clear()  # label sets outlive their pods here; many are one pod's own
+        return self.labels.setdefault(flat, flat)
 
     def requests_of(self, spec: Mapping[str, Any]) -> Requests:
         return _share(self.requests, tuple(sorted((sys.intern(name), value)

@@ -60,9 +60,15 @@ class AdmissionCaches:
     def stats(self) -> list[CacheStats]:
         return [informer.stats() for informer in self.informers()]
 
+    def required(self) -> list[Informer]:
+        """The caches every decision needs. PodDisruptionBudgets are not among them: only the extender
+        reads them, and until they are listed it counts no budget (a missing permission for them, say after
+        an upgrade of the image alone, must not take the admission webhooks and the guard down)."""
+        return [informer for informer in self.informers() if informer is not self.budgets]
+
     @property
     def synced(self) -> bool:
-        return all(informer.synced.is_set() for informer in self.informers())
+        return all(informer.synced.is_set() for informer in self.required())
 
     def guard_snapshot(self) -> GuardSnapshot:
         # The live index: a decision runs without awaiting, so nothing changes under it.

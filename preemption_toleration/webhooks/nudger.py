@@ -26,6 +26,7 @@ logger = logging.getLogger("preemption_toleration.guard")
 ANNOTATION = "preemption-toleration.dev/toleration-ended"  # the end that held the preemptor back
 MERGE_PATCH = "application/merge-patch+json"
 MAX_WAIT_SECONDS = 60.0  # wakes at least this often, whatever the plan says
+PATCH_TIMEOUT_SECONDS = 10
 
 
 def nudge_patch(nudge: Nudge) -> dict[str, Any]:
@@ -59,10 +60,15 @@ class Nudger:
             return
         try:
             await self.core.patch_namespaced_pod(nudge.name, nudge.namespace, nudge_patch(nudge),
-                                                 _content_type=MERGE_PATCH)
+                                                 _content_type=MERGE_PATCH, _request_timeout=PATCH_TIMEOUT_SECONDS)
         except (ApiException, aiohttp.ClientError, OSError, asyncio.TimeoutError) as error:
+            if isinstance(error, ApiException) and error.status == 404:
+                self.count("skipped")  # deleted since the cache last saw it
+                return
             self.count("failed")
-            logger.warning("nudge failed", extra={"preemptor": who, "problem": str(error)[:200]})
+            again = self.plan.retry(nudge, datetime.now(timezone.utc))
+            logger.warning("nudge failed", extra={"preemptor": who, "problem": str(error)[:200],
+                                                  "attempt": nudge.attempt, "retrying": again})
             return
         self.count("nudged")
         logger.info("pending preemptor nudged: a toleration that held it back has ended",
@@ -72,7 +78,11 @@ class Nudger:
         while True:
             now = datetime.now(timezone.utc)
             for nudge in self.plan.due(now):
-                await self._send(nudge)
+                try:
+                    await self._send(nudge)
+                except Exception:  # noqa: BLE001 - one bad answer must not end every later nudge
+                    self.count("failed")
+                    logger.exception("nudge failed", extra={"preemptor": f"{nudge.namespace}/{nudge.name}"})
             next_at = self.plan.next_at()
             wait = MAX_WAIT_SECONDS if next_at is None else (next_at - datetime.now(timezone.utc)).total_seconds()
             self._wake.clear()

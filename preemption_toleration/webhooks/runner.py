@@ -149,7 +149,7 @@ async def run_webhook(
         await site.start()
         settings.bound_port = runner.addresses[0][1]
         logger.info("webhook server listening", extra={"host": settings.host, "port": settings.bound_port})
-        await asyncio.wait_for(asyncio.gather(*(i.synced.wait() for i in caches.informers())), 120)
+        await asyncio.wait_for(asyncio.gather(*(i.synced.wait() for i in caches.required())), 120)
         if settings.register_url is not None and isinstance(certificates, GeneratedCertificates):
             url = settings.register_url.replace(":0", f":{settings.bound_port}")
             await register(api, url, certificates.ca_bundle, guard_enabled)

@@ -41,8 +41,11 @@ SPLITS = [
          {"key": "app", "operator": "DoesNotExist"}]})], []),
     ("an empty selector matches nothing (the scheduler's selector.Empty())",
      [labelled("a")], [budget("web", 0, selector={})], []),
-    ("a selector the scheduler cannot build (In without values) is skipped",
-     [labelled("a")], [budget("web", 0, selector={"matchExpressions": [{"key": "app", "operator": "In"}]})], []),
+    ("a selector the scheduler cannot build (NotIn without values) is skipped",
+     [labelled("a")], [budget("web", 0, selector={"matchExpressions": [{"key": "app", "operator": "NotIn"}]})], []),
+    ("a selector the scheduler cannot build (Exists with values) is skipped",
+     [labelled("a")], [budget("web", 0, selector={"matchExpressions": [
+         {"key": "app", "operator": "Exists", "values": ["web"]}]})], []),
     ("matchExpressions select like matchLabels",
      [labelled("a"), labelled("b", labels={"app": "db"})],
      [budget("web", 0, selector={"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]})],

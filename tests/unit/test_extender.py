@@ -144,3 +144,13 @@ def test_a_victim_of_an_unknown_class_leaves_the_node_out_as_upstream_does() -> 
     ghost["spec"]["priorityClassName"] = "deleted-class"
     decision = decide_preemption(args(HIGH_1CPU, {"node-a": ["g"]}), view([ghost]), NOW)
     assert decision.outcomes[0].choice is NodeChoice.DROPPED and "deleted-class" in decision.outcomes[0].detail
+
+
+def test_a_preemptor_is_held_until_the_first_toleration_on_the_node_ends_proposed_or_not() -> None:
+    """The scheduler proposes the newest pod; the older one's guarantee ends first, so the nudge is due then."""
+    older = pod("older", "low-10min", scheduled="2026-11-22T11:52:00Z")  # ends 12:02
+    newer = pod("newer", "low-10min", scheduled="2026-11-22T11:55:00Z")  # ends 12:05
+    decision = decide_preemption(args(HIGH_3CPU, {"node-a": ["newer"]}), view([older, newer, pod("a", "low")]), NOW)
+    [outcome] = decision.outcomes
+    assert outcome.choice is NodeChoice.DROPPED
+    assert outcome.held_until == datetime(2026, 11, 22, 12, 2, tzinfo=timezone.utc)

@@ -53,6 +53,12 @@ def _judge(*pods: dict[str, Any], recorded: dict[str, Any] | None):
     return judge(pod_request(None, old=VICTIM), replace(state, preemptors=record), GuardConfig(), NOW)
 
 
+def _nominated_high(node: str) -> dict[str, Any]:
+    body = with_uid(pending("high", 9000), "uid-high")
+    body["status"] = {"nominatedNodeName": node}
+    return body
+
+
 def _bound_high() -> dict[str, Any]:
     body = with_uid(pending("high", 9000), "uid-high")
     body["spec"]["nodeName"] = "node-2"
@@ -65,8 +71,14 @@ SOURCES = [
      [HIGH, CRITICAL], None, True, PreemptorSource.INFERRED),
     ("a record names the preemptor the scheduler works on, whatever else pends",
      [HIGH, CRITICAL], HIGH, False, PreemptorSource.RECORDED),
-    ("a recorded preemptor the cache has not seen yet is judged as recorded",
-     [CRITICAL], HIGH, False, PreemptorSource.RECORDED),
+    ("a recorded preemptor the cache does not know decides nothing: inference",
+     [CRITICAL], HIGH, True, PreemptorSource.INFERRED),
+    ("a recorded preemptor nominated to another node is no longer this victim's: inference",
+     [_nominated_high("node-2"), CRITICAL], HIGH, True, PreemptorSource.INFERRED),
+    ("a recorded preemptor nominated to the victim's node stands",
+     [_nominated_high("node-1"), CRITICAL], HIGH, False, PreemptorSource.RECORDED),
+    ("a recorded preemptor of no higher priority than the victim is no preemptor: inference",
+     [with_uid(pending("high", 8000), "uid-high"), CRITICAL], HIGH, True, PreemptorSource.INFERRED),
     ("a recorded preemptor since bound is stale: inference again",
      [_bound_high(), CRITICAL], HIGH, True, PreemptorSource.INFERRED),
     ("a pod of the same name but another uid is stale: inference again",
@@ -118,3 +130,25 @@ def test_an_unnamed_preemptor_or_a_full_plan_plans_nothing() -> None:
     assert not NudgePlan().hold({"spec": {"priority": 9000}}, END, NOW)
     full = NudgePlan(capacity=1)
     assert full.hold(HIGH, END, NOW) and not full.hold(CRITICAL, END, NOW)
+
+
+def test_a_failed_nudge_is_tried_again_a_few_times() -> None:
+    from preemption_toleration.guard.nudges import MAX_ATTEMPTS, RETRY_AFTER
+
+    plan = NudgePlan()
+    plan.hold(HIGH, END, NOW)
+    [nudge] = plan.due(END + MARGIN)
+    for attempt in range(2, MAX_ATTEMPTS + 1):
+        assert plan.retry(nudge, END + MARGIN)
+        assert plan.next_at() == END + MARGIN + RETRY_AFTER
+        [nudge] = plan.due(END + MARGIN + RETRY_AFTER)
+        assert nudge.attempt == attempt
+    assert not plan.retry(nudge, END + MARGIN), "no more attempts"
+
+
+def test_a_retry_gives_way_to_a_newer_plan() -> None:
+    plan = NudgePlan()
+    plan.hold(HIGH, END, NOW)
+    [nudge] = plan.due(END + MARGIN)
+    assert plan.hold(HIGH, END + timedelta(seconds=30), END + MARGIN)
+    assert not plan.retry(nudge, END + MARGIN)

@@ -160,6 +160,7 @@ async def extender_http() -> AsyncIterator[TestClient]:
     pods = PodIndex.of([
         pod("a", "low"), pod("p", "low-non-preempted"),
         pod("t", "low-10min", node="node-b", scheduled=rfc3339(T_SCHEDULED)),
+        pod("high", "high", cpu="3", node=None),  # the preemptor the scheduler works on
         # pending for an unrelated reason (no node has 64 CPUs), of a priority no class here tolerates
         {**pod("critical", "high", cpu="64", node=None), "spec": {
             **pod("critical", "high", cpu="64", node=None)["spec"], "priority": 20000}}])
