@@ -157,9 +157,11 @@ async def extender_http() -> AsyncIterator[TestClient]:
     from tests.unit.test_extender import CLASSES, node, pod
 
     READY["value"] = True
+    # scheduled a minute before this test runs (not at import: the suite may run long before it gets here)
+    scheduled = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(seconds=60)
     pods = PodIndex.of([
         pod("a", "low"), pod("p", "low-non-preempted"),
-        pod("t", "low-10min", node="node-b", scheduled=rfc3339(T_SCHEDULED)),
+        pod("t", "low-10min", node="node-b", scheduled=rfc3339(scheduled)),
         pod("high", "high", cpu="3", node=None),  # the preemptor the scheduler works on
         # pending for an unrelated reason (no node has 64 CPUs), of a priority no class here tolerates
         {**pod("critical", "high", cpu="64", node=None), "spec": {
@@ -180,10 +182,8 @@ async def extender_http() -> AsyncIterator[TestClient]:
     async with TestClient(TestServer(app.build())) as test_client:
         test_client.app_metrics = metrics  # type: ignore[attr-defined]
         test_client.held = held  # type: ignore[attr-defined]
+        test_client.scheduled = scheduled  # type: ignore[attr-defined]
         yield test_client
-
-
-T_SCHEDULED = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(seconds=60)
 
 
 def classes_of(bodies):
@@ -265,4 +265,5 @@ async def test_a_time_limited_toleration_that_drops_a_node_plans_a_nudge_at_its_
             "NodeNameToMetaVictims": {"node-b": {"Pods": [{"UID": "uid-t"}]}}}
     response = await extender_http.post("/extender/preempt", json=call)
     assert await response.json() == {"NodeNameToMetaVictims": {}}
-    assert extender_http.held == [("high", T_SCHEDULED + timedelta(seconds=600))]  # type: ignore[attr-defined]
+    assert extender_http.held == [  # type: ignore[attr-defined]
+        ("high", extender_http.scheduled + timedelta(seconds=600))]  # type: ignore[attr-defined]
