@@ -1,7 +1,7 @@
 # The image of every component: `ptol operator`, `ptol webhook` (see config/manager).
 FROM python:3.11-slim AS build
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY preemption_toleration ./preemption_toleration
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 

@@ -60,6 +60,13 @@ def test_the_wheel_holds_every_module_and_both_commands(wheel: Path) -> None:
     assert f"ptol = {PACKAGE}.cli.main:main" in text and f"kubectl-ptol = {PACKAGE}.cli.main:main" in text
 
 
+def test_the_wheel_carries_the_apache_license(wheel: Path) -> None:
+    archive = zipfile.ZipFile(wheel)
+    [license_file] = [n for n in archive.namelist() if n.endswith(".dist-info/licenses/LICENSE")]
+    assert archive.read(license_file) == (ROOT / "LICENSE").read_bytes()
+    assert b"Apache License\n                           Version 2.0, January 2004" in archive.read(license_file)
+
+
 def test_the_wheel_requires_what_pyproject_lists(wheel: Path) -> None:
     [metadata] = [n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".dist-info/METADATA")]
     message = email.message_from_bytes(zipfile.ZipFile(wheel).read(metadata))
