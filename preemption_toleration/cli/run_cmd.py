@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from preemption_toleration.cli.signals import run_until_signalled
 from preemption_toleration.cli.operator_cmd import add_operator_arguments
-from preemption_toleration.cli.options import add_logging_arguments
+from preemption_toleration.cli.options import add_logging_arguments, env_option, non_empty
 from preemption_toleration.cli.webhook_cmd import add_webhook_arguments, prepare, settings_from
 
 
@@ -19,11 +22,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "manifests under config/ instead.")
     add_webhook_arguments(parser, host="127.0.0.1", port="0")
     add_operator_arguments(parser)
+    env_option(parser, "--dev-cluster", env="PTOL_DEV_CLUSTER", type=non_empty, metavar="DIR",
+               help="the local control plane of `ptol dev cluster up --dir DIR`: use its kubeconfig, and restart "
+               "its kube-scheduler with this process as its extender (restored on exit)")
     add_logging_arguments(parser)
     parser.set_defaults(handler=run)
 
 
-async def run_all(args: argparse.Namespace, stop: asyncio.Event) -> None:
+if TYPE_CHECKING:
+    from preemption_toleration.devcluster import LocalCluster
+
+
+async def run_all(args: argparse.Namespace, stop: asyncio.Event, local: LocalCluster | None = None) -> None:
     from preemption_toleration.kube.client import make_api_client
     from preemption_toleration.kube.identity import client_certificate_user
     from preemption_toleration.operator.handlers import OperatorConfig
@@ -44,16 +54,50 @@ async def run_all(args: argparse.Namespace, stop: asyncio.Event) -> None:
     operator = asyncio.create_task(run_operator(config, stop_flag=operator_stop, metrics_address=args.metrics))
     # kopf installs its own SIGINT/SIGTERM handlers: whichever part ends first ends them all.
     stopped = asyncio.create_task(stop.wait())
-    await asyncio.wait({webhook, operator, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    scheduler = asyncio.create_task(_configure_scheduler(local, args.kubeconfig, webhook_ready, stop))
+    await asyncio.wait({webhook, operator, stopped, scheduler}, return_when=asyncio.FIRST_COMPLETED)
     stop.set()
     operator_stop.set()
-    results = await asyncio.gather(webhook, operator, stopped, return_exceptions=True)
+    results = await asyncio.gather(webhook, operator, stopped, scheduler, return_exceptions=True)
     for result in results:
         if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
             raise result
 
 
+async def _configure_scheduler(local: LocalCluster | None, kubeconfig: str, webhook_ready: asyncio.Event,
+                               stop: asyncio.Event) -> None:
+    """With --dev-cluster: once the webhooks are registered, the local scheduler uses our extender until
+    we stop; then it is restarted without it. The entry is ignorable, so a call in between, to a closed
+    port, only leaves the scheduler's own choice."""
+    if local is None:
+        await stop.wait()
+        return
+    from preemption_toleration.cli.local_scheduler import drop_extender, use_extender
+
+    ready = asyncio.create_task(webhook_ready.wait())
+    stopped = asyncio.create_task(stop.wait())
+    await asyncio.wait({ready, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    for task in (ready, stopped):
+        task.cancel()
+    if stop.is_set():
+        return
+    try:
+        await use_extender(local, kubeconfig)
+        await stop.wait()
+    finally:
+        await drop_extender(local)
+
+
 def run(args: argparse.Namespace) -> int:
     if not prepare(args, "run"):
         return 2
-    return run_until_signalled(lambda stop: run_all(args, stop))
+    local = None
+    if args.dev_cluster:
+        from preemption_toleration.cli.local_scheduler import attach
+
+        attached = attach(Path(args.dev_cluster), args.kubeconfig)
+        if isinstance(attached, str):
+            print(f"ptol run: error: {attached}", file=sys.stderr)
+            return 2
+        local, args.kubeconfig = attached
+    return run_until_signalled(lambda stop: run_all(args, stop, local))

@@ -112,6 +112,12 @@ class LocalCluster:
             raise ClusterError(f"no cluster in {self.directory}") from None
 
     @property
+    def tied_to_starter(self) -> bool:
+        """Its processes end with the thread that started them (a test session, `ptol demo`): only that
+        process may restart them, since a restarted one would outlive it."""
+        return bool(self._state.get("tiedToStarter", False))
+
+    @property
     def toolchain(self) -> Toolchain:
         if self._toolchain is None:
             self._toolchain = ensure_toolchain()
@@ -140,7 +146,8 @@ class LocalCluster:
         self._reset_directory()
         names = ("etcd", "etcd-peer", "apiserver", "scheduler", "scheduler-insecure")
         ports = {name: processes.free_port() for name in names}
-        self._state = {"server": f"https://{HOST}:{ports['apiserver']}", "ports": ports}
+        self._state = {"server": f"https://{HOST}:{ports['apiserver']}", "ports": ports,
+                       "tiedToStarter": die_with_parent}
         try:
             self._write_pki_and_kubeconfigs()
             self._start_etcd(toolchain, ports)
