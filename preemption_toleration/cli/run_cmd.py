@@ -95,6 +95,11 @@ def run(args: argparse.Namespace) -> int:
     if args.dev_cluster:
         from preemption_toleration.cli.local_scheduler import attach
 
+        if args.guard == "off":
+            print("ptol run: error: --dev-cluster needs the guard (--guard enforce or audit): its server is the "
+                  "scheduler's extender", file=sys.stderr)
+            return 2
+
         attached = attach(Path(args.dev_cluster), args.kubeconfig)
         if isinstance(attached, str):
             print(f"ptol run: error: {attached}", file=sys.stderr)

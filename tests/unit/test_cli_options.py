@@ -172,3 +172,9 @@ def test_commands_refuse_a_certificate_without_its_key_before_starting(
     assert main([command, "--cert-file", "tls.crt"]) == 2
     assert capsys.readouterr().err == (f"ptol {command}: error: --cert-file and --key-file go together "
                                        "(PTOL_TLS_CERT_FILE, PTOL_TLS_KEY_FILE)\n")
+
+
+def test_run_refuses_a_dev_cluster_without_the_guard(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--dev-cluster", ".cluster", "--guard", "off"]) == 2
+    assert capsys.readouterr().err == ("ptol run: error: --dev-cluster needs the guard (--guard enforce or audit): "
+                                       "its server is the scheduler's extender\n")
