@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from preemption_toleration.api.base import Int64
+from preemption_toleration.api.pod import pod_problem
 from preemption_toleration.core.shapes import as_mapping
 
 
@@ -43,6 +44,14 @@ class ExtenderPreemptionArgs(_GoWire):
     node_name_to_victims: dict[str, Victims | None] | None = Field(alias="NodeNameToVictims", default=None)
     node_name_to_meta_victims: dict[str, MetaVictims | None] | None = Field(alias="NodeNameToMetaVictims",
                                                                            default=None)
+
+    @field_validator("pod")
+    @classmethod
+    def _readable_pod(cls, pod: dict[str, Any]) -> dict[str, Any]:
+        problem = pod_problem(pod, "Pod")
+        if problem is not None:
+            raise ValueError(problem)
+        return pod
 
     def victim_uids(self) -> dict[str, tuple[list[str], int]]:
         """Each candidate node's victims as (UIDs, NumPDBViolations), whichever mode the scheduler uses."""

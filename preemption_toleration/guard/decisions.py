@@ -12,6 +12,7 @@ from preemption_toleration.api.admission import AdmissionRequest, AdmissionRespo
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
 from preemption_toleration.core.exemption import PriorityClassNotFound, exempted_from_preemption
 from preemption_toleration.core.intparse import IntParseError, parse_go_int
+from preemption_toleration.api.pod import metadata_problem, pod_problem
 from preemption_toleration.core.pods import pod_priority, pod_ref, preempts_never, priority_class_name
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_of
 from preemption_toleration.governance.ownership import PolicyIndex
@@ -85,6 +86,17 @@ class Verdict:
     response: AdmissionResponse
     refusal: Refusal | None = None
     source: PreemptorSource | None = None  # how the preemptor was known, for a judged preemption
+
+
+def request_problem(request: AdmissionRequest) -> str | None:
+    """What makes a pod request unreadable to the guard (a field it reads has the wrong type), or None.
+    The API server never sends such a pod; a broken or forged client gets told what is wrong."""
+    if request.sub_resource == "eviction":
+        return metadata_problem(request.object, "request.object") if request.object is not None else None
+    for value, where in ((request.object, "request.object"), (request.old_object, "request.oldObject")):
+        if value is not None and (problem := pod_problem(value, where)) is not None:
+            return problem
+    return None
 
 
 def _has_preemption_mark(pod: Mapping[str, Any] | None) -> bool:

@@ -13,7 +13,8 @@ import yaml
 
 from preemption_toleration.api.policy import KIND as POLICY_KIND
 from preemption_toleration.core.selectors import selector_matches
-from preemption_toleration.validation.findings import Finding, error
+from preemption_toleration.core.shapes import as_mapping
+from preemption_toleration.validation.findings import Finding, error, shown
 from preemption_toleration.validation.policy import parse_policy
 from preemption_toleration.validation.priority_class import check_priority_class
 
@@ -61,6 +62,11 @@ def load_documents(text: str, source: str) -> tuple[list[Document], list[Located
                 documents.append(Document(source, index, content))
     except yaml.YAMLError as problem:
         return documents, [_yaml_error(source, index + 1, problem)]
+    except RecursionError:
+        return documents, [Located(source, index + 1, error("yaml", "invalid YAML: nested too deeply to read"))]
+    except ValueError as problem:  # PyYAML's int(): more digits than Python converts
+        reason = "a number too long to read" if "digits" in str(problem) else shown(str(problem))
+        return documents, [Located(source, index + 1, error("yaml", f"invalid YAML: {reason}"))]
     return documents, []
 
 
@@ -87,10 +93,10 @@ def _conflicts(documents: Sequence[Document]) -> Iterator[Located]:
         else:
             selector = spec.priority_class_selector.to_kube() if spec.priority_class_selector else {}
             governed = [
-                str(c["metadata"]["name"])
+                str(as_mapping(c.get("metadata"))["name"])
                 for c in classes
-                if selector_matches(selector, (c.get("metadata") or {}).get("labels") or {})
-                and (c.get("metadata") or {}).get("name")
+                if selector_matches(selector, as_mapping(as_mapping(c.get("metadata")).get("labels")))
+                and as_mapping(c.get("metadata")).get("name")
             ]
         name = policy.metadata.name or "<unnamed>"
         for class_name in governed:

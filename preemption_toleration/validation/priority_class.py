@@ -95,6 +95,8 @@ def _parse_all(name: str, annotations: Mapping[str, Any]) -> tuple[dict[str, int
 def _unknown_and_legacy_keys(name: str, annotations: Mapping[str, Any]) -> list[Finding]:
     findings: list[Finding] = []
     for key, value in annotations.items():
+        if not isinstance(key, str):
+            continue  # reported by _metadata_shape
         if key.startswith(PREFIX) and key not in POLICY_KEYS:
             suggestion = nearest(key, POLICY_KEYS)
             findings.append(
@@ -165,12 +167,25 @@ def _metadata_shape(name: str, metadata: Any) -> list[Finding]:
     if not isinstance(metadata, Mapping) or not metadata.get("name"):
         return [error("invalid-metadata", f"{subject(name)}: metadata is {shown(metadata)!r}; a PriorityClass "
                       "needs metadata with a name. Fix: write metadata: {name: ...}.")]
-    return [
+    findings = [
         error("invalid-metadata", f"{subject(name)}: metadata.{field} is {shown(metadata[field])!r}, not a map. "
               f"Fix: write {field} as key: value pairs.")
         for field in ("labels", "annotations")
         if metadata.get(field) is not None and not isinstance(metadata[field], Mapping)
     ]
+    for field in ("labels", "annotations"):
+        entries = metadata.get(field)
+        if not isinstance(entries, Mapping):
+            continue
+        for key, value in entries.items():
+            if not isinstance(key, str):
+                findings.append(error("invalid-metadata", f"{subject(name)}: metadata.{field} has the key "
+                                      f"{shown(repr(key))}, which is not a string. Fix: quote it, e.g. "
+                                      f'"{shown(str(key))}".'))
+            elif field == "labels" and not isinstance(value, str):
+                findings.append(error("invalid-metadata", f"{subject(name)}: label {key} is {shown(repr(value))}, "
+                                      f'not a string. Fix: quote it, e.g. "{shown(str(value))}".'))
+    return findings
 
 
 def check_priority_class(priority_class: Mapping[str, Any]) -> list[Finding]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, allow, deny
 from preemption_toleration.core.annotations import POLICY_KEYS, annotations_of
+from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.governance.ownership import PolicyIndex
 from preemption_toleration.governance.plan import LabelIndex, desired_annotations, governed_names
 from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
@@ -159,7 +160,7 @@ def validate_policy(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionR
     obj = request.object or {}
     old = request.old_object
     if request.operation == "UPDATE" and old is not None:
-        deleting = (obj.get("metadata") or {}).get("deletionTimestamp")
+        deleting = as_mapping(obj.get("metadata")).get("deletionTimestamp")
         if deleting or obj.get("spec") == old.get("spec"):
             return allow(request.uid)  # finalizers, labels, annotations: the spec was judged before
     model, findings = parse_policy(obj)

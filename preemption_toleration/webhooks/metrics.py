@@ -75,6 +75,13 @@ class WebhookMetrics:
             ["outcome"],
             registry=self.registry,
         )
+        self.unexpected_errors = Counter(
+            "ptol_webhook_unexpected_errors_total",
+            "Requests whose judgement raised an error no rule foresaw, answered 400 (a bug: the log has the "
+            "traceback), by endpoint.",
+            ["endpoint"],
+            registry=self.registry,
+        )
         self._caches = _CacheCollector()
         self.registry.register(self._caches)
 

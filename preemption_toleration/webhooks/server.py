@@ -29,7 +29,7 @@ from preemption_toleration.api.extender import ExtenderPreemptionArgs
 from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.extender.decisions import ExtenderView, NodeChoice, decide_preemption
 from preemption_toleration.core.protection import ProtectionKind
-from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, Refusal, judge
+from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, Refusal, judge, request_problem
 from preemption_toleration.guard.prefilter import may_be_preemption
 from preemption_toleration.guard.record import PreemptorRecord
 from preemption_toleration.webhooks.configurations import EXTENDER_PREFIX, GUARD_PATH
@@ -59,6 +59,7 @@ class Endpoint:
     group: str
     resource: str
     decide: Decide
+    check: Callable[[AdmissionRequest], str | None] | None = None  # what makes a request unreadable to it
 
 
 class BadRequest(Exception):
@@ -105,13 +106,16 @@ def _describe_validation(error: ValidationError) -> str:
     return f"{where}: {first['msg']}{more}"
 
 
-async def _read_json(request: web.Request, max_bytes: int, expected: str = "an AdmissionReview") -> dict[str, Any]:
+async def _read_body(request: web.Request, max_bytes: int) -> bytes:
     if request.content_length is not None and request.content_length > max_bytes:
         raise BadRequest(f"request body of {request.content_length} bytes exceeds the limit of {max_bytes} bytes")
     try:
-        body = await request.read()  # the whole body, however it arrives; the app's limit stops a huge one
+        return await request.read()  # the whole body, however it arrives; the app's limit stops a huge one
     except web.HTTPRequestEntityTooLarge as error:
         raise BadRequest(f"request body exceeds the limit of {max_bytes} bytes") from error
+
+
+def _decode(body: bytes, expected: str = "an AdmissionReview") -> dict[str, Any]:
     try:
         # pydantic-core's parser: about twice as fast as the json module's, and it refuses nesting deeper
         # than 200 levels with an error instead of exhausting the stack.
@@ -161,12 +165,14 @@ class WebhookApp:
         self.metrics = metrics or WebhookMetrics()
         self.max_body_bytes = max_body_bytes
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+        self.routes: tuple[Endpoint, ...] = ()  # the admission endpoints, once built
 
     def build(self) -> web.Application:
         app = web.Application(client_max_size=self.max_body_bytes)
         routes = endpoints(self.config)
         if self.guard is not None:
-            routes.append(Endpoint(GUARD_PATH, GUARD, "", "pods", self._guard))
+            routes.append(Endpoint(GUARD_PATH, GUARD, "", "pods", self._guard, request_problem))
+        self.routes = tuple(routes)
         for endpoint in routes:
             app.router.add_post(endpoint.path, self._handler(endpoint))
         if self.extender is not None:
@@ -193,22 +199,39 @@ class WebhookApp:
         return handle
 
     async def _preempt(self, request: web.Request) -> web.Response:
+        try:
+            body = await _read_body(request, self.max_body_bytes)
+        except BadRequest as problem:
+            status, answer = self._bad_extender_request(str(problem))
+            return _json(answer, status)
+        status, answer = self.preempt(body)
+        return _json(answer, status)
+
+    def _bad_extender_request(self, problem: str) -> tuple[int, dict[str, Any]]:
+        logger.warning("bad extender request", extra={"endpoint": EXTENDER_PATH, "problem": problem})
+        return 400, {"error": problem}
+
+    def preempt(self, body: bytes) -> tuple[int, dict[str, Any]]:
         """The scheduler extender's preemptVerb: the victims on each candidate node that do not tolerate
         the preemptor. Any answer but 200 is an error to the scheduler (ignored if the extender is
         `ignorable`: the guard alone then protects)."""
         assert self.extender is not None
         try:
-            payload = await _read_json(request, self.max_body_bytes, "an ExtenderPreemptionArgs")
-            args = ExtenderPreemptionArgs.model_validate(payload)
+            args = ExtenderPreemptionArgs.model_validate(_decode(body, "an ExtenderPreemptionArgs"))
         except BadRequest as problem:
-            logger.warning("bad extender request", extra={"endpoint": EXTENDER_PATH, "problem": str(problem)})
-            return _json({"error": str(problem)}, status=400)
+            return self._bad_extender_request(str(problem))
         except ValidationError as error:
-            problem = f"request body is not an ExtenderPreemptionArgs: {_describe_validation(error)}"
-            logger.warning("bad extender request", extra={"endpoint": EXTENDER_PATH, "problem": problem})
-            return _json({"error": problem}, status=400)
+            return self._bad_extender_request(
+                f"request body is not an ExtenderPreemptionArgs: {_describe_validation(error)}")
         if not self.ready():
-            return _json({"error": "caches are not synced yet"}, status=503)
+            return 503, {"error": "caches are not synced yet"}
+        try:
+            return 200, self._decide_preemption(args)
+        except Exception as error:  # noqa: BLE001 - a bug must not become a 500; counted and logged
+            return self._unexpected(EXTENDER, error)
+
+    def _decide_preemption(self, args: ExtenderPreemptionArgs) -> dict[str, Any]:
+        assert self.extender is not None
         now = datetime.now(timezone.utc)
         decision = decide_preemption(args, self.extender.view(), now)
         named = {uid for uids, _ in args.victim_uids().values() for uid in uids}
@@ -225,14 +248,38 @@ class WebhookApp:
                     "preemptor": f"{preemptor.get('namespace')}/{preemptor.get('name')}", "node": outcome.node,
                     "choice": outcome.choice.value, "victims": list(outcome.victims),
                     "tolerating": list(outcome.exempt), "detail": outcome.detail})
-        return _json(decision.result.to_wire())
+        return decision.result.to_wire()
+
+    def _unexpected(self, endpoint_name: str, error: Exception) -> tuple[int, dict[str, Any]]:
+        """An error no rule foresaw, from input that passed every check: a 400 that says so (never a 500,
+        which reads as an outage), logged with its traceback and counted, so that it gets fixed."""
+        self._child(self.metrics.unexpected_errors, endpoint_name).inc()
+        logger.error("request could not be judged", exc_info=error, extra={"endpoint": endpoint_name})
+        return 400, {"error": f"the request could not be judged ({type(error).__name__}: {str(error)[:200]}); "
+                              "this is a bug of preemption-toleration, please report it"}
 
     async def _answer(self, endpoint: Endpoint, request: web.Request) -> web.Response:
         try:
-            payload = await _read_json(request, self.max_body_bytes)
+            body = await _read_body(request, self.max_body_bytes)
+        except BadRequest as problem:
+            status, answer = self._bad_request(endpoint, str(problem))
+            return _json(answer, status)
+        status, answer = self.answer(endpoint, body)
+        return _json(answer, status)
+
+    @staticmethod
+    def _bad_request(endpoint: Endpoint, problem: str) -> tuple[int, dict[str, Any]]:
+        logger.warning("bad admission request", extra={"endpoint": endpoint.path, "problem": problem})
+        return 400, {"error": problem}
+
+    def answer(self, endpoint: Endpoint, body: bytes) -> tuple[int, dict[str, Any]]:
+        """An AdmissionReview body in, (HTTP status, answer) out: 200 with the review's response, 400 with
+        the reason for input that is not a review this endpoint judges, 503 before the caches sync."""
+        try:
+            payload = _decode(body)
             if endpoint.name == GUARD and self._not_a_preemption(payload):
                 self._child(self.metrics.decisions, endpoint.name, "allowed").inc()
-                return _json(_allowed(payload))
+                return 200, _allowed(payload)
             review = _review(payload)
             admission = review.request
             if (admission.resource.group, admission.resource.resource) != (endpoint.group, endpoint.resource):
@@ -240,15 +287,20 @@ class WebhookApp:
                 raise BadRequest(f"{endpoint.path} judges {endpoint.group}/{endpoint.resource}, not {got}")
             if admission.operation in ("CREATE", "UPDATE") and not isinstance(admission.object, dict):
                 raise BadRequest(f"a {admission.operation} request needs request.object")
+            problem = endpoint.check(admission) if endpoint.check is not None else None
+            if problem is not None:
+                raise BadRequest(problem)
         except BadRequest as problem:
-            logger.warning("bad admission request", extra={"endpoint": endpoint.path, "problem": str(problem)})
-            return _json({"error": str(problem)}, status=400)
+            return self._bad_request(endpoint, str(problem))
         if not self.ready():
-            return _json({"error": "caches are not synced yet"}, status=503)
-        decision = endpoint.decide(admission, self.snapshot())
+            return 503, {"error": "caches are not synced yet"}
+        try:
+            decision = endpoint.decide(admission, self.snapshot())
+        except Exception as error:  # noqa: BLE001 - a bug must not become a 500; counted and logged
+            return self._unexpected(endpoint.name, error)
         self._count(endpoint, decision)
         self._log(endpoint, admission, decision)
-        return _json(review_response(review.api_version, decision))
+        return 200, review_response(review.api_version, decision)
 
     def _not_a_preemption(self, payload: Mapping[str, Any]) -> bool:
         """The guard's fast path: a well-formed review of a pod request that cannot be a preemption is
