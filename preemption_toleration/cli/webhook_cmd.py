@@ -20,7 +20,7 @@ from preemption_toleration.cli.options import (
 )
 from preemption_toleration.cli.signals import run_until_signalled
 from preemption_toleration.webhooks.decisions import AdmissionConfig
-from preemption_toleration.kube.informer import DEFAULT_PAGE_SIZE
+from preemption_toleration.kube.informer import DEFAULT_PAGE_SIZE, DEFAULT_STALE_AFTER_SECONDS
 from preemption_toleration.webhooks.server import DEFAULT_MAX_BODY_BYTES
 
 from preemption_toleration.logs import configure_logging
@@ -43,6 +43,10 @@ def add_webhook_arguments(parser: argparse.ArgumentParser, *, host: str = "0.0.0
                type=positive_integer, help="larger requests get a 400")
     env_option(parser, "--list-page-size", env="PTOL_LIST_PAGE_SIZE", default=str(DEFAULT_PAGE_SIZE),
                type=positive_integer, help="objects per page when the caches list pods, nodes, classes and policies")
+    env_option(parser, "--cache-staleness-seconds", env="PTOL_CACHE_STALENESS_SECONDS",
+               default=str(int(DEFAULT_STALE_AFTER_SECONDS)), type=positive_integer,
+               help="a cache whose watch is down and that has had no successful list or watch for this long "
+               "is too stale to decide from: /readyz and the decisions that read it answer 503")
     env_option(parser, "--cert-file", env="PTOL_TLS_CERT_FILE", type=non_empty,
                help="serving certificate (PEM), reloaded when it changes; needs --key-file; default: generate one")
     env_option(parser, "--key-file", env="PTOL_TLS_KEY_FILE", type=non_empty, help="its key (PEM)")
@@ -92,6 +96,7 @@ def settings_from(args: argparse.Namespace) -> WebhookSettings:
         port=args.port,
         max_body_bytes=args.max_body_bytes,
         list_page_size=args.list_page_size,
+        stale_after=float(args.cache_staleness_seconds),
         cert_file=args.cert_file,
         key_file=args.key_file,
         register_url=getattr(args, "register_url", None),

@@ -12,6 +12,7 @@ import ctypes
 import ctypes.util
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -25,6 +26,9 @@ ListFunction = Callable[..., Awaitable[Any]]
 WATCH_TIMEOUT_SECONDS = 300
 LIST_TIMEOUT_SECONDS = 60
 MAX_BACKOFF_SECONDS = 30.0
+# A cache whose watch is down, and that has had no successful list or watch for this long, is too stale to
+# decide from (the webhook's --cache-staleness-seconds).
+DEFAULT_STALE_AFTER_SECONDS = 60.0
 DEFAULT_PAGE_SIZE = 100  # small pages: each decoded page leaves a lasting mark on the heap (measured)
 MAX_EVENT_BYTES = 64 * 1024 * 1024  # far above the API server's object size limit (1.5 MiB in etcd)
 # The server ends a watch after WATCH_TIMEOUT_SECONDS (bookmarks keep it talking before that); a read that
@@ -153,6 +157,7 @@ class Informer:
         logger: logging.Logger,
         on_change: Callable[[], None] | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.kind = kind
         self.list_function = list_function
@@ -167,10 +172,46 @@ class Informer:
         self.relists = 0
         self.pages = 0
         self.failures = 0
+        # Freshness: whether a watch is open now, when the server last answered, and the failure since.
+        self.clock = clock
+        self.watching = False
+        self.last_contact: float | None = None
+        self.problem: str | None = None
 
     def _changed(self) -> None:
         if self.on_change:
             self.on_change()
+
+    def _contact(self) -> None:
+        self.last_contact = self.clock()
+
+    def _failed(self, problem: str) -> None:
+        """A failed list or watch: logged once until the problem changes or the cache recovers (a missing
+        CRD or permission would otherwise log the same line at every retry)."""
+        self.failures += 1
+        self.watching = False
+        if problem != self.problem:
+            self.logger.warning("watch failed", extra={"kind": self.kind, "problem": problem,
+                                                       "note": "retried with backoff; logged again only if it changes"})
+        self.problem = problem
+
+    def _recovered(self) -> None:
+        if self.problem is not None:
+            self.logger.info("watch recovered", extra={"kind": self.kind, "after": self.problem})
+            self.problem = None
+
+    def health(self, stale_after: float) -> str | None:
+        """None while the cache may be decided from: listed, and its watch open or the server heard from
+        within `stale_after` seconds. Otherwise why not, for /readyz and the logs."""
+        because = f" (last problem: {self.problem})" if self.problem else ""
+        if not self.synced.is_set():
+            return f"{self.kind}: not listed yet{because}"
+        if self.watching or self.last_contact is None:
+            return None
+        silent = self.clock() - self.last_contact
+        if silent > stale_after:
+            return f"{self.kind}: no successful list or watch for {silent:.0f} s{because}"
+        return None
 
     async def _list(self) -> str:
         seen: set[Hashable] = set()
@@ -184,6 +225,7 @@ class Informer:
             async with response:
                 await _raise_for_status(response)
                 body = json.loads(await response.read())
+            self._contact()
             for raw in body.get("items") or []:
                 seen.add(self.store.put(raw))
             self.pages += 1
@@ -196,6 +238,7 @@ class Informer:
         del seen
         return_free_memory()
         self.relists += 1
+        self._recovered()
         self.synced.set()
         self._changed()
         version = str(metadata.get("resourceVersion") or "")
@@ -261,9 +304,17 @@ class Informer:
         )
         async with response:
             await _raise_for_status(response)
-            async for event in json_lines(response):
-                if isinstance(event, Mapping):
-                    resource_version = self._apply(event) or resource_version
+            self._contact()
+            self._recovered()
+            self.watching = True
+            try:
+                async for event in json_lines(response):
+                    self._contact()
+                    if isinstance(event, Mapping):
+                        resource_version = self._apply(event) or resource_version
+            finally:
+                self.watching = False
+        self._contact()  # the server ended the watch: it was heard from until now
         return resource_version
 
     def stats(self) -> CacheStats:
@@ -286,13 +337,13 @@ class Informer:
                 if error.status == 410:  # an expired continue token
                     self.logger.info("listing expired; listing again", extra={"kind": self.kind})
                     continue
-                self.failures += 1
                 problem = f"{error.status} {error.reason}".strip()
                 if error.status == 404:
                     problem += " (the resource is not served: is its CRD installed?)"
-                self.logger.warning("watch failed", extra={"kind": self.kind, "problem": problem})
+                elif error.status in (401, 403):
+                    problem += " (check the service account's RBAC: config/rbac)"
+                self._failed(problem)
             except Exception as error:  # network errors of every kind: relist after a pause
-                self.failures += 1
-                self.logger.warning("watch failed", extra={"kind": self.kind, "problem": repr(error)})
+                self._failed(f"{type(error).__name__}: {error}".rstrip(": "))
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)

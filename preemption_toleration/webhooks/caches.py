@@ -19,8 +19,14 @@ from preemption_toleration.inventory.budgets import BudgetIndex
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.slim import slim_node
 from preemption_toleration.kube import listers
-from preemption_toleration.kube.informer import DEFAULT_PAGE_SIZE, CacheStats, DictStore, Informer
-from preemption_toleration.webhooks.decisions import Snapshot
+from preemption_toleration.kube.informer import (
+    DEFAULT_PAGE_SIZE,
+    DEFAULT_STALE_AFTER_SECONDS,
+    CacheStats,
+    DictStore,
+    Informer,
+)
+from preemption_toleration.webhooks.decisions import Needs, Snapshot
 
 
 class AdmissionCaches:
@@ -28,7 +34,8 @@ class AdmissionCaches:
     PodDisruptionBudgets (which the extender reads)."""
 
     def __init__(self, api: ApiClient, logger: logging.Logger, guard: bool = False,
-                 page_size: int = DEFAULT_PAGE_SIZE) -> None:
+                 page_size: int = DEFAULT_PAGE_SIZE, stale_after: float = DEFAULT_STALE_AFTER_SECONDS) -> None:
+        self.stale_after = stale_after
         core = client.CoreV1Api(api)
         self.pod_index = PodIndex()
         self.node_store: DictStore[dict[str, Any]] = DictStore(slim_node)
@@ -69,6 +76,13 @@ class AdmissionCaches:
     @property
     def synced(self) -> bool:
         return all(informer.synced.is_set() for informer in self.required())
+
+    def problems(self, needs: Needs) -> list[str]:
+        """Why the caches a decision needs may not be decided from (empty: they may): not listed yet, or
+        no successful list or watch for longer than `stale_after` seconds. The PriorityClass and policy
+        webhooks need only classes and policies; the guard, the extender and /readyz need every cache."""
+        informers = [self.classes, self.policies] if needs == "admission" else self.required()
+        return [problem for informer in informers if (problem := informer.health(self.stale_after)) is not None]
 
     def guard_snapshot(self) -> GuardSnapshot:
         # The live index: a decision runs without awaiting, so nothing changes under it.

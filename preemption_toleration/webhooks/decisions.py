@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, allow, deny
 from preemption_toleration.core.annotations import POLICY_KEYS, annotations_of
@@ -36,6 +36,10 @@ class Snapshot:
     @cached_property
     def labels(self) -> LabelIndex:
         return LabelIndex(self.classes)
+
+
+# What a decision reads: classes and policies ("admission"), or every cache, pods and nodes too ("all").
+Needs = Literal["admission", "all"]
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from preemption_toleration import pki
 from preemption_toleration.devcluster.components import REGISTERED
 from preemption_toleration.kube.client import make_api_client
-from preemption_toleration.kube.informer import DEFAULT_PAGE_SIZE
+from preemption_toleration.kube.informer import DEFAULT_PAGE_SIZE, DEFAULT_STALE_AFTER_SECONDS
 from preemption_toleration.operator.writes import APPLY_PATCH
 from preemption_toleration.webhooks.caches import AdmissionCaches
 from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES, GuardConfig
@@ -49,6 +49,7 @@ class WebhookSettings:
     operator_identities: list[str] = field(default_factory=lambda: list(AdmissionConfig().operator_identities))
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     list_page_size: int = DEFAULT_PAGE_SIZE  # objects per page when the caches list
+    stale_after: float = DEFAULT_STALE_AFTER_SECONDS  # a cache without list or watch this long is not ready
     cert_file: str | None = None  # with key_file: external certificates (cert-manager), reloaded on change
     key_file: str | None = None
     dns_names: list[str] = field(default_factory=lambda: ["localhost"])
@@ -96,13 +97,28 @@ async def unregister(api: ApiClient) -> None:
             await delete(name)
 
 
+async def _synced_or_stopped(caches: AdmissionCaches, stop: asyncio.Event) -> bool:
+    """Waits, however long it takes (a GitOps sync may apply the CRD after us), until every cache is listed;
+    False if stopped first. Meanwhile /readyz says what is missing and each failure is logged once."""
+    synced = asyncio.ensure_future(asyncio.gather(*(i.synced.wait() for i in caches.required())))
+    stopped = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    for waiter in (synced, stopped):
+        waiter.cancel()
+    if not caches.synced:
+        return False
+    logger.info("caches synced", extra={"objects": {s.resource: s.objects for s in caches.stats()}})
+    return True
+
+
 async def run_webhook(
     settings: WebhookSettings, stop: asyncio.Event, ready: asyncio.Event | None = None
 ) -> None:
     api = await make_api_client(settings.kubeconfig)
     metrics = WebhookMetrics()
     guard_enabled = settings.guard_mode != "off"
-    caches = AdmissionCaches(api, logger, guard=guard_enabled, page_size=settings.list_page_size)
+    caches = AdmissionCaches(api, logger, guard=guard_enabled, page_size=settings.list_page_size,
+                             stale_after=settings.stale_after)
     metrics.track_caches(caches.stats)
     tasks = caches.tasks()
     guard: GuardHooks | None = None
@@ -134,7 +150,7 @@ async def run_webhook(
     tasks.append(asyncio.create_task(certificates.maintain(), name="certificates"))
     app = WebhookApp(
         caches.snapshot,
-        lambda: caches.synced,
+        caches.problems,
         AdmissionConfig(operator_identities=tuple(settings.operator_identities)),
         metrics,
         settings.max_body_bytes,
@@ -149,7 +165,8 @@ async def run_webhook(
         await site.start()
         settings.bound_port = runner.addresses[0][1]
         logger.info("webhook server listening", extra={"host": settings.host, "port": settings.bound_port})
-        await asyncio.wait_for(asyncio.gather(*(i.synced.wait() for i in caches.required())), 120)
+        if not await _synced_or_stopped(caches, stop):
+            return
         if settings.register_url is not None and isinstance(certificates, GeneratedCertificates):
             url = settings.register_url.replace(":0", f":{settings.bound_port}")
             await register(api, url, certificates.ca_bundle, guard_enabled)

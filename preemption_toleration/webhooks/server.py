@@ -35,6 +35,7 @@ from preemption_toleration.guard.record import PreemptorRecord
 from preemption_toleration.webhooks.configurations import EXTENDER_PREFIX, GUARD_PATH
 from preemption_toleration.webhooks.decisions import (
     AdmissionConfig,
+    Needs,
     Snapshot,
     mutate_priority_class,
     validate_policy,
@@ -60,6 +61,7 @@ class Endpoint:
     resource: str
     decide: Decide
     check: Callable[[AdmissionRequest], str | None] | None = None  # what makes a request unreadable to it
+    needs: Needs = "admission"  # the caches its decisions read
 
 
 class BadRequest(Exception):
@@ -150,7 +152,7 @@ class WebhookApp:
     def __init__(
         self,
         snapshot: Callable[[], Snapshot],
-        ready: Callable[[], bool],
+        problems: Callable[[Needs], list[str]],
         config: AdmissionConfig | None = None,
         metrics: WebhookMetrics | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
@@ -160,7 +162,7 @@ class WebhookApp:
         self.guard = guard
         self.extender = extender
         self.snapshot = snapshot
-        self.ready = ready
+        self.problems = problems  # why the caches a decision needs may not be decided from
         self.config = config or AdmissionConfig()
         self.metrics = metrics or WebhookMetrics()
         self.max_body_bytes = max_body_bytes
@@ -171,7 +173,7 @@ class WebhookApp:
         app = web.Application(client_max_size=self.max_body_bytes)
         routes = endpoints(self.config)
         if self.guard is not None:
-            routes.append(Endpoint(GUARD_PATH, GUARD, "", "pods", self._guard, request_problem))
+            routes.append(Endpoint(GUARD_PATH, GUARD, "", "pods", self._guard, request_problem, "all"))
         self.routes = tuple(routes)
         for endpoint in routes:
             app.router.add_post(endpoint.path, self._handler(endpoint))
@@ -223,8 +225,8 @@ class WebhookApp:
         except ValidationError as error:
             return self._bad_extender_request(
                 f"request body is not an ExtenderPreemptionArgs: {_describe_validation(error)}")
-        if not self.ready():
-            return 503, {"error": "caches are not synced yet"}
+        if unready := self._unready("all"):
+            return unready
         try:
             return 200, self._decide_preemption(args)
         except Exception as error:  # noqa: BLE001 - a bug must not become a 500; counted and logged
@@ -249,6 +251,10 @@ class WebhookApp:
                     "choice": outcome.choice.value, "victims": list(outcome.victims),
                     "tolerating": list(outcome.exempt), "detail": outcome.detail})
         return decision.result.to_wire()
+
+    def _unready(self, needs: Needs) -> tuple[int, dict[str, Any]] | None:
+        problems = self.problems(needs)
+        return (503, {"error": f"caches are not ready: {'; '.join(problems)}"}) if problems else None
 
     def _unexpected(self, endpoint_name: str, error: Exception) -> tuple[int, dict[str, Any]]:
         """An error no rule foresaw, from input that passed every check: a 400 that says so (never a 500,
@@ -292,8 +298,8 @@ class WebhookApp:
                 raise BadRequest(problem)
         except BadRequest as problem:
             return self._bad_request(endpoint, str(problem))
-        if not self.ready():
-            return 503, {"error": "caches are not synced yet"}
+        if unready := self._unready(endpoint.needs):
+            return unready
         try:
             decision = endpoint.decide(admission, self.snapshot())
         except Exception as error:  # noqa: BLE001 - a bug must not become a 500; counted and logged
@@ -386,9 +392,10 @@ class WebhookApp:
         return web.Response(text="ok")
 
     async def _readyz(self, _: web.Request) -> web.Response:
-        if self.ready():
+        problems = self.problems("all")
+        if not problems:
             return web.Response(text="ok")
-        return web.Response(text="caches not synced", status=503)
+        return web.Response(text="caches are not ready: " + "; ".join(problems), status=503)
 
     async def _metrics(self, _: web.Request) -> web.Response:
         return web.Response(body=generate_latest(self.metrics.registry), headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -140,3 +140,46 @@ async def test_caught_up_waits_for_the_version_another_watch_delivered() -> None
     assert await waiting and [p.name for p in index.on_node("node-1")] == ["a"]  # the store has it already
     assert not await watcher.caught_up("131", timeout=0.01)
     assert await watcher.caught_up("not-a-number", timeout=0.01)  # opaque versions are not waited for
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+STALE_AFTER = 60.0
+
+
+async def test_health_follows_lists_and_watches_and_turns_stale_after_the_bound(caplog) -> None:
+    caplog.set_level(logging.INFO)
+    api, clock = FakeApi([pod("a")]), Clock()
+    cache = Informer("pods", api.list, PodIndex(), logging.getLogger("test"), clock=clock)
+    for _ in range(3):  # the same failure at each retry (what run() reports): logged once
+        cache._failed("403 Forbidden (check the service account's RBAC: config/rbac)")
+    assert cache.health(STALE_AFTER) == ("pods: not listed yet (last problem: 403 Forbidden (check the service "
+                                         "account's RBAC: config/rbac))")
+    assert [r.getMessage() for r in caplog.records].count("watch failed") == 1
+    await cache._list()
+    assert cache.health(STALE_AFTER) is None and "watch recovered" in [r.getMessage() for r in caplog.records]
+    clock.now += STALE_AFTER  # listed exactly the bound ago: still fresh
+    assert cache.health(STALE_AFTER) is None
+    cache._failed("ServerDisconnectedError: Server disconnected")
+    clock.now += 1
+    assert cache.health(STALE_AFTER) == ("pods: no successful list or watch for 61 s (last problem: "
+                                         "ServerDisconnectedError: Server disconnected)")
+    await cache._watch("100")  # a watch that opens (and here ends at once) is the server heard from
+    assert cache.health(STALE_AFTER) is None
+
+
+async def test_an_open_watch_is_fresh_however_quiet() -> None:
+    clock = Clock()
+    cache = Informer("pods", FakeApi([pod("a")]).list, PodIndex(), logging.getLogger("test"), clock=clock)
+    await cache._list()
+    cache.watching = True
+    clock.now += 10 * STALE_AFTER
+    assert cache.health(STALE_AFTER) is None
+    cache.watching = False
+    assert cache.health(STALE_AFTER) == "pods: no successful list or watch for 600 s"

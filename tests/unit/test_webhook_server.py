@@ -18,12 +18,17 @@ from tests.unit.kube_objects import priority_class
 READY = {"value": True}
 
 
+def not_ready(needs: str) -> list[str]:
+    """The caches' problems, as AdmissionCaches.problems reports them."""
+    return [] if READY["value"] else ["pods: not listed yet (last problem: 403 Forbidden)"]
+
+
 @pytest.fixture
 async def http() -> AsyncIterator[TestClient]:
     READY["value"] = True
     metrics = WebhookMetrics()
     metrics.track_caches(lambda: [CacheStats("priorityclasses", 3, 1, 0), CacheStats("pods", 120, 2, 1)])
-    app = WebhookApp(lambda: snapshot_of({}, {}), lambda: READY["value"], metrics=metrics,
+    app = WebhookApp(lambda: snapshot_of({}, {}), not_ready, metrics=metrics,
                      max_body_bytes=64 * 1024).build()
     async with TestClient(TestServer(app)) as test_client:
         yield test_client
@@ -72,10 +77,13 @@ async def test_oversized_body_is_a_400(http: TestClient) -> None:
 
 async def test_not_ready_until_synced(http: TestClient) -> None:
     READY["value"] = False
-    assert (await http.get("/readyz")).status == 503
+    readyz = await http.get("/readyz")
+    assert (readyz.status, await readyz.text()) == (503, "caches are not ready: pods: not listed yet (last "
+                                                         "problem: 403 Forbidden)")
     assert (await http.get("/healthz")).status == 200
     response = await http.post("/validate/priorityclasses", json=review(priority_class("low", 8000)))
     assert response.status == 503
+    assert (await response.json())["error"] == "caches are not ready: pods: not listed yet (last problem: 403 Forbidden)"
     READY["value"] = True
     assert (await http.get("/readyz")).status == 200
 
@@ -115,7 +123,7 @@ async def guard_http() -> AsyncIterator[TestClient]:
 
     READY["value"] = False  # caches not synced: only the fast path can answer
     hooks = GuardHooks(GuardSnapshot, GuardConfig(), lambda refusal: None)
-    app = WebhookApp(lambda: snapshot_of({}, {}), lambda: READY["value"], guard=hooks).build()
+    app = WebhookApp(lambda: snapshot_of({}, {}), not_ready, guard=hooks).build()
     async with TestClient(TestServer(app)) as test_client:
         yield test_client
 
@@ -177,7 +185,7 @@ async def extender_http() -> AsyncIterator[TestClient]:
                        GuardConfig(), lambda refusal: None, hold)
     extender = ExtenderHooks(lambda: ExtenderView(pods, nodes, CLASSES.get), record, hold)
     metrics = WebhookMetrics()
-    app = WebhookApp(lambda: snapshot_of({}, {}), lambda: READY["value"], metrics=metrics, guard=guard,
+    app = WebhookApp(lambda: snapshot_of({}, {}), not_ready, metrics=metrics, guard=guard,
                      extender=extender)
     async with TestClient(TestServer(app.build())) as test_client:
         test_client.app_metrics = metrics  # type: ignore[attr-defined]

@@ -82,7 +82,7 @@ def server() -> WebhookApp:
     state = guard.snapshot(victim, guard.pending("high-1", 9000))
     admission = snapshot_of({"forever": POLICY, "tiered": SELECTOR_POLICY}, dict(guard.CLASSES))
     node_pods = [extender.pod("a", "low"), extender.pod("b", "low-non-preempted"), extender.pod("c", "low-10min")]
-    app = WebhookApp(lambda: admission, lambda: True, guard=GuardHooks(lambda: state, GuardConfig(), lambda _: None),
+    app = WebhookApp(lambda: admission, lambda needs: [], guard=GuardHooks(lambda: state, GuardConfig(), lambda _: None),
                      extender=ExtenderHooks(lambda: extender.view(node_pods), PreemptorRecord()))
     app.build()  # the routes, as served
     return app
