@@ -183,9 +183,17 @@ class LocalCluster:
     def restart_apiserver(self, *, timeout: float = 60.0) -> None:
         """Stop kube-apiserver and start it again on the same port, with etcd's data kept: every client's
         watches and connections break, as in a control-plane upgrade."""
+        self.stop_apiserver()
+        self.start_apiserver(timeout=timeout)
+
+    def stop_apiserver(self) -> None:
+        """Stop kube-apiserver alone (an outage: every client's connections are refused until started)."""
         record = self._records.pop("kube-apiserver", None)
         if record is not None:
             processes.terminate(record, popen=self._popens.pop("kube-apiserver", None))
+
+    def start_apiserver(self, *, timeout: float = 60.0) -> None:
+        """Start kube-apiserver again on its port, with etcd's data, after `stop_apiserver`."""
         self._start_apiserver(self.toolchain, self._state["ports"])
         self._wait_api_ready(timeout)
 

@@ -1,0 +1,111 @@
+"""Readiness tells the truth: `ptol webhook` started before its CRD keeps running, says on /readyz what it
+waits for and becomes ready when the CRD appears; a watch down for longer than --cache-staleness-seconds
+turns /readyz to 503, and it turns back to 200 when the API server answers again."""
+
+from __future__ import annotations
+
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+
+from preemption_toleration.devcluster import LocalCluster
+from preemption_toleration.devcluster.components import ComponentProcess
+from preemption_toleration.devcluster.processes import free_port
+from tests.integration.components import CRD_FILE, install_crd
+
+pytestmark = [pytest.mark.integration]
+
+INSECURE = ssl.create_default_context()  # the webhook's generated certificate
+INSECURE.check_hostname, INSECURE.verify_mode = False, ssl.CERT_NONE
+POLICIES = "preemptiontolerationpolicies.preemption-toleration.dev"
+
+
+class Webhook:
+    def __init__(self, cluster: LocalCluster, name: str, *args: str) -> None:
+        self.port = free_port()
+        self.process = ComponentProcess("webhook", cluster.kubeconfig, cluster.logs_dir / f"{name}.log",
+                                        "--host", "127.0.0.1", "--port", str(self.port), *args)
+        self.since = 0
+
+    def readyz(self) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"https://127.0.0.1:{self.port}/readyz", context=INSECURE,
+                                        timeout=5) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+        except OSError as error:
+            return 0, str(error)
+
+    def until(self, check: str, wanted: int, timeout: float) -> str:
+        """Polls /readyz until it answers `wanted`; returns the body."""
+        deadline = time.monotonic() + timeout
+        status, body = self.readyz()
+        while status != wanted:
+            assert self.process.running(), f"ptol webhook exited; log:\n{self.process.log()[-3000:]}"
+            assert time.monotonic() < deadline, f"{check}: /readyz still answers {status} {body!r}"
+            time.sleep(0.3)
+            status, body = self.readyz()
+        return body
+
+    def lines(self, text: str) -> list[str]:
+        return [line for line in self.process.log()[self.since:].splitlines() if text in line]
+
+
+@pytest.fixture
+def webhook_without_crd(cluster: LocalCluster) -> Iterator[Webhook]:
+    subprocess.run(cluster.kubectl_argv("delete", "-f", str(CRD_FILE), "--ignore-not-found", "--wait"),
+                   check=True, capture_output=True)
+    webhook = Webhook(cluster, "webhook-before-crd")
+    webhook.since = webhook.process.start()
+    try:
+        yield webhook
+    finally:
+        webhook.process.stop()
+        install_crd(cluster)
+
+
+def test_a_webhook_started_before_its_crd_waits_says_why_and_becomes_ready(
+        cluster: LocalCluster, webhook_without_crd: Webhook) -> None:
+    webhook = webhook_without_crd
+    body = webhook.until("before the CRD", 503, timeout=60)
+    assert body.startswith("caches are not ready: preemptiontolerationpolicies: not listed yet (last problem: 404")
+    assert body.endswith("(the resource is not served: is its CRD installed?))")
+    time.sleep(8)  # retried at 1, 2 and 4 s: the same failure
+    assert webhook.process.running()
+    assert len([line for line in webhook.lines("watch failed") if "preemptiontolerationpolicies" in line]) == 1
+    install_crd(cluster)
+    assert webhook.until("after the CRD", 200, timeout=60) == "ok"
+    assert len(webhook.lines("watch recovered")) == 1
+
+
+@pytest.fixture
+def stale_webhook(cluster: LocalCluster) -> Iterator[Webhook]:
+    install_crd(cluster)
+    webhook = Webhook(cluster, "webhook-stale", "--cache-staleness-seconds", "3")
+    webhook.since = webhook.process.start()
+    try:
+        yield webhook
+    finally:
+        webhook.process.stop()
+
+
+def test_caches_without_a_watch_for_longer_than_the_bound_are_not_ready_until_it_recovers(
+        cluster: LocalCluster, stale_webhook: Webhook) -> None:
+    webhook = stale_webhook
+    assert webhook.until("at start", 200, timeout=60) == "ok"
+    cluster.stop_apiserver()
+    try:
+        body = webhook.until("with the API server down", 503, timeout=60)
+        assert body.startswith("caches are not ready: ")
+        assert "no successful list or watch for" in body and "(last problem: " in body
+        for kind in ("priorityclasses", "preemptiontolerationpolicies", "pods", "nodes"):
+            assert f"{kind}: no successful list or watch for" in body
+    finally:
+        cluster.start_apiserver()
+    assert webhook.until("with the API server back", 200, timeout=90) == "ok"
