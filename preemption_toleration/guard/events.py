@@ -20,6 +20,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.guard.decisions import Refusal
+from preemption_toleration.kube.client import API_ERRORS
 
 logger = logging.getLogger("preemption_toleration.guard")
 COMPONENT = "preemption-toleration-guard"
@@ -74,12 +75,16 @@ class RefusalEvents:
             logger.warning("event queue full; refusal not posted as an Event")
 
     async def run(self) -> None:
+        """Posts queued refusals for ever: no failure of one post ends the loop (a dead loop would leave
+        the queue full and every later refusal without its Event)."""
         while True:
             refusal = await self.queue.get()
             try:
                 await self._post(refusal)
-            except (ApiException, OSError) as error:
+            except API_ERRORS as error:
                 logger.warning("could not post the refusal Event", extra={"problem": repr(error)})
+            except Exception:  # noqa: BLE001 - a bug here must not end the loop; the traceback says where
+                logger.exception("could not post the refusal Event")
 
     async def _post(self, refusal: Refusal) -> None:
         metadata = refusal.victim.get("metadata") or {}
@@ -102,4 +107,11 @@ class RefusalEvents:
         aggregate.posted_at = now
         body = event_body(aggregate.name, refusal, aggregate.count, aggregate.first, _now())
         patch = {key: body[key] for key in ("count", "lastTimestamp", "message")}
-        await self.core.patch_namespaced_event(aggregate.name, metadata.get("namespace"), patch)
+        try:
+            await self.core.patch_namespaced_event(aggregate.name, metadata.get("namespace"), patch)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+            # The Event expired (the API server's --event-ttl, 1 h by default): write it again, whole, with
+            # the count and first time so far, as kubectl describe would have shown them.
+            await self.core.create_namespaced_event(metadata.get("namespace"), body)

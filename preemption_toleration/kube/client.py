@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
+import aiohttp
 from kubernetes_asyncio import config
 from kubernetes_asyncio.client import ApiClient, Configuration
+from kubernetes_asyncio.client.exceptions import ApiException
+
+# What a call to the API server can raise besides its answer: an error status (ApiException), and network
+# failures, which aiohttp does not always make OSErrors (ServerDisconnectedError, ClientPayloadError).
+API_ERRORS: tuple[type[BaseException], ...] = (ApiException, aiohttp.ClientError, OSError, asyncio.TimeoutError)
 
 
 def kubeconfig_path(explicit: str | None = None) -> str | None:

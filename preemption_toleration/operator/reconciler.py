@@ -30,6 +30,7 @@ from preemption_toleration.governance.plan import (
 )
 from preemption_toleration.governance.status import READY, build_status, status_differs
 from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
+from preemption_toleration.kube.client import API_ERRORS
 from preemption_toleration.operator.metrics import OperatorMetrics
 from preemption_toleration.operator.writes import apply_class_annotations, patch_policy_status
 
@@ -164,7 +165,7 @@ class Reconciler:
             action = "applied" if write.policy_name else "released"
             try:
                 stored = await self.apply_class(self.api, apply_body(view, write.annotations), self.field_manager)
-            except (ApiException, OSError, asyncio.TimeoutError) as error:
+            except API_ERRORS as error:
                 problem = _api_problem(error)
                 self.metrics.writes.labels(action, "failed").inc()
                 result.failures.append(f"PriorityClass {write.class_name}: {problem}")
@@ -200,7 +201,7 @@ class Reconciler:
                     result.failures.append(f"PreemptionTolerationPolicy {name} status: {_api_problem(error)}")
                     result.failed_policies.add(name)
                 return
-            except (OSError, asyncio.TimeoutError) as error:  # one policy's network error spares the others
+            except API_ERRORS as error:  # one policy's network error spares the others
                 result.failures.append(f"PreemptionTolerationPolicy {name} status: {_api_problem(error)}")
                 result.failed_policies.add(name)
                 return

@@ -13,10 +13,11 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-import aiohttp
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
+
+from preemption_toleration.kube.client import API_ERRORS
 
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.guard.nudges import Nudge, NudgePlan
@@ -61,7 +62,7 @@ class Nudger:
         try:
             await self.core.patch_namespaced_pod(nudge.name, nudge.namespace, nudge_patch(nudge),
                                                  _content_type=MERGE_PATCH, _request_timeout=PATCH_TIMEOUT_SECONDS)
-        except (ApiException, aiohttp.ClientError, OSError, asyncio.TimeoutError) as error:
+        except API_ERRORS as error:
             if isinstance(error, ApiException) and error.status == 404:
                 self.count("skipped")  # deleted since the cache last saw it
                 return

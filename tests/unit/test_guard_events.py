@@ -57,3 +57,66 @@ async def test_dry_run_posts_nothing_and_audit_has_its_own_reason() -> None:
     assert recorder.queue.empty()
     body = events_module.event_body("n", refusal(audit=True), 1, "t", "t")
     assert body["reason"] == "PreemptionWouldBeRefused"
+
+
+class ExpiringCore(FakeCore):
+    """Events expire (the API server's --event-ttl): a patch of an expired one is a 404."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.expired = False
+
+    async def patch_namespaced_event(self, name, namespace, body):
+        if self.expired:
+            from kubernetes_asyncio.client.exceptions import ApiException
+            raise ApiException(status=404, reason="Not Found")
+        await super().patch_namespaced_event(name, namespace, body)
+
+
+def recorder_with(core, clock) -> RefusalEvents:
+    recorder = RefusalEvents.__new__(RefusalEvents)
+    recorder.core, recorder.min_interval, recorder.aggregates = core, 10.0, {}
+    recorder.queue = asyncio.Queue()
+    return recorder
+
+
+async def test_an_expired_event_is_written_again_with_the_count_so_far(monkeypatch) -> None:
+    clock = {"now": 1000.0}
+    monkeypatch.setattr(events_module.time, "monotonic", lambda: clock["now"])
+    core = ExpiringCore()
+    recorder = recorder_with(core, clock)
+    await recorder._post(refusal())
+    core.expired = True
+    clock["now"] += 3600
+    await recorder._post(refusal())
+    first, again = core.created
+    assert again["metadata"]["name"] == first["metadata"]["name"] and again["count"] == 2
+    assert again["firstTimestamp"] == first["firstTimestamp"] and again["message"] == first["message"]
+
+
+class BrokenCore(FakeCore):
+    """The first post fails as aiohttp does when the API server drops the connection (not an OSError),
+    the second with a bug of ours; the third works."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failures = [__import__("aiohttp").ServerDisconnectedError(), RuntimeError("a bug")]
+
+    async def create_namespaced_event(self, namespace, body):
+        if self.failures:
+            raise self.failures.pop(0)
+        await super().create_namespaced_event(namespace, body)
+
+
+async def test_no_failure_of_a_post_ends_the_event_loop() -> None:
+    core = BrokenCore()
+    recorder = recorder_with(core, None)
+    task = asyncio.create_task(recorder.run())
+    for _ in range(3):
+        recorder.record(refusal())
+    for _ in range(100):
+        if core.created:
+            break
+        await asyncio.sleep(0.01)
+    assert not task.done() and len(core.created) == 1
+    task.cancel()

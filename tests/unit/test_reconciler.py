@@ -146,3 +146,16 @@ async def test_a_failed_write_holds_back_only_the_policy_it_concerns() -> None:
     result = await recorder.reconciler().reconcile([make_policy()], [ClassView("low", 8000, uid="c1")], NOW)
     assert result.failures_of("p") == ["PriorityClass low: 403 Forbidden"]
     assert result.failures_of("another-policy") == []
+
+
+async def test_network_errors_that_are_not_oserrors_are_failures_of_their_policy_not_crashes() -> None:
+    """aiohttp's ServerDisconnectedError and ClientPayloadError are no OSErrors: a broken connection to the
+    API server is one class's failed write, reported in status and retried, like any API error."""
+    import aiohttp
+
+    for error, shown in ((aiohttp.ServerDisconnectedError(), "ServerDisconnectedError: Server disconnected"),
+                         (aiohttp.ClientPayloadError("truncated"), "ClientPayloadError: truncated")):
+        recorder = Recorder(fail_apply=error)
+        result = await recorder.reconciler().reconcile([make_policy()], [ClassView("low", 8000, uid="c1")], NOW)
+        assert result.failures_of("p") == [f"PriorityClass low: {shown}"]
+        assert recorder.statuses[0]["conditions"][0]["reason"] == "ApplyFailed"
