@@ -29,6 +29,7 @@ from preemption_toleration.governance.plan import (
     plan,
 )
 from preemption_toleration.governance.status import READY, build_status, status_differs
+from preemption_toleration.governance.ownership import claims
 from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
 from preemption_toleration.kube.client import API_ERRORS
 from preemption_toleration.operator.metrics import OperatorMetrics
@@ -46,12 +47,17 @@ class ReconcileResult:
     writes: int = 0
     status_patches: int = 0
     failures: list[str] = field(default_factory=list)
-    # the policies each failure concerns: the governing one of a failed write, every deleting one for a
-    # failed release (its finalizer waits), the policy of a failed status update
-    failed_policies: set[str] = field(default_factory=set)
+    # the failures each policy's handler retries for: a failed write of a class it governs, a failed
+    # release of a class it claimed while it is being deleted (its finalizer waits), its failed status
+    failures_by_policy: dict[str, list[str]] = field(default_factory=dict)
+
+    def fail(self, failure: str, policies: Iterable[str]) -> None:
+        self.failures.append(failure)
+        for policy in policies:
+            self.failures_by_policy.setdefault(policy, []).append(failure)
 
     def failures_of(self, policy: str) -> list[str]:
-        return self.failures if policy in self.failed_policies else []
+        return self.failures_by_policy.get(policy, [])
 
 
 @dataclass(frozen=True)
@@ -158,7 +164,11 @@ class Reconciler:
         outcomes: dict[str, PolicyOutcome] = dict(decided.outcomes)
         views = {view.name: view for view in classes}
         policy_by_name = {policy.name: policy for policy in policies}
-        deleting = [policy.name for policy in policies if policy.deleting]
+        deleting = [policy for policy in policies if policy.deleting and policy.spec is not None]
+
+        def releasing(view: ClassView) -> list[str]:
+            """The deleting policies whose finalizer waits for this class's release: those that claim it."""
+            return [policy.name for policy in deleting if policy.spec is not None and claims(policy.spec, view)]
 
         async def write_class(write: ClassWrite) -> None:
             view = views[write.class_name]
@@ -168,8 +178,8 @@ class Reconciler:
             except API_ERRORS as error:
                 problem = _api_problem(error)
                 self.metrics.writes.labels(action, "failed").inc()
-                result.failures.append(f"PriorityClass {write.class_name}: {problem}")
-                result.failed_policies.update([write.policy_name] if write.policy_name else deleting)
+                result.fail(f"PriorityClass {write.class_name}: {problem}",
+                            [write.policy_name] if write.policy_name else releasing(view))
                 self.logger.warning("write failed", extra={"priorityClass": write.class_name, "problem": problem})
                 if write.policy_name is not None and write.policy_name in outcomes:
                     outcomes[write.policy_name] = failed_outcome(outcomes[write.policy_name], write.class_name, problem)
@@ -198,12 +208,10 @@ class Reconciler:
                 stored = await self.patch_status(self.api, name, wanted, policy.status)
             except ApiException as error:
                 if error.status != 404:  # a policy deleted meanwhile needs no status
-                    result.failures.append(f"PreemptionTolerationPolicy {name} status: {_api_problem(error)}")
-                    result.failed_policies.add(name)
+                    result.fail(f"PreemptionTolerationPolicy {name} status: {_api_problem(error)}", [name])
                 return
             except API_ERRORS as error:  # one policy's network error spares the others
-                result.failures.append(f"PreemptionTolerationPolicy {name} status: {_api_problem(error)}")
-                result.failed_policies.add(name)
+                result.fail(f"PreemptionTolerationPolicy {name} status: {_api_problem(error)}", [name])
                 return
             if isinstance(stored, Mapping):
                 self._written_policies[name] = _Written(policy.resource_version, policy_view(stored))

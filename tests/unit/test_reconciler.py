@@ -159,3 +159,37 @@ async def test_network_errors_that_are_not_oserrors_are_failures_of_their_policy
         result = await recorder.reconciler().reconcile([make_policy()], [ClassView("low", 8000, uid="c1")], NOW)
         assert result.failures_of("p") == [f"PriorityClass low: {shown}"]
         assert recorder.statuses[0]["conditions"][0]["reason"] == "ApplyFailed"
+
+
+class ClassRefuser(Recorder):
+    """Another admission controller refuses writes of one class."""
+
+    def __init__(self, refused: str) -> None:
+        super().__init__()
+        self.refused = refused
+
+    async def apply(self, api, body, manager):
+        if body["metadata"]["name"] == self.refused:
+            raise ApiException(status=403, reason="Forbidden")
+        self.applied.append(body)
+
+
+def named_policy(name, class_name, deleting=False):
+    metadata = {"name": name, "uid": f"u-{name}", "generation": 1, "creationTimestamp": "2026-11-01T00:00:00Z"}
+    if deleting:
+        metadata.update(deletionTimestamp="2026-11-22T00:00:00Z", finalizers=["preemption-toleration.dev/finalizer"])
+    return policy_view({"apiVersion": "preemption-toleration.dev/v1alpha1", "kind": "PreemptionTolerationPolicy",
+                        "metadata": metadata,
+                        "spec": {"priorityClassName": class_name, "minimumPreemptablePriority": 10000}})
+
+
+async def test_a_refused_release_holds_only_the_finalizer_of_the_policy_that_claimed_the_class() -> None:
+    owned = frozenset({MIN})
+    classes = [ClassView(name, 8000, annotations={MIN: "10000"}, owned_keys=owned, uid=f"c-{name}")
+               for name in ("a", "b", "c")]
+    policies = [named_policy("pa", "a", deleting=True), named_policy("pb", "b", deleting=True), named_policy("pc", "c")]
+    refuser = ClassRefuser("a")
+    result = await refuser.reconciler().reconcile(policies, classes, NOW)
+    assert result.failures_of("pa") == ["PriorityClass a: 403 Forbidden"]
+    assert result.failures_of("pb") == [] and result.failures_of("pc") == []
+    assert [body["metadata"]["name"] for body in refuser.applied] == ["b"]  # b released; c already as wanted
