@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from preemption_toleration.cli.signals import run_until_signalled
 from preemption_toleration.cli.operator_cmd import add_operator_arguments
 from preemption_toleration.cli.options import add_logging_arguments, env_option, non_empty
-from preemption_toleration.cli.webhook_cmd import add_webhook_arguments, prepare, settings_from
+from preemption_toleration.cli.webhook_cmd import add_webhook_arguments, prepare, settings_from, stopped_on_webhook_error
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -105,4 +105,4 @@ def run(args: argparse.Namespace) -> int:
             print(f"ptol run: error: {attached}", file=sys.stderr)
             return 2
         local, args.kubeconfig = attached
-    return run_until_signalled(lambda stop: run_all(args, stop, local))
+    return stopped_on_webhook_error("run", lambda: run_until_signalled(lambda stop: run_all(args, stop, local)))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from preemption_toleration.cli.options import (
@@ -50,6 +51,9 @@ def add_webhook_arguments(parser: argparse.ArgumentParser, *, host: str = "0.0.0
     env_option(parser, "--cert-file", env="PTOL_TLS_CERT_FILE", type=non_empty,
                help="serving certificate (PEM), reloaded when it changes; needs --key-file; default: generate one")
     env_option(parser, "--key-file", env="PTOL_TLS_KEY_FILE", type=non_empty, help="its key (PEM)")
+    env_option(parser, "--ca-file", env="PTOL_TLS_CA_FILE", type=non_empty,
+               help="the CA certificate (PEM) that signed --cert-file: the caBundle of the configurations this "
+               "process registers (--register-url, ptol run)")
     env_list_option(parser, "--dns-name", env="PTOL_WEBHOOK_DNS_NAMES", dest="dns_names", metavar="NAME",
                     help="SAN of a generated certificate (default localhost)")
     env_option(parser, "--guard", env="PTOL_GUARD", default="enforce", type=choice(*GUARD_MODES),
@@ -65,13 +69,19 @@ def add_webhook_arguments(parser: argparse.ArgumentParser, *, host: str = "0.0.0
                type=non_empty, help="the webhook's Service, whose DNS names the self-managed certificate covers")
 
 
-def tls_problem(args: argparse.Namespace) -> str | None:
-    """Why the TLS flags do not make sense together, if they do not."""
+def tls_problem(args: argparse.Namespace, registers: bool = False) -> str | None:
+    """Why the TLS flags do not make sense together (`registers`: this process registers configurations
+    that call it), if they do not."""
     if bool(args.cert_file) != bool(args.key_file):
         return "--cert-file and --key-file go together (PTOL_TLS_CERT_FILE, PTOL_TLS_KEY_FILE)"
     if args.cert_file and args.tls_secret:
         return ("choose one of --cert-file/--key-file and --tls-secret "
                 "(PTOL_TLS_CERT_FILE/PTOL_TLS_KEY_FILE, PTOL_TLS_SECRET)")
+    if getattr(args, "ca_file", None) and not args.cert_file:
+        return "--ca-file (PTOL_TLS_CA_FILE) is the CA of --cert-file: give both, or neither"
+    if registers and args.cert_file and not getattr(args, "ca_file", None):
+        return ("registering configurations with --cert-file needs the CA that signed it, for their caBundle: "
+                "add --ca-file (PTOL_TLS_CA_FILE)")
     return None
 
 
@@ -99,6 +109,7 @@ def settings_from(args: argparse.Namespace) -> WebhookSettings:
         stale_after=float(args.cache_staleness_seconds),
         cert_file=args.cert_file,
         key_file=args.key_file,
+        ca_file=args.ca_file,
         register_url=getattr(args, "register_url", None),
         tls_secret=args.tls_secret,
         guard_mode=args.guard,
@@ -115,7 +126,7 @@ def settings_from(args: argparse.Namespace) -> WebhookSettings:
 
 def prepare(args: argparse.Namespace, command: str) -> bool:
     """Refuse flags that do not go together (False, with a message), else set up logging (True)."""
-    problem = tls_problem(args)
+    problem = tls_problem(args, registers=command == "run" or bool(getattr(args, "register_url", None)))
     if problem:
         print(f"ptol {command}: error: {problem}", file=sys.stderr)
         return False
@@ -129,4 +140,15 @@ def run(args: argparse.Namespace) -> int:
     if not prepare(args, "webhook"):
         return 2
     settings = settings_from(args)
-    return run_until_signalled(lambda stop: run_webhook(settings, stop))
+    return stopped_on_webhook_error("webhook", lambda: run_until_signalled(lambda stop: run_webhook(settings, stop)))
+
+
+def stopped_on_webhook_error(command: str, main: Callable[[], int]) -> int:
+    """Runs `main`; a WebhookError (settings the server cannot serve) ends it with its message and exit 1."""
+    from preemption_toleration.webhooks.runner import WebhookError
+
+    try:
+        return main()
+    except WebhookError as error:
+        print(f"ptol {command}: error: {error}", file=sys.stderr)
+        return 1

@@ -7,6 +7,7 @@ import contextlib
 import logging
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from aiohttp import web
 from kubernetes_asyncio import client
@@ -35,7 +36,7 @@ from preemption_toleration.webhooks.metrics import WebhookMetrics
 from preemption_toleration.webhooks.secret_tls import SecretCertificates
 from preemption_toleration.webhooks.nudger import Nudger
 from preemption_toleration.webhooks.server import DEFAULT_MAX_BODY_BYTES, ExtenderHooks, GuardHooks, WebhookApp
-from preemption_toleration.webhooks.tls import FileCertificates, GeneratedCertificates
+from preemption_toleration.webhooks.tls import FileCertificates, GeneratedCertificates, ServingCertificates, covers
 
 logger = logging.getLogger("preemption_toleration.webhooks")
 FIELD_MANAGER = "preemption-toleration-webhook"
@@ -52,6 +53,7 @@ class WebhookSettings:
     stale_after: float = DEFAULT_STALE_AFTER_SECONDS  # a cache without list or watch this long is not ready
     cert_file: str | None = None  # with key_file: external certificates (cert-manager), reloaded on change
     key_file: str | None = None
+    ca_file: str | None = None  # the CA of cert_file, for configurations this process registers
     dns_names: list[str] = field(default_factory=lambda: ["localhost"])
     ip_addresses: list[str] = field(default_factory=lambda: ["127.0.0.1"])
     # Self-managed in-cluster TLS: "namespace/name" of the Secret that keeps the CA and serving pair;
@@ -97,6 +99,38 @@ async def unregister(api: ApiClient) -> None:
             await delete(name)
 
 
+class WebhookError(RuntimeError):
+    """The server cannot do what its settings ask; the message says why and what to change."""
+
+
+async def _certificates(api: ApiClient, settings: WebhookSettings) -> ServingCertificates:
+    """The TLS mode the settings choose: files, a Secret, or generated in memory."""
+    if settings.cert_file and settings.key_file:
+        return FileCertificates(settings.cert_file, settings.key_file, settings.ca_file)
+    if settings.tls_secret:
+        namespace, _, secret = settings.tls_secret.partition("/")
+        names = [*pki.service_dns_names(settings.service, namespace), *settings.dns_names]
+        certificates = SecretCertificates(api, namespace, secret, names, settings.ip_addresses)
+        await certificates.setup()
+        await certificates.publish_ca_bundle()
+        return certificates
+    return GeneratedCertificates(settings.dns_names, settings.ip_addresses)
+
+
+def _registrable(certificates: ServingCertificates, url: str) -> bytes:
+    """The caBundle to register `url` with; WebhookError if the API server could not trust the server there."""
+    ca_bundle = certificates.ca_bundle
+    if ca_bundle is None:
+        raise WebhookError("registering webhook configurations needs the CA that signed --cert-file: give it "
+                           "with --ca-file (PTOL_TLS_CA_FILE)")
+    host = urlsplit(url).hostname or ""
+    if not covers(certificates.serving_pem, host):
+        raise WebhookError(f"the serving certificate does not cover {host}, the host of {url}, so the API server "
+                           "would refuse it; add it to the certificate (--dns-name, or the certificate's SANs) "
+                           "or register another URL")
+    return ca_bundle
+
+
 async def _synced_or_stopped(caches: AdmissionCaches, stop: asyncio.Event) -> bool:
     """Waits, however long it takes (a GitOps sync may apply the CRD after us), until every cache is listed;
     False if stopped first. Meanwhile /readyz says what is missing and each failure is logged once."""
@@ -137,16 +171,7 @@ async def run_webhook(
         )
         # The extender reads the guard's caches and tells it the preemptor of each victim it saw.
         extender = ExtenderHooks(caches.extender_view, caches.preemptors, nudger.hold)
-    certificates: FileCertificates | GeneratedCertificates
-    if settings.cert_file and settings.key_file:
-        certificates = FileCertificates(settings.cert_file, settings.key_file)
-    elif settings.tls_secret:
-        namespace, _, secret = settings.tls_secret.partition("/")
-        certificates = SecretCertificates(api, namespace, secret, pki.service_dns_names(settings.service, namespace))
-        await certificates.setup()
-        await certificates.publish_ca_bundle()
-    else:
-        certificates = GeneratedCertificates(settings.dns_names, settings.ip_addresses)
+    certificates = await _certificates(api, settings)
     tasks.append(asyncio.create_task(certificates.maintain(), name="certificates"))
     app = WebhookApp(
         caches.snapshot,
@@ -167,13 +192,14 @@ async def run_webhook(
         logger.info("webhook server listening", extra={"host": settings.host, "port": settings.bound_port})
         if not await _synced_or_stopped(caches, stop):
             return
-        if settings.register_url is not None and isinstance(certificates, GeneratedCertificates):
+        if settings.register_url is not None:
             url = settings.register_url.replace(":0", f":{settings.bound_port}")
-            await register(api, url, certificates.ca_bundle, guard_enabled)
+            ca_bundle = _registrable(certificates, url)
+            await register(api, url, ca_bundle, guard_enabled)
             registered = True
             logger.info(REGISTERED, extra={"url": url})
             if guard_enabled:
-                guard_config = guard_configuration(lambda path: url_client_config(url, path, certificates.ca_bundle))
+                guard_config = guard_configuration(lambda path: url_client_config(url, path, ca_bundle))
                 logger.info("scheduler extender entry (KubeSchedulerConfiguration `extenders`)",
                             extra={"extender": scheduler_extender_of(guard_config)})
         if ready is not None:

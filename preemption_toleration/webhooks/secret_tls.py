@@ -19,7 +19,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration import pki
 from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME
-from preemption_toleration.webhooks.tls import GeneratedCertificates, load_pair, not_after, server_context
+from preemption_toleration.webhooks.tls import Issuer, load_pair, not_after, server_context
 
 logger = logging.getLogger("preemption_toleration.webhooks.tls")
 
@@ -54,14 +54,16 @@ def ca_bundle_patch(webhooks: list[Any], ca_bundle: bytes) -> list[dict[str, Any
     return operations
 
 
-class SecretCertificates(GeneratedCertificates):
-    # GeneratedCertificates.__init__ is not called: the pair comes from the Secret, in setup().
-    def __init__(  # noqa: super-init-not-called
+class SecretCertificates:
+    """The CA and serving pair in Secret `namespace/secret_name`, for `dns_names` and `ip_addresses`."""
+
+    def __init__(
         self,
         api: ApiClient,
         namespace: str,
         secret_name: str,
         dns_names: list[str],
+        ip_addresses: list[str] | None = None,
         valid_days: int = 90,
     ) -> None:
         self.api = api
@@ -69,20 +71,36 @@ class SecretCertificates(GeneratedCertificates):
         self.secret_name = secret_name
         self.core = client.CoreV1Api(api)
         self.dns_names = dns_names
-        self.ip_addresses: list[str] = []
+        self.ip_addresses = list(ip_addresses or [])
         self.valid_days = valid_days
         self.context = server_context()  # loaded by setup(), which must run before serving
+        self.issuer: Issuer | None = None
+        self.serving: pki.CertKeyPair | None = None
+
+    @property
+    def ca_bundle(self) -> bytes:
+        assert self.issuer is not None, "setup() first"
+        return self.issuer.ca.cert_pem
+
+    @property
+    def serving_pem(self) -> bytes:
+        assert self.serving is not None, "setup() first"
+        return self.serving.cert_pem
+
+    def _issuer(self, ca: pki.CertKeyPair) -> Issuer:
+        return Issuer(ca, self.dns_names, self.ip_addresses, self.valid_days)
 
     async def setup(self) -> None:
         stored = _decode(await self._read())
         if stored is None:
-            self.ca = pki.generate_ca("preemption-toleration-webhook-ca", valid_days=3650)
-            self.serving = self._issue()
+            self.issuer = self._issuer(pki.generate_ca("preemption-toleration-webhook-ca", valid_days=3650))
+            serving = self.issuer.issue()
             try:
                 await self.core.create_namespaced_secret(
-                    self.namespace, secret_body(self.secret_name, self.namespace, self.ca, self.serving)
+                    self.namespace, secret_body(self.secret_name, self.namespace, self.issuer.ca, serving)
                 )
                 logger.info("certificate secret created", extra={"secret": f"{self.namespace}/{self.secret_name}"})
+                self._load(serving)
                 return
             except ApiException as error:
                 if error.status != 409:
@@ -101,9 +119,12 @@ class SecretCertificates(GeneratedCertificates):
             raise
 
     def _use(self, stored: dict[str, bytes]) -> None:
-        self.ca = pki.CertKeyPair(stored["ca.crt"], stored["ca.key"])
-        self.serving = pki.CertKeyPair(stored["tls.crt"], stored["tls.key"])
-        load_pair(self.context, self.serving.cert_pem, self.serving.key_pem)
+        self.issuer = self._issuer(pki.CertKeyPair(stored["ca.crt"], stored["ca.key"]))
+        self._load(pki.CertKeyPair(stored["tls.crt"], stored["tls.key"]))
+
+    def _load(self, serving: pki.CertKeyPair) -> None:
+        load_pair(self.context, serving.cert_pem, serving.key_pem)
+        self.serving = serving
 
     async def publish_ca_bundle(self) -> None:
         admission = client.AdmissionregistrationV1Api(self.api)
@@ -126,12 +147,16 @@ class SecretCertificates(GeneratedCertificates):
 
     async def renew_or_reload(self, now: datetime.datetime | None = None) -> None:
         """Load a renewal another replica stored, or renew ourselves when due and store it."""
+        assert self.issuer is not None and self.serving is not None, "setup() first"
         stored = _decode(await self._read())
         if stored is not None and stored["tls.crt"] != self.serving.cert_pem:
             self._use(stored)
-        if self.renew_if_due(now):
-            secret = secret_body(self.secret_name, self.namespace, self.ca, self.serving)
+        if self.issuer.due(self.serving, now):
+            renewed = self.issuer.issue()
+            secret = secret_body(self.secret_name, self.namespace, self.issuer.ca, renewed)
             await self.core.replace_namespaced_secret(self.secret_name, self.namespace, secret)
+            self._load(renewed)  # stored first: a replica that reloads finds what we serve
+            logger.info("serving certificate renewed", extra={"notAfter": not_after(renewed.cert_pem).isoformat()})
 
     async def maintain(self, interval: float = 600) -> None:
         while True:

@@ -1,8 +1,11 @@
 """Serving certificates for the webhook server, made with `cryptography`; TLS 1.2 or newer only.
 
-- `GeneratedCertificates`: a CA and a serving certificate made in memory (the local control plane, and
-  the base of the self-managed mode); renewed from the same CA before expiry, without a restart.
-- `FileCertificates`: files written by someone else (cert-manager), reloaded when they change.
+Three modes, one interface (`ServingCertificates`):
+- `GeneratedCertificates`: a CA and a serving certificate made in memory (the local control plane);
+  renewed from the same CA before expiry, without a restart.
+- `FileCertificates`: files written by someone else (cert-manager), reloaded when they change; the CA
+  that signed them comes from a file too, when configurations are registered with it.
+- `SecretCertificates` (secret_tls.py): self-managed in a cluster, kept in a Secret that replicas share.
 
 `SSLContext.load_cert_chain()` on the live context makes new connections use the new certificate.
 """
@@ -14,8 +17,10 @@ import datetime
 import logging
 import os
 import ssl
+import ipaddress
 import tempfile
 from pathlib import Path
+from typing import Protocol
 
 from cryptography import x509
 
@@ -44,42 +49,85 @@ def load_pair(context: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> None:
         context.load_cert_chain(cert_path, key_path)
 
 
-class GeneratedCertificates:
-    def __init__(
-        self,
-        dns_names: list[str],
-        ip_addresses: list[str],
-        valid_days: int = 90,
-        ca: pki.CertKeyPair | None = None,
-    ) -> None:
+class ServingCertificates(Protocol):
+    """What the server needs of a TLS mode: the live context, the CA that clients must trust (None when
+    unknown), and a task that keeps the certificate current."""
+
+    context: ssl.SSLContext
+
+    @property
+    def ca_bundle(self) -> bytes | None: ...
+
+    @property
+    def serving_pem(self) -> bytes: ...
+
+    async def maintain(self) -> None: ...
+
+
+def covers(cert_pem: bytes, host: str) -> bool:
+    """Whether a certificate's subject alternative names include `host` (an IP address or a DNS name;
+    one leading `*.` wildcard label allowed), as a TLS client checks it."""
+    try:
+        names = x509.load_pem_x509_certificate(cert_pem).extensions.get_extension_for_class(
+            x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return False
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        wanted = host.lower().rstrip(".")
+        for name in names.get_values_for_type(x509.DNSName):
+            name = name.lower().rstrip(".")
+            if name == wanted or (name.startswith("*.") and wanted.partition(".")[2] == name[2:]):
+                return True
+        return False
+    return address in names.get_values_for_type(x509.IPAddress)
+
+
+class Issuer:
+    """Issues serving certificates for fixed names from a CA, and says when one is due for renewal (a
+    third of its validity left). Shared by the generated and the Secret mode."""
+
+    def __init__(self, ca: pki.CertKeyPair, dns_names: list[str], ip_addresses: list[str],
+                 valid_days: int = 90) -> None:
+        self.ca = ca
         self.dns_names = dns_names
         self.ip_addresses = ip_addresses
         self.valid_days = valid_days
-        self.ca = ca or pki.generate_ca("preemption-toleration-webhook-ca", valid_days=3650)
+
+    def issue(self) -> pki.CertKeyPair:
+        return pki.issue_serving_cert(self.ca, (self.dns_names or self.ip_addresses)[0], dns_names=self.dns_names,
+                                      ip_addresses=self.ip_addresses, valid_days=self.valid_days)
+
+    def due(self, serving: pki.CertKeyPair, now: datetime.datetime | None = None) -> bool:
+        now = now or datetime.datetime.now(datetime.timezone.utc)
+        return not_after(serving.cert_pem) - now <= datetime.timedelta(days=self.valid_days / 3)
+
+
+class GeneratedCertificates:
+    """A CA and a serving certificate made in memory, for `dns_names` and `ip_addresses`."""
+
+    def __init__(self, dns_names: list[str], ip_addresses: list[str], valid_days: int = 90) -> None:
+        self.issuer = Issuer(pki.generate_ca("preemption-toleration-webhook-ca", valid_days=3650), dns_names,
+                             ip_addresses, valid_days)
         self.context = server_context()
-        self.serving = self._issue()
+        self.serving = self.issuer.issue()
+        load_pair(self.context, self.serving.cert_pem, self.serving.key_pem)
 
     @property
     def ca_bundle(self) -> bytes:
-        return self.ca.cert_pem
+        return self.issuer.ca.cert_pem
 
-    def _issue(self) -> pki.CertKeyPair:
-        serving = pki.issue_serving_cert(
-            self.ca,
-            (self.dns_names or self.ip_addresses)[0],
-            dns_names=self.dns_names,
-            ip_addresses=self.ip_addresses,
-            valid_days=self.valid_days,
-        )
-        load_pair(self.context, serving.cert_pem, serving.key_pem)
-        return serving
+    @property
+    def serving_pem(self) -> bytes:
+        return self.serving.cert_pem
 
     def renew_if_due(self, now: datetime.datetime | None = None) -> bool:
         """Renew once less than a third of the validity is left."""
-        now = now or datetime.datetime.now(datetime.timezone.utc)
-        if not_after(self.serving.cert_pem) - now > datetime.timedelta(days=self.valid_days / 3):
+        if not self.issuer.due(self.serving, now):
             return False
-        self.serving = self._issue()
+        self.serving = self.issuer.issue()
+        load_pair(self.context, self.serving.cert_pem, self.serving.key_pem)
         logger.info("serving certificate renewed", extra={"notAfter": not_after(self.serving.cert_pem).isoformat()})
         return True
 
@@ -90,12 +138,23 @@ class GeneratedCertificates:
 
 
 class FileCertificates:
-    def __init__(self, cert_path: str, key_path: str) -> None:
+    """A certificate and key in files, written by someone else, and the CA that signed them if known."""
+
+    def __init__(self, cert_path: str, key_path: str, ca_path: str | None = None) -> None:
         self.cert_path = cert_path
         self.key_path = key_path
+        self.ca_path = ca_path
         self.context = server_context()
         self._seen: tuple[tuple[int, int, int], ...] | None = None
         self.reload_if_changed()
+
+    @property
+    def ca_bundle(self) -> bytes | None:
+        return Path(self.ca_path).read_bytes() if self.ca_path else None
+
+    @property
+    def serving_pem(self) -> bytes:
+        return Path(self.cert_path).read_bytes()
 
     def _stamp(self) -> tuple[tuple[int, int, int], ...]:
         # A Secret volume swaps a `..data` link to a new directory: the files' inodes change, and stat()

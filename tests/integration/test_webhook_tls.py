@@ -51,13 +51,13 @@ async def test_secret_holds_the_pair_and_the_ca_reaches_every_webhook(api: ApiCl
         # a second replica uses the same CA and serving pair
         second = SecretCertificates(api, namespace, "webhook-tls", ["webhook.ns.svc"])
         await second.setup()
-        assert (second.ca, second.serving) == (first.ca, first.serving)
+        assert (second.ca_bundle, second.serving) == (first.ca_bundle, first.serving)
 
         # the first renews when due and stores it; the second picks the renewal up
-        due = not_after(first.serving.cert_pem) - datetime.timedelta(days=1)
+        due = not_after(first.serving_pem) - datetime.timedelta(days=1)
         await first.renew_or_reload(now=due)
         assert first.serving != second.serving
         await second.renew_or_reload()
-        assert second.serving == first.serving and second.ca == first.ca
+        assert second.serving == first.serving and second.ca_bundle == first.ca_bundle
     finally:
         await _delete_configurations(admission)

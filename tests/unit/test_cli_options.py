@@ -143,7 +143,7 @@ def test_bad_variables_of_one_command_do_not_break_the_others(monkeypatch: pytes
 )
 def test_tls_flags_that_do_not_go_together(rule: str, cert: str | None, key: str | None, secret: str | None,
                                            problem: str | None) -> None:
-    found = tls_problem(argparse.Namespace(cert_file=cert, key_file=key, tls_secret=secret))
+    found = tls_problem(argparse.Namespace(cert_file=cert, key_file=key, tls_secret=secret, ca_file=None))
     if problem is None:
         assert found is None, rule
     else:
@@ -178,3 +178,23 @@ def test_run_refuses_a_dev_cluster_without_the_guard(capsys: pytest.CaptureFixtu
     assert main(["run", "--dev-cluster", ".cluster", "--guard", "off"]) == 2
     assert capsys.readouterr().err == ("ptol run: error: --dev-cluster needs the guard (--guard enforce or audit): "
                                        "its server is the scheduler's extender\n")
+
+
+@pytest.mark.parametrize(("rule", "cert", "ca", "registers", "problem"), [
+    ("files registered with their CA", "tls.crt", "ca.crt", True, None),
+    ("files served only: no CA needed", "tls.crt", None, False, None),
+    ("files registered without their CA", "tls.crt", None, True,
+     "registering configurations with --cert-file needs the CA that signed it, for their caBundle: add --ca-file"),
+    ("a CA without files", None, "ca.crt", False, "--ca-file (PTOL_TLS_CA_FILE) is the CA of --cert-file"),
+])
+def test_registering_with_certificate_files_needs_their_ca(rule: str, cert: str | None, ca: str | None,
+                                                           registers: bool, problem: str | None) -> None:
+    found = tls_problem(argparse.Namespace(cert_file=cert, key_file=cert and "tls.key", tls_secret=None, ca_file=ca),
+                        registers=registers)
+    assert (found is None) if problem is None else (found is not None and found.startswith(problem)), rule
+
+
+def test_run_refuses_certificate_files_without_their_ca_before_starting(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--cert-file", "tls.crt", "--key-file", "tls.key"]) == 2
+    assert capsys.readouterr().err == ("ptol run: error: registering configurations with --cert-file needs the CA "
+                                       "that signed it, for their caBundle: add --ca-file (PTOL_TLS_CA_FILE)\n")
