@@ -239,7 +239,11 @@ async def test_restarted_operator_writes_nothing_when_state_matches(
 
     operator.stop()
     operator.start()
-    await asyncio.sleep(RESYNC_SECONDS + 8)  # startup, initial listing, a resync
+    # Ready: the restarted process (its counters start at 0) has reconciled everything twice, once on
+    # resuming the policies and once more at a resync, both with the caches listed.
+    restarted = await eventually(_reconciles_since_start, lambda figures: figures.get("reconciles", 0) >= 2,
+                                 timeout=60, what="two reconciles of the restarted operator")
+    assert (restarted["writes"], restarted["status"]) == (0, 0)
     assert (await read_class(api, pc))["metadata"]["resourceVersion"] == class_version
     assert (await read_policy(api, ptp))["status"] == policy_status
 
@@ -356,15 +360,16 @@ async def test_metrics_count_what_the_operator_did(
                                                             "minimumPreemptablePriority": 10000}))
     await wait_annotations(api, pc, {MIN: "10000"})
 
-    def scrape() -> str:
-        with urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=10) as response:
-            return response.read().decode()
-
-    text = await asyncio.to_thread(scrape)
+    text = await asyncio.to_thread(_scrape)
     applied = [line for line in text.splitlines()
                if line.startswith('ptol_operator_writes_total{action="applied",result="ok"}')]
     assert applied and float(applied[0].split()[-1]) >= 1
     assert 'ptol_operator_reconciles_total{result="ok"}' in text
+
+
+def _scrape() -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=10) as response:
+        return str(response.read().decode())
 
 
 def _samples(text: str) -> dict[str, float]:
@@ -372,14 +377,22 @@ def _samples(text: str) -> dict[str, float]:
             if line.startswith("ptol_operator_")}
 
 
-async def _operator_figures() -> dict[str, float]:
-    def scrape() -> str:
-        with urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=10) as response:
-            return response.read().decode()
+async def _reconciles_since_start() -> dict[str, float]:
+    """The operator's figures with its successful reconciles; empty while its metrics do not answer yet."""
+    try:
+        return _figures(_samples(await asyncio.to_thread(_scrape)))
+    except OSError:
+        return {}
 
-    figures = _samples(await asyncio.to_thread(scrape))
-    return {"writes": sum(v for k, v in figures.items() if k.startswith("ptol_operator_writes_total")),
-            "status": figures.get("ptol_operator_status_patches_total", 0.0)}
+
+async def _operator_figures() -> dict[str, float]:
+    return _figures(_samples(await asyncio.to_thread(_scrape)))
+
+
+def _figures(samples: dict[str, float]) -> dict[str, float]:
+    return {"reconciles": samples.get('ptol_operator_reconciles_total{result="ok"}', 0.0),
+            "writes": sum(v for k, v in samples.items() if k.startswith("ptol_operator_writes_total")),
+            "status": samples.get("ptol_operator_status_patches_total", 0.0)}
 
 
 async def test_a_burst_of_policies_is_written_once_per_class(
