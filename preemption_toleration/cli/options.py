@@ -115,6 +115,13 @@ def positive_integer(value: str) -> int:
     return int(value)
 
 
+def non_negative_integer(value: str) -> int:
+    """Seconds to wait, say: 0 to 3600."""
+    if not re.fullmatch(r"\s*\d{1,4}\s*", value) or int(value) > 3600:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds from 0 to 3600")
+    return int(value)
+
+
 def peering_priority(value: str) -> int:
     if not re.fullmatch(r"\s*-?\d+\s*", value) or not 1 <= int(value) <= 2**31 - 1:
         raise argparse.ArgumentTypeError(f"{value!r} is not a peering priority (an integer from 1 to 2147483647)")

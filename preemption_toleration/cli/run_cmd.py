@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run the operator and the webhook server in one process and register webhook "
         "configurations that call it on this machine (removed on exit). For a real cluster, install the "
         "manifests under config/ instead.")
-    add_webhook_arguments(parser, host="127.0.0.1", port="0")
+    add_webhook_arguments(parser, host="127.0.0.1", port="0", shutdown_delay="0")  # unregistered first
     add_operator_arguments(parser)
     env_option(parser, "--dev-cluster", env="PTOL_DEV_CLUSTER", type=non_empty, metavar="DIR",
                help="the local control plane of `ptol dev cluster up --dir DIR`: use its kubeconfig, and restart "

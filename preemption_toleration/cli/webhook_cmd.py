@@ -15,6 +15,7 @@ from preemption_toleration.cli.options import (
     env_option,
     namespaced_name,
     non_empty,
+    non_negative_integer,
     port_number,
     positive_integer,
     url,
@@ -32,7 +33,8 @@ if TYPE_CHECKING:
 GUARD_MODES = ("enforce", "audit", "off")
 
 
-def add_webhook_arguments(parser: argparse.ArgumentParser, *, host: str = "0.0.0.0", port: str = "8443") -> None:
+def add_webhook_arguments(parser: argparse.ArgumentParser, *, host: str = "0.0.0.0", port: str = "8443",
+                          shutdown_delay: str = "5") -> None:
     add_kubeconfig_argument(parser)
     env_option(parser, "--host", env="PTOL_WEBHOOK_HOST", default=host, type=non_empty, help="address to listen on")
     env_option(parser, "--port", env="PTOL_WEBHOOK_PORT", default=port, type=port_number,
@@ -48,6 +50,10 @@ def add_webhook_arguments(parser: argparse.ArgumentParser, *, host: str = "0.0.0
                default=str(int(DEFAULT_STALE_AFTER_SECONDS)), type=positive_integer,
                help="a cache whose watch is down and that has had no successful list or watch for this long "
                "is too stale to decide from: /readyz and the decisions that read it answer 503")
+    env_option(parser, "--shutdown-delay-seconds", env="PTOL_SHUTDOWN_DELAY_SECONDS", default=shutdown_delay,
+               type=non_negative_integer,
+               help="on SIGTERM or SIGINT, drain this long before closing: /readyz answers 503 and each answer "
+               "closes its connection, until none is left")
     env_option(parser, "--cert-file", env="PTOL_TLS_CERT_FILE", type=non_empty,
                help="serving certificate (PEM), reloaded when it changes; needs --key-file; default: generate one")
     env_option(parser, "--key-file", env="PTOL_TLS_KEY_FILE", type=non_empty, help="its key (PEM)")
@@ -107,6 +113,7 @@ def settings_from(args: argparse.Namespace) -> WebhookSettings:
         max_body_bytes=args.max_body_bytes,
         list_page_size=args.list_page_size,
         stale_after=float(args.cache_staleness_seconds),
+        shutdown_delay=float(args.shutdown_delay_seconds),
         cert_file=args.cert_file,
         key_file=args.key_file,
         ca_file=args.ca_file,

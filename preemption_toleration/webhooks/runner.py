@@ -51,6 +51,7 @@ class WebhookSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     list_page_size: int = DEFAULT_PAGE_SIZE  # objects per page when the caches list
     stale_after: float = DEFAULT_STALE_AFTER_SECONDS  # a cache without list or watch this long is not ready
+    shutdown_delay: float = 0.0  # on stop: seconds of draining (not ready, connections closed after answers)
     cert_file: str | None = None  # with key_file: external certificates (cert-manager), reloaded on change
     key_file: str | None = None
     ca_file: str | None = None  # the CA of cert_file, for configurations this process registers
@@ -131,6 +132,20 @@ def _registrable(certificates: ServingCertificates, url: str) -> bytes:
     return ca_bundle
 
 
+async def _drain(app: WebhookApp, runner: web.AppRunner, delay: float) -> None:
+    """Before closing: not ready (a Service stops sending), and for up to `delay` seconds every answer
+    closes its connection, until no client connection is left. Then closing drops no request."""
+    app.draining = True
+    if delay <= 0:
+        return
+    logger.info("draining", extra={"seconds": delay})
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + delay
+    server = runner.server
+    while loop.time() < deadline and server is not None and server.connections:
+        await asyncio.sleep(0.1)
+
+
 async def _synced_or_stopped(caches: AdmissionCaches, stop: asyncio.Event) -> bool:
     """Waits, however long it takes (a GitOps sync may apply the CRD after us), until every cache is listed;
     False if stopped first. Meanwhile /readyz says what is missing and each failure is logged once."""
@@ -208,6 +223,7 @@ async def run_webhook(
     finally:
         if registered:
             await unregister(api)
+        await _drain(app, runner, settings.shutdown_delay)
         await runner.cleanup()
         for task in tasks:
             task.cancel()

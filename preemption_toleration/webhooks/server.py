@@ -168,9 +168,10 @@ class WebhookApp:
         self.max_body_bytes = max_body_bytes
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self.routes: tuple[Endpoint, ...] = ()  # the admission endpoints, once built
+        self.draining = False  # shutting down: not ready, and every answer closes its connection
 
     def build(self) -> web.Application:
-        app = web.Application(client_max_size=self.max_body_bytes)
+        app = web.Application(client_max_size=self.max_body_bytes, middlewares=[self._close_when_draining])
         routes = endpoints(self.config)
         if self.guard is not None:
             routes.append(Endpoint(GUARD_PATH, GUARD, "", "pods", self._guard, request_problem, "all"))
@@ -391,7 +392,19 @@ class WebhookApp:
     async def _healthz(self, _: web.Request) -> web.Response:
         return web.Response(text="ok")
 
+    @web.middleware
+    async def _close_when_draining(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        """While draining, each answer tells the client to close its connection (`Connection: close`): a
+        kept-alive connection is then ended by the client after an answer, never by us while a request
+        may be on its way (which the API server would report as a failed webhook call)."""
+        response: web.StreamResponse = await handler(request)
+        if self.draining:
+            response.force_close()
+        return response
+
     async def _readyz(self, _: web.Request) -> web.Response:
+        if self.draining:
+            return web.Response(text="shutting down", status=503)
         problems = self.problems("all")
         if not problems:
             return web.Response(text="ok")

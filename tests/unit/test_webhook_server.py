@@ -275,3 +275,16 @@ async def test_a_time_limited_toleration_that_drops_a_node_plans_a_nudge_at_its_
     assert await response.json() == {"NodeNameToMetaVictims": {}}
     assert extender_http.held == [  # type: ignore[attr-defined]
         ("high", extender_http.scheduled + timedelta(seconds=600))]  # type: ignore[attr-defined]
+
+
+async def test_while_draining_the_server_is_not_ready_and_every_answer_closes_its_connection() -> None:
+    READY["value"] = True
+    webhook = WebhookApp(lambda: snapshot_of({}, {}), not_ready)
+    async with TestClient(TestServer(webhook.build())) as http:
+        answer = await http.post("/validate/priorityclasses", json=review(priority_class("low", 8000)))
+        assert answer.status == 200 and answer.headers.get("Connection") != "close"
+        webhook.draining = True
+        answer = await http.post("/validate/priorityclasses", json=review(priority_class("low", 8000)))
+        assert answer.status == 200 and answer.headers.get("Connection") == "close"
+        readyz = await http.get("/readyz")
+        assert (readyz.status, await readyz.text()) == (503, "shutting down")
