@@ -1,13 +1,14 @@
 # The image of every component: `ptol operator`, `ptol webhook` (see config/manager).
 FROM python:3.11-slim AS build
 WORKDIR /src
-COPY pyproject.toml README.md LICENSE ./
+COPY pyproject.toml README.md LICENSE constraints.txt ./
 COPY preemption_toleration ./preemption_toleration
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+# the project and every dependency as wheels, at the versions of constraints.txt (scripts/lock.sh)
+RUN pip wheel --no-cache-dir --constraint constraints.txt --wheel-dir /wheels .
 
 FROM python:3.11-slim
 COPY --from=build /wheels /wheels
-RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
+RUN pip install --no-cache-dir --no-index --find-links /wheels preemption-toleration && rm -rf /wheels
 # non-root, matching runAsUser in config/manager; the root filesystem is mounted read-only there
 USER 65532:65532
 ENV PYTHONUNBUFFERED=1

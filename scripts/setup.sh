@@ -22,4 +22,4 @@ if [ ! -x .venv/bin/python ]; then
 fi
 echo "==> installing preemption-toleration and its test dependencies into .venv"
 .venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[test]'
+.venv/bin/python -m pip install --quiet --constraint constraints.txt -e '.[test]'

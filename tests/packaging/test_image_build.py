@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -95,3 +96,24 @@ def test_the_installed_wheel_works_without_the_checkout(wheel: Path, tmp_path: P
     assert ptol("webhook-config") == (ROOT / "config" / "webhook" / "webhooks.yaml").read_text()
     assert "validate" in ptol("--help")
     assert (site / "bin" / "ptol").exists()
+
+
+def test_every_runtime_dependency_is_pinned_within_what_pyproject_allows() -> None:
+    """constraints.txt (scripts/lock.sh) pins each runtime dependency at a version pyproject accepts, and
+    the Dockerfile and scripts/setup.sh install with it."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    pinned = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            pinned[canonicalize_name(name)] = version
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    for requirement in map(Requirement, project["dependencies"]):
+        name = canonicalize_name(requirement.name)
+        assert name in pinned, f"{name} is not in constraints.txt"
+        assert requirement.specifier.contains(pinned[name]), f"{name}=={pinned[name]} is not {requirement.specifier}"
+    assert "--constraint constraints.txt" in (ROOT / "Dockerfile").read_text()
+    assert "constraints.txt" in build_stage_copies((ROOT / "Dockerfile").read_text())
+    assert "--constraint constraints.txt" in (ROOT / "scripts" / "setup.sh").read_text()
