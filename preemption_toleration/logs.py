@@ -10,6 +10,10 @@ import logging
 from datetime import datetime, timezone
 from typing import Any
 
+# What `ptol webhook --register-url` and `ptol run` log once their webhook configurations call them: the
+# harness (devcluster.components), the demo and the tests wait for this line.
+REGISTERED = "webhook configurations registered"
+
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
 
 

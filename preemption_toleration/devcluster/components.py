@@ -10,8 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-# What `ptol run` logs once its webhook configurations call it (preemption_toleration.webhooks.runner).
-REGISTERED = "webhook configurations registered"
+from preemption_toleration.logs import REGISTERED  # noqa: F401 - waited for in the log: re-exported
 
 
 class ComponentError(RuntimeError):

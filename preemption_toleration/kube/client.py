@@ -11,6 +11,8 @@ from kubernetes_asyncio import config
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.client.exceptions import ApiException
 
+APPLY_PATCH = "application/apply-patch+yaml"  # the content type of a server-side apply
+
 # What a call to the API server can raise besides its answer: an error status (ApiException), and network
 # failures, which aiohttp does not always make OSErrors (ServerDisconnectedError, ClientPayloadError).
 API_ERRORS: tuple[type[BaseException], ...] = (ApiException, aiohttp.ClientError, OSError, asyncio.TimeoutError)

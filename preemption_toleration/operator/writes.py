@@ -9,8 +9,8 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
+from preemption_toleration.kube.client import APPLY_PATCH
 
-APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
 
 

@@ -15,13 +15,12 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration import pki
-from preemption_toleration.devcluster.components import REGISTERED
-from preemption_toleration.kube.client import make_api_client
+from preemption_toleration.kube.client import APPLY_PATCH, make_api_client
 from preemption_toleration.kube.informer import DEFAULT_PAGE_SIZE, DEFAULT_STALE_AFTER_SECONDS
-from preemption_toleration.operator.writes import APPLY_PATCH
+from preemption_toleration.logs import REGISTERED
 from preemption_toleration.webhooks.caches import AdmissionCaches
 from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES, GuardConfig
-from preemption_toleration.guard.events import RefusalEvents
+from preemption_toleration.webhooks.events import RefusalEvents
 from preemption_toleration.webhooks.configurations import (
     GUARD_NAME,
     NAME,

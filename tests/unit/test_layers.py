@@ -1,0 +1,94 @@
+"""The direction of dependencies (docs/architecture.md, "Layers"), read from the source: the pure packages
+import no I/O library and no adapter, and no package imports one above it."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "preemption_toleration"
+
+# Lowest first. A package may import its own layer's and lower layers' packages, never a higher one.
+LAYERS: list[set[str]] = [
+    {"core", "logs"},  # the contract itself; standard library only
+    {"api"},  # pydantic models of what we accept and produce
+    {"validation", "inventory"},  # admission rules; slim pods, nodes and budgets and their indexes
+    {"governance", "extender"},  # who governs a class, the plan; the extender's victim choice
+    {"guard"},  # the guard's decisions, inference, record and nudge plan
+    {"pki", "kube"},  # I/O basics: certificates, the API client, informers
+    {"operator", "webhooks"},  # the adapters: kopf handlers, the aiohttp server
+    {"devcluster"},  # the local control plane (a dev and test harness)
+    {"demo"},
+    {"cli"},
+]
+PURE = {"core", "logs", "api", "validation", "inventory", "governance", "extender", "guard"}
+IO_LIBRARIES = {"aiohttp", "kubernetes_asyncio", "kopf", "prometheus_client", "subprocess", "socket", "ssl",
+                "urllib", "http", "ctypes", "cryptography"}
+# Adapters that must not know each other: each talks to the API server on its own.
+SIBLINGS = {frozenset({"operator", "webhooks"})}
+
+
+def layer_of(package: str) -> int:
+    return next(index for index, layer in enumerate(LAYERS) if package in layer)
+
+
+def imports() -> list[tuple[str, str, str]]:
+    """(importing package, imported module, file) for every import in the package."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).parts
+        if len(parts) == 1:  # __init__, __main__, logs, pki
+            if parts[0] in ("__init__.py", "__main__.py"):
+                continue
+            package = parts[0][:-3]
+        else:
+            package = parts[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module] if node.module != "preemption_toleration" else \
+                    [f"preemption_toleration.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            found += [(package, name, str(path.relative_to(PACKAGE.parent))) for name in names]
+    return found
+
+
+IMPORTS = imports()
+
+
+def test_every_package_has_a_layer() -> None:
+    packages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    packages |= {p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__")}
+    assert packages == set().union(*LAYERS)
+
+
+@pytest.mark.parametrize("package", sorted(PURE))
+def test_pure_packages_import_no_io_library(package: str) -> None:
+    found = [f"{where}: {name}" for importer, name, where in IMPORTS
+             if importer == package and name.split(".")[0] in IO_LIBRARIES]
+    assert found == []
+
+
+def test_core_imports_the_standard_library_only() -> None:
+    found = [f"{where}: {name}" for importer, name, where in IMPORTS
+             if importer == "core" and name.split(".")[0] not in sys.stdlib_module_names
+             and not name.startswith("preemption_toleration.core")]
+    assert found == []
+
+
+def test_no_package_imports_a_higher_layer_or_a_sibling_adapter() -> None:
+    wrong = []
+    for importer, name, where in IMPORTS:
+        if not name.startswith("preemption_toleration."):
+            continue
+        imported = name.split(".")[1]
+        if imported == importer:
+            continue
+        if layer_of(imported) > layer_of(importer) or frozenset({importer, imported}) in SIBLINGS:
+            wrong.append(f"{where}: {importer} imports {name}")
+    assert wrong == []
