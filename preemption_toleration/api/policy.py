@@ -1,4 +1,4 @@
-"""The PreemptionTolerationPolicy custom resource (DESIGN §3)."""
+"""The PreemptionTolerationPolicy custom resource (architecture §3)."""
 
 from __future__ import annotations
 

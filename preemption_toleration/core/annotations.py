@@ -18,7 +18,7 @@ TOLERATION_SECONDS = PREFIX + "toleration-seconds"
 POLICY_KEYS = (MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS)
 KEY_BITS = {MINIMUM_PREEMPTABLE_PRIORITY: 32, TOLERATION_SECONDS: 64}
 
-# Set on an Eviction by a preemptor that wants the guard to judge it exactly (DESIGN §6).
+# Set on an Eviction by a preemptor that wants the guard to judge it exactly (architecture §5).
 PREEMPTOR_PRIORITY = PREFIX + "preemptor-priority"
 PREEMPTOR = PREFIX + "preemptor"
 

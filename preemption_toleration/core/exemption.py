@@ -49,7 +49,7 @@ def exempted_from_preemption(
     priority_classes: Mapping[str, Mapping[str, Any]],
     now: datetime,
 ) -> bool:
-    """The eight checks of DESIGN §2, in upstream's order."""
+    """The eight checks of architecture §2, in upstream's order."""
     require_aware(now)
     class_name = priority_class_name(victim)
     if not class_name:  # 1

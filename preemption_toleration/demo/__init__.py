@@ -1,1 +1,1 @@
-"""`ptol demo`: the two use cases of DESIGN §1 played with the real kube-scheduler on a local control plane."""
+"""`ptol demo`: the two use cases of architecture §1 played with the real kube-scheduler on a local control plane."""

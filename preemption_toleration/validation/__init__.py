@@ -1,4 +1,4 @@
-"""The admission rules of DESIGN §5 as pure functions returning findings (errors and warnings).
+"""The admission rules of architecture §4 as pure functions returning findings (errors and warnings).
 
 The webhooks and `ptol validate` call the same functions, so a manifest that passes offline passes
 admission and vice versa.

@@ -1,4 +1,4 @@
-"""Admission rules for the toleration annotations of a PriorityClass (DESIGN §5)."""
+"""Admission rules for the toleration annotations of a PriorityClass (architecture §4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The eviction guard against the real kube-scheduler (DESIGN §1 and §6), with `ptol run` serving the
+"""The eviction guard against the real kube-scheduler (architecture §1 and §5), with `ptol run` serving the
 operator, the webhooks and the guard.
 
 `system-critical` of the design notes is `critical` here: the API server reserves the `system-` prefix.
@@ -41,7 +41,7 @@ def components(cluster: LocalCluster) -> Iterator[RunProcess]:
 
 @pytest.fixture(scope="module")
 def classes(components: RunProcess, kubectl: Kubectl) -> Iterator[dict[str, str]]:
-    """The classes of DESIGN §1 (unique names), the two tolerating ones governed by policies."""
+    """The classes of architecture §1 (unique names), the two tolerating ones governed by policies."""
     suffix = unique_name("c").split("-")[-1]
     names = {role: f"{role}-{suffix}" for role in ("critical", "high", "low", "low-non-preempted",
                                                      "low-non-preempted-10min")}

@@ -1,4 +1,4 @@
-"""Admission decisions (DESIGN §5), as pure functions of a request and a cache snapshot."""
+"""Admission decisions (architecture §4), as pure functions of a request and a cache snapshot."""
 
 import base64
 import json

@@ -1,4 +1,4 @@
-"""exempted_from_preemption follows upstream's eight checks, in order (DESIGN §2)."""
+"""exempted_from_preemption follows upstream's eight checks, in order (architecture §2)."""
 
 from datetime import datetime, timedelta, timezone
 

@@ -1,4 +1,4 @@
-"""Admission rules for PriorityClass annotations (DESIGN §5): each rule and its message."""
+"""Admission rules for PriorityClass annotations (architecture §4): each rule and its message."""
 
 import pytest
 
