@@ -80,7 +80,7 @@ async def with_retries(call: Callable[[], Awaitable[R]], attempts: int = 6) -> R
         except ApiException as error:
             if error.status not in RETRIED_STATUSES or attempt == attempts:
                 raise
-        except (aiohttp.ClientError, asyncio.TimeoutError):
+        except (TimeoutError, aiohttp.ClientError):
             if attempt == attempts:
                 raise
         await asyncio.sleep(min(0.2 * 2**attempt, 5.0))

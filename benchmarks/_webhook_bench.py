@@ -14,9 +14,9 @@ import ssl
 import subprocess
 import sys
 import time
-import uuid
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Awaitable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -136,8 +136,8 @@ def review(operation: str, gvk: tuple[str, str, str], gvr: tuple[str, str, str],
            obj: dict[str, Any] | None, old: dict[str, Any] | None, options: dict[str, Any],
            sub_resource: str | None = None) -> dict[str, Any]:
     """An AdmissionReview as kube-apiserver 1.20 sends it (admission.k8s.io/v1)."""
-    kind = dict(zip(("group", "version", "kind"), gvk))
-    resource = dict(zip(("group", "version", "resource"), gvr))
+    kind = dict(zip(("group", "version", "kind"), gvk, strict=True))
+    resource = dict(zip(("group", "version", "resource"), gvr, strict=True))
     metadata = (obj or old or {})["metadata"]
     request: dict[str, Any] = {
         "uid": str(uuid.uuid4()), "kind": kind, "resource": resource, "requestKind": kind,

@@ -26,12 +26,12 @@ import statistics
 import time
 from typing import Any
 
-from kubernetes_asyncio import client
-from kubernetes_asyncio.client import ApiClient
-
 from _cluster import api_client, bounded, local_cluster
 from _common import save_results, shown
 from _webhook_bench import install_crd, log_problems, percentile, ptol_webhook, raw, realistic_pod, served
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client import ApiClient
+
 from preemption_toleration.devcluster import LocalCluster, create_node, ensure_namespace
 from preemption_toleration.webhooks.configurations import GUARD_NAME
 

@@ -19,19 +19,19 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import save_results, shown, timed  # noqa: E402
+from _common import save_results, shown, timed
 
-from preemption_toleration.api.extender import ExtenderPreemptionArgs  # noqa: E402
-from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS  # noqa: E402
-from preemption_toleration.extender.decisions import ExtenderView, NodeChoice, decide_preemption  # noqa: E402
-from preemption_toleration.inventory.budgets import BudgetIndex  # noqa: E402
-from preemption_toleration.inventory.pods import PodIndex  # noqa: E402
+from preemption_toleration.api.extender import ExtenderPreemptionArgs
+from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
+from preemption_toleration.extender.decisions import ExtenderView, NodeChoice, decide_preemption
+from preemption_toleration.inventory.budgets import BudgetIndex
+from preemption_toleration.inventory.pods import PodIndex
 
 PODS_PER_NODE = 110
 SMALL_NODE = "small-node"
@@ -85,7 +85,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,50000")
     parser.add_argument("--repeat", type=int, default=300)
     args = parser.parse_args()
-    now = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
     rows = []
     print(f"{'cached pods':>11} {'node pods':>9} {'path':<10} {'p50 ms':>8} {'p99 ms':>8}")
     for size in (int(s) for s in args.sizes.split(",")):

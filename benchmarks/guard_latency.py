@@ -22,15 +22,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import save_results, shown, timed  # noqa: E402
+from _common import save_results, shown, timed
 
-from preemption_toleration.api.admission import AdmissionReview  # noqa: E402
-from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS  # noqa: E402
-from preemption_toleration.governance.views import class_view  # noqa: E402
-from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, judge  # noqa: E402
-from preemption_toleration.guard.prefilter import may_be_preemption  # noqa: E402
-from preemption_toleration.inventory.pods import PodIndex  # noqa: E402
-from preemption_toleration.inventory.slim import slim_node  # noqa: E402
+from preemption_toleration.api.admission import AdmissionReview
+from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
+from preemption_toleration.governance.views import class_view
+from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, judge
+from preemption_toleration.guard.prefilter import may_be_preemption
+from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.slim import slim_node
 
 NODES = 5000
 

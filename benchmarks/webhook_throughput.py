@@ -33,14 +33,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from _cluster import api_client, bounded, local_cluster
+from _common import save_results, shown
+from _webhook_bench import bare_webhook, decision, install_crd, log_problems, ptol_webhook, raw, realistic_pod, review
+from _wrk import CONNECTIONS, Run, post_script, wrk
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
-from _cluster import api_client, bounded, local_cluster
-from _common import save_results, shown
-from _webhook_bench import (bare_webhook, decision, install_crd, log_problems, ptol_webhook, raw, realistic_pod,
-                            review)
-from _wrk import CONNECTIONS, Run, post_script, wrk
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY as MIN
 from preemption_toleration.core.annotations import TOLERATION_SECONDS as TOL
@@ -173,7 +172,7 @@ def report(bodies: dict[str, bytes], decisions: dict[str, str],
     def paired_ratio(key: str, field: str) -> float:
         """The median over rounds of ours / bare, each round's two runs taken back to back."""
         return round(statistics.median(float(getattr(o, field)) / float(getattr(b, field))
-                                       for o, b in zip(runs[key]["ours"], runs[key]["bare"])), 3)
+                                       for o, b in zip(runs[key]["ours"], runs[key]["bare"], strict=True)), 3)
 
     rows: list[dict[str, Any]] = []
     print(f"{'endpoint':<23} {'body KB':>7} {'bare req/s':>10} {'ours req/s':>10} {'ratio':>6} {'CPU ratio':>9}  "

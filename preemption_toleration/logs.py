@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 # What `ptol webhook --register-url` and `ptol run` log once their webhook configurations call them: the
@@ -25,7 +25,7 @@ def _fields(record: logging.LogRecord) -> dict[str, Any]:
 
 
 def _rfc3339(timestamp: float) -> str:
-    moment = datetime.fromtimestamp(timestamp, timezone.utc)
+    moment = datetime.fromtimestamp(timestamp, UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 

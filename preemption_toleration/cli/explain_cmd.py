@@ -8,7 +8,7 @@ import asyncio
 import json
 import os
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from preemption_toleration.core.explain import explain_class, explain_pod, render
@@ -66,7 +66,7 @@ async def _explain(args: argparse.Namespace) -> dict[str, Any]:
                         raise
                     raise SystemExit(f"pod {args.name}: its PriorityClass {class_name} does not exist") from error
             policy = await _governing_policy(api, class_name) if class_name else None
-            return explain_pod(pod, priority_class, policy, datetime.now(timezone.utc))
+            return explain_pod(pod, priority_class, policy, datetime.now(UTC))
         priority_class = api.sanitize_for_serialization(await scheduling.read_priority_class(args.name))
         return explain_class(priority_class, await _governing_policy(api, args.name))
     finally:

@@ -8,10 +8,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from preemption_toleration.cli.signals import run_until_signalled
 from preemption_toleration.cli.operator_cmd import add_operator_arguments
 from preemption_toleration.cli.options import add_logging_arguments, env_option, non_empty
-from preemption_toleration.cli.webhook_cmd import add_webhook_arguments, prepare, settings_from, stopped_on_webhook_error
+from preemption_toleration.cli.signals import run_until_signalled
+from preemption_toleration.cli.webhook_cmd import (
+    add_webhook_arguments,
+    prepare,
+    settings_from,
+    stopped_on_webhook_error,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -21,11 +21,10 @@ from preemption_toleration.cli.options import (
     url,
 )
 from preemption_toleration.cli.signals import run_until_signalled
-from preemption_toleration.webhooks.decisions import AdmissionConfig
 from preemption_toleration.kube.informer import DEFAULT_PAGE_SIZE, DEFAULT_STALE_AFTER_SECONDS
-from preemption_toleration.webhooks.server import DEFAULT_MAX_BODY_BYTES
-
 from preemption_toleration.logs import configure_logging
+from preemption_toleration.webhooks.decisions import AdmissionConfig
+from preemption_toleration.webhooks.server import DEFAULT_MAX_BODY_BYTES
 
 if TYPE_CHECKING:
     from preemption_toleration.webhooks.runner import WebhookSettings

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from preemption_toleration.core.annotations import PolicyParseError, parse_toleration_policy
@@ -15,7 +15,7 @@ from preemption_toleration.core.pods import (
     scheduled_since,
 )
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 NANOSECONDS_PER_SECOND = 1_000_000_000
 
 

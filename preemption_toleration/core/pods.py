@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 # Go's zero time.Time: what a condition without lastTransitionTime decodes to.
-GO_ZERO_TIME = datetime(1, 1, 1, tzinfo=timezone.utc)
+GO_ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
 
 
 def pod_priority(pod: Mapping[str, Any]) -> int:

@@ -125,7 +125,7 @@ def _node_outcome(node: str, uids: list[str], preemptor: _Preemptor, exempt: _Ex
     on_node = _by_uid(view.pods.on_node(node))
     proposed = [on_node.get(uid) for uid in uids]
     if any(pod is None for pod in proposed):
-        missing = [uid for uid, pod in zip(uids, proposed) if pod is None]
+        missing = [uid for uid, pod in zip(uids, proposed, strict=True) if pod is None]
         return NodeOutcome(node, NodeChoice.UNKNOWN, tuple(uids), detail=f"not in the cache yet: {', '.join(missing)}")
     try:
         exempt_pods = [pod for pod in proposed if pod is not None and exempt(pod)]

@@ -4,21 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, allow, deny
+from preemption_toleration.api.pod import metadata_problem, pod_problem
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
 from preemption_toleration.core.exemption import PriorityClassNotFound, exempted_from_preemption
 from preemption_toleration.core.intparse import IntParseError, parse_go_int
-from preemption_toleration.api.pod import metadata_problem, pod_problem
 from preemption_toleration.core.pods import pod_priority, pod_ref, preempts_never, priority_class_name
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_of
-from preemption_toleration.governance.ownership import PolicyIndex
-from preemption_toleration.governance.views import ClassView, PolicyView
 from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.core.times import rfc3339
+from preemption_toleration.governance.ownership import PolicyIndex
+from preemption_toleration.governance.views import ClassView, PolicyView
 from preemption_toleration.guard.inference import infer_preemptor
 from preemption_toleration.guard.record import PreemptorRecord
 from preemption_toleration.inventory.pods import PodIndex
@@ -188,7 +188,7 @@ def _cached_pod(snapshot: GuardSnapshot, namespace: str, name: str) -> dict[str,
 
 def judge(request: AdmissionRequest, snapshot: GuardSnapshot, config: GuardConfig,
           now: datetime | None = None) -> Verdict:
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     namespace = request.namespace or ""
     by_preemptor = request.user_info.username in config.preemptor_identities
     sub_resource = request.sub_resource or ""

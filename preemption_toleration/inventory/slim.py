@@ -127,7 +127,7 @@ class SlimPod:
     @property
     def labels(self) -> Mapping[str, str]:
         pairs = self.label_pairs
-        return dict(zip(pairs[::2], pairs[1::2])) if pairs else NO_LABELS
+        return dict(zip(pairs[::2], pairs[1::2], strict=True)) if pairs else NO_LABELS
 
     @property
     def namespace(self) -> str:

@@ -267,7 +267,7 @@ class Informer:
                 return False
             try:
                 await asyncio.wait_for(self._advanced.wait(), remaining)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return False
         return True
 
@@ -343,7 +343,7 @@ class Informer:
                 elif error.status in (401, 403):
                     problem += " (check the service account's RBAC: config/rbac)"
                 self._failed(problem)
-            except Exception as error:  # network errors of every kind: relist after a pause
+            except Exception as error:  # noqa: BLE001 - network errors of every kind: relist after a pause
                 self._failed(f"{type(error).__name__}: {error}".rstrip(": "))
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)

@@ -53,7 +53,7 @@ class Coalescer(Generic[R]):
                 outcome = await self.work()
             except asyncio.CancelledError:
                 raise
-            except Exception as error:  # handed to every waiter of this run
+            except Exception as error:  # noqa: BLE001 - handed to every waiter of this run
                 outcome = error
             self.runs += 1
             async with self._finished:

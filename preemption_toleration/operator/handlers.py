@@ -27,7 +27,7 @@ from preemption_toleration.kube.kopf_login import connection_info
 from preemption_toleration.operator.caches import OperatorCaches
 from preemption_toleration.operator.coalescer import Coalescer
 from preemption_toleration.operator.metrics import OperatorMetrics
-from preemption_toleration.operator.reconciler import ReconcileResult, Reconciler
+from preemption_toleration.operator.reconciler import Reconciler, ReconcileResult
 
 CLASSES = ("scheduling.k8s.io", "v1", "priorityclasses")
 POLICIES = (GROUP, VERSION, PLURAL)

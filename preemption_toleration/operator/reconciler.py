@@ -14,12 +14,13 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from preemption_toleration.governance.ownership import claims
 from preemption_toleration.governance.plan import (
     ClassWrite,
     PolicyOutcome,
@@ -29,7 +30,6 @@ from preemption_toleration.governance.plan import (
     plan,
 )
 from preemption_toleration.governance.status import READY, build_status, status_differs
-from preemption_toleration.governance.ownership import claims
 from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
 from preemption_toleration.kube.client import API_ERRORS
 from preemption_toleration.operator.metrics import OperatorMetrics
@@ -150,7 +150,7 @@ class Reconciler:
             policies = self._fresh(list(policies), self._written_policies)
             classes = self._fresh(list(classes), self._written_classes)
             self.known_classes = {view.name: view for view in classes}
-            result = await self._reconcile(policies, classes, now or datetime.now(timezone.utc))
+            result = await self._reconcile(policies, classes, now or datetime.now(UTC))
         self.metrics.reconciles.labels("failed" if result.failures else "ok").inc()
         self.metrics.objects.labels("priorityclasses").set(len(classes))
         self.metrics.objects.labels("preemptiontolerationpolicies").set(len(policies))

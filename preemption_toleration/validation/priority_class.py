@@ -168,21 +168,21 @@ def _metadata_shape(name: str, metadata: Any) -> list[Finding]:
         return [error("invalid-metadata", f"{subject(name)}: metadata is {shown(metadata)!r}; a PriorityClass "
                       "needs metadata with a name. Fix: write metadata: {name: ...}.")]
     findings = [
-        error("invalid-metadata", f"{subject(name)}: metadata.{field} is {shown(metadata[field])!r}, not a map. "
-              f"Fix: write {field} as key: value pairs.")
-        for field in ("labels", "annotations")
-        if metadata.get(field) is not None and not isinstance(metadata[field], Mapping)
+        error("invalid-metadata", f"{subject(name)}: metadata.{part} is {shown(metadata[part])!r}, not a map. "
+              f"Fix: write {part} as key: value pairs.")
+        for part in ("labels", "annotations")
+        if metadata.get(part) is not None and not isinstance(metadata[part], Mapping)
     ]
-    for field in ("labels", "annotations"):
-        entries = metadata.get(field)
+    for part in ("labels", "annotations"):
+        entries = metadata.get(part)
         if not isinstance(entries, Mapping):
             continue
         for key, value in entries.items():
             if not isinstance(key, str):
-                findings.append(error("invalid-metadata", f"{subject(name)}: metadata.{field} has the key "
+                findings.append(error("invalid-metadata", f"{subject(name)}: metadata.{part} has the key "
                                       f"{shown(repr(key))}, which is not a string. Fix: quote it, e.g. "
                                       f'"{shown(str(key))}".'))
-            elif field == "labels" and not isinstance(value, str):
+            elif part == "labels" and not isinstance(value, str):
                 findings.append(error("invalid-metadata", f"{subject(name)}: label {key} is {shown(repr(value))}, "
                                       f'not a string. Fix: quote it, e.g. "{shown(str(value))}".'))
     return findings

@@ -11,8 +11,8 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.api.policy import PLURAL
-from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
 from preemption_toleration.extender.decisions import ExtenderView
+from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
 from preemption_toleration.guard.decisions import GuardSnapshot
 from preemption_toleration.guard.record import PreemptorRecord
 from preemption_toleration.inventory.budgets import BudgetIndex

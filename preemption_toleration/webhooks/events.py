@@ -11,7 +11,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes_asyncio import client
@@ -37,7 +37,7 @@ class _Aggregate:
 
 
 def _now() -> str:
-    return rfc3339(datetime.now(timezone.utc))
+    return rfc3339(datetime.now(UTC))
 
 
 def event_body(name: str, refusal: Refusal, count: int, first: str, last: str) -> dict[str, Any]:
@@ -83,7 +83,7 @@ class RefusalEvents:
                 await self._post(refusal)
             except API_ERRORS as error:
                 logger.warning("could not post the refusal Event", extra={"problem": repr(error)})
-            except Exception:  # noqa: BLE001 - a bug here must not end the loop; the traceback says where
+            except Exception:
                 logger.exception("could not post the refusal Event")
 
     async def _post(self, refusal: Refusal) -> None:

@@ -115,7 +115,7 @@ class _CacheCollector(Collector):
                                        "(API errors, broken connections).", labels=["kind"])
         try:
             caches = list(self.stats())
-        except Exception:  # noqa: BLE001 - the other metrics must still be served
+        except Exception:
             logger.exception("cache figures unavailable")
             caches = []
         for cache in caches:

@@ -10,18 +10,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from preemption_toleration.kube.client import API_ERRORS
-
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.guard.nudges import Nudge, NudgePlan
 from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.kube.client import API_ERRORS
 
 logger = logging.getLogger("preemption_toleration.guard")
 ANNOTATION = "preemption-toleration.dev/toleration-ended"  # the end that held the preemptor back
@@ -45,7 +44,7 @@ class Nudger:
 
     def hold(self, preemptor: Mapping[str, Any], until: datetime) -> None:
         """A time-limited toleration held `preemptor` back until `until` (called on the request path)."""
-        if self.plan.hold(preemptor, until, datetime.now(timezone.utc)):
+        if self.plan.hold(preemptor, until, datetime.now(UTC)):
             self.count("planned")
             self._wake.set()
 
@@ -67,7 +66,7 @@ class Nudger:
                 self.count("skipped")  # deleted since the cache last saw it
                 return
             self.count("failed")
-            again = self.plan.retry(nudge, datetime.now(timezone.utc))
+            again = self.plan.retry(nudge, datetime.now(UTC))
             logger.warning("nudge failed", extra={"preemptor": who, "problem": str(error)[:200],
                                                   "attempt": nudge.attempt, "retrying": again})
             return
@@ -77,18 +76,18 @@ class Nudger:
 
     async def run(self) -> None:
         while True:
-            now = datetime.now(timezone.utc)
+            now = datetime.now(UTC)
             for nudge in self.plan.due(now):
                 try:
                     await self._send(nudge)
-                except Exception:  # noqa: BLE001 - one bad answer must not end every later nudge
+                except Exception:
                     self.count("failed")
                     logger.exception("nudge failed", extra={"preemptor": f"{nudge.namespace}/{nudge.name}"})
             next_at = self.plan.next_at()
-            wait = MAX_WAIT_SECONDS if next_at is None else (next_at - datetime.now(timezone.utc)).total_seconds()
+            wait = MAX_WAIT_SECONDS if next_at is None else (next_at - datetime.now(UTC)).total_seconds()
             self._wake.clear()
             if wait > 0:
                 try:
                     await asyncio.wait_for(self._wake.wait(), min(wait, MAX_WAIT_SECONDS))
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass

@@ -15,12 +15,11 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration import pki
+from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES, GuardConfig
 from preemption_toleration.kube.client import APPLY_PATCH, make_api_client
 from preemption_toleration.kube.informer import DEFAULT_PAGE_SIZE, DEFAULT_STALE_AFTER_SECONDS
 from preemption_toleration.logs import REGISTERED
 from preemption_toleration.webhooks.caches import AdmissionCaches
-from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES, GuardConfig
-from preemption_toleration.webhooks.events import RefusalEvents
 from preemption_toleration.webhooks.configurations import (
     GUARD_NAME,
     NAME,
@@ -31,9 +30,10 @@ from preemption_toleration.webhooks.configurations import (
     validating_configuration,
 )
 from preemption_toleration.webhooks.decisions import AdmissionConfig
+from preemption_toleration.webhooks.events import RefusalEvents
 from preemption_toleration.webhooks.metrics import WebhookMetrics
-from preemption_toleration.webhooks.secret_tls import SecretCertificates
 from preemption_toleration.webhooks.nudger import Nudger
+from preemption_toleration.webhooks.secret_tls import SecretCertificates
 from preemption_toleration.webhooks.server import DEFAULT_MAX_BODY_BYTES, ExtenderHooks, GuardHooks, WebhookApp
 from preemption_toleration.webhooks.tls import FileCertificates, GeneratedCertificates, ServingCertificates, covers
 
@@ -141,7 +141,8 @@ async def _drain(app: WebhookApp, runner: web.AppRunner, delay: float) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + delay
     server = runner.server
-    while loop.time() < deadline and server is not None and server.connections:
+    # aiohttp signals no event when a connection ends: poll
+    while loop.time() < deadline and server is not None and server.connections:  # noqa: ASYNC110
         await asyncio.sleep(0.1)
 
 

@@ -166,7 +166,7 @@ class SecretCertificates:
                 await self.publish_ca_bundle()
             except asyncio.CancelledError:
                 raise
-            except Exception as error:  # any failure: keep serving, try again next round
+            except Exception as error:  # noqa: BLE001 - any failure: keep serving, try again next round
                 logger.warning("certificate maintenance failed", extra={"problem": repr(error)})
 
 

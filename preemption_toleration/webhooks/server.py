@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
@@ -26,9 +26,9 @@ from preemption_toleration.api.admission import (
     review_response,
 )
 from preemption_toleration.api.extender import ExtenderPreemptionArgs
+from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.extender.decisions import ExtenderView, NodeChoice, decide_preemption
-from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, Refusal, judge, request_problem
 from preemption_toleration.guard.prefilter import may_be_preemption
 from preemption_toleration.guard.record import PreemptorRecord
@@ -235,7 +235,7 @@ class WebhookApp:
 
     def _decide_preemption(self, args: ExtenderPreemptionArgs) -> dict[str, Any]:
         assert self.extender is not None
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         decision = decide_preemption(args, self.extender.view(), now)
         named = {uid for uids, _ in args.victim_uids().values() for uid in uids}
         named.update(uid for outcome in decision.outcomes for uid in outcome.victims)

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import ipaddress
 import logging
 import os
 import ssl
-import ipaddress
 import tempfile
 from pathlib import Path
 from typing import Protocol
@@ -100,7 +100,7 @@ class Issuer:
                                       ip_addresses=self.ip_addresses, valid_days=self.valid_days)
 
     def due(self, serving: pki.CertKeyPair, now: datetime.datetime | None = None) -> bool:
-        now = now or datetime.datetime.now(datetime.timezone.utc)
+        now = now or datetime.datetime.now(datetime.UTC)
         return not_after(serving.cert_pem) - now <= datetime.timedelta(days=self.valid_days / 3)
 
 

@@ -28,7 +28,7 @@ def certificate_files(directory: Path, ip_addresses: list[str], ca: pki.CertKeyP
     ca = ca or pki.generate_ca("files-ca")
     serving = pki.issue_serving_cert(ca, "webhook", dns_names=["localhost"], ip_addresses=ip_addresses)
     paths = directory / f"{name}.crt", directory / f"{name}.key", directory / "ca.crt"
-    for path, data in zip(paths, (serving.cert_pem, serving.key_pem, ca.cert_pem)):
+    for path, data in zip(paths, (serving.cert_pem, serving.key_pem, ca.cert_pem), strict=True):
         scratch = path.with_suffix(".new")
         scratch.write_bytes(data)
         scratch.replace(path)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes_asyncio import client
@@ -92,7 +92,7 @@ async def set_scheduled_at(api: ApiClient, namespace: str, name: str, when: date
         pod = api.sanitize_for_serialization(await core.read_namespaced_pod(name, namespace))
         conditions = [c for c in pod["status"].get("conditions") or [] if c["type"] != "PodScheduled"]
         conditions.append({"type": "PodScheduled", "status": "True",
-                           "lastTransitionTime": when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")})
+                           "lastTransitionTime": when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")})
         pod["status"]["conditions"] = conditions
         try:
             await core.replace_namespaced_pod_status(name, namespace, pod)

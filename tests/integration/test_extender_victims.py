@@ -11,7 +11,7 @@ import base64
 import ssl
 import time
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -175,7 +175,7 @@ async def _deleted_at(api: ApiClient, namespace: str, name: str, timeout: float)
     while time.monotonic() < deadline:
         pod = await read_pod(api, namespace, name)
         if pod is None or pod["metadata"].get("deletionTimestamp"):
-            return datetime.now(timezone.utc)
+            return datetime.now(UTC)
         await asyncio.sleep(0.1)
     raise AssertionError(f"{name} was not preempted within {timeout:.0f} s")
 

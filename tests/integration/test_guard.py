@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from kubernetes_asyncio import client
@@ -22,11 +22,11 @@ from tests.integration.helpers import eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest, policy_manifest, wait_annotations
 from tests.integration.pods import (
     create_bound,
-    set_scheduled_at,
     events_of,
     pod_body,
     preempts,
     read_pod,
+    set_scheduled_at,
     stays,
 )
 
@@ -52,7 +52,7 @@ def classes(components: RunProcess, kubectl: Kubectl) -> Iterator[dict[str, str]
         kubectl("apply", "-f", "-", input=policy_manifest(names[role], {
             "priorityClassName": names[role], "minimumPreemptablePriority": 10000, "tolerationSeconds": seconds}))
     yield names
-    for role, name in names.items():
+    for name in names.values():
         kubectl("delete", "ptp", name, "--ignore-not-found", check=False)
         kubectl("delete", "priorityclass", name, "--ignore-not-found", check=False)
 
@@ -98,7 +98,7 @@ async def test_guaranteed_running_time_then_preemption(
     await stays(api, namespace, "victim", "high", node)
 
     # As upstream's test does: move the PodScheduled time more than 600 s into the past.
-    await set_scheduled_at(api, namespace, "victim", datetime.now(timezone.utc) - timedelta(seconds=601))
+    await set_scheduled_at(api, namespace, "victim", datetime.now(UTC) - timedelta(seconds=601))
     await preempts(api, namespace, "victim", "high", node)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from kubernetes_asyncio import client
@@ -80,7 +80,7 @@ async def test_upstream_scenarios_with_the_real_scheduler(
     try:
         await create_bound(api, namespace, "victim", victims, node)
         if ago is not None:
-            await set_scheduled_at(api, namespace, "victim", datetime.now(timezone.utc) - timedelta(seconds=ago))
+            await set_scheduled_at(api, namespace, "victim", datetime.now(UTC) - timedelta(seconds=ago))
         class_name = f"p{priority}-never-{SUFFIX}" if policy == "Never" else f"p{priority}-{SUFFIX}"
         preemptor = pod_body("p", class_name, node)
         if policy == "PreemptLowerPriority":

@@ -52,7 +52,7 @@ class Burst:
     def apply_policies(self) -> None:
         manifests = [json.loads(policy_manifest(policy, {
             "priorityClassName": name, "minimumPreemptablePriority": 10000 + i, "tolerationSeconds": 60 * (i + 1)}))
-            for i, (policy, name) in enumerate(zip(self.policies, self.classes))]
+            for i, (policy, name) in enumerate(zip(self.policies, self.classes, strict=True))]
         self.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests}))
 
     async def annotated(self, api: ApiClient) -> int:

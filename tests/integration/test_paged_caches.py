@@ -111,7 +111,7 @@ async def test_guard_decides_the_same_from_caches_listed_in_pages(
                     return answer
 
             for webhook in webhooks:
-                await eventually(lambda: get(f"{webhook.base}/readyz"), lambda r: r[0] == 200, timeout=60,
+                await eventually(lambda webhook=webhook: get(f"{webhook.base}/readyz"), lambda r: r[0] == 200, timeout=60,
                                  what=f"{webhook.process.log_path.name} ready")
             questions = [_review(namespace, name, "system:kube-scheduler", "DELETE", old=pod)
                          for name, pod in victims.items()]

@@ -34,7 +34,7 @@ def certificate_files(directory: Path, ip_addresses: list[str]) -> tuple[Path, P
     ca = pki.generate_ca("files-ca")
     serving = pki.issue_serving_cert(ca, "webhook", dns_names=["localhost"], ip_addresses=ip_addresses)
     paths = directory / "tls.crt", directory / "tls.key", directory / "ca.crt"
-    for path, data in zip(paths, (serving.cert_pem, serving.key_pem, ca.cert_pem)):
+    for path, data in zip(paths, (serving.cert_pem, serving.key_pem, ca.cert_pem), strict=True):
         path.write_bytes(data)
     return paths
 

@@ -29,7 +29,7 @@ from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME, serv
 from tests.integration.components import INSTALL_NAMESPACE, OPERATOR_USER, ROOT, WEBHOOK_USER, rbac_installed
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import eventually, unique_name
-from tests.integration.objects import MIN, TOL, class_manifest, policy_manifest, read_class, ours, wait_ready
+from tests.integration.objects import MIN, TOL, class_manifest, ours, policy_manifest, read_class, wait_ready
 from tests.integration.pods import create_bound, events_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]

@@ -178,7 +178,7 @@ async def test_one_of_two_servers_killed_under_load_fails_only_what_it_was_answe
     """SIGKILL: the requests the killed process was answering fail (the API server does not retry a webhook
     call; the webhook's failurePolicy decides them), and none after: new connections go to the survivor."""
     killed_at = await two_servers_one_stopped(api, cluster, tmp_path, admission_load, signal.SIGKILL)
-    late = [failure for failure, at in zip(admission_load.failures, admission_load.failed_at) if at > killed_at + 2]
+    late = [failure for failure, at in zip(admission_load.failures, admission_load.failed_at, strict=True) if at > killed_at + 2]
     assert late == []
     assert len(admission_load.failures) <= admission_load.workers, admission_load.failures[:5]
     assert all("connection reset by peer" in failure or "EOF" in failure for failure in admission_load.failures)

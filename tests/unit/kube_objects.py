@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
 
 
 def rfc3339(moment: datetime) -> str:
-    text = moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    text = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
     return text + (f".{moment.microsecond:06d}Z" if moment.microsecond else "Z")
 
 

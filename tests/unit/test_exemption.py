@@ -1,6 +1,6 @@
 """exempted_from_preemption follows upstream's eight checks, in order (architecture §2)."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -13,7 +13,7 @@ from preemption_toleration.core.annotations import (
 )
 from tests.unit.kube_objects import pod, priority_class
 
-NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 
 
 # ---------------------------------------------------------------- parsing of the class's policy

@@ -1,13 +1,13 @@
 """`ptol explain` in plain words and JSON (the pure part)."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from preemption_toleration.core.explain import explain_class, explain_pod, render
 from tests.unit.kube_objects import pod, priority_class
 
-NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 
 PODS = [
     ("forever", ("10000", "-1"), timedelta(minutes=5), "policy-a",

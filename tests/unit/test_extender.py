@@ -1,7 +1,7 @@
 """The extender's preempt decision: victims per node as upstream's SelectVictimsOnNode chooses them, the
 scheduler's choice kept when no victim tolerates the preemptor, and the wire format in both modes."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -11,7 +11,7 @@ from preemption_toleration.core.annotations import TOLERATION_SECONDS as TOL
 from preemption_toleration.extender.decisions import ExtenderView, NodeChoice, decide_preemption
 from preemption_toleration.inventory.pods import PodIndex
 
-NOW = datetime(2026, 11, 22, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 CLASSES = {
     "low": {"metadata": {"name": "low"}, "value": 8000},
     "low-non-preempted": {"metadata": {"name": "low-non-preempted", "annotations": {MIN: "10000", TOL: "-1"}},
@@ -42,7 +42,10 @@ def node(name, cpu="3", pods="110"):
     return {"metadata": {"name": name}, "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": pods}}}
 
 
-def view(pods, nodes=(node("node-a"),)):
+NODE_A = (node("node-a"),)
+
+
+def view(pods, nodes=NODE_A):
     return ExtenderView(PodIndex.of(pods), {n["metadata"]["name"]: n for n in nodes}, CLASSES.get)
 
 
@@ -123,7 +126,7 @@ def test_victims_per_node(rule, pods, preemptor, proposal, expected, meta) -> No
     assert got == {n: (choice, sorted(victims)) for n, (choice, victims) in expected.items()}, rule
     wire = decision.result.to_wire()["NodeNameToMetaVictims"]
     assert set(wire) == {n for n, (_, victims) in expected.items() if victims}, "never a node without victims"
-    for name, entry in wire.items():
+    for entry in wire.values():
         assert all(victim["UID"].startswith("uid-") for victim in entry["Pods"]) and entry["Pods"]
 
 
@@ -153,4 +156,4 @@ def test_a_preemptor_is_held_until_the_first_toleration_on_the_node_ends_propose
     decision = decide_preemption(args(HIGH_3CPU, {"node-a": ["newer"]}), view([older, newer, pod("a", "low")]), NOW)
     [outcome] = decision.outcomes
     assert outcome.choice is NodeChoice.DROPPED
-    assert outcome.held_until == datetime(2026, 11, 22, 12, 2, tzinfo=timezone.utc)
+    assert outcome.held_until == datetime(2026, 11, 22, 12, 2, tzinfo=UTC)

@@ -1,6 +1,6 @@
 """The operator's planner: who governs which class, what is written, and each policy's status."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -17,7 +17,7 @@ from preemption_toleration.governance.views import (
     policy_view,
 )
 
-T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
 
 def policy(name, spec, age_rank=0, deleting=False):
@@ -176,7 +176,7 @@ def test_views_read_kubernetes_json() -> None:
     assert owned_annotation_keys(body["metadata"]["managedFields"], "kubectl") == frozenset()
 
 
-NOW = datetime(2026, 11, 22, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 22, tzinfo=UTC)
 
 
 def test_status_reports_ready_and_what_was_applied() -> None:

@@ -3,7 +3,7 @@
 Includes the payloads a 1.20 API server cannot send (policy/v1 Eviction, the DisruptionTarget status update).
 """
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -17,7 +17,7 @@ from preemption_toleration.inventory.pods import PodIndex
 from tests.unit.admission_payloads import review
 from tests.unit.kube_objects import pod, priority_class
 
-NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 POD_RESOURCE = {"group": "", "version": "v1", "resource": "pods"}
 POD_KIND = {"group": "", "version": "v1", "kind": "Pod"}
 SCHEDULER = "system:kube-scheduler"

@@ -6,8 +6,8 @@ The Events API is replaced by a recorder here; tests/integration/test_guard.py r
 import asyncio
 
 from preemption_toleration.core.protection import Protection, ProtectionKind
-from preemption_toleration.webhooks import events as events_module
 from preemption_toleration.guard.decisions import Refusal
+from preemption_toleration.webhooks import events as events_module
 from preemption_toleration.webhooks.events import RefusalEvents
 
 

@@ -9,8 +9,8 @@ import logging
 
 import pytest
 
-from preemption_toleration.kube.informer import DictStore, Informer, WatchExpired, json_lines
 from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.kube.informer import DictStore, Informer, WatchExpired, json_lines
 
 
 class Content:

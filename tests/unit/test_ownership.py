@@ -1,14 +1,14 @@
 """The ownership index answers "who claims this class" as the rule itself does (`claims`, oldest first),
 for every shape of selector, and `validate_policy`'s conflict check goes through it."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from preemption_toleration.governance.ownership import PolicyIndex, age_order, claims
 from preemption_toleration.governance.views import ClassView, policy_view
 
-T0 = datetime(2026, 11, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
 # (rule, the policy's target)
 TARGETS = [

@@ -1,6 +1,6 @@
 """protection_of says which preemptor priorities a pod refuses and until when."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from itertools import product
 
 import pytest
@@ -13,7 +13,7 @@ from preemption_toleration import (
 )
 from tests.unit.kube_objects import pod, priority_class
 
-NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 
 CASES = [
     # (rule, class annotations (minimum, toleration), scheduled ago, kind, refuse_below, until)

@@ -4,7 +4,7 @@ The Kubernetes API itself is exercised in tests/integration/test_operator.py.
 """
 
 import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
@@ -12,7 +12,7 @@ from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY 
 from preemption_toleration.governance.views import ClassView, policy_view
 from preemption_toleration.operator.reconciler import Reconciler
 
-NOW = datetime(2026, 11, 22, tzinfo=timezone.utc)
+NOW = datetime(2026, 11, 22, tzinfo=UTC)
 
 
 def make_policy(status=None):

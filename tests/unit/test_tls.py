@@ -1,8 +1,8 @@
 """Serving certificates: names, TLS versions, renewal and reload without a restart."""
 
 import asyncio
-import os
 import datetime
+import os
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -66,7 +66,7 @@ async def test_tls_1_2_is_the_minimum(generated) -> None:
 async def test_renewal_before_expiry_serves_the_new_certificate_without_restart(generated) -> None:
     certificates, port = generated
     before = await peer_certificate(port, certificates.ca_bundle)
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     assert certificates.renew_if_due(now) is False  # fresh: 90 days left
     assert certificates.renew_if_due(not_after(certificates.serving.cert_pem) - datetime.timedelta(days=29))
     after = await peer_certificate(port, certificates.ca_bundle)  # same server, same CA bundle
@@ -143,7 +143,7 @@ async def test_files_of_a_secret_volume_are_reloaded_when_the_kubelet_swaps_them
         assert certificates.reload_if_changed() is False
         old_times = [(tmp_path / name).stat().st_mtime_ns for name in ("tls.crt", "tls.key")]
         renewed = publish("2026_11_22_02")
-        for name, mtime in zip(("tls.crt", "tls.key"), old_times):  # a renewal within the clock's resolution
+        for name, mtime in zip(("tls.crt", "tls.key"), old_times, strict=True):  # a renewal within the clock's resolution
             os.utime(tmp_path / name, ns=(mtime, mtime))
         assert certificates.reload_if_changed() is True
         assert await peer_certificate(port, ca.cert_pem) == x509.load_pem_x509_certificate(renewed.cert_pem)

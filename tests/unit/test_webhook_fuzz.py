@@ -11,8 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.unit.webhook_fuzzing import (DELETE, INTERESTING, answer, encode, mutate, seeds, server,
-                                        unexpected_errors)
+from tests.unit.webhook_fuzzing import DELETE, INTERESTING, answer, encode, mutate, seeds, server, unexpected_errors
 
 SEEDS = seeds()
 APP = server()

@@ -2,7 +2,7 @@
 
 import json
 from collections.abc import AsyncIterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
@@ -166,7 +166,7 @@ async def extender_http() -> AsyncIterator[TestClient]:
 
     READY["value"] = True
     # scheduled a minute before this test runs (not at import: the suite may run long before it gets here)
-    scheduled = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(seconds=60)
+    scheduled = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=60)
     pods = PodIndex.of([
         pod("a", "low"), pod("p", "low-non-preempted"),
         pod("t", "low-10min", node="node-b", scheduled=rfc3339(scheduled)),

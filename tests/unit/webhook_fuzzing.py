@@ -13,8 +13,12 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, PREEMPTOR, PREEMPTOR_PRIORITY
-from preemption_toleration.core.annotations import TOLERATION_SECONDS
+from preemption_toleration.core.annotations import (
+    MINIMUM_PREEMPTABLE_PRIORITY,
+    PREEMPTOR,
+    PREEMPTOR_PRIORITY,
+    TOLERATION_SECONDS,
+)
 from preemption_toleration.guard.decisions import GuardConfig
 from preemption_toleration.guard.record import PreemptorRecord
 from preemption_toleration.webhooks.decisions import snapshot_of
