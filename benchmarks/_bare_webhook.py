@@ -18,8 +18,12 @@ from aiohttp import web
 
 from preemption_toleration.webhooks.tls import GeneratedCertificates
 
-PATHS = ("/validate/priorityclasses", "/mutate/priorityclasses", "/validate/preemptiontolerationpolicies",
-         "/guard/pods")
+PATHS = (
+    "/validate/priorityclasses",
+    "/mutate/priorityclasses",
+    "/validate/preemptiontolerationpolicies",
+    "/guard/pods",
+)
 MAX_BODY_BYTES = 3 * 1024 * 1024
 
 

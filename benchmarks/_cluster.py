@@ -38,8 +38,11 @@ def local_cluster(directory: str | None = None, *, node_agent: bool = False) -> 
     if toolchain is None:
         raise SystemExit("the control-plane binaries are missing: run `ptol dev cluster install` first")
     with ExitStack() as stack:
-        path = Path(directory) if directory else Path(stack.enter_context(
-            tempfile.TemporaryDirectory(prefix="ptol-bench-")))
+        path = (
+            Path(directory)
+            if directory
+            else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ptol-bench-")))
+        )
         cluster = LocalCluster(path, toolchain)
         cluster.start(node_agent=node_agent, die_with_parent=True)  # nothing outlives a killed benchmark
         stack.callback(cluster.stop)
@@ -48,8 +51,10 @@ def local_cluster(directory: str | None = None, *, node_agent: bool = False) -> 
 
 def install_crd(cluster: LocalCluster) -> None:
     """Our CRD (crds/), established: the operator and the webhook's policy cache need it."""
-    for args in (("apply", "-f", str(ROOT / "crds" / f"{PLURAL}.yaml")),
-                 ("wait", "--for=condition=Established", "--timeout=60s", f"crd/{PLURAL}.{GROUP}")):
+    for args in (
+        ("apply", "-f", str(ROOT / "crds" / f"{PLURAL}.yaml")),
+        ("wait", "--for=condition=Established", "--timeout=60s", f"crd/{PLURAL}.{GROUP}"),
+    ):
         subprocess.run(cluster.kubectl_argv(*args), check=True, capture_output=True)
 
 

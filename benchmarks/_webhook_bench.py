@@ -70,16 +70,27 @@ def pin(pid: int, cpu: int | None) -> None:
 
 
 @contextmanager
-def ptol_webhook(cluster: LocalCluster, *, register: bool = False, cpu: int | None = None,
-                 log_name: str = "ptol-webhook.log") -> Iterator[tuple[str, int]]:
+def ptol_webhook(
+    cluster: LocalCluster, *, register: bool = False, cpu: int | None = None, log_name: str = "ptol-webhook.log"
+) -> Iterator[tuple[str, int]]:
     """`ptol webhook` (guard enforced) on a free loopback port, caches synced: (base URL, pid).
 
     With `register`, its webhook configurations call it by URL (and are removed when it stops)."""
     port = free_port()
     base = f"https://{HOST}:{port}"
     extra = ["--register-url", base] if register else []
-    process = ComponentProcess("webhook", cluster.kubeconfig, cluster.logs_dir / log_name, "--host", HOST,
-                               "--port", str(port), "--guard", "enforce", *extra)
+    process = ComponentProcess(
+        "webhook",
+        cluster.kubeconfig,
+        cluster.logs_dir / log_name,
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--guard",
+        "enforce",
+        *extra,
+    )
     since = process.start()
     try:
         assert process.process is not None
@@ -97,8 +108,11 @@ def bare_webhook(log: Path, *, cpu: int | None = None) -> Iterator[tuple[str, in
     """benchmarks/_bare_webhook.py on a free loopback port: (base URL, pid)."""
     port = free_port()
     with log.open("ab") as out:
-        process = subprocess.Popen([sys.executable, str(BENCHMARKS / "_bare_webhook.py"), "--port", str(port)],
-                                   stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [sys.executable, str(BENCHMARKS / "_bare_webhook.py"), "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
         pin(process.pid, cpu)
         base = f"https://{HOST}:{port}"
@@ -132,18 +146,34 @@ def served(base: str, endpoint: str) -> tuple[float, float]:
     return totals["ptol_webhook_requests_total"], totals["ptol_webhook_request_seconds_sum"]
 
 
-def review(operation: str, gvk: tuple[str, str, str], gvr: tuple[str, str, str], user: tuple[str, list[str]],
-           obj: dict[str, Any] | None, old: dict[str, Any] | None, options: dict[str, Any],
-           sub_resource: str | None = None) -> dict[str, Any]:
+def review(
+    operation: str,
+    gvk: tuple[str, str, str],
+    gvr: tuple[str, str, str],
+    user: tuple[str, list[str]],
+    obj: dict[str, Any] | None,
+    old: dict[str, Any] | None,
+    options: dict[str, Any],
+    sub_resource: str | None = None,
+) -> dict[str, Any]:
     """An AdmissionReview as kube-apiserver 1.20 sends it (admission.k8s.io/v1)."""
     kind = dict(zip(("group", "version", "kind"), gvk, strict=True))
     resource = dict(zip(("group", "version", "resource"), gvr, strict=True))
     metadata = (obj or old or {})["metadata"]
     request: dict[str, Any] = {
-        "uid": str(uuid.uuid4()), "kind": kind, "resource": resource, "requestKind": kind,
-        "requestResource": resource, "name": metadata["name"], "operation": operation,
-        "userInfo": {"username": user[0], "groups": user[1]}, "object": obj, "oldObject": old, "dryRun": False,
-        "options": {"apiVersion": "meta.k8s.io/v1", **options}}
+        "uid": str(uuid.uuid4()),
+        "kind": kind,
+        "resource": resource,
+        "requestKind": kind,
+        "requestResource": resource,
+        "name": metadata["name"],
+        "operation": operation,
+        "userInfo": {"username": user[0], "groups": user[1]},
+        "object": obj,
+        "oldObject": old,
+        "dryRun": False,
+        "options": {"apiVersion": "meta.k8s.io/v1", **options},
+    }
     if "namespace" in metadata:
         request["namespace"] = metadata["namespace"]
     if sub_resource:
@@ -170,9 +200,16 @@ def log_problems(log: Path) -> list[str]:
 def install_crd(cluster: LocalCluster) -> None:
     """Our CRD, established: the webhook server watches the policies."""
     subprocess.run(cluster.kubectl_argv("apply", "-f", str(CRD_FILE)), check=True, capture_output=True)
-    subprocess.run(cluster.kubectl_argv("wait", "--for=condition=Established", "--timeout=60s",
-                                        "crd/preemptiontolerationpolicies.preemption-toleration.dev"),
-                   check=True, capture_output=True)
+    subprocess.run(
+        cluster.kubectl_argv(
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "crd/preemptiontolerationpolicies.preemption-toleration.dev",
+        ),
+        check=True,
+        capture_output=True,
+    )
 
 
 async def raw(call: Awaitable[Any]) -> dict[str, Any]:
@@ -184,33 +221,56 @@ async def raw(call: Awaitable[Any]) -> dict[str, Any]:
         response.release()
 
 
-def realistic_pod(name: str, *, node: str | None = None, priority_class: str | None = None,
-                  scheduler: str | None = None) -> dict[str, Any]:
+def realistic_pod(
+    name: str, *, node: str | None = None, priority_class: str | None = None, scheduler: str | None = None
+) -> dict[str, Any]:
     """A training job's pod as a controller writes it: labels, owner, env, probes, volumes, a sidecar.
 
     With the API server's managedFields and the node agent's status it weighs a few KB, like a real one."""
-    env: list[dict[str, Any]] = [{"name": f"TRAINING_{key}", "value": value} for key, value in (
-        ("DATASET", "s3://datasets/imagenet-21k/shards"), ("EPOCHS", "90"), ("BATCH_SIZE", "256"),
-        ("LEARNING_RATE", "0.1"), ("CHECKPOINT_DIR", "/checkpoints/resnet152"), ("LOG_LEVEL", "info"))]
-    env += [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-            {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]
+    env: list[dict[str, Any]] = [
+        {"name": f"TRAINING_{key}", "value": value}
+        for key, value in (
+            ("DATASET", "s3://datasets/imagenet-21k/shards"),
+            ("EPOCHS", "90"),
+            ("BATCH_SIZE", "256"),
+            ("LEARNING_RATE", "0.1"),
+            ("CHECKPOINT_DIR", "/checkpoints/resnet152"),
+            ("LOG_LEVEL", "info"),
+        )
+    ]
+    env += [
+        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+    ]
     main = {
-        "name": "trainer", "image": "registry.example/ml/trainer:2024.11.3", "command": ["python", "-m", "train"],
-        "args": ["--config=/etc/trainer/config.yaml", "--resume"], "env": env,
+        "name": "trainer",
+        "image": "registry.example/ml/trainer:2024.11.3",
+        "command": ["python", "-m", "train"],
+        "args": ["--config=/etc/trainer/config.yaml", "--resume"],
+        "env": env,
         "ports": [{"name": "metrics", "containerPort": 9090, "protocol": "TCP"}],
         "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "1Gi"}},
-        "volumeMounts": [{"name": "config", "mountPath": "/etc/trainer"},
-                         {"name": "checkpoints", "mountPath": "/checkpoints"}],
+        "volumeMounts": [
+            {"name": "config", "mountPath": "/etc/trainer"},
+            {"name": "checkpoints", "mountPath": "/checkpoints"},
+        ],
         "readinessProbe": {"httpGet": {"path": "/healthz", "port": 9090}, "periodSeconds": 10},
         "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "allowPrivilegeEscalation": False},
     }
-    sidecar = {"name": "log-shipper", "image": "registry.example/infra/log-shipper:1.9",
-               "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}},
-               "volumeMounts": [{"name": "checkpoints", "mountPath": "/checkpoints", "readOnly": True}]}
+    sidecar = {
+        "name": "log-shipper",
+        "image": "registry.example/infra/log-shipper:1.9",
+        "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}},
+        "volumeMounts": [{"name": "checkpoints", "mountPath": "/checkpoints", "readOnly": True}],
+    }
     spec: dict[str, Any] = {
-        "containers": [main, sidecar], "terminationGracePeriodSeconds": 30, "restartPolicy": "Never",
-        "volumes": [{"name": "config", "configMap": {"name": "trainer-config"}},
-                    {"name": "checkpoints", "emptyDir": {}}],
+        "containers": [main, sidecar],
+        "terminationGracePeriodSeconds": 30,
+        "restartPolicy": "Never",
+        "volumes": [
+            {"name": "config", "configMap": {"name": "trainer-config"}},
+            {"name": "checkpoints", "emptyDir": {}},
+        ],
         "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
     }
     if node:
@@ -219,14 +279,32 @@ def realistic_pod(name: str, *, node: str | None = None, priority_class: str | N
         spec["priorityClassName"] = priority_class
     if scheduler:
         spec["schedulerName"] = scheduler
-    labels = {"app.kubernetes.io/name": "trainer", "app.kubernetes.io/part-of": "resnet152", "team": "vision",
-              "job-name": "resnet152-run-42", "controller-uid": "0f4c9a43-2f64-4a5e-9a3c-77c54bb2f1a6"}
-    annotations = {"prometheus.io/scrape": "true", "prometheus.io/port": "9090",
-                   "kubectl.kubernetes.io/default-container": "trainer"}
-    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": "resnet152-run-42", "controller": True,
-             "uid": "0f4c9a43-2f64-4a5e-9a3c-77c54bb2f1a6", "blockOwnerDeletion": True}
-    return {"apiVersion": "v1", "kind": "Pod", "spec": spec, "metadata": {
-        "name": name, "labels": labels, "annotations": annotations, "ownerReferences": [owner]}}
+    labels = {
+        "app.kubernetes.io/name": "trainer",
+        "app.kubernetes.io/part-of": "resnet152",
+        "team": "vision",
+        "job-name": "resnet152-run-42",
+        "controller-uid": "0f4c9a43-2f64-4a5e-9a3c-77c54bb2f1a6",
+    }
+    annotations = {
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": "9090",
+        "kubectl.kubernetes.io/default-container": "trainer",
+    }
+    owner = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": "resnet152-run-42",
+        "controller": True,
+        "uid": "0f4c9a43-2f64-4a5e-9a3c-77c54bb2f1a6",
+        "blockOwnerDeletion": True,
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "spec": spec,
+        "metadata": {"name": name, "labels": labels, "annotations": annotations, "ownerReferences": [owner]},
+    }
 
 
 def percentile(values: Sequence[float], q: float) -> float:

@@ -45,8 +45,7 @@ def wrk(url: str, script: Path, seconds: int, server_pid: int, cpu: int | None) 
     if line is None:
         raise SystemExit(f"wrk gave no result for {url}:\n{output}")
     requests, micros, errors, status, p50, p99 = (float(x) for x in line.split()[1:])
-    return Run(requests / (micros / 1e6), requests / max(used, 0.01), p50 / 1000, p99 / 1000, int(errors),
-               int(status))
+    return Run(requests / (micros / 1e6), requests / max(used, 0.01), p50 / 1000, p99 / 1000, int(errors), int(status))
 
 
 def post_script(body: bytes, stem: Path) -> Path:

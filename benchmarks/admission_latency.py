@@ -38,34 +38,69 @@ def snapshot_of(policies: int, classes: int) -> Snapshot:
         class_views[f"class-{i}"] = class_view(raw)
     policy_views = {}
     for i in range(policies):
-        spec = {"priorityClassSelector": {"matchLabels": {"tier": f"t{i}"}}, "minimumPreemptablePriority": 10000,
-                "tolerationSeconds": 600}
-        raw = {"apiVersion": "preemption-toleration.dev/v1alpha1", "kind": "PreemptionTolerationPolicy",
-               "metadata": {"name": f"policy-{i}", "creationTimestamp": "2026-11-01T00:00:00Z"}, "spec": spec}
+        spec = {
+            "priorityClassSelector": {"matchLabels": {"tier": f"t{i}"}},
+            "minimumPreemptablePriority": 10000,
+            "tolerationSeconds": 600,
+        }
+        raw = {
+            "apiVersion": "preemption-toleration.dev/v1alpha1",
+            "kind": "PreemptionTolerationPolicy",
+            "metadata": {"name": f"policy-{i}", "creationTimestamp": "2026-11-01T00:00:00Z"},
+            "spec": spec,
+        }
         policy_views[f"policy-{i}"] = policy_view(raw)
     return Snapshot(policies=policy_views, classes=class_views)
 
 
 def request_for(name: str) -> AdmissionRequest:
-    obj = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-           "metadata": {"name": name, "labels": {"tier": "t0"}, "annotations": {}}, "value": 8000}
-    return AdmissionRequest.model_validate({
-        "uid": "u", "kind": {"group": "scheduling.k8s.io", "version": "v1", "kind": "PriorityClass"},
-        "resource": {"group": "scheduling.k8s.io", "version": "v1", "resource": "priorityclasses"},
-        "name": name, "operation": "UPDATE", "userInfo": {"username": "alice"}, "object": obj, "oldObject": obj})
+    obj = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name, "labels": {"tier": "t0"}, "annotations": {}},
+        "value": 8000,
+    }
+    return AdmissionRequest.model_validate(
+        {
+            "uid": "u",
+            "kind": {"group": "scheduling.k8s.io", "version": "v1", "kind": "PriorityClass"},
+            "resource": {"group": "scheduling.k8s.io", "version": "v1", "resource": "priorityclasses"},
+            "name": name,
+            "operation": "UPDATE",
+            "userInfo": {"username": "alice"},
+            "object": obj,
+            "oldObject": obj,
+        }
+    )
 
 
 def policy_request() -> AdmissionRequest:
     """A new policy selecting tier t0, which policy-0 already governs: refused with 409."""
-    obj = {"apiVersion": "preemption-toleration.dev/v1alpha1", "kind": "PreemptionTolerationPolicy",
-           "metadata": {"name": "newcomer"}, "spec": {"priorityClassSelector": {"matchLabels": {"tier": "t0"}},
-                                                      "minimumPreemptablePriority": 10000, "tolerationSeconds": 60}}
-    return AdmissionRequest.model_validate({
-        "uid": "u", "kind": {"group": "preemption-toleration.dev", "version": "v1alpha1",
-                             "kind": "PreemptionTolerationPolicy"},
-        "resource": {"group": "preemption-toleration.dev", "version": "v1alpha1",
-                     "resource": "preemptiontolerationpolicies"},
-        "name": "newcomer", "operation": "CREATE", "userInfo": {"username": "alice"}, "object": obj})
+    obj = {
+        "apiVersion": "preemption-toleration.dev/v1alpha1",
+        "kind": "PreemptionTolerationPolicy",
+        "metadata": {"name": "newcomer"},
+        "spec": {
+            "priorityClassSelector": {"matchLabels": {"tier": "t0"}},
+            "minimumPreemptablePriority": 10000,
+            "tolerationSeconds": 60,
+        },
+    }
+    return AdmissionRequest.model_validate(
+        {
+            "uid": "u",
+            "kind": {"group": "preemption-toleration.dev", "version": "v1alpha1", "kind": "PreemptionTolerationPolicy"},
+            "resource": {
+                "group": "preemption-toleration.dev",
+                "version": "v1alpha1",
+                "resource": "preemptiontolerationpolicies",
+            },
+            "name": "newcomer",
+            "operation": "CREATE",
+            "userInfo": {"username": "alice"},
+            "object": obj,
+        }
+    )
 
 
 def median_seconds(action: Callable[[], object], repeat: int) -> float:
@@ -83,8 +118,10 @@ def main() -> None:
     args = parser.parse_args()
     config = AdmissionConfig()
     rows = []
-    print(f"{'policies':>8} {'classes':>8} {'PC ms':>8} {'vs first':>8} {'policy ms':>10} {'vs first':>8} "
-          f"{'scan ms':>8} {'plan-all ms':>12}")
+    print(
+        f"{'policies':>8} {'classes':>8} {'PC ms':>8} {'vs first':>8} {'policy ms':>10} {'vs first':>8} "
+        f"{'scan ms':>8} {'plan-all ms':>12}"
+    )
     first: dict[str, float] = {}
     for policies, classes in SIZES:
         snapshot = snapshot_of(policies, classes)
@@ -99,28 +136,40 @@ def main() -> None:
             return validate_policy(creation, snapshot)
 
         def scan() -> object:  # the claimants of one class, every policy asked in turn
-            return sorted((p for p in snapshot.policies.values() if p.spec and claims(p.spec, candidate)),
-                          key=age_order)
+            return sorted(
+                (p for p in snapshot.policies.values() if p.spec and claims(p.spec, candidate)), key=age_order
+            )
 
         def plan_all() -> object:  # the per-request cost before `claimants`: every class planned
             return plan(snapshot.policies.values(), {**snapshot.classes, candidate.name: candidate}.values())
 
         repeat = max(5, args.repeat // max(1, classes // 200))
-        figures = {"priority_class_ms": median_seconds(priority_class, args.repeat * 20) * 1000,
-                   "policy_ms": median_seconds(policy, args.repeat * 20) * 1000,
-                   "scan_ms": median_seconds(scan, repeat) * 1000,
-                   "plan_all_ms": median_seconds(plan_all, repeat) * 1000}
+        figures = {
+            "priority_class_ms": median_seconds(priority_class, args.repeat * 20) * 1000,
+            "policy_ms": median_seconds(policy, args.repeat * 20) * 1000,
+            "scan_ms": median_seconds(scan, repeat) * 1000,
+            "plan_all_ms": median_seconds(plan_all, repeat) * 1000,
+        }
         first = first or figures
-        rows.append({"policies": policies, "classes": classes, **{k: round(v, 4) for k, v in figures.items()},
-                     "priority_class_vs_first": round(figures["priority_class_ms"] / first["priority_class_ms"], 2),
-                     "policy_vs_first": round(figures["policy_ms"] / first["policy_ms"], 2)})
+        rows.append(
+            {
+                "policies": policies,
+                "classes": classes,
+                **{k: round(v, 4) for k, v in figures.items()},
+                "priority_class_vs_first": round(figures["priority_class_ms"] / first["priority_class_ms"], 2),
+                "policy_vs_first": round(figures["policy_ms"] / first["policy_ms"], 2),
+            }
+        )
         row = rows[-1]
-        print(f"{policies:>8} {classes:>8} {figures['priority_class_ms']:>8.3f} "
-              f"{row['priority_class_vs_first']:>7.2f}x {figures['policy_ms']:>10.3f} {row['policy_vs_first']:>7.2f}x "
-              f"{figures['scan_ms']:>8.3f} {figures['plan_all_ms']:>12.3f}")
+        print(
+            f"{policies:>8} {classes:>8} {figures['priority_class_ms']:>8.3f} "
+            f"{row['priority_class_vs_first']:>7.2f}x {figures['policy_ms']:>10.3f} {row['policy_vs_first']:>7.2f}x "
+            f"{figures['scan_ms']:>8.3f} {figures['plan_all_ms']:>12.3f}"
+        )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"python": platform.python_version(), "machine": platform.machine(),
-                                   "rows": rows}, indent=2) + "\n")
+    RESULTS.write_text(
+        json.dumps({"python": platform.python_version(), "machine": platform.machine(), "rows": rows}, indent=2) + "\n"
+    )
     print(f"saved to {RESULTS.relative_to(Path.cwd()) if RESULTS.is_relative_to(Path.cwd()) else RESULTS.name}")
 
 

@@ -65,8 +65,9 @@ async def delete_seconds(api: ApiClient, name: str) -> float:
     """The DELETE's own latency as the client sees it (the answer read, not decoded)."""
     core = client.CoreV1Api(api)
     started = time.perf_counter()
-    response: Any = await core.delete_namespaced_pod(name, NAMESPACE, grace_period_seconds=0,
-                                                     _preload_content=False)  # the aiohttp response
+    response: Any = await core.delete_namespaced_pod(
+        name, NAMESPACE, grace_period_seconds=0, _preload_content=False
+    )  # the aiohttp response
     await response.read()
     elapsed = time.perf_counter() - started
     response.release()
@@ -83,8 +84,11 @@ async def measure(cluster: LocalCluster, base: str, rounds: int, per_phase: int)
     async with await api_client(cluster) as api:
         await ensure_namespace(api, NAMESPACE)
         await create_node(api, NODE, cpu="64", memory="256Gi", pods="110")
-        configuration = await raw(client.AdmissionregistrationV1Api(api).read_validating_webhook_configuration(
-            GUARD_NAME, _preload_content=False))
+        configuration = await raw(
+            client.AdmissionregistrationV1Api(api).read_validating_webhook_configuration(
+                GUARD_NAME, _preload_content=False
+            )
+        )
         configuration["metadata"] = {key: configuration["metadata"][key] for key in ("name", "labels")}
         for number in range(rounds):
             medians = {}
@@ -103,21 +107,31 @@ async def measure(cluster: LocalCluster, base: str, rounds: int, per_phase: int)
                 samples[mode] += timed
                 medians[mode] = round(statistics.median(timed) * 1000, 3)
             per_round.append(medians)
-            print(f"round {number + 1}/{rounds}: p50 without {medians['without']:.2f} ms, "
-                  f"with {medians['with']:.2f} ms")
+            print(
+                f"round {number + 1}/{rounds}: p50 without {medians['without']:.2f} ms, with {medians['with']:.2f} ms"
+            )
     deletes = rounds * (WARMUP + per_phase)
-    return {"samples": samples, "per_round_p50_ms": per_round,
-            "guard_requests_per_delete": {mode: round(guard_calls[mode] / deletes, 2) for mode in MODES},
-            "server_ms_per_guard_request": round(server_seconds / guard_calls["with"] * 1000, 3)
-            if guard_calls["with"] else None}
+    return {
+        "samples": samples,
+        "per_round_p50_ms": per_round,
+        "guard_requests_per_delete": {mode: round(guard_calls[mode] / deletes, 2) for mode in MODES},
+        "server_ms_per_guard_request": round(server_seconds / guard_calls["with"] * 1000, 3)
+        if guard_calls["with"]
+        else None,
+    }
 
 
 def report(result: dict[str, Any], rounds: int, per_phase: int) -> dict[str, Any]:
     """Print the table; the figures to save."""
-    stats = {mode: {"p50_ms": round(percentile(values, 50) * 1000, 3),
-                    "p90_ms": round(percentile(values, 90) * 1000, 3),
-                    "mean_ms": round(statistics.fmean(values) * 1000, 3), "count": len(values)}
-             for mode, values in result.pop("samples").items()}
+    stats = {
+        mode: {
+            "p50_ms": round(percentile(values, 50) * 1000, 3),
+            "p90_ms": round(percentile(values, 90) * 1000, 3),
+            "mean_ms": round(statistics.fmean(values) * 1000, 3),
+            "count": len(values),
+        }
+        for mode, values in result.pop("samples").items()
+    }
     added = {key: round(stats["with"][key] - stats["without"][key], 3) for key in ("p50_ms", "p90_ms", "mean_ms")}
     # Each round's two phases ran back to back: the median of their differences resists a drifting machine.
     added["p50_ms_paired"] = round(statistics.median(r["with"] - r["without"] for r in result["per_round_p50_ms"]), 3)
@@ -126,15 +140,19 @@ def report(result: dict[str, Any], rounds: int, per_phase: int) -> dict[str, Any
     print(f"{'guard':<10} {'p50 ms':>8} {'p90 ms':>8} {'mean ms':>8} {'guard requests/DELETE':>22}")
     for mode in MODES:
         figures = stats[mode]
-        print(f"{mode:<10} {figures['p50_ms']:>8.2f} {figures['p90_ms']:>8.2f} {figures['mean_ms']:>8.2f} "
-              f"{calls[mode]:>22.2f}")
+        print(
+            f"{mode:<10} {figures['p50_ms']:>8.2f} {figures['p90_ms']:>8.2f} {figures['mean_ms']:>8.2f} "
+            f"{calls[mode]:>22.2f}"
+        )
     print(f"{'added':<10} {added['p50_ms']:>+8.2f} {added['p90_ms']:>+8.2f} {added['mean_ms']:>+8.2f}")
     print(f"added p50, median of the rounds' differences: {added['p50_ms_paired']:+.2f} ms")
     print(f"server time per guard request (its /metrics): {result['server_ms_per_guard_request']} ms")
-    print("kube-apiserver 1.20 calls the guard twice for one DELETE (see guard requests/DELETE; a little more on "
-          "average here).\nTarget: added p50 <= +2 ms on 1.20; 0 on 1.28+, where "
-          "matchConditions keep users' DELETEs\nfrom the webhook: not measurable here (the local control plane is "
-          "1.20).")
+    print(
+        "kube-apiserver 1.20 calls the guard twice for one DELETE (see guard requests/DELETE; a little more on "
+        "average here).\nTarget: added p50 <= +2 ms on 1.20; 0 on 1.28+, where "
+        "matchConditions keep users' DELETEs\nfrom the webhook: not measurable here (the local control plane is "
+        "1.20)."
+    )
     return {"stats": stats, "added": added, **result}
 
 
@@ -144,8 +162,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, help="rounds, each with a phase without and one with (default 10)")
     parser.add_argument("--per-phase", type=int, help="timed DELETEs per phase (default 20)")
     parser.add_argument("--dir", help="keep the cluster's directory (logs) here instead of a temporary one")
-    parser.add_argument("--save-as", default="delete_latency", metavar="NAME",
-                        help="save to results/NAME.json (default %(default)s)")
+    parser.add_argument(
+        "--save-as", default="delete_latency", metavar="NAME", help="save to results/NAME.json (default %(default)s)"
+    )
     args = parser.parse_args()
     rounds, per_phase = args.rounds or (2 if args.quick else 10), args.per_phase or (8 if args.quick else 20)
     with local_cluster(args.dir, node_agent=True) as cluster:
@@ -156,9 +175,15 @@ def main() -> None:
     figures = report(result, rounds, per_phase)
     if problems:
         print(f"ptol webhook logged {len(problems)} warnings/errors, e.g.: {problems[0][:300]}")
-    path = save_results(args.save_as, {
-        "settings": {"rounds": rounds, "per_phase": per_phase, "warmup_per_phase": WARMUP, "kubernetes": "1.20.2"},
-        **figures, "target_added_p50_ms": 2.0, "webhook_log_problems": problems[:20]})
+    path = save_results(
+        args.save_as,
+        {
+            "settings": {"rounds": rounds, "per_phase": per_phase, "warmup_per_phase": WARMUP, "kubernetes": "1.20.2"},
+            **figures,
+            "target_added_p50_ms": 2.0,
+            "webhook_log_problems": problems[:20],
+        },
+    )
     print(f"saved to {shown(path)}")
 
 

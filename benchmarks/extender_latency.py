@@ -37,20 +37,48 @@ PODS_PER_NODE = 110
 SMALL_NODE = "small-node"
 CLASSES: dict[str, dict[str, Any]] = {
     "low": {"metadata": {"name": "low"}, "value": 8000},
-    "protected": {"metadata": {"name": "protected", "annotations": {MINIMUM_PREEMPTABLE_PRIORITY: "10000",
-                                                                   TOLERATION_SECONDS: "-1"}}, "value": 8000},
+    "protected": {
+        "metadata": {
+            "name": "protected",
+            "annotations": {MINIMUM_PREEMPTABLE_PRIORITY: "10000", TOLERATION_SECONDS: "-1"},
+        },
+        "value": 8000,
+    },
 }
 
 
 def bound_pod(name: str, node: str, protected: bool) -> dict[str, Any]:
     return {
-        "metadata": {"name": name, "namespace": "batch", "uid": f"uid-{name}",
-                     "creationTimestamp": "2026-11-22T10:00:00Z", "labels": {"app": "train"}},
-        "spec": {"nodeName": node, "priority": 8000, "priorityClassName": "protected" if protected else "low",
-                 "containers": [{"name": "worker", "image": "registry.example/train:1",
-                                 "resources": {"requests": {"cpu": "250m", "memory": "1Gi"}}}]},
-        "status": {"phase": "Running", "startTime": "2026-11-22T10:00:05Z", "conditions": [
-            {"type": "PodScheduled", "status": "True", "lastTransitionTime": f"2026-11-22T10:{len(name) % 60:02d}:00Z"}]},
+        "metadata": {
+            "name": name,
+            "namespace": "batch",
+            "uid": f"uid-{name}",
+            "creationTimestamp": "2026-11-22T10:00:00Z",
+            "labels": {"app": "train"},
+        },
+        "spec": {
+            "nodeName": node,
+            "priority": 8000,
+            "priorityClassName": "protected" if protected else "low",
+            "containers": [
+                {
+                    "name": "worker",
+                    "image": "registry.example/train:1",
+                    "resources": {"requests": {"cpu": "250m", "memory": "1Gi"}},
+                }
+            ],
+        },
+        "status": {
+            "phase": "Running",
+            "startTime": "2026-11-22T10:00:05Z",
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "True",
+                    "lastTransitionTime": f"2026-11-22T10:{len(name) % 60:02d}:00Z",
+                }
+            ],
+        },
     }
 
 
@@ -61,23 +89,35 @@ def fill(size: int) -> tuple[ExtenderView, dict[str, list[str]]]:
     nodes: dict[str, dict[str, Any]] = {}
     layout = [(f"node-{i}", PODS_PER_NODE) for i in range(max(1, size // PODS_PER_NODE))] + [(SMALL_NODE, 10)]
     for node, count in layout:
-        nodes[node] = {"metadata": {"name": node}, "status": {"allocatable": {
-            "cpu": str(count // 4 + 1), "memory": f"{count + 8}Gi", "pods": str(count + 1)}}}
+        nodes[node] = {
+            "metadata": {"name": node},
+            "status": {"allocatable": {"cpu": str(count // 4 + 1), "memory": f"{count + 8}Gi", "pods": str(count + 1)}},
+        }
         for k in range(count):
             name = f"{node}-p{k}"
             index.put(bound_pod(name, node, protected=k % 2 == 0))
             by_node.setdefault(node, []).append(name)
-    budget = {"metadata": {"name": "train", "namespace": "batch"},
-              "spec": {"selector": {"matchLabels": {"app": "train"}}}, "status": {"disruptionsAllowed": 0}}
+    budget = {
+        "metadata": {"name": "train", "namespace": "batch"},
+        "spec": {"selector": {"matchLabels": {"app": "train"}}},
+        "status": {"disruptionsAllowed": 0},
+    }
     return ExtenderView(index, nodes, CLASSES.get, BudgetIndex.of([budget])), by_node
 
 
 def body(node: str, victims: list[str]) -> dict[str, Any]:
-    preemptor = {"metadata": {"name": "high", "namespace": "batch", "uid": "uid-high"},
-                 "spec": {"priority": 9000, "priorityClassName": "high", "containers": [
-                     {"name": "c", "resources": {"requests": {"cpu": "2", "memory": "4Gi"}}}]}}
-    return {"Pod": preemptor, "NodeNameToMetaVictims": {
-        node: {"Pods": [{"UID": f"uid-{name}"} for name in victims], "NumPDBViolations": 0}}}
+    preemptor = {
+        "metadata": {"name": "high", "namespace": "batch", "uid": "uid-high"},
+        "spec": {
+            "priority": 9000,
+            "priorityClassName": "high",
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "2", "memory": "4Gi"}}}],
+        },
+    }
+    return {
+        "Pod": preemptor,
+        "NodeNameToMetaVictims": {node: {"Pods": [{"UID": f"uid-{name}"} for name in victims], "NumPDBViolations": 0}},
+    }
 
 
 def main() -> None:
@@ -93,8 +133,10 @@ def main() -> None:
         for node in ("node-0", SMALL_NODE):
             names = by_node[node]
             plain, protected = [n for i, n in enumerate(names) if i % 2], [n for i, n in enumerate(names) if not i % 2]
-            for path, victims, expected in (("unchanged", plain[:8], NodeChoice.UNCHANGED),
-                                            ("recompute", protected[:8], None)):
+            for path, victims, expected in (
+                ("unchanged", plain[:8], NodeChoice.UNCHANGED),
+                ("recompute", protected[:8], None),
+            ):
                 payload = body(node, victims)
 
                 def decide() -> object:
@@ -103,19 +145,42 @@ def main() -> None:
                 outcome = decide_preemption(ExtenderPreemptionArgs.model_validate(payload), view, now).outcomes[0]
                 assert expected is None and outcome.choice is not NodeChoice.UNCHANGED or outcome.choice is expected
                 p50, p99 = timed(decide, args.repeat)
-                rows.append({"cached_pods": len(view.pods), "node": node, "node_pods": len(names), "path": path,
-                             "choice": outcome.choice.value, "p50_ms": round(p50, 3), "p99_ms": round(p99, 3)})
-                print(f"{len(view.pods):>11} {len(names):>9} {path:<10} {p50:>8.3f} {p99:>8.3f}  {outcome.choice.value}")
+                rows.append(
+                    {
+                        "cached_pods": len(view.pods),
+                        "node": node,
+                        "node_pods": len(names),
+                        "path": path,
+                        "choice": outcome.choice.value,
+                        "p50_ms": round(p50, 3),
+                        "p99_ms": round(p99, 3),
+                    }
+                )
+                print(
+                    f"{len(view.pods):>11} {len(names):>9} {path:<10} {p50:>8.3f} {p99:>8.3f}  {outcome.choice.value}"
+                )
+
     def p50(node_pods: int, path: str, size_rank: int) -> float:
-        found = sorted((r for r in rows if r["node_pods"] == node_pods and r["path"] == path),
-                       key=lambda r: r["cached_pods"])
+        found = sorted(
+            (r for r in rows if r["node_pods"] == node_pods and r["path"] == path), key=lambda r: r["cached_pods"]
+        )
         return float(found[size_rank]["p50_ms"])
+
     ratio = p50(PODS_PER_NODE, "recompute", -1) / p50(PODS_PER_NODE, "recompute", 0)
     largest = p50(PODS_PER_NODE, "recompute", -1)
-    print(f"recompute at {PODS_PER_NODE} pods per node: {largest:.3f} ms (target < 2 ms); largest/smallest cache: "
-          f"{ratio:.2f}x (target <= 1.2x)")
-    path = save_results("extender_latency", {"settings": {"sizes": args.sizes, "repeat": args.repeat},
-                                            "rows": rows, "recompute_ms": largest, "size_ratio": round(ratio, 2)})
+    print(
+        f"recompute at {PODS_PER_NODE} pods per node: {largest:.3f} ms (target < 2 ms); largest/smallest cache: "
+        f"{ratio:.2f}x (target <= 1.2x)"
+    )
+    path = save_results(
+        "extender_latency",
+        {
+            "settings": {"sizes": args.sizes, "repeat": args.repeat},
+            "rows": rows,
+            "recompute_ms": largest,
+            "size_ratio": round(ratio, 2),
+        },
+    )
     print(f"saved to {shown(path)}")
 
 

@@ -1,10 +1,11 @@
 """How long the guard takes to judge a scheduler DELETE, against the number of pods in its caches.
 
 Fills the guard's pod index with N pods of realistic size (the full JSON, with managedFields, env and
-status, decoded and slimmed as the watch does) for N = 0, 50,000 and 150,000 (besides the one preemptor); a tenth are pending, in 100
-workload shapes (node selectors, tolerations) of three priorities, none of which fits the victim's node. Then times, side by side in one run, the
-guard's handling of one scheduler DELETE of a protected victim (the whole AdmissionReview parsed, the
-preemptor inferred, the refusal built) and of a user's DELETE (the fast path). Reports the median and p99
+status, decoded and slimmed as the watch does) for N = 0, 50,000 and 150,000 (besides the one preemptor);
+a tenth are pending, in 100 workload shapes (node selectors, tolerations) of three priorities, none of
+which fits the victim's node. Then times, side by side in one run, the guard's handling of one
+scheduler DELETE of a protected victim (the whole AdmissionReview parsed, the preemptor inferred, the
+refusal built) and of a user's DELETE (the fast path). Reports the median and p99
 per request and each size's ratio to the empty cache (target: at most 1.2). Saves the figures to
 benchmarks/results/guard_latency.json. Run:
 
@@ -40,35 +41,71 @@ def realistic_pod(i: int) -> dict[str, Any]:
     pending = i % 10 == 0
     shape = i % 100
     spec: dict[str, Any] = {
-        "priority": (8000, 9000, 10000)[i % 3], "priorityClassName": ("low", "high", "critical")[i % 3],
-        "schedulerName": "default-scheduler", "serviceAccountName": "default", "restartPolicy": "Never",
-        "containers": [{"name": f"worker-{c}", "image": "registry.example/train:1.2.3",
-                        "env": [{"name": f"VAR_{k}", "value": "x" * 40} for k in range(8)],
-                        "resources": {"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "2Gi"}},
-                        "volumeMounts": [{"name": "data", "mountPath": "/data"}]} for c in range(2)],
+        "priority": (8000, 9000, 10000)[i % 3],
+        "priorityClassName": ("low", "high", "critical")[i % 3],
+        "schedulerName": "default-scheduler",
+        "serviceAccountName": "default",
+        "restartPolicy": "Never",
+        "containers": [
+            {
+                "name": f"worker-{c}",
+                "image": "registry.example/train:1.2.3",
+                "env": [{"name": f"VAR_{k}", "value": "x" * 40} for k in range(8)],
+                "resources": {"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "2Gi"}},
+                "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+            }
+            for c in range(2)
+        ],
         "volumes": [{"name": "data", "emptyDir": {}}],
-        "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
-                         "tolerationSeconds": 300}, {"key": f"pool-{shape % 5}", "operator": "Exists"}],
+        "tolerations": [
+            {
+                "key": "node.kubernetes.io/not-ready",
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 300,
+            },
+            {"key": f"pool-{shape % 5}", "operator": "Exists"},
+        ],
     }
     if pending:  # pools no node has: these candidates are checked, by shape, and rejected
         spec["nodeSelector"] = {"pool": f"q{shape % 20}"}
     else:
         spec["nodeName"] = f"node-{i % NODES}"
-    managed = [{"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1",
-                "time": "2026-11-22T11:00:00Z", "fieldsType": "FieldsV1",
-                "fieldsV1": {"f:metadata": {"f:labels": {"f:app": {}, "f:job": {}}}, "f:spec": {"f:containers": {}}}}]
+    managed = [
+        {
+            "manager": "kube-controller-manager",
+            "operation": "Update",
+            "apiVersion": "v1",
+            "time": "2026-11-22T11:00:00Z",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:metadata": {"f:labels": {"f:app": {}, "f:job": {}}}, "f:spec": {"f:containers": {}}},
+        }
+    ]
     return {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": f"job-{i // 8}-worker-{i % 8}", "namespace": f"team-{i % 50}",
-                     "uid": f"{i:08x}-0000-4000-8000-000000000000", "resourceVersion": str(1000 + i),
-                     "creationTimestamp": f"2026-11-22T10:{i % 60:02d}:00Z",
-                     "labels": {"app": "train", "job": str(i // 8)}, "managedFields": managed},
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"job-{i // 8}-worker-{i % 8}",
+            "namespace": f"team-{i % 50}",
+            "uid": f"{i:08x}-0000-4000-8000-000000000000",
+            "resourceVersion": str(1000 + i),
+            "creationTimestamp": f"2026-11-22T10:{i % 60:02d}:00Z",
+            "labels": {"app": "train", "job": str(i // 8)},
+            "managedFields": managed,
+        },
         "spec": spec,
-        "status": {"phase": "Pending" if pending else "Running",
-                   "conditions": [] if pending else [
-                       {"type": t, "status": "True", "lastTransitionTime": "2026-11-22T11:00:05Z"}
-                       for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")],
-                   "hostIP": "10.0.0.1", "podIP": "10.1.0.1", "qosClass": "Burstable"},
+        "status": {
+            "phase": "Pending" if pending else "Running",
+            "conditions": []
+            if pending
+            else [
+                {"type": t, "status": "True", "lastTransitionTime": "2026-11-22T11:00:05Z"}
+                for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")
+            ],
+            "hostIP": "10.0.0.1",
+            "podIP": "10.1.0.1",
+            "qosClass": "Burstable",
+        },
     }
 
 
@@ -96,8 +133,10 @@ def snapshot_of(size: int) -> tuple[GuardSnapshot, int]:
         raw = json.dumps(realistic_pod(i)).encode()
         json_bytes += len(raw)
         index.put(json.loads(raw))  # decoded and slimmed one by one, as the watch does
-    nodes = {f"node-{n}": slim_node({"metadata": {"name": f"node-{n}", "labels": {"pool": f"p{n % 20}"}}})
-             for n in range(NODES)}
+    nodes = {
+        f"node-{n}": slim_node({"metadata": {"name": f"node-{n}", "labels": {"pool": f"p{n % 20}"}}})
+        for n in range(NODES)
+    }
     return GuardSnapshot(pods=index, nodes=nodes, classes=protected_classes()), json_bytes // max(size, 1)
 
 
@@ -105,10 +144,22 @@ def review(user: str) -> bytes:
     victim = realistic_pod(1)  # bound, priority 9000 ... made a protected low pod below
     victim["spec"].update(priority=8000, priorityClassName="low", nodeName="node-7")
     victim["metadata"].update(name="victim", namespace="team-0")
-    return json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
-        "resource": {"group": "", "version": "v1", "resource": "pods"}, "name": "victim", "namespace": "team-0",
-        "operation": "DELETE", "userInfo": {"username": user}, "oldObject": victim}}).encode()
+    return json.dumps(
+        {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "u",
+                "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                "resource": {"group": "", "version": "v1", "resource": "pods"},
+                "name": "victim",
+                "namespace": "team-0",
+                "operation": "DELETE",
+                "userInfo": {"username": user},
+                "oldObject": victim,
+            },
+        }
+    ).encode()
 
 
 def handle(body: bytes, snapshot: GuardSnapshot, config: GuardConfig) -> bool:
@@ -133,9 +184,17 @@ def main() -> None:
             assert not handle(scheduler, snapshot, config), "the victim must be refused"
             sched = timed(lambda: handle(scheduler, snapshot, config), args.requests)
             fast = timed(lambda: handle(user, snapshot, config), args.requests)
-            rows.append({"round": round_, "pods": size, "podJsonBytes": pod_bytes,
-                         "schedulerDeleteP50Ms": sched[0], "schedulerDeleteP99Ms": sched[1],
-                         "userDeleteP50Ms": fast[0], "userDeleteP99Ms": fast[1]})
+            rows.append(
+                {
+                    "round": round_,
+                    "pods": size,
+                    "podJsonBytes": pod_bytes,
+                    "schedulerDeleteP50Ms": sched[0],
+                    "schedulerDeleteP99Ms": sched[1],
+                    "userDeleteP50Ms": fast[0],
+                    "userDeleteP99Ms": fast[1],
+                }
+            )
     summary = []
     base = statistics.median(r["schedulerDeleteP50Ms"] for r in rows if r["pods"] == min(snapshots))
     print(f"{'pods':>8} {'pod JSON':>9} {'scheduler DELETE p50':>21} {'p99':>8} {'ratio':>6} {'user DELETE p50':>16}")
@@ -144,10 +203,18 @@ def main() -> None:
         p50 = statistics.median(r["schedulerDeleteP50Ms"] for r in mine)
         p99 = statistics.median(r["schedulerDeleteP99Ms"] for r in mine)
         fast = statistics.median(r["userDeleteP50Ms"] for r in mine)
-        summary.append({"pods": size, "schedulerDeleteP50Ms": p50, "schedulerDeleteP99Ms": p99,
-                        "ratioToEmpty": p50 / base, "userDeleteP50Ms": fast})
-        print(f"{size:>8} {mine[0]['podJsonBytes']:>8}B {p50:>19.3f}ms {p99:>6.3f}ms {p50 / base:>6.2f} "
-              f"{fast:>14.3f}ms")
+        summary.append(
+            {
+                "pods": size,
+                "schedulerDeleteP50Ms": p50,
+                "schedulerDeleteP99Ms": p99,
+                "ratioToEmpty": p50 / base,
+                "userDeleteP50Ms": fast,
+            }
+        )
+        print(
+            f"{size:>8} {mine[0]['podJsonBytes']:>8}B {p50:>19.3f}ms {p99:>6.3f}ms {p50 / base:>6.2f} {fast:>14.3f}ms"
+        )
     path = save_results("guard_latency", {"requests": args.requests, "summary": summary, "rounds": rows})
     print(f"saved to {shown(path)}")
 

@@ -52,9 +52,15 @@ async def create_classes(cluster: LocalCluster, policies: int, classes: int) -> 
         scheduling = client.SchedulingV1Api(api)
 
         async def create(i: int) -> None:
-            body = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "value": 8000,
-                    "metadata": {"name": f"burst-{i:04d}", "labels": {"team": f"t{i % policies}",
-                                                                      "bench": "operator-burst"}}}
+            body = {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "value": 8000,
+                "metadata": {
+                    "name": f"burst-{i:04d}",
+                    "labels": {"team": f"t{i % policies}", "bench": "operator-burst"},
+                },
+            }
             await with_retries(lambda: raw(scheduling.create_priority_class(body, _preload_content=False)))
 
         await bounded(range(classes), create, IN_FLIGHT)
@@ -65,11 +71,19 @@ async def create_policies(cluster: LocalCluster, policies: int) -> None:
         custom = client.CustomObjectsApi(api)
 
         async def create(i: int) -> None:
-            body = {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": f"burst-{i:04d}"},
-                    "spec": {"priorityClassSelector": {"matchLabels": {"team": f"t{i}"}},
-                             "minimumPreemptablePriority": MINIMUM, "tolerationSeconds": TOLERATION}}
-            await with_retries(lambda: raw(custom.create_cluster_custom_object(
-                GROUP, VERSION, PLURAL, body, _preload_content=False)))
+            body = {
+                "apiVersion": API_VERSION,
+                "kind": KIND,
+                "metadata": {"name": f"burst-{i:04d}"},
+                "spec": {
+                    "priorityClassSelector": {"matchLabels": {"team": f"t{i}"}},
+                    "minimumPreemptablePriority": MINIMUM,
+                    "tolerationSeconds": TOLERATION,
+                },
+            }
+            await with_retries(
+                lambda: raw(custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, body, _preload_content=False))
+            )
 
         await bounded(range(policies), create, IN_FLIGHT)
 
@@ -77,39 +91,53 @@ async def create_policies(cluster: LocalCluster, policies: int) -> None:
 def policy_converged(policy: dict[str, Any]) -> bool:
     status = policy.get("status") or {}
     ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
-    return (bool(ready) and ready[0].get("status") == "True" and ready[0].get("reason") == "Applied"
-            and status.get("observedGeneration") == policy["metadata"].get("generation"))
+    return (
+        bool(ready)
+        and ready[0].get("status") == "True"
+        and ready[0].get("reason") == "Applied"
+        and status.get("observedGeneration") == policy["metadata"].get("generation")
+    )
 
 
 async def progress(cluster: LocalCluster) -> tuple[int, int]:
     """(classes with the desired annotations, converged policies)."""
     async with await api_client(cluster) as api:
-        classes = json.loads(await raw(client.SchedulingV1Api(api).list_priority_class(
-            label_selector=LABEL, _preload_content=False)))["items"]
-        policies = json.loads(await raw(client.CustomObjectsApi(api).list_cluster_custom_object(
-            GROUP, VERSION, PLURAL, _preload_content=False)))["items"]
-    done = sum(all((c["metadata"].get("annotations") or {}).get(k) == v for k, v in DESIRED.items())
-               for c in classes)
+        classes = json.loads(
+            await raw(client.SchedulingV1Api(api).list_priority_class(label_selector=LABEL, _preload_content=False))
+        )["items"]
+        policies = json.loads(
+            await raw(
+                client.CustomObjectsApi(api).list_cluster_custom_object(GROUP, VERSION, PLURAL, _preload_content=False)
+            )
+        )["items"]
+    done = sum(all((c["metadata"].get("annotations") or {}).get(k) == v for k, v in DESIRED.items()) for c in classes)
     return done, sum(map(policy_converged, policies))
 
 
 async def our_events(cluster: LocalCluster) -> dict[str, dict[str, Any]]:
     """Events (all namespaces) about PriorityClasses or policies named burst-*, by uid."""
     async with await api_client(cluster) as api:
-        items = json.loads(await raw(client.CoreV1Api(api).list_event_for_all_namespaces(
-            _preload_content=False)))["items"]
-    return {e["metadata"]["uid"]: e for e in items
-            if e["involvedObject"].get("kind") in ("PriorityClass", KIND)
-            and e["involvedObject"].get("name", "").startswith("burst-")}
+        items = json.loads(await raw(client.CoreV1Api(api).list_event_for_all_namespaces(_preload_content=False)))[
+            "items"
+        ]
+    return {
+        e["metadata"]["uid"]: e
+        for e in items
+        if e["involvedObject"].get("kind") in ("PriorityClass", KIND)
+        and e["involvedObject"].get("name", "").startswith("burst-")
+    }
 
 
 def summarize_events(events: list[dict[str, Any]]) -> dict[str, Any]:
     def source(event: dict[str, Any]) -> str:
         return str(event.get("reportingComponent") or (event.get("source") or {}).get("component") or "?")
 
-    return {"total": len(events), "by_reason": dict(Counter(str(e.get("reason")) for e in events)),
-            "by_component": dict(Counter(map(source, events))),
-            "namespaces": sorted({e["metadata"]["namespace"] for e in events})}
+    return {
+        "total": len(events),
+        "by_reason": dict(Counter(str(e.get("reason")) for e in events)),
+        "by_component": dict(Counter(map(source, events))),
+        "namespaces": sorted({e["metadata"]["namespace"] for e in events}),
+    }
 
 
 class Operator:
@@ -117,15 +145,22 @@ class Operator:
 
     def __init__(self, cluster: LocalCluster, run: str) -> None:
         self.port = free_port()
-        self.process = ComponentProcess("operator", cluster.kubeconfig, cluster.logs_dir / f"operator-{run}.log",
-                                        "--metrics", f"127.0.0.1:{self.port}")
+        self.process = ComponentProcess(
+            "operator",
+            cluster.kubeconfig,
+            cluster.logs_dir / f"operator-{run}.log",
+            "--metrics",
+            f"127.0.0.1:{self.port}",
+        )
 
     def counters(self) -> dict[str, float]:
         samples = scrape(f"http://127.0.0.1:{self.port}/metrics")
-        return {"writes": metric_sum(samples, "ptol_operator_writes_total", result="ok"),
-                "failed_writes": metric_sum(samples, "ptol_operator_writes_total", result="failed"),
-                "status_patches": metric_sum(samples, "ptol_operator_status_patches_total"),
-                "reconciles": metric_sum(samples, "ptol_operator_reconciles_total")}
+        return {
+            "writes": metric_sum(samples, "ptol_operator_writes_total", result="ok"),
+            "failed_writes": metric_sum(samples, "ptol_operator_writes_total", result="failed"),
+            "status_patches": metric_sum(samples, "ptol_operator_status_patches_total"),
+            "reconciles": metric_sum(samples, "ptol_operator_reconciles_total"),
+        }
 
     def start_and_settle(self, quiet: float, timeout: float, need_reconcile: bool = False) -> bool:
         """Start; True once /metrics answers and the reconcile count has not moved for `quiet` seconds
@@ -145,8 +180,9 @@ class Operator:
         return False
 
 
-def follow_burst(cluster: LocalCluster, operator: Operator, total: tuple[int, int], started: float,
-                 args: argparse.Namespace) -> dict[str, Any]:
+def follow_burst(
+    cluster: LocalCluster, operator: Operator, total: tuple[int, int], started: float, args: argparse.Namespace
+) -> dict[str, Any]:
     """Poll until converged and then quiet (writes and status patches unchanged for --settle seconds), or
     until --timeout: when it converged, when the operator stopped writing, and how far it got."""
     found: dict[str, Any] = {}
@@ -195,13 +231,15 @@ def run_size(policies: int, classes: int, args: argparse.Namespace) -> dict[str,
                 return row
             operator.process.stop()
             operator = Operator(cluster, "restart")
-            if not operator.start_and_settle(quiet=args.settle, timeout=max(120, args.timeout),
-                                             need_reconcile=True):
+            if not operator.start_and_settle(quiet=args.settle, timeout=max(120, args.timeout), need_reconcile=True):
                 return row | {"problem": "operator not resumed after restart"}
             restart = operator.counters()
-            row["restart"] = {"writes": restart["writes"], "status_patches": restart["status_patches"],
-                              "reconciles": restart["reconciles"],
-                              "events": len(set(asyncio.run(our_events(cluster))) - set(events_after))}
+            row["restart"] = {
+                "writes": restart["writes"],
+                "status_patches": restart["status_patches"],
+                "reconciles": restart["reconciles"],
+                "events": len(set(asyncio.run(our_events(cluster))) - set(events_after)),
+            }
         finally:
             operator.process.stop()
     return row
@@ -220,33 +258,53 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="10 x 30 only")
     parser.add_argument("--sizes", type=parse_sizes, help="POLICIESxCLASSES,... (default 10x30,100x300,1000x3000)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per size before 'not converged'")
-    parser.add_argument("--settle", type=float, default=5.0, help="seconds without a write or status patch "
-                        "after which the operator counts as done (after the burst and after the restart)")
-    parser.add_argument("--save-as", default="operator_burst", metavar="NAME",
-                        help="results file benchmarks/results/NAME.json, e.g. to keep a baseline run apart")
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=5.0,
+        help="seconds without a write or status patch "
+        "after which the operator counts as done (after the burst and after the restart)",
+    )
+    parser.add_argument(
+        "--save-as",
+        default="operator_burst",
+        metavar="NAME",
+        help="results file benchmarks/results/NAME.json, e.g. to keep a baseline run apart",
+    )
     args = parser.parse_args()
     sizes = args.sizes or (QUICK if args.quick else SIZES)
-    print(f"{'size':>11} {'converged s':>11} {'quiet s':>7} {'writes':>6} {'/class':>6} {'patches':>7} "
-          f"{'/policy':>7} {'events':>6} {'/change':>7} {'reconciles':>10} {'restart writes':>14}")
+    print(
+        f"{'size':>11} {'converged s':>11} {'quiet s':>7} {'writes':>6} {'/class':>6} {'patches':>7} "
+        f"{'/policy':>7} {'events':>6} {'/change':>7} {'reconciles':>10} {'restart writes':>14}"
+    )
     rows = []
     for policies, classes in sizes:
         row = run_size(policies, classes, args)
         rows.append(row)
         converged = row.get("converged_seconds") or (
             f"not ({row.get('classes_done', 0)}/{classes} classes, {row.get('policies_done', 0)}/{policies} policies)"
-            if "classes_done" in row else row.get("problem"))
+            if "classes_done" in row
+            else row.get("problem")
+        )
         events = (row.get("events") or {}).get("total", 0)
-        print(f"{policies:>5} x {classes:<5} {converged!s:>11} {row.get('quiet_seconds', '-')!s:>7} "
-              f"{row.get('writes', 0):>6.0f} "
-              f"{row.get('writes', 0) / classes:>6.2f} {row.get('status_patches', 0):>7.0f} "
-              f"{row.get('status_patches', 0) / policies:>7.2f} {events:>6} {events / classes:>7.2f} "
-              f"{row.get('reconciles', 0):>10.0f} {(row.get('restart') or {}).get('writes', '-')!s:>14} "
-              f"{row.get('problem', '')}", flush=True)
+        print(
+            f"{policies:>5} x {classes:<5} {converged!s:>11} {row.get('quiet_seconds', '-')!s:>7} "
+            f"{row.get('writes', 0):>6.0f} "
+            f"{row.get('writes', 0) / classes:>6.2f} {row.get('status_patches', 0):>7.0f} "
+            f"{row.get('status_patches', 0) / policies:>7.2f} {events:>6} {events / classes:>7.2f} "
+            f"{row.get('reconciles', 0):>10.0f} {(row.get('restart') or {}).get('writes', '-')!s:>14} "
+            f"{row.get('problem', '')}",
+            flush=True,
+        )
         if row.get("events"):
-            print(f"{'':>13}events by reason {row['events']['by_reason']}, by component "
-                  f"{row['events']['by_component']}, in {row['events']['namespaces']}")
-    print("targets: writes/class = 1; status patches/policy <= 2; events/change = 1; restart writes = 0; "
-          + "; ".join(f"{p} x {c} converged <= {s:.0f} s" for (p, c), s in TIME_TARGETS.items()))
+            print(
+                f"{'':>13}events by reason {row['events']['by_reason']}, by component "
+                f"{row['events']['by_component']}, in {row['events']['namespaces']}"
+            )
+    print(
+        "targets: writes/class = 1; status patches/policy <= 2; events/change = 1; restart writes = 0; "
+        + "; ".join(f"{p} x {c} converged <= {s:.0f} s" for (p, c), s in TIME_TARGETS.items())
+    )
     path = save_results(args.save_as, {"timeout_seconds": args.timeout, "settle_seconds": args.settle, "rows": rows})
     print(f"saved to {shown(path)}")
 

@@ -63,21 +63,29 @@ def pod_name(index: int) -> tuple[str, str]:
 
 def container(name: str, port: int, index: int) -> dict[str, Any]:
     return {
-        "name": name, "image": f"batch/{name}:1.{index % 7}.3", "imagePullPolicy": "IfNotPresent",
+        "name": name,
+        "image": f"batch/{name}:1.{index % 7}.3",
+        "imagePullPolicy": "IfNotPresent",
         "args": ["--config=/etc/app/config.yaml", "--log-level=info", f"--shard={index % 64}"],
         "ports": [{"name": f"{name[:6]}-http", "containerPort": port, "protocol": "TCP"}],
-        "env": [{"name": f"APP_SETTING_{k}", "value": f"value-{k}-{index % 13}"}
-                for k in range(6)]
-        + [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-           {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+        "env": [{"name": f"APP_SETTING_{k}", "value": f"value-{k}-{index % 13}"} for k in range(6)]
+        + [
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        ],
         "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {"cpu": "1", "memory": "512Mi"}},
-        "volumeMounts": [{"name": "config", "mountPath": "/etc/app", "readOnly": True},
-                         {"name": "scratch", "mountPath": "/scratch"},
-                         {"name": "tls", "mountPath": "/etc/tls", "readOnly": True}],
+        "volumeMounts": [
+            {"name": "config", "mountPath": "/etc/app", "readOnly": True},
+            {"name": "scratch", "mountPath": "/scratch"},
+            {"name": "tls", "mountPath": "/etc/tls", "readOnly": True},
+        ],
         "readinessProbe": {"httpGet": {"path": "/ready", "port": port}, "periodSeconds": 10},
         "livenessProbe": {"httpGet": {"path": "/healthz", "port": port}, "initialDelaySeconds": 15},
-        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
-                            "capabilities": {"drop": ["ALL"]}},
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
     }
 
 
@@ -88,14 +96,25 @@ def pod_manifest(index: int, nodes: int) -> dict[str, Any]:
     digest = hashlib.sha256(str(index).encode()).hexdigest()
     spec: dict[str, Any] = {
         "containers": [container("main", 8080, index), container("sidecar", 9090, index)],
-        "volumes": [{"name": "config", "configMap": {"name": f"{app}-config"}},
-                    {"name": "scratch", "emptyDir": {"sizeLimit": "1Gi"}},
-                    {"name": "tls", "secret": {"secretName": f"{app}-tls", "defaultMode": 0o440}}],
-        "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"},
-                        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
-                        {"key": "spot", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 600}],
-        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}]}]}}},
+        "volumes": [
+            {"name": "config", "configMap": {"name": f"{app}-config"}},
+            {"name": "scratch", "emptyDir": {"sizeLimit": "1Gi"}},
+            {"name": "tls", "secret": {"secretName": f"{app}-tls", "defaultMode": 0o440}},
+        ],
+        "tolerations": [
+            {"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"},
+            {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+            {"key": "spot", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 600},
+        ],
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]}]}
+                    ]
+                }
+            }
+        },
         "nodeSelector": {"kubernetes.io/os": "linux"},
         "priorityClassName": HIGH if pending else LOW,
         "securityContext": {"runAsNonRoot": True, "runAsUser": 10001, "fsGroup": 10001},
@@ -105,34 +124,70 @@ def pod_manifest(index: int, nodes: int) -> dict[str, Any]:
         spec["schedulerName"] = "batch-scheduler"
     else:
         spec["nodeName"] = f"bench-node-{index % nodes:03d}"
-    labels = {"app.kubernetes.io/name": app, "app.kubernetes.io/instance": f"{app}-prod",
-              "app.kubernetes.io/component": "worker", "app.kubernetes.io/part-of": "batch-platform",
-              "pod-template-hash": digest[:10], "team": f"team-{index % 40}"}
-    annotations = {"prometheus.io/scrape": "true", "prometheus.io/port": "9090", "checksum/config": digest,
-                   "kubectl.kubernetes.io/default-container": "main",
-                   "example.com/owner": f"team-{index % 40}@example.com"}
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels, "annotations": annotations},
-            "spec": spec}
+    labels = {
+        "app.kubernetes.io/name": app,
+        "app.kubernetes.io/instance": f"{app}-prod",
+        "app.kubernetes.io/component": "worker",
+        "app.kubernetes.io/part-of": "batch-platform",
+        "pod-template-hash": digest[:10],
+        "team": f"team-{index % 40}",
+    }
+    annotations = {
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": "9090",
+        "checksum/config": digest,
+        "kubectl.kubernetes.io/default-container": "main",
+        "example.com/owner": f"team-{index % 40}@example.com",
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels, "annotations": annotations},
+        "spec": spec,
+    }
 
 
 def pod_status(index: int, pod: dict[str, Any]) -> dict[str, Any]:
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     if "nodeName" not in pod["spec"]:
-        return {"phase": "Pending", "conditions": [{
-            "type": "PodScheduled", "status": "False", "reason": "Unschedulable", "lastTransitionTime": now,
-            "message": f"0/{NODES} nodes are available: {NODES} Insufficient nvidia.com/gpu."}]}
+        return {
+            "phase": "Pending",
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": "Unschedulable",
+                    "lastTransitionTime": now,
+                    "message": f"0/{NODES} nodes are available: {NODES} Insufficient nvidia.com/gpu.",
+                }
+            ],
+        }
     digest = pod["metadata"]["annotations"]["checksum/config"]
     ip = f"10.{index // 62500 % 250 + 1}.{index // 250 % 250}.{index % 250 + 1}"
     return {
-        "phase": "Running", "hostIP": f"192.168.{index % NODES // 250}.{index % NODES % 250 + 1}",
-        "podIP": ip, "podIPs": [{"ip": ip}], "startTime": now, "qosClass": "Burstable",
-        "conditions": [{"type": kind, "status": "True", "lastTransitionTime": now}
-                       for kind in ("Initialized", "Ready", "ContainersReady", "PodScheduled")],
+        "phase": "Running",
+        "hostIP": f"192.168.{index % NODES // 250}.{index % NODES % 250 + 1}",
+        "podIP": ip,
+        "podIPs": [{"ip": ip}],
+        "startTime": now,
+        "qosClass": "Burstable",
+        "conditions": [
+            {"type": kind, "status": "True", "lastTransitionTime": now}
+            for kind in ("Initialized", "Ready", "ContainersReady", "PodScheduled")
+        ],
         "containerStatuses": [
-            {"name": c["name"], "image": c["image"], "imageID": f"docker-pullable://batch/{c['name']}@sha256:{digest}",
-             "containerID": f"containerd://{digest}", "ready": True, "started": True, "restartCount": 0,
-             "state": {"running": {"startedAt": now}}} for c in pod["spec"]["containers"]],
+            {
+                "name": c["name"],
+                "image": c["image"],
+                "imageID": f"docker-pullable://batch/{c['name']}@sha256:{digest}",
+                "containerID": f"containerd://{digest}",
+                "ready": True,
+                "started": True,
+                "restartCount": 0,
+                "state": {"running": {"startedAt": now}},
+            }
+            for c in pod["spec"]["containers"]
+        ],
     }
 
 
@@ -160,8 +215,13 @@ async def populate(cluster: LocalCluster, start: int, stop: int, nodes: int) -> 
                 if error.status != 409:  # 409: a retried create that had worked
                     raise
             patch = {"status": pod_status(index, pod)}
-            await with_retries(lambda: raw(core.patch_namespaced_pod_status(
-                name, namespace, patch, _content_type=MERGE_PATCH, _preload_content=False)))
+            await with_retries(
+                lambda: raw(
+                    core.patch_namespaced_pod_status(
+                        name, namespace, patch, _content_type=MERGE_PATCH, _preload_content=False
+                    )
+                )
+            )
 
         await bounded(range(start, stop), create, IN_FLIGHT)
 
@@ -178,8 +238,11 @@ async def api_figures(cluster: LocalCluster, pods: int) -> dict[str, Any]:
         total = 0
         async for chunk in response.content.iter_chunked(1 << 20):
             total += len(chunk)
-        return {"pod_json_bytes": round(statistics.mean(sizes)) if sizes else None, "list_bytes": total,
-                "list_seconds": round(time.monotonic() - started, 2)}
+        return {
+            "pod_json_bytes": round(statistics.mean(sizes)) if sizes else None,
+            "list_bytes": total,
+            "list_seconds": round(time.monotonic() - started, 2),
+        }
 
 
 def read_kib(pid: int, *keys: str) -> list[int]:
@@ -214,8 +277,16 @@ def is_ready(port: int) -> bool:
 
 def measure_webhook(cluster: LocalCluster, pods: int, ready_timeout: float) -> dict[str, Any]:
     port = free_port()
-    webhook = ComponentProcess("webhook", cluster.kubeconfig, cluster.logs_dir / f"webhook-{pods}.log",
-                               "--host", "127.0.0.1", "--port", str(port), log_level="WARNING")
+    webhook = ComponentProcess(
+        "webhook",
+        cluster.kubeconfig,
+        cluster.logs_dir / f"webhook-{pods}.log",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        log_level="WARNING",
+    )
     started = time.monotonic()
     webhook.start()
     assert webhook.process is not None
@@ -228,16 +299,22 @@ def measure_webhook(cluster: LocalCluster, pods: int, ready_timeout: float) -> d
             time.sleep(SAMPLE_SECONDS)
         ready_at = time.monotonic()
         time.sleep(STEADY_SECONDS)
-        cached = metric_sum(scrape(f"https://127.0.0.1:{port}/metrics", context=INSECURE),
-                            "ptol_webhook_cache_objects", kind="pods")
+        cached = metric_sum(
+            scrape(f"https://127.0.0.1:{port}/metrics", context=INSECURE), "ptol_webhook_cache_objects", kind="pods"
+        )
         peak = read_kib(webhook.process.pid, "VmHWM")[0] * 1024
     finally:
         sampler.stopped.set()
         sampler.join()
         webhook.stop()
     steady = int(statistics.median(rss for t, rss in sampler.samples if t >= ready_at))
-    return {"ready_seconds": round(ready_at - started, 2), "steady_rss": steady, "peak_rss": peak,
-            "max_sampled_rss": max(rss for _, rss in sampler.samples), "cached_pods": int(cached)}
+    return {
+        "ready_seconds": round(ready_at - started, 2),
+        "steady_rss": steady,
+        "peak_rss": peak,
+        "max_sampled_rss": max(rss for _, rss in sampler.samples),
+        "cached_pods": int(cached),
+    }
 
 
 def rss_of(cluster: LocalCluster, name: str) -> int | None:
@@ -254,13 +331,19 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=NODES, help="simulated Nodes the pods are bound to")
     parser.add_argument("--ready-timeout", type=float, default=600.0, help="seconds to wait for /readyz")
     parser.add_argument("--dir", help="cluster directory to keep (default: a temporary one)")
-    parser.add_argument("--save-as", default="webhook_memory", metavar="NAME",
-                        help="results file benchmarks/results/NAME.json, e.g. to keep a baseline run apart")
+    parser.add_argument(
+        "--save-as",
+        default="webhook_memory",
+        metavar="NAME",
+        help="results file benchmarks/results/NAME.json, e.g. to keep a baseline run apart",
+    )
     args = parser.parse_args()
     sizes = list(QUICK) if args.quick else sorted({n for n in LADDER if n <= args.max} | {args.max})
     rows: list[dict[str, Any]] = []
-    print(f"{'pods':>7} {'create s':>8} {'ready s':>7} {'steady MiB':>10} {'peak MiB':>8} {'peak/st':>7} "
-          f"{'B/pod':>6} {'pod JSON B':>10} {'list MB':>8} {'list s':>6} {'apisrv MiB':>10} {'etcd MB':>7}")
+    print(
+        f"{'pods':>7} {'create s':>8} {'ready s':>7} {'steady MiB':>10} {'peak MiB':>8} {'peak/st':>7} "
+        f"{'B/pod':>6} {'pod JSON B':>10} {'list MB':>8} {'list s':>6} {'apisrv MiB':>10} {'etcd MB':>7}"
+    )
     with local_cluster(args.dir) as cluster:
         install_crd(cluster)
         asyncio.run(prepare(cluster, args.nodes))
@@ -280,20 +363,26 @@ def main() -> None:
                 if baseline and pods:
                     row["bytes_per_pod"] = round((row["steady_rss"] - baseline) / pods)
             rows.append(row)
-            print(f"{pods:>7} {row['create_seconds']:>8} {fmt(row.get('ready_seconds')):>7} "
-                  f"{mib(row.get('steady_rss')):>10} {mib(row.get('peak_rss')):>8} "
-                  f"{fmt(row.get('peak_over_steady')):>7} {fmt(row.get('bytes_per_pod')):>6} "
-                  f"{fmt(row['pod_json_bytes']):>10} {row['list_bytes'] / 1e6:>8.1f} {row['list_seconds']:>6} "
-                  f"{mib(row['apiserver_rss']):>10} {row['etcd_db_bytes'] / 1e6:>7.0f}  {row.get('problem', '')}",
-                  flush=True)
+            print(
+                f"{pods:>7} {row['create_seconds']:>8} {fmt(row.get('ready_seconds')):>7} "
+                f"{mib(row.get('steady_rss')):>10} {mib(row.get('peak_rss')):>8} "
+                f"{fmt(row.get('peak_over_steady')):>7} {fmt(row.get('bytes_per_pod')):>6} "
+                f"{fmt(row['pod_json_bytes']):>10} {row['list_bytes'] / 1e6:>8.1f} {row['list_seconds']:>6} "
+                f"{mib(row['apiserver_rss']):>10} {row['etcd_db_bytes'] / 1e6:>7.0f}  {row.get('problem', '')}",
+                flush=True,
+            )
     print("targets: peak <= 1.5 x steady; steady <= empty-cluster RSS + 1024 B per pod")
     for row in rows[1:]:
         if "peak_over_steady" in row:
-            print(f"  N={row['pods']}: peak/steady {row['peak_over_steady']} "
-                  f"({'met' if row['peak_over_steady'] <= 1.5 else 'missed'}), {row.get('bytes_per_pod')} B/pod "
-                  f"({'met' if row.get('bytes_per_pod', 1 << 30) <= 1024 else 'missed'})")
-    path = save_results(args.save_as, {"nodes": args.nodes, "pending_fraction": 1 / PENDING_EVERY,
-                                       "steady_seconds": STEADY_SECONDS, "rows": rows})
+            print(
+                f"  N={row['pods']}: peak/steady {row['peak_over_steady']} "
+                f"({'met' if row['peak_over_steady'] <= 1.5 else 'missed'}), {row.get('bytes_per_pod')} B/pod "
+                f"({'met' if row.get('bytes_per_pod', 1 << 30) <= 1024 else 'missed'})"
+            )
+    path = save_results(
+        args.save_as,
+        {"nodes": args.nodes, "pending_fraction": 1 / PENDING_EVERY, "steady_seconds": STEADY_SECONDS, "rows": rows},
+    )
     print(f"saved to {shown(path)}")
 
 

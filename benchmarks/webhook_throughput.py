@@ -48,19 +48,28 @@ from preemption_toleration.devcluster import LocalCluster, create_node, ensure_n
 NAMESPACE, TARGET = "bench", 0.8
 TIER = {"preemption-toleration.dev/tier": "guaranteed-10min"}
 CLASSES: list[tuple[str, int, dict[str, str], dict[str, str]]] = [
-    ("critical", 10000, {}, {}), ("high", 9000, {}, {}), ("low", 8000, {}, {}),
+    ("critical", 10000, {}, {}),
+    ("high", 9000, {}, {}),
+    ("low", 8000, {}, {}),
     ("low-non-preempted", 8000, {}, {MIN: "10000", TOL: "-1"}),
     ("batch-non-preempted", 8000, {}, {MIN: "10000", TOL: "-1"}),
-    ("batch-training", 8000, TIER, {MIN: "10000", TOL: "600"}), ("batch-eval", 8000, TIER, {MIN: "10000", TOL: "600"})]
+    ("batch-training", 8000, TIER, {MIN: "10000", TOL: "600"}),
+    ("batch-eval", 8000, TIER, {MIN: "10000", TOL: "600"}),
+]
 POLICIES: list[tuple[str, dict[str, Any], int]] = [  # name, target, tolerationSeconds
     ("low-non-preempted", {"priorityClassName": "low-non-preempted"}, -1),
     ("batch-non-preempted", {"priorityClassName": "batch-non-preempted"}, -1),
-    ("guaranteed-10min", {"priorityClassSelector": {"matchLabels": TIER}}, 600)]
+    ("guaranteed-10min", {"priorityClassSelector": {"matchLabels": TIER}}, 600),
+]
 # (key, path): the brief's numbering
-ENDPOINTS = [("validate-priorityclass", "/validate/priorityclasses"), ("guard-user-delete", "/guard/pods"),
-             ("guard-kubelet-status", "/guard/pods"), ("guard-scheduler-delete", "/guard/pods"),
-             ("mutate-priorityclass", "/mutate/priorityclasses"),
-             ("validate-policy", "/validate/preemptiontolerationpolicies")]
+ENDPOINTS = [
+    ("validate-priorityclass", "/validate/priorityclasses"),
+    ("guard-user-delete", "/guard/pods"),
+    ("guard-kubelet-status", "/guard/pods"),
+    ("guard-scheduler-delete", "/guard/pods"),
+    ("mutate-priorityclass", "/mutate/priorityclasses"),
+    ("validate-policy", "/validate/preemptiontolerationpolicies"),
+]
 ALICE = ("alice", ["system:masters", "system:authenticated"])
 SCHEDULER = ("system:kube-scheduler", ["system:authenticated"])
 
@@ -72,16 +81,29 @@ async def populate(api: ApiClient, pods: int) -> None:
     for node in nodes:
         await create_node(api, node, cpu="64", memory="256Gi", pods="110")
     for name, value, labels, notes in CLASSES:
-        await client.SchedulingV1Api(api).create_priority_class({"metadata": {
-            "name": name, "labels": labels, "annotations": notes}, "value": value})
+        await client.SchedulingV1Api(api).create_priority_class(
+            {"metadata": {"name": name, "labels": labels, "annotations": notes}, "value": value}
+        )
     for name, target, seconds in POLICIES:
-        await client.CustomObjectsApi(api).create_cluster_custom_object(GROUP, VERSION, PLURAL, {
-            "apiVersion": f"{GROUP}/{VERSION}", "kind": "PreemptionTolerationPolicy", "metadata": {"name": name},
-            "spec": {**target, "minimumPreemptablePriority": 10000, "tolerationSeconds": seconds}})
-    bodies = [realistic_pod(f"worker-{i}", node=nodes[i % len(nodes)], priority_class=CLASSES[2 + i % 5][0])
-              for i in range(pods)]
-    bodies += [realistic_pod("victim", node="node-1", priority_class="batch-training"),
-               realistic_pod("preemptor", node="node-1", priority_class="high", scheduler="bench-unscheduled")]
+        await client.CustomObjectsApi(api).create_cluster_custom_object(
+            GROUP,
+            VERSION,
+            PLURAL,
+            {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": "PreemptionTolerationPolicy",
+                "metadata": {"name": name},
+                "spec": {**target, "minimumPreemptablePriority": 10000, "tolerationSeconds": seconds},
+            },
+        )
+    bodies = [
+        realistic_pod(f"worker-{i}", node=nodes[i % len(nodes)], priority_class=CLASSES[2 + i % 5][0])
+        for i in range(pods)
+    ]
+    bodies += [
+        realistic_pod("victim", node="node-1", priority_class="batch-training"),
+        realistic_pod("preemptor", node="node-1", priority_class="high", scheduler="bench-unscheduled"),
+    ]
     core = client.CoreV1Api(api)
     await bounded(bodies, lambda body: core.create_namespaced_pod(NAMESPACE, body), 8)
     for _ in range(600):
@@ -92,26 +114,50 @@ async def populate(api: ApiClient, pods: int) -> None:
     else:
         raise SystemExit("the pods did not all run within 2 minutes")
     an_hour_ago = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    await core.patch_namespaced_pod_status("victim", NAMESPACE, {"status": {"conditions": [
-        {"type": "PodScheduled", "status": "True", "lastTransitionTime": an_hour_ago}]}},
-        _content_type="application/strategic-merge-patch+json")  # its 600 s of protection are over
+    await core.patch_namespaced_pod_status(
+        "victim",
+        NAMESPACE,
+        {"status": {"conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": an_hour_ago}]}},
+        _content_type="application/strategic-merge-patch+json",
+    )  # its 600 s of protection are over
 
 
 async def record(api: ApiClient) -> dict[str, dict[str, Any]]:
     """One AdmissionReview per endpoint, around objects as this API server returns them."""
     core, scheduling = client.CoreV1Api(api), client.SchedulingV1Api(api)
-    worker, node_pod, victim = [await raw(core.read_namespaced_pod(name, NAMESPACE, _preload_content=False))
-                                for name in ("worker-0", "worker-1", "victim")]
-    new_class = {"metadata": {"name": "nightly-research", "annotations": {MIN: "9000", TOL: "300"}},
-                 "value": 7000, "description": "Research jobs: 5 minutes before priority 9000 may preempt them."}
+    worker, node_pod, victim = [
+        await raw(core.read_namespaced_pod(name, NAMESPACE, _preload_content=False))
+        for name in ("worker-0", "worker-1", "victim")
+    ]
+    new_class = {
+        "metadata": {"name": "nightly-research", "annotations": {MIN: "9000", TOL: "300"}},
+        "value": 7000,
+        "description": "Research jobs: 5 minutes before priority 9000 may preempt them.",
+    }
     governed = {"metadata": {"name": "batch-finetune", "labels": TIER}, "value": 8000}
-    created = [await raw(scheduling.create_priority_class(body, dry_run="All", _preload_content=False))
-               for body in (new_class, governed)]
-    policy = await raw(client.CustomObjectsApi(api).create_cluster_custom_object(
-        GROUP, VERSION, PLURAL, {"apiVersion": f"{GROUP}/{VERSION}", "kind": "PreemptionTolerationPolicy",
-                                 "metadata": {"name": "nightly-research"}, "spec": {
-                                     "priorityClassName": "nightly-research", "minimumPreemptablePriority": 9000,
-                                     "tolerationSeconds": 300}}, dry_run="All", _preload_content=False))
+    created = [
+        await raw(scheduling.create_priority_class(body, dry_run="All", _preload_content=False))
+        for body in (new_class, governed)
+    ]
+    policy = await raw(
+        client.CustomObjectsApi(api).create_cluster_custom_object(
+            GROUP,
+            VERSION,
+            PLURAL,
+            {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": "PreemptionTolerationPolicy",
+                "metadata": {"name": "nightly-research"},
+                "spec": {
+                    "priorityClassName": "nightly-research",
+                    "minimumPreemptablePriority": 9000,
+                    "tolerationSeconds": 300,
+                },
+            },
+            dry_run="All",
+            _preload_content=False,
+        )
+    )
     protected = copy.deepcopy(victim)  # scheduled just now: refused iff the guard finds the preemptor
     for condition in protected["status"]["conditions"]:
         if condition["type"] == "PodScheduled":
@@ -127,31 +173,50 @@ async def record(api: ApiClient) -> dict[str, dict[str, Any]]:
     create = {"kind": "CreateOptions", "fieldManager": "kubectl-client-side-apply"}
     return {
         "validate-priorityclass": review("CREATE", pc, pc_r, ALICE, created[0], None, create),
-        "guard-user-delete": review("DELETE", pod, pod_r, ALICE, None, worker,
-                                    {"kind": "DeleteOptions", "propagationPolicy": "Background"}),
-        "guard-kubelet-status": review("UPDATE", pod, pod_r, ("system:node:node-1", ["system:nodes",
-                                       "system:authenticated"]), restarted, node_pod, {"kind": "UpdateOptions"},
-                                       "status"),
+        "guard-user-delete": review(
+            "DELETE", pod, pod_r, ALICE, None, worker, {"kind": "DeleteOptions", "propagationPolicy": "Background"}
+        ),
+        "guard-kubelet-status": review(
+            "UPDATE",
+            pod,
+            pod_r,
+            ("system:node:node-1", ["system:nodes", "system:authenticated"]),
+            restarted,
+            node_pod,
+            {"kind": "UpdateOptions"},
+            "status",
+        ),
         "guard-scheduler-delete": review("DELETE", pod, pod_r, SCHEDULER, None, victim, {"kind": "DeleteOptions"}),
         "probe-protected-victim": review("DELETE", pod, pod_r, SCHEDULER, None, protected, {"kind": "DeleteOptions"}),
         "mutate-priorityclass": review("CREATE", pc, pc_r, ALICE, created[1], None, create),
-        "validate-policy": review("CREATE", (GROUP, VERSION, "PreemptionTolerationPolicy"), (GROUP, VERSION, PLURAL),
-                                  ALICE, policy, None, create),
+        "validate-policy": review(
+            "CREATE",
+            (GROUP, VERSION, "PreemptionTolerationPolicy"),
+            (GROUP, VERSION, PLURAL),
+            ALICE,
+            policy,
+            None,
+            create,
+        ),
     }
 
 
-def benchmark(cluster: LocalCluster, bodies: dict[str, bytes], scratch: Path, rounds: int,
-              seconds: int) -> tuple[dict[str, str], dict[str, dict[str, list[Run]]]]:
+def benchmark(
+    cluster: LocalCluster, bodies: dict[str, bytes], scratch: Path, rounds: int, seconds: int
+) -> tuple[dict[str, str], dict[str, dict[str, list[Run]]]]:
     """Both servers on one CPU, wrk on another: (our decisions, runs by endpoint and server)."""
     cpus = sorted(os.sched_getaffinity(0))
     server_cpu, wrk_cpu = (cpus[0], cpus[1]) if len(cpus) >= 2 else (None, None)
     scripts = {key: post_script(body, scratch / key) for key, body in bodies.items()}
-    with ptol_webhook(cluster, cpu=server_cpu) as (ours, ours_pid), \
-            bare_webhook(cluster.logs_dir / "bare-webhook.log", cpu=server_cpu) as (bare, bare_pid):
+    with (
+        ptol_webhook(cluster, cpu=server_cpu) as (ours, ours_pid),
+        bare_webhook(cluster.logs_dir / "bare-webhook.log", cpu=server_cpu) as (bare, bare_pid),
+    ):
         servers = {"bare": (bare, bare_pid), "ours": (ours, ours_pid)}
         if not decision(ours, "/guard/pods", bodies["probe-protected-victim"]).startswith("denied"):
-            raise SystemExit("the guard did not infer the pending preemptor: the scheduler DELETE would not "
-                             "measure what it should")
+            raise SystemExit(
+                "the guard did not infer the pending preemptor: the scheduler DELETE would not measure what it should"
+            )
         decisions = {key: decision(ours, path, bodies[key]) for key, path in ENDPOINTS}
         for key, path in ENDPOINTS:
             decision(bare, path, bodies[key])
@@ -166,35 +231,64 @@ def benchmark(cluster: LocalCluster, bodies: dict[str, bytes], scratch: Path, ro
     return decisions, runs
 
 
-def report(bodies: dict[str, bytes], decisions: dict[str, str],
-           runs: dict[str, dict[str, list[Run]]]) -> list[dict[str, Any]]:
+def report(
+    bodies: dict[str, bytes], decisions: dict[str, str], runs: dict[str, dict[str, list[Run]]]
+) -> list[dict[str, Any]]:
     """Print the table; its rows, with every run."""
+
     def paired_ratio(key: str, field: str) -> float:
         """The median over rounds of ours / bare, each round's two runs taken back to back."""
-        return round(statistics.median(float(getattr(o, field)) / float(getattr(b, field))
-                                       for o, b in zip(runs[key]["ours"], runs[key]["bare"], strict=True)), 3)
+        return round(
+            statistics.median(
+                float(getattr(o, field)) / float(getattr(b, field))
+                for o, b in zip(runs[key]["ours"], runs[key]["bare"], strict=True)
+            ),
+            3,
+        )
 
     rows: list[dict[str, Any]] = []
-    print(f"{'endpoint':<23} {'body KB':>7} {'bare req/s':>10} {'ours req/s':>10} {'ratio':>6} {'CPU ratio':>9}  "
-          f"{'bare p50/p99 ms':>15}  {'ours p50/p99 ms':>15}  ours decision")
+    print(
+        f"{'endpoint':<23} {'body KB':>7} {'bare req/s':>10} {'ours req/s':>10} {'ratio':>6} {'CPU ratio':>9}  "
+        f"{'bare p50/p99 ms':>15}  {'ours p50/p99 ms':>15}  ours decision"
+    )
     for key, path in ENDPOINTS:
-        figures = {name: {field: round(statistics.median(getattr(run, field) for run in runs[key][name]), 3)
-                          for field in ("requests_per_s", "requests_per_cpu_s", "p50_ms", "p99_ms")}
-                   for name in ("bare", "ours")}
+        figures = {
+            name: {
+                field: round(statistics.median(getattr(run, field) for run in runs[key][name]), 3)
+                for field in ("requests_per_s", "requests_per_cpu_s", "p50_ms", "p99_ms")
+            }
+            for name in ("bare", "ours")
+        }
         ratio, cpu_ratio = paired_ratio(key, "requests_per_s"), paired_ratio(key, "requests_per_cpu_s")
-        rows.append({"endpoint": key, "path": path, "body_bytes": len(bodies[key]), "decision": decisions[key],
-                     **figures, "ratio": ratio, "cpu_ratio": cpu_ratio, "meets_target": ratio >= TARGET,
-                     "runs": {name: [asdict(run) for run in runs[key][name]] for name in ("bare", "ours")}})
+        rows.append(
+            {
+                "endpoint": key,
+                "path": path,
+                "body_bytes": len(bodies[key]),
+                "decision": decisions[key],
+                **figures,
+                "ratio": ratio,
+                "cpu_ratio": cpu_ratio,
+                "meets_target": ratio >= TARGET,
+                "runs": {name: [asdict(run) for run in runs[key][name]] for name in ("bare", "ours")},
+            }
+        )
         bare, ours = figures["bare"], figures["ours"]
-        print(f"{key:<23} {len(bodies[key]) / 1024:>7.1f} {bare['requests_per_s']:>10.0f} "
-              f"{ours['requests_per_s']:>10.0f} {ratio:>5.2f}x {cpu_ratio:>8.2f}x  "
-              f"{bare['p50_ms']:>7.2f}/{bare['p99_ms']:<7.2f}  {ours['p50_ms']:>7.2f}/{ours['p99_ms']:<7.2f}  "
-              f"{decisions[key]}")
+        print(
+            f"{key:<23} {len(bodies[key]) / 1024:>7.1f} {bare['requests_per_s']:>10.0f} "
+            f"{ours['requests_per_s']:>10.0f} {ratio:>5.2f}x {cpu_ratio:>8.2f}x  "
+            f"{bare['p50_ms']:>7.2f}/{bare['p99_ms']:<7.2f}  {ours['p50_ms']:>7.2f}/{ours['p99_ms']:<7.2f}  "
+            f"{decisions[key]}"
+        )
     print("ratio: median over rounds of ours/bare requests/s; CPU ratio: the same per CPU-second of the server")
     failed = [row["endpoint"] for row in rows if not row["meets_target"]]
     print(f"target ours >= {TARGET}x bare on every endpoint: {'missed on ' + ', '.join(failed) if failed else 'met'}")
-    errors = sum(run.socket_errors + run.non_2xx for by_server in runs.values() for server_runs in by_server.values()
-                 for run in server_runs)
+    errors = sum(
+        run.socket_errors + run.non_2xx
+        for by_server in runs.values()
+        for server_runs in by_server.values()
+        for run in server_runs
+    )
     if errors:
         print(f"wrk counted {errors} socket errors or non-2xx answers (see runs in the JSON)")
     return rows
@@ -207,8 +301,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, help="seconds per wrk run (default 3)")
     parser.add_argument("--pods", type=int, help="bound pods in the cluster (default 100)")
     parser.add_argument("--dir", help="keep the cluster's directory (logs) here instead of a temporary one")
-    parser.add_argument("--save-as", default="webhook_throughput", metavar="NAME",
-                        help="save to results/NAME.json (default %(default)s)")
+    parser.add_argument(
+        "--save-as",
+        default="webhook_throughput",
+        metavar="NAME",
+        help="save to results/NAME.json (default %(default)s)",
+    )
     args = parser.parse_args()
     rounds, seconds = args.rounds or (1 if args.quick else 5), args.seconds or (2 if args.quick else 3)
     pods = args.pods or (20 if args.quick else 100)
@@ -228,9 +326,21 @@ def main() -> None:
     rows = report(bodies, decisions, runs)
     if problems:
         print(f"ptol webhook logged {len(problems)} warnings/errors, e.g.: {problems[0][:300]}")
-    path = save_results(args.save_as, {
-        "settings": {"rounds": rounds, "seconds": seconds, "connections": CONNECTIONS, "wrk_threads": 1,
-                     "pods": pods, "target_ratio": TARGET}, "rows": rows, "webhook_log_problems": problems[:20]})
+    path = save_results(
+        args.save_as,
+        {
+            "settings": {
+                "rounds": rounds,
+                "seconds": seconds,
+                "connections": CONNECTIONS,
+                "wrk_threads": 1,
+                "pods": pods,
+                "target_ratio": TARGET,
+            },
+            "rows": rows,
+            "webhook_log_problems": problems[:20],
+        },
+    )
     print(f"saved to {shown(path)}")
 
 

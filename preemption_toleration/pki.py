@@ -29,13 +29,20 @@ class CertKeyPair:
     key_pem: bytes
 
 
-
 def _key_usage(*, ca: bool) -> x509.KeyUsage:
     """Signing for every certificate (ECDSA keys); signing certificates and CRLs for the CA only."""
     return x509.KeyUsage(
-        digital_signature=True, content_commitment=False, key_encipherment=False, data_encipherment=False,
-        key_agreement=False, key_cert_sign=ca, crl_sign=ca, encipher_only=False, decipher_only=False,
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=ca,
+        crl_sign=ca,
+        encipher_only=False,
+        decipher_only=False,
     )
+
 
 def generate_private_key_pem() -> bytes:
     """A fresh EC P-256 private key as unencrypted PKCS#8 PEM (e.g. a service-account signing key)."""
@@ -45,14 +52,10 @@ def generate_private_key_pem() -> bytes:
 def public_key_pem(private_key_pem: bytes) -> bytes:
     """The SubjectPublicKeyInfo PEM of a PEM private key."""
     key = serialization.load_pem_private_key(private_key_pem, password=None)
-    return key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
+    return key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
 
 
-def generate_ca(
-    common_name: str = "preemption-toleration-ca", *, valid_days: int = DEFAULT_VALID_DAYS
-) -> CertKeyPair:
+def generate_ca(common_name: str = "preemption-toleration-ca", *, valid_days: int = DEFAULT_VALID_DAYS) -> CertKeyPair:
     """A self-signed CA certificate that may sign leaf certificates (path length 0)."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
@@ -152,9 +155,7 @@ def _issue(
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(_key_usage(ca=False), critical=True)
         .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-        )
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
     )
     if sans:
         builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)

@@ -116,7 +116,9 @@ def allow(uid: str, warnings: Sequence[str] = (), patch: Sequence[dict[str, Any]
     )
 
 
-def deny(uid: str, code: int, message: str, reason: str | None = None, warnings: Sequence[str] = ()) -> AdmissionResponse:
+def deny(
+    uid: str, code: int, message: str, reason: str | None = None, warnings: Sequence[str] = ()
+) -> AdmissionResponse:
     return AdmissionResponse(
         uid=uid,
         allowed=False,

@@ -42,8 +42,7 @@ class ExtenderPreemptionArgs(_GoWire):
 
     pod: dict[str, Any] = Field(alias="Pod")
     node_name_to_victims: dict[str, Victims | None] | None = Field(alias="NodeNameToVictims", default=None)
-    node_name_to_meta_victims: dict[str, MetaVictims | None] | None = Field(alias="NodeNameToMetaVictims",
-                                                                           default=None)
+    node_name_to_meta_victims: dict[str, MetaVictims | None] | None = Field(alias="NodeNameToMetaVictims", default=None)
 
     @field_validator("pod")
     @classmethod

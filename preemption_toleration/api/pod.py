@@ -81,8 +81,13 @@ class ObjectWithMetadata(_Read):
 
 
 # pydantic's wording for the error types a JSON field can give, in the API's terms
-_EXPECTED = {"model_type": "should be an object", "dict_type": "should be an object", "list_type": "should be a list",
-             "int_type": "should be an integer", "string_type": "should be a string"}
+_EXPECTED = {
+    "model_type": "should be an object",
+    "dict_type": "should be an object",
+    "list_type": "should be a list",
+    "int_type": "should be an integer",
+    "string_type": "should be a string",
+}
 
 
 def _first_problem(model: type[BaseModel], value: Any, where: str) -> str | None:

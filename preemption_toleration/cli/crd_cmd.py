@@ -8,9 +8,7 @@ from preemption_toleration.api.crd import crd_yaml
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "crd", help="print the PreemptionTolerationPolicy CRD (kubectl apply -f -)"
-    )
+    parser = subparsers.add_parser("crd", help="print the PreemptionTolerationPolicy CRD (kubectl apply -f -)")
     parser.set_defaults(handler=run)
 
 

@@ -13,17 +13,27 @@ from preemption_toleration.cli.signals import run_until_signalled
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "demo", help="play the two use cases with the real kube-scheduler on a local control plane",
+        "demo",
+        help="play the two use cases with the real kube-scheduler on a local control plane",
         description="Start a local control plane and `ptol run`, apply the classes and policies of the two use "
         "cases, and show what the real kube-scheduler may and may not preempt. Needs root the first time "
-        "(it installs and builds the control plane, ~7 minutes).")
+        "(it installs and builds the control plane, ~7 minutes).",
+    )
     parser.add_argument("--dir", default=".demo-cluster", help="the cluster's directory (default .demo-cluster)")
     parser.add_argument("--once", action="store_true", help="stop everything and exit when done")
-    parser.add_argument("--guarantee-seconds", type=positive_integer, default=20,
-                        help="guaranteed running time of the demo's time-limited class (default 20)")
-    parser.add_argument("--samples", default="config/samples", metavar="DIR",
-                        help="apply the PriorityClasses and policies in this directory's manifests first "
-                        "(default config/samples; skipped when it does not exist)")
+    parser.add_argument(
+        "--guarantee-seconds",
+        type=positive_integer,
+        default=20,
+        help="guaranteed running time of the demo's time-limited class (default 20)",
+    )
+    parser.add_argument(
+        "--samples",
+        default="config/samples",
+        metavar="DIR",
+        help="apply the PriorityClasses and policies in this directory's manifests first "
+        "(default config/samples; skipped when it does not exist)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -34,8 +44,12 @@ def _say(text: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from preemption_toleration.demo.runner import Demo, DemoSettings, StepFailed
 
-    settings = DemoSettings(Path(args.dir).resolve(), once=args.once, guarantee_seconds=args.guarantee_seconds,
-                            samples=Path(args.samples).resolve())
+    settings = DemoSettings(
+        Path(args.dir).resolve(),
+        once=args.once,
+        guarantee_seconds=args.guarantee_seconds,
+        samples=Path(args.samples).resolve(),
+    )
     outcome = {"code": 0}
 
     async def main(stop: asyncio.Event) -> None:
@@ -54,9 +68,11 @@ def run(args: argparse.Namespace) -> int:
             if not settings.once:
                 keep = True
                 kubectl = demo.cluster.toolchain.kubectl
-                _say(f"\nThe cluster stays up. Try:\n  export KUBECONFIG={demo.cluster.kubeconfig}\n"
-                     f"  {kubectl} get ptp\n  {kubectl} get pods -n demo\n"
-                     "Press Ctrl-C to stop everything.")
+                _say(
+                    f"\nThe cluster stays up. Try:\n  export KUBECONFIG={demo.cluster.kubeconfig}\n"
+                    f"  {kubectl} get ptp\n  {kubectl} get pods -n demo\n"
+                    "Press Ctrl-C to stop everything."
+                )
                 await stopped
                 keep = False
         except StepFailed as failure:

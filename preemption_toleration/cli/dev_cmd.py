@@ -22,9 +22,7 @@ DEFAULT_DIR = ".cluster"
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dev = subparsers.add_parser("dev", help="developer tools")
     dev_sub = dev.add_subparsers(dest="dev_command", metavar="COMMAND", required=True)
-    cluster = dev_sub.add_parser(
-        "cluster", help="a local etcd + kube-apiserver + kube-scheduler on loopback"
-    )
+    cluster = dev_sub.add_parser("cluster", help="a local etcd + kube-apiserver + kube-scheduler on loopback")
     actions = cluster.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
 
     up = actions.add_parser("up", help="start a cluster in the background (builds it first if needed)")

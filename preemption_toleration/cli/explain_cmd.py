@@ -38,8 +38,9 @@ async def _governing_policy(api: Any, class_name: str) -> str | None:
             return None  # the CRD is not installed: only annotations
         raise
     classes = api.sanitize_for_serialization(await client.SchedulingV1Api(api).list_priority_class())
-    owners = plan([policy_view(p) for p in policies.get("items") or []],
-                  [class_view(c) for c in classes.get("items") or []]).owners
+    owners = plan(
+        [policy_view(p) for p in policies.get("items") or []], [class_view(c) for c in classes.get("items") or []]
+    ).owners
     return owners.get(class_name)
 
 
@@ -55,7 +56,8 @@ async def _explain(args: argparse.Namespace) -> dict[str, Any]:
         if args.kind == "pod":
             namespace, _, name = args.name.rpartition("/")
             pod = api.sanitize_for_serialization(
-                await client.CoreV1Api(api).read_namespaced_pod(name, namespace or "default"))
+                await client.CoreV1Api(api).read_namespaced_pod(name, namespace or "default")
+            )
             class_name = (pod.get("spec") or {}).get("priorityClassName")
             priority_class = None
             if class_name:

@@ -38,13 +38,17 @@ def attach(directory: Path, kubeconfig: str | None) -> tuple[LocalCluster, str] 
     if not cluster.running_components():
         return f"--dev-cluster: no local control plane runs in {directory} (start one with `ptol dev cluster up`)"
     if cluster.tied_to_starter:
-        return (f"--dev-cluster: the control plane in {directory} belongs to the process that started it "
-                "(`ptol demo` or a test session), which configures its scheduler itself")
+        return (
+            f"--dev-cluster: the control plane in {directory} belongs to the process that started it "
+            "(`ptol demo` or a test session), which configures its scheduler itself"
+        )
     if kubeconfig is None:
         return cluster, str(cluster.kubeconfig)
     if kubeconfig_server(kubeconfig) != cluster.server:
-        return (f"--dev-cluster: the kubeconfig {kubeconfig} does not point at the control plane in {directory} "
-                f"({cluster.server}); drop --kubeconfig (KUBECONFIG) to use that cluster's own")
+        return (
+            f"--dev-cluster: the kubeconfig {kubeconfig} does not point at the control plane in {directory} "
+            f"({cluster.server}); drop --kubeconfig (KUBECONFIG) to use that cluster's own"
+        )
     return cluster, kubeconfig
 
 
@@ -61,8 +65,10 @@ async def registered_extender(kubeconfig: str) -> dict[str, Any]:
 async def use_extender(cluster: LocalCluster, kubeconfig: str) -> None:
     entry = await registered_extender(kubeconfig)
     await asyncio.to_thread(cluster.restart_scheduler, [entry])
-    logger.info("local kube-scheduler restarted with this process as its extender",
-                extra={"urlPrefix": entry["urlPrefix"], "config": str(cluster.directory / "scheduler-config.yaml")})
+    logger.info(
+        "local kube-scheduler restarted with this process as its extender",
+        extra={"urlPrefix": entry["urlPrefix"], "config": str(cluster.directory / "scheduler-config.yaml")},
+    )
 
 
 async def drop_extender(cluster: LocalCluster) -> None:

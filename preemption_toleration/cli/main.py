@@ -22,7 +22,17 @@ from preemption_toleration.cli import (
     webhook_cmd,
 )
 
-COMMAND_MODULES = [demo_cmd, validate_cmd, explain_cmd, crd_cmd, run_cmd, operator_cmd, webhook_cmd, manifests_cmd, dev_cmd]
+COMMAND_MODULES = [
+    demo_cmd,
+    validate_cmd,
+    explain_cmd,
+    crd_cmd,
+    run_cmd,
+    operator_cmd,
+    webhook_cmd,
+    manifests_cmd,
+    dev_cmd,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -42,23 +42,37 @@ def _dump(documents: Sequence[Any]) -> str:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "webhook-config", help="print the webhook configurations that call the in-cluster Service")
+        "webhook-config", help="print the webhook configurations that call the in-cluster Service"
+    )
     parser.add_argument("--namespace", default=DEFAULT_NAMESPACE, help=f"default {DEFAULT_NAMESPACE}")
     parser.add_argument("--service", default=DEFAULT_SERVICE, help=f"default {DEFAULT_SERVICE}")
-    parser.add_argument("--match-conditions", action="store_true",
-                        help="give the guard matchConditions, so that the API server sends it only requests that "
-                             "may be preemptions (Kubernetes >= 1.28; older versions refuse or drop the field)")
-    parser.add_argument("--match-conditions-patch", action="store_true",
-                        help="print only the guard's matchConditions, as the JSON 6902 patch of "
-                             "config/components/guard-match-conditions")
-    parser.add_argument("--preemptor-identity", action="append", dest="preemptor_identities", type=non_empty,
-                        metavar="USER", help="whose deletions are preemptions, for the matchConditions; repeatable "
-                                             f"(default {', '.join(DEFAULT_PREEMPTOR_IDENTITIES)})")
+    parser.add_argument(
+        "--match-conditions",
+        action="store_true",
+        help="give the guard matchConditions, so that the API server sends it only requests that "
+        "may be preemptions (Kubernetes >= 1.28; older versions refuse or drop the field)",
+    )
+    parser.add_argument(
+        "--match-conditions-patch",
+        action="store_true",
+        help="print only the guard's matchConditions, as the JSON 6902 patch of "
+        "config/components/guard-match-conditions",
+    )
+    parser.add_argument(
+        "--preemptor-identity",
+        action="append",
+        dest="preemptor_identities",
+        type=non_empty,
+        metavar="USER",
+        help="whose deletions are preemptions, for the matchConditions; repeatable "
+        f"(default {', '.join(DEFAULT_PREEMPTOR_IDENTITIES)})",
+    )
     parser.set_defaults(handler=run)
 
 
-def render(namespace: str = DEFAULT_NAMESPACE, service: str = DEFAULT_SERVICE,
-           match_identities: Collection[str] | None = None) -> str:
+def render(
+    namespace: str = DEFAULT_NAMESPACE, service: str = DEFAULT_SERVICE, match_identities: Collection[str] | None = None
+) -> str:
     """The configurations; with `match_identities`, the guard's matchConditions built from them."""
     return HEADER + _dump(service_manifests(namespace, service, guard_match_identities=match_identities))
 
@@ -76,8 +90,10 @@ def run(args: argparse.Namespace) -> int:
     elif args.match_conditions:
         print(render(args.namespace, args.service, identities), end="")
     elif args.preemptor_identities:
-        print("ptol webhook-config: error: --preemptor-identity goes with --match-conditions or "
-              "--match-conditions-patch", file=sys.stderr)
+        print(
+            "ptol webhook-config: error: --preemptor-identity goes with --match-conditions or --match-conditions-patch",
+            file=sys.stderr,
+        )
         return 2
     else:
         print(render(args.namespace, args.service), end="")

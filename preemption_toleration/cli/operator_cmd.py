@@ -21,11 +21,22 @@ from preemption_toleration.logs import configure_logging
 
 def add_operator_arguments(parser: argparse.ArgumentParser) -> None:
     """The operator's options other than --kubeconfig (shared with `ptol run`)."""
-    env_option(parser, "--resync-seconds", env="PTOL_RESYNC_SECONDS", default="60", type=resync_seconds,
-               help="how often everything is re-checked and failed writes retried")
-    env_option(parser, "--metrics", env="PTOL_OPERATOR_METRICS", type=host_and_port, metavar="HOST:PORT",
-               help="serve the operator's Prometheus metrics on http://HOST:PORT/metrics, e.g. 0.0.0.0:8081; "
-               "default: off")
+    env_option(
+        parser,
+        "--resync-seconds",
+        env="PTOL_RESYNC_SECONDS",
+        default="60",
+        type=resync_seconds,
+        help="how often everything is re-checked and failed writes retried",
+    )
+    env_option(
+        parser,
+        "--metrics",
+        env="PTOL_OPERATOR_METRICS",
+        type=host_and_port,
+        metavar="HOST:PORT",
+        help="serve the operator's Prometheus metrics on http://HOST:PORT/metrics, e.g. 0.0.0.0:8081; default: off",
+    )
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,17 +47,39 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "it governs. Each flag has an environment-variable equivalent, shown in brackets.",
     )
     add_kubeconfig_argument(parser)
-    env_option(parser, "--peering", env="PTOL_PEERING", type=non_empty, metavar="NAME",
-               help="kopf peering name for running several replicas, one active; default: standalone (run "
-               "one replica only)")
-    env_option(parser, "--priority", env="PTOL_PEERING_PRIORITY", type=peering_priority,
-               help="peering priority, unique per replica: the highest one is active; replicas with equal "
-               "priorities all pause, so the default is a random one")
+    env_option(
+        parser,
+        "--peering",
+        env="PTOL_PEERING",
+        type=non_empty,
+        metavar="NAME",
+        help="kopf peering name for running several replicas, one active; default: standalone (run one replica only)",
+    )
+    env_option(
+        parser,
+        "--priority",
+        env="PTOL_PEERING_PRIORITY",
+        type=peering_priority,
+        help="peering priority, unique per replica: the highest one is active; replicas with equal "
+        "priorities all pause, so the default is a random one",
+    )
     add_operator_arguments(parser)
-    env_option(parser, "--field-manager", env="PTOL_FIELD_MANAGER", default=FIELD_MANAGER, type=non_empty,
-               help="server-side apply field manager")
-    env_option(parser, "--liveness", env="PTOL_OPERATOR_LIVENESS", type=url("http"), metavar="URL",
-               help="kopf liveness endpoint, e.g. http://0.0.0.0:8080/healthz; default: off")
+    env_option(
+        parser,
+        "--field-manager",
+        env="PTOL_FIELD_MANAGER",
+        default=FIELD_MANAGER,
+        type=non_empty,
+        help="server-side apply field manager",
+    )
+    env_option(
+        parser,
+        "--liveness",
+        env="PTOL_OPERATOR_LIVENESS",
+        type=url("http"),
+        metavar="URL",
+        help="kopf liveness endpoint, e.g. http://0.0.0.0:8080/healthz; default: off",
+    )
     add_logging_arguments(parser)
     parser.set_defaults(handler=run)
 
@@ -63,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.priority is not None:
         config.peering_priority = args.priority
-    asyncio.run(run_operator(config, peering_name=args.peering, liveness_endpoint=args.liveness,
-                             metrics_address=args.metrics))
+    asyncio.run(
+        run_operator(config, peering_name=args.peering, liveness_endpoint=args.liveness, metrics_address=args.metrics)
+    )
     return 0

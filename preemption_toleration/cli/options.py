@@ -44,8 +44,9 @@ def env_option(
     choices = getattr(type, "choices", None)
     if metavar is None and choices:
         metavar = "{" + ",".join(choices) + "}"
-    action = parser.add_argument(flag, default=value, type=_naming_source(type), metavar=metavar,
-                                 help=f"{help} [{env}]{shown_default}")
+    action = parser.add_argument(
+        flag, default=value, type=_naming_source(type), metavar=metavar, help=f"{help} [{env}]{shown_default}"
+    )
     setattr(action, ENV_ATTRIBUTE, env)
     return action
 
@@ -61,16 +62,27 @@ def env_list_option(
 ) -> argparse.Action:
     """A repeatable flag of non-empty strings; `$env` holds a comma-separated list, which flags replace."""
     items = [item.strip() for item in os.environ.get(env, "").split(",") if item.strip()]
-    action = parser.add_argument(flag, action=_AppendReplacingEnvironment, dest=dest, default=items or None,
-                                 type=_naming_source(non_empty), metavar=metavar,
-                                 help=f"{help}; repeatable [{env}, comma-separated]")
+    action = parser.add_argument(
+        flag,
+        action=_AppendReplacingEnvironment,
+        dest=dest,
+        default=items or None,
+        type=_naming_source(non_empty),
+        metavar=metavar,
+        help=f"{help}; repeatable [{env}, comma-separated]",
+    )
     setattr(action, ENV_ATTRIBUTE, env)
     return action
 
 
 class _AppendReplacingEnvironment(argparse.Action):
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
         current = getattr(namespace, self.dest, None)
         if current is None or current is self.default:  # the first flag replaces the variable's list
             current = []
@@ -92,6 +104,7 @@ def _naming_source(convert: Callable[[str], Any]) -> Callable[[str], Any]:
 
 
 # Value types: each returns the converted value or raises ArgumentTypeError with the reason.
+
 
 def port_number(value: str) -> int:
     if not re.fullmatch(r"\d{1,5}", value.strip()) or int(value) > 65535:
@@ -155,11 +168,14 @@ def url(*schemes: str) -> Callable[[str], str]:
         try:
             parts.port  # noqa: B018 - raises ValueError for a port out of range
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{value!r} has a port that is not a number from 0 to 65535 "
-                                             "(an IPv6 address goes in brackets: http://[::1]:8080/)") from None
+            raise argparse.ArgumentTypeError(
+                f"{value!r} has a port that is not a number from 0 to 65535 "
+                "(an IPv6 address goes in brackets: http://[::1]:8080/)"
+            ) from None
         if parts.scheme not in schemes or not parts.hostname:
             raise argparse.ArgumentTypeError(
-                f"{value!r} is not a URL starting with {' or '.join(s + '://' for s in schemes)} and a host")
+                f"{value!r} is not a URL starting with {' or '.join(s + '://' for s in schemes)} and a host"
+            )
         return str(value)
 
     checked_url.__name__ = "url"
@@ -171,8 +187,11 @@ _DNS_LABEL = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
 
 def namespaced_name(value: str) -> str:
     namespace, separator, name = value.partition("/")
-    if not separator or not re.fullmatch(_DNS_LABEL, namespace) or not re.fullmatch(
-            rf"{_DNS_LABEL}(\.{_DNS_LABEL})*", name):
+    if (
+        not separator
+        or not re.fullmatch(_DNS_LABEL, namespace)
+        or not re.fullmatch(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*", name)
+    ):
         raise argparse.ArgumentTypeError(f"{value!r} is not NAMESPACE/NAME (e.g. preemption-toleration/webhook-tls)")
     return str(value)
 
@@ -199,15 +218,26 @@ log_level.choices = LOG_LEVELS  # type: ignore[attr-defined]
 
 
 def add_logging_arguments(parser: argparse.ArgumentParser) -> None:
-    env_option(parser, "--log-format", env="PTOL_LOG_FORMAT", default="text",
-               type=choice(*LOG_FORMATS, ignore_case=True), help="log lines as key=value text or as JSON objects")
-    env_option(parser, "--log-level", env="PTOL_LOG_LEVEL", default="INFO", type=log_level,
-               help="the lowest level logged")
+    env_option(
+        parser,
+        "--log-format",
+        env="PTOL_LOG_FORMAT",
+        default="text",
+        type=choice(*LOG_FORMATS, ignore_case=True),
+        help="log lines as key=value text or as JSON objects",
+    )
+    env_option(
+        parser, "--log-level", env="PTOL_LOG_LEVEL", default="INFO", type=log_level, help="the lowest level logged"
+    )
 
 
 def add_kubeconfig_argument(parser: argparse.ArgumentParser) -> None:
-    env_option(parser, "--kubeconfig", env="KUBECONFIG",
-               help="kubeconfig file; default: ~/.kube/config, else the in-cluster service account")
+    env_option(
+        parser,
+        "--kubeconfig",
+        env="KUBECONFIG",
+        help="kubeconfig file; default: ~/.kube/config, else the in-cluster service account",
+    )
 
 
 def env_vars_of(parser: argparse.ArgumentParser) -> dict[str, str]:
@@ -222,5 +252,8 @@ def env_vars_of(parser: argparse.ArgumentParser) -> dict[str, str]:
 
 def options_of(parser: argparse.ArgumentParser) -> Sequence[str]:
     """The long option strings of `parser`, except --help."""
-    return [action.option_strings[-1] for action in parser._actions
-            if action.option_strings and action.option_strings[-1] != "--help"]
+    return [
+        action.option_strings[-1]
+        for action in parser._actions
+        if action.option_strings and action.option_strings[-1] != "--help"
+    ]

@@ -21,15 +21,23 @@ from preemption_toleration.cli.webhook_cmd import (
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "run", help="run the operator and the webhooks in one process (local control plane)",
+        "run",
+        help="run the operator and the webhooks in one process (local control plane)",
         description="Run the operator and the webhook server in one process and register webhook "
         "configurations that call it on this machine (removed on exit). For a real cluster, install the "
-        "manifests under config/ instead.")
+        "manifests under config/ instead.",
+    )
     add_webhook_arguments(parser, host="127.0.0.1", port="0", shutdown_delay="0")  # unregistered first
     add_operator_arguments(parser)
-    env_option(parser, "--dev-cluster", env="PTOL_DEV_CLUSTER", type=non_empty, metavar="DIR",
-               help="the local control plane of `ptol dev cluster up --dir DIR`: use its kubeconfig, and restart "
-               "its kube-scheduler with this process as its extender (restored on exit)")
+    env_option(
+        parser,
+        "--dev-cluster",
+        env="PTOL_DEV_CLUSTER",
+        type=non_empty,
+        metavar="DIR",
+        help="the local control plane of `ptol dev cluster up --dir DIR`: use its kubeconfig, and restart "
+        "its kube-scheduler with this process as its extender (restored on exit)",
+    )
     add_logging_arguments(parser)
     parser.set_defaults(handler=run)
 
@@ -69,8 +77,9 @@ async def run_all(args: argparse.Namespace, stop: asyncio.Event, local: LocalClu
             raise result
 
 
-async def _configure_scheduler(local: LocalCluster | None, kubeconfig: str, webhook_ready: asyncio.Event,
-                               stop: asyncio.Event) -> None:
+async def _configure_scheduler(
+    local: LocalCluster | None, kubeconfig: str, webhook_ready: asyncio.Event, stop: asyncio.Event
+) -> None:
     """With --dev-cluster: once the webhooks are registered, the local scheduler uses our extender until
     we stop; then it is restarted without it. The entry is ignorable, so a call in between, to a closed
     port, only leaves the scheduler's own choice."""
@@ -101,8 +110,11 @@ def run(args: argparse.Namespace) -> int:
         from preemption_toleration.cli.local_scheduler import attach
 
         if args.guard == "off":
-            print("ptol run: error: --dev-cluster needs the guard (--guard enforce or audit): its server is the "
-                  "scheduler's extender", file=sys.stderr)
+            print(
+                "ptol run: error: --dev-cluster needs the guard (--guard enforce or audit): its server is the "
+                "scheduler's extender",
+                file=sys.stderr,
+            )
             return 2
 
         attached = attach(Path(args.dev_cluster), args.kubeconfig)

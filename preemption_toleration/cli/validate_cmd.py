@@ -30,9 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="PATH",
         help="a file, a directory (searched recursively for .yaml, .yml and .json) or '-' for stdin; repeatable",
     )
-    parser.add_argument(
-        "--warnings-as-errors", action="store_true", help="exit 1 on warnings too"
-    )
+    parser.add_argument("--warnings-as-errors", action="store_true", help="exit 1 on warnings too")
     parser.set_defaults(handler=run)
 
 

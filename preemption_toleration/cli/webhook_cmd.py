@@ -32,46 +32,115 @@ if TYPE_CHECKING:
 GUARD_MODES = ("enforce", "audit", "off")
 
 
-def add_webhook_arguments(parser: argparse.ArgumentParser, *, host: str = "0.0.0.0", port: str = "8443",
-                          shutdown_delay: str = "5") -> None:
+def add_webhook_arguments(
+    parser: argparse.ArgumentParser, *, host: str = "0.0.0.0", port: str = "8443", shutdown_delay: str = "5"
+) -> None:
     add_kubeconfig_argument(parser)
     env_option(parser, "--host", env="PTOL_WEBHOOK_HOST", default=host, type=non_empty, help="address to listen on")
-    env_option(parser, "--port", env="PTOL_WEBHOOK_PORT", default=port, type=port_number,
-               help="HTTPS port; 0 picks a free one")
-    env_list_option(parser, "--operator-identity", env="PTOL_OPERATOR_IDENTITIES", dest="operator_identities", metavar="USER",
-                    help="user whose changes to managed annotations are allowed (the operator; default "
-                    f"{AdmissionConfig().operator_identities[0]})")
-    env_option(parser, "--max-body-bytes", env="PTOL_MAX_BODY_BYTES", default=str(DEFAULT_MAX_BODY_BYTES),
-               type=positive_integer, help="larger requests get a 400")
-    env_option(parser, "--list-page-size", env="PTOL_LIST_PAGE_SIZE", default=str(DEFAULT_PAGE_SIZE),
-               type=positive_integer, help="objects per page when the caches list pods, nodes, classes and policies")
-    env_option(parser, "--cache-staleness-seconds", env="PTOL_CACHE_STALENESS_SECONDS",
-               default=str(int(DEFAULT_STALE_AFTER_SECONDS)), type=positive_integer,
-               help="a cache whose watch is down and that has had no successful list or watch for this long "
-               "is too stale to decide from: /readyz and the decisions that read it answer 503")
-    env_option(parser, "--shutdown-delay-seconds", env="PTOL_SHUTDOWN_DELAY_SECONDS", default=shutdown_delay,
-               type=non_negative_integer,
-               help="on SIGTERM or SIGINT, drain this long before closing: /readyz answers 503 and each answer "
-               "closes its connection, until none is left")
-    env_option(parser, "--cert-file", env="PTOL_TLS_CERT_FILE", type=non_empty,
-               help="serving certificate (PEM), reloaded when it changes; needs --key-file; default: generate one")
+    env_option(
+        parser, "--port", env="PTOL_WEBHOOK_PORT", default=port, type=port_number, help="HTTPS port; 0 picks a free one"
+    )
+    env_list_option(
+        parser,
+        "--operator-identity",
+        env="PTOL_OPERATOR_IDENTITIES",
+        dest="operator_identities",
+        metavar="USER",
+        help="user whose changes to managed annotations are allowed (the operator; default "
+        f"{AdmissionConfig().operator_identities[0]})",
+    )
+    env_option(
+        parser,
+        "--max-body-bytes",
+        env="PTOL_MAX_BODY_BYTES",
+        default=str(DEFAULT_MAX_BODY_BYTES),
+        type=positive_integer,
+        help="larger requests get a 400",
+    )
+    env_option(
+        parser,
+        "--list-page-size",
+        env="PTOL_LIST_PAGE_SIZE",
+        default=str(DEFAULT_PAGE_SIZE),
+        type=positive_integer,
+        help="objects per page when the caches list pods, nodes, classes and policies",
+    )
+    env_option(
+        parser,
+        "--cache-staleness-seconds",
+        env="PTOL_CACHE_STALENESS_SECONDS",
+        default=str(int(DEFAULT_STALE_AFTER_SECONDS)),
+        type=positive_integer,
+        help="a cache whose watch is down and that has had no successful list or watch for this long "
+        "is too stale to decide from: /readyz and the decisions that read it answer 503",
+    )
+    env_option(
+        parser,
+        "--shutdown-delay-seconds",
+        env="PTOL_SHUTDOWN_DELAY_SECONDS",
+        default=shutdown_delay,
+        type=non_negative_integer,
+        help="on SIGTERM or SIGINT, drain this long before closing: /readyz answers 503 and each answer "
+        "closes its connection, until none is left",
+    )
+    env_option(
+        parser,
+        "--cert-file",
+        env="PTOL_TLS_CERT_FILE",
+        type=non_empty,
+        help="serving certificate (PEM), reloaded when it changes; needs --key-file; default: generate one",
+    )
     env_option(parser, "--key-file", env="PTOL_TLS_KEY_FILE", type=non_empty, help="its key (PEM)")
-    env_option(parser, "--ca-file", env="PTOL_TLS_CA_FILE", type=non_empty,
-               help="the CA certificate (PEM) that signed --cert-file: the caBundle of the configurations this "
-               "process registers (--register-url, ptol run)")
-    env_list_option(parser, "--dns-name", env="PTOL_WEBHOOK_DNS_NAMES", dest="dns_names", metavar="NAME",
-                    help="SAN of a generated certificate (default localhost)")
-    env_option(parser, "--guard", env="PTOL_GUARD", default="enforce", type=choice(*GUARD_MODES),
-               help="the eviction guard: refuse protected preemptions (enforce), only report them (audit), "
-               "or not serve it (off)")
-    env_list_option(parser, "--preemptor-identity", env="PTOL_PREEMPTOR_IDENTITIES", dest="preemptor_identities", metavar="USER",
-                    help="user whose pod deletions and DisruptionTarget marks are preemptions "
-                    "(default system:kube-scheduler)")
-    env_option(parser, "--tls-secret", env="PTOL_TLS_SECRET", type=namespaced_name, metavar="NAMESPACE/NAME",
-               help="self-managed TLS: keep the CA and serving certificate in this Secret, put the CA in our "
-               "webhook configurations' caBundle, renew before expiry")
-    env_option(parser, "--service", env="PTOL_WEBHOOK_SERVICE", default="preemption-toleration-webhook",
-               type=non_empty, help="the webhook's Service, whose DNS names the self-managed certificate covers")
+    env_option(
+        parser,
+        "--ca-file",
+        env="PTOL_TLS_CA_FILE",
+        type=non_empty,
+        help="the CA certificate (PEM) that signed --cert-file: the caBundle of the configurations this "
+        "process registers (--register-url, ptol run)",
+    )
+    env_list_option(
+        parser,
+        "--dns-name",
+        env="PTOL_WEBHOOK_DNS_NAMES",
+        dest="dns_names",
+        metavar="NAME",
+        help="SAN of a generated certificate (default localhost)",
+    )
+    env_option(
+        parser,
+        "--guard",
+        env="PTOL_GUARD",
+        default="enforce",
+        type=choice(*GUARD_MODES),
+        help="the eviction guard: refuse protected preemptions (enforce), only report them (audit), "
+        "or not serve it (off)",
+    )
+    env_list_option(
+        parser,
+        "--preemptor-identity",
+        env="PTOL_PREEMPTOR_IDENTITIES",
+        dest="preemptor_identities",
+        metavar="USER",
+        help="user whose pod deletions and DisruptionTarget marks are preemptions (default system:kube-scheduler)",
+    )
+    env_option(
+        parser,
+        "--tls-secret",
+        env="PTOL_TLS_SECRET",
+        type=namespaced_name,
+        metavar="NAMESPACE/NAME",
+        help="self-managed TLS: keep the CA and serving certificate in this Secret, put the CA in our "
+        "webhook configurations' caBundle, renew before expiry",
+    )
+    env_option(
+        parser,
+        "--service",
+        env="PTOL_WEBHOOK_SERVICE",
+        default="preemption-toleration-webhook",
+        type=non_empty,
+        help="the webhook's Service, whose DNS names the self-managed certificate covers",
+    )
 
 
 def tls_problem(args: argparse.Namespace, registers: bool = False) -> str | None:
@@ -80,25 +149,38 @@ def tls_problem(args: argparse.Namespace, registers: bool = False) -> str | None
     if bool(args.cert_file) != bool(args.key_file):
         return "--cert-file and --key-file go together (PTOL_TLS_CERT_FILE, PTOL_TLS_KEY_FILE)"
     if args.cert_file and args.tls_secret:
-        return ("choose one of --cert-file/--key-file and --tls-secret "
-                "(PTOL_TLS_CERT_FILE/PTOL_TLS_KEY_FILE, PTOL_TLS_SECRET)")
+        return (
+            "choose one of --cert-file/--key-file and --tls-secret "
+            "(PTOL_TLS_CERT_FILE/PTOL_TLS_KEY_FILE, PTOL_TLS_SECRET)"
+        )
     if getattr(args, "ca_file", None) and not args.cert_file:
         return "--ca-file (PTOL_TLS_CA_FILE) is the CA of --cert-file: give both, or neither"
     if registers and args.cert_file and not getattr(args, "ca_file", None):
-        return ("registering configurations with --cert-file needs the CA that signed it, for their caBundle: "
-                "add --ca-file (PTOL_TLS_CA_FILE)")
+        return (
+            "registering configurations with --cert-file needs the CA that signed it, for their caBundle: "
+            "add --ca-file (PTOL_TLS_CA_FILE)"
+        )
     return None
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("webhook", help="serve the admission webhooks",
-                                   description="Serve the validating and mutating admission webhooks over TLS, "
-                                   "with /healthz, /readyz and /metrics on the same port.")
+    parser = subparsers.add_parser(
+        "webhook",
+        help="serve the admission webhooks",
+        description="Serve the validating and mutating admission webhooks over TLS, "
+        "with /healthz, /readyz and /metrics on the same port.",
+    )
     add_webhook_arguments(parser)
     add_logging_arguments(parser)
-    env_option(parser, "--register-url", env="PTOL_REGISTER_URL", type=url("https"), metavar="URL",
-               help="register webhook configurations that call this URL (e.g. https://127.0.0.1:8443), removed "
-               "on exit; for a local control plane")
+    env_option(
+        parser,
+        "--register-url",
+        env="PTOL_REGISTER_URL",
+        type=url("https"),
+        metavar="URL",
+        help="register webhook configurations that call this URL (e.g. https://127.0.0.1:8443), removed "
+        "on exit; for a local control plane",
+    )
     parser.set_defaults(handler=run)
 
 

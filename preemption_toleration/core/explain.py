@@ -41,20 +41,23 @@ def explain_pod(
 
 def explain_class(priority_class: Mapping[str, Any], policy: str | None) -> dict[str, Any]:
     value = int(priority_class.get("value") or 0)
-    facts: dict[str, Any] = {"kind": "PriorityClass", "name": name_of(priority_class), "value": value,
-                             "policy": policy}
+    facts: dict[str, Any] = {"kind": "PriorityClass", "name": name_of(priority_class), "value": value, "policy": policy}
     try:
         parsed = parse_toleration_policy(priority_class)
     except PolicyParseError as error:
         facts.update(valid=False, reason=f"the toleration is ignored: {error}")
         return facts
-    facts.update(valid=True, minimumPreemptablePriority=parsed.minimum_preemptable_priority,
-                 tolerationSeconds=parsed.toleration_seconds)
+    facts.update(
+        valid=True,
+        minimumPreemptablePriority=parsed.minimum_preemptable_priority,
+        tolerationSeconds=parsed.toleration_seconds,
+    )
     if parsed.minimum_preemptable_priority <= value + 1 or parsed.toleration_seconds == 0:
         facts["protection"] = ProtectionKind.NONE.value
     else:
-        facts["protection"] = (ProtectionKind.FOREVER.value if parsed.toleration_seconds < 0
-                               else ProtectionKind.UNTIL.value)
+        facts["protection"] = (
+            ProtectionKind.FOREVER.value if parsed.toleration_seconds < 0 else ProtectionKind.UNTIL.value
+        )
         facts["refusedPriorities"] = {"from": value + 1, "to": parsed.minimum_preemptable_priority - 1}
     return facts
 
@@ -69,11 +72,17 @@ def render(facts: Mapping[str, Any]) -> str:
         if facts["protection"] == ProtectionKind.NONE.value:
             return f"{head} no toleration; every higher priority may preempt its pods."
         refused = facts["refusedPriorities"]
-        when = ("forever" if facts["protection"] == ProtectionKind.FOREVER.value
-                else f"for {facts['tolerationSeconds']} s after each pod is scheduled")
-        return (f"{head} its pods refuse preemptors of priority {refused['from']} to {refused['to']} {when}; "
-                f"priority {facts['minimumPreemptablePriority']} and above may preempt them at once.")
-    head = f"pod {facts['name']} (PriorityClass {facts['priorityClassName'] or '-'}, priority {facts['priority']}){source}:"
+        when = (
+            "forever"
+            if facts["protection"] == ProtectionKind.FOREVER.value
+            else f"for {facts['tolerationSeconds']} s after each pod is scheduled"
+        )
+        return (
+            f"{head} its pods refuse preemptors of priority {refused['from']} to {refused['to']} {when}; "
+            f"priority {facts['minimumPreemptablePriority']} and above may preempt them at once."
+        )
+    class_name = facts["priorityClassName"] or "-"
+    head = f"pod {facts['name']} (PriorityClass {class_name}, priority {facts['priority']}){source}:"
     kind = facts["protection"]
     if kind == ProtectionKind.NONE.value:
         return f"{head} not protected ({facts['reason']}); every priority {facts['mayPreemptNow']} may preempt it now."

@@ -51,10 +51,7 @@ class Protection:
         return self.kind is not ProtectionKind.NONE
 
     def refuses(self, preemptor_priority: int) -> bool:
-        return (
-            self.refuse_below is not None
-            and self.victim_priority < preemptor_priority < self.refuse_below
-        )
+        return self.refuse_below is not None and self.victim_priority < preemptor_priority < self.refuse_below
 
     def seconds_left(self, now: datetime) -> int | None:
         """Whole seconds (rounded up) until a time-limited protection ends; None otherwise."""
@@ -65,14 +62,10 @@ class Protection:
 
 
 def _from_nanoseconds(nanoseconds: int) -> datetime:
-    return GO_ZERO_TIME + timedelta(
-        microseconds=(nanoseconds - to_nanoseconds(GO_ZERO_TIME)) // 1000
-    )
+    return GO_ZERO_TIME + timedelta(microseconds=(nanoseconds - to_nanoseconds(GO_ZERO_TIME)) // 1000)
 
 
-def protection_of(
-    pod: Mapping[str, Any], priority_class: Mapping[str, Any] | None, now: datetime
-) -> Protection:
+def protection_of(pod: Mapping[str, Any], priority_class: Mapping[str, Any] | None, now: datetime) -> Protection:
     """The protection `pod` has at `now` under `priority_class` (the class its spec names).
 
     Raises PriorityClassNotFound when the pod names a class and `priority_class` is None.

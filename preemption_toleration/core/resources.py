@@ -22,11 +22,22 @@ EPHEMERAL_STORAGE = "ephemeral-storage"
 PODS = "pods"
 
 _SUFFIXES: dict[str, Fraction] = {
-    "": Fraction(1), "n": Fraction(1, 10**9), "u": Fraction(1, 10**6), "m": Fraction(1, 1000),
-    "k": Fraction(10**3), "M": Fraction(10**6), "G": Fraction(10**9), "T": Fraction(10**12),
-    "P": Fraction(10**15), "E": Fraction(10**18),
-    "Ki": Fraction(2**10), "Mi": Fraction(2**20), "Gi": Fraction(2**30), "Ti": Fraction(2**40),
-    "Pi": Fraction(2**50), "Ei": Fraction(2**60),
+    "": Fraction(1),
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 1000),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+    "Ki": Fraction(2**10),
+    "Mi": Fraction(2**20),
+    "Gi": Fraction(2**30),
+    "Ti": Fraction(2**40),
+    "Pi": Fraction(2**50),
+    "Ei": Fraction(2**60),
 }
 _QUANTITY = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:([eE][+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)")
 MAX_QUANTITY_LENGTH = 64
@@ -71,7 +82,7 @@ def _requests(container: Any) -> dict[str, int]:
     resources = container.get("resources") if isinstance(container, Mapping) else None
     requests = resources.get("requests") if isinstance(resources, Mapping) else None
     found: dict[str, int] = {}
-    for name, quantity in (requests.items() if isinstance(requests, Mapping) else ()):
+    for name, quantity in requests.items() if isinstance(requests, Mapping) else ():
         try:
             found[str(name)] = scaled(str(name), parse_quantity(quantity))
         except QuantityError:

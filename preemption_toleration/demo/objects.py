@@ -14,22 +14,32 @@ CLASSES = {"critical": 10000, "high": 9000, "low": 8000, "low-non-preempted": 80
 
 
 def priority_class(name: str, value: int) -> dict[str, Any]:
-    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name},
-            "value": value, "description": "preemption-toleration demo"}
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+        "description": "preemption-toleration demo",
+    }
 
 
 def policies(guarantee_seconds: int) -> list[dict[str, Any]]:
     def policy(name: str, seconds: int) -> dict[str, Any]:
-        return {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name},
-                "spec": {"priorityClassName": name, "minimumPreemptablePriority": 10000,
-                         "tolerationSeconds": seconds}}
+        return {
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "metadata": {"name": name},
+            "spec": {"priorityClassName": name, "minimumPreemptablePriority": 10000, "tolerationSeconds": seconds},
+        }
 
     return [policy("low-non-preempted", -1), policy("low-guaranteed", guarantee_seconds)]
 
 
 def pod(name: str, class_name: str, cpu: str = "2") -> dict[str, Any]:
     return {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NAMESPACE},
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NAMESPACE},
         "spec": {
             "priorityClassName": class_name,
             "nodeSelector": {"kubernetes.io/hostname": NODE},
@@ -56,9 +66,14 @@ def policy_row(policy: dict[str, Any]) -> list[str]:
     """NAME, TARGET, MINIMUM, TOLERATION, READY, REASON: what `kubectl get ptp` shows."""
     spec, status = policy.get("spec") or {}, policy.get("status") or {}
     ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
-    return [policy["metadata"]["name"], str(status.get("target") or "-"),
-            str(spec.get("minimumPreemptablePriority", "-")), str(spec.get("tolerationSeconds", "-")),
-            str(ready.get("status", "-")), str(ready.get("reason", "-"))]
+    return [
+        policy["metadata"]["name"],
+        str(status.get("target") or "-"),
+        str(spec.get("minimumPreemptablePriority", "-")),
+        str(spec.get("tolerationSeconds", "-")),
+        str(ready.get("status", "-")),
+        str(ready.get("reason", "-")),
+    ]
 
 
 def mistake() -> dict[str, Any]:
@@ -70,6 +85,8 @@ def mistake() -> dict[str, Any]:
 
 def render_table(headers: list[str], rows: list[list[str]]) -> str:
     widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows, strict=True)]
-    lines = ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-             for row in [headers, *rows]]
+    lines = [
+        "  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in [headers, *rows]
+    ]
     return "\n".join(lines)

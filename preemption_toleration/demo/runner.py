@@ -52,8 +52,7 @@ class DemoSettings:
     results: list[list[str]] = field(default_factory=list)
 
 
-async def _until(probe: Callable[[], Awaitable[Any]], check: Callable[[Any], bool], timeout: float,
-                 what: str) -> Any:
+async def _until(probe: Callable[[], Awaitable[Any]], check: Callable[[Any], bool], timeout: float, what: str) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         value = await probe()
@@ -69,8 +68,9 @@ class Demo:
         self.settings = settings
         self.say = say
         self.cluster = LocalCluster(settings.directory)
-        self.components = ComponentProcess("run", self.cluster.kubeconfig, self.cluster.logs_dir / "ptol-run.log",
-                                           "--resync-seconds", "5")
+        self.components = ComponentProcess(
+            "run", self.cluster.kubeconfig, self.cluster.logs_dir / "ptol-run.log", "--resync-seconds", "5"
+        )
         self.api: ApiClient | None = None
 
     @property
@@ -101,9 +101,11 @@ class Demo:
 
     def _extender_left_out(self, preemptor: str) -> list[str]:
         """The extender's log lines that left a node out for this preemptor."""
-        return [line for line in self.components.log().splitlines()
-                if "extender node decision" in line and f"{objects.NAMESPACE}/{preemptor}" in line
-                and '"dropped"' in line]
+        return [
+            line
+            for line in self.components.log().splitlines()
+            if "extender node decision" in line and f"{objects.NAMESPACE}/{preemptor}" in line and '"dropped"' in line
+        ]
 
     async def install_crd(self) -> None:
         assert self.api is not None
@@ -114,9 +116,12 @@ class Demo:
             if error.status != 409:
                 raise
         name = crd_manifest()["metadata"]["name"]
-        await _until(lambda: extensions.read_custom_resource_definition(name),
-                     lambda crd: any(c.type == "Established" and c.status == "True"
-                                     for c in crd.status.conditions or []), 60, "the CRD being established")
+        await _until(
+            lambda: extensions.read_custom_resource_definition(name),
+            lambda crd: any(c.type == "Established" and c.status == "True" for c in crd.status.conditions or []),
+            60,
+            "the CRD being established",
+        )
 
     def _read_samples(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         directory = self.settings.samples
@@ -130,8 +135,10 @@ class Demo:
                 raise StepFailed("reading the samples", problems[0].render())
             documents += [document.content for document in loaded]
         classes, policies = objects.sample_objects(documents)
-        self.say(f"Applying the samples in {directory} ({len(classes)} PriorityClasses, {len(policies)} "
-                 "policies), then the demo's own.")
+        self.say(
+            f"Applying the samples in {directory} ({len(classes)} PriorityClasses, {len(policies)} "
+            "policies), then the demo's own."
+        )
         return classes, policies
 
     async def apply_samples(self) -> None:
@@ -152,19 +159,38 @@ class Demo:
         for body in policies:
             await _until(lambda body=body: self._create_policy(custom, body), bool, 60, "applying the policies")
         names = [policy["metadata"]["name"] for policy in policies]
-        rows = await _until(lambda: self._policy_rows(custom, names), lambda rows: all(row[4] != "-" for row in rows),
-                            60, "the operator reporting on every policy")
-        self.say("\nPreemptionTolerationPolicies (kubectl get ptp):\n" + objects.render_table(
-            ["NAME", "TARGET", "MINIMUM", "TOLERATION", "READY", "REASON"], rows))
-        await _until(self._annotations, lambda rows: all(row[2] != "-" for row in rows if row[0] in (
-            "low-non-preempted", "low-guaranteed")), 60, "the operator annotating the classes")
-        self.say("\nPriorityClasses and their toleration annotations (by a policy, or by hand in the samples):\n"
-                 + objects.render_table(
-            ["CLASS", "VALUE", "MINIMUM-PREEMPTABLE", "TOLERATION-SECONDS"], await self._annotations()))
+        rows = await _until(
+            lambda: self._policy_rows(custom, names),
+            lambda rows: all(row[4] != "-" for row in rows),
+            60,
+            "the operator reporting on every policy",
+        )
+        self.say(
+            "\nPreemptionTolerationPolicies (kubectl get ptp):\n"
+            + objects.render_table(["NAME", "TARGET", "MINIMUM", "TOLERATION", "READY", "REASON"], rows)
+        )
+        await _until(
+            self._annotations,
+            lambda rows: all(row[2] != "-" for row in rows if row[0] in ("low-non-preempted", "low-guaranteed")),
+            60,
+            "the operator annotating the classes",
+        )
+        self.say(
+            "\nPriorityClasses and their toleration annotations (by a policy, or by hand in the samples):\n"
+            + objects.render_table(
+                ["CLASS", "VALUE", "MINIMUM-PREEMPTABLE", "TOLERATION-SECONDS"], await self._annotations()
+            )
+        )
 
     async def _policy_rows(self, custom: client.CustomObjectsApi, names: list[str]) -> list[list[str]]:
-        return [objects.policy_row(await custom.get_cluster_custom_object(
-            "preemption-toleration.dev", "v1alpha1", "preemptiontolerationpolicies", name)) for name in names]
+        return [
+            objects.policy_row(
+                await custom.get_cluster_custom_object(
+                    "preemption-toleration.dev", "v1alpha1", "preemptiontolerationpolicies", name
+                )
+            )
+            for name in names
+        ]
 
     async def show_a_refused_mistake(self) -> None:
         assert self.api is not None
@@ -181,8 +207,9 @@ class Demo:
 
     async def _create_policy(self, custom: client.CustomObjectsApi, body: dict[str, Any]) -> bool:
         try:
-            await custom.create_cluster_custom_object("preemption-toleration.dev", "v1alpha1",
-                                                      "preemptiontolerationpolicies", body)
+            await custom.create_cluster_custom_object(
+                "preemption-toleration.dev", "v1alpha1", "preemptiontolerationpolicies", body
+            )
         except ApiException as error:
             if error.status == 404:
                 return False  # the new API is not served yet
@@ -198,8 +225,14 @@ class Demo:
             if pc.metadata.name.startswith("system-"):
                 continue
             annotations = pc.metadata.annotations or {}
-            rows.append([pc.metadata.name, str(pc.value), annotations.get(MINIMUM_PREEMPTABLE_PRIORITY, "-"),
-                         annotations.get(TOLERATION_SECONDS, "-")])
+            rows.append(
+                [
+                    pc.metadata.name,
+                    str(pc.value),
+                    annotations.get(MINIMUM_PREEMPTABLE_PRIORITY, "-"),
+                    annotations.get(TOLERATION_SECONDS, "-"),
+                ]
+            )
         return rows
 
     # ----------------------------------------------------------------- the stories
@@ -220,8 +253,12 @@ class Demo:
 
     async def _clear(self) -> None:
         await self.core.delete_collection_namespaced_pod(objects.NAMESPACE, grace_period_seconds=0)
-        await _until(lambda: self.core.list_namespaced_pod(objects.NAMESPACE), lambda pods: not pods.items, 60,
-                     "clearing the demo's pods")
+        await _until(
+            lambda: self.core.list_namespaced_pod(objects.NAMESPACE),
+            lambda pods: not pods.items,
+            60,
+            "clearing the demo's pods",
+        )
 
     def _result(self, story: str, victim: str, preemptor: str, outcome: str, started: float) -> None:
         self.settings.results.append([story, victim, preemptor, outcome, f"{time.monotonic() - started:.0f} s"])
@@ -235,10 +272,13 @@ class Demo:
         await asyncio.sleep(REFUSED_WAIT_SECONDS)
         if await self._node_of("train-a") is False or await self._node_of("high-a"):
             raise StepFailed("story 1", "high-a preempted train-a")
-        await _until(lambda: asyncio.to_thread(self._extender_left_out, "high-a"), bool, 30,
-                     "the extender leaving the node out")
-        self.say(f"   kept by the scheduler's extender: {objects.NODE} is no candidate for high-a, since train-a "
-                 "tolerates it; nothing was deleted.")
+        await _until(
+            lambda: asyncio.to_thread(self._extender_left_out, "high-a"), bool, 30, "the extender leaving the node out"
+        )
+        self.say(
+            f"   kept by the scheduler's extender: {objects.NODE} is no candidate for high-a, since train-a "
+            "tolerates it; nothing was deleted."
+        )
         self._result("1", "train-a (low-non-preempted)", "high-a (9000)", "not a victim", started)
         self.say("   now critical-a (critical, 10000) wants the same room ...")
         await self._run_pod("critical-a", "critical", wait_bound=False)
@@ -265,11 +305,17 @@ class Demo:
         await self._run_pod("train-c", "low-guaranteed")
         await self._run_pod("high-c", "high", wait_bound=False)
         self.say(f"   high-c waits: train-c is no victim for it until train-c has run {seconds} s ...")
-        await _until(lambda: self._node_of("train-c"), lambda node: node is False, seconds + 330,
-                     "high-c preempting train-c after the guarantee")
+        await _until(
+            lambda: self._node_of("train-c"),
+            lambda node: node is False,
+            seconds + 330,
+            "high-c preempting train-c after the guarantee",
+        )
         ran = time.monotonic() - started
-        self.say(f"   high-c preempted train-c after {ran:.0f} s (guarantee {seconds} s): when the guarantee ended, "
-                 "high-c was nudged back into the scheduler's queue.")
+        self.say(
+            f"   high-c preempted train-c after {ran:.0f} s (guarantee {seconds} s): when the guarantee ended, "
+            "high-c was nudged back into the scheduler's queue."
+        )
         self._result("3", "train-c (low-guaranteed)", "high-c (9000)", f"preempted after {seconds} s", started)
         await self._clear()
 
@@ -283,8 +329,10 @@ class Demo:
         await asyncio.sleep(REFUSED_WAIT_SECONDS)
         if await self._node_of("batch-d") is False or await self._node_of("train-d") is False:
             raise StepFailed("story 4", "a pod was deleted although high-d cannot fit without train-d")
-        self.say("   nothing was deleted: without train-d's CPU high-d cannot fit, so batch-d is not preempted "
-                 "in vain (the guard alone could only refuse train-d after batch-d was gone).")
+        self.say(
+            "   nothing was deleted: without train-d's CPU high-d cannot fit, so batch-d is not preempted "
+            "in vain (the guard alone could only refuse train-d after batch-d was gone)."
+        )
         self._result("4", "batch-d + train-d", "high-d (9000)", "nothing deleted", started)
         await self._clear()
 
@@ -317,8 +365,10 @@ class Demo:
             raise StepFailed(failure.step, f"{failure.problem}; logs in {self.cluster.logs_dir}") from failure
         except Exception as error:
             raise StepFailed(step, f"{type(error).__name__}: {error}; logs in {self.cluster.logs_dir}") from error
-        self.say("\nWhat happened:\n" + objects.render_table(
-            ["STORY", "VICTIM", "PREEMPTOR", "OUTCOME", "AFTER"], self.settings.results))
+        self.say(
+            "\nWhat happened:\n"
+            + objects.render_table(["STORY", "VICTIM", "PREEMPTOR", "OUTCOME", "AFTER"], self.settings.results)
+        )
 
     async def close(self, keep: bool) -> None:
         if self.api is not None:

@@ -94,9 +94,7 @@ class LocalCluster:
     @property
     def ca(self) -> pki.CertKeyPair:
         """The cluster CA: it signs the API server's certificate and every client certificate."""
-        return pki.CertKeyPair(
-            self.ca_cert_file.read_bytes(), (self.pki_dir / "ca.key").read_bytes()
-        )
+        return pki.CertKeyPair(self.ca_cert_file.read_bytes(), (self.pki_dir / "ca.key").read_bytes())
 
     @property
     def ca_bundle(self) -> str:
@@ -146,8 +144,11 @@ class LocalCluster:
         self._reset_directory()
         names = ("etcd", "etcd-peer", "apiserver", "scheduler", "scheduler-insecure")
         ports = {name: processes.free_port() for name in names}
-        self._state = {"server": f"https://{HOST}:{ports['apiserver']}", "ports": ports,
-                       "tiedToStarter": die_with_parent}
+        self._state = {
+            "server": f"https://{HOST}:{ports['apiserver']}",
+            "ports": ports,
+            "tiedToStarter": die_with_parent,
+        }
         try:
             self._write_pki_and_kubeconfigs()
             self._start_etcd(toolchain, ports)
@@ -171,9 +172,7 @@ class LocalCluster:
         if state_file.exists() and not self._records:
             state_file.unlink()
 
-    def restart_scheduler(
-        self, extenders: Sequence[Mapping[str, Any]] = (), *, timeout: float = 60.0
-    ) -> None:
+    def restart_scheduler(self, extenders: Sequence[Mapping[str, Any]] = (), *, timeout: float = 60.0) -> None:
         """Restart kube-scheduler with these extenders (e.g. one with a `preemptVerb`)."""
         record = self._records.pop("kube-scheduler", None)
         if record is not None:
@@ -231,9 +230,7 @@ class LocalCluster:
     def kubectl_argv(self, *args: str) -> list[str]:
         return [str(self.toolchain.kubectl), "--kubeconfig", str(self.kubeconfig), *args]
 
-    def write_kubeconfig(
-        self, path: str | Path, user: str, groups: Sequence[str] = ()
-    ) -> Path:
+    def write_kubeconfig(self, path: str | Path, user: str, groups: Sequence[str] = ()) -> Path:
         """Write a kubeconfig authenticating as `user` in `groups` by a client certificate."""
         cert = pki.issue_client_cert(self.ca, user, groups)
         path = Path(path)
@@ -357,9 +354,7 @@ class LocalCluster:
             ],
         )
 
-    def _start_scheduler(
-        self, toolchain: Toolchain, extenders: Sequence[Mapping[str, Any]], timeout: float
-    ) -> None:
+    def _start_scheduler(self, toolchain: Toolchain, extenders: Sequence[Mapping[str, Any]], timeout: float) -> None:
         # Its ports are chosen now, not with the others: in between, outgoing connections of the API
         # server and its clients take ports from the same ephemeral range. A port taken anyway (the
         # scheduler exits with "address already in use") is replaced, a few times.
@@ -458,8 +453,7 @@ class LocalCluster:
             popen.poll()
         if not processes.is_running(record):
             raise ClusterError(
-                f"{name} exited during start-up; last lines of {record.log}:\n"
-                + processes.log_tail(record.log)
+                f"{name} exited during start-up; last lines of {record.log}:\n" + processes.log_tail(record.log)
             )
 
     def _spawn(self, name: str, argv: list[str], env: Mapping[str, str] | None = None) -> None:
@@ -506,9 +500,7 @@ class LocalCluster:
             return
         data = json.loads(path.read_text())
         self._state = {k: v for k, v in data.items() if k != "processes"}
-        self._records = {
-            name: ProcessRecord.from_json(r) for name, r in data.get("processes", {}).items()
-        }
+        self._records = {name: ProcessRecord.from_json(r) for name, r in data.get("processes", {}).items()}
 
     def _save_state(self) -> None:
         if not self.directory.is_dir():

@@ -18,8 +18,9 @@ class ComponentError(RuntimeError):
 
 
 class ComponentProcess:
-    def __init__(self, command: str, kubeconfig: str | Path, log_path: Path, *extra_args: str,
-                 log_level: str = "INFO") -> None:
+    def __init__(
+        self, command: str, kubeconfig: str | Path, log_path: Path, *extra_args: str, log_level: str = "INFO"
+    ) -> None:
         self.command = command
         self.kubeconfig = kubeconfig
         self.log_path = log_path
@@ -34,8 +35,15 @@ class ComponentProcess:
             log.flush()
             start_of_this_run = log.tell()
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "preemption_toleration", self.command,
-                 "--kubeconfig", str(self.kubeconfig), *self.extra_args],
+                [
+                    sys.executable,
+                    "-m",
+                    "preemption_toleration",
+                    self.command,
+                    "--kubeconfig",
+                    str(self.kubeconfig),
+                    *self.extra_args,
+                ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, "PYTHONUNBUFFERED": "1", "PTOL_LOG_LEVEL": self.log_level},
@@ -50,8 +58,9 @@ class ComponentProcess:
             if line.encode() in self.log_path.read_bytes()[since:]:
                 return
             if self.process.poll() is not None:
-                raise ComponentError(f"ptol {self.command} exited with code {self.process.returncode}; "
-                                     f"log: {self.log_path}")
+                raise ComponentError(
+                    f"ptol {self.command} exited with code {self.process.returncode}; log: {self.log_path}"
+                )
             time.sleep(0.3)
         raise ComponentError(f"ptol {self.command} did not log {line!r} within {timeout:.0f} s; log: {self.log_path}")
 

@@ -120,9 +120,7 @@ class NodeAgent:
             "containerStatuses": containers,
         }
         log.info("marking %s/%s Running", pod.metadata.namespace, pod.metadata.name)
-        await self._core.patch_namespaced_pod_status(
-            pod.metadata.name, pod.metadata.namespace, {"status": status}
-        )
+        await self._core.patch_namespaced_pod_status(pod.metadata.name, pod.metadata.namespace, {"status": status})
 
     async def _is_simulated(self, node_name: str | None) -> bool:
         if not node_name:
@@ -151,9 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="node_agent", description=__doc__.splitlines()[0])
     parser.add_argument("--kubeconfig", required=True)
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     asyncio.run(_main(args.kubeconfig))
     return 0
 

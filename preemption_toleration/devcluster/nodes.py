@@ -17,9 +17,7 @@ SIMULATED_NODE_LABEL = "preemption-toleration.dev/simulated-node"
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 
 
-async def ensure_namespace(
-    api: ApiClient, name: str, labels: Mapping[str, str] | None = None
-) -> None:
+async def ensure_namespace(api: ApiClient, name: str, labels: Mapping[str, str] | None = None) -> None:
     """Create the namespace (if missing) and its `default` ServiceAccount."""
     core = client.CoreV1Api(api)
     body = client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels=dict(labels or {})))
@@ -33,12 +31,8 @@ async def ensure_default_service_account(api: ApiClient, namespace: str) -> None
     Without the token controller no token Secret ever appears, and 1.20's admission plugin refuses pods that
     would mount one: so the account opts out of token automounting.
     """
-    body = client.V1ServiceAccount(
-        metadata=client.V1ObjectMeta(name="default"), automount_service_account_token=False
-    )
-    await _create_or_ignore_conflict(
-        client.CoreV1Api(api).create_namespaced_service_account(namespace, body)
-    )
+    body = client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="default"), automount_service_account_token=False)
+    await _create_or_ignore_conflict(client.CoreV1Api(api).create_namespaced_service_account(namespace, body))
 
 
 async def delete_namespace(api: ApiClient, name: str) -> None:
@@ -111,9 +105,7 @@ async def remove_not_ready_taint(api: ApiClient, name: str) -> client.V1Node:
         "metadata": {"resourceVersion": node.metadata.resource_version},
         "spec": {"taints": [api.sanitize_for_serialization(t) for t in taints] or None},
     }
-    return await core.patch_node(
-        name, patch, _content_type="application/merge-patch+json"
-    )
+    return await core.patch_node(name, patch, _content_type="application/merge-patch+json")
 
 
 async def delete_node(api: ApiClient, name: str) -> None:

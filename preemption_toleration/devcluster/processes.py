@@ -70,9 +70,7 @@ def is_running(record: ProcessRecord) -> bool:
     return start is not None and start == record.start_time and not _is_zombie(record.pid)
 
 
-def terminate(
-    record: ProcessRecord, *, timeout: float = 10.0, popen: subprocess.Popen[bytes] | None = None
-) -> None:
+def terminate(record: ProcessRecord, *, timeout: float = 10.0, popen: subprocess.Popen[bytes] | None = None) -> None:
     """SIGTERM the process group, then SIGKILL it after `timeout` seconds."""
     if not is_running(record):
         _reap(popen)
@@ -105,9 +103,7 @@ def log_tail(path: str | Path, lines: int = 20) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def wait_until(
-    condition: Callable[[], bool], *, timeout: float, interval: float = 0.2
-) -> bool:
+def wait_until(condition: Callable[[], bool], *, timeout: float, interval: float = 0.2) -> bool:
     deadline = time.monotonic() + timeout
     while True:
         if condition():
@@ -129,9 +125,7 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         pass
 
 
-def _wait_gone(
-    record: ProcessRecord, timeout: float, popen: subprocess.Popen[bytes] | None
-) -> bool:
+def _wait_gone(record: ProcessRecord, timeout: float, popen: subprocess.Popen[bytes] | None) -> bool:
     def gone() -> bool:
         _reap(popen)
         return not is_running(record)

@@ -131,9 +131,7 @@ def replace_vendored_reflect2(source: Path) -> None:
     listing = subprocess.run(
         ["dpkg", "-L", REFLECT2_APT_PACKAGE], capture_output=True, text=True, check=True
     ).stdout.split()
-    debian_dir = next(
-        (Path(p).parent for p in listing if p.endswith("/modern-go/reflect2/reflect2.go")), None
-    )
+    debian_dir = next((Path(p).parent for p in listing if p.endswith("/modern-go/reflect2/reflect2.go")), None)
     if debian_dir is None or not (debian_dir / "go_above_118.go").is_file():
         raise ToolchainError(f"{REFLECT2_APT_PACKAGE} does not hold reflect2 >= 1.0.2 sources")
     vendored = source / _REFLECT2_VENDOR_DIR
@@ -164,11 +162,7 @@ def deb_src_stanzas(sources: str) -> str:
 
 def deb_src_lines(sources_list: str) -> list[str]:
     """One-line-style `deb-src` lines for each `deb` line of a `sources.list`."""
-    return [
-        "deb-src" + line.strip()[3:]
-        for line in sources_list.splitlines()
-        if line.strip().startswith("deb ")
-    ]
+    return ["deb-src" + line.strip()[3:] for line in sources_list.splitlines() if line.strip().startswith("deb ")]
 
 
 class _Apt:
@@ -224,8 +218,7 @@ class _Apt:
     def _write_deb_src_entry(self) -> None:
         # Copy the machine's own mirrors rather than naming one.
         stanzas = "".join(
-            deb_src_stanzas(p.read_text()) for p in sorted(APT_SOURCES_DIR.glob("*.sources"))
-            if p != DEB_SRC_FILE
+            deb_src_stanzas(p.read_text()) for p in sorted(APT_SOURCES_DIR.glob("*.sources")) if p != DEB_SRC_FILE
         )
         if stanzas.strip():
             DEB_SRC_FILE.write_text(stanzas)
@@ -248,9 +241,7 @@ class _Apt:
 
 
 def _dpkg_installed(package: str) -> bool:
-    result = subprocess.run(
-        ["dpkg-query", "-W", "-f=${Status}", package], capture_output=True, text=True, check=False
-    )
+    result = subprocess.run(["dpkg-query", "-W", "-f=${Status}", package], capture_output=True, text=True, check=False)
     return result.returncode == 0 and result.stdout.strip() == "install ok installed"
 
 

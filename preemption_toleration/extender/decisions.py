@@ -84,8 +84,9 @@ class _Exemption:
                 class_json = self.view.class_json(name)
                 if class_json is not None:
                     self.classes[name] = class_json
-            found = self.known[pod.uid] = exempted_from_preemption(pod.as_json(), self.preemptor, self.classes,
-                                                                   self.now)
+            found = self.known[pod.uid] = exempted_from_preemption(
+                pod.as_json(), self.preemptor, self.classes, self.now
+            )
         return found
 
     def earliest_end(self, pods: list[SlimPod]) -> datetime | None:
@@ -116,12 +117,16 @@ class _Preemptor:
 
     @classmethod
     def of(cls, pod: Mapping[str, Any]) -> _Preemptor:
-        return cls(str(as_mapping(pod.get("metadata")).get("uid") or ""), pod_priority(pod),
-                   pod_requests(as_mapping(pod.get("spec"))))
+        return cls(
+            str(as_mapping(pod.get("metadata")).get("uid") or ""),
+            pod_priority(pod),
+            pod_requests(as_mapping(pod.get("spec"))),
+        )
 
 
-def _node_outcome(node: str, uids: list[str], preemptor: _Preemptor, exempt: _Exemption,
-                  view: ExtenderView) -> NodeOutcome:
+def _node_outcome(
+    node: str, uids: list[str], preemptor: _Preemptor, exempt: _Exemption, view: ExtenderView
+) -> NodeOutcome:
     on_node = _by_uid(view.pods.on_node(node))
     proposed = [on_node.get(uid) for uid in uids]
     if any(pod is None for pod in proposed):
@@ -134,24 +139,46 @@ def _node_outcome(node: str, uids: list[str], preemptor: _Preemptor, exempt: _Ex
         exempt_victims = tuple(_name(pod) for pod in exempt_pods)
         # Every tolerating pod of the node counts, not only the proposed ones: the scheduler proposes the
         # newest pods, whose guarantees end last.
-        held_until = exempt.earliest_end([pod for pod in on_node.values() if pod.priority < preemptor.priority
-                                          and pod.deletion is None and exempt(pod)])
+        held_until = exempt.earliest_end(
+            [
+                pod
+                for pod in on_node.values()
+                if pod.priority < preemptor.priority and pod.deletion is None and exempt(pod)
+            ]
+        )
         node_object = view.nodes.get(node)
         if node_object is None:
-            return NodeOutcome(node, NodeChoice.DROPPED, (), exempt_victims, "the node is not in the cache",
-                               held_until=held_until)
+            return NodeOutcome(
+                node, NodeChoice.DROPPED, (), exempt_victims, "the node is not in the cache", held_until=held_until
+            )
         chosen = select_victims(
-            preemptor.priority, preemptor.requests, on_node.values(),
-            [pod for pod in view.pods.nominated_to(node) if pod.uid != preemptor.uid], allocatable(node_object),
-            exempt, lambda pods: split_by_budget_violation(pods, view.budgets),
+            preemptor.priority,
+            preemptor.requests,
+            on_node.values(),
+            [pod for pod in view.pods.nominated_to(node) if pod.uid != preemptor.uid],
+            allocatable(node_object),
+            exempt,
+            lambda pods: split_by_budget_violation(pods, view.budgets),
         )
     except PriorityClassNotFound as missing_class:  # upstream leaves the node out on this error too
         return NodeOutcome(node, NodeChoice.DROPPED, (), detail=str(missing_class))
     if chosen is None:
-        return NodeOutcome(node, NodeChoice.DROPPED, (), exempt_victims,
-                           "the preemptor does not fit without a pod that tolerates it", held_until=held_until)
-    return NodeOutcome(node, NodeChoice.REPLACED, tuple(pod.uid for pod in chosen.victims), exempt_victims,
-                       pdb_violations=chosen.num_pdb_violations, held_until=held_until)
+        return NodeOutcome(
+            node,
+            NodeChoice.DROPPED,
+            (),
+            exempt_victims,
+            "the preemptor does not fit without a pod that tolerates it",
+            held_until=held_until,
+        )
+    return NodeOutcome(
+        node,
+        NodeChoice.REPLACED,
+        tuple(pod.uid for pod in chosen.victims),
+        exempt_victims,
+        pdb_violations=chosen.num_pdb_violations,
+        held_until=held_until,
+    )
 
 
 def decide_preemption(args: ExtenderPreemptionArgs, view: ExtenderView, now: datetime) -> PreemptDecision:
@@ -165,5 +192,6 @@ def decide_preemption(args: ExtenderPreemptionArgs, view: ExtenderView, now: dat
             continue  # an empty list is an error to the scheduler: the node is left out instead
         violations = proposals[outcome.node][1] if outcome.pdb_violations is None else outcome.pdb_violations
         result.node_name_to_meta_victims[outcome.node] = MetaVictims(
-            Pods=[MetaPod(UID=uid) for uid in outcome.victims], NumPDBViolations=violations)
+            Pods=[MetaPod(UID=uid) for uid in outcome.victims], NumPDBViolations=violations
+        )
     return PreemptDecision(result, outcomes)

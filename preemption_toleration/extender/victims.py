@@ -81,8 +81,9 @@ def select_victims(
     for pod in nominated:
         if pod.priority >= preemptor_priority:
             usage.add(pod.requests)
-    potential = [pod for pod in present
-                 if pod.priority < preemptor_priority and pod.deletion is None and not exempt(pod)]
+    potential = [
+        pod for pod in present if pod.priority < preemptor_priority and pod.deletion is None and not exempt(pod)
+    ]
     if not potential:
         return None
     for pod in potential:

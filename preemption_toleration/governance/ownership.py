@@ -73,7 +73,9 @@ class PolicyIndex:
         if exists:
             labels = view.labels
             for pair in labels.items():
-                found += [policy for policy, selector in self.by_pair.get(pair, ()) if selector_matches(selector, labels)]
+                found += [
+                    policy for policy, selector in self.by_pair.get(pair, ()) if selector_matches(selector, labels)
+                ]
             found += [policy for policy, selector in self.unindexed if selector_matches(selector, labels)]
         if len(found) > 1:
             found.sort(key=age_order)

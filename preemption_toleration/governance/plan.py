@@ -133,12 +133,14 @@ class LabelIndex:
         return min(options, key=len) if options else self.classes.keys()
 
     def matching(self, selector: Mapping[str, Any]) -> list[str]:
-        return sorted({name for name in self.candidates(selector)
-                       if selector_matches(selector, self.classes[name].labels)})
+        return sorted(
+            {name for name in self.candidates(selector) if selector_matches(selector, self.classes[name].labels)}
+        )
 
 
-def governed_names(spec: PreemptionTolerationPolicySpec, classes: Mapping[str, ClassView],
-                   labels: LabelIndex | None = None) -> list[str]:
+def governed_names(
+    spec: PreemptionTolerationPolicySpec, classes: Mapping[str, ClassView], labels: LabelIndex | None = None
+) -> list[str]:
     """Names the policy claims: its named class (existing or not), or the existing classes it selects."""
     selector = selector_of(spec)
     if selector is None:
@@ -186,8 +188,10 @@ def _outcome(
                 f"PriorityClass {spec.priority_class_name} does not exist; the policy is applied when it is created."
             )
         else:
-            message = f"No PriorityClass matches {target_text(spec)}; the policy is applied to each class that " \
-                      "gets the labels."
+            message = (
+                f"No PriorityClass matches {target_text(spec)}; the policy is applied to each class that "
+                "gets the labels."
+            )
         return PolicyOutcome(policy.name, Reason.NOT_FOUND, message, target)
     return PolicyOutcome(
         policy.name, Reason.APPLIED, _applied_message(existing, desired_annotations(spec)), target, governed

@@ -102,7 +102,10 @@ def request_problem(request: AdmissionRequest) -> str | None:
 def _has_preemption_mark(pod: Mapping[str, Any] | None) -> bool:
     for condition in ((pod or {}).get("status") or {}).get("conditions") or []:
         if (condition.get("type"), condition.get("status"), condition.get("reason")) == (
-            "DisruptionTarget", "True", "PreemptionByScheduler"):
+            "DisruptionTarget",
+            "True",
+            "PreemptionByScheduler",
+        ):
             return True
     return False
 
@@ -128,8 +131,12 @@ def _explicit_preemptor(
 
 
 def describe(
-    victim: Mapping[str, Any], protection: Protection, preemptor_priority: int, preemptor: str | None,
-    policy: str | None, now: datetime,
+    victim: Mapping[str, Any],
+    protection: Protection,
+    preemptor_priority: int,
+    preemptor: str | None,
+    policy: str | None,
+    now: datetime,
 ) -> str:
     class_name = priority_class_name(victim)
     source = f'PreemptionTolerationPolicy "{policy}"' if policy else f"the annotations of PriorityClass {class_name}"
@@ -141,16 +148,26 @@ def describe(
     if protection.kind is ProtectionKind.FOREVER:
         return f"{head}, and the toleration has no end. Only priority {protection.refuse_below} or more may preempt it."
     if protection.kind is ProtectionKind.NOT_SCHEDULED:
-        return (f"{head}; the pod is not scheduled yet, and its {protection.toleration_seconds} s of guaranteed "
-                "running time start when it is.")
+        return (
+            f"{head}; the pod is not scheduled yet, and its {protection.toleration_seconds} s of guaranteed "
+            "running time start when it is."
+        )
     assert protection.until is not None
-    return (f"{head} until {rfc3339(protection.until)} "
-            f"({protection.seconds_left(now)} s left of {protection.toleration_seconds} s guaranteed running time).")
+    return (
+        f"{head} until {rfc3339(protection.until)} "
+        f"({protection.seconds_left(now)} s left of {protection.toleration_seconds} s guaranteed running time)."
+    )
 
 
 def _judge(
-    kind: str, request: AdmissionRequest, victim: Mapping[str, Any], preemptor: Mapping[str, Any],
-    source: PreemptorSource, snapshot: GuardSnapshot, config: GuardConfig, now: datetime,
+    kind: str,
+    request: AdmissionRequest,
+    victim: Mapping[str, Any],
+    preemptor: Mapping[str, Any],
+    source: PreemptorSource,
+    snapshot: GuardSnapshot,
+    config: GuardConfig,
+    now: datetime,
 ) -> Verdict:
     class_name = priority_class_name(victim)
     class_json = snapshot.class_json(class_name)
@@ -165,15 +182,26 @@ def _judge(
     preemptor_name = pod_ref(preemptor) if (preemptor.get("metadata") or {}).get("name") else None
     if preempts_never(preemptor):  # exempt by upstream's check 3, whatever the victim's class says
         who = f"{preemptor_name}, priority {pod_priority(preemptor)}" if preemptor_name else "the preemptor"
-        message = (f"pod {pod_ref(victim)} may not be preempted by {who}: the preemptor has "
-                   "preemptionPolicy Never, so it preempts no pod.")
+        message = (
+            f"pod {pod_ref(victim)} may not be preempted by {who}: the preemptor has "
+            "preemptionPolicy Never, so it preempts no pod."
+        )
     else:
-        message = describe(victim, protection, pod_priority(preemptor), preemptor_name,
-                           snapshot.owner(class_name), now)
+        message = describe(victim, protection, pod_priority(preemptor), preemptor_name, snapshot.owner(class_name), now)
     seconds_left = protection.seconds_left(now)
     code = 429 if kind == "eviction" and seconds_left is not None else 403
-    refusal = Refusal(kind, victim, pod_priority(preemptor), preemptor_name, protection, code, message,
-                      config.audit, bool(request.dry_run), preemptor)
+    refusal = Refusal(
+        kind,
+        victim,
+        pod_priority(preemptor),
+        preemptor_name,
+        protection,
+        code,
+        message,
+        config.audit,
+        bool(request.dry_run),
+        preemptor,
+    )
     if config.audit:
         return Verdict(allow(request.uid, [f"audit: would refuse: {message}"]), refusal, source)
     if code == 429:
@@ -186,8 +214,9 @@ def _cached_pod(snapshot: GuardSnapshot, namespace: str, name: str) -> dict[str,
     return pod.as_json() if pod is not None else None
 
 
-def judge(request: AdmissionRequest, snapshot: GuardSnapshot, config: GuardConfig,
-          now: datetime | None = None) -> Verdict:
+def judge(
+    request: AdmissionRequest, snapshot: GuardSnapshot, config: GuardConfig, now: datetime | None = None
+) -> Verdict:
     now = now or datetime.now(UTC)
     namespace = request.namespace or ""
     by_preemptor = request.user_info.username in config.preemptor_identities
@@ -227,8 +256,9 @@ def judge(request: AdmissionRequest, snapshot: GuardSnapshot, config: GuardConfi
     return _judge(kind, request, victim, preemptor.as_json(), PreemptorSource.INFERRED, snapshot, config, now)
 
 
-def _recorded_preemptor(victim: Mapping[str, Any], node_name: str, snapshot: GuardSnapshot,
-                        now: datetime) -> Mapping[str, Any] | None:
+def _recorded_preemptor(
+    victim: Mapping[str, Any], node_name: str, snapshot: GuardSnapshot, now: datetime
+) -> Mapping[str, Any] | None:
     """The preemptor an extender call named for this victim, as the cache sees it now, while it may still
     be preempting it: the same pod, pending, not deleting, of higher priority than the victim, and not
     nominated to another node. None otherwise, or without a record. Only a pod of the cache counts, so a
@@ -237,8 +267,14 @@ def _recorded_preemptor(victim: Mapping[str, Any], node_name: str, snapshot: Gua
         return None
     record = snapshot.preemptors.lookup(str(as_mapping(victim.get("metadata")).get("uid") or ""), now)
     cached = snapshot.pods.get(record.key) if record is not None else None
-    if (record is None or cached is None or cached.uid != record.uid or cached.node_name is not None
-            or cached.deletion is not None or cached.priority <= pod_priority(victim)
-            or (cached.nominated_node is not None and cached.nominated_node != node_name)):
+    if (
+        record is None
+        or cached is None
+        or cached.uid != record.uid
+        or cached.node_name is not None
+        or cached.deletion is not None
+        or cached.priority <= pod_priority(victim)
+        or (cached.nominated_node is not None and cached.nominated_node != node_name)
+    ):
         return None
     return cached.as_json()

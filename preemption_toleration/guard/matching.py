@@ -45,8 +45,9 @@ def node_selector_matches(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bo
     spec = pod.get("spec") or {}
     if any(labels.get(key) != value for key, value in (spec.get("nodeSelector") or {}).items()):
         return False
-    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
     terms = required.get("nodeSelectorTerms")
     if terms is None:
         return True

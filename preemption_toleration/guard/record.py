@@ -40,8 +40,10 @@ def preemptor_summary(pod: Mapping[str, Any]) -> dict[str, Any]:
     """The preemptor's name, uid, priority, class and preemption policy: all any decision reads of it."""
     metadata = as_mapping(pod.get("metadata"))
     spec = as_mapping(pod.get("spec"))
-    return {"metadata": {key: metadata[key] for key in ("namespace", "name", "uid") if key in metadata},
-            "spec": {key: spec[key] for key in ("priority", "priorityClassName", "preemptionPolicy") if key in spec}}
+    return {
+        "metadata": {key: metadata[key] for key in ("namespace", "name", "uid") if key in metadata},
+        "spec": {key: spec[key] for key in ("priority", "priorityClassName", "preemptionPolicy") if key in spec},
+    }
 
 
 class PreemptorRecord:

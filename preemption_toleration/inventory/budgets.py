@@ -46,8 +46,12 @@ def _usable_selector(selector: Any) -> Mapping[str, Any] | None:
         if not isinstance(expression, Mapping):
             return None
         operator, values = expression.get("operator"), expression.get("values") or []
-        if not isinstance(values, list) or (operator in _VALUED and not values) or (
-                operator in _VALUELESS and values) or operator not in (*_VALUED, *_VALUELESS):
+        if (
+            not isinstance(values, list)
+            or (operator in _VALUED and not values)
+            or (operator in _VALUELESS and values)
+            or operator not in (*_VALUED, *_VALUELESS)
+        ):
             return None
     return selector
 
@@ -111,9 +115,7 @@ class BudgetIndex:
         return self._by_namespace.get(namespace, {}).values()
 
 
-def split_by_budget_violation(
-    pods: Sequence[SlimPod], budgets: BudgetIndex
-) -> tuple[list[SlimPod], list[SlimPod]]:
+def split_by_budget_violation(pods: Sequence[SlimPod], budgets: BudgetIndex) -> tuple[list[SlimPod], list[SlimPod]]:
     """The scheduler's `filterPodsWithPDBViolation`: (violating, non-violating), each in the given order.
     Each pod a budget selects uses one of its allowed disruptions, unless the API server already counts it
     (`disruptedPods`); a pod is violating when a budget that selects it has none left."""

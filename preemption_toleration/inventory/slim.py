@@ -70,7 +70,8 @@ class Shared:
             if spec.get(key):
                 picked[key] = spec[key]
         required = as_mapping(as_mapping(spec.get("affinity")).get("nodeAffinity")).get(
-            "requiredDuringSchedulingIgnoredDuringExecution")
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        )
         if required:
             picked["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
         signature = json.dumps(picked, sort_keys=True, separators=(",", ":"), default=str)
@@ -83,29 +84,59 @@ class Shared:
         labels = metadata.get("labels")
         if not isinstance(labels, Mapping) or not labels:
             return ()
-        flat = tuple(text for key in sorted(labels, key=str)
-                     for text in (sys.intern(str(key)), sys.intern(str(labels[key]))))
+        flat = tuple(
+            text for key in sorted(labels, key=str) for text in (sys.intern(str(key)), sys.intern(str(labels[key])))
+        )
         if len(self.labels) >= MAX_SHARED:
             self.labels.clear()  # label sets outlive their pods here; many are one pod's own
         return self.labels.setdefault(flat, flat)
 
     def requests_of(self, spec: Mapping[str, Any]) -> Requests:
-        return _share(self.requests, tuple(sorted((sys.intern(name), value)
-                                                  for name, value in pod_requests(spec).items())))
+        return _share(
+            self.requests, tuple(sorted((sys.intern(name), value) for name, value in pod_requests(spec).items()))
+        )
 
 
 class SlimPod:
     """What the guard and the extender read of a pod. `as_json()` gives it back in the shape of the API's
     JSON, for the pure checks of `core` that take pods as mappings."""
 
-    __slots__ = ("key", "uid", "created", "deletion", "priority", "priority_class", "preempts_never", "node_name",
-                 "nominated_node", "phase", "scheduled", "scheduled_at", "constraints", "requests", "label_pairs")
+    __slots__ = (
+        "key",
+        "uid",
+        "created",
+        "deletion",
+        "priority",
+        "priority_class",
+        "preempts_never",
+        "node_name",
+        "nominated_node",
+        "phase",
+        "scheduled",
+        "scheduled_at",
+        "constraints",
+        "requests",
+        "label_pairs",
+    )
 
-    def __init__(self, key: PodKey, uid: str, created: str, deletion: str | None, priority: int,
-                 priority_class: str | None, preempts_never: bool, node_name: str | None,
-                 nominated_node: str | None, phase: str | None, scheduled: str | None, scheduled_at: Any,
-                 constraints: Constraints | None, requests: Requests,
-                 label_pairs: Labels = ()) -> None:
+    def __init__(
+        self,
+        key: PodKey,
+        uid: str,
+        created: str,
+        deletion: str | None,
+        priority: int,
+        priority_class: str | None,
+        preempts_never: bool,
+        node_name: str | None,
+        nominated_node: str | None,
+        phase: str | None,
+        scheduled: str | None,
+        scheduled_at: Any,
+        constraints: Constraints | None,
+        requests: Requests,
+        label_pairs: Labels = (),
+    ) -> None:
         self.key = key
         self.uid = uid
         self.created = created
@@ -219,8 +250,10 @@ def slim_node(node: Mapping[str, Any]) -> dict[str, Any]:
     metadata = as_mapping(node.get("metadata"))
     spec = as_mapping(node.get("spec"))
     status = as_mapping(node.get("status"))
-    slim: dict[str, Any] = {"metadata": {"name": metadata.get("name"), "labels": metadata.get("labels") or {}},
-                            "spec": {"taints": spec.get("taints") or []}}
+    slim: dict[str, Any] = {
+        "metadata": {"name": metadata.get("name"), "labels": metadata.get("labels") or {}},
+        "spec": {"taints": spec.get("taints") or []},
+    }
     if status.get("allocatable"):
         slim["status"] = {"allocatable": status["allocatable"]}
     return slim

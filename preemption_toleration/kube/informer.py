@@ -79,8 +79,9 @@ def object_name(raw: Mapping[str, Any]) -> str:
 class DictStore(Generic[V]):
     """`items`: key -> slim value, for resources of modest count (classes, policies, nodes)."""
 
-    def __init__(self, slim: Callable[[Mapping[str, Any]], V],
-                 key: Callable[[Mapping[str, Any]], Hashable] = object_name) -> None:
+    def __init__(
+        self, slim: Callable[[Mapping[str, Any]], V], key: Callable[[Mapping[str, Any]], Hashable] = object_name
+    ) -> None:
         self.slim = slim
         self.key = key
         self.items: dict[Hashable, V] = {}
@@ -191,8 +192,14 @@ class Informer:
         self.failures += 1
         self.watching = False
         if problem != self.problem:
-            self.logger.warning("watch failed", extra={"kind": self.kind, "problem": problem,
-                                                       "note": "retried with backoff; logged again only if it changes"})
+            self.logger.warning(
+                "watch failed",
+                extra={
+                    "kind": self.kind,
+                    "problem": problem,
+                    "note": "retried with backoff; logged again only if it changes",
+                },
+            )
         self.problem = problem
 
     def _recovered(self) -> None:
@@ -220,8 +227,7 @@ class Informer:
             paging: dict[str, Any] = {"limit": self.page_size}
             if token:
                 paging["_continue"] = token
-            response = await self.list_function(
-                _preload_content=False, _request_timeout=LIST_TIMEOUT_SECONDS, **paging)
+            response = await self.list_function(_preload_content=False, _request_timeout=LIST_TIMEOUT_SECONDS, **paging)
             async with response:
                 await _raise_for_status(response)
                 body = json.loads(await response.read())

@@ -33,8 +33,10 @@ class OperatorCaches:
         self.logger = logger
 
     def tasks(self) -> list[asyncio.Task[None]]:
-        return [asyncio.create_task(informer.run(), name=f"watch-{informer.kind}")
-                for informer in (self.classes, self.policies)]
+        return [
+            asyncio.create_task(informer.run(), name=f"watch-{informer.kind}")
+            for informer in (self.classes, self.policies)
+        ]
 
     async def synced(self) -> None:
         await asyncio.gather(self.classes.synced.wait(), self.policies.synced.wait())

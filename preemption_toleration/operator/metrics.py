@@ -9,17 +9,22 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, G
 class OperatorMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        self.reconciles = Counter("ptol_operator_reconciles_total", "Reconciles, by result (ok, failed).",
-                                  ["result"], registry=self.registry)
-        self.writes = Counter("ptol_operator_writes_total",
-                              "PriorityClass writes, by action (applied, released) and result (ok, failed).",
-                              ["action", "result"], registry=self.registry)
-        self.status_patches = Counter("ptol_operator_status_patches_total", "Policy status updates.",
-                                      registry=self.registry)
-        self.objects = Gauge("ptol_operator_cache_objects", "Objects the operator watches, by kind.", ["kind"],
-                             registry=self.registry)
-        self.policies = Gauge("ptol_operator_policies", "Policies by Ready reason.", ["reason"],
-                              registry=self.registry)
+        self.reconciles = Counter(
+            "ptol_operator_reconciles_total", "Reconciles, by result (ok, failed).", ["result"], registry=self.registry
+        )
+        self.writes = Counter(
+            "ptol_operator_writes_total",
+            "PriorityClass writes, by action (applied, released) and result (ok, failed).",
+            ["action", "result"],
+            registry=self.registry,
+        )
+        self.status_patches = Counter(
+            "ptol_operator_status_patches_total", "Policy status updates.", registry=self.registry
+        )
+        self.objects = Gauge(
+            "ptol_operator_cache_objects", "Objects the operator watches, by kind.", ["kind"], registry=self.registry
+        )
+        self.policies = Gauge("ptol_operator_policies", "Policies by Ready reason.", ["reason"], registry=self.registry)
 
 
 async def serve_metrics(metrics: OperatorMetrics, host: str, port: int) -> web.AppRunner:

@@ -156,9 +156,7 @@ class Reconciler:
         self.metrics.objects.labels("preemptiontolerationpolicies").set(len(policies))
         return result
 
-    async def _reconcile(
-        self, policies: list[PolicyView], classes: list[ClassView], now: datetime
-    ) -> ReconcileResult:
+    async def _reconcile(self, policies: list[PolicyView], classes: list[ClassView], now: datetime) -> ReconcileResult:
         result = ReconcileResult()
         decided = plan(policies, classes)
         outcomes: dict[str, PolicyOutcome] = dict(decided.outcomes)
@@ -178,8 +176,10 @@ class Reconciler:
             except API_ERRORS as error:
                 problem = _api_problem(error)
                 self.metrics.writes.labels(action, "failed").inc()
-                result.fail(f"PriorityClass {write.class_name}: {problem}",
-                            [write.policy_name] if write.policy_name else releasing(view))
+                result.fail(
+                    f"PriorityClass {write.class_name}: {problem}",
+                    [write.policy_name] if write.policy_name else releasing(view),
+                )
                 self.logger.warning("write failed", extra={"priorityClass": write.class_name, "problem": problem})
                 if write.policy_name is not None and write.policy_name in outcomes:
                     outcomes[write.policy_name] = failed_outcome(outcomes[write.policy_name], write.class_name, problem)

@@ -14,9 +14,7 @@ from preemption_toleration.kube.client import APPLY_PATCH
 MERGE_PATCH = "application/merge-patch+json"
 
 
-async def apply_class_annotations(
-    api: ApiClient, body: Mapping[str, Any], field_manager: str
-) -> dict[str, Any]:
+async def apply_class_annotations(api: ApiClient, body: Mapping[str, Any], field_manager: str) -> dict[str, Any]:
     """Server-side apply of our annotation keys; `force` takes back keys someone changed by hand."""
     response = await client.SchedulingV1Api(api).patch_priority_class(
         name=body["metadata"]["name"],

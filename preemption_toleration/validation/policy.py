@@ -20,7 +20,7 @@ from preemption_toleration.validation.findings import Finding, error, nearest, s
 from preemption_toleration.validation.toleration_rules import POLICY_SPEC, toleration_warnings
 
 _FIELD_FIXES = {
-    "tolerationSeconds": f'use whole seconds between -1 (forever) and {MAX_TOLERATION_SECONDS}, e.g. 600',
+    "tolerationSeconds": f"use whole seconds between -1 (forever) and {MAX_TOLERATION_SECONDS}, e.g. 600",
     "minimumPreemptablePriority": "use an integer priority, e.g. 10000",
     "priorityClassName": "use the name of a PriorityClass: lowercase letters, digits, '-' and '.'",
     "operator": "use one of In, NotIn, Exists, DoesNotExist",
@@ -67,7 +67,8 @@ def _shape_finding(name: str, detail: Mapping[str, Any]) -> Finding:
         quoted = " (write it without quotes)" if isinstance(value, str) else ""
         return error(
             "invalid-field",
-            f"{subject(name)}: {path} is {value!r}, not an integer{quoted}. Fix: {_FIELD_FIXES.get(leaf, 'use an integer')}.",
+            f"{subject(name)}: {path} is {value!r}, not an integer{quoted}. "
+            f"Fix: {_FIELD_FIXES.get(leaf, 'use an integer')}.",
         )
     fix = _FIELD_FIXES.get(str(leaf), "see the policy reference in the README")
     if leaf == "tolerationSeconds" and kind == "less_than_equal":

@@ -102,8 +102,7 @@ def _unknown_and_legacy_keys(name: str, annotations: Mapping[str, Any]) -> list[
             findings.append(
                 error(
                     "unknown-key",
-                    f'{subject(name)}: unknown annotation {key}="{shown(value)}". '
-                    f"Fix: did you mean {suggestion}?",
+                    f'{subject(name)}: unknown annotation {key}="{shown(value)}". Fix: did you mean {suggestion}?',
                 )
             )
         elif key.startswith(LEGACY_PREFIX):
@@ -165,11 +164,19 @@ def _metadata_shape(name: str, metadata: Any) -> list[Finding]:
     """A manifest whose metadata, labels or annotations are not maps: the API server refuses it, and the
     annotations in it would otherwise be silently read as none."""
     if not isinstance(metadata, Mapping) or not metadata.get("name"):
-        return [error("invalid-metadata", f"{subject(name)}: metadata is {shown(metadata)!r}; a PriorityClass "
-                      "needs metadata with a name. Fix: write metadata: {name: ...}.")]
+        return [
+            error(
+                "invalid-metadata",
+                f"{subject(name)}: metadata is {shown(metadata)!r}; a PriorityClass "
+                "needs metadata with a name. Fix: write metadata: {name: ...}.",
+            )
+        ]
     findings = [
-        error("invalid-metadata", f"{subject(name)}: metadata.{part} is {shown(metadata[part])!r}, not a map. "
-              f"Fix: write {part} as key: value pairs.")
+        error(
+            "invalid-metadata",
+            f"{subject(name)}: metadata.{part} is {shown(metadata[part])!r}, not a map. "
+            f"Fix: write {part} as key: value pairs.",
+        )
         for part in ("labels", "annotations")
         if metadata.get(part) is not None and not isinstance(metadata[part], Mapping)
     ]
@@ -179,12 +186,22 @@ def _metadata_shape(name: str, metadata: Any) -> list[Finding]:
             continue
         for key, value in entries.items():
             if not isinstance(key, str):
-                findings.append(error("invalid-metadata", f"{subject(name)}: metadata.{part} has the key "
-                                      f"{shown(repr(key))}, which is not a string. Fix: quote it, e.g. "
-                                      f'"{shown(str(key))}".'))
+                findings.append(
+                    error(
+                        "invalid-metadata",
+                        f"{subject(name)}: metadata.{part} has the key "
+                        f"{shown(repr(key))}, which is not a string. Fix: quote it, e.g. "
+                        f'"{shown(str(key))}".',
+                    )
+                )
             elif part == "labels" and not isinstance(value, str):
-                findings.append(error("invalid-metadata", f"{subject(name)}: label {key} is {shown(repr(value))}, "
-                                      f'not a string. Fix: quote it, e.g. "{shown(str(value))}".'))
+                findings.append(
+                    error(
+                        "invalid-metadata",
+                        f"{subject(name)}: label {key} is {shown(repr(value))}, "
+                        f'not a string. Fix: quote it, e.g. "{shown(str(value))}".',
+                    )
+                )
     return findings
 
 
@@ -249,11 +266,11 @@ def check_managed_annotation_change(
         after = new_annotations.get(key)
         if after == before or after == wanted:
             continue
-        change = f'removes {key}' if after is None else f'sets {key}="{after}"'
+        change = f"removes {key}" if after is None else f'sets {key}="{after}"'
         findings.append(
             error(
                 "managed-annotation-changed",
-                f'{subject(class_name)}: this change {change}, but PreemptionTolerationPolicy '
+                f"{subject(class_name)}: this change {change}, but PreemptionTolerationPolicy "
                 f'"{managed.policy_name}" manages it. Fix: edit the policy instead '
                 f"(kubectl edit ptp {managed.policy_name}).",
             )

@@ -24,15 +24,19 @@ class Spelling:
     quoted: bool
     minimum_to_add: str  # what a fix says to add: the whole annotation key, or the field
 
-
     def value(self, number: int) -> str:
         return f'"{number}"' if self.quoted else str(number)
 
 
-ANNOTATIONS = Spelling("minimum-preemptable-priority", "toleration-seconds", quoted=True,
-                       minimum_to_add=MINIMUM_PREEMPTABLE_PRIORITY)
-POLICY_SPEC = Spelling("spec.minimumPreemptablePriority", "spec.tolerationSeconds", quoted=False,
-                       minimum_to_add="spec.minimumPreemptablePriority")
+ANNOTATIONS = Spelling(
+    "minimum-preemptable-priority", "toleration-seconds", quoted=True, minimum_to_add=MINIMUM_PREEMPTABLE_PRIORITY
+)
+POLICY_SPEC = Spelling(
+    "spec.minimumPreemptablePriority",
+    "spec.tolerationSeconds",
+    quoted=False,
+    minimum_to_add="spec.minimumPreemptablePriority",
+)
 
 
 def toleration_warnings(
@@ -41,22 +45,28 @@ def toleration_warnings(
     """`has_minimum`: a minimum is written, even one that does not parse (that is an error of its own)."""
     findings: list[Finding] = []
     if seconds is not None and not has_minimum:
-        findings.append(warning(
-            "toleration-without-minimum",
-            f"{subject}: {spelling.seconds} {spelling.value(seconds)} has no effect without {spelling.minimum}. "
-            f"Fix: set {spelling.minimum_to_add}, e.g. {spelling.value(10000)}.",
-        ))
+        findings.append(
+            warning(
+                "toleration-without-minimum",
+                f"{subject}: {spelling.seconds} {spelling.value(seconds)} has no effect without {spelling.minimum}. "
+                f"Fix: set {spelling.minimum_to_add}, e.g. {spelling.value(10000)}.",
+            )
+        )
     if seconds is not None and seconds < -1:
-        findings.append(warning(
-            "negative-toleration",
-            f"{subject}: {spelling.seconds} {spelling.value(seconds)} means forever, like any negative value. "
-            f"Fix: write {spelling.value(-1)}.",
-        ))
+        findings.append(
+            warning(
+                "negative-toleration",
+                f"{subject}: {spelling.seconds} {spelling.value(seconds)} means forever, like any negative value. "
+                f"Fix: write {spelling.value(-1)}.",
+            )
+        )
     if minimum is not None and minimum > HIGHEST_SYSTEM_PRIORITY:
-        findings.append(warning(
-            "minimum-above-system-classes",
-            f"{subject}: {spelling.minimum} {spelling.value(minimum)} is above every system class "
-            f"({HIGHEST_SYSTEM_PRIORITY}): no pod may preempt these pods while tolerated. "
-            f"Fix: use at most {HIGHEST_SYSTEM_PRIORITY}.",
-        ))
+        findings.append(
+            warning(
+                "minimum-above-system-classes",
+                f"{subject}: {spelling.minimum} {spelling.value(minimum)} is above every system class "
+                f"({HIGHEST_SYSTEM_PRIORITY}): no pod may preempt these pods while tolerated. "
+                f"Fix: use at most {HIGHEST_SYSTEM_PRIORITY}.",
+            )
+        )
     return findings

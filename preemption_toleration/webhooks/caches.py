@@ -33,8 +33,14 @@ class AdmissionCaches:
     """Classes and policies for every webhook; with `guard`, also the pod index, slim nodes and the
     PodDisruptionBudgets (which the extender reads)."""
 
-    def __init__(self, api: ApiClient, logger: logging.Logger, guard: bool = False,
-                 page_size: int = DEFAULT_PAGE_SIZE, stale_after: float = DEFAULT_STALE_AFTER_SECONDS) -> None:
+    def __init__(
+        self,
+        api: ApiClient,
+        logger: logging.Logger,
+        guard: bool = False,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        stale_after: float = DEFAULT_STALE_AFTER_SECONDS,
+    ) -> None:
         self.stale_after = stale_after
         core = client.CoreV1Api(api)
         self.pod_index = PodIndex()
@@ -47,15 +53,26 @@ class AdmissionCaches:
         self.nodes: Informer | None = None
         self.budgets: Informer | None = None
         if guard:
-            self.pods = Informer("pods", core.list_pod_for_all_namespaces, self.pod_index, logger,
-                                 page_size=page_size)
+            self.pods = Informer("pods", core.list_pod_for_all_namespaces, self.pod_index, logger, page_size=page_size)
             self.nodes = Informer("nodes", core.list_node, self.node_store, logger, page_size=page_size)
-            self.budgets = Informer("poddisruptionbudgets", listers.pod_disruption_budgets(api), self.budget_index,
-                                    logger, page_size=page_size)
-        self.classes = Informer("priorityclasses", listers.priority_classes(api), self.class_store, logger,
-                                self._changed, page_size=page_size)
-        self.policies = Informer(PLURAL, listers.policies(api), self.policy_store, logger, self._changed,
-                                 page_size=page_size)
+            self.budgets = Informer(
+                "poddisruptionbudgets",
+                listers.pod_disruption_budgets(api),
+                self.budget_index,
+                logger,
+                page_size=page_size,
+            )
+        self.classes = Informer(
+            "priorityclasses",
+            listers.priority_classes(api),
+            self.class_store,
+            logger,
+            self._changed,
+            page_size=page_size,
+        )
+        self.policies = Informer(
+            PLURAL, listers.policies(api), self.policy_store, logger, self._changed, page_size=page_size
+        )
         self._snapshot: Snapshot | None = None
 
     def _changed(self) -> None:
@@ -97,13 +114,19 @@ class AdmissionCaches:
         )
 
     def extender_view(self) -> ExtenderView:
-        return ExtenderView(pods=self.pod_index, nodes=self.node_store.items,  # type: ignore[arg-type]
-                            class_json=self.guard_snapshot().class_json, budgets=self.budget_index)
+        return ExtenderView(
+            pods=self.pod_index,
+            nodes=self.node_store.items,  # type: ignore[arg-type]
+            class_json=self.guard_snapshot().class_json,
+            budgets=self.budget_index,
+        )
 
     def snapshot(self) -> Snapshot:
         if self._snapshot is None:
-            self._snapshot = Snapshot(policies=dict(self.policy_store.items),  # type: ignore[arg-type]
-                                      classes=dict(self.class_store.items))  # type: ignore[arg-type]
+            self._snapshot = Snapshot(
+                policies=dict(self.policy_store.items),  # type: ignore[arg-type]
+                classes=dict(self.class_store.items),
+            )  # type: ignore[arg-type]
         return self._snapshot
 
     def tasks(self) -> list[asyncio.Task[None]]:

@@ -66,10 +66,18 @@ def validating_configuration(client_config: Any) -> dict[str, Any]:
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": NAME, "labels": {"app.kubernetes.io/name": NAME}},
         "webhooks": [
-            _webhook("priorityclasses.validate.preemption-toleration.dev", client_config("/validate/priorityclasses"),
-                     _PRIORITY_CLASS_RULE, "Fail"),
-            _webhook("policies.validate.preemption-toleration.dev",
-                     client_config("/validate/preemptiontolerationpolicies"), _POLICY_RULE, "Fail"),
+            _webhook(
+                "priorityclasses.validate.preemption-toleration.dev",
+                client_config("/validate/priorityclasses"),
+                _PRIORITY_CLASS_RULE,
+                "Fail",
+            ),
+            _webhook(
+                "policies.validate.preemption-toleration.dev",
+                client_config("/validate/preemptiontolerationpolicies"),
+                _POLICY_RULE,
+                "Fail",
+            ),
         ],
     }
 
@@ -83,9 +91,11 @@ def _cel_string(text: str) -> str:
 def _cel_marked(pod: str) -> str:
     """`pod` (object or oldObject) has the scheduler's preemption mark."""
     kind, status, reason = (_cel_string(value) for value in PREEMPTION_MARK)
-    return (f"({pod} != null && has({pod}.status) && has({pod}.status.conditions)\n"
-            f"      && {pod}.status.conditions.exists(c, has(c.type) && c.type == {kind}\n"
-            f"        && has(c.status) && c.status == {status} && has(c.reason) && c.reason == {reason}))")
+    return (
+        f"({pod} != null && has({pod}.status) && has({pod}.status.conditions)\n"
+        f"      && {pod}.status.conditions.exists(c, has(c.type) && c.type == {kind}\n"
+        f"        && has(c.status) && c.status == {status} && has(c.reason) && c.reason == {reason}))"
+    )
 
 
 def guard_match_expression(preemptor_identities: Collection[str]) -> str:
@@ -98,7 +108,8 @@ def guard_match_expression(preemptor_identities: Collection[str]) -> str:
     eviction = (
         "(request.operation == 'CREATE' && has(request.subResource) && request.subResource == 'eviction'\n"
         f"  && object != null && has(object.metadata) && has({annotations})\n"
-        f"  && ({named}))")
+        f"  && ({named}))"
+    )
     if not preemptor_identities:
         return eviction
     identities = "[" + ", ".join(_cel_string(identity) for identity in preemptor_identities) + "]"
@@ -107,7 +118,8 @@ def guard_match_expression(preemptor_identities: Collection[str]) -> str:
         "  (request.operation == 'DELETE' && (!has(request.subResource) || request.subResource == ''))\n"
         "  || (request.operation == 'UPDATE' && has(request.subResource) && request.subResource == 'status'\n"
         f"    && {_cel_marked('object')}\n"
-        f"    && !{_cel_marked('oldObject')})))")
+        f"    && !{_cel_marked('oldObject')})))"
+    )
     return f"{eviction}\n|| {by_preemptor}"
 
 
@@ -124,12 +136,27 @@ def guard_configuration(client_config: Any, match_identities: Collection[str] | 
         "name": "pods.guard.preemption-toleration.dev",
         "clientConfig": client_config(GUARD_PATH),
         "rules": [
-            {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"], "operations": ["DELETE"],
-             "scope": "Namespaced"},
-            {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods/eviction"], "operations": ["CREATE"],
-             "scope": "Namespaced"},
-            {"apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods/status"], "operations": ["UPDATE"],
-             "scope": "Namespaced"},
+            {
+                "apiGroups": [""],
+                "apiVersions": ["v1"],
+                "resources": ["pods"],
+                "operations": ["DELETE"],
+                "scope": "Namespaced",
+            },
+            {
+                "apiGroups": [""],
+                "apiVersions": ["v1"],
+                "resources": ["pods/eviction"],
+                "operations": ["CREATE"],
+                "scope": "Namespaced",
+            },
+            {
+                "apiGroups": [""],
+                "apiVersions": ["v1"],
+                "resources": ["pods/status"],
+                "operations": ["UPDATE"],
+                "scope": "Namespaced",
+            },
         ],
         "namespaceSelector": {
             "matchExpressions": [{"key": GUARD_OPT_OUT_LABEL, "operator": "NotIn", "values": ["disabled"]}]
@@ -151,8 +178,12 @@ def guard_configuration(client_config: Any, match_identities: Collection[str] | 
 
 
 def mutating_configuration(client_config: Any) -> dict[str, Any]:
-    webhook = _webhook("priorityclasses.mutate.preemption-toleration.dev", client_config("/mutate/priorityclasses"),
-                       _PRIORITY_CLASS_RULE, "Ignore")
+    webhook = _webhook(
+        "priorityclasses.mutate.preemption-toleration.dev",
+        client_config("/mutate/priorityclasses"),
+        _PRIORITY_CLASS_RULE,
+        "Ignore",
+    )
     webhook["rules"][0]["operations"] = ["CREATE"]
     webhook["reinvocationPolicy"] = "Never"
     return {
@@ -168,7 +199,9 @@ DEFAULT_SERVICE = "preemption-toleration-webhook"
 
 
 def service_manifests(
-    namespace: str = DEFAULT_NAMESPACE, service: str = DEFAULT_SERVICE, ca_bundle: bytes | None = None,
+    namespace: str = DEFAULT_NAMESPACE,
+    service: str = DEFAULT_SERVICE,
+    ca_bundle: bytes | None = None,
     guard_match_identities: Collection[str] | None = None,
 ) -> list[dict[str, Any]]:
     """The configurations calling the in-cluster Service; the caBundle is filled in later (by the
@@ -178,8 +211,11 @@ def service_manifests(
     def client_config(path: str) -> dict[str, Any]:
         return service_client_config(namespace, service, path, ca_bundle)
 
-    return [validating_configuration(client_config), mutating_configuration(client_config),
-            guard_configuration(client_config, guard_match_identities)]
+    return [
+        validating_configuration(client_config),
+        mutating_configuration(client_config),
+        guard_configuration(client_config, guard_match_identities),
+    ]
 
 
 EXTENDER_PREFIX = "/extender"  # the scheduler appends "/" and the verb: /extender/preempt
@@ -195,8 +231,15 @@ def scheduler_extender(url_prefix: str, ca_data: str, server_name: str | None = 
     tls: dict[str, Any] = {"caData": ca_data}
     if server_name:
         tls["serverName"] = server_name
-    return {"urlPrefix": url_prefix, "preemptVerb": "preempt", "nodeCacheCapable": True, "enableHTTPS": True,
-            "tlsConfig": tls, "httpTimeout": EXTENDER_TIMEOUT, "ignorable": True}
+    return {
+        "urlPrefix": url_prefix,
+        "preemptVerb": "preempt",
+        "nodeCacheCapable": True,
+        "enableHTTPS": True,
+        "tlsConfig": tls,
+        "httpTimeout": EXTENDER_TIMEOUT,
+        "ignorable": True,
+    }
 
 
 def scheduler_extender_of(guard: Mapping[str, Any]) -> dict[str, Any]:

@@ -62,8 +62,10 @@ def _contested_warning(name: str, found: list[PolicyView], before: list[PolicyVi
         return []
     others = ", ".join(f'"{p.name}"' for p in found[1:])
     leaves = "leaves" if len(found) == 2 else "leave"
-    return [f'PriorityClass "{name}" is claimed by {len(found)} policies: "{found[0].name}" (the oldest) '
-            f"governs it, {others} {leaves} it alone (Conflict). Fix: make one policy claim it."]
+    return [
+        f'PriorityClass "{name}" is claimed by {len(found)} policies: "{found[0].name}" (the oldest) '
+        f"governs it, {others} {leaves} it alone (Conflict). Fix: make one policy claim it."
+    ]
 
 
 def _ratchet(new: list[Finding], old: list[Finding]) -> tuple[list[Finding], list[str]]:
@@ -86,7 +88,9 @@ def validate_priority_class(
     if request.user_info.username not in config.operator_identities:
         view = class_view(obj, manager=None)
         found = snapshot.ownership.claimants(view)
-        before = snapshot.ownership.claimants(class_view(request.old_object, manager=None)) if request.old_object else []
+        before = (
+            snapshot.ownership.claimants(class_view(request.old_object, manager=None)) if request.old_object else []
+        )
         warnings += _contested_warning(view.name, found, before)
         governing = _governing(found)
         if governing is not None:
@@ -171,8 +175,9 @@ def validate_policy(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionR
     old_findings = parse_policy(old)[1] if old is not None else []
     errors, warnings = _ratchet(findings, old_findings)
     if errors or model is None:
-        return deny(request.uid, 422, " ".join(f.message for f in errors) or "The policy is invalid.",
-                    warnings=warnings)
+        return deny(
+            request.uid, 422, " ".join(f.message for f in errors) or "The policy is invalid.", warnings=warnings
+        )
     name = model.metadata.name or ""
     conflict = _conflict(name, model.spec, snapshot)
     if conflict is not None:

@@ -46,8 +46,13 @@ def event_body(name: str, refusal: Refusal, count: int, first: str, last: str) -
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {"name": name, "namespace": metadata.get("namespace")},
-        "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": metadata.get("name"),
-                           "namespace": metadata.get("namespace"), "uid": metadata.get("uid")},
+        "involvedObject": {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "name": metadata.get("name"),
+            "namespace": metadata.get("namespace"),
+            "uid": metadata.get("uid"),
+        },
         "reason": "PreemptionWouldBeRefused" if refusal.audit else "PreemptionRefused",
         "message": refusal.message,
         "type": "Warning",
@@ -93,12 +98,13 @@ class RefusalEvents:
         now = time.monotonic()
         if aggregate is None:
             if len(self.aggregates) >= MAX_AGGREGATES:  # forget the least recently posted half
-                keep = sorted(self.aggregates.items(), key=lambda item: item[1].posted_at)[MAX_AGGREGATES // 2:]
+                keep = sorted(self.aggregates.items(), key=lambda item: item[1].posted_at)[MAX_AGGREGATES // 2 :]
                 self.aggregates = dict(keep)
             name = f"{metadata.get('name')}.ptol-{uuid.uuid4().hex[:10]}"
             first = _now()
-            await self.core.create_namespaced_event(metadata.get("namespace"),
-                                                    event_body(name, refusal, 1, first, first))
+            await self.core.create_namespaced_event(
+                metadata.get("namespace"), event_body(name, refusal, 1, first, first)
+            )
             self.aggregates[key] = _Aggregate(name, 1, now, first)
             return
         aggregate.count += 1

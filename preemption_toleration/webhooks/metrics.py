@@ -107,12 +107,19 @@ class _CacheCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         objects = GaugeMetricFamily("ptol_webhook_cache_objects", "Objects in the watch caches.", labels=["kind"])
-        lists = CounterMetricFamily("ptol_webhook_cache_lists", "Full listings of a watched resource: the first "
-                                    "one, then one per expired or failed watch.", labels=["kind"])
-        pages = CounterMetricFamily("ptol_webhook_cache_list_pages", "Pages of those listings (--list-page-size "
-                                    "objects each).", labels=["kind"])
-        failures = CounterMetricFamily("ptol_webhook_cache_watch_failures", "Watches or listings that failed "
-                                       "(API errors, broken connections).", labels=["kind"])
+        lists = CounterMetricFamily(
+            "ptol_webhook_cache_lists",
+            "Full listings of a watched resource: the first one, then one per expired or failed watch.",
+            labels=["kind"],
+        )
+        pages = CounterMetricFamily(
+            "ptol_webhook_cache_list_pages", "Pages of those listings (--list-page-size objects each).", labels=["kind"]
+        )
+        failures = CounterMetricFamily(
+            "ptol_webhook_cache_watch_failures",
+            "Watches or listings that failed (API errors, broken connections).",
+            labels=["kind"],
+        )
         try:
             caches = list(self.stats())
         except Exception:

@@ -34,8 +34,9 @@ def nudge_patch(nudge: Nudge) -> dict[str, Any]:
 
 
 class Nudger:
-    def __init__(self, api: ApiClient, pods: PodIndex, count: Callable[[str], None],
-                 plan: NudgePlan | None = None) -> None:
+    def __init__(
+        self, api: ApiClient, pods: PodIndex, count: Callable[[str], None], plan: NudgePlan | None = None
+    ) -> None:
         self.core = client.CoreV1Api(api)
         self.pods = pods
         self.count = count  # by outcome: planned, nudged, skipped, failed
@@ -59,20 +60,29 @@ class Nudger:
             logger.debug("preemptor no longer pending; no nudge", extra={"preemptor": who})
             return
         try:
-            await self.core.patch_namespaced_pod(nudge.name, nudge.namespace, nudge_patch(nudge),
-                                                 _content_type=MERGE_PATCH, _request_timeout=PATCH_TIMEOUT_SECONDS)
+            await self.core.patch_namespaced_pod(
+                nudge.name,
+                nudge.namespace,
+                nudge_patch(nudge),
+                _content_type=MERGE_PATCH,
+                _request_timeout=PATCH_TIMEOUT_SECONDS,
+            )
         except API_ERRORS as error:
             if isinstance(error, ApiException) and error.status == 404:
                 self.count("skipped")  # deleted since the cache last saw it
                 return
             self.count("failed")
             again = self.plan.retry(nudge, datetime.now(UTC))
-            logger.warning("nudge failed", extra={"preemptor": who, "problem": str(error)[:200],
-                                                  "attempt": nudge.attempt, "retrying": again})
+            logger.warning(
+                "nudge failed",
+                extra={"preemptor": who, "problem": str(error)[:200], "attempt": nudge.attempt, "retrying": again},
+            )
             return
         self.count("nudged")
-        logger.info("pending preemptor nudged: a toleration that held it back has ended",
-                    extra={"preemptor": who, "tolerationEnded": rfc3339(nudge.until)})
+        logger.info(
+            "pending preemptor nudged: a toleration that held it back has ended",
+            extra={"preemptor": who, "tolerationEnded": rfc3339(nudge.until)},
+        )
 
     async def run(self) -> None:
         while True:

@@ -74,16 +74,25 @@ async def register(api: ApiClient, base_url: str, ca_bundle: bytes, guard: bool)
 
     admission = client.AdmissionregistrationV1Api(api)
     await admission.patch_validating_webhook_configuration(
-        NAME, validating_configuration(client_config), field_manager=FIELD_MANAGER, force=True,
+        NAME,
+        validating_configuration(client_config),
+        field_manager=FIELD_MANAGER,
+        force=True,
         _content_type=APPLY_PATCH,
     )
     await admission.patch_mutating_webhook_configuration(
-        NAME, mutating_configuration(client_config), field_manager=FIELD_MANAGER, force=True,
+        NAME,
+        mutating_configuration(client_config),
+        field_manager=FIELD_MANAGER,
+        force=True,
         _content_type=APPLY_PATCH,
     )
     if guard:
         await admission.patch_validating_webhook_configuration(
-            GUARD_NAME, guard_configuration(client_config), field_manager=FIELD_MANAGER, force=True,
+            GUARD_NAME,
+            guard_configuration(client_config),
+            field_manager=FIELD_MANAGER,
+            force=True,
             _content_type=APPLY_PATCH,
         )
 
@@ -121,13 +130,17 @@ def _registrable(certificates: ServingCertificates, url: str) -> bytes:
     """The caBundle to register `url` with; WebhookError if the API server could not trust the server there."""
     ca_bundle = certificates.ca_bundle
     if ca_bundle is None:
-        raise WebhookError("registering webhook configurations needs the CA that signed --cert-file: give it "
-                           "with --ca-file (PTOL_TLS_CA_FILE)")
+        raise WebhookError(
+            "registering webhook configurations needs the CA that signed --cert-file: give it "
+            "with --ca-file (PTOL_TLS_CA_FILE)"
+        )
     host = urlsplit(url).hostname or ""
     if not covers(certificates.serving_pem, host):
-        raise WebhookError(f"the serving certificate does not cover {host}, the host of {url}, so the API server "
-                           "would refuse it; add it to the certificate (--dns-name, or the certificate's SANs) "
-                           "or register another URL")
+        raise WebhookError(
+            f"the serving certificate does not cover {host}, the host of {url}, so the API server "
+            "would refuse it; add it to the certificate (--dns-name, or the certificate's SANs) "
+            "or register another URL"
+        )
     return ca_bundle
 
 
@@ -160,14 +173,13 @@ async def _synced_or_stopped(caches: AdmissionCaches, stop: asyncio.Event) -> bo
     return True
 
 
-async def run_webhook(
-    settings: WebhookSettings, stop: asyncio.Event, ready: asyncio.Event | None = None
-) -> None:
+async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:
     api = await make_api_client(settings.kubeconfig)
     metrics = WebhookMetrics()
     guard_enabled = settings.guard_mode != "off"
-    caches = AdmissionCaches(api, logger, guard=guard_enabled, page_size=settings.list_page_size,
-                             stale_after=settings.stale_after)
+    caches = AdmissionCaches(
+        api, logger, guard=guard_enabled, page_size=settings.list_page_size, stale_after=settings.stale_after
+    )
     metrics.track_caches(caches.stats)
     tasks = caches.tasks()
     guard: GuardHooks | None = None
@@ -179,8 +191,9 @@ async def run_webhook(
         tasks.append(asyncio.create_task(nudger.run(), name="expiry-nudges"))
         guard = GuardHooks(
             caches.guard_snapshot,
-            GuardConfig(preemptor_identities=tuple(settings.preemptor_identities),
-                        audit=settings.guard_mode == "audit"),
+            GuardConfig(
+                preemptor_identities=tuple(settings.preemptor_identities), audit=settings.guard_mode == "audit"
+            ),
             events.record,
             nudger.hold,
         )
@@ -215,8 +228,10 @@ async def run_webhook(
             logger.info(REGISTERED, extra={"url": url})
             if guard_enabled:
                 guard_config = guard_configuration(lambda path: url_client_config(url, path, ca_bundle))
-                logger.info("scheduler extender entry (KubeSchedulerConfiguration `extenders`)",
-                            extra={"extender": scheduler_extender_of(guard_config)})
+                logger.info(
+                    "scheduler extender entry (KubeSchedulerConfiguration `extenders`)",
+                    extra={"extender": scheduler_extender_of(guard_config)},
+                )
         if ready is not None:
             ready.set()
         await stop.wait()

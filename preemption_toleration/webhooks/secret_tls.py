@@ -131,8 +131,11 @@ class SecretCertificates:
         for read, patch, name in (
             (admission.read_validating_webhook_configuration, admission.patch_validating_webhook_configuration, NAME),
             (admission.read_mutating_webhook_configuration, admission.patch_mutating_webhook_configuration, NAME),
-            (admission.read_validating_webhook_configuration, admission.patch_validating_webhook_configuration,
-             GUARD_NAME),
+            (
+                admission.read_validating_webhook_configuration,
+                admission.patch_validating_webhook_configuration,
+                GUARD_NAME,
+            ),
         ):
             try:
                 configuration = await read(name)

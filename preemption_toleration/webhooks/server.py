@@ -92,12 +92,27 @@ class ExtenderHooks:
 
 def endpoints(config: AdmissionConfig) -> list[Endpoint]:
     return [
-        Endpoint("/validate/priorityclasses", "validate-priorityclasses", "scheduling.k8s.io", "priorityclasses",
-                 lambda request, snapshot: validate_priority_class(request, snapshot, config)),
-        Endpoint("/mutate/priorityclasses", "mutate-priorityclasses", "scheduling.k8s.io", "priorityclasses",
-                 mutate_priority_class),
-        Endpoint("/validate/preemptiontolerationpolicies", "validate-policies", "preemption-toleration.dev",
-                 "preemptiontolerationpolicies", validate_policy),
+        Endpoint(
+            "/validate/priorityclasses",
+            "validate-priorityclasses",
+            "scheduling.k8s.io",
+            "priorityclasses",
+            lambda request, snapshot: validate_priority_class(request, snapshot, config),
+        ),
+        Endpoint(
+            "/mutate/priorityclasses",
+            "mutate-priorityclasses",
+            "scheduling.k8s.io",
+            "priorityclasses",
+            mutate_priority_class,
+        ),
+        Endpoint(
+            "/validate/preemptiontolerationpolicies",
+            "validate-policies",
+            "preemption-toleration.dev",
+            "preemptiontolerationpolicies",
+            validate_policy,
+        ),
     ]
 
 
@@ -142,8 +157,11 @@ def _json(body: Any, status: int = 200) -> web.Response:
 
 def _allowed(payload: Mapping[str, Any]) -> dict[str, Any]:
     """An "allowed" answer to a review checked by `WebhookApp._not_a_preemption`."""
-    return {"apiVersion": payload["apiVersion"], "kind": "AdmissionReview",
-            "response": {"uid": payload["request"]["uid"], "allowed": True}}
+    return {
+        "apiVersion": payload["apiVersion"],
+        "kind": "AdmissionReview",
+        "response": {"uid": payload["request"]["uid"], "allowed": True},
+    }
 
 
 class WebhookApp:
@@ -225,7 +243,8 @@ class WebhookApp:
             return self._bad_extender_request(str(problem))
         except ValidationError as error:
             return self._bad_extender_request(
-                f"request body is not an ExtenderPreemptionArgs: {_describe_validation(error)}")
+                f"request body is not an ExtenderPreemptionArgs: {_describe_validation(error)}"
+            )
         if unready := self._unready("all"):
             return unready
         try:
@@ -247,10 +266,17 @@ class WebhookApp:
         for outcome in decision.outcomes:
             self._child(self.metrics.extender_nodes, outcome.choice.value).inc()
             if outcome.choice is not NodeChoice.UNCHANGED:
-                logger.info("extender node decision", extra={
-                    "preemptor": f"{preemptor.get('namespace')}/{preemptor.get('name')}", "node": outcome.node,
-                    "choice": outcome.choice.value, "victims": list(outcome.victims),
-                    "tolerating": list(outcome.exempt), "detail": outcome.detail})
+                logger.info(
+                    "extender node decision",
+                    extra={
+                        "preemptor": f"{preemptor.get('namespace')}/{preemptor.get('name')}",
+                        "node": outcome.node,
+                        "choice": outcome.choice.value,
+                        "victims": list(outcome.victims),
+                        "tolerating": list(outcome.exempt),
+                        "detail": outcome.detail,
+                    },
+                )
         return decision.result.to_wire()
 
     def _unready(self, needs: Needs) -> tuple[int, dict[str, Any]] | None:
@@ -262,8 +288,10 @@ class WebhookApp:
         which reads as an outage), logged with its traceback and counted, so that it gets fixed."""
         self._child(self.metrics.unexpected_errors, endpoint_name).inc()
         logger.error("request could not be judged", exc_info=error, extra={"endpoint": endpoint_name})
-        return 400, {"error": f"the request could not be judged ({type(error).__name__}: {str(error)[:200]}); "
-                              "this is a bug of preemption-toleration, please report it"}
+        return 400, {
+            "error": f"the request could not be judged ({type(error).__name__}: {str(error)[:200]}); "
+            "this is a bug of preemption-toleration, please report it"
+        }
 
     async def _answer(self, endpoint: Endpoint, request: web.Request) -> web.Response:
         try:
@@ -314,8 +342,11 @@ class WebhookApp:
         allowed from the raw JSON, before any model is built (and whether or not the caches are synced)."""
         assert self.guard is not None
         request = payload.get("request")
-        if (payload.get("apiVersion") not in ADMISSION_VERSIONS or payload.get("kind") != "AdmissionReview"
-                or not isinstance(request, Mapping)):
+        if (
+            payload.get("apiVersion") not in ADMISSION_VERSIONS
+            or payload.get("kind") != "AdmissionReview"
+            or not isinstance(request, Mapping)
+        ):
             return False
         uid, resource = request.get("uid"), request.get("resource")
         if not isinstance(uid, str) or not uid or not isinstance(resource, Mapping):
@@ -337,15 +368,25 @@ class WebhookApp:
                 self.metrics.refused(refusal.preemptor)
             logger.info(
                 "preemption refused" if not refusal.audit else "preemption would be refused",
-                extra={"kind": refusal.kind, "victim": f"{request.namespace}/{request.name}",
-                       "preemptor": refusal.preemptor, "preemptorPriority": refusal.preemptor_priority,
-                       "preemptorSource": verdict.source.value if verdict.source else None,
-                       "code": refusal.code, "denial": refusal.message, "dryRun": refusal.dry_run},
+                extra={
+                    "kind": refusal.kind,
+                    "victim": f"{request.namespace}/{request.name}",
+                    "preemptor": refusal.preemptor,
+                    "preemptorPriority": refusal.preemptor_priority,
+                    "preemptorSource": verdict.source.value if verdict.source else None,
+                    "code": refusal.code,
+                    "denial": refusal.message,
+                    "dryRun": refusal.dry_run,
+                },
             )
             self.guard.on_refusal(refusal)
             until = refusal.protection.until
-            if (refusal.protection.kind is ProtectionKind.UNTIL and until is not None and not refusal.dry_run
-                    and not refusal.audit):
+            if (
+                refusal.protection.kind is ProtectionKind.UNTIL
+                and until is not None
+                and not refusal.dry_run
+                and not refusal.audit
+            ):
                 self.guard.held_back(refusal.preemptor_pod, until)
         return verdict.response
 

@@ -68,8 +68,11 @@ def covers(cert_pem: bytes, host: str) -> bool:
     """Whether a certificate's subject alternative names include `host` (an IP address or a DNS name;
     one leading `*.` wildcard label allowed), as a TLS client checks it."""
     try:
-        names = x509.load_pem_x509_certificate(cert_pem).extensions.get_extension_for_class(
-            x509.SubjectAlternativeName).value
+        names = (
+            x509.load_pem_x509_certificate(cert_pem)
+            .extensions.get_extension_for_class(x509.SubjectAlternativeName)
+            .value
+        )
     except x509.ExtensionNotFound:
         return False
     try:
@@ -88,16 +91,22 @@ class Issuer:
     """Issues serving certificates for fixed names from a CA, and says when one is due for renewal (a
     third of its validity left). Shared by the generated and the Secret mode."""
 
-    def __init__(self, ca: pki.CertKeyPair, dns_names: list[str], ip_addresses: list[str],
-                 valid_days: int = 90) -> None:
+    def __init__(
+        self, ca: pki.CertKeyPair, dns_names: list[str], ip_addresses: list[str], valid_days: int = 90
+    ) -> None:
         self.ca = ca
         self.dns_names = dns_names
         self.ip_addresses = ip_addresses
         self.valid_days = valid_days
 
     def issue(self) -> pki.CertKeyPair:
-        return pki.issue_serving_cert(self.ca, (self.dns_names or self.ip_addresses)[0], dns_names=self.dns_names,
-                                      ip_addresses=self.ip_addresses, valid_days=self.valid_days)
+        return pki.issue_serving_cert(
+            self.ca,
+            (self.dns_names or self.ip_addresses)[0],
+            dns_names=self.dns_names,
+            ip_addresses=self.ip_addresses,
+            valid_days=self.valid_days,
+        )
 
     def due(self, serving: pki.CertKeyPair, now: datetime.datetime | None = None) -> bool:
         now = now or datetime.datetime.now(datetime.UTC)
@@ -108,8 +117,9 @@ class GeneratedCertificates:
     """A CA and a serving certificate made in memory, for `dns_names` and `ip_addresses`."""
 
     def __init__(self, dns_names: list[str], ip_addresses: list[str], valid_days: int = 90) -> None:
-        self.issuer = Issuer(pki.generate_ca("preemption-toleration-webhook-ca", valid_days=3650), dns_names,
-                             ip_addresses, valid_days)
+        self.issuer = Issuer(
+            pki.generate_ca("preemption-toleration-webhook-ca", valid_days=3650), dns_names, ip_addresses, valid_days
+        )
         self.context = server_context()
         self.serving = self.issuer.issue()
         load_pair(self.context, self.serving.cert_pem, self.serving.key_pem)
@@ -159,8 +169,10 @@ class FileCertificates:
     def _stamp(self) -> tuple[tuple[int, int, int], ...]:
         # A Secret volume swaps a `..data` link to a new directory: the files' inodes change, and stat()
         # follows the links to them. A file rewritten in place changes its time or size.
-        return tuple((found.st_ino, found.st_mtime_ns, found.st_size)
-                     for found in (os.stat(self.cert_path), os.stat(self.key_path)))
+        return tuple(
+            (found.st_ino, found.st_mtime_ns, found.st_size)
+            for found in (os.stat(self.cert_path), os.stat(self.key_path))
+        )
 
     def reload_if_changed(self) -> bool:
         stamp = self._stamp()

@@ -33,9 +33,7 @@ def test_serving_cert_has_sans_and_server_usage() -> None:
     cert = x509.load_pem_x509_certificate(pair.cert_pem)
     cert.verify_directly_issued_by(x509.load_pem_x509_certificate(ca.cert_pem))
     sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    assert sans.get_values_for_type(x509.DNSName) == [
-        "ptol", "ptol.sys", "ptol.sys.svc", "ptol.sys.svc.cluster.local"
-    ]
+    assert sans.get_values_for_type(x509.DNSName) == ["ptol", "ptol.sys", "ptol.sys.svc", "ptol.sys.svc.cluster.local"]
     assert sans.get_values_for_type(x509.IPAddress) == [ipaddress.ip_address("127.0.0.1")]
     usages = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
     assert list(usages) == [ExtendedKeyUsageOID.SERVER_AUTH]
@@ -48,13 +46,9 @@ def test_serving_cert_needs_a_name() -> None:
 
 def test_client_cert_carries_user_and_groups() -> None:
     ca = pki.generate_ca()
-    cert = x509.load_pem_x509_certificate(
-        pki.issue_client_cert(ca, "system:kube-scheduler", ["g1", "g2"]).cert_pem
-    )
+    cert = x509.load_pem_x509_certificate(pki.issue_client_cert(ca, "system:kube-scheduler", ["g1", "g2"]).cert_pem)
     assert cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == "system:kube-scheduler"
-    assert [a.value for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)] == [
-        "g1", "g2"
-    ]
+    assert [a.value for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)] == ["g1", "g2"]
     usages = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
     assert list(usages) == [ExtendedKeyUsageOID.CLIENT_AUTH]
 

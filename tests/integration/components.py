@@ -44,8 +44,9 @@ class OperatorProcess(ComponentProcess):
     def __init__(
         self, cluster: LocalCluster, *extra_args: str, log_name: str = "operator.log", log_level: str = "INFO"
     ) -> None:
-        super().__init__(self.command, cluster.kubeconfig, Path(cluster.logs_dir) / log_name, *extra_args,
-                         log_level=log_level)
+        super().__init__(
+            self.command, cluster.kubeconfig, Path(cluster.logs_dir) / log_name, *extra_args, log_level=log_level
+        )
         self.cluster = cluster
 
 
@@ -67,11 +68,14 @@ class RunProcess(OperatorProcess):
 
     def stop(self) -> None:
         super().stop()
-        for kind, name in (("validatingwebhookconfiguration", "preemption-toleration"),
-                           ("validatingwebhookconfiguration", "preemption-toleration-guard"),
-                           ("mutatingwebhookconfiguration", "preemption-toleration")):
-            subprocess.run(self.cluster.kubectl_argv("delete", kind, name, "--ignore-not-found"),
-                           capture_output=True, check=False)
+        for kind, name in (
+            ("validatingwebhookconfiguration", "preemption-toleration"),
+            ("validatingwebhookconfiguration", "preemption-toleration-guard"),
+            ("mutatingwebhookconfiguration", "preemption-toleration"),
+        ):
+            subprocess.run(
+                self.cluster.kubectl_argv("delete", kind, name, "--ignore-not-found"), capture_output=True, check=False
+            )
 
 
 @contextmanager
@@ -90,27 +94,37 @@ def ptol_run(cluster: LocalCluster, *extra_args: str) -> Iterator[RunProcess]:
 def rbac_installed(cluster: LocalCluster) -> Iterator[None]:
     """The CRDs, config/manager's namespace and config/rbac's accounts and roles; the roles removed after."""
     install_crd(cluster)
-    for args in (("apply", "-f", str(ROOT / "config" / "manager" / "namespace.yaml")),
-                 ("apply", "-k", str(ROOT / "config" / "rbac"))):
+    for args in (
+        ("apply", "-f", str(ROOT / "config" / "manager" / "namespace.yaml")),
+        ("apply", "-k", str(ROOT / "config" / "rbac")),
+    ):
         subprocess.run(cluster.kubectl_argv(*args), check=True, capture_output=True)
     try:
         yield
     finally:
-        subprocess.run(cluster.kubectl_argv("delete", "-k", str(ROOT / "config" / "rbac"), "--ignore-not-found"),
-                       capture_output=True, check=False)
+        subprocess.run(
+            cluster.kubectl_argv("delete", "-k", str(ROOT / "config" / "rbac"), "--ignore-not-found"),
+            capture_output=True,
+            check=False,
+        )
 
 
 def registered_extender(cluster: LocalCluster) -> dict[str, Any]:
     """The scheduler extender entry for the server `ptol run` registered (its guard configuration's URL
     and CA), as config/scheduler writes it."""
-    found = subprocess.run(cluster.kubectl_argv("get", "validatingwebhookconfiguration", GUARD_NAME, "-o", "json"),
-                           check=True, capture_output=True, text=True)
+    found = subprocess.run(
+        cluster.kubectl_argv("get", "validatingwebhookconfiguration", GUARD_NAME, "-o", "json"),
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return scheduler_extender_of(json.loads(found.stdout))
 
 
 @contextmanager
-def scheduler_extended(cluster: LocalCluster, *entries: dict[str, Any],
-                       after: list[dict[str, Any]] | None = None) -> Iterator[None]:
+def scheduler_extended(
+    cluster: LocalCluster, *entries: dict[str, Any], after: list[dict[str, Any]] | None = None
+) -> Iterator[None]:
     """kube-scheduler restarted with these extender entries (by default `ptol run`'s), then with `after`
     (by default none). Call it from the main thread: the scheduler process is tied to the thread that
     starts it."""

@@ -90,9 +90,7 @@ async def make_node(api: ApiClient) -> AsyncIterator[MakeNode]:
 
 @pytest.fixture(scope="session")
 def kubectl(cluster: LocalCluster) -> Kubectl:
-    def run(
-        *args: str, input: str | None = None, check: bool = True
-    ) -> subprocess.CompletedProcess[str]:
+    def run(*args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
             cluster.kubectl_argv(*args),
             input=input,
@@ -102,9 +100,7 @@ def kubectl(cluster: LocalCluster) -> Kubectl:
             check=False,
         )
         if check and result.returncode != 0:
-            raise AssertionError(
-                f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stderr}"
-            )
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
         return result
 
     return run
@@ -113,8 +109,7 @@ def kubectl(cluster: LocalCluster) -> Kubectl:
 @pytest.fixture(scope="session")
 def alice(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Kubectl:
     """kubectl as another cluster admin, who is not the operator."""
-    kubeconfig = cluster.write_kubeconfig(tmp_path_factory.mktemp("alice") / "kubeconfig", "alice",
-                                          ["system:masters"])
+    kubeconfig = cluster.write_kubeconfig(tmp_path_factory.mktemp("alice") / "kubeconfig", "alice", ["system:masters"])
 
     def run(*args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
         argv = [str(cluster.toolchain.kubectl), "--kubeconfig", str(kubeconfig), *args]

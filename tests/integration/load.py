@@ -21,8 +21,9 @@ from preemption_toleration import pki
 from tests.integration.helpers import unique_name
 
 
-def certificate_files(directory: Path, ip_addresses: list[str], ca: pki.CertKeyPair | None = None,
-                      name: str = "tls") -> tuple[Path, Path, Path, pki.CertKeyPair]:
+def certificate_files(
+    directory: Path, ip_addresses: list[str], ca: pki.CertKeyPair | None = None, name: str = "tls"
+) -> tuple[Path, Path, Path, pki.CertKeyPair]:
     """A serving certificate for localhost and `ip_addresses`, its key and its CA, as files written whole
     (each replaced at once, as a Secret volume or cert-manager does): (cert, key, ca, the CA's pair)."""
     ca = ca or pki.generate_ca("files-ca")
@@ -140,8 +141,14 @@ class RetryingProxy:
         finally:
             _reset(client_writer)
 
-    async def _pipe(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter,
-                    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, sent: bytearray) -> bool:
+    async def _pipe(
+        self,
+        client_reader: asyncio.StreamReader,
+        client_writer: asyncio.StreamWriter,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        sent: bytearray,
+    ) -> bool:
         """Copies both ways until either side ends; whether the backend sent anything."""
         answered = False
 

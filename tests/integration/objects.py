@@ -18,18 +18,33 @@ MIN = "preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority"
 TOL = "preemption-toleration.scheduling.x-k8s.io/toleration-seconds"
 
 
-def class_manifest(name: str, value: int = 8000, labels: dict[str, str] | None = None,
-                   annotations: dict[str, str] | None = None, description: str = "test class") -> str:
-    return json.dumps({
-        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-        "metadata": {"name": name, "labels": labels or {}, "annotations": annotations or {}},
-        "value": value, "description": description,
-    })
+def class_manifest(
+    name: str,
+    value: int = 8000,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    description: str = "test class",
+) -> str:
+    return json.dumps(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name, "labels": labels or {}, "annotations": annotations or {}},
+            "value": value,
+            "description": description,
+        }
+    )
 
 
 def policy_manifest(name: str, spec: dict[str, Any]) -> str:
-    return json.dumps({"apiVersion": f"{GROUP}/{VERSION}", "kind": "PreemptionTolerationPolicy",
-                       "metadata": {"name": name}, "spec": spec})
+    return json.dumps(
+        {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "PreemptionTolerationPolicy",
+            "metadata": {"name": name},
+            "spec": spec,
+        }
+    )
 
 
 async def read_class(api: ApiClient, name: str) -> dict[str, Any] | None:
@@ -63,13 +78,21 @@ def ready(policy: dict[str, Any] | None) -> tuple[str | None, str | None, str]:
 
 
 async def wait_annotations(api: ApiClient, name: str, expected: dict[str, str]) -> dict[str, Any]:
-    return await eventually(lambda: read_class(api, name), lambda pc: ours(pc) == expected,
-                            timeout=30, what=f"annotations {expected} on {name}")
+    return await eventually(
+        lambda: read_class(api, name),
+        lambda pc: ours(pc) == expected,
+        timeout=30,
+        what=f"annotations {expected} on {name}",
+    )
 
 
 async def wait_ready(api: ApiClient, name: str, status: str, reason: str) -> dict[str, Any]:
-    return await eventually(lambda: read_policy(api, name), lambda p: ready(p)[:2] == (status, reason),
-                            timeout=30, what=f"policy {name} Ready={status} {reason}")
+    return await eventually(
+        lambda: read_policy(api, name),
+        lambda p: ready(p)[:2] == (status, reason),
+        timeout=30,
+        what=f"policy {name} Ready={status} {reason}",
+    )
 
 
 @asynccontextmanager
@@ -78,8 +101,9 @@ async def low_and_high(api: ApiClient) -> AsyncIterator[tuple[str, str]]:
     scheduling = client.SchedulingV1Api(api)
     low, high = unique_name("low"), unique_name("high")
     for name, value in ((low, 1000), (high, 2000)):
-        await scheduling.create_priority_class(client.V1PriorityClass(metadata=client.V1ObjectMeta(name=name),
-                                                                      value=value))
+        await scheduling.create_priority_class(
+            client.V1PriorityClass(metadata=client.V1ObjectMeta(name=name), value=value)
+        )
     try:
         yield low, high
     finally:

@@ -17,7 +17,9 @@ SETTLE_SECONDS = 12  # long enough for the scheduler to have tried, and been ref
 
 def pod_body(name: str, class_name: str, node: str, cpu: str = "2") -> dict[str, Any]:
     return {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
         "spec": {
             "priorityClassName": class_name,
             "nodeSelector": {"kubernetes.io/hostname": node},
@@ -57,11 +59,13 @@ def node_of(pod: dict[str, Any] | None) -> str | None:
     return ((pod or {}).get("spec") or {}).get("nodeName")
 
 
-async def create_bound(api: ApiClient, namespace: str, name: str, class_name: str, node: str,
-                       cpu: str = "2") -> dict[str, Any]:
+async def create_bound(
+    api: ApiClient, namespace: str, name: str, class_name: str, node: str, cpu: str = "2"
+) -> dict[str, Any]:
     await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body(name, class_name, node, cpu))
-    return await eventually(lambda: read_pod(api, namespace, name), lambda p: node_of(p) == node,
-                            timeout=30, what=f"{name} bound")
+    return await eventually(
+        lambda: read_pod(api, namespace, name), lambda p: node_of(p) == node, timeout=30, what=f"{name} bound"
+    )
 
 
 async def events_of(api: ApiClient, namespace: str, pod: str) -> list[Any]:
@@ -78,10 +82,12 @@ async def stays(api: ApiClient, namespace: str, victim: str, preemptor: str, nod
 
 
 async def preempts(api: ApiClient, namespace: str, victim: str, preemptor: str, node: str) -> None:
-    await eventually(lambda: read_pod(api, namespace, victim), lambda p: p is None, timeout=90,
-                     what=f"{victim} preempted")
-    await eventually(lambda: read_pod(api, namespace, preemptor), lambda p: node_of(p) == node, timeout=90,
-                     what=f"{preemptor} bound")
+    await eventually(
+        lambda: read_pod(api, namespace, victim), lambda p: p is None, timeout=90, what=f"{victim} preempted"
+    )
+    await eventually(
+        lambda: read_pod(api, namespace, preemptor), lambda p: node_of(p) == node, timeout=90, what=f"{preemptor} bound"
+    )
 
 
 async def set_scheduled_at(api: ApiClient, namespace: str, name: str, when: datetime) -> None:
@@ -91,8 +97,13 @@ async def set_scheduled_at(api: ApiClient, namespace: str, name: str, when: date
     for _ in range(10):
         pod = api.sanitize_for_serialization(await core.read_namespaced_pod(name, namespace))
         conditions = [c for c in pod["status"].get("conditions") or [] if c["type"] != "PodScheduled"]
-        conditions.append({"type": "PodScheduled", "status": "True",
-                           "lastTransitionTime": when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")})
+        conditions.append(
+            {
+                "type": "PodScheduled",
+                "status": "True",
+                "lastTransitionTime": when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            }
+        )
         pod["status"]["conditions"] = conditions
         try:
             await core.replace_namespaced_pod_status(name, namespace, pod)

@@ -16,9 +16,22 @@ pytestmark = pytest.mark.integration
 def test_demo_plays_the_stories_and_stops_everything(tmp_path: Path) -> None:
     directory = tmp_path / "demo"
     result = subprocess.run(
-        [sys.executable, "-m", "preemption_toleration", "demo", "--once", "--dir", str(directory),
-         "--guarantee-seconds", "10"],
-        capture_output=True, text=True, timeout=600, cwd=ROOT, check=False,
+        [
+            sys.executable,
+            "-m",
+            "preemption_toleration",
+            "demo",
+            "--once",
+            "--dir",
+            str(directory),
+            "--guarantee-seconds",
+            "10",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        check=False,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     out = result.stdout
@@ -31,9 +44,10 @@ def test_demo_plays_the_stories_and_stops_everything(tmp_path: Path) -> None:
         "low-non-preempted": ["True", "Applied"],
         "low-guaranteed": ["True", "Applied"],
     }
-    assert ('denied the request: PriorityClass "demo-mistake": annotation '
-            'preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority="10k" is not a base-10 integer'
-            in out)
+    assert (
+        'denied the request: PriorityClass "demo-mistake": annotation '
+        'preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority="10k" is not a base-10 integer' in out
+    )
     assert "Restarting kube-scheduler with the extender at https://127.0.0.1:" in out
     assert "kept by the scheduler's extender: demo-node is no candidate for high-a, since train-a tolerates it" in out
     assert "high-c was nudged back into the scheduler's queue" in out

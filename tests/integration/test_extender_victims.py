@@ -46,8 +46,10 @@ class Server:
 
     async def metric(self, name: str, label: str) -> dict[str, float]:
         """A counter's samples by one label, read from /metrics."""
-        async with aiohttp.ClientSession() as session, session.get(f"{self.base}/metrics",
-                                                                   ssl=self.context) as response:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"{self.base}/metrics", ssl=self.context) as response,
+        ):
             text = await response.text()
         found: dict[str, float] = {}
         for family in text_string_to_metric_families(text):
@@ -75,8 +77,7 @@ def extended(cluster: LocalCluster) -> Iterator[tuple[RunProcess, Server]]:
 @pytest.fixture(scope="module")
 def classes(extended: tuple[RunProcess, Server], kubectl: Kubectl) -> Iterator[dict[str, str]]:
     suffix = unique_name("x").split("-")[-1]
-    roles = {"critical": 10000, "high": 9000, "low": 8000, "protected": 8000, "protected-low": 7000,
-             "guaranteed": 8000}
+    roles = {"critical": 10000, "high": 9000, "low": 8000, "protected": 8000, "protected-low": 7000, "guaranteed": 8000}
     names = {role: f"{role}-{suffix}" for role in roles}
     for role, name in names.items():
         notes = {MIN: "10000", TOL: "-1"} if role.startswith("protected") else {}
@@ -96,14 +97,23 @@ async def pod_names_on(api: ApiClient, namespace: str) -> dict[str, Any]:
 def on_nodes(body: dict[str, Any], *nodes: str) -> dict[str, Any]:
     """The pod may go to any of these nodes (and no other node of the shared cluster)."""
     del body["spec"]["nodeSelector"]
-    body["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchExpressions": [
-            {"key": "kubernetes.io/hostname", "operator": "In", "values": list(nodes)}]}]}}}
+    body["spec"]["affinity"] = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": list(nodes)}]}
+                ]
+            }
+        }
+    }
     return body
 
 
 async def test_a_preemptor_that_needs_a_protected_pod_deletes_nothing(
-    api: ApiClient, namespace: str, make_node: MakeNode, classes: dict[str, str],
+    api: ApiClient,
+    namespace: str,
+    make_node: MakeNode,
+    classes: dict[str, str],
     extended: tuple[RunProcess, Server],
 ) -> None:
     """Case a (the guard alone's known limit): one node of 3 CPUs, a plain and a protected pod of 1 CPU, a
@@ -116,8 +126,12 @@ async def test_a_preemptor_that_needs_a_protected_pod_deletes_nothing(
     await create_bound(api, namespace, "plain", classes["low"], node, cpu="1")
     await create_bound(api, namespace, "protected", classes["protected"], node, cpu="1")
     await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], node, cpu="3"))
-    await eventually(server.extender_nodes, lambda found: found.get("dropped", 0) > before,
-                     timeout=60, what="the extender left the node out")
+    await eventually(
+        server.extender_nodes,
+        lambda found: found.get("dropped", 0) > before,
+        timeout=60,
+        what="the extender left the node out",
+    )
     for _ in range(SETTLE_SECONDS):
         assert await pod_names_on(api, namespace) == {"plain": node, "protected": node, "high": None}
         await asyncio.sleep(1)
@@ -125,7 +139,10 @@ async def test_a_preemptor_that_needs_a_protected_pod_deletes_nothing(
 
 
 async def test_the_preemptor_goes_to_the_node_whose_victim_does_not_tolerate_it(
-    api: ApiClient, namespace: str, make_node: MakeNode, classes: dict[str, str],
+    api: ApiClient,
+    namespace: str,
+    make_node: MakeNode,
+    classes: dict[str, str],
     extended: tuple[RunProcess, Server],
 ) -> None:
     """Case b: node-a holds a protected pod of the lowest priority, which the stock scheduler would pick;
@@ -139,14 +156,21 @@ async def test_the_preemptor_goes_to_the_node_whose_victim_does_not_tolerate_it(
     await create_bound(api, namespace, "plain", classes["low"], node_b, cpu="2")
     high = on_nodes(pod_body("high", classes["high"], node_a, cpu="2"), node_a, node_b)
     await client.CoreV1Api(api).create_namespaced_pod(namespace, high)
-    await eventually(lambda: read_pod(api, namespace, "high"), lambda pod: node_of(pod) == node_b, timeout=90,
-                     what="high bound to node-b")
+    await eventually(
+        lambda: read_pod(api, namespace, "high"),
+        lambda pod: node_of(pod) == node_b,
+        timeout=90,
+        what="high bound to node-b",
+    )
     assert await pod_names_on(api, namespace) == {"protected": node_a, "high": node_b}
     assert await server.refusals() == refusals
 
 
 async def test_the_scheduler_preempts_a_plain_pod_instead_of_the_protected_one_it_chose(
-    api: ApiClient, namespace: str, make_node: MakeNode, classes: dict[str, str],
+    api: ApiClient,
+    namespace: str,
+    make_node: MakeNode,
+    classes: dict[str, str],
     extended: tuple[RunProcess, Server],
 ) -> None:
     """Case c: the stock scheduler would preempt the protected pod (the lowest priority); the extender
@@ -156,8 +180,9 @@ async def test_the_scheduler_preempts_a_plain_pod_instead_of_the_protected_one_i
     await create_bound(api, namespace, "plain-a", classes["low"], node, cpu="1")
     await create_bound(api, namespace, "plain-b", classes["low"], node, cpu="1")
     await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], node, cpu="1"))
-    await eventually(lambda: read_pod(api, namespace, "high"), lambda pod: node_of(pod) == node, timeout=90,
-                     what="high bound")
+    await eventually(
+        lambda: read_pod(api, namespace, "high"), lambda pod: node_of(pod) == node, timeout=90, what="high bound"
+    )
     left = await pod_names_on(api, namespace)
     assert left["protected"] == node
     assert sorted(name for name in left if name.startswith("plain")) in (["plain-a"], ["plain-b"])
@@ -181,7 +206,10 @@ async def _deleted_at(api: ApiClient, namespace: str, name: str, timeout: float)
 
 
 async def test_a_preemptor_held_back_by_a_time_limited_toleration_preempts_when_it_ends(
-    api: ApiClient, namespace: str, make_node: MakeNode, classes: dict[str, str],
+    api: ApiClient,
+    namespace: str,
+    make_node: MakeNode,
+    classes: dict[str, str],
     extended: tuple[RunProcess, Server],
 ) -> None:
     """Case d: a 20 s guarantee ends, and high preempts the pod within 3 s of the end, counted from the
@@ -196,13 +224,18 @@ async def test_a_preemptor_held_back_by_a_time_limited_toleration_preempts_when_
     deleted = await _deleted_at(api, namespace, "victim", timeout=GUARANTEE_SECONDS + 60)
     assert end <= deleted <= end + timedelta(seconds=3), f"preempted {(deleted - end).total_seconds():.1f} s after"
     assert (await server.metric("ptol_preemptor_nudges_total", "outcome")).get("nudged", 0) == nudged + 1
-    await eventually(lambda: read_pod(api, namespace, "high"), lambda pod: node_of(pod) == node, timeout=60,
-                     what="high bound")
+    await eventually(
+        lambda: read_pod(api, namespace, "high"), lambda pod: node_of(pod) == node, timeout=60, what="high bound"
+    )
 
 
 async def test_the_guard_judges_against_the_preemptor_the_scheduler_works_on(
-    api: ApiClient, namespace: str, make_node: MakeNode, classes: dict[str, str],
-    extended: tuple[RunProcess, Server], kubectl: Kubectl,
+    api: ApiClient,
+    namespace: str,
+    make_node: MakeNode,
+    classes: dict[str, str],
+    extended: tuple[RunProcess, Server],
+    kubectl: Kubectl,
 ) -> None:
     """Case g: critical pends for an unrelated reason (64 CPUs), while the scheduler works on high, which
     the victim tolerates. The extender leaves the node out; should the scheduler delete the victim anyway
@@ -212,13 +245,19 @@ async def test_the_guard_judges_against_the_preemptor_the_scheduler_works_on(
     node = (await make_node(cpu="3", memory="8Gi")).metadata.name
     await create_bound(api, namespace, "victim", classes["protected"], node, cpu="2")
     await client.CoreV1Api(api).create_namespaced_pod(
-        namespace, pod_body("critical", classes["critical"], node, cpu="64"))
+        namespace, pod_body("critical", classes["critical"], node, cpu="64")
+    )
     sources = await server.metric("ptol_guard_preemptor_source_total", "source")
     await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], node, cpu="2"))
-    await eventually(lambda: asyncio.to_thread(_extender_decisions_for, process, f"{namespace}/high"), bool,
-                     timeout=60, what="the extender called for high")
-    refused = kubectl("delete", "pod", "victim", "-n", namespace, "--as=system:kube-scheduler", "--wait=false",
-                      check=False)
+    await eventually(
+        lambda: asyncio.to_thread(_extender_decisions_for, process, f"{namespace}/high"),
+        bool,
+        timeout=60,
+        what="the extender called for high",
+    )
+    refused = kubectl(
+        "delete", "pod", "victim", "-n", namespace, "--as=system:kube-scheduler", "--wait=false", check=False
+    )
     assert refused.returncode != 0, "the guard allowed the preemption"
     assert f"the preemptor ({namespace}/high, priority 9000)" in refused.stderr
     after = await server.metric("ptol_guard_preemptor_source_total", "source")
@@ -241,22 +280,40 @@ def _serving_files(directory: Path) -> tuple[Path, Path, str]:
 
 
 async def test_an_extender_outage_leaves_scheduling_to_the_guard_alone(
-    api: ApiClient, namespace: str, make_node: MakeNode, classes: dict[str, str],
-    extended: tuple[RunProcess, Server], cluster: LocalCluster, tmp_path: Path,
+    api: ApiClient,
+    namespace: str,
+    make_node: MakeNode,
+    classes: dict[str, str],
+    extended: tuple[RunProcess, Server],
+    cluster: LocalCluster,
+    tmp_path: Path,
 ) -> None:
     """Case f: the scheduler's extender is a second `ptol webhook`, killed with SIGKILL. Scheduling goes on
     (the extender is ignorable), and the guard of `ptol run` still refuses the protected victim."""
     _, server = extended
     cert, key, ca_data = _serving_files(tmp_path)
     port = free_port()
-    extender = ComponentProcess("webhook", cluster.kubeconfig, Path(cluster.logs_dir) / "extender-webhook.log",
-                                "--host", "127.0.0.1", "--port", str(port), "--cert-file", str(cert),
-                                "--key-file", str(key))
+    extender = ComponentProcess(
+        "webhook",
+        cluster.kubeconfig,
+        Path(cluster.logs_dir) / "extender-webhook.log",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--cert-file",
+        str(cert),
+        "--key-file",
+        str(key),
+    )
     since = extender.start()
     try:
         extender.wait_for("webhook server listening", since, timeout=60)
-        with scheduler_extended(cluster, scheduler_extender(f"https://127.0.0.1:{port}/extender", ca_data),
-                                after=[registered_extender(cluster)]):
+        with scheduler_extended(
+            cluster,
+            scheduler_extender(f"https://127.0.0.1:{port}/extender", ca_data),
+            after=[registered_extender(cluster)],
+        ):
             assert extender.process is not None
             extender.process.kill()
             extender.process.wait()
@@ -265,9 +322,14 @@ async def test_an_extender_outage_leaves_scheduling_to_the_guard_alone(
             await create_bound(api, namespace, "protected", classes["protected"], node, cpu="2")
             await create_bound(api, namespace, "other", classes["low"], node, cpu="1")  # scheduling goes on
             await client.CoreV1Api(api).create_namespaced_pod(
-                namespace, pod_body("high", classes["high"], node, cpu="2"))
-            await eventually(server.refusals, lambda count: count > refusals, timeout=60,
-                             what="the guard refusing the protected victim")
+                namespace, pod_body("high", classes["high"], node, cpu="2")
+            )
+            await eventually(
+                server.refusals,
+                lambda count: count > refusals,
+                timeout=60,
+                what="the guard refusing the protected victim",
+            )
             assert node_of(await read_pod(api, namespace, "protected")) == node
             assert node_of(await read_pod(api, namespace, "high")) is None
     finally:

@@ -43,14 +43,22 @@ def components(cluster: LocalCluster) -> Iterator[RunProcess]:
 def classes(components: RunProcess, kubectl: Kubectl) -> Iterator[dict[str, str]]:
     """The classes of architecture §1 (unique names), the two tolerating ones governed by policies."""
     suffix = unique_name("c").split("-")[-1]
-    names = {role: f"{role}-{suffix}" for role in ("critical", "high", "low", "low-non-preempted",
-                                                     "low-non-preempted-10min")}
+    names = {
+        role: f"{role}-{suffix}" for role in ("critical", "high", "low", "low-non-preempted", "low-non-preempted-10min")
+    }
     values = {"critical": 10000, "high": 9000}
     for role, name in names.items():
         kubectl("apply", "-f", "-", input=class_manifest(name, values.get(role, 8000)))
     for role, seconds in (("low-non-preempted", -1), ("low-non-preempted-10min", 600)):
-        kubectl("apply", "-f", "-", input=policy_manifest(names[role], {
-            "priorityClassName": names[role], "minimumPreemptablePriority": 10000, "tolerationSeconds": seconds}))
+        kubectl(
+            "apply",
+            "-f",
+            "-",
+            input=policy_manifest(
+                names[role],
+                {"priorityClassName": names[role], "minimumPreemptablePriority": 10000, "tolerationSeconds": seconds},
+            ),
+        )
     yield names
     for name in names.values():
         kubectl("delete", "ptp", name, "--ignore-not-found", check=False)
@@ -70,8 +78,9 @@ async def test_high_cannot_preempt_low_non_preempted_but_critical_can(
     await create_bound(api, namespace, "victim", classes["low-non-preempted"], node)
     await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], node))
     await stays(api, namespace, "victim", "high", node)
-    [event] = await eventually(lambda: events_of(api, namespace, "victim"), lambda e: len(e) == 1, timeout=30,
-                               what="our Event on the victim")
+    [event] = await eventually(
+        lambda: events_of(api, namespace, "victim"), lambda e: len(e) == 1, timeout=30, what="our Event on the victim"
+    )
     assert event.type == "Warning" and event.source.component == "preemption-toleration-guard"
     assert f"pod {namespace}/victim (PriorityClass {classes['low-non-preempted']}, priority 8000)" in event.message
     assert f"the preemptor ({namespace}/high, priority 9000) is below it" in event.message
@@ -103,8 +112,11 @@ async def test_guaranteed_running_time_then_preemption(
 
 
 async def _evict(api: ApiClient, namespace: str, name: str, annotations: dict[str, str]) -> ApiException | None:
-    body = {"apiVersion": "policy/v1beta1", "kind": "Eviction",
-            "metadata": {"name": name, "namespace": namespace, "annotations": annotations}}
+    body = {
+        "apiVersion": "policy/v1beta1",
+        "kind": "Eviction",
+        "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
+    }
     try:
         await client.CoreV1Api(api).create_namespaced_pod_eviction(name, namespace, body)
     except ApiException as error:
@@ -123,8 +135,10 @@ async def test_eviction_with_the_preemptor_annotation_is_refused_without_it_evic
     refused = await _evict(api, namespace, "timed", preemptor)
     assert refused is not None and refused.status == 429
     message = json.loads(refused.body)["message"]
-    assert message.startswith('admission webhook "pods.guard.preemption-toleration.dev" denied the request: '
-                              f"pod {namespace}/timed (PriorityClass {classes['low-non-preempted-10min']}")
+    assert message.startswith(
+        'admission webhook "pods.guard.preemption-toleration.dev" denied the request: '
+        f"pod {namespace}/timed (PriorityClass {classes['low-non-preempted-10min']}"
+    )
     assert "s left of 600 s guaranteed running time). Retry after" in message
 
     refused = await _evict(api, namespace, "forever", preemptor)
@@ -132,6 +146,6 @@ async def test_eviction_with_the_preemptor_annotation_is_refused_without_it_evic
     assert "the toleration has no end" in json.loads(refused.body)["message"]
 
     assert await _evict(api, namespace, "forever", {}) is None  # a drain, not a preemption
-    await eventually(lambda: read_pod(api, namespace, "forever"), lambda p: p is None, timeout=30,
-                     what="the evicted pod gone")
-
+    await eventually(
+        lambda: read_pod(api, namespace, "forever"), lambda p: p is None, timeout=30, what="the evicted pod gone"
+    )

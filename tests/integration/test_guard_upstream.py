@@ -67,11 +67,21 @@ UPSTREAM = [
 ]
 
 
-@pytest.mark.parametrize(("scenario", "toleration", "priority", "policy", "ago", "tolerates"), UPSTREAM,
-                         ids=[c[0] for c in UPSTREAM])
+@pytest.mark.parametrize(
+    ("scenario", "toleration", "priority", "policy", "ago", "tolerates"), UPSTREAM, ids=[c[0] for c in UPSTREAM]
+)
 async def test_upstream_scenarios_with_the_real_scheduler(
-    api: ApiClient, namespace: str, node: str, kubectl: Kubectl, components: RunProcess,
-    scenario: str, toleration: str | None, priority: int, policy: str | None, ago: int | None, tolerates: bool,
+    api: ApiClient,
+    namespace: str,
+    node: str,
+    kubectl: Kubectl,
+    components: RunProcess,
+    scenario: str,
+    toleration: str | None,
+    priority: int,
+    policy: str | None,
+    ago: int | None,
+    tolerates: bool,
 ) -> None:
     victims = UNPARSABLE if toleration == "unparsable" else unique_name("victims")
     if toleration != "unparsable":

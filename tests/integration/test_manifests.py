@@ -72,7 +72,6 @@ def test_service_accounts_may_do_nothing_else(installed: None, kubectl: Kubectl,
     assert not can(kubectl, *case)
 
 
-
 def test_certmanager_variant_renders_with_files_and_ca_injection(kubectl: Kubectl) -> None:
     rendered = kubectl("kustomize", str(ROOT / "config" / "certmanager")).stdout
     assert rendered.count("cert-manager.io/inject-ca-from: preemption-toleration/preemption-toleration-webhook") == 3

@@ -42,8 +42,9 @@ METRICS_PORT = free_port()
 @pytest.fixture(scope="module")
 def operator(cluster: LocalCluster) -> Iterator[OperatorProcess]:
     install_crd(cluster)
-    process = OperatorProcess(cluster, "--resync-seconds", str(RESYNC_SECONDS),
-                              "--metrics", f"127.0.0.1:{METRICS_PORT}")
+    process = OperatorProcess(
+        cluster, "--resync-seconds", str(RESYNC_SECONDS), "--metrics", f"127.0.0.1:{METRICS_PORT}"
+    )
     process.start()
     yield process
     process.stop()
@@ -70,11 +71,21 @@ async def test_policy_is_applied_and_nothing_else_changes(
 ) -> None:
     pc, ptp = unique_name("low-non-preempted"), unique_name("policy")
     cleanup += [("pc", pc), ("ptp", ptp)]
-    kubectl("apply", "-f", "-", input=class_manifest(pc, labels={"team": "ml"},
-                                                     annotations={"example.com/owner": "ml-team"}))
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=class_manifest(pc, labels={"team": "ml"}, annotations={"example.com/owner": "ml-team"}),
+    )
     before = await read_class(api, pc)
-    kubectl("apply", "-f", "-", input=policy_manifest(
-        ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}))
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=policy_manifest(
+            ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
+        ),
+    )
 
     after = await wait_annotations(api, pc, {MIN: "10000", TOL: "-1"})
     assert after["metadata"]["labels"] == before["metadata"]["labels"] == {"team": "ml"}
@@ -84,7 +95,8 @@ async def test_policy_is_applied_and_nothing_else_changes(
     policy = await wait_ready(api, ptp, "True", "Applied")
     assert policy["status"]["observedGeneration"] == policy["metadata"]["generation"]
     assert policy["status"]["priorityClasses"] == [
-        {"name": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}]
+        {"name": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
+    ]
     table = kubectl("get", "ptp", ptp).stdout.splitlines()
     assert table[0].split() == ["NAME", "TARGET", "MINIMUM", "TOLERATION", "READY", "REASON", "AGE"]
     assert table[1].split()[:6] == [ptp, pc, "10000", "-1", "True", "Applied"]
@@ -96,19 +108,36 @@ async def test_policy_changes_and_removal_of_a_field_and_deletion(
     pc, ptp = unique_name("low-10min"), unique_name("policy")
     cleanup += [("pc", pc), ("ptp", ptp)]
     kubectl("apply", "-f", "-", input=class_manifest(pc, annotations={"keep": "me"}))
-    kubectl("apply", "-f", "-", input=policy_manifest(
-        ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": 600}))
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=policy_manifest(
+            ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": 600}
+        ),
+    )
     await wait_annotations(api, pc, {MIN: "10000", TOL: "600"})
 
-    kubectl("apply", "-f", "-", input=policy_manifest(
-        ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 9500, "tolerationSeconds": 60}))
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=policy_manifest(
+            ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 9500, "tolerationSeconds": 60}
+        ),
+    )
     await wait_annotations(api, pc, {MIN: "9500", TOL: "60"})
 
-    kubectl("apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc,
-                                                            "minimumPreemptablePriority": 9500}))
+    kubectl(
+        "apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 9500})
+    )
     await wait_annotations(api, pc, {MIN: "9500"})
-    policy = await eventually(lambda: read_policy(api, ptp), lambda p: p["status"].get("observedGeneration") == 3,
-                              timeout=30, what="status of generation 3")
+    policy = await eventually(
+        lambda: read_policy(api, ptp),
+        lambda p: p["status"].get("observedGeneration") == 3,
+        timeout=30,
+        what="status of generation 3",
+    )
     assert ready(policy)[:2] == ("True", "Applied")
     assert policy["status"]["priorityClasses"] == [{"name": pc, "minimumPreemptablePriority": 9500}]
 
@@ -125,8 +154,9 @@ async def test_missing_class_then_created_then_deleted(
 ) -> None:
     pc, ptp = unique_name("later"), unique_name("policy")
     cleanup += [("pc", pc), ("ptp", ptp)]
-    kubectl("apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc,
-                                                            "minimumPreemptablePriority": 10000}))
+    kubectl(
+        "apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000})
+    )
     policy = await wait_ready(api, ptp, "False", "PriorityClassNotFound")
     assert pc in ready(policy)[2]
 
@@ -146,24 +176,41 @@ async def test_selector_governs_classes_that_gain_the_label_and_releases_those_t
     cleanup += [("pc", first), ("pc", second), ("ptp", ptp)]
     kubectl("apply", "-f", "-", input=class_manifest(first, labels={"tier": tier}))
     kubectl("apply", "-f", "-", input=class_manifest(second))
-    kubectl("apply", "-f", "-", input=policy_manifest(ptp, {
-        "priorityClassSelector": {"matchLabels": {"tier": tier}},
-        "minimumPreemptablePriority": 10000, "tolerationSeconds": 600}))
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=policy_manifest(
+            ptp,
+            {
+                "priorityClassSelector": {"matchLabels": {"tier": tier}},
+                "minimumPreemptablePriority": 10000,
+                "tolerationSeconds": 600,
+            },
+        ),
+    )
     await wait_annotations(api, first, {MIN: "10000", TOL: "600"})
     assert ours(await read_class(api, second)) == {}
 
     kubectl("label", "priorityclass", second, f"tier={tier}")
     await wait_annotations(api, second, {MIN: "10000", TOL: "600"})
-    policy = await eventually(lambda: read_policy(api, ptp), lambda p: len(p["status"]["priorityClasses"]) == 2,
-                              timeout=30, what="status listing both classes")
+    policy = await eventually(
+        lambda: read_policy(api, ptp),
+        lambda p: len(p["status"]["priorityClasses"]) == 2,
+        timeout=30,
+        what="status listing both classes",
+    )
     assert sorted(c["name"] for c in policy["status"]["priorityClasses"]) == sorted([first, second])
     assert ready(policy)[:2] == ("True", "Applied")
 
     kubectl("label", "priorityclass", first, "tier-")
     await wait_annotations(api, first, {})
-    await eventually(lambda: read_policy(api, ptp),
-                     lambda p: [c["name"] for c in p["status"]["priorityClasses"]] == [second],
-                     timeout=30, what="status lists only the labelled class")
+    await eventually(
+        lambda: read_policy(api, ptp),
+        lambda p: [c["name"] for c in p["status"]["priorityClasses"]] == [second],
+        timeout=30,
+        what="status lists only the labelled class",
+    )
 
 
 async def test_hand_changes_are_put_back(
@@ -172,8 +219,14 @@ async def test_hand_changes_are_put_back(
     pc, ptp = unique_name("guarded"), unique_name("policy")
     cleanup += [("pc", pc), ("ptp", ptp)]
     kubectl("apply", "-f", "-", input=class_manifest(pc))
-    kubectl("apply", "-f", "-", input=policy_manifest(
-        ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}))
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=policy_manifest(
+            ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
+        ),
+    )
     await wait_annotations(api, pc, {MIN: "10000", TOL: "-1"})
 
     kubectl("annotate", "--overwrite", "priorityclass", pc, f"{MIN}=9000")
@@ -188,12 +241,24 @@ async def test_two_policies_on_one_class_older_wins_without_flapping(
     pc, older, newer = unique_name("contested"), unique_name("older"), unique_name("newer")
     cleanup += [("pc", pc), ("ptp", older), ("ptp", newer)]
     kubectl("apply", "-f", "-", input=class_manifest(pc))
-    kubectl("apply", "-f", "-", input=policy_manifest(
-        older, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}))
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=policy_manifest(
+            older, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
+        ),
+    )
     await wait_ready(api, older, "True", "Applied")
     await asyncio.sleep(1.1)  # creation timestamps have second resolution
-    kubectl("apply", "-f", "-", input=policy_manifest(
-        newer, {"priorityClassName": pc, "minimumPreemptablePriority": 5, "tolerationSeconds": 5}))
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=policy_manifest(
+            newer, {"priorityClassName": pc, "minimumPreemptablePriority": 5, "tolerationSeconds": 5}
+        ),
+    )
 
     policy = await wait_ready(api, newer, "False", "Conflict")
     assert f'PreemptionTolerationPolicy "{older}"' in ready(policy)[2]
@@ -210,8 +275,14 @@ async def test_gitops_server_side_apply_without_the_annotations_keeps_them(
     cleanup += [("pc", pc), ("ptp", ptp)]
     manifest = class_manifest(pc, labels={"owner": "gitops"}, description="from git")
     kubectl("apply", "--server-side", "--field-manager=gitops", "-f", "-", input=manifest)
-    kubectl("apply", "-f", "-", input=policy_manifest(
-        ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": 600}))
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=policy_manifest(
+            ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": 600}
+        ),
+    )
     await wait_annotations(api, pc, {MIN: "10000", TOL: "600"})
 
     changed = class_manifest(pc, labels={"owner": "gitops", "rev": "2"}, description="from git")
@@ -230,8 +301,9 @@ async def test_restarted_operator_writes_nothing_when_state_matches(
     pc, ptp = unique_name("steady"), unique_name("policy")
     cleanup += [("pc", pc), ("ptp", ptp)]
     kubectl("apply", "-f", "-", input=class_manifest(pc))
-    kubectl("apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc,
-                                                            "minimumPreemptablePriority": 10000}))
+    kubectl(
+        "apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000})
+    )
     await wait_annotations(api, pc, {MIN: "10000"})
     policy = await wait_ready(api, ptp, "True", "Applied")
     class_version = (await read_class(api, pc))["metadata"]["resourceVersion"]
@@ -241,8 +313,12 @@ async def test_restarted_operator_writes_nothing_when_state_matches(
     operator.start()
     # Ready: the restarted process (its counters start at 0) has reconciled everything twice, once on
     # resuming the policies and once more at a resync, both with the caches listed.
-    restarted = await eventually(_reconciles_since_start, lambda figures: figures.get("reconciles", 0) >= 2,
-                                 timeout=60, what="two reconciles of the restarted operator")
+    restarted = await eventually(
+        _reconciles_since_start,
+        lambda figures: figures.get("reconciles", 0) >= 2,
+        timeout=60,
+        what="two reconciles of the restarted operator",
+    )
     assert (restarted["writes"], restarted["status"]) == (0, 0)
     assert (await read_class(api, pc))["metadata"]["resourceVersion"] == class_version
     assert (await read_policy(api, ptp))["status"] == policy_status
@@ -253,9 +329,19 @@ async def test_invalid_policy_that_slipped_past_admission_is_reported(
 ) -> None:
     ptp = unique_name("invalid")
     cleanup.append(("ptp", ptp))
-    kubectl("apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": "x",
-                                                            "priorityClassSelector": {"matchLabels": {"a": "b"}},
-                                                            "minimumPreemptablePriority": 1}))
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=policy_manifest(
+            ptp,
+            {
+                "priorityClassName": "x",
+                "priorityClassSelector": {"matchLabels": {"a": "b"}},
+                "minimumPreemptablePriority": 1,
+            },
+        ),
+    )
     policy = await wait_ready(api, ptp, "False", "Invalid")
     assert "sets both priorityClassName and priorityClassSelector" in ready(policy)[2]
     assert operator.process is not None and operator.process.poll() is None
@@ -266,19 +352,25 @@ async def test_events_say_what_was_applied_and_why_not(
 ) -> None:
     pc, ptp = unique_name("evented"), unique_name("policy")
     cleanup += [("pc", pc), ("ptp", ptp)]
-    kubectl("apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc,
-                                                            "minimumPreemptablePriority": 10000}))
+    kubectl(
+        "apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000})
+    )
     await wait_ready(api, ptp, "False", "PriorityClassNotFound")
     kubectl("apply", "-f", "-", input=class_manifest(pc))
     await wait_ready(api, ptp, "True", "Applied")
 
     async def reasons() -> list[tuple[str, str]]:
         events = await client.CoreV1Api(api).list_namespaced_event(
-            "default", field_selector=f"involvedObject.name={ptp}")
+            "default", field_selector=f"involvedObject.name={ptp}"
+        )
         return [(event.reason, event.message) for event in events.items]
 
-    found = await eventually(reasons, lambda r: {"PriorityClassNotFound", "Applied"} <= {x for x, _ in r},
-                             timeout=30, what="events on the policy")
+    found = await eventually(
+        reasons,
+        lambda r: {"PriorityClassNotFound", "Applied"} <= {x for x, _ in r},
+        timeout=30,
+        what="events on the policy",
+    )
     assert any(reason == "Applied" and pc in message for reason, message in found)
 
 
@@ -286,37 +378,62 @@ async def test_two_replicas_with_peering_only_one_writes(
     api: ApiClient, cluster: LocalCluster, kubectl: Kubectl, operator: OperatorProcess, cleanup: list
 ) -> None:
     operator.stop()  # the standalone one would write regardless of peering
-    active = OperatorProcess(cluster, "--peering", "preemption-toleration", "--priority", "200",
-                             log_name="operator-active.log")
-    standby = OperatorProcess(cluster, "--peering", "preemption-toleration", "--priority", "100",
-                              log_name="operator-standby.log")
+    active = OperatorProcess(
+        cluster, "--peering", "preemption-toleration", "--priority", "200", log_name="operator-active.log"
+    )
+    standby = OperatorProcess(
+        cluster, "--peering", "preemption-toleration", "--priority", "100", log_name="operator-standby.log"
+    )
     pc, ptp = unique_name("peered"), unique_name("policy")
     cleanup += [("pc", pc), ("ptp", ptp)]
     try:
         working = "Resuming operations after the pause"  # kopf: this replica is the active one
         active.start()
-        await eventually(lambda: asyncio.sleep(0, active.log()), lambda log: working in log,
-                         timeout=60, what="the active replica working")
+        await eventually(
+            lambda: asyncio.sleep(0, active.log()),
+            lambda log: working in log,
+            timeout=60,
+            what="the active replica working",
+        )
         standby.start()
-        await eventually(lambda: asyncio.sleep(0, standby.log()),
-                         lambda log: "Initial authentication has finished" in log,
-                         timeout=60, what="the standby replica started")
+        await eventually(
+            lambda: asyncio.sleep(0, standby.log()),
+            lambda log: "Initial authentication has finished" in log,
+            timeout=60,
+            what="the standby replica started",
+        )
         await asyncio.sleep(3)
         kubectl("apply", "-f", "-", input=class_manifest(pc))
-        kubectl("apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc,
-                                                                "minimumPreemptablePriority": 10000}))
+        kubectl(
+            "apply",
+            "-f",
+            "-",
+            input=policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000}),
+        )
         await wait_annotations(api, pc, {MIN: "10000"})
-        await eventually(lambda: asyncio.sleep(0, active.log()), lambda log: " applied" in log,
-                         timeout=15, what="the active replica logging its write")
+        await eventually(
+            lambda: asyncio.sleep(0, active.log()),
+            lambda log: " applied" in log,
+            timeout=15,
+            what="the active replica logging its write",
+        )
         assert working not in standby.log() and " applied" not in standby.log()
 
         active.stop()  # a clean exit leaves the peering: the standby takes over
-        kubectl("apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc,
-                                                                "minimumPreemptablePriority": 9999}))
+        kubectl(
+            "apply",
+            "-f",
+            "-",
+            input=policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 9999}),
+        )
         await wait_annotations(api, pc, {MIN: "9999"})
         # the write can be seen in the API a moment before the standby has logged it
-        await eventually(lambda: asyncio.sleep(0, standby.log()), lambda log: working in log and " applied" in log,
-                         timeout=15, what="the standby replica working and writing")
+        await eventually(
+            lambda: asyncio.sleep(0, standby.log()),
+            lambda log: working in log and " applied" in log,
+            timeout=15,
+            what="the standby replica working and writing",
+        )
     finally:
         active.stop()
         standby.stop()
@@ -324,30 +441,54 @@ async def test_two_replicas_with_peering_only_one_writes(
 
 
 async def test_explain_reads_the_cluster(
-    api: ApiClient, cluster: LocalCluster, kubectl: Kubectl, operator: OperatorProcess, cleanup: list,
+    api: ApiClient,
+    cluster: LocalCluster,
+    kubectl: Kubectl,
+    operator: OperatorProcess,
+    cleanup: list,
     namespace: str,
 ) -> None:
     pc, ptp = unique_name("explained"), unique_name("policy")
     cleanup += [("pc", pc), ("ptp", ptp)]
     kubectl("apply", "-f", "-", input=class_manifest(pc))
-    kubectl("apply", "-f", "-", input=policy_manifest(
-        ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}))
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=policy_manifest(
+            ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
+        ),
+    )
     await wait_annotations(api, pc, {MIN: "10000", TOL: "-1"})
-    await client.CoreV1Api(api).create_namespaced_pod(namespace, {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-        "spec": {"priorityClassName": pc, "containers": [{"name": "c", "image": "pause"}]}})
+    await client.CoreV1Api(api).create_namespaced_pod(
+        namespace,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p"},
+            "spec": {"priorityClassName": pc, "containers": [{"name": "c", "image": "pause"}]},
+        },
+    )
 
     def explain(*args: str) -> str:
-        result = subprocess.run([sys.executable, "-m", "preemption_toleration", "explain", *args,
-                                 "--kubeconfig", str(cluster.kubeconfig)], capture_output=True, text=True, check=True)
+        result = subprocess.run(
+            [sys.executable, "-m", "preemption_toleration", "explain", *args, "--kubeconfig", str(cluster.kubeconfig)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         return result.stdout.strip()
 
     assert explain("pod", f"{namespace}/p") == (
         f'pod {namespace}/p (PriorityClass {pc}, priority 8000) (PreemptionTolerationPolicy "{ptp}"): refuses '
-        "priorities 8001 to 9999 forever; priorities >= 10000 may preempt it now.")
+        "priorities 8001 to 9999 forever; priorities >= 10000 may preempt it now."
+    )
     facts = json.loads(explain("priorityclass", pc, "-o", "json"))
-    assert (facts["policy"], facts["protection"], facts["refusedPriorities"]) == (ptp, "Forever",
-                                                                                  {"from": 8001, "to": 9999})
+    assert (facts["policy"], facts["protection"], facts["refusedPriorities"]) == (
+        ptp,
+        "Forever",
+        {"from": 8001, "to": 9999},
+    )
 
 
 async def test_metrics_count_what_the_operator_did(
@@ -356,13 +497,17 @@ async def test_metrics_count_what_the_operator_did(
     pc, ptp = unique_name("measured"), unique_name("policy")
     cleanup += [("pc", pc), ("ptp", ptp)]
     kubectl("apply", "-f", "-", input=class_manifest(pc))
-    kubectl("apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc,
-                                                            "minimumPreemptablePriority": 10000}))
+    kubectl(
+        "apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000})
+    )
     await wait_annotations(api, pc, {MIN: "10000"})
 
     text = await asyncio.to_thread(_scrape)
-    applied = [line for line in text.splitlines()
-               if line.startswith('ptol_operator_writes_total{action="applied",result="ok"}')]
+    applied = [
+        line
+        for line in text.splitlines()
+        if line.startswith('ptol_operator_writes_total{action="applied",result="ok"}')
+    ]
     assert applied and float(applied[0].split()[-1]) >= 1
     assert 'ptol_operator_reconciles_total{result="ok"}' in text
 
@@ -373,8 +518,11 @@ def _scrape() -> str:
 
 
 def _samples(text: str) -> dict[str, float]:
-    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-            if line.startswith("ptol_operator_")}
+    return {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith("ptol_operator_")
+    }
 
 
 async def _reconciles_since_start() -> dict[str, float]:
@@ -390,9 +538,11 @@ async def _operator_figures() -> dict[str, float]:
 
 
 def _figures(samples: dict[str, float]) -> dict[str, float]:
-    return {"reconciles": samples.get('ptol_operator_reconciles_total{result="ok"}', 0.0),
-            "writes": sum(v for k, v in samples.items() if k.startswith("ptol_operator_writes_total")),
-            "status": samples.get("ptol_operator_status_patches_total", 0.0)}
+    return {
+        "reconciles": samples.get('ptol_operator_reconciles_total{result="ok"}', 0.0),
+        "writes": sum(v for k, v in samples.items() if k.startswith("ptol_operator_writes_total")),
+        "status": samples.get("ptol_operator_status_patches_total", 0.0),
+    }
 
 
 async def test_a_burst_of_policies_is_written_once_per_class(
@@ -407,11 +557,20 @@ async def test_a_burst_of_policies_is_written_once_per_class(
     for i, name in enumerate(classes):
         kubectl("apply", "-f", "-", input=class_manifest(name, labels={label: f"t{i // 3}"}))
     # quiet first: what earlier tests left behind (releases, deletions) is done
-    before = await eventually(_stable_figures, lambda pair: pair[0] == pair[1], timeout=60,
-                              what="the operator idle")
-    manifests = [json.loads(policy_manifest(name, {
-        "priorityClassSelector": {"matchLabels": {label: f"t{i}"}}, "minimumPreemptablePriority": 10000,
-        "tolerationSeconds": 600})) for i, name in enumerate(policies)]
+    before = await eventually(_stable_figures, lambda pair: pair[0] == pair[1], timeout=60, what="the operator idle")
+    manifests = [
+        json.loads(
+            policy_manifest(
+                name,
+                {
+                    "priorityClassSelector": {"matchLabels": {label: f"t{i}"}},
+                    "minimumPreemptablePriority": 10000,
+                    "tolerationSeconds": 600,
+                },
+            )
+        )
+        for i, name in enumerate(policies)
+    ]
     kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests}))
 
     for name in classes:

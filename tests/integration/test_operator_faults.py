@@ -50,9 +50,19 @@ class Burst:
         self.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests}))
 
     def apply_policies(self) -> None:
-        manifests = [json.loads(policy_manifest(policy, {
-            "priorityClassName": name, "minimumPreemptablePriority": 10000 + i, "tolerationSeconds": 60 * (i + 1)}))
-            for i, (policy, name) in enumerate(zip(self.policies, self.classes, strict=True))]
+        manifests = [
+            json.loads(
+                policy_manifest(
+                    policy,
+                    {
+                        "priorityClassName": name,
+                        "minimumPreemptablePriority": 10000 + i,
+                        "tolerationSeconds": 60 * (i + 1),
+                    },
+                )
+            )
+            for i, (policy, name) in enumerate(zip(self.policies, self.classes, strict=True))
+        ]
         self.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests}))
 
     async def annotated(self, api: ApiClient) -> int:
@@ -63,19 +73,32 @@ class Burst:
         """What still differs from the converged state (empty: converged)."""
         classes = await _classes(api, self.classes)
         policies = await _policies(api, self.policies)
-        wrong = [f"{name}: {ours(classes.get(name))}" for i, name in enumerate(self.classes)
-                 if ours(classes.get(name)) != self.wanted(i)]
-        wrong += [f"{name}: {ready(policies.get(name))}" for name in self.policies
-                  if ready(policies.get(name))[:2] != ("True", "Applied")]
+        wrong = [
+            f"{name}: {ours(classes.get(name))}"
+            for i, name in enumerate(self.classes)
+            if ours(classes.get(name)) != self.wanted(i)
+        ]
+        wrong += [
+            f"{name}: {ready(policies.get(name))}"
+            for name in self.policies
+            if ready(policies.get(name))[:2] != ("True", "Applied")
+        ]
         return wrong
 
     async def delete_and_check_released(self, api: ApiClient) -> None:
         self.kubectl("delete", "ptp", *self.policies, "--wait=false")
-        await eventually(lambda: _policies(api, self.policies), lambda found: not found, timeout=90,
-                         what="every policy gone (no finalizer left behind)")
-        await eventually(lambda: _classes(api, self.classes),
-                         lambda found: all(ours(found.get(name)) == {} for name in self.classes), timeout=60,
-                         what="every class released")
+        await eventually(
+            lambda: _policies(api, self.policies),
+            lambda found: not found,
+            timeout=90,
+            what="every policy gone (no finalizer left behind)",
+        )
+        await eventually(
+            lambda: _classes(api, self.classes),
+            lambda found: all(ours(found.get(name)) == {} for name in self.classes),
+            timeout=60,
+            what="every class released",
+        )
 
     def cleanup(self) -> None:
         self.kubectl("delete", "ptp", *self.policies, "--ignore-not-found", check=False)
@@ -85,8 +108,11 @@ class Burst:
 async def _classes(api: ApiClient, names: list[str]) -> dict[str, dict]:
     listed = await client.SchedulingV1Api(api).list_priority_class()
     wanted = set(names)
-    return {pc["metadata"]["name"]: pc for pc in api.sanitize_for_serialization(listed)["items"]
-            if pc["metadata"]["name"] in wanted}
+    return {
+        pc["metadata"]["name"]: pc
+        for pc in api.sanitize_for_serialization(listed)["items"]
+        if pc["metadata"]["name"] in wanted
+    }
 
 
 async def _policies(api: ApiClient, names: list[str]) -> dict[str, dict]:
@@ -106,14 +132,16 @@ async def burst(kubectl: Kubectl) -> AsyncIterator[Burst]:
 async def fault_in_the_middle(api: ApiClient, burst: Burst, fault: Callable[[], None]) -> int:
     """Applies the burst and calls `fault` once the first class is written; returns how many were then."""
     burst.apply_policies()
-    done = await eventually(lambda: burst.annotated(api), lambda count: count > 0, timeout=60, interval=0.05,
-                            what="the first class written")
+    done = await eventually(
+        lambda: burst.annotated(api), lambda count: count > 0, timeout=60, interval=0.05, what="the first class written"
+    )
     fault()
     return done
 
 
 async def test_an_operator_killed_in_the_middle_of_a_burst_converges_after_its_restart(
-        api: ApiClient, operator: OperatorProcess, burst: Burst) -> None:
+    api: ApiClient, operator: OperatorProcess, burst: Burst
+) -> None:
     def kill() -> None:
         assert operator.process is not None
         operator.process.kill()  # SIGKILL: no cleanup of any kind
@@ -122,15 +150,24 @@ async def test_an_operator_killed_in_the_middle_of_a_burst_converges_after_its_r
 
     assert await fault_in_the_middle(api, burst, kill) < BURST, "the kill came after the burst"
     operator.start()
-    await eventually(lambda: burst.converged(api), lambda wrong: wrong == [], timeout=90,
-                     what="every policy Ready and every class with its policy's annotations")
+    await eventually(
+        lambda: burst.converged(api),
+        lambda wrong: wrong == [],
+        timeout=90,
+        what="every policy Ready and every class with its policy's annotations",
+    )
     await burst.delete_and_check_released(api)
 
 
 async def test_an_api_server_restarted_in_the_middle_of_a_burst_leaves_nothing_behind(
-        api: ApiClient, cluster: LocalCluster, operator: OperatorProcess, burst: Burst) -> None:
+    api: ApiClient, cluster: LocalCluster, operator: OperatorProcess, burst: Burst
+) -> None:
     assert await fault_in_the_middle(api, burst, cluster.restart_apiserver) < BURST, "the restart came after the burst"
     await asyncio.sleep(1)  # the admin client's connections reopen on the next call
-    await eventually(lambda: burst.converged(api), lambda wrong: wrong == [], timeout=120,
-                     what="every policy Ready and every class with its policy's annotations")
+    await eventually(
+        lambda: burst.converged(api),
+        lambda wrong: wrong == [],
+        timeout=120,
+        what="every policy Ready and every class with its policy's annotations",
+    )
     await burst.delete_and_check_released(api)

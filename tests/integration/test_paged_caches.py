@@ -36,8 +36,16 @@ POD_RESOURCE = {"group": "", "version": "v1", "resource": "pods"}
 class Webhook:
     def __init__(self, cluster: LocalCluster, name: str, *args: str) -> None:
         self.port = free_port()
-        self.process = ComponentProcess("webhook", cluster.kubeconfig, cluster.logs_dir / f"{name}.log",
-                                        "--host", "127.0.0.1", "--port", str(self.port), *args)
+        self.process = ComponentProcess(
+            "webhook",
+            cluster.kubeconfig,
+            cluster.logs_dir / f"{name}.log",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            *args,
+        )
         self.base = f"https://127.0.0.1:{self.port}"
 
 
@@ -51,13 +59,27 @@ def webhooks(cluster: LocalCluster) -> Iterator[tuple[Webhook, Webhook]]:
         webhook.process.stop()
 
 
-def _review(namespace: str, name: str, user: str, operation: str, *, old: dict[str, Any] | None = None,
-            eviction: dict[str, Any] | None = None) -> dict[str, Any]:
+def _review(
+    namespace: str,
+    name: str,
+    user: str,
+    operation: str,
+    *,
+    old: dict[str, Any] | None = None,
+    eviction: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     kind = {"group": "", "version": "v1", "kind": "Pod"}
     request: dict[str, Any] = {
-        "uid": unique_name("review"), "kind": kind, "resource": POD_RESOURCE, "name": name,
-        "namespace": namespace, "operation": operation, "userInfo": {"username": user}, "oldObject": old,
-        "object": eviction}
+        "uid": unique_name("review"),
+        "kind": kind,
+        "resource": POD_RESOURCE,
+        "name": name,
+        "namespace": namespace,
+        "operation": operation,
+        "userInfo": {"username": user},
+        "oldObject": old,
+        "object": eviction,
+    }
     if eviction is not None:
         request.update(subResource="eviction", kind={"group": "policy", "version": "v1beta1", "kind": "Eviction"})
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
@@ -70,7 +92,11 @@ def _metric(text: str, name: str) -> float:
 
 
 async def test_guard_decides_the_same_from_caches_listed_in_pages(
-    api: ApiClient, cluster: LocalCluster, kubectl: Kubectl, make_node: MakeNode, namespace: str,
+    api: ApiClient,
+    cluster: LocalCluster,
+    kubectl: Kubectl,
+    make_node: MakeNode,
+    namespace: str,
     webhooks: tuple[Webhook, Webhook],
 ) -> None:
     protected, plain, high = unique_name("paged-protected"), unique_name("paged-low"), unique_name("paged-high")
@@ -85,10 +111,19 @@ async def test_guard_decides_the_same_from_caches_listed_in_pages(
             victims[f"plain-{i}"] = await create_bound(api, namespace, f"plain-{i}", plain, node, cpu="1")
         # Pending preemptor candidates that no scheduler picks up: the guard infers one of them.
         for i in range(3):
-            await client.CoreV1Api(api).create_namespaced_pod(namespace, {
-                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"high-{i}"},
-                "spec": {"priorityClassName": high, "schedulerName": "nobody",
-                         "containers": [{"name": "c", "image": "pause"}]}})
+            await client.CoreV1Api(api).create_namespaced_pod(
+                namespace,
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": f"high-{i}"},
+                    "spec": {
+                        "priorityClassName": high,
+                        "schedulerName": "nobody",
+                        "containers": [{"name": "c", "image": "pause"}],
+                    },
+                },
+            )
         assert await read_pod(api, namespace, "high-0") is not None
 
         for webhook in webhooks:
@@ -96,6 +131,7 @@ async def test_guard_decides_the_same_from_caches_listed_in_pages(
         context = ssl.create_default_context()
         context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
         async with aiohttp.ClientSession() as session:
+
             async def get(url: str) -> tuple[int, str]:
                 try:
                     async with session.get(url, ssl=context) as response:
@@ -111,14 +147,32 @@ async def test_guard_decides_the_same_from_caches_listed_in_pages(
                     return answer
 
             for webhook in webhooks:
-                await eventually(lambda webhook=webhook: get(f"{webhook.base}/readyz"), lambda r: r[0] == 200, timeout=60,
-                                 what=f"{webhook.process.log_path.name} ready")
-            questions = [_review(namespace, name, "system:kube-scheduler", "DELETE", old=pod)
-                         for name, pod in victims.items()]
-            questions.append(_review(namespace, "protected-0", "alice", "CREATE", eviction={
-                "apiVersion": "policy/v1beta1", "kind": "Eviction",
-                "metadata": {"name": "protected-0", "namespace": namespace,
-                             "annotations": {PREEMPTOR: f"{namespace}/high-1"}}}))
+                await eventually(
+                    lambda webhook=webhook: get(f"{webhook.base}/readyz"),
+                    lambda r: r[0] == 200,
+                    timeout=60,
+                    what=f"{webhook.process.log_path.name} ready",
+                )
+            questions = [
+                _review(namespace, name, "system:kube-scheduler", "DELETE", old=pod) for name, pod in victims.items()
+            ]
+            questions.append(
+                _review(
+                    namespace,
+                    "protected-0",
+                    "alice",
+                    "CREATE",
+                    eviction={
+                        "apiVersion": "policy/v1beta1",
+                        "kind": "Eviction",
+                        "metadata": {
+                            "name": "protected-0",
+                            "namespace": namespace,
+                            "annotations": {PREEMPTOR: f"{namespace}/high-1"},
+                        },
+                    },
+                )
+            )
             paged, whole = webhooks
             answers = [await ask(paged, question) for question in questions]
             assert answers == [await ask(whole, question) for question in questions]

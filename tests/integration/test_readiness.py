@@ -28,14 +28,23 @@ POLICIES = "preemptiontolerationpolicies.preemption-toleration.dev"
 class Webhook:
     def __init__(self, cluster: LocalCluster, name: str, *args: str) -> None:
         self.port = free_port()
-        self.process = ComponentProcess("webhook", cluster.kubeconfig, cluster.logs_dir / f"{name}.log",
-                                        "--host", "127.0.0.1", "--port", str(self.port), *args)
+        self.process = ComponentProcess(
+            "webhook",
+            cluster.kubeconfig,
+            cluster.logs_dir / f"{name}.log",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            *args,
+        )
         self.since = 0
 
     def readyz(self) -> tuple[int, str]:
         try:
-            with urllib.request.urlopen(f"https://127.0.0.1:{self.port}/readyz", context=INSECURE,
-                                        timeout=5) as response:
+            with urllib.request.urlopen(
+                f"https://127.0.0.1:{self.port}/readyz", context=INSECURE, timeout=5
+            ) as response:
                 return response.status, response.read().decode()
         except urllib.error.HTTPError as error:
             return error.code, error.read().decode()
@@ -54,13 +63,16 @@ class Webhook:
         return body
 
     def lines(self, text: str) -> list[str]:
-        return [line for line in self.process.log()[self.since:].splitlines() if text in line]
+        return [line for line in self.process.log()[self.since :].splitlines() if text in line]
 
 
 @pytest.fixture
 def webhook_without_crd(cluster: LocalCluster) -> Iterator[Webhook]:
-    subprocess.run(cluster.kubectl_argv("delete", "-f", str(CRD_FILE), "--ignore-not-found", "--wait"),
-                   check=True, capture_output=True)
+    subprocess.run(
+        cluster.kubectl_argv("delete", "-f", str(CRD_FILE), "--ignore-not-found", "--wait"),
+        check=True,
+        capture_output=True,
+    )
     webhook = Webhook(cluster, "webhook-before-crd")
     webhook.since = webhook.process.start()
     try:
@@ -71,7 +83,8 @@ def webhook_without_crd(cluster: LocalCluster) -> Iterator[Webhook]:
 
 
 def test_a_webhook_started_before_its_crd_waits_says_why_and_becomes_ready(
-        cluster: LocalCluster, webhook_without_crd: Webhook) -> None:
+    cluster: LocalCluster, webhook_without_crd: Webhook
+) -> None:
     webhook = webhook_without_crd
     body = webhook.until("before the CRD", 503, timeout=60)
     assert body.startswith("caches are not ready: preemptiontolerationpolicies: not listed yet (last problem: 404")
@@ -96,7 +109,8 @@ def stale_webhook(cluster: LocalCluster) -> Iterator[Webhook]:
 
 
 def test_caches_without_a_watch_for_longer_than_the_bound_are_not_ready_until_it_recovers(
-        cluster: LocalCluster, stale_webhook: Webhook) -> None:
+    cluster: LocalCluster, stale_webhook: Webhook
+) -> None:
     webhook = stale_webhook
     assert webhook.until("at start", 200, timeout=60) == "ok"
     cluster.stop_apiserver()

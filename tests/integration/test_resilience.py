@@ -29,8 +29,13 @@ def components(cluster: LocalCluster) -> Iterator[RunProcess]:
 
 
 async def test_operator_webhooks_and_guard_resume_after_the_api_server_restarts(
-    api: ApiClient, cluster: LocalCluster, components: RunProcess, kubectl: Kubectl, alice: Kubectl,
-    make_node: MakeNode, namespace: str,
+    api: ApiClient,
+    cluster: LocalCluster,
+    components: RunProcess,
+    kubectl: Kubectl,
+    alice: Kubectl,
+    make_node: MakeNode,
+    namespace: str,
 ) -> None:
     suffix = unique_name("r").split("-")[-1]
     high, before, after = f"high-{suffix}", f"before-{suffix}", f"after-{suffix}"
@@ -38,8 +43,14 @@ async def test_operator_webhooks_and_guard_resume_after_the_api_server_restarts(
     try:
         kubectl("apply", "-f", "-", input=class_manifest(high, 9000))
         kubectl("apply", "-f", "-", input=class_manifest(before))
-        kubectl("apply", "-f", "-", input=policy_manifest(before, {
-            "priorityClassName": before, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}))
+        kubectl(
+            "apply",
+            "-f",
+            "-",
+            input=policy_manifest(
+                before, {"priorityClassName": before, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
+            ),
+        )
         await wait_annotations(api, before, {MIN: "10000", TOL: "-1"})
 
         cluster.restart_apiserver()
@@ -48,10 +59,20 @@ async def test_operator_webhooks_and_guard_resume_after_the_api_server_restarts(
         # The operator: a class, then its policy, both created after the restart. (In this order the
         # mutating webhook has nothing to add, so the annotations can only come from the operator.)
         kubectl("apply", "-f", "-", input=class_manifest(after))
-        kubectl("apply", "-f", "-", input=policy_manifest(after, {
-            "priorityClassName": after, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}))
-        await eventually(lambda: _annotations_within(api, after), bool, timeout=60,
-                         what="the operator applying a policy created after the restart")
+        kubectl(
+            "apply",
+            "-f",
+            "-",
+            input=policy_manifest(
+                after, {"priorityClassName": after, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
+            ),
+        )
+        await eventually(
+            lambda: _annotations_within(api, after),
+            bool,
+            timeout=60,
+            what="the operator applying a policy created after the restart",
+        )
         await wait_ready(api, after, "True", "Applied")
 
         # The webhook's policy cache knows the new policy.

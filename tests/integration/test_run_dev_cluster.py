@@ -27,8 +27,13 @@ NAMESPACE = "work"
 
 
 def ptol(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "preemption_toleration", *args], capture_output=True, text=True,
-                          timeout=timeout, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "preemption_toleration", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +41,9 @@ def own_cluster(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory)
     """A second control plane, started as a user starts one: `ptol dev cluster up` (detached processes).
     It depends on the session's cluster only so that the toolchain is built first."""
     directory = tmp_path_factory.mktemp("own-cluster")
-    started = ptol("dev", "cluster", "up", "--dir", str(directory), "--nodes", "1", "--node-cpu", "2",
-                   "--namespace", NAMESPACE)
+    started = ptol(
+        "dev", "cluster", "up", "--dir", str(directory), "--nodes", "1", "--node-cpu", "2", "--namespace", NAMESPACE
+    )
     try:
         assert started.returncode == 0, started.stdout + started.stderr
         yield LocalCluster(directory)
@@ -60,10 +66,19 @@ async def test_ptol_run_makes_the_local_scheduler_call_it_and_restores_it_on_exi
     install_crd(own_cluster)
     kubectl = own_cluster.kubectl_argv
     subprocess.run(kubectl("apply", "-f", "-"), input=class_manifest("high", 9000), text=True, check=True)
-    subprocess.run(kubectl("apply", "-f", "-"), text=True, check=True,
-                   input=class_manifest("protected", 8000, annotations={MIN: "10000", TOL: "-1"}))
-    run = ComponentProcess("run", own_cluster.kubeconfig, own_cluster.logs_dir / "ptol-run.log",
-                           "--dev-cluster", str(own_cluster.directory))
+    subprocess.run(
+        kubectl("apply", "-f", "-"),
+        text=True,
+        check=True,
+        input=class_manifest("protected", 8000, annotations={MIN: "10000", TOL: "-1"}),
+    )
+    run = ComponentProcess(
+        "run",
+        own_cluster.kubeconfig,
+        own_cluster.logs_dir / "ptol-run.log",
+        "--dev-cluster",
+        str(own_cluster.directory),
+    )
     since = run.start()
     try:
         run.wait_for(SCHEDULER_IN_USE, since, timeout=120)
@@ -76,8 +91,12 @@ async def test_ptol_run_makes_the_local_scheduler_call_it_and_restores_it_on_exi
             await create_bound(api, NAMESPACE, "train", "protected", "node-1", cpu="2")
             await client.CoreV1Api(api).create_namespaced_pod(NAMESPACE, pod_body("high", "high", "node-1", cpu="2"))
             # The scheduler asks `ptol run`, which leaves the node out: the protected pod never gets a DELETE.
-            await eventually(server.extender_nodes, lambda found: found.get("dropped", 0) > 0, timeout=60,
-                             what="the extender left node-1 out")
+            await eventually(
+                server.extender_nodes,
+                lambda found: found.get("dropped", 0) > 0,
+                timeout=60,
+                what="the extender left node-1 out",
+            )
             await stays(api, NAMESPACE, "train", "high", "node-1")
             assert await server.refusals() == 0
     finally:
@@ -89,25 +108,32 @@ async def test_ptol_run_makes_the_local_scheduler_call_it_and_restores_it_on_exi
 
 
 def test_ptol_run_refuses_a_kubeconfig_of_another_cluster(own_cluster: LocalCluster, cluster: LocalCluster) -> None:
-    result = ptol("run", "--dev-cluster", str(own_cluster.directory), "--kubeconfig", str(cluster.kubeconfig),
-                  timeout=60)
+    result = ptol(
+        "run", "--dev-cluster", str(own_cluster.directory), "--kubeconfig", str(cluster.kubeconfig), timeout=60
+    )
     assert result.returncode == 2
-    assert result.stderr == (f"ptol run: error: --dev-cluster: the kubeconfig {cluster.kubeconfig} does not point at "
-                             f"the control plane in {own_cluster.directory} ({own_cluster.server}); drop "
-                             "--kubeconfig (KUBECONFIG) to use that cluster's own\n")
+    assert result.stderr == (
+        f"ptol run: error: --dev-cluster: the kubeconfig {cluster.kubeconfig} does not point at "
+        f"the control plane in {own_cluster.directory} ({own_cluster.server}); drop "
+        "--kubeconfig (KUBECONFIG) to use that cluster's own\n"
+    )
 
 
 def test_ptol_run_leaves_a_cluster_that_belongs_to_its_starter_alone(cluster: LocalCluster) -> None:
     """The session's cluster is tied to the test process: a scheduler restarted by `ptol run` would outlive it."""
     result = ptol("run", "--dev-cluster", str(cluster.directory), timeout=60)
     assert result.returncode == 2
-    assert result.stderr == (f"ptol run: error: --dev-cluster: the control plane in {cluster.directory} belongs to "
-                             "the process that started it (`ptol demo` or a test session), which configures its "
-                             "scheduler itself\n")
+    assert result.stderr == (
+        f"ptol run: error: --dev-cluster: the control plane in {cluster.directory} belongs to "
+        "the process that started it (`ptol demo` or a test session), which configures its "
+        "scheduler itself\n"
+    )
 
 
 def test_ptol_run_needs_a_running_control_plane_in_the_directory(tmp_path: Path) -> None:
     result = ptol("run", "--dev-cluster", str(tmp_path), timeout=60)
     assert result.returncode == 2
-    assert result.stderr == (f"ptol run: error: --dev-cluster: no local control plane runs in {tmp_path} "
-                             "(start one with `ptol dev cluster up`)\n")
+    assert result.stderr == (
+        f"ptol run: error: --dev-cluster: no local control plane runs in {tmp_path} "
+        "(start one with `ptol dev cluster up`)\n"
+    )

@@ -57,8 +57,17 @@ def test_ptol_run_with_certificate_files(cluster: LocalCluster, kubectl: Kubectl
 def test_ptol_run_refuses_a_certificate_that_does_not_cover_its_url(cluster: LocalCluster, tmp_path: Path) -> None:
     install_crd(cluster)
     cert, key, ca = certificate_files(tmp_path, [])  # localhost only: the URL's host is 127.0.0.1
-    process = ComponentProcess("run", cluster.kubeconfig, cluster.logs_dir / "ptol-run-uncovered.log",
-                               "--cert-file", str(cert), "--key-file", str(key), "--ca-file", str(ca))
+    process = ComponentProcess(
+        "run",
+        cluster.kubeconfig,
+        cluster.logs_dir / "ptol-run-uncovered.log",
+        "--cert-file",
+        str(cert),
+        "--key-file",
+        str(key),
+        "--ca-file",
+        str(ca),
+    )
     since = process.start()
     try:
         assert process.process is not None
@@ -68,9 +77,15 @@ def test_ptol_run_refuses_a_certificate_that_does_not_cover_its_url(cluster: Loc
     output = process.log()[since:]
     assert code == 1, output[-2000:]
     last = output.rstrip().splitlines()[-1]
-    assert re.fullmatch(r"ptol run: error: the serving certificate does not cover 127\.0\.0\.1, the host of "
-                        r"https://127\.0\.0\.1:\d+, so the API server would refuse it; add it to the certificate "
-                        r"\(--dns-name, or the certificate's SANs\) or register another URL", last), last
-    found = subprocess.run(cluster.kubectl_argv("get", "validatingwebhookconfiguration", "preemption-toleration"),
-                           capture_output=True, text=True)
+    assert re.fullmatch(
+        r"ptol run: error: the serving certificate does not cover 127\.0\.0\.1, the host of "
+        r"https://127\.0\.0\.1:\d+, so the API server would refuse it; add it to the certificate "
+        r"\(--dns-name, or the certificate's SANs\) or register another URL",
+        last,
+    ), last
+    found = subprocess.run(
+        cluster.kubectl_argv("get", "validatingwebhookconfiguration", "preemption-toleration"),
+        capture_output=True,
+        text=True,
+    )
     assert found.returncode != 0  # nothing was registered

@@ -49,9 +49,7 @@ async def extender(cluster: LocalCluster) -> AsyncIterator[RecordingExtender]:
     await site.start()
     port = runner.addresses[0][1]
     # Called from the event loop's (main) thread on purpose: the scheduler is tied to that thread.
-    cluster.restart_scheduler(
-        [{"urlPrefix": f"http://127.0.0.1:{port}", "preemptVerb": "preempt", "weight": 1}]
-    )
+    cluster.restart_scheduler([{"urlPrefix": f"http://127.0.0.1:{port}", "preemptVerb": "preempt", "weight": 1}])
     try:
         yield recorder
     finally:

@@ -56,7 +56,7 @@ def roles(cluster: LocalCluster, kubectl: Kubectl) -> Iterator[None]:
 def with_value(args: list[str], flag: str, value: str) -> list[str]:
     """`args` with the value after `flag` replaced (e.g. a port this machine has free)."""
     index = args.index(flag)
-    return [*args[: index + 1], value, *args[index + 2:]]
+    return [*args[: index + 1], value, *args[index + 2 :]]
 
 
 def run_as(cluster: LocalCluster, tmp_path: Path, user: str, command: str, *args: str) -> ComponentProcess:
@@ -81,17 +81,27 @@ async def test_the_operator_does_its_job_with_its_role_alone(
     pc, ptp = unique_name("sa-class"), unique_name("sa-policy")
     try:
         kubectl("apply", "-f", "-", input=class_manifest(pc))
-        kubectl("apply", "-f", "-", input=policy_manifest(ptp, {
-            "priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}))
-        await eventually(lambda: read_class(api, pc), lambda c: ours(c) == {MIN: "10000", TOL: "-1"},
-                         timeout=60, what="annotations applied by the operator's service account")
+        kubectl(
+            "apply",
+            "-f",
+            "-",
+            input=policy_manifest(
+                ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
+            ),
+        )
+        await eventually(
+            lambda: read_class(api, pc),
+            lambda c: ours(c) == {MIN: "10000", TOL: "-1"},
+            timeout=60,
+            what="annotations applied by the operator's service account",
+        )
         await wait_ready(api, ptp, "True", "Applied")  # its status subresource
         events = await client.CoreV1Api(api).list_namespaced_event(
-            "default", field_selector=f"involvedObject.name={ptp}")
+            "default", field_selector=f"involvedObject.name={ptp}"
+        )
         assert "Applied" in {event.reason for event in events.items}
         kubectl("delete", "ptp", ptp, "--wait=true", "--timeout=60s")  # its finalizer, removed by the operator
-        await eventually(lambda: read_class(api, pc), lambda c: ours(c) == {}, timeout=60,
-                         what="annotations released")
+        await eventually(lambda: read_class(api, pc), lambda c: ours(c) == {}, timeout=60, what="annotations released")
         # the Deployment's liveness probe and the metrics it scrapes
         assert _get(f"http://127.0.0.1:{health}/healthz")[0] == 200
         status, text = _get(f"http://127.0.0.1:{metrics}/metrics")
@@ -115,18 +125,36 @@ def inert_configurations(kubectl: Kubectl) -> Iterator[None]:
             webhook["objectSelector"] = {"matchLabels": {"preemption-toleration.dev/test": "matches-nothing"}}
     kubectl("apply", "-f", "-", input=yaml.safe_dump_all(configurations))
     yield
-    for kind, name in (("validatingwebhookconfiguration", NAME), ("mutatingwebhookconfiguration", NAME),
-                       ("validatingwebhookconfiguration", GUARD_NAME)):
+    for kind, name in (
+        ("validatingwebhookconfiguration", NAME),
+        ("mutatingwebhookconfiguration", NAME),
+        ("validatingwebhookconfiguration", GUARD_NAME),
+    ):
         kubectl("delete", kind, name, "--ignore-not-found", check=False)
 
 
 async def test_the_webhook_server_does_its_job_with_its_role_alone(
-    api: ApiClient, cluster: LocalCluster, kubectl: Kubectl, roles: None, inert_configurations: None,
-    make_node: MakeNode, namespace: str, tmp_path: Path,
+    api: ApiClient,
+    cluster: LocalCluster,
+    kubectl: Kubectl,
+    roles: None,
+    inert_configurations: None,
+    make_node: MakeNode,
+    namespace: str,
+    tmp_path: Path,
 ) -> None:
     port = free_port()
-    webhook = run_as(cluster, tmp_path, WEBHOOK, "webhook", *deployment_args("webhook")[1:],
-                     "--host", "127.0.0.1", "--port", str(port))
+    webhook = run_as(
+        cluster,
+        tmp_path,
+        WEBHOOK,
+        "webhook",
+        *deployment_args("webhook")[1:],
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    )
     pc = unique_name("sa-guarded")
     try:
         # no operator runs here: the class carries its annotations itself
@@ -135,11 +163,16 @@ async def test_the_webhook_server_does_its_job_with_its_role_alone(
         await create_bound(api, namespace, "victim", pc, node, cpu="1")
 
         # its Secret (create, get), and the CA in its configurations' caBundle (get, patch)
-        secret = await eventually(lambda: _secret(api), lambda s: s is not None, timeout=60,
-                                  what="the webhook-tls Secret")
+        secret = await eventually(
+            lambda: _secret(api), lambda s: s is not None, timeout=60, what="the webhook-tls Secret"
+        )
         ca = base64.b64decode(secret.data["ca.crt"])
-        bundles = await eventually(lambda: _ca_bundles(kubectl), lambda b: b == {base64.b64encode(ca).decode()},
-                                   timeout=30, what="the CA in every configuration's caBundle")
+        bundles = await eventually(
+            lambda: _ca_bundles(kubectl),
+            lambda b: b == {base64.b64encode(ca).decode()},
+            timeout=30,
+            what="the CA in every configuration's caBundle",
+        )
         assert len(bundles) == 1
 
         # ready once its watches of classes, policies, pods and nodes have listed (list, watch)
@@ -147,13 +180,15 @@ async def test_the_webhook_server_does_its_job_with_its_role_alone(
         context.check_hostname = False  # the certificate names the Service; this is 127.0.0.1
         base = f"https://127.0.0.1:{port}"
         async with aiohttp.ClientSession() as session:
-            await eventually(lambda: _status(session, f"{base}/readyz", context), lambda s: s == 200, timeout=60,
-                             what="/readyz")
+            await eventually(
+                lambda: _status(session, f"{base}/readyz", context), lambda s: s == 200, timeout=60, what="/readyz"
+            )
 
             # a preemption of the protected pod: refused, and an Event on the victim (events create)
             async def refuse() -> dict:
-                async with session.post(f"{base}/guard/pods", json=_eviction_review(namespace),
-                                        ssl=context) as response:
+                async with session.post(
+                    f"{base}/guard/pods", json=_eviction_review(namespace), ssl=context
+                ) as response:
                     return (await response.json())["response"]
 
             answer = await eventually(refuse, lambda r: not r["allowed"], timeout=30, what="the guard's refusal")
@@ -165,8 +200,9 @@ async def test_the_webhook_server_does_its_job_with_its_role_alone(
             assert figures[f'ptol_webhook_cache_lists_total{{kind="{kind}"}}'] >= 1
         assert figures['ptol_webhook_cache_objects{kind="pods"}'] >= 1  # the victim, at least
         assert answer["status"]["message"].startswith(f"pod {namespace}/victim (PriorityClass {pc}, priority 8000)")
-        await eventually(lambda: events_of(api, namespace, "victim"), bool, timeout=30,
-                         what="the PreemptionRefused Event")
+        await eventually(
+            lambda: events_of(api, namespace, "victim"), bool, timeout=30, what="the PreemptionRefused Event"
+        )
         assert webhook.running(), webhook.log()[-3000:]
         no_permission_errors(webhook)
     finally:
@@ -176,8 +212,11 @@ async def test_the_webhook_server_does_its_job_with_its_role_alone(
 
 def _samples(text: str) -> dict[str, float]:
     """Prometheus text: each sample's name and labels, with its value."""
-    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
-            for line in text.splitlines() if line and not line.startswith("#")}
+    return {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line and not line.startswith("#")
+    }
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -192,8 +231,11 @@ async def _secret(api: ApiClient) -> client.V1Secret | None:
 
 async def _ca_bundles(kubectl: Kubectl) -> set[str]:
     bundles: set[str] = set()
-    for kind, name in (("validatingwebhookconfiguration", NAME), ("mutatingwebhookconfiguration", NAME),
-                       ("validatingwebhookconfiguration", GUARD_NAME)):
+    for kind, name in (
+        ("validatingwebhookconfiguration", NAME),
+        ("mutatingwebhookconfiguration", NAME),
+        ("validatingwebhookconfiguration", GUARD_NAME),
+    ):
         found = json.loads(kubectl("get", kind, name, "-o", "json").stdout)
         bundles |= {webhook["clientConfig"].get("caBundle", "") for webhook in found["webhooks"]}
     return bundles
@@ -208,15 +250,30 @@ async def _status(session: aiohttp.ClientSession, url: str, context: ssl.SSLCont
 
 
 def _eviction_review(namespace: str) -> dict:
-    eviction = {"apiVersion": "policy/v1beta1", "kind": "Eviction",
-                "metadata": {"name": "victim", "namespace": namespace,
-                             "annotations": {PREEMPTOR_PRIORITY: "9000"}}}
+    eviction = {
+        "apiVersion": "policy/v1beta1",
+        "kind": "Eviction",
+        "metadata": {"name": "victim", "namespace": namespace, "annotations": {PREEMPTOR_PRIORITY: "9000"}},
+    }
     kind = {"group": "policy", "version": "v1beta1", "kind": "Eviction"}
     resource = {"group": "", "version": "v1", "resource": "pods"}
-    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": unique_name("review"), "kind": kind, "resource": resource, "subResource": "eviction",
-        "requestKind": kind, "requestResource": resource, "requestSubResource": "eviction",
-        "name": "victim", "namespace": namespace, "operation": "CREATE",
-        "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
-        "object": eviction, "oldObject": None, "dryRun": False}}
-
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": unique_name("review"),
+            "kind": kind,
+            "resource": resource,
+            "subResource": "eviction",
+            "requestKind": kind,
+            "requestResource": resource,
+            "requestSubResource": "eviction",
+            "name": "victim",
+            "namespace": namespace,
+            "operation": "CREATE",
+            "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+            "object": eviction,
+            "oldObject": None,
+            "dryRun": False,
+        },
+    }

@@ -19,9 +19,7 @@ from tests.integration.pods import unpinned_pod
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
 
-async def test_api_server_is_ready_and_has_system_classes(
-    cluster: LocalCluster, kubectl: Kubectl
-) -> None:
+async def test_api_server_is_ready_and_has_system_classes(cluster: LocalCluster, kubectl: Kubectl) -> None:
     assert cluster.is_ready()
     names = kubectl("get", "priorityclasses", "-o", "name").stdout.split()
     assert "priorityclass.scheduling.k8s.io/system-cluster-critical" in names
@@ -44,9 +42,10 @@ description: smoke test
         kubectl("apply", "-f", "-", input=manifest)
         read = json.loads(kubectl("get", "priorityclass", name, "-o", "json").stdout)
         assert read["value"] == 8000
-        assert read["metadata"]["annotations"][
-            "preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority"
-        ] == "10000"
+        assert (
+            read["metadata"]["annotations"]["preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority"]
+            == "10000"
+        )
     finally:
         kubectl("delete", "priorityclass", name, "--ignore-not-found")
 
@@ -83,9 +82,7 @@ async def test_custom_resources_are_stored(api: ApiClient, namespace: str) -> No
     try:
         await eventually(
             lambda: extensions.read_custom_resource_definition(f"{plural}.{group}"),
-            lambda c: any(
-                x.type == "Established" and x.status == "True" for x in c.status.conditions or []
-            ),
+            lambda c: any(x.type == "Established" and x.status == "True" for x in c.status.conditions or []),
             what="CRD established",
         )
         body = {
@@ -100,7 +97,12 @@ async def test_custom_resources_are_stored(api: ApiClient, namespace: str) -> No
             what="custom resource created",
         )
         await custom.patch_namespaced_custom_object(
-            group, "v1", namespace, plural, "w", {"spec": {"size": 4}},
+            group,
+            "v1",
+            namespace,
+            plural,
+            "w",
+            {"spec": {"size": 4}},
             _content_type="application/merge-patch+json",
         )
         read = await custom.get_namespaced_custom_object(group, "v1", namespace, plural, "w")
@@ -123,9 +125,7 @@ async def _create_ignoring_not_found(
     return True
 
 
-async def test_node_agent_runs_bound_pods(
-    api: ApiClient, namespace: str, make_node: MakeNode
-) -> None:
+async def test_node_agent_runs_bound_pods(api: ApiClient, namespace: str, make_node: MakeNode) -> None:
     core = client.CoreV1Api(api)
     node = await make_node(cpu="1")
     assert not [t for t in node.spec.taints or [] if t.key == "node.kubernetes.io/not-ready"]
@@ -139,9 +139,7 @@ async def test_node_agent_runs_bound_pods(
     assert pod.spec.service_account_name == "default"
 
 
-async def test_scheduler_preempts_lower_priority_pods(
-    api: ApiClient, namespace: str, make_node: MakeNode
-) -> None:
+async def test_scheduler_preempts_lower_priority_pods(api: ApiClient, namespace: str, make_node: MakeNode) -> None:
     core = client.CoreV1Api(api)
     async with low_and_high(api) as (low, high):
         node = await make_node(cpu="3")
@@ -159,9 +157,11 @@ async def test_scheduler_preempts_lower_priority_pods(
         await core.create_namespaced_pod(namespace, unpinned_pod("high", cpu="2", priority_class=high))
         final = await eventually(
             pods,
-            lambda items: {p.metadata.name for p in items if p.spec.node_name}
-            in ({"high", "low-0"}, {"high", "low-1"}, {"high", "low-2"})
-            and len(items) == 2,
+            lambda items: (
+                {p.metadata.name for p in items if p.spec.node_name}
+                in ({"high", "low-0"}, {"high", "low-1"}, {"high", "low-2"})
+                and len(items) == 2
+            ),
             what="high bound after preempting two low pods",
         )
         by_name = {p.metadata.name: p for p in final}

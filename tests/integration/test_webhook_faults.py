@@ -38,23 +38,28 @@ def served(base: str, ca_pem: bytes) -> float:
     context = ssl.create_default_context(cadata=ca_pem.decode())
     with urllib.request.urlopen(f"{base}/metrics", context=context, timeout=10) as response:
         text = response.read().decode()
-    return sum(float(value) for value in re.findall(r'^ptol_webhook_requests_total\{code="200",[^}]*\} (\S+)$',
-                                                     text, re.MULTILINE))
+    return sum(
+        float(value)
+        for value in re.findall(r'^ptol_webhook_requests_total\{code="200",[^}]*\} (\S+)$', text, re.MULTILINE)
+    )
 
 
 def serving_serial(port: int, ca_pem: bytes) -> int:
     """The serial number of the certificate a new TLS connection is served (verified against the CA)."""
     context = ssl.create_default_context(cadata=ca_pem.decode())
-    with ssl.create_connection(("127.0.0.1", port), timeout=10) as raw, \
-            context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+    with (
+        ssl.create_connection(("127.0.0.1", port), timeout=10) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
         der = tls.getpeercert(binary_form=True)
     assert der is not None
     return x509.load_der_x509_certificate(der).serial_number
 
 
 async def until_served(count: float, probe, what: str, timeout: float = 180) -> float:
-    return await eventually(lambda: asyncio.to_thread(probe), lambda found: found >= count, timeout=timeout,
-                            interval=0.5, what=what)
+    return await eventually(
+        lambda: asyncio.to_thread(probe), lambda found: found >= count, timeout=timeout, interval=0.5, what=what
+    )
 
 
 @pytest.fixture
@@ -65,14 +70,31 @@ async def admission_load(api: ApiClient) -> AsyncIterator[AdmissionLoad]:
 
 
 async def test_certificate_files_renewed_under_load_fail_no_request(
-        cluster: LocalCluster, tmp_path: Path, admission_load: AdmissionLoad) -> None:
+    cluster: LocalCluster, tmp_path: Path, admission_load: AdmissionLoad
+) -> None:
     install_crd(cluster)
     cert, key, ca_file, ca = certificate_files(tmp_path, ["127.0.0.1"])
     port = free_port()
     base = f"https://127.0.0.1:{port}"
-    webhook = ComponentProcess("webhook", cluster.kubeconfig, cluster.logs_dir / "webhook-renewal.log",
-                               "--host", "127.0.0.1", "--port", str(port), "--guard", "off", "--cert-file", str(cert),
-                               "--key-file", str(key), "--ca-file", str(ca_file), "--register-url", base)
+    webhook = ComponentProcess(
+        "webhook",
+        cluster.kubeconfig,
+        cluster.logs_dir / "webhook-renewal.log",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--guard",
+        "off",
+        "--cert-file",
+        str(cert),
+        "--key-file",
+        str(key),
+        "--ca-file",
+        str(ca_file),
+        "--register-url",
+        base,
+    )
     since = webhook.start()
     try:
         webhook.wait_for(REGISTERED, since, timeout=60)
@@ -80,11 +102,16 @@ async def test_certificate_files_renewed_under_load_fail_no_request(
         admission_load.start()
         await until_served(REQUESTS // 4, lambda: served(base, ca.cert_pem), "load before the renewal")
         certificate_files(tmp_path, ["127.0.0.1"], ca)  # cert-manager renews: a new key, the same CA
-        await eventually(lambda: asyncio.to_thread(lambda: webhook.log()[since:].count("serving certificate loaded")),
-                         lambda count: count >= 2, timeout=60, what="the renewed files loaded")
+        await eventually(
+            lambda: asyncio.to_thread(lambda: webhook.log()[since:].count("serving certificate loaded")),
+            lambda count: count >= 2,
+            timeout=60,
+            what="the renewed files loaded",
+        )
         before = served(base, ca.cert_pem)
-        await until_served(max(REQUESTS, before + REQUESTS // 4), lambda: served(base, ca.cert_pem),
-                           "load after the renewal")
+        await until_served(
+            max(REQUESTS, before + REQUESTS // 4), lambda: served(base, ca.cert_pem), "load after the renewal"
+        )
         await admission_load.stop()
         assert serving_serial(port, ca.cert_pem) != first_serial
         assert admission_load.failures == [], admission_load.failures[:5]
@@ -93,7 +120,8 @@ async def test_certificate_files_renewed_under_load_fail_no_request(
 
 
 async def test_a_secret_certificate_renewed_under_load_fails_no_request(
-        api: ApiClient, namespace: str, admission_load: AdmissionLoad) -> None:
+    api: ApiClient, namespace: str, admission_load: AdmissionLoad
+) -> None:
     """The self-managed mode, in this process: the real server and certificates, renewed when due and
     stored in the Secret while the API server keeps calling."""
     from aiohttp import web
@@ -118,33 +146,54 @@ async def test_a_secret_certificate_renewed_under_load_fails_no_request(
         await until_served(REQUESTS, lambda: served(base, certificates.ca_bundle), "load after the renewal")
         await admission_load.stop()
         # this process serves too: ask from a thread
-        assert await asyncio.to_thread(serving_serial, port, certificates.ca_bundle) == \
-            x509.load_pem_x509_certificate(certificates.serving_pem).serial_number
+        assert (
+            await asyncio.to_thread(serving_serial, port, certificates.ca_bundle)
+            == x509.load_pem_x509_certificate(certificates.serving_pem).serial_number
+        )
         assert admission_load.failures == [], admission_load.failures[:5]
     finally:
         await unregister(api)
         await runner.cleanup()
 
 
-async def two_servers_one_stopped(api: ApiClient, cluster: LocalCluster, tmp_path: Path, load: AdmissionLoad,
-                                  stop: signal.Signals) -> float:
+async def two_servers_one_stopped(
+    api: ApiClient, cluster: LocalCluster, tmp_path: Path, load: AdmissionLoad, stop: signal.Signals
+) -> float:
     """Two `ptol webhook` processes behind a retrying proxy under load; `stop` sent to the first once both
     have served; load goes on until the survivor alone has served REQUESTS more. When the signal was sent."""
     install_crd(cluster)
     cert, key, _, ca = certificate_files(tmp_path, ["127.0.0.1"])
     ports = [free_port(), free_port()]
-    servers = [ComponentProcess("webhook", cluster.kubeconfig, cluster.logs_dir / f"webhook-replica-{i}.log",
-                                "--host", "127.0.0.1", "--port", str(port), "--guard", "off",
-                                "--cert-file", str(cert), "--key-file", str(key))
-               for i, port in enumerate(ports)]
+    servers = [
+        ComponentProcess(
+            "webhook",
+            cluster.kubeconfig,
+            cluster.logs_dir / f"webhook-replica-{i}.log",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--guard",
+            "off",
+            "--cert-file",
+            str(cert),
+            "--key-file",
+            str(key),
+        )
+        for i, port in enumerate(ports)
+    ]
     proxy = RetryingProxy(ports)
     await proxy.start()
     try:
         for server in servers:
             server.start()
         for port in ports:
-            await eventually(lambda port=port: asyncio.to_thread(_ready, port, ca.cert_pem), bool, timeout=60,
-                             what=f"the server on {port} ready")
+            await eventually(
+                lambda port=port: asyncio.to_thread(_ready, port, ca.cert_pem),
+                bool,
+                timeout=60,
+                what=f"the server on {port} ready",
+            )
         bases = [f"https://127.0.0.1:{port}" for port in ports]
         await register(api, f"https://127.0.0.1:{proxy.port}", ca.cert_pem, guard=False)
         load.start()
@@ -167,18 +216,24 @@ async def two_servers_one_stopped(api: ApiClient, cluster: LocalCluster, tmp_pat
 
 
 async def test_one_of_two_servers_stopped_under_load_fails_no_request(
-        api: ApiClient, cluster: LocalCluster, tmp_path: Path, admission_load: AdmissionLoad) -> None:
+    api: ApiClient, cluster: LocalCluster, tmp_path: Path, admission_load: AdmissionLoad
+) -> None:
     """SIGTERM, as the kubelet stops a pod: the server stops listening, answers what it has, closes."""
     await two_servers_one_stopped(api, cluster, tmp_path, admission_load, signal.SIGTERM)
     assert admission_load.failures == [], admission_load.failures[:5]
 
 
 async def test_one_of_two_servers_killed_under_load_fails_only_what_it_was_answering(
-        api: ApiClient, cluster: LocalCluster, tmp_path: Path, admission_load: AdmissionLoad) -> None:
+    api: ApiClient, cluster: LocalCluster, tmp_path: Path, admission_load: AdmissionLoad
+) -> None:
     """SIGKILL: the requests the killed process was answering fail (the API server does not retry a webhook
     call; the webhook's failurePolicy decides them), and none after: new connections go to the survivor."""
     killed_at = await two_servers_one_stopped(api, cluster, tmp_path, admission_load, signal.SIGKILL)
-    late = [failure for failure, at in zip(admission_load.failures, admission_load.failed_at, strict=True) if at > killed_at + 2]
+    late = [
+        failure
+        for failure, at in zip(admission_load.failures, admission_load.failed_at, strict=True)
+        if at > killed_at + 2
+    ]
     assert late == []
     assert len(admission_load.failures) <= admission_load.workers, admission_load.failures[:5]
     assert all("connection reset by peer" in failure or "EOF" in failure for failure in admission_load.failures)

@@ -18,9 +18,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")
 
 
 async def _delete_configurations(admission: client.AdmissionregistrationV1Api) -> None:
-    for delete, name in ((admission.delete_validating_webhook_configuration, NAME),
-                         (admission.delete_mutating_webhook_configuration, NAME),
-                         (admission.delete_validating_webhook_configuration, GUARD_NAME)):
+    for delete, name in (
+        (admission.delete_validating_webhook_configuration, NAME),
+        (admission.delete_mutating_webhook_configuration, NAME),
+        (admission.delete_validating_webhook_configuration, GUARD_NAME),
+    ):
         try:
             await delete(name)
         except ApiException as error:
@@ -42,9 +44,11 @@ async def test_secret_holds_the_pair_and_the_ca_reaches_every_webhook(api: ApiCl
         secret = await client.CoreV1Api(api).read_namespaced_secret("webhook-tls", namespace)
         assert sorted(secret.data) == ["ca.crt", "ca.key", "tls.crt", "tls.key"]
         expected = base64.b64encode(first.ca_bundle).decode()
-        for read, name in ((admission.read_validating_webhook_configuration, NAME),
-                           (admission.read_mutating_webhook_configuration, NAME),
-                           (admission.read_validating_webhook_configuration, GUARD_NAME)):
+        for read, name in (
+            (admission.read_validating_webhook_configuration, NAME),
+            (admission.read_mutating_webhook_configuration, NAME),
+            (admission.read_validating_webhook_configuration, GUARD_NAME),
+        ):
             configuration = api.sanitize_for_serialization(await read(name))
             assert {w["clientConfig"]["caBundle"] for w in configuration["webhooks"]} == {expected}
 

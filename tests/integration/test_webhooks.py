@@ -68,7 +68,7 @@ async def test_misspelt_key_is_refused_with_the_nearest_key(
     typo = "preemption-toleration.scheduling.x-k8s.io/toleration-second"
     result = alice("apply", "-f", "-", input=class_manifest(name, annotations={typo: "600"}), check=False)
     message = denied(result, "priorityclasses.validate.preemption-toleration.dev")
-    assert f"unknown annotation {typo}=\"600\". Fix: did you mean {TOL}?" in message
+    assert f'unknown annotation {typo}="600". Fix: did you mean {TOL}?' in message
 
 
 async def test_class_created_under_a_policy_carries_its_annotations_in_the_create_response(
@@ -76,19 +76,34 @@ async def test_class_created_under_a_policy_carries_its_annotations_in_the_creat
 ) -> None:
     pc, ptp = unique_name("born-protected"), unique_name("policy")
     cleanup += [("priorityclass", pc), ("ptp", ptp)]
-    alice("apply", "-f", "-", input=policy_manifest(
-        ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}))
+    alice(
+        "apply",
+        "-f",
+        "-",
+        input=policy_manifest(
+            ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
+        ),
+    )
     created = alice("create", "-o", "json", "-f", "-", input=class_manifest(pc))
     annotations = json.loads(created.stdout)["metadata"]["annotations"]
     assert annotations[MIN] == "10000" and annotations[TOL] == "-1"
 
 
 POLICY_REFUSALS = [
-    ("both targets", {"priorityClassName": "x", "priorityClassSelector": {"matchLabels": {"a": "b"}},
-                      "minimumPreemptablePriority": 1},
-     "sets both priorityClassName and priorityClassSelector. Fix: set exactly one of them."),
-    ("unknown field", {"priorityClassName": "x", "minimumPreemptablePriority": 1, "tolerationSecond": 60},
-     "unknown field spec.tolerationSecond (value 60). Fix: did you mean spec.tolerationSeconds?"),
+    (
+        "both targets",
+        {
+            "priorityClassName": "x",
+            "priorityClassSelector": {"matchLabels": {"a": "b"}},
+            "minimumPreemptablePriority": 1,
+        },
+        "sets both priorityClassName and priorityClassSelector. Fix: set exactly one of them.",
+    ),
+    (
+        "unknown field",
+        {"priorityClassName": "x", "minimumPreemptablePriority": 1, "tolerationSecond": 60},
+        "unknown field spec.tolerationSecond (value 60). Fix: did you mean spec.tolerationSeconds?",
+    ),
 ]
 
 
@@ -121,8 +136,13 @@ async def test_second_policy_for_a_governed_class_is_refused(
     alice("apply", "-f", "-", input=policy_manifest(first, {"priorityClassName": pc, "minimumPreemptablePriority": 1}))
 
     async def attempt() -> subprocess.CompletedProcess[str]:
-        return alice("apply", "-f", "-", input=policy_manifest(
-            second, {"priorityClassName": pc, "minimumPreemptablePriority": 2}), check=False)
+        return alice(
+            "apply",
+            "-f",
+            "-",
+            input=policy_manifest(second, {"priorityClassName": pc, "minimumPreemptablePriority": 2}),
+            check=False,
+        )
 
     result = await eventually(attempt, lambda r: r.returncode != 0, timeout=10, what="conflict refusal")
     message = denied(result, "policies.validate.preemption-toleration.dev")
@@ -135,8 +155,14 @@ async def test_hand_change_of_a_managed_annotation_is_refused_naming_the_policy(
     pc, ptp = unique_name("managed"), unique_name("policy")
     cleanup += [("priorityclass", pc), ("ptp", ptp)]
     alice("apply", "-f", "-", input=class_manifest(pc))
-    alice("apply", "-f", "-", input=policy_manifest(
-        ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": 600}))
+    alice(
+        "apply",
+        "-f",
+        "-",
+        input=policy_manifest(
+            ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": 600}
+        ),
+    )
     await wait_annotations(api, pc, {MIN: "10000", TOL: "600"})
 
     result = alice("annotate", "--overwrite", "priorityclass", pc, f"{MIN}=9000", check=False)
@@ -154,21 +180,34 @@ async def test_a_label_change_that_makes_a_class_contested_is_applied_with_a_war
     tier = unique_name("tier")
     cleanup += [("priorityclass", pc), ("ptp", by_name), ("ptp", by_label)]
     alice("apply", "-f", "-", input=class_manifest(pc))
-    alice("apply", "-f", "-", input=policy_manifest(by_name, {"priorityClassName": pc,
-                                                              "minimumPreemptablePriority": 10000}))
+    alice(
+        "apply",
+        "-f",
+        "-",
+        input=policy_manifest(by_name, {"priorityClassName": pc, "minimumPreemptablePriority": 10000}),
+    )
     await wait_annotations(api, pc, {MIN: "10000"})
     await asyncio.sleep(1.1)  # creation times have whole seconds; equal ones are ordered by name
-    alice("apply", "-f", "-", input=policy_manifest(by_label, {"priorityClassSelector": {"matchLabels": {"tier": tier}},
-                                                               "minimumPreemptablePriority": 9500}))
+    alice(
+        "apply",
+        "-f",
+        "-",
+        input=policy_manifest(
+            by_label, {"priorityClassSelector": {"matchLabels": {"tier": tier}}, "minimumPreemptablePriority": 9500}
+        ),
+    )
 
     async def label(*dry_run: str) -> subprocess.CompletedProcess[str]:
         return alice("label", "--overwrite", "priorityclass", pc, f"tier={tier}", *dry_run)
 
     # a server-side dry run until the webhook's cache has the new policy, then the change itself
-    await eventually(lambda: label("--dry-run=server"), lambda r: "Warning:" in r.stderr, timeout=10,
-                     what="the contested warning")
+    await eventually(
+        lambda: label("--dry-run=server"), lambda r: "Warning:" in r.stderr, timeout=10, what="the contested warning"
+    )
     result = await label()
     assert f"priorityclass.scheduling.k8s.io/{pc} labeled" in result.stdout
-    assert (f'Warning: PriorityClass "{pc}" is claimed by 2 policies: "{by_name}" (the oldest) governs it, '
-            f'"{by_label}" leaves it alone (Conflict). Fix: make one policy claim it.') in result.stderr
+    assert (
+        f'Warning: PriorityClass "{pc}" is claimed by 2 policies: "{by_name}" (the oldest) governs it, '
+        f'"{by_label}" leaves it alone (Conflict). Fix: make one policy claim it.'
+    ) in result.stderr
     assert ours(await read_class(api, pc)) == {MIN: "10000"}

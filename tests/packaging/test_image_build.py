@@ -45,8 +45,23 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             shutil.copy2(origin, context / source)
     out = tmp_path_factory.mktemp("wheels")
     # the build backend comes from the test extras, so that the test needs no package index
-    result = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                             "--wheel-dir", str(out), str(context)], capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--wheel-dir",
+            str(out),
+            str(context),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     [built] = out.glob("*.whl")
     return built
@@ -71,26 +86,47 @@ def test_the_wheel_carries_the_apache_license(wheel: Path) -> None:
 def test_the_wheel_requires_what_pyproject_lists(wheel: Path) -> None:
     [metadata] = [n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".dist-info/METADATA")]
     message = email.message_from_bytes(zipfile.ZipFile(wheel).read(metadata))
-    required = {re.split(r"[<>=!~ ;\[]", r, maxsplit=1)[0].lower().replace("_", "-")
-                for r in message.get_all("Requires-Dist") or [] if "extra ==" not in r}
-    assert {"kopf", "kubernetes-asyncio", "aiohttp", "pydantic", "cryptography", "pyyaml",
-            "prometheus-client"} <= required
+    required = {
+        re.split(r"[<>=!~ ;\[]", r, maxsplit=1)[0].lower().replace("_", "-")
+        for r in message.get_all("Requires-Dist") or []
+        if "extra ==" not in r
+    }
+    assert {
+        "kopf",
+        "kubernetes-asyncio",
+        "aiohttp",
+        "pydantic",
+        "cryptography",
+        "pyyaml",
+        "prometheus-client",
+    } <= required
 
 
 def test_the_installed_wheel_works_without_the_checkout(wheel: Path, tmp_path: Path) -> None:
     site = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site),
-                    str(wheel)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
 
     def ptol(*args: str) -> str:
-        result = subprocess.run([sys.executable, "-m", PACKAGE, *args], cwd=tmp_path, env=env,
-                                capture_output=True, text=True, timeout=60)
+        result = subprocess.run(
+            [sys.executable, "-m", PACKAGE, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+        )
         assert result.returncode == 0, result.stderr[-2000:]
         return result.stdout
 
-    where = subprocess.run([sys.executable, "-c", f"import {PACKAGE}; print({PACKAGE}.__file__)"], cwd=tmp_path,
-                           env=env, capture_output=True, text=True, check=True).stdout
+    where = subprocess.run(
+        [sys.executable, "-c", f"import {PACKAGE}; print({PACKAGE}.__file__)"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert where.startswith(str(site)), where  # not the checkout
     assert ptol("crd") == (ROOT / "config" / "crd" / "preemptiontolerationpolicies.yaml").read_text()
     assert ptol("webhook-config") == (ROOT / "config" / "webhook" / "webhooks.yaml").read_text()

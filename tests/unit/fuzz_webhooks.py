@@ -22,8 +22,10 @@ def random_value(rng: random.Random, depth: int = 0) -> Any:
         return rng.choice(INTERESTING)
     if roll < 0.8:
         return [random_value(rng, depth + 1) for _ in range(rng.randrange(3))]
-    return {rng.choice(["a", "type", "spec", "metadata", "priority"]): random_value(rng, depth + 1)
-            for _ in range(rng.randrange(3))}
+    return {
+        rng.choice(["a", "type", "spec", "metadata", "priority"]): random_value(rng, depth + 1)
+        for _ in range(rng.randrange(3))
+    }
 
 
 def random_edit(rng: random.Random) -> tuple[float, Any]:

@@ -20,10 +20,12 @@ USER = "alice"
 REPLICASET_CONTROLLER = "system:serviceaccount:kube-system:replicaset-controller"
 POD_KIND = {"group": "", "version": "v1", "kind": "Pod"}
 POD_RESOURCE = {"group": "", "version": "v1", "resource": "pods"}
-GROUPS = {SCHEDULER: ["system:authenticated"], KUBELET: ["system:nodes", "system:authenticated"],
-          USER: ["developers", "system:authenticated"],
-          REPLICASET_CONTROLLER: ["system:serviceaccounts", "system:serviceaccounts:kube-system",
-                                  "system:authenticated"]}
+GROUPS = {
+    SCHEDULER: ["system:authenticated"],
+    KUBELET: ["system:nodes", "system:authenticated"],
+    USER: ["developers", "system:authenticated"],
+    REPLICASET_CONTROLLER: ["system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"],
+}
 
 
 @dataclass(frozen=True)
@@ -36,30 +38,59 @@ class Row:
 
 
 def condition(kind: str, status: str = "True", reason: str | None = None, **fields: Any) -> dict[str, Any]:
-    found: dict[str, Any] = {"type": kind, "status": status, "lastProbeTime": None,
-                             "lastTransitionTime": "2026-11-22T11:59:30Z", **fields}
+    found: dict[str, Any] = {
+        "type": kind,
+        "status": status,
+        "lastProbeTime": None,
+        "lastTransitionTime": "2026-11-22T11:59:30Z",
+        **fields,
+    }
     if reason is not None:
         found["reason"] = reason
     return found
 
 
-MARK = condition("DisruptionTarget", reason="PreemptionByScheduler",
-                 message="default-scheduler: preempting to accommodate a higher priority pod")
+MARK = condition(
+    "DisruptionTarget",
+    reason="PreemptionByScheduler",
+    message="default-scheduler: preempting to accommodate a higher priority pod",
+)
 
 
 def victim(*extra_conditions: dict[str, Any]) -> dict[str, Any]:
     """The bound, running, protected pod, as the API server stores it."""
     return {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "victim", "namespace": "team", "uid": "0c1b8a4e-4f43-4d6e-9a53-0a9f5d2c7e11",
-                     "resourceVersion": "4121", "creationTimestamp": "2026-11-22T11:59:00Z",
-                     "labels": {"app": "train"}},
-        "spec": {"containers": [{"name": "c", "image": "pause", "resources": {}}], "nodeName": "node-1",
-                 "priorityClassName": "low-non-preempted", "priority": 8000, "preemptionPolicy": "PreemptLowerPriority",
-                 "schedulerName": "default-scheduler", "restartPolicy": "Always"},
-        "status": {"phase": "Running", "conditions": [
-            condition("Initialized"), condition("Ready"), condition("ContainersReady"), condition("PodScheduled"),
-            *extra_conditions], "podIP": "10.0.0.7", "startTime": "2026-11-22T11:59:30Z"},
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "victim",
+            "namespace": "team",
+            "uid": "0c1b8a4e-4f43-4d6e-9a53-0a9f5d2c7e11",
+            "resourceVersion": "4121",
+            "creationTimestamp": "2026-11-22T11:59:00Z",
+            "labels": {"app": "train"},
+        },
+        "spec": {
+            "containers": [{"name": "c", "image": "pause", "resources": {}}],
+            "nodeName": "node-1",
+            "priorityClassName": "low-non-preempted",
+            "priority": 8000,
+            "preemptionPolicy": "PreemptLowerPriority",
+            "schedulerName": "default-scheduler",
+            "restartPolicy": "Always",
+        },
+        "status": {
+            "phase": "Running",
+            "conditions": [
+                condition("Initialized"),
+                condition("Ready"),
+                condition("ContainersReady"),
+                condition("PodScheduled"),
+                *extra_conditions,
+            ],
+            "podIP": "10.0.0.7",
+            "startTime": "2026-11-22T11:59:30Z",
+        },
     }
 
 
@@ -70,8 +101,9 @@ def eviction(version: str = "policy/v1", annotations: Any = None) -> dict[str, A
     return {"kind": "Eviction", "apiVersion": version, "metadata": metadata, "deleteOptions": {}}
 
 
-def request(operation: str, user: str, obj: Any = None, old: Any = None, sub_resource: str | None = None,
-            **fields: Any) -> dict[str, Any]:
+def request(
+    operation: str, user: str, obj: Any = None, old: Any = None, sub_resource: str | None = None, **fields: Any
+) -> dict[str, Any]:
     resource = POD_RESOURCE
     kind = POD_KIND
     options: dict[str, Any] = {"kind": f"{operation.title()}Options", "apiVersion": "meta.k8s.io/v1"}
@@ -81,10 +113,19 @@ def request(operation: str, user: str, obj: Any = None, old: Any = None, sub_res
     if operation == "DELETE":
         options.update(propagationPolicy="Background", gracePeriodSeconds=0)
     built: dict[str, Any] = {
-        "uid": "705ab4f5-6393-11e8-b7cc-42010a800002", "kind": kind, "resource": resource,
-        "requestKind": kind, "requestResource": resource, "name": "victim", "namespace": "team",
-        "operation": operation, "userInfo": {"username": user, "groups": GROUPS.get(user, ["system:authenticated"])},
-        "object": obj, "oldObject": old, "dryRun": False, "options": options,
+        "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
+        "kind": kind,
+        "resource": resource,
+        "requestKind": kind,
+        "requestResource": resource,
+        "name": "victim",
+        "namespace": "team",
+        "operation": operation,
+        "userInfo": {"username": user, "groups": GROUPS.get(user, ["system:authenticated"])},
+        "object": obj,
+        "oldObject": old,
+        "dryRun": False,
+        "options": options,
     }
     if sub_resource is not None:
         built["subResource"] = sub_resource
@@ -101,8 +142,14 @@ def with_status(pod: dict[str, Any], **status: Any) -> dict[str, Any]:
 
 def unscheduled(pod: dict[str, Any]) -> dict[str, Any]:
     """The scheduler's status update of a pod it could not place (not a preemption)."""
-    return with_status(pod, phase="Pending", conditions=[condition("PodScheduled", "False", "Unschedulable",
-                       message="0/1 nodes are available: 1 Insufficient cpu.")], nominatedNodeName="node-1")
+    return with_status(
+        pod,
+        phase="Pending",
+        conditions=[
+            condition("PodScheduled", "False", "Unschedulable", message="0/1 nodes are available: 1 Insufficient cpu.")
+        ],
+        nominatedNodeName="node-1",
+    )
 
 
 def status_update(user: str, new: Any, old: Any, **fields: Any) -> dict[str, Any]:
@@ -123,18 +170,30 @@ def drop(mapping: dict[str, Any], key: str) -> dict[str, Any]:
 
 ROWS = [
     # Evictions name their preemptor by annotation, whoever sends them.
-    Row("eviction policy/v1 names the preemptor's priority", evict({PREEMPTOR_PRIORITY: "9000"}), True,
-        refused=True),
-    Row("eviction policy/v1beta1 names the preemptor's priority", evict({PREEMPTOR_PRIORITY: "9000"},
-                                                                        "policy/v1beta1"), True, refused=True),
+    Row("eviction policy/v1 names the preemptor's priority", evict({PREEMPTOR_PRIORITY: "9000"}), True, refused=True),
+    Row(
+        "eviction policy/v1beta1 names the preemptor's priority",
+        evict({PREEMPTOR_PRIORITY: "9000"}, "policy/v1beta1"),
+        True,
+        refused=True,
+    ),
     Row("eviction policy/v1 names the preemptor pod", evict({PREEMPTOR: "team/high-1"}), True, refused=True),
-    Row("eviction policy/v1beta1 names the preemptor pod", evict({PREEMPTOR: "team/high-1"}, "policy/v1beta1"),
-        True, refused=True),
+    Row(
+        "eviction policy/v1beta1 names the preemptor pod",
+        evict({PREEMPTOR: "team/high-1"}, "policy/v1beta1"),
+        True,
+        refused=True,
+    ),
     Row("eviction names both", evict({PREEMPTOR: "team/high-1", PREEMPTOR_PRIORITY: "9000"}), True, refused=True),
-    Row("eviction with a priority that does not parse is judged (and says why)",
-        evict({PREEMPTOR_PRIORITY: "9k"}), True),
-    Row("eviction by the scheduler identity with the annotation", evict({PREEMPTOR_PRIORITY: "9000"},
-                                                                        user=SCHEDULER), True, refused=True),
+    Row(
+        "eviction with a priority that does not parse is judged (and says why)", evict({PREEMPTOR_PRIORITY: "9k"}), True
+    ),
+    Row(
+        "eviction by the scheduler identity with the annotation",
+        evict({PREEMPTOR_PRIORITY: "9000"}, user=SCHEDULER),
+        True,
+        refused=True,
+    ),
     Row("eviction without annotations is a drain", evict(None), False),
     Row("eviction with empty annotations is a drain", evict({}), False),
     Row("eviction with other annotations is a drain", evict({"kubectl.kubernetes.io/drain": "node-1"}), False),
@@ -144,69 +203,141 @@ ROWS = [
     # Deletions are preemptions only by a preemptor identity.
     Row("delete by the scheduler (1.20 preemption)", delete(SCHEDULER), True, refused=True),
     Row("delete by the scheduler, dry run", delete(SCHEDULER, dryRun=True), True, refused=True),
-    Row("delete by the scheduler of a marked pod (1.26+ preemption)", delete(SCHEDULER, victim(MARK)), True,
-        refused=True),
+    Row(
+        "delete by the scheduler of a marked pod (1.26+ preemption)",
+        delete(SCHEDULER, victim(MARK)),
+        True,
+        refused=True,
+    ),
     Row("delete by the scheduler with an empty subResource", delete(SCHEDULER, subResource=""), True, refused=True),
     Row("delete by a user", delete(USER), False),
     Row("delete by a controller", delete(REPLICASET_CONTROLLER), False),
     Row("delete by the kubelet", delete(KUBELET), False),
     Row("delete by a user of a marked pod", delete(USER, victim(MARK)), False),
     # Status updates are preemptions when a preemptor identity newly marks the pod.
-    Row("scheduler marks the pod DisruptionTarget (1.26+)", status_update(SCHEDULER, victim(MARK), victim()), True,
-        refused=True),
-    Row("scheduler marks a pod whose status had no conditions key", status_update(
-        SCHEDULER, with_status(victim(), conditions=[MARK]), {**victim(), "status": {"phase": "Running"}}), True,
-        refused=True),
-    Row("status update by the kubelet", status_update(KUBELET, with_status(victim(), podIP="10.0.0.8"), victim()),
-        False),
+    Row(
+        "scheduler marks the pod DisruptionTarget (1.26+)",
+        status_update(SCHEDULER, victim(MARK), victim()),
+        True,
+        refused=True,
+    ),
+    Row(
+        "scheduler marks a pod whose status had no conditions key",
+        status_update(
+            SCHEDULER, with_status(victim(), conditions=[MARK]), {**victim(), "status": {"phase": "Running"}}
+        ),
+        True,
+        refused=True,
+    ),
+    Row(
+        "status update by the kubelet", status_update(KUBELET, with_status(victim(), podIP="10.0.0.8"), victim()), False
+    ),
     Row("kubelet status update that carries the mark", status_update(KUBELET, victim(MARK), victim()), False),
-    Row("scheduler status update without the mark (unschedulable)", status_update(
-        SCHEDULER, unscheduled(victim()), victim()), False),
-    Row("scheduler status update of a pod already marked", status_update(SCHEDULER, victim(MARK), victim(MARK)),
-        False),
-    Row("scheduler sets DisruptionTarget with another reason", status_update(
-        SCHEDULER, victim(condition("DisruptionTarget", reason="DeletionByTaintManager")), victim()), False),
-    Row("scheduler sets DisruptionTarget False", status_update(
-        SCHEDULER, victim(condition("DisruptionTarget", "False", "PreemptionByScheduler")), victim()), False),
-    Row("scheduler sets DisruptionTarget without a reason", status_update(
-        SCHEDULER, victim(condition("DisruptionTarget")), victim()), False),
-    Row("controller marks the pod like the scheduler", status_update(REPLICASET_CONTROLLER, victim(MARK), victim()),
-        False),
+    Row(
+        "scheduler status update without the mark (unschedulable)",
+        status_update(SCHEDULER, unscheduled(victim()), victim()),
+        False,
+    ),
+    Row("scheduler status update of a pod already marked", status_update(SCHEDULER, victim(MARK), victim(MARK)), False),
+    Row(
+        "scheduler sets DisruptionTarget with another reason",
+        status_update(SCHEDULER, victim(condition("DisruptionTarget", reason="DeletionByTaintManager")), victim()),
+        False,
+    ),
+    Row(
+        "scheduler sets DisruptionTarget False",
+        status_update(SCHEDULER, victim(condition("DisruptionTarget", "False", "PreemptionByScheduler")), victim()),
+        False,
+    ),
+    Row(
+        "scheduler sets DisruptionTarget without a reason",
+        status_update(SCHEDULER, victim(condition("DisruptionTarget")), victim()),
+        False,
+    ),
+    Row(
+        "controller marks the pod like the scheduler",
+        status_update(REPLICASET_CONTROLLER, victim(MARK), victim()),
+        False,
+    ),
     # What the rules do not send, should it come.
     Row("update of the pod itself by the scheduler", request("UPDATE", SCHEDULER, victim(MARK), victim()), False),
-    Row("binding by the scheduler", request("CREATE", SCHEDULER, {"kind": "Binding", "apiVersion": "v1"}, None,
-                                            "binding"), False),
+    Row(
+        "binding by the scheduler",
+        request("CREATE", SCHEDULER, {"kind": "Binding", "apiVersion": "v1"}, None, "binding"),
+        False,
+    ),
     # Not what an API server sends: unreadable fields read as "maybe", absent ones as absent.
     Row("request is not an object", ["DELETE"], True, well_formed=False),
     Row("empty request", {}, True, well_formed=False),
     Row("operation missing", drop(delete(USER), "operation"), True, well_formed=False),
     Row("operation not a string", {**delete(USER), "operation": 1}, True, well_formed=False),
     Row("subResource not a string", {**evict(None), "subResource": ["eviction"]}, True, well_formed=False),
-    Row("userInfo not an object, on a delete", {**delete(SCHEDULER), "userInfo": "system:kube-scheduler"}, True,
-        well_formed=False),
-    Row("username not a string, on a delete", {**delete(SCHEDULER), "userInfo": {"username": ["x"]}}, True,
-        well_formed=False),
+    Row(
+        "userInfo not an object, on a delete",
+        {**delete(SCHEDULER), "userInfo": "system:kube-scheduler"},
+        True,
+        well_formed=False,
+    ),
+    Row(
+        "username not a string, on a delete",
+        {**delete(SCHEDULER), "userInfo": {"username": ["x"]}},
+        True,
+        well_formed=False,
+    ),
     Row("userInfo missing, on a delete: nobody", drop(delete(SCHEDULER), "userInfo"), False, well_formed=False),
-    Row("eviction metadata not an object", request("CREATE", USER, {**eviction(), "metadata": "victim"}, None,
-                                                   "eviction"), True, well_formed=False),
+    Row(
+        "eviction metadata not an object",
+        request("CREATE", USER, {**eviction(), "metadata": "victim"}, None, "eviction"),
+        True,
+        well_formed=False,
+    ),
     Row("eviction annotations not an object", evict([PREEMPTOR_PRIORITY]), True, well_formed=False),
     Row("eviction object null", request("CREATE", USER, None, None, "eviction"), False, well_formed=False),
-    Row("eviction object not an object", request("CREATE", USER, "Eviction", None, "eviction"), True,
-        well_formed=False),
-    Row("scheduler status update whose conditions are not a list", status_update(
-        SCHEDULER, with_status(victim(), conditions={"type": "DisruptionTarget"}), victim()), True, well_formed=False),
-    Row("scheduler status update with a condition that is not an object", status_update(
-        SCHEDULER, with_status(victim(), conditions=["DisruptionTarget"]), victim()), True, well_formed=False),
-    Row("scheduler status update whose status is not an object", status_update(
-        SCHEDULER, {**victim(), "status": "Running"}, victim()), True, well_formed=False),
-    Row("scheduler status update, new mark, old conditions unreadable", status_update(
-        SCHEDULER, victim(MARK), with_status(victim(), conditions=[1])), True, well_formed=False),
-    Row("scheduler status update, unreadable new conditions, old already marked", status_update(
-        SCHEDULER, with_status(victim(), conditions=[1]), victim(MARK)), True, well_formed=False),
-    Row("scheduler marks a pod whose conditions were null", status_update(
-        SCHEDULER, with_status(victim(), conditions=[MARK]), with_status(victim(), conditions=None)), True,
-        well_formed=False, refused=True),
+    Row(
+        "eviction object not an object", request("CREATE", USER, "Eviction", None, "eviction"), True, well_formed=False
+    ),
+    Row(
+        "scheduler status update whose conditions are not a list",
+        status_update(SCHEDULER, with_status(victim(), conditions={"type": "DisruptionTarget"}), victim()),
+        True,
+        well_formed=False,
+    ),
+    Row(
+        "scheduler status update with a condition that is not an object",
+        status_update(SCHEDULER, with_status(victim(), conditions=["DisruptionTarget"]), victim()),
+        True,
+        well_formed=False,
+    ),
+    Row(
+        "scheduler status update whose status is not an object",
+        status_update(SCHEDULER, {**victim(), "status": "Running"}, victim()),
+        True,
+        well_formed=False,
+    ),
+    Row(
+        "scheduler status update, new mark, old conditions unreadable",
+        status_update(SCHEDULER, victim(MARK), with_status(victim(), conditions=[1])),
+        True,
+        well_formed=False,
+    ),
+    Row(
+        "scheduler status update, unreadable new conditions, old already marked",
+        status_update(SCHEDULER, with_status(victim(), conditions=[1]), victim(MARK)),
+        True,
+        well_formed=False,
+    ),
+    Row(
+        "scheduler marks a pod whose conditions were null",
+        status_update(SCHEDULER, with_status(victim(), conditions=[MARK]), with_status(victim(), conditions=None)),
+        True,
+        well_formed=False,
+        refused=True,
+    ),
     Row("scheduler status update, object null", status_update(SCHEDULER, None, victim()), False, well_formed=False),
-    Row("user status update with unreadable conditions", status_update(
-        USER, with_status(victim(), conditions="x"), victim()), False, well_formed=False),
+    Row(
+        "user status update with unreadable conditions",
+        status_update(USER, with_status(victim(), conditions="x"), victim()),
+        False,
+        well_formed=False,
+    ),
 ]

@@ -47,9 +47,7 @@ def pod(
         spec["preemptionPolicy"] = preemption_policy
     status: dict[str, Any] = {"phase": "Pending"}
     if scheduled_at is not None:
-        status["conditions"] = [
-            {"type": "PodScheduled", "status": "True", "lastTransitionTime": rfc3339(scheduled_at)}
-        ]
+        status["conditions"] = [{"type": "PodScheduled", "status": "True", "lastTransitionTime": rfc3339(scheduled_at)}]
     return {
         "apiVersion": "v1",
         "kind": "Pod",

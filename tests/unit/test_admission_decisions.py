@@ -23,13 +23,21 @@ CONFIG = AdmissionConfig(operator_identities=(OPERATOR,))
 
 
 def policy(name, spec, created="2026-11-01T00:00:00Z"):
-    return {"apiVersion": "preemption-toleration.dev/v1alpha1", "kind": "PreemptionTolerationPolicy",
-            "metadata": {"name": name, "creationTimestamp": created, "generation": 1}, "spec": spec}
+    return {
+        "apiVersion": "preemption-toleration.dev/v1alpha1",
+        "kind": "PreemptionTolerationPolicy",
+        "metadata": {"name": name, "creationTimestamp": created, "generation": 1},
+        "spec": spec,
+    }
 
 
 GOVERNED = snapshot_of(
-    {"forever": policy("forever", {"priorityClassName": "low-non-preempted", "minimumPreemptablePriority": 10000,
-                                   "tolerationSeconds": -1})},
+    {
+        "forever": policy(
+            "forever",
+            {"priorityClassName": "low-non-preempted", "minimumPreemptablePriority": 10000, "tolerationSeconds": -1},
+        )
+    },
     {"low-non-preempted": priority_class("low-non-preempted", 8000, "10000", "-1")},
 )
 EMPTY = snapshot_of({}, {})
@@ -88,42 +96,81 @@ def test_managed_annotations(rule, user, annotations, allowed) -> None:
 
 
 def test_a_label_change_that_makes_a_class_contested_is_allowed_with_a_warning() -> None:
-    snapshot = snapshot_of({
-        "by-name": policy("by-name", {"priorityClassName": "low", "minimumPreemptablePriority": 10000}),
-        "gold": policy("gold", {"priorityClassSelector": {"matchLabels": {"tier": "gold"}},
-                                "minimumPreemptablePriority": 9500}, created="2026-11-02T00:00:00Z"),
-    }, {})
+    snapshot = snapshot_of(
+        {
+            "by-name": policy("by-name", {"priorityClassName": "low", "minimumPreemptablePriority": 10000}),
+            "gold": policy(
+                "gold",
+                {"priorityClassSelector": {"matchLabels": {"tier": "gold"}}, "minimumPreemptablePriority": 9500},
+                created="2026-11-02T00:00:00Z",
+            ),
+        },
+        {},
+    )
     old = priority_class("low", 8000, "10000")
     new = {**old, "metadata": {**old["metadata"], "labels": {"tier": "gold"}}}
-    decision = validate_priority_class(request(review(new, old=old, operation="UPDATE", user="alice")), snapshot,
-                                       CONFIG)
+    decision = validate_priority_class(
+        request(review(new, old=old, operation="UPDATE", user="alice")), snapshot, CONFIG
+    )
     assert decision.allowed
     assert decision.warnings == [
         'PriorityClass "low" is claimed by 2 policies: "by-name" (the oldest) governs it, "gold" leaves it alone '
-        "(Conflict). Fix: make one policy claim it."]
-    unlabelled = validate_priority_class(request(review(old, old=old, operation="UPDATE", user="alice")), snapshot,
-                                         CONFIG)
+        "(Conflict). Fix: make one policy claim it."
+    ]
+    unlabelled = validate_priority_class(
+        request(review(old, old=old, operation="UPDATE", user="alice")), snapshot, CONFIG
+    )
     assert unlabelled.allowed and unlabelled.warnings in (None, [])
     # a later write of the class that was already contested is not told again (e.g. each GitOps apply)
     described = {**new, "description": "edited"}
-    again = validate_priority_class(request(review(described, old=new, operation="UPDATE", user="alice")), snapshot,
-                                    CONFIG)
+    again = validate_priority_class(
+        request(review(described, old=new, operation="UPDATE", user="alice")), snapshot, CONFIG
+    )
     assert again.allowed and again.warnings in (None, [])
 
 
-@pytest.mark.parametrize(("rule", "broken"), [
-    ("metadata not an object", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": "zz",
-                                "value": 8000}),
-    ("labels a list", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                       "metadata": {"name": "low", "labels": ["a"]}, "value": 8000}),
-    ("value a string", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "low"},
-                        "value": "10k"}),
-    ("managedFields of strings", {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                                  "metadata": {"name": "low", "managedFields": ["x"]}, "value": 8000}),
-])
+@pytest.mark.parametrize(
+    ("rule", "broken"),
+    [
+        (
+            "metadata not an object",
+            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": "zz", "value": 8000},
+        ),
+        (
+            "labels a list",
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": "low", "labels": ["a"]},
+                "value": 8000,
+            },
+        ),
+        (
+            "value a string",
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": "low"},
+                "value": "10k",
+            },
+        ),
+        (
+            "managedFields of strings",
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": "low", "managedFields": ["x"]},
+                "value": 8000,
+            },
+        ),
+    ],
+)
 def test_a_malformed_class_gets_an_answer_not_a_crash(rule: str, broken: dict) -> None:
     """Broken before and after, its errors are only warnings, and the governance checks still run."""
-    for decide in (lambda r: validate_priority_class(r, GOVERNED, CONFIG), lambda r: mutate_priority_class(r, GOVERNED)):
+    for decide in (
+        lambda r: validate_priority_class(r, GOVERNED, CONFIG),
+        lambda r: mutate_priority_class(r, GOVERNED),
+    ):
         created = decide(request(review(broken)))
         updated = decide(request(review(broken, old=broken, operation="UPDATE", user="alice")))
         assert created.uid and updated.uid, rule
@@ -134,16 +181,33 @@ def decoded_patch(decision):
 
 
 def test_mutation_adds_the_policy_annotations_on_create() -> None:
-    snapshot = snapshot_of({"forever": policy("forever", {
-        "priorityClassName": "low-non-preempted", "minimumPreemptablePriority": 10000, "tolerationSeconds": -1})}, {})
+    snapshot = snapshot_of(
+        {
+            "forever": policy(
+                "forever",
+                {
+                    "priorityClassName": "low-non-preempted",
+                    "minimumPreemptablePriority": 10000,
+                    "tolerationSeconds": -1,
+                },
+            )
+        },
+        {},
+    )
     decision = mutate_priority_class(request(review(priority_class("low-non-preempted", 8000))), snapshot)
     assert decision.allowed and decision.patch_type == "JSONPatch"
     assert decoded_patch(decision) == [
         {"op": "add", "path": "/metadata/annotations", "value": {}},
-        {"op": "add", "path": "/metadata/annotations/preemption-toleration.scheduling.x-k8s.io~1minimum-preemptable-priority",
-         "value": "10000"},
-        {"op": "add", "path": "/metadata/annotations/preemption-toleration.scheduling.x-k8s.io~1toleration-seconds",
-         "value": "-1"},
+        {
+            "op": "add",
+            "path": "/metadata/annotations/preemption-toleration.scheduling.x-k8s.io~1minimum-preemptable-priority",
+            "value": "10000",
+        },
+        {
+            "op": "add",
+            "path": "/metadata/annotations/preemption-toleration.scheduling.x-k8s.io~1toleration-seconds",
+            "value": "-1",
+        },
     ]
 
 
@@ -167,15 +231,34 @@ def policy_review(obj, operation="CREATE"):
 
 
 POLICY_CASES = [
-    ("both name and selector", {"priorityClassName": "a", "priorityClassSelector": {"matchLabels": {"x": "y"}},
-                                "minimumPreemptablePriority": 1}, 422, "sets both"),
-    ("toleration out of range", {"priorityClassName": "a", "minimumPreemptablePriority": 1,
-                                 "tolerationSeconds": 9223372037}, 422, "above 9223372036"),
-    ("unknown field", {"priorityClassName": "a", "minimumPreemptablePriority": 1, "tolerationSecond": 1}, 422,
-     "did you mean spec.tolerationSeconds?"),
-    ("class governed by another policy", {"priorityClassName": "low-non-preempted",
-                                          "minimumPreemptablePriority": 1}, 409,
-     'PriorityClass low-non-preempted is already governed by PreemptionTolerationPolicy "forever"'),
+    (
+        "both name and selector",
+        {
+            "priorityClassName": "a",
+            "priorityClassSelector": {"matchLabels": {"x": "y"}},
+            "minimumPreemptablePriority": 1,
+        },
+        422,
+        "sets both",
+    ),
+    (
+        "toleration out of range",
+        {"priorityClassName": "a", "minimumPreemptablePriority": 1, "tolerationSeconds": 9223372037},
+        422,
+        "above 9223372036",
+    ),
+    (
+        "unknown field",
+        {"priorityClassName": "a", "minimumPreemptablePriority": 1, "tolerationSecond": 1},
+        422,
+        "did you mean spec.tolerationSeconds?",
+    ),
+    (
+        "class governed by another policy",
+        {"priorityClassName": "low-non-preempted", "minimumPreemptablePriority": 1},
+        409,
+        'PriorityClass low-non-preempted is already governed by PreemptionTolerationPolicy "forever"',
+    ),
 ]
 
 
@@ -193,8 +276,12 @@ def test_policy_update_of_the_governing_policy_itself_is_allowed() -> None:
 def test_selector_conflict_is_found_through_existing_classes() -> None:
     snapshot = snapshot_of(
         {"forever": policy("forever", {"priorityClassName": "low-non-preempted", "minimumPreemptablePriority": 1})},
-        {"low-non-preempted": {**priority_class("low-non-preempted", 8000),
-                               "metadata": {"name": "low-non-preempted", "labels": {"tier": "batch"}}}},
+        {
+            "low-non-preempted": {
+                **priority_class("low-non-preempted", 8000),
+                "metadata": {"name": "low-non-preempted", "labels": {"tier": "batch"}},
+            }
+        },
     )
     spec = {"priorityClassSelector": {"matchLabels": {"tier": "batch"}}, "minimumPreemptablePriority": 2}
     decision = validate_policy(policy_review(policy("by-label", spec)), snapshot)
@@ -211,31 +298,40 @@ def test_policy_updates_that_leave_the_spec_alone_pass_even_in_conflict() -> Non
     spec = {"priorityClassName": "low-non-preempted", "minimumPreemptablePriority": 1}
     old = policy("late", spec)
     new = {**old, "metadata": {**old["metadata"], "annotations": {"x": "y"}}}
-    assert validate_policy(request(review(new, old=old, operation="UPDATE", resource=PTP_RESOURCE, kind=PTP_KIND)),
-                           GOVERNED).allowed
-    deleting = {**old, "metadata": {**old["metadata"], "deletionTimestamp": "2026-11-22T00:00:00Z"},
-                "spec": {**spec, "minimumPreemptablePriority": 2}}
-    assert validate_policy(request(review(deleting, old=old, operation="UPDATE", resource=PTP_RESOURCE,
-                                          kind=PTP_KIND)), GOVERNED).allowed
+    assert validate_policy(
+        request(review(new, old=old, operation="UPDATE", resource=PTP_RESOURCE, kind=PTP_KIND)), GOVERNED
+    ).allowed
+    deleting = {
+        **old,
+        "metadata": {**old["metadata"], "deletionTimestamp": "2026-11-22T00:00:00Z"},
+        "spec": {**spec, "minimumPreemptablePriority": 2},
+    }
+    assert validate_policy(
+        request(review(deleting, old=old, operation="UPDATE", resource=PTP_RESOURCE, kind=PTP_KIND)), GOVERNED
+    ).allowed
 
 
 def test_policy_update_that_keeps_an_existing_conflict_is_warned_not_refused() -> None:
     old = policy("late", {"priorityClassName": "low-non-preempted", "minimumPreemptablePriority": 1})
     new = policy("late", {"priorityClassName": "low-non-preempted", "minimumPreemptablePriority": 2})
-    decision = validate_policy(request(review(new, old=old, operation="UPDATE", resource=PTP_RESOURCE,
-                                              kind=PTP_KIND)), GOVERNED)
+    decision = validate_policy(
+        request(review(new, old=old, operation="UPDATE", resource=PTP_RESOURCE, kind=PTP_KIND)), GOVERNED
+    )
     assert decision.allowed and "already governed" in decision.warnings[-1]
 
 
-@pytest.mark.parametrize(("rule", "text"), [
-    ("short text stays whole", "PriorityClass \"low\": fine."),
-    ("a long warning is split between words", " ".join(f"word{i}" for i in range(150))),
-    ("one very long word is cut inside it", "x" * 700),
-    ("exactly the limit stays whole", "y" * 256),
-    ("spaces around the text are dropped first", "   " + "z " * 200 + "   "),
-    ("a word ends exactly at the cut", "a" * 253 + " " + "b" * 100),
-    ("characters beyond ASCII count as one", "é" * 300),
-])
+@pytest.mark.parametrize(
+    ("rule", "text"),
+    [
+        ("short text stays whole", 'PriorityClass "low": fine.'),
+        ("a long warning is split between words", " ".join(f"word{i}" for i in range(150))),
+        ("one very long word is cut inside it", "x" * 700),
+        ("exactly the limit stays whole", "y" * 256),
+        ("spaces around the text are dropped first", "   " + "z " * 200 + "   "),
+        ("a word ends exactly at the cut", "a" * 253 + " " + "b" * 100),
+        ("characters beyond ASCII count as one", "é" * 300),
+    ],
+)
 def test_long_warnings_are_split_not_cut(rule: str, text: str) -> None:
     text = text.strip()
     warnings = allow("uid", [text]).warnings

@@ -19,46 +19,80 @@ def labelled(name: str, klass: str = "low", labels: dict[str, str] | None = None
     return body
 
 
-def budget(name: str, allowed: int, selector: Any = None, namespace: str = "team",
-           disrupted: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": namespace},
-            "spec": {"selector": {"matchLabels": {"app": "web"}} if selector is None else selector},
-            "status": {"disruptionsAllowed": allowed, "disruptedPods": {pod: "2026-11-22T11:59:00Z" for pod in disrupted}}}
+def budget(
+    name: str, allowed: int, selector: Any = None, namespace: str = "team", disrupted: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"selector": {"matchLabels": {"app": "web"}} if selector is None else selector},
+        "status": {"disruptionsAllowed": allowed, "disruptedPods": {pod: "2026-11-22T11:59:00Z" for pod in disrupted}},
+    }
 
 
 # (rule, pods in importance order, budgets, expected violating names)
 SPLITS = [
-    ("a budget with no disruption left makes each pod it selects violating",
-     [labelled("a"), labelled("b")], [budget("web", 0)], ["a", "b"]),
-    ("each selected pod uses one allowed disruption, in the order given",
-     [labelled("a"), labelled("b"), labelled("c")], [budget("web", 2)], ["c"]),
-    ("a pod the API server already counts as disrupted uses none",
-     [labelled("a"), labelled("b")], [budget("web", 1, disrupted=("a",))], []),
-    ("a budget of another namespace selects nothing here",
-     [labelled("a")], [budget("web", 0, namespace="other")], []),
-    ("a pod without labels matches no budget",
-     [labelled("a", labels={})], [budget("web", 0, selector={"matchExpressions": [
-         {"key": "app", "operator": "DoesNotExist"}]})], []),
-    ("an empty selector matches nothing (the scheduler's selector.Empty())",
-     [labelled("a")], [budget("web", 0, selector={})], []),
-    ("a selector the scheduler cannot build (NotIn without values) is skipped",
-     [labelled("a")], [budget("web", 0, selector={"matchExpressions": [{"key": "app", "operator": "NotIn"}]})], []),
-    ("a selector the scheduler cannot build (Exists with values) is skipped",
-     [labelled("a")], [budget("web", 0, selector={"matchExpressions": [
-         {"key": "app", "operator": "Exists", "values": ["web"]}]})], []),
-    ("matchExpressions select like matchLabels",
-     [labelled("a"), labelled("b", labels={"app": "db"})],
-     [budget("web", 0, selector={"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]})],
-     ["a"]),
-    ("two budgets: the pod violates if either has none left",
-     [labelled("a", labels={"app": "web", "tier": "x"})],
-     [budget("web", 1), budget("tier", 0, selector={"matchLabels": {"tier": "x"}})], ["a"]),
+    (
+        "a budget with no disruption left makes each pod it selects violating",
+        [labelled("a"), labelled("b")],
+        [budget("web", 0)],
+        ["a", "b"],
+    ),
+    (
+        "each selected pod uses one allowed disruption, in the order given",
+        [labelled("a"), labelled("b"), labelled("c")],
+        [budget("web", 2)],
+        ["c"],
+    ),
+    (
+        "a pod the API server already counts as disrupted uses none",
+        [labelled("a"), labelled("b")],
+        [budget("web", 1, disrupted=("a",))],
+        [],
+    ),
+    ("a budget of another namespace selects nothing here", [labelled("a")], [budget("web", 0, namespace="other")], []),
+    (
+        "a pod without labels matches no budget",
+        [labelled("a", labels={})],
+        [budget("web", 0, selector={"matchExpressions": [{"key": "app", "operator": "DoesNotExist"}]})],
+        [],
+    ),
+    (
+        "an empty selector matches nothing (the scheduler's selector.Empty())",
+        [labelled("a")],
+        [budget("web", 0, selector={})],
+        [],
+    ),
+    (
+        "a selector the scheduler cannot build (NotIn without values) is skipped",
+        [labelled("a")],
+        [budget("web", 0, selector={"matchExpressions": [{"key": "app", "operator": "NotIn"}]})],
+        [],
+    ),
+    (
+        "a selector the scheduler cannot build (Exists with values) is skipped",
+        [labelled("a")],
+        [budget("web", 0, selector={"matchExpressions": [{"key": "app", "operator": "Exists", "values": ["web"]}]})],
+        [],
+    ),
+    (
+        "matchExpressions select like matchLabels",
+        [labelled("a"), labelled("b", labels={"app": "db"})],
+        [budget("web", 0, selector={"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]})],
+        ["a"],
+    ),
+    (
+        "two budgets: the pod violates if either has none left",
+        [labelled("a", labels={"app": "web", "tier": "x"})],
+        [budget("web", 1), budget("tier", 0, selector={"matchLabels": {"tier": "x"}})],
+        ["a"],
+    ),
 ]
 
 
 @pytest.mark.parametrize(("rule", "pods", "budgets", "violating"), SPLITS, ids=[case[0] for case in SPLITS])
-def test_split_by_budget_violation(rule: str, pods: list[dict[str, Any]], budgets: list[dict[str, Any]],
-                                   violating: list[str]) -> None:
+def test_split_by_budget_violation(
+    rule: str, pods: list[dict[str, Any]], budgets: list[dict[str, Any]], violating: list[str]
+) -> None:
     index = PodIndex.of(pods)
     ordered = [index.get(("team", body["metadata"]["name"])) for body in pods]
     bad, good = split_by_budget_violation(ordered, BudgetIndex.of(budgets))
@@ -76,8 +110,12 @@ def _decide(pods: list[dict[str, Any]], budgets: list[dict[str, Any]], cpu: str)
 def test_violating_victims_are_reprieved_first() -> None:
     """Upstream reprieves PDB-violating pods before the others: with room for one victim's worth, the
     budgeted pod stays even though it is the less important one."""
-    pods = [pod("p", "low-non-preempted"), labelled("guarded", scheduled="2026-11-22T11:30:00Z"),
-            pod("plain", "low", scheduled="2026-11-22T08:00:00Z"), pod("x", "mid")]
+    pods = [
+        pod("p", "low-non-preempted"),
+        labelled("guarded", scheduled="2026-11-22T11:30:00Z"),
+        pod("plain", "low", scheduled="2026-11-22T08:00:00Z"),
+        pod("x", "mid"),
+    ]
     outcome, wire = _decide(pods, [budget("web", 0)], cpu="1")
     assert (outcome.choice, outcome.victims) == (NodeChoice.REPLACED, ("uid-plain",))
     assert wire["NumPDBViolations"] == 0

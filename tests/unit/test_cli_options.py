@@ -16,8 +16,11 @@ COMPONENTS = ["operator", "webhook", "run"]
 
 
 def defaults_of(parser: argparse.ArgumentParser) -> dict[str, str]:
-    return {action.option_strings[-1]: action.default for action in parser._actions
-            if action.option_strings and isinstance(action.default, str)}
+    return {
+        action.option_strings[-1]: action.default
+        for action in parser._actions
+        if action.option_strings and isinstance(action.default, str)
+    }
 
 
 def subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
@@ -56,68 +59,159 @@ def parse(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], argv: list[str])
         ("empty variable means unset", {"PTOL_WEBHOOK_PORT": ""}, ["webhook"], "port", 8443),
         ("seconds are a float", {"PTOL_RESYNC_SECONDS": "2.5"}, ["operator"], "resync_seconds", 2.5),
         ("guard mode from the variable", {"PTOL_GUARD": "audit"}, ["webhook"], "guard", "audit"),
-        ("list from a comma-separated variable", {"PTOL_OPERATOR_IDENTITIES": "a, b,,"}, ["webhook"],
-         "operator_identities", ["a", "b"]),
-        ("list flags replace the variable's list", {"PTOL_OPERATOR_IDENTITIES": "a,b"},
-         ["webhook", "--operator-identity", "c", "--operator-identity", "d"], "operator_identities", ["c", "d"]),
-        ("dns names have a variable", {"PTOL_WEBHOOK_DNS_NAMES": "webhook.example,localhost"}, ["webhook"],
-         "dns_names", ["webhook.example", "localhost"]),
+        (
+            "list from a comma-separated variable",
+            {"PTOL_OPERATOR_IDENTITIES": "a, b,,"},
+            ["webhook"],
+            "operator_identities",
+            ["a", "b"],
+        ),
+        (
+            "list flags replace the variable's list",
+            {"PTOL_OPERATOR_IDENTITIES": "a,b"},
+            ["webhook", "--operator-identity", "c", "--operator-identity", "d"],
+            "operator_identities",
+            ["c", "d"],
+        ),
+        (
+            "dns names have a variable",
+            {"PTOL_WEBHOOK_DNS_NAMES": "webhook.example,localhost"},
+            ["webhook"],
+            "dns_names",
+            ["webhook.example", "localhost"],
+        ),
         ("unset list is None (the component's default applies)", {}, ["webhook"], "preemptor_identities", None),
         ("log level in any case", {"PTOL_LOG_LEVEL": "debug"}, ["run"], "log_level", "DEBUG"),
         ("WARN is WARNING", {"PTOL_LOG_LEVEL": "warn"}, ["operator"], "log_level", "WARNING"),
         ("log format in any case", {"PTOL_LOG_FORMAT": "JSON"}, ["webhook"], "log_format", "json"),
         ("peering priority", {"PTOL_PEERING_PRIORITY": "7"}, ["operator"], "priority", 7),
         ("unset peering priority is random later", {}, ["operator"], "priority", None),
-        ("operator metrics in ptol run", {"PTOL_OPERATOR_METRICS": "127.0.0.1:9100"}, ["run"], "metrics",
-         "127.0.0.1:9100"),
+        (
+            "operator metrics in ptol run",
+            {"PTOL_OPERATOR_METRICS": "127.0.0.1:9100"},
+            ["run"],
+            "metrics",
+            "127.0.0.1:9100",
+        ),
     ],
 )
-def test_option_values(monkeypatch: pytest.MonkeyPatch, rule: str, env: dict[str, str], argv: list[str],
-                       attribute: str, expected: object) -> None:
+def test_option_values(
+    monkeypatch: pytest.MonkeyPatch, rule: str, env: dict[str, str], argv: list[str], attribute: str, expected: object
+) -> None:
     assert getattr(parse(monkeypatch, env, argv), attribute) == expected, rule
 
 
 @pytest.mark.parametrize(
     "rule, env, argv, message",
     [
-        ("port not a number, from the variable", {"PTOL_WEBHOOK_PORT": "abc"}, ["webhook"],
-         "argument --port: 'abc' is not a port number (0 to 65535) (from $PTOL_WEBHOOK_PORT)"),
-        ("port out of range, from the flag", {}, ["webhook", "--port", "70000"],
-         "argument --port: '70000' is not a port number (0 to 65535)"),
-        ("guard mode not a choice, from the variable", {"PTOL_GUARD": "enforced"}, ["webhook"],
-         "argument --guard: 'enforced' is not one of enforce, audit, off (from $PTOL_GUARD)"),
-        ("zero resync", {"PTOL_RESYNC_SECONDS": "0"}, ["operator"],
-         "argument --resync-seconds: '0' must be from 1 to 86400 seconds (from $PTOL_RESYNC_SECONDS)"),
-        ("a resync too small to be meant", {}, ["operator", "--resync-seconds", "1e-9"],
-         "argument --resync-seconds: '1e-9' must be from 1 to 86400 seconds"),
-        ("liveness port out of range", {}, ["operator", "--liveness", "http://0.0.0.0:99999/healthz"],
-         "argument --liveness: 'http://0.0.0.0:99999/healthz' has a port that is not a number from 0 to 65535"),
-        ("resync not a number", {}, ["run", "--resync-seconds", "1m"],
-         "argument --resync-seconds: '1m' is not a number of seconds"),
-        ("negative body limit", {"PTOL_MAX_BODY_BYTES": "-1"}, ["webhook"],
-         "argument --max-body-bytes: '-1' is not a positive integer (from $PTOL_MAX_BODY_BYTES)"),
-        ("metrics without a port", {"PTOL_OPERATOR_METRICS": "0.0.0.0"}, ["operator"],
-         "argument --metrics: '0.0.0.0' is not HOST:PORT (e.g. 0.0.0.0:8081) (from $PTOL_OPERATOR_METRICS)"),
-        ("liveness not a URL", {}, ["operator", "--liveness", "8080"],
-         "argument --liveness: '8080' is not a URL starting with http:// and a host"),
-        ("register URL must be https", {"PTOL_REGISTER_URL": "http://127.0.0.1:8443"}, ["webhook"],
-         "argument --register-url: 'http://127.0.0.1:8443' is not a URL starting with https:// and a host "
-         "(from $PTOL_REGISTER_URL)"),
-        ("secret without a namespace", {}, ["webhook", "--tls-secret", "webhook-tls"],
-         "argument --tls-secret: 'webhook-tls' is not NAMESPACE/NAME"),
-        ("peering priority zero", {"PTOL_PEERING_PRIORITY": "0"}, ["operator"],
-         "argument --priority: '0' is not a peering priority (an integer from 1 to 2147483647) "
-         "(from $PTOL_PEERING_PRIORITY)"),
-        ("log format not a choice", {"PTOL_LOG_FORMAT": "jsn"}, ["operator"],
-         "argument --log-format: 'jsn' is not one of text, json (from $PTOL_LOG_FORMAT)"),
-        ("log level not a level", {}, ["webhook", "--log-level", "verbose"],
-         "argument --log-level: 'verbose' is not one of DEBUG, INFO, WARNING, ERROR, CRITICAL"),
-        ("empty identity flag", {}, ["webhook", "--operator-identity", " "],
-         "argument --operator-identity: an empty value"),
+        (
+            "port not a number, from the variable",
+            {"PTOL_WEBHOOK_PORT": "abc"},
+            ["webhook"],
+            "argument --port: 'abc' is not a port number (0 to 65535) (from $PTOL_WEBHOOK_PORT)",
+        ),
+        (
+            "port out of range, from the flag",
+            {},
+            ["webhook", "--port", "70000"],
+            "argument --port: '70000' is not a port number (0 to 65535)",
+        ),
+        (
+            "guard mode not a choice, from the variable",
+            {"PTOL_GUARD": "enforced"},
+            ["webhook"],
+            "argument --guard: 'enforced' is not one of enforce, audit, off (from $PTOL_GUARD)",
+        ),
+        (
+            "zero resync",
+            {"PTOL_RESYNC_SECONDS": "0"},
+            ["operator"],
+            "argument --resync-seconds: '0' must be from 1 to 86400 seconds (from $PTOL_RESYNC_SECONDS)",
+        ),
+        (
+            "a resync too small to be meant",
+            {},
+            ["operator", "--resync-seconds", "1e-9"],
+            "argument --resync-seconds: '1e-9' must be from 1 to 86400 seconds",
+        ),
+        (
+            "liveness port out of range",
+            {},
+            ["operator", "--liveness", "http://0.0.0.0:99999/healthz"],
+            "argument --liveness: 'http://0.0.0.0:99999/healthz' has a port that is not a number from 0 to 65535",
+        ),
+        (
+            "resync not a number",
+            {},
+            ["run", "--resync-seconds", "1m"],
+            "argument --resync-seconds: '1m' is not a number of seconds",
+        ),
+        (
+            "negative body limit",
+            {"PTOL_MAX_BODY_BYTES": "-1"},
+            ["webhook"],
+            "argument --max-body-bytes: '-1' is not a positive integer (from $PTOL_MAX_BODY_BYTES)",
+        ),
+        (
+            "metrics without a port",
+            {"PTOL_OPERATOR_METRICS": "0.0.0.0"},
+            ["operator"],
+            "argument --metrics: '0.0.0.0' is not HOST:PORT (e.g. 0.0.0.0:8081) (from $PTOL_OPERATOR_METRICS)",
+        ),
+        (
+            "liveness not a URL",
+            {},
+            ["operator", "--liveness", "8080"],
+            "argument --liveness: '8080' is not a URL starting with http:// and a host",
+        ),
+        (
+            "register URL must be https",
+            {"PTOL_REGISTER_URL": "http://127.0.0.1:8443"},
+            ["webhook"],
+            "argument --register-url: 'http://127.0.0.1:8443' is not a URL starting with https:// and a host "
+            "(from $PTOL_REGISTER_URL)",
+        ),
+        (
+            "secret without a namespace",
+            {},
+            ["webhook", "--tls-secret", "webhook-tls"],
+            "argument --tls-secret: 'webhook-tls' is not NAMESPACE/NAME",
+        ),
+        (
+            "peering priority zero",
+            {"PTOL_PEERING_PRIORITY": "0"},
+            ["operator"],
+            "argument --priority: '0' is not a peering priority (an integer from 1 to 2147483647) "
+            "(from $PTOL_PEERING_PRIORITY)",
+        ),
+        (
+            "log format not a choice",
+            {"PTOL_LOG_FORMAT": "jsn"},
+            ["operator"],
+            "argument --log-format: 'jsn' is not one of text, json (from $PTOL_LOG_FORMAT)",
+        ),
+        (
+            "log level not a level",
+            {},
+            ["webhook", "--log-level", "verbose"],
+            "argument --log-level: 'verbose' is not one of DEBUG, INFO, WARNING, ERROR, CRITICAL",
+        ),
+        (
+            "empty identity flag",
+            {},
+            ["webhook", "--operator-identity", " "],
+            "argument --operator-identity: an empty value",
+        ),
     ],
 )
-def test_bad_values_exit_2_naming_the_source(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-                                             rule: str, env: dict[str, str], argv: list[str], message: str) -> None:
+def test_bad_values_exit_2_naming_the_source(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    rule: str,
+    env: dict[str, str],
+    argv: list[str],
+    message: str,
+) -> None:
     with pytest.raises(SystemExit) as exited:
         parse(monkeypatch, env, argv)
     assert exited.value.code == 2, rule
@@ -125,8 +219,11 @@ def test_bad_values_exit_2_naming_the_source(monkeypatch: pytest.MonkeyPatch, ca
 
 
 def test_bad_variables_of_one_command_do_not_break_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
-    args = parse(monkeypatch, {"PTOL_WEBHOOK_PORT": "abc", "PTOL_GUARD": "x", "PTOL_RESYNC_SECONDS": "-1",
-                               "PTOL_PEERING_PRIORITY": "x"}, ["validate", "-f", "config/samples"])
+    args = parse(
+        monkeypatch,
+        {"PTOL_WEBHOOK_PORT": "abc", "PTOL_GUARD": "x", "PTOL_RESYNC_SECONDS": "-1", "PTOL_PEERING_PRIORITY": "x"},
+        ["validate", "-f", "config/samples"],
+    )
     assert args.command == "validate"
 
 
@@ -141,8 +238,9 @@ def test_bad_variables_of_one_command_do_not_break_the_others(monkeypatch: pytes
         ("files and secret", "tls.crt", "tls.key", "ns/name", "choose one of --cert-file/--key-file and --tls-secret"),
     ],
 )
-def test_tls_flags_that_do_not_go_together(rule: str, cert: str | None, key: str | None, secret: str | None,
-                                           problem: str | None) -> None:
+def test_tls_flags_that_do_not_go_together(
+    rule: str, cert: str | None, key: str | None, secret: str | None, problem: str | None
+) -> None:
     found = tls_problem(argparse.Namespace(cert_file=cert, key_file=key, tls_secret=secret, ca_file=None))
     if problem is None:
         assert found is None, rule
@@ -157,44 +255,64 @@ def test_every_component_flag_has_a_variable_listed_in_the_readme(command: str) 
     assert set(options_of(parser)) == set(variables), "a component option without an environment variable"
     readme_lines = README.read_text().splitlines()
     for flag, variable in variables.items():
-        rows = [line for line in readme_lines
-                if line.startswith("|") and f"`{flag}" in line and f"`{variable}`" in line]
+        rows = [
+            line for line in readme_lines if line.startswith("|") and f"`{flag}" in line and f"`{variable}`" in line
+        ]
         assert rows, f"README has no table row with `{flag}` and `{variable}`"
         default = defaults_of(parser).get(flag)
         if command != "run" and default:  # ptol run's own defaults are in the command reference
-            assert any(f"`{default}`" in row or f"| {default} |" in row for row in rows), \
+            assert any(f"`{default}`" in row or f"| {default} |" in row for row in rows), (
                 f"README's row of {flag} does not give its default {default}"
+            )
 
 
 @pytest.mark.parametrize("command", ["webhook", "run"])
 def test_commands_refuse_a_certificate_without_its_key_before_starting(
-        command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main([command, "--cert-file", "tls.crt"]) == 2
-    assert capsys.readouterr().err == (f"ptol {command}: error: --cert-file and --key-file go together "
-                                       "(PTOL_TLS_CERT_FILE, PTOL_TLS_KEY_FILE)\n")
+    assert capsys.readouterr().err == (
+        f"ptol {command}: error: --cert-file and --key-file go together (PTOL_TLS_CERT_FILE, PTOL_TLS_KEY_FILE)\n"
+    )
 
 
 def test_run_refuses_a_dev_cluster_without_the_guard(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--dev-cluster", ".cluster", "--guard", "off"]) == 2
-    assert capsys.readouterr().err == ("ptol run: error: --dev-cluster needs the guard (--guard enforce or audit): "
-                                       "its server is the scheduler's extender\n")
+    assert capsys.readouterr().err == (
+        "ptol run: error: --dev-cluster needs the guard (--guard enforce or audit): "
+        "its server is the scheduler's extender\n"
+    )
 
 
-@pytest.mark.parametrize(("rule", "cert", "ca", "registers", "problem"), [
-    ("files registered with their CA", "tls.crt", "ca.crt", True, None),
-    ("files served only: no CA needed", "tls.crt", None, False, None),
-    ("files registered without their CA", "tls.crt", None, True,
-     "registering configurations with --cert-file needs the CA that signed it, for their caBundle: add --ca-file"),
-    ("a CA without files", None, "ca.crt", False, "--ca-file (PTOL_TLS_CA_FILE) is the CA of --cert-file"),
-])
-def test_registering_with_certificate_files_needs_their_ca(rule: str, cert: str | None, ca: str | None,
-                                                           registers: bool, problem: str | None) -> None:
-    found = tls_problem(argparse.Namespace(cert_file=cert, key_file=cert and "tls.key", tls_secret=None, ca_file=ca),
-                        registers=registers)
+@pytest.mark.parametrize(
+    ("rule", "cert", "ca", "registers", "problem"),
+    [
+        ("files registered with their CA", "tls.crt", "ca.crt", True, None),
+        ("files served only: no CA needed", "tls.crt", None, False, None),
+        (
+            "files registered without their CA",
+            "tls.crt",
+            None,
+            True,
+            "registering configurations with --cert-file needs the CA that signed it, for their caBundle: "
+            "add --ca-file",
+        ),
+        ("a CA without files", None, "ca.crt", False, "--ca-file (PTOL_TLS_CA_FILE) is the CA of --cert-file"),
+    ],
+)
+def test_registering_with_certificate_files_needs_their_ca(
+    rule: str, cert: str | None, ca: str | None, registers: bool, problem: str | None
+) -> None:
+    found = tls_problem(
+        argparse.Namespace(cert_file=cert, key_file=cert and "tls.key", tls_secret=None, ca_file=ca),
+        registers=registers,
+    )
     assert (found is None) if problem is None else (found is not None and found.startswith(problem)), rule
 
 
 def test_run_refuses_certificate_files_without_their_ca_before_starting(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--cert-file", "tls.crt", "--key-file", "tls.key"]) == 2
-    assert capsys.readouterr().err == ("ptol run: error: registering configurations with --cert-file needs the CA "
-                                       "that signed it, for their caBundle: add --ca-file (PTOL_TLS_CA_FILE)\n")
+    assert capsys.readouterr().err == (
+        "ptol run: error: registering configurations with --cert-file needs the CA "
+        "that signed it, for their caBundle: add --ca-file (PTOL_TLS_CA_FILE)\n"
+    )

@@ -63,7 +63,11 @@ def test_schema_carries_the_model_ranges() -> None:
     assert fields["minimumPreemptablePriority"]["format"] == "int32"
     assert fields["minimumPreemptablePriority"]["maximum"] == 2**31 - 1
     assert fields["tolerationSeconds"]["maximum"] == 9223372036
-    assert set(fields) == {"priorityClassName", "priorityClassSelector", "minimumPreemptablePriority",
-                           "tolerationSeconds"}
+    assert set(fields) == {
+        "priorityClassName",
+        "priorityClassSelector",
+        "minimumPreemptablePriority",
+        "tolerationSeconds",
+    }
     # unknown spec fields reach the validating webhook, which names the nearest known field
     assert spec["x-kubernetes-preserve-unknown-fields"] is True

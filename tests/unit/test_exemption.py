@@ -30,8 +30,9 @@ PARSE_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("rule", "value", "minimum", "toleration", "expected"), PARSE_CASES,
-                         ids=[c[0] for c in PARSE_CASES])
+@pytest.mark.parametrize(
+    ("rule", "value", "minimum", "toleration", "expected"), PARSE_CASES, ids=[c[0] for c in PARSE_CASES]
+)
 def test_parse_policy(rule, value, minimum, toleration, expected) -> None:
     assert parse_toleration_policy(priority_class("pc", value, minimum, toleration)) == expected
 
@@ -70,32 +71,49 @@ CLASSES = {
 
 CHECKS = [
     # (check, victim, preemptor, exempt)
-    ("1 no priorityClassName: not exempt",
-     pod("v", 1000), pod("p", 1001), False),
-    ("3 preemptor preemptionPolicy Never: exempt, before parsing",
-     pod("v", 1000, "broken", NOW), pod("p", 5000, preemption_policy="Never"), True),
-    ("3 preemptor Never: exempt even from a class without toleration",
-     pod("v", 1000, "plain", NOW), pod("p", 5000, preemption_policy="Never"), True),
-    ("4 unparsable annotation: not exempt",
-     pod("v", 1000, "broken", NOW), pod("p", 1001, preemption_policy="PreemptLowerPriority"), False),
-    ("5 preemptor priority equal to the minimum: not exempt",
-     pod("v", 1000, "tolerant", NOW), pod("p", 1010), False),
-    ("5 preemptor priority above the minimum: not exempt",
-     pod("v", 1000, "tolerant", NOW), pod("p", 2000), False),
-    ("5 preemptor without priority counts as 0",
-     pod("v", -5, "tolerant", NOW), pod("p"), True),
-    ("5 default minimum value+1 admits value+1",
-     pod("v", 1000, "plain", NOW), pod("p", 1001), False),
-    ("6 negative toleration: exempt forever",
-     pod("v", 1000, "tolerant", NOW - timedelta(days=3650)), pod("p", 1009), True),
-    ("7 not scheduled yet: exempt",
-     pod("v", 1000, "ten-seconds"), pod("p", 1009), True),
-    ("8 inside the toleration window: exempt",
-     pod("v", 1000, "ten-seconds", NOW - timedelta(seconds=9)), pod("p", 1009), True),
-    ("8 window ending exactly now: not exempt (strictly after)",
-     pod("v", 1000, "ten-seconds", NOW - timedelta(seconds=10)), pod("p", 1009), False),
-    ("8 window over: not exempt",
-     pod("v", 1000, "ten-seconds", NOW - timedelta(seconds=11)), pod("p", 1009), False),
+    ("1 no priorityClassName: not exempt", pod("v", 1000), pod("p", 1001), False),
+    (
+        "3 preemptor preemptionPolicy Never: exempt, before parsing",
+        pod("v", 1000, "broken", NOW),
+        pod("p", 5000, preemption_policy="Never"),
+        True,
+    ),
+    (
+        "3 preemptor Never: exempt even from a class without toleration",
+        pod("v", 1000, "plain", NOW),
+        pod("p", 5000, preemption_policy="Never"),
+        True,
+    ),
+    (
+        "4 unparsable annotation: not exempt",
+        pod("v", 1000, "broken", NOW),
+        pod("p", 1001, preemption_policy="PreemptLowerPriority"),
+        False,
+    ),
+    ("5 preemptor priority equal to the minimum: not exempt", pod("v", 1000, "tolerant", NOW), pod("p", 1010), False),
+    ("5 preemptor priority above the minimum: not exempt", pod("v", 1000, "tolerant", NOW), pod("p", 2000), False),
+    ("5 preemptor without priority counts as 0", pod("v", -5, "tolerant", NOW), pod("p"), True),
+    ("5 default minimum value+1 admits value+1", pod("v", 1000, "plain", NOW), pod("p", 1001), False),
+    (
+        "6 negative toleration: exempt forever",
+        pod("v", 1000, "tolerant", NOW - timedelta(days=3650)),
+        pod("p", 1009),
+        True,
+    ),
+    ("7 not scheduled yet: exempt", pod("v", 1000, "ten-seconds"), pod("p", 1009), True),
+    (
+        "8 inside the toleration window: exempt",
+        pod("v", 1000, "ten-seconds", NOW - timedelta(seconds=9)),
+        pod("p", 1009),
+        True,
+    ),
+    (
+        "8 window ending exactly now: not exempt (strictly after)",
+        pod("v", 1000, "ten-seconds", NOW - timedelta(seconds=10)),
+        pod("p", 1009),
+        False,
+    ),
+    ("8 window over: not exempt", pod("v", 1000, "ten-seconds", NOW - timedelta(seconds=11)), pod("p", 1009), False),
 ]
 
 
@@ -165,14 +183,21 @@ UPSTREAM = [
     ("preemptor < minimum, tolerationSeconds -1 tolerates forever", "-1", 1009, None, FOREVER, True),
     ("preemptor < minimum, scheduled within tolerationSeconds", "30", 1005, None, timedelta(0), True),
     ("preemptor < minimum, tolerationSeconds elapsed", "5", 1005, None, timedelta(seconds=10), False),
-    ("unparsable policy, preemptor PreemptLowerPriority", "unparsable", 1001, "PreemptLowerPriority",
-     timedelta(0), False),
+    (
+        "unparsable policy, preemptor PreemptLowerPriority",
+        "unparsable",
+        1001,
+        "PreemptLowerPriority",
+        timedelta(0),
+        False,
+    ),
     ("unparsable policy, preemptor Never", "unparsable", 1001, "Never", FOREVER, True),
 ]
 
 
-@pytest.mark.parametrize(("scenario", "toleration", "priority", "policy", "ago", "tolerates"), UPSTREAM,
-                         ids=[c[0] for c in UPSTREAM])
+@pytest.mark.parametrize(
+    ("scenario", "toleration", "priority", "policy", "ago", "tolerates"), UPSTREAM, ids=[c[0] for c in UPSTREAM]
+)
 def test_upstream_integration_scenarios(scenario, toleration, priority, policy, ago, tolerates) -> None:
     if toleration == "unparsable":
         victim_class = priority_class("victims", 1000, "a")

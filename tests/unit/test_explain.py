@@ -10,18 +10,38 @@ from tests.unit.kube_objects import pod, priority_class
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 
 PODS = [
-    ("forever", ("10000", "-1"), timedelta(minutes=5), "policy-a",
-     'pod default/v (PriorityClass c, priority 8000) (PreemptionTolerationPolicy "policy-a"): refuses priorities '
-     "8001 to 9999 forever; priorities >= 10000 may preempt it now."),
-    ("time-limited", ("10000", "600"), timedelta(seconds=100), None,
-     "pod default/v (PriorityClass c, priority 8000): refuses priorities 8001 to 9999 until 2026-11-22T12:08:20Z "
-     "(500 s left), then every higher priority may; priorities >= 10000 may preempt it now."),
-    ("over", ("10000", "600"), timedelta(seconds=700), None,
-     "pod default/v (PriorityClass c, priority 8000): not protected (the guaranteed running time of 600s has "
-     "passed); every priority > 8000 may preempt it now."),
-    ("not scheduled", ("10000", "600"), None, None,
-     "pod default/v (PriorityClass c, priority 8000): refuses priorities 8001 to 9999; not scheduled yet, its 600 s "
-     "start when it is; priorities >= 10000 may preempt it now."),
+    (
+        "forever",
+        ("10000", "-1"),
+        timedelta(minutes=5),
+        "policy-a",
+        'pod default/v (PriorityClass c, priority 8000) (PreemptionTolerationPolicy "policy-a"): refuses priorities '
+        "8001 to 9999 forever; priorities >= 10000 may preempt it now.",
+    ),
+    (
+        "time-limited",
+        ("10000", "600"),
+        timedelta(seconds=100),
+        None,
+        "pod default/v (PriorityClass c, priority 8000): refuses priorities 8001 to 9999 until 2026-11-22T12:08:20Z "
+        "(500 s left), then every higher priority may; priorities >= 10000 may preempt it now.",
+    ),
+    (
+        "over",
+        ("10000", "600"),
+        timedelta(seconds=700),
+        None,
+        "pod default/v (PriorityClass c, priority 8000): not protected (the guaranteed running time of 600s has "
+        "passed); every priority > 8000 may preempt it now.",
+    ),
+    (
+        "not scheduled",
+        ("10000", "600"),
+        None,
+        None,
+        "pod default/v (PriorityClass c, priority 8000): refuses priorities 8001 to 9999; not scheduled yet, its 600 s "
+        "start when it is; priorities >= 10000 may preempt it now.",
+    ),
 ]
 
 
@@ -32,22 +52,35 @@ def test_pod(case, annotations, ago, policy, text) -> None:
 
 
 def test_pod_json_facts() -> None:
-    facts = explain_pod(pod("v", 8000, "c", NOW - timedelta(seconds=100)), priority_class("c", 8000, "10000", "600"),
-                        None, NOW)
+    facts = explain_pod(
+        pod("v", 8000, "c", NOW - timedelta(seconds=100)), priority_class("c", 8000, "10000", "600"), None, NOW
+    )
     assert facts["refusedPriorities"] == {"from": 8001, "to": 9999}
     assert (facts["protection"], facts["until"], facts["secondsLeft"]) == ("Until", "2026-11-22T12:08:20Z", 500)
 
 
 CLASSES = [
-    (priority_class("c", 8000, "10000", "-1"), "PriorityClass c (value 8000): its pods refuse preemptors of priority "
-     "8001 to 9999 forever; priority 10000 and above may preempt them at once."),
-    (priority_class("c", 8000, "10000", "600"), "PriorityClass c (value 8000): its pods refuse preemptors of priority "
-     "8001 to 9999 for 600 s after each pod is scheduled; priority 10000 and above may preempt them at once."),
-    (priority_class("c", 8000), "PriorityClass c (value 8000): no toleration; every higher priority may preempt its "
-     "pods."),
-    (priority_class("c", 8000, "10k"), "PriorityClass c (value 8000): the toleration is ignored: PriorityClass \"c\": "
-     'preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority="10k": strconv.ParseInt: parsing "10k": '
-     "not a base-10 integer; every higher priority may preempt its pods."),
+    (
+        priority_class("c", 8000, "10000", "-1"),
+        "PriorityClass c (value 8000): its pods refuse preemptors of priority "
+        "8001 to 9999 forever; priority 10000 and above may preempt them at once.",
+    ),
+    (
+        priority_class("c", 8000, "10000", "600"),
+        "PriorityClass c (value 8000): its pods refuse preemptors of priority "
+        "8001 to 9999 for 600 s after each pod is scheduled; priority 10000 and above may preempt them at once.",
+    ),
+    (
+        priority_class("c", 8000),
+        "PriorityClass c (value 8000): no toleration; every higher priority may preempt its pods.",
+    ),
+    (
+        priority_class("c", 8000, "10k"),
+        'PriorityClass c (value 8000): the toleration is ignored: PriorityClass "c": '
+        'preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority="10k": '
+        'strconv.ParseInt: parsing "10k": '
+        "not a base-10 integer; every higher priority may preempt its pods.",
+    ),
 ]
 
 

@@ -14,8 +14,10 @@ from preemption_toleration.inventory.pods import PodIndex
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 CLASSES = {
     "low": {"metadata": {"name": "low"}, "value": 8000},
-    "low-non-preempted": {"metadata": {"name": "low-non-preempted", "annotations": {MIN: "10000", TOL: "-1"}},
-                          "value": 8000},
+    "low-non-preempted": {
+        "metadata": {"name": "low-non-preempted", "annotations": {MIN: "10000", TOL: "-1"}},
+        "value": 8000,
+    },
     "low-10min": {"metadata": {"name": "low-10min", "annotations": {MIN: "10000", TOL: "600"}}, "value": 8000},
     "mid": {"metadata": {"name": "mid"}, "value": 8500},
     "high": {"metadata": {"name": "high"}, "value": 9000},
@@ -24,11 +26,20 @@ PRIORITY = {name: body["value"] for name, body in CLASSES.items()}
 
 
 def pod(name, klass, cpu="1", node="node-a", scheduled="2026-11-22T11:00:00Z", **extra):
-    body = {"metadata": {"name": name, "namespace": "team", "uid": f"uid-{name}",
-                         "creationTimestamp": "2026-11-22T10:00:00Z"},
-            "spec": {"priority": PRIORITY[klass], "priorityClassName": klass,
-                     "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]},
-            "status": {"phase": "Running", "conditions": []}}
+    body = {
+        "metadata": {
+            "name": name,
+            "namespace": "team",
+            "uid": f"uid-{name}",
+            "creationTimestamp": "2026-11-22T10:00:00Z",
+        },
+        "spec": {
+            "priority": PRIORITY[klass],
+            "priorityClassName": klass,
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
+        },
+        "status": {"phase": "Running", "conditions": []},
+    }
     if node:
         body["spec"]["nodeName"] = node
         body["status"]["conditions"] = [{"type": "PodScheduled", "status": "True", "lastTransitionTime": scheduled}]
@@ -51,12 +62,24 @@ def view(pods, nodes=NODE_A):
 
 def args(preemptor, proposals, meta=True):
     if meta:
-        return ExtenderPreemptionArgs.model_validate({"Pod": preemptor, "NodeNameToMetaVictims": {
-            node: {"Pods": [{"UID": f"uid-{name}"} for name in names], "NumPDBViolations": 0}
-            for node, names in proposals.items()}})
-    return ExtenderPreemptionArgs.model_validate({"Pod": preemptor, "NodeNameToVictims": {
-        node: {"Pods": [{"metadata": {"uid": f"uid-{name}"}} for name in names], "NumPDBViolations": 0}
-        for node, names in proposals.items()}})
+        return ExtenderPreemptionArgs.model_validate(
+            {
+                "Pod": preemptor,
+                "NodeNameToMetaVictims": {
+                    node: {"Pods": [{"UID": f"uid-{name}"} for name in names], "NumPDBViolations": 0}
+                    for node, names in proposals.items()
+                },
+            }
+        )
+    return ExtenderPreemptionArgs.model_validate(
+        {
+            "Pod": preemptor,
+            "NodeNameToVictims": {
+                node: {"Pods": [{"metadata": {"uid": f"uid-{name}"}} for name in names], "NumPDBViolations": 0}
+                for node, names in proposals.items()
+            },
+        }
+    )
 
 
 HIGH_3CPU = pod("high", "high", cpu="3", node=None)
@@ -64,54 +87,114 @@ HIGH_1CPU = pod("high", "high", cpu="1", node=None)
 
 # (rule, pods on the nodes, preemptor, the scheduler's proposal, expected {node: (choice, victims)})
 CASES = [
-    ("no victim is exempt: the scheduler's choice stands",
-     [pod("a", "low"), pod("b", "low")], HIGH_1CPU, {"node-a": ["a"]},
-     {"node-a": (NodeChoice.UNCHANGED, ["a"])}),
-    ("the preemptor cannot fit without the protected pod: the node is left out (the known-limit case)",
-     [pod("a", "low"), pod("b", "low-non-preempted")], HIGH_3CPU, {"node-a": ["a", "b"]},
-     {"node-a": (NodeChoice.DROPPED, [])}),
-    ("substitution: the scheduler picked a protected pod, plain ones are preempted instead",
-     [pod("p", "low-non-preempted"), pod("a", "low"), pod("b", "low")],
-     pod("high", "high", cpu="2", node=None), {"node-a": ["p"]},
-     {"node-a": (NodeChoice.REPLACED, ["a", "b"])}),
-    ("reprieve, most important first: the higher-priority victim is kept when one victim is enough",
-     [pod("p", "low-non-preempted"), pod("a", "low"), pod("m", "mid")], HIGH_1CPU, {"node-a": ["p"]},
-     {"node-a": (NodeChoice.REPLACED, ["a"])}),
-    ("reprieve ties: of equal priority, the longer-running pod is kept",
-     [pod("p", "low-non-preempted"), pod("old", "low", scheduled="2026-11-22T08:00:00Z"),
-      pod("new", "low", scheduled="2026-11-22T11:00:00Z")], HIGH_1CPU, {"node-a": ["p"]},
-     {"node-a": (NodeChoice.REPLACED, ["new"])}),
-    ("a time-limited toleration that has ended protects nothing",
-     [pod("t", "low-10min", scheduled="2026-11-22T11:00:00Z"), pod("a", "low")], HIGH_3CPU, {"node-a": ["t", "a"]},
-     {"node-a": (NodeChoice.UNCHANGED, ["t", "a"])}),
-    ("a time-limited toleration still running protects its pod",
-     [pod("t", "low-10min", scheduled="2026-11-22T11:55:00Z"), pod("a", "low"), pod("b", "low")],
-     pod("high", "high", cpu="2", node=None), {"node-a": ["t", "a"]},
-     {"node-a": (NodeChoice.REPLACED, ["a", "b"])}),
-    ("a terminating pod is no victim, and its resources are still in use",
-     [pod("p", "low-non-preempted"), pod("a", "low", metadata__deletionTimestamp="2026-11-22T11:59:00Z"),
-      pod("b", "low")], pod("high", "high", cpu="2", node=None), {"node-a": ["p"]},
-     {"node-a": (NodeChoice.DROPPED, [])}),
-    ("a finished pod takes no room",
-     [pod("p", "low-non-preempted"), pod("done", "low", status__phase="Succeeded"), pod("b", "low")],
-     pod("high", "high", cpu="2", node=None), {"node-a": ["p"]},
-     {"node-a": (NodeChoice.REPLACED, ["b"])}),
-    ("the pod count counts: a full node needs a victim even where CPU is free",
-     [pod("p", "low-non-preempted", cpu="0"), pod("a", "low", cpu="0")],
-     pod("high", "high", cpu="0", node=None), {"node-a": ["p"]},
-     {"node-a": (NodeChoice.REPLACED, ["a"])}),
-    ("a higher-priority pod nominated to the node takes its room first",
-     [pod("p", "low-non-preempted"), pod("a", "low"), pod("b", "low"),
-      pod("first", "high", cpu="1", node=None, status__nominatedNodeName="node-a")],
-     pod("high", "high", cpu="1", node=None), {"node-a": ["p"]},
-     {"node-a": (NodeChoice.REPLACED, ["a", "b"])}),
-    ("a victim the cache has not seen: the scheduler's choice, for the guard to judge",
-     [pod("p", "low-non-preempted")], HIGH_1CPU, {"node-a": ["p", "ghost"]},
-     {"node-a": (NodeChoice.UNKNOWN, ["p", "ghost"])}),
-    ("several nodes are judged each on its own",
-     [pod("p", "low-non-preempted", node="node-a"), pod("q", "low-non-preempted", node="node-a"),
-      pod("a", "low", node="node-b")], HIGH_1CPU, {"node-a": ["p"], "node-b": ["a"]},
-     {"node-a": (NodeChoice.DROPPED, []), "node-b": (NodeChoice.UNCHANGED, ["a"])}),
+    (
+        "no victim is exempt: the scheduler's choice stands",
+        [pod("a", "low"), pod("b", "low")],
+        HIGH_1CPU,
+        {"node-a": ["a"]},
+        {"node-a": (NodeChoice.UNCHANGED, ["a"])},
+    ),
+    (
+        "the preemptor cannot fit without the protected pod: the node is left out (the known-limit case)",
+        [pod("a", "low"), pod("b", "low-non-preempted")],
+        HIGH_3CPU,
+        {"node-a": ["a", "b"]},
+        {"node-a": (NodeChoice.DROPPED, [])},
+    ),
+    (
+        "substitution: the scheduler picked a protected pod, plain ones are preempted instead",
+        [pod("p", "low-non-preempted"), pod("a", "low"), pod("b", "low")],
+        pod("high", "high", cpu="2", node=None),
+        {"node-a": ["p"]},
+        {"node-a": (NodeChoice.REPLACED, ["a", "b"])},
+    ),
+    (
+        "reprieve, most important first: the higher-priority victim is kept when one victim is enough",
+        [pod("p", "low-non-preempted"), pod("a", "low"), pod("m", "mid")],
+        HIGH_1CPU,
+        {"node-a": ["p"]},
+        {"node-a": (NodeChoice.REPLACED, ["a"])},
+    ),
+    (
+        "reprieve ties: of equal priority, the longer-running pod is kept",
+        [
+            pod("p", "low-non-preempted"),
+            pod("old", "low", scheduled="2026-11-22T08:00:00Z"),
+            pod("new", "low", scheduled="2026-11-22T11:00:00Z"),
+        ],
+        HIGH_1CPU,
+        {"node-a": ["p"]},
+        {"node-a": (NodeChoice.REPLACED, ["new"])},
+    ),
+    (
+        "a time-limited toleration that has ended protects nothing",
+        [pod("t", "low-10min", scheduled="2026-11-22T11:00:00Z"), pod("a", "low")],
+        HIGH_3CPU,
+        {"node-a": ["t", "a"]},
+        {"node-a": (NodeChoice.UNCHANGED, ["t", "a"])},
+    ),
+    (
+        "a time-limited toleration still running protects its pod",
+        [pod("t", "low-10min", scheduled="2026-11-22T11:55:00Z"), pod("a", "low"), pod("b", "low")],
+        pod("high", "high", cpu="2", node=None),
+        {"node-a": ["t", "a"]},
+        {"node-a": (NodeChoice.REPLACED, ["a", "b"])},
+    ),
+    (
+        "a terminating pod is no victim, and its resources are still in use",
+        [
+            pod("p", "low-non-preempted"),
+            pod("a", "low", metadata__deletionTimestamp="2026-11-22T11:59:00Z"),
+            pod("b", "low"),
+        ],
+        pod("high", "high", cpu="2", node=None),
+        {"node-a": ["p"]},
+        {"node-a": (NodeChoice.DROPPED, [])},
+    ),
+    (
+        "a finished pod takes no room",
+        [pod("p", "low-non-preempted"), pod("done", "low", status__phase="Succeeded"), pod("b", "low")],
+        pod("high", "high", cpu="2", node=None),
+        {"node-a": ["p"]},
+        {"node-a": (NodeChoice.REPLACED, ["b"])},
+    ),
+    (
+        "the pod count counts: a full node needs a victim even where CPU is free",
+        [pod("p", "low-non-preempted", cpu="0"), pod("a", "low", cpu="0")],
+        pod("high", "high", cpu="0", node=None),
+        {"node-a": ["p"]},
+        {"node-a": (NodeChoice.REPLACED, ["a"])},
+    ),
+    (
+        "a higher-priority pod nominated to the node takes its room first",
+        [
+            pod("p", "low-non-preempted"),
+            pod("a", "low"),
+            pod("b", "low"),
+            pod("first", "high", cpu="1", node=None, status__nominatedNodeName="node-a"),
+        ],
+        pod("high", "high", cpu="1", node=None),
+        {"node-a": ["p"]},
+        {"node-a": (NodeChoice.REPLACED, ["a", "b"])},
+    ),
+    (
+        "a victim the cache has not seen: the scheduler's choice, for the guard to judge",
+        [pod("p", "low-non-preempted")],
+        HIGH_1CPU,
+        {"node-a": ["p", "ghost"]},
+        {"node-a": (NodeChoice.UNKNOWN, ["p", "ghost"])},
+    ),
+    (
+        "several nodes are judged each on its own",
+        [
+            pod("p", "low-non-preempted", node="node-a"),
+            pod("q", "low-non-preempted", node="node-a"),
+            pod("a", "low", node="node-b"),
+        ],
+        HIGH_1CPU,
+        {"node-a": ["p"], "node-b": ["a"]},
+        {"node-a": (NodeChoice.DROPPED, []), "node-b": (NodeChoice.UNCHANGED, ["a"])},
+    ),
 ]
 
 
@@ -133,7 +216,8 @@ def test_victims_per_node(rule, pods, preemptor, proposal, expected, meta) -> No
 def test_the_answer_uses_go_field_names() -> None:
     decision = decide_preemption(args(HIGH_1CPU, {"node-a": ["a"]}), view([pod("a", "low")]), NOW)
     assert decision.result.to_wire() == {
-        "NodeNameToMetaVictims": {"node-a": {"Pods": [{"UID": "uid-a"}], "NumPDBViolations": 0}}}
+        "NodeNameToMetaVictims": {"node-a": {"Pods": [{"UID": "uid-a"}], "NumPDBViolations": 0}}
+    }
 
 
 def test_a_preemptor_that_never_preempts_gets_no_node() -> None:

@@ -21,12 +21,21 @@ T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
 
 def policy(name, spec, age_rank=0, deleting=False):
-    metadata = {"name": name, "generation": 1,
-                "creationTimestamp": (T0 + timedelta(minutes=age_rank)).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    metadata = {
+        "name": name,
+        "generation": 1,
+        "creationTimestamp": (T0 + timedelta(minutes=age_rank)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
     if deleting:
         metadata["deletionTimestamp"] = "2026-11-02T00:00:00Z"
-    return policy_view({"apiVersion": "preemption-toleration.dev/v1alpha1", "kind": "PreemptionTolerationPolicy",
-                        "metadata": metadata, "spec": spec})
+    return policy_view(
+        {
+            "apiVersion": "preemption-toleration.dev/v1alpha1",
+            "kind": "PreemptionTolerationPolicy",
+            "metadata": metadata,
+            "spec": spec,
+        }
+    )
 
 
 def klass(name, annotations=None, owned=(), labels=None, value=8000):
@@ -43,8 +52,10 @@ def test_policy_applies_its_annotations_to_its_class() -> None:
     outcome = result.outcomes["p"]
     assert outcome.reason is Reason.APPLIED and outcome.ready
     assert outcome.target == "low-non-preempted"
-    assert outcome.message == "Applied to PriorityClass low-non-preempted: minimum-preemptable-priority=10000, " \
-                              "toleration-seconds=-1."
+    assert (
+        outcome.message == "Applied to PriorityClass low-non-preempted: minimum-preemptable-priority=10000, "
+        "toleration-seconds=-1."
+    )
 
 
 def test_nothing_is_written_when_the_class_already_matches_and_is_ours() -> None:
@@ -58,10 +69,20 @@ CASES = [
     ("a hand-changed value is put back", {MIN: "9000", TOL: "-1"}, {TOL}, {}, WANTED),
     ("a hand-removed key is put back", {MIN: "10000"}, {MIN}, {}, WANTED),
     ("equal values written by someone else are taken over", WANTED, set(), {}, WANTED),
-    ("removing tolerationSeconds from the policy drops that key", WANTED, {MIN, TOL},
-     {"tolerationSeconds": None}, {MIN: "10000"}),
-    ("changing the policy changes the value", WANTED, {MIN, TOL}, {"tolerationSeconds": 600},
-     {MIN: "10000", TOL: "600"}),
+    (
+        "removing tolerationSeconds from the policy drops that key",
+        WANTED,
+        {MIN, TOL},
+        {"tolerationSeconds": None},
+        {MIN: "10000"},
+    ),
+    (
+        "changing the policy changes the value",
+        WANTED,
+        {MIN, TOL},
+        {"tolerationSeconds": 600},
+        {MIN: "10000", TOL: "600"},
+    ),
 ]
 
 
@@ -110,19 +131,26 @@ def test_conflict_is_stable_when_the_class_is_missing() -> None:
 
 def test_selector_governs_matching_classes_and_releases_the_others() -> None:
     spec = {"priorityClassSelector": {"matchLabels": {"tier": "batch"}}, "minimumPreemptablePriority": 10000}
-    classes = [klass("a", labels={"tier": "batch"}), klass("b", labels={"tier": "batch"}),
-               klass("c", {MIN: "10000"}, owned={MIN}, labels={"tier": "web"})]
+    classes = [
+        klass("a", labels={"tier": "batch"}),
+        klass("b", labels={"tier": "batch"}),
+        klass("c", {MIN: "10000"}, owned={MIN}, labels={"tier": "web"}),
+    ]
     result = plan([policy("p", spec)], classes)
-    assert result.writes == (ClassWrite("a", {MIN: "10000"}, "p"), ClassWrite("b", {MIN: "10000"}, "p"),
-                             ClassWrite("c", {}, None))
+    assert result.writes == (
+        ClassWrite("a", {MIN: "10000"}, "p"),
+        ClassWrite("b", {MIN: "10000"}, "p"),
+        ClassWrite("c", {}, None),
+    )
     assert result.outcomes["p"].target == "selector tier=batch (2)"
     assert [c.name for c in result.outcomes["p"].classes] == ["a", "b"]
 
 
 def test_selector_conflict_leaves_the_contested_class_and_keeps_the_others() -> None:
     named = policy("named", {"priorityClassName": "b", "minimumPreemptablePriority": 1}, 0)
-    selector = policy("selector", {"priorityClassSelector": {"matchLabels": {"tier": "batch"}},
-                                   "minimumPreemptablePriority": 2}, 1)
+    selector = policy(
+        "selector", {"priorityClassSelector": {"matchLabels": {"tier": "batch"}}, "minimumPreemptablePriority": 2}, 1
+    )
     classes = [klass("a", labels={"tier": "batch"}), klass("b", labels={"tier": "batch"})]
     result = plan([named, selector], classes)
     assert result.writes == (ClassWrite("a", {MIN: "2"}, "selector"), ClassWrite("b", {MIN: "1"}, "named"))
@@ -135,16 +163,25 @@ def test_selector_conflict_leaves_the_contested_class_and_keeps_the_others() -> 
 def test_a_label_change_does_not_strip_the_selector_policys_other_classes() -> None:
     """A class governed by name gains the selector's label: only that class is contested."""
     named = policy("pn", {"priorityClassName": "named", "minimumPreemptablePriority": 1}, 0)
-    selector = policy("ps", {"priorityClassSelector": {"matchLabels": {"tier": "silver"}},
-                             "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}, 1)
+    selector = policy(
+        "ps",
+        {
+            "priorityClassSelector": {"matchLabels": {"tier": "silver"}},
+            "minimumPreemptablePriority": 10000,
+            "tolerationSeconds": -1,
+        },
+        1,
+    )
     s1 = klass("s1", {MIN: "10000", TOL: "-1"}, owned={MIN, TOL}, labels={"tier": "silver"})
     relabelled = klass("named", {MIN: "1"}, owned={MIN}, labels={"tier": "silver"})
     assert plan([named, selector], [s1, relabelled]).writes == ()
 
 
 def test_selector_without_matches_is_not_found() -> None:
-    spec = {"priorityClassSelector": {"matchExpressions": [{"key": "tier", "operator": "Exists"}]},
-            "minimumPreemptablePriority": 1}
+    spec = {
+        "priorityClassSelector": {"matchExpressions": [{"key": "tier", "operator": "Exists"}]},
+        "minimumPreemptablePriority": 1,
+    }
     outcome = plan([policy("p", spec)], [klass("a")]).outcomes["p"]
     assert outcome.reason is Reason.NOT_FOUND and "No PriorityClass matches selector tier" in outcome.message
 
@@ -159,15 +196,24 @@ def test_invalid_policy_is_reported_and_claims_nothing() -> None:
 
 def test_views_read_kubernetes_json() -> None:
     body = {
-        "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "value": 8000,
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "value": 8000,
         "metadata": {
-            "name": "low", "labels": {"tier": "batch"},
+            "name": "low",
+            "labels": {"tier": "batch"},
             "annotations": {MIN: "10000", "other": "x"},
             "managedFields": [
-                {"manager": FIELD_MANAGER, "operation": "Apply", "fieldsV1": {
-                    "f:metadata": {"f:annotations": {f"f:{MIN}": {}, "f:other": {}}}}},
-                {"manager": "kubectl", "operation": "Update", "fieldsV1": {
-                    "f:metadata": {"f:annotations": {f"f:{TOL}": {}}}}},
+                {
+                    "manager": FIELD_MANAGER,
+                    "operation": "Apply",
+                    "fieldsV1": {"f:metadata": {"f:annotations": {f"f:{MIN}": {}, "f:other": {}}}},
+                },
+                {
+                    "manager": "kubectl",
+                    "operation": "Update",
+                    "fieldsV1": {"f:metadata": {"f:annotations": {f"f:{TOL}": {}}}},
+                },
             ],
         },
     }
@@ -185,10 +231,19 @@ def test_status_reports_ready_and_what_was_applied() -> None:
     assert status == {
         "observedGeneration": 3,
         "target": "low-non-preempted",
-        "conditions": [{"type": "Ready", "status": "True", "reason": "Applied", "message": outcome.message,
-                        "observedGeneration": 3, "lastTransitionTime": "2026-11-22T00:00:00Z"}],
-        "priorityClasses": [{"name": "low-non-preempted", "minimumPreemptablePriority": 10000,
-                             "tolerationSeconds": -1}],
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "Applied",
+                "message": outcome.message,
+                "observedGeneration": 3,
+                "lastTransitionTime": "2026-11-22T00:00:00Z",
+            }
+        ],
+        "priorityClasses": [
+            {"name": "low-non-preempted", "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
+        ],
     }
     # unchanged on the next loop: nothing to write, transition time kept
     again = build_status(outcome, 3, status, NOW + timedelta(hours=1))
@@ -211,24 +266,44 @@ OWNER_CASES = [
     # rule, policies, class labels, expected owner
     ("a name claims its class", [("p", {"priorityClassName": "c"}, 0, False)], {}, "p"),
     ("a selector claims a matching class", [("s", {"priorityClassSelector": TIER}, 0, False)], {"tier": "gold"}, "s"),
-    ("a selector does not claim other labels", [("s", {"priorityClassSelector": TIER}, 0, False)], {"tier": "x"},
-     None),
-    ("the oldest claimant wins", [("new", {"priorityClassName": "c"}, 5, False),
-                                  ("old", {"priorityClassSelector": TIER}, 1, False)], {"tier": "gold"}, "old"),
-    ("equal ages: the first name wins", [("b", {"priorityClassName": "c"}, 0, False),
-                                         ("a", {"priorityClassName": "c"}, 0, False)], {}, "a"),
-    ("a deleting policy gives the class up", [("old", {"priorityClassName": "c"}, 0, True),
-                                              ("new", {"priorityClassName": "c"}, 1, False)], {}, "new"),
-    ("an invalid policy claims nothing", [("bad", {"priorityClassName": "c", "tolerationSecond": 1}, 0, False),
-                                          ("good", {"priorityClassName": "c"}, 1, False)], {}, "good"),
+    ("a selector does not claim other labels", [("s", {"priorityClassSelector": TIER}, 0, False)], {"tier": "x"}, None),
+    (
+        "the oldest claimant wins",
+        [("new", {"priorityClassName": "c"}, 5, False), ("old", {"priorityClassSelector": TIER}, 1, False)],
+        {"tier": "gold"},
+        "old",
+    ),
+    (
+        "equal ages: the first name wins",
+        [("b", {"priorityClassName": "c"}, 0, False), ("a", {"priorityClassName": "c"}, 0, False)],
+        {},
+        "a",
+    ),
+    (
+        "a deleting policy gives the class up",
+        [("old", {"priorityClassName": "c"}, 0, True), ("new", {"priorityClassName": "c"}, 1, False)],
+        {},
+        "new",
+    ),
+    (
+        "an invalid policy claims nothing",
+        [
+            ("bad", {"priorityClassName": "c", "tolerationSecond": 1}, 0, False),
+            ("good", {"priorityClassName": "c"}, 1, False),
+        ],
+        {},
+        "good",
+    ),
     ("nobody claims it", [("p", {"priorityClassName": "other"}, 0, False)], {}, None),
 ]
 
 
 @pytest.mark.parametrize(("rule", "policies", "labels", "expected"), OWNER_CASES, ids=[c[0] for c in OWNER_CASES])
 def test_the_first_claimant_of_one_class_is_the_owner_the_whole_plan_gives(rule, policies, labels, expected) -> None:
-    views = [policy(name, {**spec, "minimumPreemptablePriority": 10000}, rank, deleting)
-             for name, spec, rank, deleting in policies]
+    views = [
+        policy(name, {**spec, "minimumPreemptablePriority": 10000}, rank, deleting)
+        for name, spec, rank, deleting in policies
+    ]
     candidate = klass("c", labels=labels)
     found = claimants(views, candidate)
     assert (found[0].name if found else None) == expected, rule

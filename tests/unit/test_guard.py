@@ -48,22 +48,73 @@ COMPATIBILITY = [
     ("no constraints", {}, {}, [], True),
     ("node selector matches", {"nodeSelector": {"pool": "gpu"}}, {"pool": "gpu"}, [], True),
     ("node selector differs", {"nodeSelector": {"pool": "gpu"}}, {"pool": "cpu"}, [], False),
-    ("required affinity In", {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}}},
-     {"zone": "a"}, [], True),
-    ("required affinity terms are ORed", {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]},
-                              {"matchExpressions": [{"key": "zone", "operator": "Exists"}]}]}}}},
-     {"zone": "a"}, [], True),
-    ("required affinity NotIn", {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["a"]}]}]}}}},
-     {"zone": "a"}, [], False),
+    (
+        "required affinity In",
+        {
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}
+                        ]
+                    }
+                }
+            }
+        },
+        {"zone": "a"},
+        [],
+        True,
+    ),
+    (
+        "required affinity terms are ORed",
+        {
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]},
+                            {"matchExpressions": [{"key": "zone", "operator": "Exists"}]},
+                        ]
+                    }
+                }
+            }
+        },
+        {"zone": "a"},
+        [],
+        True,
+    ),
+    (
+        "required affinity NotIn",
+        {
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["a"]}]}
+                        ]
+                    }
+                }
+            }
+        },
+        {"zone": "a"},
+        [],
+        False,
+    ),
     ("untolerated NoSchedule taint", {}, {}, [{"key": "gpu", "value": "true", "effect": "NoSchedule"}], False),
-    ("tolerated taint", {"tolerations": [{"key": "gpu", "operator": "Equal", "value": "true",
-                                          "effect": "NoSchedule"}]},
-     {}, [{"key": "gpu", "value": "true", "effect": "NoSchedule"}], True),
-    ("Exists without key tolerates all", {"tolerations": [{"operator": "Exists"}]}, {},
-     [{"key": "x", "effect": "NoExecute"}], True),
+    (
+        "tolerated taint",
+        {"tolerations": [{"key": "gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"}]},
+        {},
+        [{"key": "gpu", "value": "true", "effect": "NoSchedule"}],
+        True,
+    ),
+    (
+        "Exists without key tolerates all",
+        {"tolerations": [{"operator": "Exists"}]},
+        {},
+        [{"key": "x", "effect": "NoExecute"}],
+        True,
+    ),
     ("PreferNoSchedule does not keep pods off", {}, {}, [{"key": "x", "effect": "PreferNoSchedule"}], True),
 ]
 
@@ -87,8 +138,11 @@ def test_nominated_pod_comes_first_even_with_lower_priority() -> None:
 
 def test_disagreeing_candidates_resolve_to_the_highest_priority_then_oldest() -> None:
     victim = bound("victim", 8000)
-    candidates = [pending("a", 9000), pending("b", 9500, created="2026-11-22T11:05:00Z"),
-                  pending("c", 9500, created="2026-11-22T11:01:00Z")]
+    candidates = [
+        pending("a", 9000),
+        pending("b", 9500, created="2026-11-22T11:05:00Z"),
+        pending("c", 9500, created="2026-11-22T11:01:00Z"),
+    ]
     assert infer(victim, candidates).name == "c"
 
 
@@ -96,8 +150,13 @@ EXCLUDED = [
     ("bound pods", lambda: bound("x", 9000, node="node-2")),
     ("lower or equal priority", lambda: pending("x", 8000)),
     ("preemptionPolicy Never", lambda: pending("x", 9000, preemptionPolicy="Never")),
-    ("terminating", lambda: {**pending("x", 9000), "metadata": {"name": "x", "namespace": "t",
-                                                              "deletionTimestamp": "2026-11-22T11:00:00Z"}}),
+    (
+        "terminating",
+        lambda: {
+            **pending("x", 9000),
+            "metadata": {"name": "x", "namespace": "t", "deletionTimestamp": "2026-11-22T11:00:00Z"},
+        },
+    ),
     ("cannot run on the victim's node", lambda: pending("x", 9000, nodeSelector={"pool": "gpu"})),
 ]
 
@@ -114,10 +173,20 @@ CLASSES = {
     "low-non-preempted-10min": priority_class("low-non-preempted-10min", 8000, "10000", "600"),
     "low": priority_class("low", 8000),
 }
-POLICIES = {"forever": policy_view({
-    "apiVersion": "preemption-toleration.dev/v1alpha1", "kind": "PreemptionTolerationPolicy",
-    "metadata": {"name": "forever", "creationTimestamp": "2026-11-01T00:00:00Z"},
-    "spec": {"priorityClassName": "low-non-preempted", "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}})}
+POLICIES = {
+    "forever": policy_view(
+        {
+            "apiVersion": "preemption-toleration.dev/v1alpha1",
+            "kind": "PreemptionTolerationPolicy",
+            "metadata": {"name": "forever", "creationTimestamp": "2026-11-01T00:00:00Z"},
+            "spec": {
+                "priorityClassName": "low-non-preempted",
+                "minimumPreemptablePriority": 10000,
+                "tolerationSeconds": -1,
+            },
+        }
+    )
+}
 
 
 def snapshot(*pods):
@@ -129,8 +198,9 @@ def snapshot(*pods):
     )
 
 
-def pod_request(obj, old=None, operation="DELETE", sub_resource=None, user=SCHEDULER, dry_run=False,
-                name="victim", kind=POD_KIND):
+def pod_request(
+    obj, old=None, operation="DELETE", sub_resource=None, user=SCHEDULER, dry_run=False, name="victim", kind=POD_KIND
+):
     payload = review(obj, old=old, operation=operation, resource=POD_RESOURCE, kind=kind, user=user)
     payload["request"].update(namespace="team", name=name, dryRun=dry_run)
     if sub_resource:
@@ -139,9 +209,12 @@ def pod_request(obj, old=None, operation="DELETE", sub_resource=None, user=SCHED
 
 
 def eviction(version="policy/v1", **annotations):
-    return {"apiVersion": version, "kind": "Eviction",
-            "metadata": {"name": "victim", "namespace": "team", "annotations": annotations},
-            "deleteOptions": {}}
+    return {
+        "apiVersion": version,
+        "kind": "Eviction",
+        "metadata": {"name": "victim", "namespace": "team", "annotations": annotations},
+        "deleteOptions": {},
+    }
 
 
 EVICTION_KIND = {"group": "policy", "version": "v1", "kind": "Eviction"}
@@ -150,21 +223,32 @@ EVICTION_KIND = {"group": "policy", "version": "v1", "kind": "Eviction"}
 @pytest.mark.parametrize("version", ["policy/v1", "policy/v1beta1"])
 def test_eviction_with_preemptor_priority_of_a_forever_protected_pod_is_403(version) -> None:
     victim = bound("victim", 8000, "low-non-preempted")
-    request = pod_request(eviction(version, **{PREEMPTOR_PRIORITY: "9000"}), operation="CREATE",
-                          sub_resource="eviction", user="alice", kind=EVICTION_KIND)
+    request = pod_request(
+        eviction(version, **{PREEMPTOR_PRIORITY: "9000"}),
+        operation="CREATE",
+        sub_resource="eviction",
+        user="alice",
+        kind=EVICTION_KIND,
+    )
     verdict = judge(request, snapshot(victim), GuardConfig(), NOW)
     assert not verdict.response.allowed and verdict.response.status.code == 403
     assert verdict.response.status.message == (
-        'pod team/victim (PriorityClass low-non-preempted, priority 8000) tolerates preemption by priorities below '
+        "pod team/victim (PriorityClass low-non-preempted, priority 8000) tolerates preemption by priorities below "
         '10000 (PreemptionTolerationPolicy "forever"); the preemptor (priority 9000) is below it, and the '
-        "toleration has no end. Only priority 10000 or more may preempt it.")
+        "toleration has no end. Only priority 10000 or more may preempt it."
+    )
 
 
 def test_eviction_refused_for_a_time_limited_toleration_is_429_with_seconds_left() -> None:
     victim = bound("victim", 8000, "low-non-preempted-10min", ago=timedelta(seconds=100))
     preemptor = pending("high-1", 9000)
-    request = pod_request(eviction(**{PREEMPTOR: "team/high-1"}), operation="CREATE", sub_resource="eviction",
-                          user="alice", kind=EVICTION_KIND)
+    request = pod_request(
+        eviction(**{PREEMPTOR: "team/high-1"}),
+        operation="CREATE",
+        sub_resource="eviction",
+        user="alice",
+        kind=EVICTION_KIND,
+    )
     verdict = judge(request, snapshot(victim, preemptor), GuardConfig(), NOW)
     assert verdict.response.status.code == 429
     message = verdict.response.status.message
@@ -175,10 +259,20 @@ def test_eviction_refused_for_a_time_limited_toleration_is_429_with_seconds_left
 
 
 ALLOWED = [
-    ("eviction without the annotation is a drain, not a preemption",
-     lambda: pod_request(eviction(), operation="CREATE", sub_resource="eviction", user="alice", kind=EVICTION_KIND)),
-    ("preemptor at the minimum", lambda: pod_request(eviction(**{PREEMPTOR_PRIORITY: "10000"}), operation="CREATE",
-                                                     sub_resource="eviction", user="alice", kind=EVICTION_KIND)),
+    (
+        "eviction without the annotation is a drain, not a preemption",
+        lambda: pod_request(eviction(), operation="CREATE", sub_resource="eviction", user="alice", kind=EVICTION_KIND),
+    ),
+    (
+        "preemptor at the minimum",
+        lambda: pod_request(
+            eviction(**{PREEMPTOR_PRIORITY: "10000"}),
+            operation="CREATE",
+            sub_resource="eviction",
+            user="alice",
+            kind=EVICTION_KIND,
+        ),
+    ),
     ("delete by a user", lambda: pod_request(None, old=bound("victim", 8000, "low-non-preempted"), user="alice")),
 ]
 
@@ -191,8 +285,13 @@ def test_allowed(rule, make) -> None:
 
 
 def test_bad_preemptor_priority_is_not_judged_and_says_why() -> None:
-    request = pod_request(eviction(**{PREEMPTOR_PRIORITY: "9k"}), operation="CREATE", sub_resource="eviction",
-                          user="alice", kind=EVICTION_KIND)
+    request = pod_request(
+        eviction(**{PREEMPTOR_PRIORITY: "9k"}),
+        operation="CREATE",
+        sub_resource="eviction",
+        user="alice",
+        kind=EVICTION_KIND,
+    )
     verdict = judge(request, snapshot(bound("victim", 8000, "low-non-preempted")), GuardConfig(), NOW)
     assert verdict.response.allowed and "9k" in verdict.response.warnings[0]
 
@@ -209,7 +308,9 @@ def test_scheduler_delete_is_judged_against_the_inferred_preemptor() -> None:
 
 def test_scheduler_delete_of_a_plain_low_pod_is_allowed() -> None:
     victim = bound("victim", 8000, "low")
-    assert judge(pod_request(None, old=victim), snapshot(victim, pending("h", 9000)), GuardConfig(), NOW).response.allowed
+    assert judge(
+        pod_request(None, old=victim), snapshot(victim, pending("h", 9000)), GuardConfig(), NOW
+    ).response.allowed
 
 
 def test_scheduler_delete_without_any_candidate_is_allowed() -> None:
@@ -218,9 +319,21 @@ def test_scheduler_delete_without_any_candidate_is_allowed() -> None:
 
 
 def marked(p):
-    new = {**p, "status": {**p["status"], "conditions": p["status"]["conditions"] + [
-        {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
-         "message": "default-scheduler: preempting to accommodate a higher priority pod"}]}}
+    new = {
+        **p,
+        "status": {
+            **p["status"],
+            "conditions": p["status"]["conditions"]
+            + [
+                {
+                    "type": "DisruptionTarget",
+                    "status": "True",
+                    "reason": "PreemptionByScheduler",
+                    "message": "default-scheduler: preempting to accommodate a higher priority pod",
+                }
+            ],
+        },
+    }
     return new
 
 
@@ -236,8 +349,12 @@ def test_disruption_target_mark_of_a_protected_pod_is_refused() -> None:
 
 def test_audit_mode_allows_and_reports() -> None:
     victim = bound("victim", 8000, "low-non-preempted")
-    verdict = judge(pod_request(None, old=victim, dry_run=True), snapshot(victim, pending("high-1", 9000)),
-                    GuardConfig(audit=True), NOW)
+    verdict = judge(
+        pod_request(None, old=victim, dry_run=True),
+        snapshot(victim, pending("high-1", 9000)),
+        GuardConfig(audit=True),
+        NOW,
+    )
     assert verdict.response.allowed and verdict.response.warnings[0].startswith("audit: would refuse: pod team/victim")
     assert verdict.refusal.audit and verdict.refusal.dry_run
     # the whole message reaches kubectl, in pieces the API server passes on whole
@@ -249,21 +366,34 @@ def test_audit_mode_allows_and_reports() -> None:
 
 def test_not_scheduled_victim_message() -> None:
     victim = bound("victim", 8000, "low-non-preempted-10min", ago=None)
-    request = pod_request(eviction(**{PREEMPTOR_PRIORITY: "9000"}), operation="CREATE", sub_resource="eviction",
-                          user="alice", kind=EVICTION_KIND)
+    request = pod_request(
+        eviction(**{PREEMPTOR_PRIORITY: "9000"}),
+        operation="CREATE",
+        sub_resource="eviction",
+        user="alice",
+        kind=EVICTION_KIND,
+    )
     verdict = judge(request, snapshot(victim), GuardConfig(), NOW)
     assert verdict.response.status.code == 403
-    assert "not scheduled yet, and its 600 s of guaranteed running time start when it is" in \
-        verdict.response.status.message
+    assert (
+        "not scheduled yet, and its 600 s of guaranteed running time start when it is"
+        in verdict.response.status.message
+    )
 
 
 def test_annotated_preemptor_with_preemption_policy_never_is_refused_with_a_clear_message() -> None:
     victim = bound("victim", 8000, "low")
     never = pending("never", 9000, preemptionPolicy="Never")
-    request = pod_request(eviction(**{PREEMPTOR: "team/never"}), operation="CREATE", sub_resource="eviction",
-                          user="alice", kind=EVICTION_KIND)
+    request = pod_request(
+        eviction(**{PREEMPTOR: "team/never"}),
+        operation="CREATE",
+        sub_resource="eviction",
+        user="alice",
+        kind=EVICTION_KIND,
+    )
     verdict = judge(request, snapshot(victim, never), GuardConfig(), NOW)
     assert verdict.response.status.code == 403
     assert verdict.response.status.message == (
         "pod team/victim may not be preempted by team/never, priority 9000: the preemptor has preemptionPolicy "
-        "Never, so it preempts no pod.")
+        "Never, so it preempts no pod."
+    )

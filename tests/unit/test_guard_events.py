@@ -42,8 +42,13 @@ async def test_aggregation_and_rate_limit(monkeypatch) -> None:
     assert len(recorder.core.created) == 1 and recorder.core.patched == []
     created = recorder.core.created[0]
     assert created["reason"] == "PreemptionRefused" and created["type"] == "Warning" and created["count"] == 1
-    assert created["involvedObject"] == {"apiVersion": "v1", "kind": "Pod", "name": "victim", "namespace": "team",
-                                         "uid": "u1"}
+    assert created["involvedObject"] == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": "victim",
+        "namespace": "team",
+        "uid": "u1",
+    }
     clock["now"] += 10
     await recorder._post(refusal())
     [(name, patch)] = recorder.core.patched
@@ -69,6 +74,7 @@ class ExpiringCore(FakeCore):
     async def patch_namespaced_event(self, name, namespace, body):
         if self.expired:
             from kubernetes_asyncio.client.exceptions import ApiException
+
             raise ApiException(status=404, reason="Not Found")
         await super().patch_namespaced_event(name, namespace, body)
 

@@ -54,7 +54,7 @@ def test_match_conditions_read_only_the_variables_kubernetes_gives() -> None:
         assert used == {"request", "object", "oldObject"}
 
 
-ODD_IDENTITIES = ("system:serviceaccount:kube-system:my-scheduler", "o'brien \\ \"quoted\"", "tab\there", "ünï")
+ODD_IDENTITIES = ("system:serviceaccount:kube-system:my-scheduler", 'o\'brien \\ "quoted"', "tab\there", "ünï")
 
 
 @pytest.mark.parametrize("identity", ODD_IDENTITIES)
@@ -76,7 +76,8 @@ def test_without_identities_only_annotated_evictions_reach_the_guard() -> None:
 
 def parsed(row: Row) -> AdmissionRequest:
     return AdmissionReview.model_validate(
-        {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": row.request}).request
+        {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": row.request}
+    ).request
 
 
 def protected_state() -> GuardSnapshot:

@@ -51,7 +51,7 @@ class FakeApi:
     def __init__(self, pods, events=(), chunk_size=7):
         self.pods, self.calls = list(pods), []
         stream = b"".join(json.dumps(event).encode() + b"\n" for event in events)
-        self.chunks = [stream[i:i + chunk_size] for i in range(0, len(stream), chunk_size)]
+        self.chunks = [stream[i : i + chunk_size] for i in range(0, len(stream), chunk_size)]
 
     async def list(self, **kwargs):
         self.calls.append(kwargs)
@@ -159,8 +159,9 @@ async def test_health_follows_lists_and_watches_and_turns_stale_after_the_bound(
     cache = Informer("pods", api.list, PodIndex(), logging.getLogger("test"), clock=clock)
     for _ in range(3):  # the same failure at each retry (what run() reports): logged once
         cache._failed("403 Forbidden (check the service account's RBAC: config/rbac)")
-    assert cache.health(STALE_AFTER) == ("pods: not listed yet (last problem: 403 Forbidden (check the service "
-                                         "account's RBAC: config/rbac))")
+    assert cache.health(STALE_AFTER) == (
+        "pods: not listed yet (last problem: 403 Forbidden (check the service account's RBAC: config/rbac))"
+    )
     assert [r.getMessage() for r in caplog.records].count("watch failed") == 1
     await cache._list()
     assert cache.health(STALE_AFTER) is None and "watch recovered" in [r.getMessage() for r in caplog.records]
@@ -168,8 +169,9 @@ async def test_health_follows_lists_and_watches_and_turns_stale_after_the_bound(
     assert cache.health(STALE_AFTER) is None
     cache._failed("ServerDisconnectedError: Server disconnected")
     clock.now += 1
-    assert cache.health(STALE_AFTER) == ("pods: no successful list or watch for 61 s (last problem: "
-                                         "ServerDisconnectedError: Server disconnected)")
+    assert cache.health(STALE_AFTER) == (
+        "pods: no successful list or watch for 61 s (last problem: ServerDisconnectedError: Server disconnected)"
+    )
     await cache._watch("100")  # a watch that opens (and here ends at once) is the server heard from
     assert cache.health(STALE_AFTER) is None
 

@@ -25,8 +25,19 @@ LAYERS: list[set[str]] = [
     {"cli"},
 ]
 PURE = {"core", "logs", "api", "validation", "inventory", "governance", "extender", "guard"}
-IO_LIBRARIES = {"aiohttp", "kubernetes_asyncio", "kopf", "prometheus_client", "subprocess", "socket", "ssl",
-                "urllib", "http", "ctypes", "cryptography"}
+IO_LIBRARIES = {
+    "aiohttp",
+    "kubernetes_asyncio",
+    "kopf",
+    "prometheus_client",
+    "subprocess",
+    "socket",
+    "ssl",
+    "urllib",
+    "http",
+    "ctypes",
+    "cryptography",
+}
 # Adapters that must not know each other: each talks to the API server on its own.
 SIBLINGS = {frozenset({"operator", "webhooks"})}
 
@@ -48,8 +59,11 @@ def imports() -> list[tuple[str, str, str]]:
             package = parts[0]
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module] if node.module != "preemption_toleration" else \
-                    [f"preemption_toleration.{alias.name}" for alias in node.names]
+                names = (
+                    [node.module]
+                    if node.module != "preemption_toleration"
+                    else [f"preemption_toleration.{alias.name}" for alias in node.names]
+                )
             elif isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             else:
@@ -69,15 +83,22 @@ def test_every_package_has_a_layer() -> None:
 
 @pytest.mark.parametrize("package", sorted(PURE))
 def test_pure_packages_import_no_io_library(package: str) -> None:
-    found = [f"{where}: {name}" for importer, name, where in IMPORTS
-             if importer == package and name.split(".")[0] in IO_LIBRARIES]
+    found = [
+        f"{where}: {name}"
+        for importer, name, where in IMPORTS
+        if importer == package and name.split(".")[0] in IO_LIBRARIES
+    ]
     assert found == []
 
 
 def test_core_imports_the_standard_library_only() -> None:
-    found = [f"{where}: {name}" for importer, name, where in IMPORTS
-             if importer == "core" and name.split(".")[0] not in sys.stdlib_module_names
-             and not name.startswith("preemption_toleration.core")]
+    found = [
+        f"{where}: {name}"
+        for importer, name, where in IMPORTS
+        if importer == "core"
+        and name.split(".")[0] not in sys.stdlib_module_names
+        and not name.startswith("preemption_toleration.core")
+    ]
     assert found == []
 
 

@@ -18,19 +18,27 @@ def record(logger: str, message: str, extra: dict[str, object], exc: bool = Fals
             raise ValueError("boom")
         except ValueError:
             exc_info = sys.exc_info()
-    made = logging.getLogger(logger).makeRecord(logger, logging.WARNING, "f.py", 1, message, (), exc_info,
-                                                extra=extra)
+    made = logging.getLogger(logger).makeRecord(logger, logging.WARNING, "f.py", 1, message, (), exc_info, extra=extra)
     made.created = 1795000000.25  # 2026-11-18T11:06:40.250Z
     return made
 
 
 CASES = [
-    ("our fields become keys", "preemption_toleration.webhooks", "refused", {"endpoint": "/guard/pods", "code": 403},
-     {"endpoint": "/guard/pods", "code": 403}),
-    ("kopf's attached objects are left out", "kopf.objects", "Handler succeeded", {"settings": object(), "k8s": 1},
-     {}),
-    ("values that are not JSON are written as text", "preemption_toleration.operator", "applied",
-     {"annotations": {"a": "1"}, "when": object}, {"annotations": {"a": "1"}, "when": str(object)}),
+    (
+        "our fields become keys",
+        "preemption_toleration.webhooks",
+        "refused",
+        {"endpoint": "/guard/pods", "code": 403},
+        {"endpoint": "/guard/pods", "code": 403},
+    ),
+    ("kopf's attached objects are left out", "kopf.objects", "Handler succeeded", {"settings": object(), "k8s": 1}, {}),
+    (
+        "values that are not JSON are written as text",
+        "preemption_toleration.operator",
+        "applied",
+        {"annotations": {"a": "1"}, "when": object},
+        {"annotations": {"a": "1"}, "when": str(object)},
+    ),
 ]
 
 
@@ -38,8 +46,13 @@ CASES = [
 def test_json_lines(rule: str, logger: str, message: str, extra: dict[str, object], fields: dict[str, object]) -> None:
     line = JsonFormatter().format(record(logger, message, extra))
     assert "\n" not in line, rule
-    assert json.loads(line) == {"time": "2026-11-18T11:06:40.250Z", "level": "WARNING", "logger": logger,
-                                "message": message, **fields}, rule
+    assert json.loads(line) == {
+        "time": "2026-11-18T11:06:40.250Z",
+        "level": "WARNING",
+        "logger": logger,
+        "message": message,
+        **fields,
+    }, rule
 
 
 @pytest.mark.parametrize(("rule", "logger", "message", "extra", "fields"), CASES, ids=[c[0] for c in CASES])

@@ -32,8 +32,9 @@ def test_failure_policies_and_limits() -> None:
     }
     [guard_webhook] = guard["webhooks"]
     assert guard_webhook["timeoutSeconds"] == 3
-    assert guard_webhook["namespaceSelector"] == {"matchExpressions": [
-        {"key": "preemption-toleration.dev/guard", "operator": "NotIn", "values": ["disabled"]}]}
+    assert guard_webhook["namespaceSelector"] == {
+        "matchExpressions": [{"key": "preemption-toleration.dev/guard", "operator": "NotIn", "values": ["disabled"]}]
+    }
     for webhook in webhooks:
         assert webhook["sideEffects"] == "None" and 1 <= webhook["timeoutSeconds"] <= 10
         assert webhook["clientConfig"]["service"]["name"] == "preemption-toleration-webhook"
@@ -52,7 +53,8 @@ def test_configurations_have_no_match_conditions_by_default() -> None:
 def test_committed_match_conditions_patch_matches_the_code() -> None:
     assert (COMPONENT / "match-conditions.yaml").read_text() == render_match_conditions_patch(), (
         "regenerate with: ptol webhook-config --match-conditions-patch "
-        "> config/components/guard-match-conditions/match-conditions.yaml")
+        "> config/components/guard-match-conditions/match-conditions.yaml"
+    )
 
 
 def apply_add(document: dict[str, Any], operation: dict[str, Any]) -> dict[str, Any]:
@@ -71,10 +73,17 @@ def test_the_component_patches_the_guard_into_what_webhook_config_match_conditio
     kustomization = yaml.safe_load((COMPONENT / "kustomization.yaml").read_text())
     assert (kustomization["apiVersion"], kustomization["kind"]) == ("kustomize.config.k8s.io/v1alpha1", "Component")
     [patch] = kustomization["patches"]
-    assert patch["target"] == {"group": "admissionregistration.k8s.io", "version": "v1",
-                               "kind": "ValidatingWebhookConfiguration", "name": GUARD_NAME}
-    guard = next(document for document in yaml.safe_load_all(COMMITTED.read_text())
-                 if document["metadata"]["name"] == patch["target"]["name"])
+    assert patch["target"] == {
+        "group": "admissionregistration.k8s.io",
+        "version": "v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "name": GUARD_NAME,
+    }
+    guard = next(
+        document
+        for document in yaml.safe_load_all(COMMITTED.read_text())
+        if document["metadata"]["name"] == patch["target"]["name"]
+    )
     for operation in yaml.safe_load((COMPONENT / patch["path"]).read_text()):
         guard = apply_add(guard, operation)
     *_, expected = yaml.safe_load_all(render(match_identities=DEFAULT_PREEMPTOR_IDENTITIES))
@@ -93,12 +102,16 @@ def test_match_conditions_are_few_and_well_named() -> None:
     "rule, argv, identities",
     [
         ("default identity", ["--match-conditions"], DEFAULT_PREEMPTOR_IDENTITIES),
-        ("identities repeat", ["--match-conditions", "--preemptor-identity", "a", "--preemptor-identity", "b"],
-         ("a", "b")),
+        (
+            "identities repeat",
+            ["--match-conditions", "--preemptor-identity", "a", "--preemptor-identity", "b"],
+            ("a", "b"),
+        ),
     ],
 )
-def test_webhook_config_match_conditions_flag(capsys: pytest.CaptureFixture[str], rule: str, argv: list[str],
-                                              identities: tuple[str, ...]) -> None:
+def test_webhook_config_match_conditions_flag(
+    capsys: pytest.CaptureFixture[str], rule: str, argv: list[str], identities: tuple[str, ...]
+) -> None:
     assert main(["webhook-config", *argv]) == 0, rule
     *_, guard = yaml.safe_load_all(capsys.readouterr().out)
     assert guard["webhooks"][0]["matchConditions"] == guard_match_conditions(identities), rule

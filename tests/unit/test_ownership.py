@@ -16,20 +16,51 @@ TARGETS = [
     ("a named class that does not exist", {"priorityClassName": "ghost"}),
     ("matchLabels, one pair", {"priorityClassSelector": {"matchLabels": {"tier": "gold"}}}),
     ("matchLabels, two pairs", {"priorityClassSelector": {"matchLabels": {"tier": "gold", "team": "ml"}}}),
-    ("In, several values", {"priorityClassSelector": {"matchExpressions": [
-        {"key": "tier", "operator": "In", "values": ["gold", "silver"]}]}}),
-    ("In, a value twice", {"priorityClassSelector": {"matchExpressions": [
-        {"key": "tier", "operator": "In", "values": ["gold", "gold"]}]}}),
-    ("NotIn only: not indexable", {"priorityClassSelector": {"matchExpressions": [
-        {"key": "tier", "operator": "NotIn", "values": ["gold"]}]}}),
+    (
+        "In, several values",
+        {
+            "priorityClassSelector": {
+                "matchExpressions": [{"key": "tier", "operator": "In", "values": ["gold", "silver"]}]
+            }
+        },
+    ),
+    (
+        "In, a value twice",
+        {
+            "priorityClassSelector": {
+                "matchExpressions": [{"key": "tier", "operator": "In", "values": ["gold", "gold"]}]
+            }
+        },
+    ),
+    (
+        "NotIn only: not indexable",
+        {"priorityClassSelector": {"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["gold"]}]}},
+    ),
     ("Exists only", {"priorityClassSelector": {"matchExpressions": [{"key": "team", "operator": "Exists"}]}}),
-    ("DoesNotExist only", {"priorityClassSelector": {"matchExpressions": [
-        {"key": "team", "operator": "DoesNotExist"}]}}),
-    ("matchLabels and an expression", {"priorityClassSelector": {"matchLabels": {"team": "ml"}, "matchExpressions": [
-        {"key": "tier", "operator": "NotIn", "values": ["bronze"]}]}}),
-    ("In and NotIn", {"priorityClassSelector": {"matchExpressions": [
-        {"key": "tier", "operator": "In", "values": ["gold", "bronze"]},
-        {"key": "team", "operator": "NotIn", "values": ["ml"]}]}}),
+    (
+        "DoesNotExist only",
+        {"priorityClassSelector": {"matchExpressions": [{"key": "team", "operator": "DoesNotExist"}]}},
+    ),
+    (
+        "matchLabels and an expression",
+        {
+            "priorityClassSelector": {
+                "matchLabels": {"team": "ml"},
+                "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["bronze"]}],
+            }
+        },
+    ),
+    (
+        "In and NotIn",
+        {
+            "priorityClassSelector": {
+                "matchExpressions": [
+                    {"key": "tier", "operator": "In", "values": ["gold", "bronze"]},
+                    {"key": "team", "operator": "NotIn", "values": ["ml"]},
+                ]
+            }
+        },
+    ),
 ]
 CLASSES = [
     ClassView("gold-a", 8000, {"tier": "gold"}),
@@ -45,8 +76,14 @@ def policy(name, target, minutes, deleting=False):
     metadata = {"name": name, "creationTimestamp": (T0 + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")}
     if deleting:
         metadata["deletionTimestamp"] = "2026-11-02T00:00:00Z"
-    return policy_view({"apiVersion": "preemption-toleration.dev/v1alpha1", "kind": "PreemptionTolerationPolicy",
-                        "metadata": metadata, "spec": {**target, "tolerationSeconds": 60}})
+    return policy_view(
+        {
+            "apiVersion": "preemption-toleration.dev/v1alpha1",
+            "kind": "PreemptionTolerationPolicy",
+            "metadata": metadata,
+            "spec": {**target, "tolerationSeconds": 60},
+        }
+    )
 
 
 POLICIES = [policy(f"p{i:02d}", target, minutes=(7 * i) % len(TARGETS)) for i, (_, target) in enumerate(TARGETS)]
@@ -71,8 +108,14 @@ def index_spec(target: dict):
 
 def test_deleting_and_invalid_policies_claim_nothing() -> None:
     deleting = policy("leaving", {"priorityClassName": "gold-a"}, 0, deleting=True)
-    invalid = policy_view({"apiVersion": "preemption-toleration.dev/v1alpha1", "kind": "PreemptionTolerationPolicy",
-                           "metadata": {"name": "bad"}, "spec": {"priorityClassName": "gold-a", "nope": 1}})
+    invalid = policy_view(
+        {
+            "apiVersion": "preemption-toleration.dev/v1alpha1",
+            "kind": "PreemptionTolerationPolicy",
+            "metadata": {"name": "bad"},
+            "spec": {"priorityClassName": "gold-a", "nope": 1},
+        }
+    )
     assert invalid.spec is None
     assert PolicyIndex([deleting, invalid]).claimants(CLASSES[0]) == []
 

@@ -9,17 +9,36 @@ from preemption_toleration.inventory.slim import Shared, slim_pod
 
 
 def raw_pod(name, priority=8000, node=None, namespace="team", created="2026-11-22T11:00:00Z", **spec):
-    body = {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}", "creationTimestamp": created,
-                         "labels": {"app": "x"}, "managedFields": [{"manager": "kubectl"}]},
-            "spec": {"priority": priority, "containers": [
-                {"name": "c", "image": "pause", "env": [{"name": "A", "value": "1" * 100}],
-                 "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}], **spec},
-            "status": {"phase": "Pending", "conditions": []}}
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": f"uid-{name}",
+            "creationTimestamp": created,
+            "labels": {"app": "x"},
+            "managedFields": [{"manager": "kubectl"}],
+        },
+        "spec": {
+            "priority": priority,
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "pause",
+                    "env": [{"name": "A", "value": "1" * 100}],
+                    "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
+                }
+            ],
+            **spec,
+        },
+        "status": {"phase": "Pending", "conditions": []},
+    }
     if node:
         body["spec"]["nodeName"] = node
-        body["status"]["conditions"] = [{"type": "PodScheduled", "status": "True",
-                                         "lastTransitionTime": "2026-11-22T11:30:00Z"}]
+        body["status"]["conditions"] = [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-22T11:30:00Z"}
+        ]
     return body
 
 
@@ -32,8 +51,10 @@ def test_slim_pod_keeps_what_decisions_read_and_gives_it_back_as_json() -> None:
     assert pod.as_json() == {
         "metadata": {"namespace": "team", "name": "a", "uid": "uid-a"},  # creation time: for pending pods
         "spec": {"priority": 9000, "priorityClassName": "high", "preemptionPolicy": "Never", "nodeName": "node-1"},
-        "status": {"phase": "Pending", "conditions": [
-            {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-22T11:30:00Z"}]},
+        "status": {
+            "phase": "Pending",
+            "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-22T11:30:00Z"}],
+        },
     }
     assert pod.requests == (("cpu", 500), ("memory", 2**30))
     assert pod.constraints is None  # a bound pod is never a preemptor: its constraints are dropped
@@ -49,8 +70,14 @@ def test_pods_of_one_workload_share_their_constraints_and_requests() -> None:
 
 
 def test_malformed_fields_read_as_absent() -> None:
-    pod = slim_pod({"metadata": {"name": "x", "namespace": "n"}, "spec": {"priority": "10k", "nodeName": 3},
-                    "status": {"conditions": "no"}}, Shared())
+    pod = slim_pod(
+        {
+            "metadata": {"name": "x", "namespace": "n"},
+            "spec": {"priority": "10k", "nodeName": 3},
+            "status": {"conditions": "no"},
+        },
+        Shared(),
+    )
     assert (pod.priority, pod.node_name, pod.scheduled) == (0, None, None)
 
 
@@ -64,11 +91,16 @@ def test_pods_by_node_follow_binding_and_deletion() -> None:
 
 
 def test_pending_candidates_are_grouped_by_priority_then_constraints() -> None:
-    index = PodIndex.of([
-        raw_pod("low", 8500), raw_pod("high-old", 9500, created="2026-11-22T10:00:00Z"),
-        raw_pod("high-new", 9500, created="2026-11-22T10:30:00Z"), raw_pod("gpu", 9500, nodeSelector={"pool": "gpu"}),
-        raw_pod("never", 9900, preemptionPolicy="Never"), raw_pod("bound", 9900, node="node-1"),
-    ])
+    index = PodIndex.of(
+        [
+            raw_pod("low", 8500),
+            raw_pod("high-old", 9500, created="2026-11-22T10:00:00Z"),
+            raw_pod("high-new", 9500, created="2026-11-22T10:30:00Z"),
+            raw_pod("gpu", 9500, nodeSelector={"pool": "gpu"}),
+            raw_pod("never", 9900, preemptionPolicy="Never"),
+            raw_pod("bound", 9900, node="node-1"),
+        ]
+    )
     groups = [(group.priority, group.oldest()[1], len(group.members)) for group in index.pending_groups()]
     assert [priority for priority, _, _ in groups] == [9500, 9500, 8500]  # highest priority first
     assert sorted(groups) == [(8500, "low", 1), (9500, "gpu", 1), (9500, "high-old", 2)]
@@ -108,11 +140,23 @@ def test_inference_matches_a_scan_of_every_pod() -> None:
     pods = []
     for i in range(60):
         spec = {"nodeSelector": {"pool": "gpu"}} if i % 3 == 0 else {}
-        pods.append(raw_pod(f"p{i}", 8000 + (i % 7) * 300, node="node-2" if i % 5 == 0 else None,
-                            created=f"2026-11-22T10:{i % 13:02d}:{i:02d}Z", **spec))
+        pods.append(
+            raw_pod(
+                f"p{i}",
+                8000 + (i % 7) * 300,
+                node="node-2" if i % 5 == 0 else None,
+                created=f"2026-11-22T10:{i % 13:02d}:{i:02d}Z",
+                **spec,
+            )
+        )
     index = PodIndex.of(pods)
     for victim_priority in (7000, 8000, 9000, 9500, 10000):
-        compatible = [p for p in index.pods.values() if p.pending_candidate and p.priority > victim_priority
-                      and not (p.constraints and p.constraints.pod["spec"].get("nodeSelector"))]
+        compatible = [
+            p
+            for p in index.pods.values()
+            if p.pending_candidate
+            and p.priority > victim_priority
+            and not (p.constraints and p.constraints.pod["spec"].get("nodeSelector"))
+        ]
         expected = min(compatible, key=lambda p: p.queue_order()) if compatible else None
         assert infer_preemptor(victim_priority, "node-1", index, node) is expected

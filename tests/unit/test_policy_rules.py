@@ -11,53 +11,117 @@ E, W = Severity.ERROR, Severity.WARNING
 
 
 def policy(spec: Any, name: str = "batch", api_version: str = "preemption-toleration.dev/v1alpha1") -> dict:
-    return {"apiVersion": api_version, "kind": "PreemptionTolerationPolicy", "metadata": {"name": name},
-            "spec": spec}
+    return {"apiVersion": api_version, "kind": "PreemptionTolerationPolicy", "metadata": {"name": name}, "spec": spec}
 
 
 RULES = [
     # (rule id, spec, severity, words)
-    ("target", {"priorityClassName": "low", "priorityClassSelector": {"matchLabels": {"a": "b"}},
-                "minimumPreemptablePriority": 10000}, E,
-     ['PreemptionTolerationPolicy "batch"', "sets both", "exactly one"]),
+    (
+        "target",
+        {
+            "priorityClassName": "low",
+            "priorityClassSelector": {"matchLabels": {"a": "b"}},
+            "minimumPreemptablePriority": 10000,
+        },
+        E,
+        ['PreemptionTolerationPolicy "batch"', "sets both", "exactly one"],
+    ),
     ("target", {"minimumPreemptablePriority": 10000}, E, ["sets neither", "exactly one"]),
-    ("toleration-overflow", {"priorityClassName": "low", "minimumPreemptablePriority": 10000,
-                             "tolerationSeconds": 9223372037}, E,
-     ["spec.tolerationSeconds is 9223372037", "above 9223372036", "wraps"]),
-    ("invalid-field", {"priorityClassName": "low", "minimumPreemptablePriority": 3000000000}, E,
-     ["spec.minimumPreemptablePriority is 3000000000", "2147483647"]),
-    ("invalid-field", {"priorityClassName": "low", "minimumPreemptablePriority": "10000"}, E,
-     ["spec.minimumPreemptablePriority is '10000', not an integer", "without quotes"]),
+    (
+        "toleration-overflow",
+        {"priorityClassName": "low", "minimumPreemptablePriority": 10000, "tolerationSeconds": 9223372037},
+        E,
+        ["spec.tolerationSeconds is 9223372037", "above 9223372036", "wraps"],
+    ),
+    (
+        "invalid-field",
+        {"priorityClassName": "low", "minimumPreemptablePriority": 3000000000},
+        E,
+        ["spec.minimumPreemptablePriority is 3000000000", "2147483647"],
+    ),
+    (
+        "invalid-field",
+        {"priorityClassName": "low", "minimumPreemptablePriority": "10000"},
+        E,
+        ["spec.minimumPreemptablePriority is '10000', not an integer", "without quotes"],
+    ),
     ("invalid-field", {"priorityClassName": "low", "minimumPreemptablePriority": 1.5}, E, ["not an integer"]),
     ("invalid-field", {"priorityClassName": "low", "minimumPreemptablePriority": True}, E, ["not an integer"]),
-    ("invalid-field", {"priorityClassName": "Low_Class", "minimumPreemptablePriority": 1}, E,
-     ["spec.priorityClassName is 'Low_Class'", "lowercase"]),
-    ("unknown-field", {"priorityClassName": "low", "minimumPreemptablePriority": 1, "tolerationSecond": 5}, E,
-     ["unknown field spec.tolerationSecond", "did you mean spec.tolerationSeconds?"]),
-    ("unknown-field", {"priorityClassSelector": {"matchLabel": {"a": "b"}}, "minimumPreemptablePriority": 1}, E,
-     ["spec.priorityClassSelector.matchLabel", "did you mean spec.priorityClassSelector.matchLabels?"]),
-    ("empty-selector", {"priorityClassSelector": {}, "minimumPreemptablePriority": 1}, E,
-     ["empty", "every PriorityClass, system classes included"]),
-    ("invalid-selector", {"priorityClassSelector": {"matchExpressions": [{"key": "a", "operator": "In"}]},
-                          "minimumPreemptablePriority": 1}, E, ["matchExpressions[0] uses In without values"]),
-    ("invalid-selector", {"priorityClassSelector": {"matchExpressions": [
-        {"key": "a", "operator": "Exists", "values": ["x"]}]}, "minimumPreemptablePriority": 1}, E,
-     ["uses Exists with values"]),
-    ("invalid-field", {"priorityClassSelector": {"matchExpressions": [{"key": "a", "operator": "in"}]},
-                       "minimumPreemptablePriority": 1}, E, ["operator is 'in'", "one of In, NotIn"]),
+    (
+        "invalid-field",
+        {"priorityClassName": "Low_Class", "minimumPreemptablePriority": 1},
+        E,
+        ["spec.priorityClassName is 'Low_Class'", "lowercase"],
+    ),
+    (
+        "unknown-field",
+        {"priorityClassName": "low", "minimumPreemptablePriority": 1, "tolerationSecond": 5},
+        E,
+        ["unknown field spec.tolerationSecond", "did you mean spec.tolerationSeconds?"],
+    ),
+    (
+        "unknown-field",
+        {"priorityClassSelector": {"matchLabel": {"a": "b"}}, "minimumPreemptablePriority": 1},
+        E,
+        ["spec.priorityClassSelector.matchLabel", "did you mean spec.priorityClassSelector.matchLabels?"],
+    ),
+    (
+        "empty-selector",
+        {"priorityClassSelector": {}, "minimumPreemptablePriority": 1},
+        E,
+        ["empty", "every PriorityClass, system classes included"],
+    ),
+    (
+        "invalid-selector",
+        {
+            "priorityClassSelector": {"matchExpressions": [{"key": "a", "operator": "In"}]},
+            "minimumPreemptablePriority": 1,
+        },
+        E,
+        ["matchExpressions[0] uses In without values"],
+    ),
+    (
+        "invalid-selector",
+        {
+            "priorityClassSelector": {"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]},
+            "minimumPreemptablePriority": 1,
+        },
+        E,
+        ["uses Exists with values"],
+    ),
+    (
+        "invalid-field",
+        {
+            "priorityClassSelector": {"matchExpressions": [{"key": "a", "operator": "in"}]},
+            "minimumPreemptablePriority": 1,
+        },
+        E,
+        ["operator is 'in'", "one of In, NotIn"],
+    ),
     ("no-effect", {"priorityClassName": "low"}, W, ["neither minimumPreemptablePriority nor tolerationSeconds"]),
-    ("toleration-without-minimum", {"priorityClassName": "low", "tolerationSeconds": 600}, W,
-     ["spec.tolerationSeconds 600 has no effect"]),
-    ("negative-toleration", {"priorityClassName": "low", "minimumPreemptablePriority": 1,
-                             "tolerationSeconds": -7}, W, ["-7 means forever", "write -1"]),
-    ("minimum-above-system-classes", {"priorityClassName": "low", "minimumPreemptablePriority": 2100000000}, W,
-     ["above every system class"]),
+    (
+        "toleration-without-minimum",
+        {"priorityClassName": "low", "tolerationSeconds": 600},
+        W,
+        ["spec.tolerationSeconds 600 has no effect"],
+    ),
+    (
+        "negative-toleration",
+        {"priorityClassName": "low", "minimumPreemptablePriority": 1, "tolerationSeconds": -7},
+        W,
+        ["-7 means forever", "write -1"],
+    ),
+    (
+        "minimum-above-system-classes",
+        {"priorityClassName": "low", "minimumPreemptablePriority": 2100000000},
+        W,
+        ["above every system class"],
+    ),
     ("spec", "nonsense", E, ["spec is 'nonsense', not a mapping"]),
 ]
 
 
-@pytest.mark.parametrize(("rule", "spec", "severity", "words"), RULES,
-                         ids=[f"{c[0]}-{i}" for i, c in enumerate(RULES)])
+@pytest.mark.parametrize(("rule", "spec", "severity", "words"), RULES, ids=[f"{c[0]}-{i}" for i, c in enumerate(RULES)])
 def test_rule(rule, spec, severity, words) -> None:
     findings = [f for f in check_policy(policy(spec)) if f.rule == rule]
     assert len(findings) == 1, check_policy(policy(spec))
@@ -83,13 +147,18 @@ def test_the_two_use_cases_are_valid_and_parse_to_the_model() -> None:
         assert model.spec.priority_class_name == name
         assert model.spec.toleration_seconds == seconds
         assert model.to_kube()["spec"] == {
-            "priorityClassName": name, "minimumPreemptablePriority": 10000, "tolerationSeconds": seconds,
+            "priorityClassName": name,
+            "minimumPreemptablePriority": 10000,
+            "tolerationSeconds": seconds,
         }
 
 
 def test_selector_policy_is_valid() -> None:
-    spec = {"priorityClassSelector": {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["batch"]}]},
-            "minimumPreemptablePriority": 10000, "tolerationSeconds": 600}
+    spec = {
+        "priorityClassSelector": {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["batch"]}]},
+        "minimumPreemptablePriority": 10000,
+        "tolerationSeconds": 600,
+    }
     assert check_policy(policy(spec)) == []
 
 

@@ -26,6 +26,7 @@ CRITICAL = with_uid(pending("critical", 10000), "uid-critical")
 
 # ------------------------------------------------------------------------- the record
 
+
 def test_a_record_lasts_its_lifetime_and_a_newer_call_replaces_it() -> None:
     record = PreemptorRecord(seconds=30)
     record.remember(HIGH, ["uid-victim"], NOW)
@@ -44,6 +45,7 @@ def test_the_record_keeps_only_what_decisions_read_and_stays_within_its_capacity
 
 
 # ------------------------------------------------------------------------- the guard reads it
+
 
 def _judge(*pods: dict[str, Any], recorded: dict[str, Any] | None):
     state = snapshot(VICTIM, *pods)
@@ -67,24 +69,69 @@ def _bound_high() -> dict[str, Any]:
 
 # (rule, pods in the cache besides the victim, the recorded preemptor, allowed, source)
 SOURCES = [
-    ("no record: the highest pending pod is inferred, and the victim does not tolerate it",
-     [HIGH, CRITICAL], None, True, PreemptorSource.INFERRED),
-    ("a record names the preemptor the scheduler works on, whatever else pends",
-     [HIGH, CRITICAL], HIGH, False, PreemptorSource.RECORDED),
-    ("a recorded preemptor the cache does not know decides nothing: inference",
-     [CRITICAL], HIGH, True, PreemptorSource.INFERRED),
-    ("a recorded preemptor nominated to another node is no longer this victim's: inference",
-     [_nominated_high("node-2"), CRITICAL], HIGH, True, PreemptorSource.INFERRED),
-    ("a recorded preemptor nominated to the victim's node stands",
-     [_nominated_high("node-1"), CRITICAL], HIGH, False, PreemptorSource.RECORDED),
-    ("a recorded preemptor of no higher priority than the victim is no preemptor: inference",
-     [with_uid(pending("high", 8000), "uid-high"), CRITICAL], HIGH, True, PreemptorSource.INFERRED),
-    ("a recorded preemptor since bound is stale: inference again",
-     [_bound_high(), CRITICAL], HIGH, True, PreemptorSource.INFERRED),
-    ("a pod of the same name but another uid is stale: inference again",
-     [with_uid(pending("high", 9000), "uid-other"), CRITICAL], HIGH, True, PreemptorSource.INFERRED),
-    ("a record of a preemptor the victim does not tolerate allows",
-     [HIGH, CRITICAL], CRITICAL, True, PreemptorSource.RECORDED),
+    (
+        "no record: the highest pending pod is inferred, and the victim does not tolerate it",
+        [HIGH, CRITICAL],
+        None,
+        True,
+        PreemptorSource.INFERRED,
+    ),
+    (
+        "a record names the preemptor the scheduler works on, whatever else pends",
+        [HIGH, CRITICAL],
+        HIGH,
+        False,
+        PreemptorSource.RECORDED,
+    ),
+    (
+        "a recorded preemptor the cache does not know decides nothing: inference",
+        [CRITICAL],
+        HIGH,
+        True,
+        PreemptorSource.INFERRED,
+    ),
+    (
+        "a recorded preemptor nominated to another node is no longer this victim's: inference",
+        [_nominated_high("node-2"), CRITICAL],
+        HIGH,
+        True,
+        PreemptorSource.INFERRED,
+    ),
+    (
+        "a recorded preemptor nominated to the victim's node stands",
+        [_nominated_high("node-1"), CRITICAL],
+        HIGH,
+        False,
+        PreemptorSource.RECORDED,
+    ),
+    (
+        "a recorded preemptor of no higher priority than the victim is no preemptor: inference",
+        [with_uid(pending("high", 8000), "uid-high"), CRITICAL],
+        HIGH,
+        True,
+        PreemptorSource.INFERRED,
+    ),
+    (
+        "a recorded preemptor since bound is stale: inference again",
+        [_bound_high(), CRITICAL],
+        HIGH,
+        True,
+        PreemptorSource.INFERRED,
+    ),
+    (
+        "a pod of the same name but another uid is stale: inference again",
+        [with_uid(pending("high", 9000), "uid-other"), CRITICAL],
+        HIGH,
+        True,
+        PreemptorSource.INFERRED,
+    ),
+    (
+        "a record of a preemptor the victim does not tolerate allows",
+        [HIGH, CRITICAL],
+        CRITICAL,
+        True,
+        PreemptorSource.RECORDED,
+    ),
 ]
 
 

@@ -17,50 +17,106 @@ E, W = Severity.ERROR, Severity.WARNING
 
 RULES = [
     # (rule id, class, severity, words the message must contain)
-    ("invalid-integer", priority_class("low", 8000, "10k", "-1"), E,
-     ['PriorityClass "low"', f'{MIN}="10k"', "not a base-10 integer", 'e.g. "10000"']),
-    ("invalid-integer", priority_class("low", 8000, "10000", ""), E,
-     ['PriorityClass "low"', f'{TOL}=""', "empty", "remove the annotation"]),
+    (
+        "invalid-integer",
+        priority_class("low", 8000, "10k", "-1"),
+        E,
+        ['PriorityClass "low"', f'{MIN}="10k"', "not a base-10 integer", 'e.g. "10000"'],
+    ),
+    (
+        "invalid-integer",
+        priority_class("low", 8000, "10000", ""),
+        E,
+        ['PriorityClass "low"', f'{TOL}=""', "empty", "remove the annotation"],
+    ),
     ("invalid-integer", priority_class("low", 8000, " 10000", "-1"), E, [f'{MIN}=" 10000"', "base-10"]),
     ("invalid-integer", priority_class("low", 8000, "10000.0", "-1"), E, ["not a base-10 integer"]),
     ("invalid-integer", priority_class("low", 8000, "0x2710", "-1"), E, ["not a base-10 integer"]),
-    ("invalid-integer", priority_class("low", 8000, "3000000000", "-1"), E,
-     ["out of the int32 range", "between -2147483648 and 2147483647"]),
+    (
+        "invalid-integer",
+        priority_class("low", 8000, "3000000000", "-1"),
+        E,
+        ["out of the int32 range", "between -2147483648 and 2147483647"],
+    ),
     ("invalid-integer", priority_class("low", 8000, "10000", "99999999999999999999"), E, ["int64"]),
-    ("unknown-key", priority_class("low", 8000, **{PREFIX + "toleration-second": "600"}), E,
-     ['PriorityClass "low"', PREFIX + 'toleration-second="600"', f"did you mean {TOL}?"]),
-    ("unknown-key", priority_class("low", 8000, **{PREFIX + "minimum-priority": "1"}), E,
-     [f"did you mean {MIN}?"]),
-    ("toleration-overflow", priority_class("low", 8000, "10000", "9223372037"), E,
-     ['"9223372037"', "above 9223372036", "wraps", '"-1" for forever']),
-    ("legacy-prefix", priority_class("low", 8000, **{LEGACY_PREFIX + "toleration-seconds": "600"}), W,
-     [LEGACY_PREFIX + "toleration-seconds", "ignored", f"rename it to {TOL}"]),
-    ("minimum-not-above-value", priority_class("low", 8000, "8000", "-1"), W,
-     ['"8000"', "not above the class value 8000", "no effect"]),
-    ("toleration-without-minimum", priority_class("low", 8000, None, "600"), W,
-     ['toleration-seconds "600"', "no effect", MIN]),
+    (
+        "unknown-key",
+        priority_class("low", 8000, **{PREFIX + "toleration-second": "600"}),
+        E,
+        ['PriorityClass "low"', PREFIX + 'toleration-second="600"', f"did you mean {TOL}?"],
+    ),
+    ("unknown-key", priority_class("low", 8000, **{PREFIX + "minimum-priority": "1"}), E, [f"did you mean {MIN}?"]),
+    (
+        "toleration-overflow",
+        priority_class("low", 8000, "10000", "9223372037"),
+        E,
+        ['"9223372037"', "above 9223372036", "wraps", '"-1" for forever'],
+    ),
+    (
+        "legacy-prefix",
+        priority_class("low", 8000, **{LEGACY_PREFIX + "toleration-seconds": "600"}),
+        W,
+        [LEGACY_PREFIX + "toleration-seconds", "ignored", f"rename it to {TOL}"],
+    ),
+    (
+        "minimum-not-above-value",
+        priority_class("low", 8000, "8000", "-1"),
+        W,
+        ['"8000"', "not above the class value 8000", "no effect"],
+    ),
+    (
+        "toleration-without-minimum",
+        priority_class("low", 8000, None, "600"),
+        W,
+        ['toleration-seconds "600"', "no effect", MIN],
+    ),
     ("negative-toleration", priority_class("low", 8000, "10000", "-5"), W, ['"-5"', 'write "-1"']),
-    ("non-canonical-integer", priority_class("low", 8000, "+10000", "-1"), W,
-     [f'{MIN}="+10000"', "read as 10000", 'write "10000"']),
+    (
+        "non-canonical-integer",
+        priority_class("low", 8000, "+10000", "-1"),
+        W,
+        [f'{MIN}="+10000"', "read as 10000", 'write "10000"'],
+    ),
     ("non-canonical-integer", priority_class("low", 8000, "10000", "0600"), W, ['write "600"']),
-    ("minimum-above-system-classes", priority_class("low", 8000, "2000001001", "-1"), W,
-     ['"2000001001"', "above every system class", "at most 2000001000"]),
+    (
+        "minimum-above-system-classes",
+        priority_class("low", 8000, "2000001001", "-1"),
+        W,
+        ['"2000001001"', "above every system class", "at most 2000001000"],
+    ),
     ("reserved-name", priority_class("system-critical", 10000), E, ["'system-' are reserved", "rename"]),
     ("value-out-of-range", priority_class("huge", 1000000001), E, ["above 1000000000"]),
-    ("invalid-value", {"kind": "PriorityClass", "metadata": {"name": "x"}, "value": "8000"}, E,
-     ["value is '8000'", "integer value"]),
-    ("annotation-not-string", priority_class("low", 8000, **{MIN: 10000}), E, ["not a string", 'quote it']),
-    ("invalid-metadata", {"kind": "PriorityClass", "metadata": "zz", "value": 8000}, E,
-     ["metadata is 'zz'", "needs metadata with a name"]),
-    ("invalid-metadata", {"kind": "PriorityClass", "metadata": {"name": "x", "annotations": [MIN]}, "value": 8000},
-     E, ["metadata.annotations is", "not a map"]),
-    ("invalid-metadata", {"kind": "PriorityClass", "metadata": {"name": "x", "labels": "tier"}, "value": 8000},
-     E, ["metadata.labels is 'tier', not a map"]),
+    (
+        "invalid-value",
+        {"kind": "PriorityClass", "metadata": {"name": "x"}, "value": "8000"},
+        E,
+        ["value is '8000'", "integer value"],
+    ),
+    ("annotation-not-string", priority_class("low", 8000, **{MIN: 10000}), E, ["not a string", "quote it"]),
+    (
+        "invalid-metadata",
+        {"kind": "PriorityClass", "metadata": "zz", "value": 8000},
+        E,
+        ["metadata is 'zz'", "needs metadata with a name"],
+    ),
+    (
+        "invalid-metadata",
+        {"kind": "PriorityClass", "metadata": {"name": "x", "annotations": [MIN]}, "value": 8000},
+        E,
+        ["metadata.annotations is", "not a map"],
+    ),
+    (
+        "invalid-metadata",
+        {"kind": "PriorityClass", "metadata": {"name": "x", "labels": "tier"}, "value": 8000},
+        E,
+        ["metadata.labels is 'tier', not a map"],
+    ),
 ]
 
 
-@pytest.mark.parametrize(("rule", "klass", "severity", "words"), RULES,
-                         ids=[f"{c[0]}-{i}" for i, c in enumerate(RULES)])
+@pytest.mark.parametrize(
+    ("rule", "klass", "severity", "words"), RULES, ids=[f"{c[0]}-{i}" for i, c in enumerate(RULES)]
+)
 def test_rule(rule, klass, severity, words) -> None:
     findings = [f for f in check_priority_class(klass) if f.rule == rule]
     assert len(findings) == 1, check_priority_class(klass)

@@ -18,11 +18,16 @@ NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 CASES = [
     # (rule, class annotations (minimum, toleration), scheduled ago, kind, refuse_below, until)
     ("forever: toleration -1", ("10000", "-1"), timedelta(hours=5), ProtectionKind.FOREVER, 10000, None),
-    ("time-limited: until scheduled + toleration", ("10000", "600"), timedelta(seconds=100),
-     ProtectionKind.UNTIL, 10000, NOW + timedelta(seconds=500)),
+    (
+        "time-limited: until scheduled + toleration",
+        ("10000", "600"),
+        timedelta(seconds=100),
+        ProtectionKind.UNTIL,
+        10000,
+        NOW + timedelta(seconds=500),
+    ),
     ("time-limited, over", ("10000", "600"), timedelta(seconds=600), ProtectionKind.NONE, None, None),
-    ("not scheduled: the clock has not started", ("10000", "600"), None, ProtectionKind.NOT_SCHEDULED,
-     10000, None),
+    ("not scheduled: the clock has not started", ("10000", "600"), None, ProtectionKind.NOT_SCHEDULED, 10000, None),
     ("no toleration seconds: none", ("10000", None), timedelta(seconds=1), ProtectionKind.NONE, None, None),
     ("minimum value+1 refuses nothing", ("8001", "-1"), timedelta(0), ProtectionKind.NONE, None, None),
     ("minimum below the value refuses nothing", ("100", "-1"), timedelta(0), ProtectionKind.NONE, None, None),
@@ -30,8 +35,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("rule", "annotations", "ago", "kind", "refuse_below", "until"), CASES,
-                         ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("rule", "annotations", "ago", "kind", "refuse_below", "until"), CASES, ids=[c[0] for c in CASES]
+)
 def test_protection(rule, annotations, ago, kind, refuse_below, until) -> None:
     victim_class = priority_class("c", 8000, *annotations)
     scheduled = None if ago is None else NOW - ago
@@ -60,8 +66,16 @@ def test_refused_range_and_seconds_left() -> None:
 
 def test_agrees_with_exempted_from_preemption() -> None:
     """For every candidate preemptor (higher priority, not Never), refuses() equals the exemption check."""
-    annotations = [("10000", "-1"), ("10000", "600"), ("10000", "0"), ("10000", None), (None, "600"),
-                   ("8000", "-1"), ("x", "-1"), ("10000", "9223372037")]
+    annotations = [
+        ("10000", "-1"),
+        ("10000", "600"),
+        ("10000", "0"),
+        ("10000", None),
+        (None, "600"),
+        ("8000", "-1"),
+        ("x", "-1"),
+        ("10000", "9223372037"),
+    ]
     ages = [None, timedelta(0), timedelta(seconds=599), timedelta(seconds=600), timedelta(days=1)]
     priorities = [8001, 9000, 9999, 10000, 20000]
     for (minimum, toleration), ago, priority in product(annotations, ages, priorities):

@@ -16,9 +16,12 @@ NOW = datetime(2026, 11, 22, tzinfo=UTC)
 
 
 def make_policy(status=None):
-    body = {"apiVersion": "preemption-toleration.dev/v1alpha1", "kind": "PreemptionTolerationPolicy",
-            "metadata": {"name": "p", "uid": "u1", "generation": 2, "creationTimestamp": "2026-11-01T00:00:00Z"},
-            "spec": {"priorityClassName": "low", "minimumPreemptablePriority": 10000}}
+    body = {
+        "apiVersion": "preemption-toleration.dev/v1alpha1",
+        "kind": "PreemptionTolerationPolicy",
+        "metadata": {"name": "p", "uid": "u1", "generation": 2, "creationTimestamp": "2026-11-01T00:00:00Z"},
+        "spec": {"priorityClassName": "low", "minimumPreemptablePriority": 10000},
+    }
     if status is not None:
         body["status"] = status
     return policy_view(body)
@@ -61,8 +64,13 @@ async def test_success_writes_once_and_reports_applied() -> None:
     recorder = Recorder()
     result = await recorder.reconciler().reconcile([make_policy()], [ClassView("low", 8000, uid="c1")], NOW)
     assert result.failures == [] and result.writes == 1 and result.status_patches == 1
-    assert recorder.applied == [{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                                 "metadata": {"name": "low", "uid": "c1", "annotations": {MIN: "10000"}}}]
+    assert recorder.applied == [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "low", "uid": "c1", "annotations": {MIN: "10000"}},
+        }
+    ]
     assert [reason for _, reason, _ in recorder.events] == ["Applied"]
 
     # the same state seen again (class written, status stored): nothing is sent
@@ -104,17 +112,31 @@ class Server(Recorder):
         self.version += 1
         keys = [{"f:" + key: {}} for key in body["metadata"]["annotations"]]
         fields = {"f:metadata": {"f:annotations": {k: v for entry in keys for k, v in entry.items()}}}
-        return {"metadata": {**body["metadata"], "resourceVersion": str(self.version),
-                             "managedFields": [{"manager": manager, "operation": "Apply", "fieldsV1": fields}]},
-                "value": 8000}
+        return {
+            "metadata": {
+                **body["metadata"],
+                "resourceVersion": str(self.version),
+                "managedFields": [{"manager": manager, "operation": "Apply", "fieldsV1": fields}],
+            },
+            "value": 8000,
+        }
 
     async def patch(self, api, name, wanted, current):
         await super().patch(api, name, wanted, current)
         self.version += 1
-        return {"apiVersion": "preemption-toleration.dev/v1alpha1", "kind": "PreemptionTolerationPolicy",
-                "metadata": {"name": name, "uid": "u1", "generation": 2, "resourceVersion": str(self.version),
-                             "creationTimestamp": "2026-11-01T00:00:00Z"},
-                "spec": {"priorityClassName": "low", "minimumPreemptablePriority": 10000}, "status": dict(wanted)}
+        return {
+            "apiVersion": "preemption-toleration.dev/v1alpha1",
+            "kind": "PreemptionTolerationPolicy",
+            "metadata": {
+                "name": name,
+                "uid": "u1",
+                "generation": 2,
+                "resourceVersion": str(self.version),
+                "creationTimestamp": "2026-11-01T00:00:00Z",
+            },
+            "spec": {"priorityClassName": "low", "minimumPreemptablePriority": 10000},
+            "status": dict(wanted),
+        }
 
 
 async def test_a_run_before_the_caches_see_our_writes_writes_nothing_again() -> None:
@@ -153,8 +175,10 @@ async def test_network_errors_that_are_not_oserrors_are_failures_of_their_policy
     API server is one class's failed write, reported in status and retried, like any API error."""
     import aiohttp
 
-    for error, shown in ((aiohttp.ServerDisconnectedError(), "ServerDisconnectedError: Server disconnected"),
-                         (aiohttp.ClientPayloadError("truncated"), "ClientPayloadError: truncated")):
+    for error, shown in (
+        (aiohttp.ServerDisconnectedError(), "ServerDisconnectedError: Server disconnected"),
+        (aiohttp.ClientPayloadError("truncated"), "ClientPayloadError: truncated"),
+    ):
         recorder = Recorder(fail_apply=error)
         result = await recorder.reconciler().reconcile([make_policy()], [ClassView("low", 8000, uid="c1")], NOW)
         assert result.failures_of("p") == [f"PriorityClass low: {shown}"]
@@ -178,15 +202,21 @@ def named_policy(name, class_name, deleting=False):
     metadata = {"name": name, "uid": f"u-{name}", "generation": 1, "creationTimestamp": "2026-11-01T00:00:00Z"}
     if deleting:
         metadata.update(deletionTimestamp="2026-11-22T00:00:00Z", finalizers=["preemption-toleration.dev/finalizer"])
-    return policy_view({"apiVersion": "preemption-toleration.dev/v1alpha1", "kind": "PreemptionTolerationPolicy",
-                        "metadata": metadata,
-                        "spec": {"priorityClassName": class_name, "minimumPreemptablePriority": 10000}})
+    return policy_view(
+        {
+            "apiVersion": "preemption-toleration.dev/v1alpha1",
+            "kind": "PreemptionTolerationPolicy",
+            "metadata": metadata,
+            "spec": {"priorityClassName": class_name, "minimumPreemptablePriority": 10000},
+        }
+    )
 
 
 async def test_a_refused_release_holds_only_the_finalizer_of_the_policy_that_claimed_the_class() -> None:
     owned = frozenset({MIN})
-    classes = [ClassView(name, 8000, annotations={MIN: "10000"}, owned_keys=owned, uid=f"c-{name}")
-               for name in ("a", "b", "c")]
+    classes = [
+        ClassView(name, 8000, annotations={MIN: "10000"}, owned_keys=owned, uid=f"c-{name}") for name in ("a", "b", "c")
+    ]
     policies = [named_policy("pa", "a", deleting=True), named_policy("pb", "b", deleting=True), named_policy("pc", "c")]
     refuser = ClassRefuser("a")
     result = await refuser.reconciler().reconcile(policies, classes, NOW)

@@ -43,20 +43,32 @@ def container(cpu=None, memory=None, restart=None, **extra):
 
 REQUESTS = [
     # (rule, spec, summed requests)
-    ("containers are summed; cpu in millicores, rounded up",
-     {"containers": [container("100m", "64Mi"), container("0.2501", "1Gi")]},
-     {"cpu": 351, "memory": 64 * 2**20 + 2**30}),  # 100 + ceil(250.1): each container rounded
-    ("the largest init container wins when larger than the containers",
-     {"initContainers": [container("2"), container("500m")], "containers": [container("1")]}, {"cpu": 2000}),
-    ("the containers win when larger than every init container",
-     {"initContainers": [container("1")], "containers": [container("1"), container("1")]}, {"cpu": 2000}),
-    ("a sidecar (restartable init container) runs beside the later init containers and the containers",
-     {"initContainers": [container("1", restart="Always"), container("2")], "containers": [container("1")]},
-     {"cpu": 3000}),
+    (
+        "containers are summed; cpu in millicores, rounded up",
+        {"containers": [container("100m", "64Mi"), container("0.2501", "1Gi")]},
+        {"cpu": 351, "memory": 64 * 2**20 + 2**30},
+    ),  # 100 + ceil(250.1): each container rounded
+    (
+        "the largest init container wins when larger than the containers",
+        {"initContainers": [container("2"), container("500m")], "containers": [container("1")]},
+        {"cpu": 2000},
+    ),
+    (
+        "the containers win when larger than every init container",
+        {"initContainers": [container("1")], "containers": [container("1"), container("1")]},
+        {"cpu": 2000},
+    ),
+    (
+        "a sidecar (restartable init container) runs beside the later init containers and the containers",
+        {"initContainers": [container("1", restart="Always"), container("2")], "containers": [container("1")]},
+        {"cpu": 3000},
+    ),
     ("overhead is added", {"containers": [container("1")], "overhead": {"cpu": "250m"}}, {"cpu": 1250}),
-    ("extended resources count in whole units",
-     {"containers": [container(**{"nvidia.com/gpu": "2"}), container(**{"nvidia.com/gpu": "1"})]},
-     {"nvidia.com/gpu": 3}),
+    (
+        "extended resources count in whole units",
+        {"containers": [container(**{"nvidia.com/gpu": "2"}), container(**{"nvidia.com/gpu": "1"})]},
+        {"nvidia.com/gpu": 3},
+    ),
     ("no requests, nothing requested", {"containers": [{"name": "c"}]}, {}),
     ("malformed containers count as nothing", {"containers": "x", "initContainers": [1, None]}, {}),
 ]

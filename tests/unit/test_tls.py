@@ -17,6 +17,7 @@ from preemption_toleration.webhooks.tls import FileCertificates, GeneratedCertif
 
 async def serve(context: ssl.SSLContext) -> tuple[web.AppRunner, int]:
     app = web.Application()
+
     async def hello(request: web.Request) -> web.Response:
         return web.Response(text="ok")
 
@@ -143,7 +144,9 @@ async def test_files_of_a_secret_volume_are_reloaded_when_the_kubelet_swaps_them
         assert certificates.reload_if_changed() is False
         old_times = [(tmp_path / name).stat().st_mtime_ns for name in ("tls.crt", "tls.key")]
         renewed = publish("2026_11_22_02")
-        for name, mtime in zip(("tls.crt", "tls.key"), old_times, strict=True):  # a renewal within the clock's resolution
+        for name, mtime in zip(
+            ("tls.crt", "tls.key"), old_times, strict=True
+        ):  # a renewal within the clock's resolution
             os.utime(tmp_path / name, ns=(mtime, mtime))
         assert certificates.reload_if_changed() is True
         assert await peer_certificate(port, ca.cert_pem) == x509.load_pem_x509_certificate(renewed.cert_pem)
@@ -151,18 +154,22 @@ async def test_files_of_a_secret_volume_are_reloaded_when_the_kubelet_swaps_them
         await runner.cleanup()
 
 
-@pytest.mark.parametrize(("rule", "host", "covered"), [
-    ("an IP address in the SANs", "127.0.0.1", True),
-    ("another IP address", "10.0.0.1", False),
-    ("a DNS name in the SANs", "webhook.ns.svc", True),
-    ("a DNS name in another case, with the root dot", "WEBHOOK.ns.svc.", True),
-    ("one label under a wildcard", "a.apps.example.com", True),
-    ("two labels under a wildcard", "a.b.apps.example.com", False),
-    ("the wildcard's own domain", "apps.example.com", False),
-    ("a DNS name not in the SANs", "webhook.other.svc", False),
-])
+@pytest.mark.parametrize(
+    ("rule", "host", "covered"),
+    [
+        ("an IP address in the SANs", "127.0.0.1", True),
+        ("another IP address", "10.0.0.1", False),
+        ("a DNS name in the SANs", "webhook.ns.svc", True),
+        ("a DNS name in another case, with the root dot", "WEBHOOK.ns.svc.", True),
+        ("one label under a wildcard", "a.apps.example.com", True),
+        ("two labels under a wildcard", "a.b.apps.example.com", False),
+        ("the wildcard's own domain", "apps.example.com", False),
+        ("a DNS name not in the SANs", "webhook.other.svc", False),
+    ],
+)
 def test_covers_checks_the_host_as_a_tls_client_would(rule: str, host: str, covered: bool) -> None:
     ca = pki.generate_ca("test-ca")
-    serving = pki.issue_serving_cert(ca, "webhook", dns_names=["webhook.ns.svc", "*.apps.example.com"],
-                                     ip_addresses=["127.0.0.1"])
+    serving = pki.issue_serving_cert(
+        ca, "webhook", dns_names=["webhook.ns.svc", "*.apps.example.com"], ip_addresses=["127.0.0.1"]
+    )
     assert covers(serving.cert_pem, host) is covered, rule

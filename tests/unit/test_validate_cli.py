@@ -72,8 +72,11 @@ def test_accepts_the_two_example_classes_and_ignores_other_kinds(tmp_path: Path,
 
 def test_warnings_are_printed_but_exit_0(tmp_path: Path, capsys) -> None:
     path = tmp_path / "legacy.yaml"
-    path.write_text(EXAMPLES.replace("scheduling.x-k8s.io/toleration-seconds: \"600\"",
-                                     "scheduling.sigs.k8s.io/toleration-seconds: \"600\""))
+    path.write_text(
+        EXAMPLES.replace(
+            'scheduling.x-k8s.io/toleration-seconds: "600"', 'scheduling.sigs.k8s.io/toleration-seconds: "600"'
+        )
+    )
     code, lines = run(capsys, "-f", str(path))
     assert code == 0
     [line] = lines
@@ -137,14 +140,20 @@ spec:
   {target}
   minimumPreemptablePriority: 10000
 """
-    klass = "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: batch\n  labels:\n" \
-            "    tier: batch\nvalue: 8000\n"
+    klass = (
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: batch\n  labels:\n"
+        "    tier: batch\nvalue: 8000\n"
+    )
     path = tmp_path / "policies.yaml"
-    path.write_text("---\n".join([
-        klass,
-        policy.format(name="first", target="priorityClassName: batch"),
-        policy.format(name="second", target="priorityClassSelector: {matchLabels: {tier: batch}}"),
-    ]))
+    path.write_text(
+        "---\n".join(
+            [
+                klass,
+                policy.format(name="first", target="priorityClassName: batch"),
+                policy.format(name="second", target="priorityClassSelector: {matchLabels: {tier: batch}}"),
+            ]
+        )
+    )
     code, lines = run(capsys, "-f", str(path))
     assert code == 1
     [line] = lines
@@ -162,7 +171,6 @@ def test_the_samples_are_valid(capsys) -> None:
     assert run(capsys, "-f", str(ROOT / "config" / "samples")) == (0, [])
 
 
-
 SELECTOR_POLICY = """\
 ---
 apiVersion: preemption-toleration.dev/v1alpha1
@@ -176,33 +184,43 @@ spec:
 
 MALFORMED = [
     # (rule, manifest text, the one line printed after "PATH:1: error: ")
-    ("labels that are a list, beside a selector policy",
-     "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: low, labels: [a, b]}\nvalue: 8000\n"
-     + SELECTOR_POLICY,
-     'PriorityClass "low": metadata.labels is "[\'a\', \'b\']", not a map. Fix: write labels as key: value pairs.'),
-    ("an annotation key that is not a string",
-     "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: low\n  annotations: {1: x}\n"
-     "value: 8000\n",
-     'PriorityClass "low": metadata.annotations has the key 1, which is not a string. Fix: quote it, e.g. "1".'),
-    ("a label key that is not a string, beside a selector policy",
-     "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: low\n  labels: {null: gold}\n"
-     "value: 8000\n" + SELECTOR_POLICY,
-     'PriorityClass "low": metadata.labels has the key None, which is not a string. Fix: quote it, e.g. "None".'),
-    ("a label value that is not a string",
-     "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: low\n  labels: {tier: 7}\n"
-     "value: 8000\n" + SELECTOR_POLICY,
-     'PriorityClass "low": label tier is 7, not a string. Fix: quote it, e.g. "7".'),
-    ("an integer of more digits than Python reads",
-     "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: big}\nvalue: " + "9" * 5000 + "\n",
-     "invalid YAML: a number too long to read"),
-    ("JSON nested deeper than the parser's stack", "[" * 5000 + "]" * 5000,
-     "invalid YAML: nested too deeply to read"),
+    (
+        "labels that are a list, beside a selector policy",
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: low, labels: [a, b]}\nvalue: 8000\n"
+        + SELECTOR_POLICY,
+        "PriorityClass \"low\": metadata.labels is \"['a', 'b']\", not a map. Fix: write labels as key: value pairs.",
+    ),
+    (
+        "an annotation key that is not a string",
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: low\n  annotations: {1: x}\n"
+        "value: 8000\n",
+        'PriorityClass "low": metadata.annotations has the key 1, which is not a string. Fix: quote it, e.g. "1".',
+    ),
+    (
+        "a label key that is not a string, beside a selector policy",
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: low\n  labels: {null: gold}\n"
+        "value: 8000\n" + SELECTOR_POLICY,
+        'PriorityClass "low": metadata.labels has the key None, which is not a string. Fix: quote it, e.g. "None".',
+    ),
+    (
+        "a label value that is not a string",
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: low\n  labels: {tier: 7}\n"
+        "value: 8000\n" + SELECTOR_POLICY,
+        'PriorityClass "low": label tier is 7, not a string. Fix: quote it, e.g. "7".',
+    ),
+    (
+        "an integer of more digits than Python reads",
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: big}\nvalue: " + "9" * 5000 + "\n",
+        "invalid YAML: a number too long to read",
+    ),
+    ("JSON nested deeper than the parser's stack", "[" * 5000 + "]" * 5000, "invalid YAML: nested too deeply to read"),
 ]
 
 
 @pytest.mark.parametrize(("rule", "text", "message"), MALFORMED, ids=[case[0] for case in MALFORMED])
-def test_malformed_manifests_are_errors_not_tracebacks(tmp_path: Path, capsys, rule: str, text: str,
-                                                       message: str) -> None:
+def test_malformed_manifests_are_errors_not_tracebacks(
+    tmp_path: Path, capsys, rule: str, text: str, message: str
+) -> None:
     path = tmp_path / "manifest.yaml"
     path.write_text(text)
     code, lines = run(capsys, "-f", str(path))

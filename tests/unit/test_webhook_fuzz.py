@@ -16,11 +16,14 @@ from tests.unit.webhook_fuzzing import DELETE, INTERESTING, answer, encode, muta
 SEEDS = seeds()
 APP = server()
 scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12)
-json_values = st.recursive(scalars | st.sampled_from(INTERESTING),
-                           lambda children: st.lists(children, max_size=3)
-                           | st.dictionaries(st.text(max_size=8), children, max_size=3), max_leaves=8)
-edit = st.tuples(st.floats(0, 1, exclude_max=True),
-                 json_values | st.just(DELETE) | st.tuples(st.text(max_size=12), json_values))
+json_values = st.recursive(
+    scalars | st.sampled_from(INTERESTING),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    max_leaves=8,
+)
+edit = st.tuples(
+    st.floats(0, 1, exclude_max=True), json_values | st.just(DELETE) | st.tuples(st.text(max_size=12), json_values)
+)
 
 
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
@@ -33,36 +36,63 @@ def test_a_mutated_request_is_answered_with_a_decision_or_a_reason(seed: int, ed
 
 
 @pytest.mark.parametrize("path", sorted({path for path, _ in SEEDS}))
-@pytest.mark.parametrize(("rule", "body"), [
-    ("an integer of 5,000 digits", b'{"apiVersion": ' + b"9" * 5000 + b"}"),
-    ("lists nested 1,000 deep", b'{"request": ' + b"[" * 1000 + b"]" * 1000 + b"}"),
-    ("objects nested 1,000 deep", b'{"a":' * 1000 + b"1" + b"}" * 1000),
-    ("not UTF-8", b'{"request": "\xff\xfe"}'),
-    ("empty", b""),
-])
+@pytest.mark.parametrize(
+    ("rule", "body"),
+    [
+        ("an integer of 5,000 digits", b'{"apiVersion": ' + b"9" * 5000 + b"}"),
+        ("lists nested 1,000 deep", b'{"request": ' + b"[" * 1000 + b"]" * 1000 + b"}"),
+        ("objects nested 1,000 deep", b'{"a":' * 1000 + b"1" + b"}" * 1000),
+        ("not UTF-8", b'{"request": "\xff\xfe"}'),
+        ("empty", b""),
+    ],
+)
 def test_bodies_no_parser_reads_are_a_400(path: str, rule: str, body: bytes) -> None:
     assert answer(APP, path, body) == 400, rule
     assert unexpected_errors(APP) == 0
 
 
-SCHEDULER_DELETE = next(payload for path, payload in SEEDS
-                        if path == "/guard/pods" and payload["request"]["userInfo"]["username"] == "system:kube-scheduler"
-                        and payload["request"]["operation"] == "DELETE" and payload["request"].get("oldObject"))
+SCHEDULER_DELETE = next(
+    payload
+    for path, payload in SEEDS
+    if path == "/guard/pods"
+    and payload["request"]["userInfo"]["username"] == "system:kube-scheduler"
+    and payload["request"]["operation"] == "DELETE"
+    and payload["request"].get("oldObject")
+)
 
 
-@pytest.mark.parametrize(("rule", "edit", "message"), [
-    ("a priority that is text", (("oldObject", "spec", "priority"), "10k"),
-     "request.oldObject.spec.priority: should be an integer"),
-    ("status conditions that are a map", (("oldObject", "status", "conditions"), {"type": "PodScheduled"}),
-     "request.oldObject.status.conditions: should be a list"),
-    ("a scheduled time that is no time", (("oldObject", "status", "conditions"), [
-        {"type": "PodScheduled", "status": "True", "lastTransitionTime": "yesterday"}]),
-     "request.oldObject.status.conditions.0.lastTransitionTime: Value error, Invalid isoformat string: 'yesterday'"),
-    ("metadata that is text", (("oldObject", "metadata"), "victim"),
-     "request.oldObject.metadata: should be an object"),
-])
-def test_a_victim_the_guard_cannot_read_is_a_400_naming_the_field(rule: str, edit: tuple[tuple[str, ...], Any],
-                                                                   message: str) -> None:
+@pytest.mark.parametrize(
+    ("rule", "edit", "message"),
+    [
+        (
+            "a priority that is text",
+            (("oldObject", "spec", "priority"), "10k"),
+            "request.oldObject.spec.priority: should be an integer",
+        ),
+        (
+            "status conditions that are a map",
+            (("oldObject", "status", "conditions"), {"type": "PodScheduled"}),
+            "request.oldObject.status.conditions: should be a list",
+        ),
+        (
+            "a scheduled time that is no time",
+            (
+                ("oldObject", "status", "conditions"),
+                [{"type": "PodScheduled", "status": "True", "lastTransitionTime": "yesterday"}],
+            ),
+            "request.oldObject.status.conditions.0.lastTransitionTime: "
+            "Value error, Invalid isoformat string: 'yesterday'",
+        ),
+        (
+            "metadata that is text",
+            (("oldObject", "metadata"), "victim"),
+            "request.oldObject.metadata: should be an object",
+        ),
+    ],
+)
+def test_a_victim_the_guard_cannot_read_is_a_400_naming_the_field(
+    rule: str, edit: tuple[tuple[str, ...], Any], message: str
+) -> None:
     payload = copy.deepcopy(SCHEDULER_DELETE)
     place, value = edit
     parent = payload["request"]

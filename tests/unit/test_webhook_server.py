@@ -28,8 +28,7 @@ async def http() -> AsyncIterator[TestClient]:
     READY["value"] = True
     metrics = WebhookMetrics()
     metrics.track_caches(lambda: [CacheStats("priorityclasses", 3, 1, 0), CacheStats("pods", 120, 2, 1)])
-    app = WebhookApp(lambda: snapshot_of({}, {}), not_ready, metrics=metrics,
-                     max_body_bytes=64 * 1024).build()
+    app = WebhookApp(lambda: snapshot_of({}, {}), not_ready, metrics=metrics, max_body_bytes=64 * 1024).build()
     async with TestClient(TestServer(app)) as test_client:
         yield test_client
 
@@ -50,15 +49,24 @@ BAD = [
     ("not JSON", b"{not json", "not JSON"),
     ("a JSON list", b"[]", "JSON list, not an AdmissionReview"),
     ("not an AdmissionReview", json.dumps({"kind": "Pod"}).encode(), "not an AdmissionReview"),
-    ("no uid", json.dumps({**review(priority_class("a", 1)), "request": {"kind": {}}}).encode(),
-     "not an AdmissionReview"),
-    ("wrong resource for the endpoint",
-     json.dumps(review({"metadata": {"name": "p"}}, resource={"group": "", "version": "v1", "resource": "pods"})).encode(),
-     "judges scheduling.k8s.io/priorityclasses, not core/pods"),
+    (
+        "no uid",
+        json.dumps({**review(priority_class("a", 1)), "request": {"kind": {}}}).encode(),
+        "not an AdmissionReview",
+    ),
+    (
+        "wrong resource for the endpoint",
+        json.dumps(
+            review({"metadata": {"name": "p"}}, resource={"group": "", "version": "v1", "resource": "pods"})
+        ).encode(),
+        "judges scheduling.k8s.io/priorityclasses, not core/pods",
+    ),
     ("create without object", json.dumps(review(None)).encode(), "needs request.object"),
-    ("object of the wrong type", json.dumps({**review(None), "request": {**review(None)["request"],
-                                                                         "object": "text"}}).encode(),
-     "not an AdmissionReview"),
+    (
+        "object of the wrong type",
+        json.dumps({**review(None), "request": {**review(None)["request"], "object": "text"}}).encode(),
+        "not an AdmissionReview",
+    ),
 ]
 
 
@@ -78,12 +86,16 @@ async def test_oversized_body_is_a_400(http: TestClient) -> None:
 async def test_not_ready_until_synced(http: TestClient) -> None:
     READY["value"] = False
     readyz = await http.get("/readyz")
-    assert (readyz.status, await readyz.text()) == (503, "caches are not ready: pods: not listed yet (last "
-                                                         "problem: 403 Forbidden)")
+    assert (readyz.status, await readyz.text()) == (
+        503,
+        "caches are not ready: pods: not listed yet (last problem: 403 Forbidden)",
+    )
     assert (await http.get("/healthz")).status == 200
     response = await http.post("/validate/priorityclasses", json=review(priority_class("low", 8000)))
     assert response.status == 503
-    assert (await response.json())["error"] == "caches are not ready: pods: not listed yet (last problem: 403 Forbidden)"
+    assert (await response.json())[
+        "error"
+    ] == "caches are not ready: pods: not listed yet (last problem: 403 Forbidden)"
     READY["value"] = True
     assert (await http.get("/readyz")).status == 200
 
@@ -108,10 +120,9 @@ async def test_a_body_that_arrives_in_pieces_is_read_whole(http: TestClient) -> 
 
     async def pieces():
         for start in range(0, len(body), 100):
-            yield body[start:start + 100]
+            yield body[start : start + 100]
 
-    response = await http.post("/validate/priorityclasses", data=pieces(),
-                               headers={"Content-Type": "application/json"})
+    response = await http.post("/validate/priorityclasses", data=pieces(), headers={"Content-Type": "application/json"})
     assert response.status == 200
     assert (await response.json())["response"]["status"]["code"] == 422
 
@@ -137,8 +148,11 @@ async def test_guard_answers_a_request_that_cannot_be_a_preemption_from_the_raw_
     payload = review(None, old=VICTIM, operation="DELETE", resource=POD, kind=POD_KIND, user="alice", uid="u-7")
     response = await guard_http.post("/guard/pods", json=payload)
     assert response.status == 200
-    assert await response.json() == {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                                     "response": {"uid": "u-7", "allowed": True}}
+    assert await response.json() == {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": {"uid": "u-7", "allowed": True},
+    }
 
 
 async def test_guard_judges_a_possible_preemption_only_from_synced_caches(guard_http: TestClient) -> None:
@@ -167,13 +181,19 @@ async def extender_http() -> AsyncIterator[TestClient]:
     READY["value"] = True
     # scheduled a minute before this test runs (not at import: the suite may run long before it gets here)
     scheduled = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=60)
-    pods = PodIndex.of([
-        pod("a", "low"), pod("p", "low-non-preempted"),
-        pod("t", "low-10min", node="node-b", scheduled=rfc3339(scheduled)),
-        pod("high", "high", cpu="3", node=None),  # the preemptor the scheduler works on
-        # pending for an unrelated reason (no node has 64 CPUs), of a priority no class here tolerates
-        {**pod("critical", "high", cpu="64", node=None), "spec": {
-            **pod("critical", "high", cpu="64", node=None)["spec"], "priority": 20000}}])
+    pods = PodIndex.of(
+        [
+            pod("a", "low"),
+            pod("p", "low-non-preempted"),
+            pod("t", "low-10min", node="node-b", scheduled=rfc3339(scheduled)),
+            pod("high", "high", cpu="3", node=None),  # the preemptor the scheduler works on
+            # pending for an unrelated reason (no node has 64 CPUs), of a priority no class here tolerates
+            {
+                **pod("critical", "high", cpu="64", node=None),
+                "spec": {**pod("critical", "high", cpu="64", node=None)["spec"], "priority": 20000},
+            },
+        ]
+    )
     nodes = {"node-a": node("node-a"), "node-b": node("node-b", cpu="1")}
     record = PreemptorRecord()
     held: list[tuple[str, object]] = []
@@ -181,12 +201,15 @@ async def extender_http() -> AsyncIterator[TestClient]:
     def hold(preemptor, until) -> None:
         held.append((preemptor["metadata"]["name"], until))
 
-    guard = GuardHooks(lambda: GuardSnapshot(pods=pods, nodes=nodes, classes=classes_of(CLASSES), preemptors=record),
-                       GuardConfig(), lambda refusal: None, hold)
+    guard = GuardHooks(
+        lambda: GuardSnapshot(pods=pods, nodes=nodes, classes=classes_of(CLASSES), preemptors=record),
+        GuardConfig(),
+        lambda refusal: None,
+        hold,
+    )
     extender = ExtenderHooks(lambda: ExtenderView(pods, nodes, CLASSES.get), record, hold)
     metrics = WebhookMetrics()
-    app = WebhookApp(lambda: snapshot_of({}, {}), not_ready, metrics=metrics, guard=guard,
-                     extender=extender)
+    app = WebhookApp(lambda: snapshot_of({}, {}), not_ready, metrics=metrics, guard=guard, extender=extender)
     async with TestClient(TestServer(app.build())) as test_client:
         test_client.app_metrics = metrics  # type: ignore[attr-defined]
         test_client.held = held  # type: ignore[attr-defined]
@@ -203,8 +226,11 @@ def classes_of(bodies):
 async def test_extender_leaves_out_a_node_whose_preemptor_needs_a_protected_pod(extender_http: TestClient) -> None:
     from tests.unit.test_extender import pod
 
-    body = {"Pod": pod("high", "high", cpu="3", node=None), "NodeNameToVictims": None,
-            "NodeNameToMetaVictims": {"node-a": {"Pods": [{"UID": "uid-a"}, {"UID": "uid-p"}], "NumPDBViolations": 0}}}
+    body = {
+        "Pod": pod("high", "high", cpu="3", node=None),
+        "NodeNameToVictims": None,
+        "NodeNameToMetaVictims": {"node-a": {"Pods": [{"UID": "uid-a"}, {"UID": "uid-p"}], "NumPDBViolations": 0}},
+    }
     response = await extender_http.post("/extender/preempt", json=body)
     assert response.status == 200
     assert await response.json() == {"NodeNameToMetaVictims": {}}
@@ -216,16 +242,23 @@ EXTENDER_BAD_BODIES = [
     ("not JSON", b"{", "not JSON"),
     ("a JSON list", b"[]", "JSON list, not an ExtenderPreemptionArgs"),
     ("no Pod", json.dumps({"NodeNameToMetaVictims": {}}).encode(), "Pod"),
-    ("a UID of the wrong type", json.dumps({"Pod": {}, "NodeNameToMetaVictims": {"n": {"Pods": [{"UID": 3}]}}}).encode(),
-     "UID"),
-    ("victims that are not a list", json.dumps({"Pod": {}, "NodeNameToVictims": {"n": {"Pods": "all"}}}).encode(),
-     "Pods"),
+    (
+        "a UID of the wrong type",
+        json.dumps({"Pod": {}, "NodeNameToMetaVictims": {"n": {"Pods": [{"UID": 3}]}}}).encode(),
+        "UID",
+    ),
+    (
+        "victims that are not a list",
+        json.dumps({"Pod": {}, "NodeNameToVictims": {"n": {"Pods": "all"}}}).encode(),
+        "Pods",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("rule", "body", "message"), EXTENDER_BAD_BODIES, ids=[c[0] for c in EXTENDER_BAD_BODIES])
 async def test_extender_refuses_a_malformed_request_with_400_and_a_reason(
-        extender_http: TestClient, rule: str, body: bytes, message: str) -> None:
+    extender_http: TestClient, rule: str, body: bytes, message: str
+) -> None:
     response = await extender_http.post("/extender/preempt", data=body, headers={"Content-Type": "application/json"})
     assert response.status == 400, rule
     assert message in (await response.json())["error"], rule
@@ -244,7 +277,8 @@ def _scheduler_deletes(victim: dict) -> dict:
 
 
 async def test_the_guard_judges_a_victim_against_the_preemptor_the_extender_was_called_for(
-        extender_http: TestClient) -> None:
+    extender_http: TestClient,
+) -> None:
     """Exact preemptor: `critical` pends for an unrelated reason; the scheduler works on `high`, which the
     victim tolerates. Inference alone names `critical` and allows; the extender call's record refuses."""
     from tests.unit.test_extender import pod
@@ -253,8 +287,10 @@ async def test_the_guard_judges_a_victim_against_the_preemptor_the_extender_was_
     inferred = await (await extender_http.post("/guard/pods", json=_scheduler_deletes(victim))).json()
     assert inferred["response"]["allowed"] is True, "inference takes the pending critical pod"
 
-    call = {"Pod": pod("high", "high", cpu="3", node=None),
-            "NodeNameToMetaVictims": {"node-a": {"Pods": [{"UID": "uid-p"}, {"UID": "uid-a"}]}}}
+    call = {
+        "Pod": pod("high", "high", cpu="3", node=None),
+        "NodeNameToMetaVictims": {"node-a": {"Pods": [{"UID": "uid-p"}, {"UID": "uid-a"}]}},
+    }
     assert (await extender_http.post("/extender/preempt", json=call)).status == 200
     recorded = await (await extender_http.post("/guard/pods", json=_scheduler_deletes(victim))).json()
     assert recorded["response"]["allowed"] is False
@@ -265,16 +301,18 @@ async def test_the_guard_judges_a_victim_against_the_preemptor_the_extender_was_
     assert by_preemptor.labels("team/high")._value.get() == 1
 
 
-async def test_a_time_limited_toleration_that_drops_a_node_plans_a_nudge_at_its_end(
-        extender_http: TestClient) -> None:
+async def test_a_time_limited_toleration_that_drops_a_node_plans_a_nudge_at_its_end(extender_http: TestClient) -> None:
     from tests.unit.test_extender import pod
 
-    call = {"Pod": pod("high", "high", cpu="1", node=None),
-            "NodeNameToMetaVictims": {"node-b": {"Pods": [{"UID": "uid-t"}]}}}
+    call = {
+        "Pod": pod("high", "high", cpu="1", node=None),
+        "NodeNameToMetaVictims": {"node-b": {"Pods": [{"UID": "uid-t"}]}},
+    }
     response = await extender_http.post("/extender/preempt", json=call)
     assert await response.json() == {"NodeNameToMetaVictims": {}}
     assert extender_http.held == [  # type: ignore[attr-defined]
-        ("high", extender_http.scheduled + timedelta(seconds=600))]  # type: ignore[attr-defined]
+        ("high", extender_http.scheduled + timedelta(seconds=600))
+    ]  # type: ignore[attr-defined]
 
 
 async def test_while_draining_the_server_is_not_ready_and_every_answer_closes_its_connection() -> None:

@@ -32,26 +32,73 @@ from tests.unit.kube_objects import priority_class
 GUARD_PATH = "/guard/pods"
 VALIDATE_CLASS, MUTATE_CLASS = "/validate/priorityclasses", "/mutate/priorityclasses"
 VALIDATE_POLICY = "/validate/preemptiontolerationpolicies"
-POLICY = {"apiVersion": "preemption-toleration.dev/v1alpha1", "kind": "PreemptionTolerationPolicy",
-          "metadata": {"name": "forever", "creationTimestamp": "2026-11-01T00:00:00Z"},
-          "spec": {"priorityClassName": "low-non-preempted", "minimumPreemptablePriority": 10000,
-                   "tolerationSeconds": -1}}
-SELECTOR_POLICY = {"apiVersion": "preemption-toleration.dev/v1alpha1", "kind": "PreemptionTolerationPolicy",
-                   "metadata": {"name": "tiered", "labels": {"team": "ml"}},
-                   "spec": {"priorityClassSelector": {"matchLabels": {"tier": "gold"}, "matchExpressions": [
-                       {"key": "zone", "operator": "In", "values": ["a", "b"]}]},
-                       "minimumPreemptablePriority": 10000, "tolerationSeconds": 600}}
+POLICY = {
+    "apiVersion": "preemption-toleration.dev/v1alpha1",
+    "kind": "PreemptionTolerationPolicy",
+    "metadata": {"name": "forever", "creationTimestamp": "2026-11-01T00:00:00Z"},
+    "spec": {"priorityClassName": "low-non-preempted", "minimumPreemptablePriority": 10000, "tolerationSeconds": -1},
+}
+SELECTOR_POLICY = {
+    "apiVersion": "preemption-toleration.dev/v1alpha1",
+    "kind": "PreemptionTolerationPolicy",
+    "metadata": {"name": "tiered", "labels": {"team": "ml"}},
+    "spec": {
+        "priorityClassSelector": {
+            "matchLabels": {"tier": "gold"},
+            "matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}],
+        },
+        "minimumPreemptablePriority": 10000,
+        "tolerationSeconds": 600,
+    },
+}
 # Placeholders that become JSON no `json.dumps` writes: huge numbers, deep nesting.
-RAW = {"<huge-integer>": "9" * 5000, "<deep-list>": "[" * 1000 + "]" * 1000,
-       "<deep-object>": '{"a":' * 150 + "1" + "}" * 150, "<huge-float>": "1e400"}
+RAW = {
+    "<huge-integer>": "9" * 5000,
+    "<deep-list>": "[" * 1000 + "]" * 1000,
+    "<deep-object>": '{"a":' * 150 + "1" + "}" * 150,
+    "<huge-float>": "1e400",
+}
 # Values a mutation puts in: wrong types, edge numbers, texts our parsers read.
-INTERESTING: list[Any] = [*RAW, None, True, False, 0, -1, 2**31, 2**63, 10**30, 1.5, "", "x", "10k", "-1", "9000",
-                          "+0100", "2026-13-99T25:00:00Z", "2026-11-22T11:00:00Z", "team/high-1", "node-1",
-                          "PodScheduled", "DisruptionTarget", "PreemptionByScheduler", "system:kube-scheduler",
-                          "DELETE", "eviction", "status", [], [None], ["x"], [{}], {}, {"a": 1},
-                          {"type": "PodScheduled", "status": "True"}, {PREEMPTOR_PRIORITY: "9000"},
-                          {PREEMPTOR: "team/high-1"}, {MINIMUM_PREEMPTABLE_PRIORITY: "10000"},
-                          {TOLERATION_SECONDS: []}]
+INTERESTING: list[Any] = [
+    *RAW,
+    None,
+    True,
+    False,
+    0,
+    -1,
+    2**31,
+    2**63,
+    10**30,
+    1.5,
+    "",
+    "x",
+    "10k",
+    "-1",
+    "9000",
+    "+0100",
+    "2026-13-99T25:00:00Z",
+    "2026-11-22T11:00:00Z",
+    "team/high-1",
+    "node-1",
+    "PodScheduled",
+    "DisruptionTarget",
+    "PreemptionByScheduler",
+    "system:kube-scheduler",
+    "DELETE",
+    "eviction",
+    "status",
+    [],
+    [None],
+    ["x"],
+    [{}],
+    {},
+    {"a": 1},
+    {"type": "PodScheduled", "status": "True"},
+    {PREEMPTOR_PRIORITY: "9000"},
+    {PREEMPTOR: "team/high-1"},
+    {MINIMUM_PREEMPTABLE_PRIORITY: "10000"},
+    {TOLERATION_SECONDS: []},
+]
 
 
 def seeds() -> list[tuple[str, dict[str, Any]]]:
@@ -59,24 +106,59 @@ def seeds() -> list[tuple[str, dict[str, Any]]]:
     found: list[tuple[str, dict[str, Any]]] = []
     for row in ROWS:
         if isinstance(row.request, dict):
-            found.append((GUARD_PATH, {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                                       "request": row.request}))
-    for body in (priority_class("low", 8000, "10k"), priority_class("low-non-preempted", 8000, "10000", "-1"),
-                 priority_class("research", 7000, "9000", "300"),
-                 {**priority_class("gold", 8000), "metadata": {"name": "gold", "labels": {"tier": "gold"}}}):
-        found += [(VALIDATE_CLASS, review(body)), (MUTATE_CLASS, review(body)),
-                  (VALIDATE_CLASS, review(body, old=body, operation="UPDATE"))]
+            found.append(
+                (GUARD_PATH, {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": row.request})
+            )
+    for body in (
+        priority_class("low", 8000, "10k"),
+        priority_class("low-non-preempted", 8000, "10000", "-1"),
+        priority_class("research", 7000, "9000", "300"),
+        {**priority_class("gold", 8000), "metadata": {"name": "gold", "labels": {"tier": "gold"}}},
+    ):
+        found += [
+            (VALIDATE_CLASS, review(body)),
+            (MUTATE_CLASS, review(body)),
+            (VALIDATE_CLASS, review(body, old=body, operation="UPDATE")),
+        ]
     for policy in (POLICY, SELECTOR_POLICY):
-        found += [(VALIDATE_POLICY, review(policy, resource=PTP_RESOURCE, kind=PTP_KIND)),
-                  (VALIDATE_POLICY, review({**policy, "spec": {**policy["spec"], "tolerationSeconds": 5}},
-                                           old=policy, operation="UPDATE", resource=PTP_RESOURCE, kind=PTP_KIND))]
+        found += [
+            (VALIDATE_POLICY, review(policy, resource=PTP_RESOURCE, kind=PTP_KIND)),
+            (
+                VALIDATE_POLICY,
+                review(
+                    {**policy, "spec": {**policy["spec"], "tolerationSeconds": 5}},
+                    old=policy,
+                    operation="UPDATE",
+                    resource=PTP_RESOURCE,
+                    kind=PTP_KIND,
+                ),
+            ),
+        ]
     victims = {"node-a": ["a", "b"]}
-    found.append((EXTENDER_PATH, {"Pod": extender.HIGH_3CPU, "NodeNameToMetaVictims": {
-        node: {"Pods": [{"UID": f"uid-{name}"} for name in names], "NumPDBViolations": 0}
-        for node, names in victims.items()}}))
-    found.append((EXTENDER_PATH, {"Pod": extender.HIGH_1CPU, "NodeNameToVictims": {
-        node: {"Pods": [extender.pod(name, "low") for name in names], "NumPDBViolations": 1}
-        for node, names in victims.items()}}))
+    found.append(
+        (
+            EXTENDER_PATH,
+            {
+                "Pod": extender.HIGH_3CPU,
+                "NodeNameToMetaVictims": {
+                    node: {"Pods": [{"UID": f"uid-{name}"} for name in names], "NumPDBViolations": 0}
+                    for node, names in victims.items()
+                },
+            },
+        )
+    )
+    found.append(
+        (
+            EXTENDER_PATH,
+            {
+                "Pod": extender.HIGH_1CPU,
+                "NodeNameToVictims": {
+                    node: {"Pods": [extender.pod(name, "low") for name in names], "NumPDBViolations": 1}
+                    for node, names in victims.items()
+                },
+            },
+        )
+    )
     return found
 
 
@@ -86,8 +168,12 @@ def server() -> WebhookApp:
     state = guard.snapshot(victim, guard.pending("high-1", 9000))
     admission = snapshot_of({"forever": POLICY, "tiered": SELECTOR_POLICY}, dict(guard.CLASSES))
     node_pods = [extender.pod("a", "low"), extender.pod("b", "low-non-preempted"), extender.pod("c", "low-10min")]
-    app = WebhookApp(lambda: admission, lambda needs: [], guard=GuardHooks(lambda: state, GuardConfig(), lambda _: None),
-                     extender=ExtenderHooks(lambda: extender.view(node_pods), PreemptorRecord()))
+    app = WebhookApp(
+        lambda: admission,
+        lambda needs: [],
+        guard=GuardHooks(lambda: state, GuardConfig(), lambda _: None),
+        extender=ExtenderHooks(lambda: extender.view(node_pods), PreemptorRecord()),
+    )
     app.build()  # the routes, as served
     return app
 
@@ -143,6 +229,10 @@ def answer(app: WebhookApp, path: str, body: bytes) -> int:
 
 
 def unexpected_errors(app: WebhookApp) -> float:
-    return sum(sample.value for metric in app.metrics.registry.collect()
-               if metric.name == "ptol_webhook_unexpected_errors" for sample in metric.samples
-               if sample.name.endswith("_total"))
+    return sum(
+        sample.value
+        for metric in app.metrics.registry.collect()
+        if metric.name == "ptol_webhook_unexpected_errors"
+        for sample in metric.samples
+        if sample.name.endswith("_total")
+    )
