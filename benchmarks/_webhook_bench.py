@@ -25,8 +25,9 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from preemption_toleration.devcluster import LocalCluster
-from preemption_toleration.devcluster.components import REGISTERED, ComponentProcess
+from preemption_toleration.devcluster.components import ComponentProcess
 from preemption_toleration.devcluster.processes import free_port
+from preemption_toleration.logs import REGISTERED
 
 BENCHMARKS = Path(__file__).resolve().parent
 ROOT = BENCHMARKS.parent

@@ -100,7 +100,8 @@ def _resolve(node: Any, definitions: dict[str, Any]) -> Any:
 
 def to_structural(model: type[BaseModel]) -> dict[str, Any]:
     schema = model.model_json_schema(by_alias=True, mode="serialization")
-    return _resolve(schema, schema.get("$defs", {}))
+    resolved: dict[str, Any] = _resolve(schema, schema.get("$defs", {}))
+    return resolved
 
 
 def crd_manifest() -> dict[str, Any]:
@@ -157,4 +158,4 @@ def crd_manifest() -> dict[str, Any]:
 
 def crd_yaml() -> str:
     header = "# Generated from preemption_toleration/api/policy.py by `ptol crd`; do not edit.\n"
-    return header + yaml.safe_dump(crd_manifest(), sort_keys=False, width=100)
+    return header + str(yaml.safe_dump(crd_manifest(), sort_keys=False, width=100))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import Field
 
@@ -17,8 +17,8 @@ from preemption_toleration.api.base import (
 
 GROUP = "preemption-toleration.dev"
 VERSION = "v1alpha1"
-API_VERSION = f"{GROUP}/{VERSION}"
-KIND = "PreemptionTolerationPolicy"
+API_VERSION: Final = "preemption-toleration.dev/v1alpha1"  # GROUP/VERSION, spelled out for the type checker
+KIND: Final = "PreemptionTolerationPolicy"
 PLURAL = "preemptiontolerationpolicies"
 SINGULAR = "preemptiontolerationpolicy"
 SHORT_NAMES = ["ptp"]

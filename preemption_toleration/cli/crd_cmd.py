@@ -7,7 +7,7 @@ import argparse
 from preemption_toleration.api.crd import crd_yaml
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("crd", help="print the PreemptionTolerationPolicy CRD (kubectl apply -f -)")
     parser.set_defaults(handler=run)
 

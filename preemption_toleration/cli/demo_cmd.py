@@ -11,7 +11,7 @@ from preemption_toleration.cli.options import positive_integer
 from preemption_toleration.cli.signals import run_until_signalled
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "demo",
         help="play the two use cases with the real kube-scheduler on a local control plane",

@@ -14,7 +14,7 @@ from typing import Any
 from preemption_toleration.core.explain import explain_class, explain_pod, render
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("explain", help="say who may preempt a pod or the pods of a class, and until when")
     parser.add_argument("kind", choices=["pod", "priorityclass", "pc"])
     parser.add_argument("name", help="NAMESPACE/NAME for a pod (default namespace: default), NAME for a class")

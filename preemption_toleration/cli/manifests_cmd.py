@@ -40,7 +40,7 @@ def _dump(documents: Sequence[Any]) -> str:
     return yaml.dump_all(documents, Dumper=_Dumper, sort_keys=False)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "webhook-config", help="print the webhook configurations that call the in-cluster Service"
     )

@@ -39,7 +39,7 @@ def add_operator_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "operator",
         help="run the operator (policies -> PriorityClass annotations)",

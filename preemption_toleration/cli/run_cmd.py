@@ -19,7 +19,7 @@ from preemption_toleration.cli.webhook_cmd import (
 )
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "run",
         help="run the operator and the webhooks in one process (local control plane)",

@@ -13,7 +13,7 @@ from preemption_toleration.validation.findings import error
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "validate",
         help="check PriorityClass and PreemptionTolerationPolicy manifests offline",

@@ -47,7 +47,7 @@ def add_webhook_arguments(
         dest="operator_identities",
         metavar="USER",
         help="user whose changes to managed annotations are allowed (the operator; default "
-        f"{AdmissionConfig().operator_identities[0]})",
+        f"{next(iter(AdmissionConfig().operator_identities))})",
     )
     env_option(
         parser,
@@ -163,7 +163,7 @@ def tls_problem(args: argparse.Namespace, registers: bool = False) -> str | None
     return None
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "webhook",
         help="serve the admission webhooks",

@@ -27,6 +27,7 @@ def explain_pod(
         "reason": protection.reason,
     }
     if protection.protected:
+        assert protection.refuse_below is not None  # a protection always says below what
         facts["refusedPriorities"] = {"from": priority + 1, "to": protection.refuse_below - 1}
         facts["mayPreemptNow"] = f">= {protection.refuse_below}"
     else:

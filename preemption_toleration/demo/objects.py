@@ -65,7 +65,7 @@ def sample_objects(documents: Iterable[Any]) -> tuple[list[dict[str, Any]], list
 def policy_row(policy: dict[str, Any]) -> list[str]:
     """NAME, TARGET, MINIMUM, TOLERATION, READY, REASON: what `kubectl get ptp` shows."""
     spec, status = policy.get("spec") or {}, policy.get("status") or {}
-    ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
+    ready: dict[str, Any] = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), {})
     return [
         policy["metadata"]["name"],
         str(status.get("target") or "-"),

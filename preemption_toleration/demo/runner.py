@@ -5,6 +5,7 @@ and where the logs are."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -20,7 +21,8 @@ from preemption_toleration.api.crd import crd_manifest
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
 from preemption_toleration.demo import objects
 from preemption_toleration.devcluster import LocalCluster, create_node, ensure_namespace, ensure_toolchain
-from preemption_toleration.devcluster.components import REGISTERED, ComponentError, ComponentProcess
+from preemption_toleration.devcluster.components import ComponentError, ComponentProcess
+from preemption_toleration.logs import REGISTERED
 from preemption_toleration.validation.documents import load_documents
 from preemption_toleration.webhooks.configurations import GUARD_NAME, scheduler_extender_of
 
@@ -157,7 +159,7 @@ class Demo:
         custom = client.CustomObjectsApi(self.api)
         policies = sample_policies + objects.policies(self.settings.guarantee_seconds)
         for body in policies:
-            await _until(lambda body=body: self._create_policy(custom, body), bool, 60, "applying the policies")
+            await _until(functools.partial(self._create_policy, custom, body), bool, 60, "applying the policies")
         names = [policy["metadata"]["name"] for policy in policies]
         rows = await _until(
             lambda: self._policy_rows(custom, names),
@@ -240,7 +242,8 @@ class Demo:
     async def _node_of(self, name: str) -> str | None | bool:
         """The pod's node, None while pending, False once it is gone."""
         try:
-            return (await self.core.read_namespaced_pod(name, objects.NAMESPACE)).spec.node_name
+            node: str | None = (await self.core.read_namespaced_pod(name, objects.NAMESPACE)).spec.node_name
+            return node
         except ApiException as error:
             if error.status == 404:
                 return False

@@ -10,8 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-from preemption_toleration.logs import REGISTERED  # noqa: F401 - waited for in the log: re-exported
-
 
 class ComponentError(RuntimeError):
     pass

@@ -130,7 +130,9 @@ class LabelIndex:
             if expression.get("operator") == "In":
                 key = expression.get("key")
                 options.append([n for v in expression.get("values") or [] for n in self.by_pair.get((key, v), [])])
-        return min(options, key=len) if options else self.classes.keys()
+        if not options:
+            return list(self.classes)
+        return min(options, key=len)
 
     def matching(self, selector: Mapping[str, Any]) -> list[str]:
         return sorted(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from preemption_toleration.api.policy import (
     AppliedPriorityClass,
@@ -19,7 +19,7 @@ READY = "Ready"
 
 def _previous_ready(current: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     for condition in (current or {}).get("conditions") or []:
-        if condition.get("type") == READY:
+        if isinstance(condition, Mapping) and condition.get("type") == READY:
             return condition
     return None
 
@@ -28,7 +28,7 @@ def build_status(
     outcome: PolicyOutcome, generation: int, current: Mapping[str, Any] | None, now: datetime
 ) -> dict[str, Any]:
     """The status to write; lastTransitionTime only moves when the Ready status itself changes."""
-    status_value = "True" if outcome.ready else "False"
+    status_value: Literal["True", "False"] = "True" if outcome.ready else "False"
     previous = _previous_ready(current)
     if previous is not None and previous.get("status") == status_value and previous.get("lastTransitionTime"):
         transition = previous["lastTransitionTime"]

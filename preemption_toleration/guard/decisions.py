@@ -250,10 +250,10 @@ def judge(
     recorded = _recorded_preemptor(victim, node_name, snapshot, now)
     if recorded is not None:
         return _judge(kind, request, victim, recorded, PreemptorSource.RECORDED, snapshot, config, now)
-    preemptor = infer_preemptor(pod_priority(victim), node_name, snapshot.pods, snapshot.nodes.get(node_name))
-    if preemptor is None:
+    inferred = infer_preemptor(pod_priority(victim), node_name, snapshot.pods, snapshot.nodes.get(node_name))
+    if inferred is None:
         return Verdict(allow(request.uid))
-    return _judge(kind, request, victim, preemptor.as_json(), PreemptorSource.INFERRED, snapshot, config, now)
+    return _judge(kind, request, victim, inferred.as_json(), PreemptorSource.INFERRED, snapshot, config, now)
 
 
 def _recorded_preemptor(

@@ -8,7 +8,7 @@ from typing import Any
 
 
 def _requirement_holds(requirement: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    key, operator = requirement.get("key"), requirement.get("operator")
+    key, operator = str(requirement.get("key") or ""), requirement.get("operator")
     values = [str(v) for v in requirement.get("values") or []]
     present = key in labels
     if operator == "In":

@@ -38,7 +38,8 @@ WATCH_READ_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_read=WATCH_TIMEOUT_S
 
 def _malloc_trim() -> Callable[[int], int] | None:
     try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim  # type: ignore[no-any-return]
+        trim: Callable[[int], int] = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        return trim
     except (OSError, AttributeError):  # not glibc: nothing to give back this way
         return None
 

@@ -61,7 +61,8 @@ class OperatorState:
 
 
 def _post_event(ref: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
-    kopf.event(dict(ref), type=event_type, reason=reason, message=message)
+    # kopf takes any mapping with apiVersion, kind and metadata, though its annotation says Body
+    kopf.event(dict(ref), type=event_type, reason=reason, message=message)  # type: ignore[arg-type]
 
 
 # kopf's delays between retries of a failed API request (5xx, 403, 429, connection errors). With its

@@ -85,7 +85,7 @@ async def _bounded(jobs: Iterable[Awaitable[None]], limit: int = WRITE_CONCURREN
     await asyncio.gather(*(gated(job) for job in jobs))
 
 
-def _api_problem(error: Exception) -> str:
+def _api_problem(error: BaseException) -> str:
     if isinstance(error, ApiException):
         return f"{error.status} {error.reason}".strip()
     return f"{type(error).__name__}: {error}"

@@ -23,7 +23,8 @@ async def apply_class_annotations(api: ApiClient, body: Mapping[str, Any], field
         force=True,
         _content_type=APPLY_PATCH,
     )
-    return api.sanitize_for_serialization(response)
+    stored: dict[str, Any] = api.sanitize_for_serialization(response)
+    return stored
 
 
 def status_patch(wanted: Mapping[str, Any], current: Mapping[str, Any]) -> dict[str, Any]:

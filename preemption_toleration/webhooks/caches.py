@@ -124,9 +124,9 @@ class AdmissionCaches:
     def snapshot(self) -> Snapshot:
         if self._snapshot is None:
             self._snapshot = Snapshot(
-                policies=dict(self.policy_store.items),  # type: ignore[arg-type]
-                classes=dict(self.class_store.items),
-            )  # type: ignore[arg-type]
+                policies={str(name): view for name, view in self.policy_store.items.items()},
+                classes={str(name): view for name, view in self.class_store.items.items()},
+            )
         return self._snapshot
 
     def tasks(self) -> list[asyncio.Task[None]]:

@@ -162,8 +162,13 @@ async def _drain(app: WebhookApp, runner: web.AppRunner, delay: float) -> None:
 async def _synced_or_stopped(caches: AdmissionCaches, stop: asyncio.Event) -> bool:
     """Waits, however long it takes (a GitOps sync may apply the CRD after us), until every cache is listed;
     False if stopped first. Meanwhile /readyz says what is missing and each failure is logged once."""
-    synced = asyncio.ensure_future(asyncio.gather(*(i.synced.wait() for i in caches.required())))
-    stopped = asyncio.ensure_future(stop.wait())
+
+    async def all_synced() -> None:
+        for informer in caches.required():
+            await informer.synced.wait()
+
+    synced = asyncio.create_task(all_synced())
+    stopped = asyncio.create_task(stop.wait())
     await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)
     for waiter in (synced, stopped):
         waiter.cancel()

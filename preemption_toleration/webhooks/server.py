@@ -212,7 +212,7 @@ class WebhookApp:
     def _timed(self, name: str, answer: Callable[[web.Request], Any]) -> Callable[[web.Request], Any]:
         async def handle(request: web.Request) -> web.Response:
             started = time.perf_counter()
-            response = await answer(request)
+            response: web.Response = await answer(request)
             self._child(self.metrics.requests, name, str(response.status)).inc()
             self._child(self.metrics.latency, name).observe(time.perf_counter() - started)
             return response

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from preemption_toleration.devcluster import LocalCluster
-from preemption_toleration.devcluster.components import REGISTERED, ComponentError, ComponentProcess
+from preemption_toleration.devcluster.components import ComponentError, ComponentProcess
+from preemption_toleration.logs import REGISTERED
 from preemption_toleration.webhooks.configurations import GUARD_NAME, scheduler_extender_of
 
 ROOT = Path(__file__).resolve().parents[2]

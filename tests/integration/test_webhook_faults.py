@@ -18,8 +18,9 @@ from cryptography import x509
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.devcluster import LocalCluster
-from preemption_toleration.devcluster.components import REGISTERED, ComponentProcess
+from preemption_toleration.devcluster.components import ComponentProcess
 from preemption_toleration.devcluster.processes import free_port
+from preemption_toleration.logs import REGISTERED
 from preemption_toleration.webhooks.decisions import snapshot_of
 from preemption_toleration.webhooks.runner import register, unregister
 from preemption_toleration.webhooks.secret_tls import SecretCertificates
