@@ -65,7 +65,6 @@ class WebhookSettings:
     preemptor_identities: list[str] = field(default_factory=lambda: list(DEFAULT_PREEMPTOR_IDENTITIES))
     # Register webhook configurations pointing at this URL (the local control plane); removed on exit.
     register_url: str | None = None
-    bound_port: int | None = None  # set once listening
 
 
 async def register(api: ApiClient, base_url: str, ca_bundle: bytes, guard: bool) -> None:
@@ -221,12 +220,12 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
     try:
         site = web.TCPSite(runner, settings.host, settings.port, ssl_context=certificates.context)
         await site.start()
-        settings.bound_port = runner.addresses[0][1]
-        logger.info("webhook server listening", extra={"host": settings.host, "port": settings.bound_port})
+        bound_port = runner.addresses[0][1]  # the one chosen, when settings.port is 0
+        logger.info("webhook server listening", extra={"host": settings.host, "port": bound_port})
         if not await _synced_or_stopped(caches, stop):
             return
         if settings.register_url is not None:
-            url = settings.register_url.replace(":0", f":{settings.bound_port}")
+            url = settings.register_url.replace(":0", f":{bound_port}")
             ca_bundle = _registrable(certificates, url)
             await register(api, url, ca_bundle, guard_enabled)
             registered = True
