@@ -17,7 +17,7 @@ from preemption_toleration.api.policy import (
     PreemptionTolerationPolicySpec,
 )
 from preemption_toleration.validation.findings import Finding, error, nearest, shown, warning
-from preemption_toleration.validation.toleration_rules import POLICY_SPEC, toleration_warnings
+from preemption_toleration.validation.toleration_rules import POLICY_SPEC, overflow_problem, toleration_warnings
 
 _FIELD_FIXES = {
     "tolerationSeconds": f"use whole seconds between -1 (forever) and {MAX_TOLERATION_SECONDS}, e.g. 600",
@@ -74,8 +74,7 @@ def _shape_finding(name: str, detail: Mapping[str, Any]) -> Finding:
     if leaf == "tolerationSeconds" and kind == "less_than_equal":
         return error(
             "toleration-overflow",
-            f"{subject(name)}: {path} is {value!r}, above {MAX_TOLERATION_SECONDS}; the scheduler multiplies it "
-            f"by 10^9 in 64 bits, where it wraps around to an unintended toleration. Fix: {fix}.",
+            overflow_problem(f"{subject(name)}: {path} is {value!r},", fix),
         )
     return error("invalid-field", f"{subject(name)}: {path} is {shown(repr(value))}: {detail['msg']}. Fix: {fix}.")
 

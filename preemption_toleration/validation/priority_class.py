@@ -26,7 +26,12 @@ from preemption_toleration.core.intparse import (
     parse_go_int,
 )
 from preemption_toleration.validation.findings import Finding, error, nearest, shown, warning
-from preemption_toleration.validation.toleration_rules import ANNOTATIONS, SYSTEM_CLASSES, toleration_warnings
+from preemption_toleration.validation.toleration_rules import (
+    ANNOTATIONS,
+    SYSTEM_CLASSES,
+    overflow_problem,
+    toleration_warnings,
+)
 
 # Kubernetes' own classes; user-defined classes may not start with "system-" nor exceed 10^9.
 HIGHEST_USER_PRIORITY = 1_000_000_000
@@ -230,9 +235,10 @@ def check_priority_class(priority_class: Mapping[str, Any]) -> list[Finding]:
         findings.append(
             error(
                 "toleration-overflow",
-                f'{subject(name)}: toleration-seconds "{shown(annotations[TOLERATION_SECONDS])}" is above '
-                f"{MAX_TOLERATION_SECONDS}; the scheduler multiplies it by 10^9 in 64 bits, where it wraps around "
-                f'to an unintended toleration. Fix: use at most {MAX_TOLERATION_SECONDS}, or "-1" for forever.',
+                overflow_problem(
+                    f'{subject(name)}: toleration-seconds "{shown(annotations[TOLERATION_SECONDS])}" is',
+                    f'use at most {MAX_TOLERATION_SECONDS}, or "-1" for forever',
+                ),
             )
         )
     findings += _effect_warnings(name, class_value, annotations, parsed)

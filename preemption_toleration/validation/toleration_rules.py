@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from preemption_toleration.api.base import MAX_TOLERATION_SECONDS
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY
 from preemption_toleration.validation.findings import Finding, warning
 
@@ -37,6 +38,15 @@ POLICY_SPEC = Spelling(
     quoted=False,
     minimum_to_add="spec.minimumPreemptablePriority",
 )
+
+
+def overflow_problem(what: str, fix: str) -> str:
+    """Why a toleration of more than MAX_TOLERATION_SECONDS is refused, for an annotation or a policy field:
+    `what` names the value ('PriorityClass "x": toleration-seconds "…" is'), `fix` says what to write."""
+    return (
+        f"{what} above {MAX_TOLERATION_SECONDS}; the scheduler multiplies it by 10^9 in 64 bits, where it "
+        f"wraps around to an unintended toleration. Fix: {fix}."
+    )
 
 
 def toleration_warnings(
