@@ -6,26 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-
-def _requirement_holds(requirement: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    key, operator = str(requirement.get("key") or ""), requirement.get("operator")
-    values = [str(v) for v in requirement.get("values") or []]
-    present = key in labels
-    if operator == "In":
-        return present and labels[key] in values
-    if operator == "NotIn":
-        return not present or labels[key] not in values
-    if operator == "Exists":
-        return present
-    if operator == "DoesNotExist":
-        return not present
-    if operator in ("Gt", "Lt"):
-        try:
-            actual, bound = int(labels[key]), int(values[0])
-        except (KeyError, IndexError, ValueError):
-            return False
-        return actual > bound if operator == "Gt" else actual < bound
-    return False
+from preemption_toleration.core.selectors import requirement_holds
 
 
 def _term_holds(term: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
@@ -35,8 +16,8 @@ def _term_holds(term: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     if not expressions and not fields:
         return False  # an empty term matches no node
     name_labels = {"metadata.name": (node.get("metadata") or {}).get("name", "")}
-    return all(_requirement_holds(r, labels) for r in expressions) and all(
-        _requirement_holds(r, name_labels) for r in fields
+    return all(requirement_holds(r, labels, numeric=True) for r in expressions) and all(
+        requirement_holds(r, name_labels, numeric=True) for r in fields
     )
 
 
