@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from preemption_toleration.core.annotations import PolicyParseError, name_of, parse_toleration_policy
@@ -40,6 +40,9 @@ def explain_pod(
     return facts
 
 
+_MOMENT = datetime(2000, 1, 1, tzinfo=UTC)  # any moment will do: a class's protection does not depend on it
+
+
 def explain_class(priority_class: Mapping[str, Any], policy: str | None) -> dict[str, Any]:
     value = int(priority_class.get("value") or 0)
     facts: dict[str, Any] = {"kind": "PriorityClass", "name": name_of(priority_class), "value": value, "policy": policy}
@@ -53,13 +56,19 @@ def explain_class(priority_class: Mapping[str, Any], policy: str | None) -> dict
         minimumPreemptablePriority=parsed.minimum_preemptable_priority,
         tolerationSeconds=parsed.toleration_seconds,
     )
-    if parsed.minimum_preemptable_priority <= value + 1 or parsed.toleration_seconds == 0:
-        facts["protection"] = ProtectionKind.NONE.value
-    else:
-        facts["protection"] = (
-            ProtectionKind.FOREVER.value if parsed.toleration_seconds < 0 else ProtectionKind.UNTIL.value
-        )
+    # The class's protection is the one its pods have (core/protection.py, the contract's checks 4 to 8):
+    # a pod scheduled at this very moment, and one not scheduled yet (check 7).
+    pod = {"spec": {"priorityClassName": facts["name"], "priority": value}}
+    scheduled = {
+        **pod,
+        "status": {"conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": rfc3339(_MOMENT)}]},
+    }
+    once_scheduled = protection_of(scheduled, priority_class, _MOMENT)
+    before_scheduled = protection_of(pod, priority_class, _MOMENT)
+    facts["protection"] = once_scheduled.kind.value
+    if before_scheduled.protected:
         facts["refusedPriorities"] = {"from": value + 1, "to": parsed.minimum_preemptable_priority - 1}
+        facts["protectedUntilScheduled"] = not once_scheduled.protected
     return facts
 
 
@@ -70,6 +79,12 @@ def render(facts: Mapping[str, Any]) -> str:
         head = f"PriorityClass {facts['name']} (value {facts['value']}){source}:"
         if not facts["valid"]:
             return f"{head} {facts['reason']}; every higher priority may preempt its pods."
+        if facts["protection"] == ProtectionKind.NONE.value and facts.get("protectedUntilScheduled"):
+            refused = facts["refusedPriorities"]
+            return (
+                f"{head} toleration-seconds 0: its pods refuse preemptors of priority {refused['from']} to "
+                f"{refused['to']} only until they are scheduled; then every higher priority may preempt them."
+            )
         if facts["protection"] == ProtectionKind.NONE.value:
             return f"{head} no toleration; every higher priority may preempt its pods."
         refused = facts["refusedPriorities"]

@@ -74,6 +74,15 @@ CLASSES = [
         priority_class("c", 8000),
         "PriorityClass c (value 8000): no toleration; every higher priority may preempt its pods.",
     ),
+    (  # upstream's check 7: a pod not yet scheduled is exempt, whatever its toleration-seconds
+        priority_class("c", 8000, "10000", "0"),
+        "PriorityClass c (value 8000): toleration-seconds 0: its pods refuse preemptors of priority 8001 to 9999 "
+        "only until they are scheduled; then every higher priority may preempt them.",
+    ),
+    (
+        priority_class("c", 8000, "8001", "-1"),
+        "PriorityClass c (value 8000): no toleration; every higher priority may preempt its pods.",
+    ),
     (
         priority_class("c", 8000, "10k"),
         'PriorityClass c (value 8000): the toleration is ignored: PriorityClass "c": '
@@ -87,3 +96,41 @@ CLASSES = [
 @pytest.mark.parametrize(("klass", "text"), CLASSES)
 def test_class(klass, text) -> None:
     assert render(explain_class(klass, None)) == text
+
+
+@pytest.mark.parametrize(
+    ("minimum", "seconds"),
+    [
+        (None, None),
+        ("10000", "-1"),
+        ("10000", "600"),
+        ("10000", "0"),
+        ("10000", None),
+        ("8001", "-1"),
+        ("7000", "-1"),
+        ("10000", "-5"),
+        ("10k", "-1"),
+    ],
+)
+def test_what_explain_says_of_a_class_agrees_with_the_exemption_check(minimum, seconds) -> None:
+    """The class's explanation and upstream's check, for its pods scheduled now and not yet scheduled, and a
+    preemptor just above the class (the lowest priority that could preempt them)."""
+    from datetime import UTC, datetime
+
+    from preemption_toleration.core.exemption import exempted_from_preemption
+
+    klass = priority_class("c", 8000, minimum, seconds)
+    facts = explain_class(klass, None)
+    now = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+    preemptor = {"spec": {"priority": 8001}}
+    unscheduled = {"spec": {"priorityClassName": "c", "priority": 8000}}
+    scheduled = {
+        **unscheduled,
+        "status": {
+            "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-22T12:00:00Z"}]
+        },
+    }
+    said_once_scheduled = facts.get("protection") not in (None, "None")
+    said_before_scheduled = said_once_scheduled or bool(facts.get("protectedUntilScheduled"))
+    assert said_once_scheduled is exempted_from_preemption(scheduled, preemptor, {"c": klass}, now)
+    assert said_before_scheduled is exempted_from_preemption(unscheduled, preemptor, {"c": klass}, now)
