@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from preemption_toleration.governance.documents import conflicts
 from preemption_toleration.validation.documents import Document, Located, check_documents, load_documents
 from preemption_toleration.validation.findings import error
 
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
             loaded, yaml_problems = load_documents(text, source)
             documents += loaded
             located += yaml_problems
-    located += check_documents(documents)
+    located += check_documents(documents) + conflicts(documents)
     located.sort(key=lambda item: (item.source, item.index))
     for item in located:
         print(item.render())

@@ -58,18 +58,29 @@ class ClassView:
         }
 
 
+EPOCH = "1970-01-01T00:00:00Z"
+
+
+def _created(metadata: Mapping[str, Any]) -> datetime:
+    """creationTimestamp; a manifest without one (or with one that does not parse) counts as the oldest."""
+    try:
+        return parse_time(str(metadata.get("creationTimestamp") or EPOCH))
+    except ValueError:
+        return parse_time(EPOCH)
+
+
 def policy_view(obj: Mapping[str, Any]) -> PolicyView:
-    metadata = obj.get("metadata") or {}
+    metadata = as_mapping(obj.get("metadata"))
     model, findings = parse_policy(obj)
     return PolicyView(
         name=str(metadata.get("name")),
-        created=parse_time(str(metadata.get("creationTimestamp") or "1970-01-01T00:00:00Z")),
-        generation=int(metadata.get("generation") or 0),
+        created=_created(metadata),
+        generation=as_int(metadata.get("generation")),
         deleting=bool(metadata.get("deletionTimestamp")),
         spec=model.spec if model is not None else None,
         problems=tuple(f for f in findings if f.is_error),
         uid=str(metadata.get("uid") or ""),
-        status=dict(obj.get("status") or {}),
+        status=dict(as_mapping(obj.get("status"))),
         resource_version=str(metadata.get("resourceVersion") or ""),
     )
 

@@ -5,15 +5,13 @@ Pure: takes text, returns findings; reading files is the CLI's job.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from preemption_toleration.api.policy import KIND as POLICY_KIND
-from preemption_toleration.core.selectors import selector_matches
-from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.validation.findings import Finding, error, shown
 from preemption_toleration.validation.policy import parse_policy
 from preemption_toleration.validation.priority_class import check_priority_class
@@ -70,53 +68,15 @@ def load_documents(text: str, source: str) -> tuple[list[Document], list[Located
     return documents, []
 
 
-def _is_priority_class(content: Mapping[str, Any]) -> bool:
+def is_priority_class(content: Mapping[str, Any]) -> bool:
     return content.get("kind") == "PriorityClass" and str(content.get("apiVersion", "")).startswith(
         PRIORITY_CLASS_GROUP
     )
 
 
-def _conflicts(documents: Sequence[Document]) -> Iterator[Located]:
-    """Two policies in the input that govern the same class (by name or by selector over input classes)."""
-    classes = [d.content for d in documents if isinstance(d.content, Mapping) and _is_priority_class(d.content)]
-    owner: dict[str, str] = {}
-    for document in documents:
-        content = document.content
-        if not isinstance(content, Mapping) or content.get("kind") != POLICY_KIND:
-            continue
-        policy, _ = parse_policy(content)
-        if policy is None:
-            continue
-        spec = policy.spec
-        if spec.priority_class_name is not None:
-            governed = [spec.priority_class_name]
-        else:
-            selector = spec.priority_class_selector.to_kube() if spec.priority_class_selector else {}
-            governed = [
-                str(as_mapping(c.get("metadata"))["name"])
-                for c in classes
-                if selector_matches(selector, as_mapping(as_mapping(c.get("metadata")).get("labels")))
-                and as_mapping(c.get("metadata")).get("name")
-            ]
-        name = policy.metadata.name or "<unnamed>"
-        for class_name in governed:
-            if class_name in owner and owner[class_name] != name:
-                yield Located(
-                    document.source,
-                    document.index,
-                    error(
-                        "conflict",
-                        f'PreemptionTolerationPolicy "{name}": PriorityClass "{class_name}" is already governed '
-                        f'by PreemptionTolerationPolicy "{owner[class_name]}". Fix: govern each class with one '
-                        "policy only.",
-                    ),
-                )
-            else:
-                owner.setdefault(class_name, name)
-
-
 def check_documents(documents: Sequence[Document]) -> list[Located]:
-    """Findings for every PriorityClass and PreemptionTolerationPolicy; other kinds are ignored."""
+    """Findings for every PriorityClass and PreemptionTolerationPolicy, each on its own; other kinds are
+    ignored. Conflicts between policies are governance's question (governance.documents)."""
     located: list[Located] = []
     for document in documents:
         content = document.content
@@ -129,12 +89,11 @@ def check_documents(documents: Sequence[Document]) -> list[Located]:
                 )
             )
             continue
-        if _is_priority_class(content):
+        if is_priority_class(content):
             findings = check_priority_class(content)
         elif content.get("kind") == POLICY_KIND:
             findings = parse_policy(content)[1]
         else:
             continue
         located += [Located(document.source, document.index, finding) for finding in findings]
-    located += list(_conflicts(documents))
     return located

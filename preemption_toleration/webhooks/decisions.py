@@ -10,7 +10,7 @@ from typing import Any, Literal
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, allow, deny
 from preemption_toleration.core.annotations import POLICY_KEYS, annotations_of
 from preemption_toleration.core.shapes import as_mapping
-from preemption_toleration.governance.ownership import PolicyIndex
+from preemption_toleration.governance.ownership import PolicyIndex, age_order
 from preemption_toleration.governance.plan import LabelIndex, desired_annotations, governed_names
 from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
 from preemption_toleration.validation.findings import Finding
@@ -148,15 +148,17 @@ def _conflict(name: str, spec: Any, snapshot: Snapshot) -> str | None:
     """Whether another live policy already claims a class this one would: the classes it would govern,
     each asked of the ownership index (a class that does not exist yet is claimed by name only)."""
     shared: dict[str, set[str]] = {}
+    others: dict[str, PolicyView] = {}
     for class_name in governed_names(spec, snapshot.classes, snapshot.labels):
         view = snapshot.classes.get(class_name)
         claimed = snapshot.ownership.claimants(view or ClassView(class_name, 0), exists=view is not None)
         for other in claimed:
             if other.name != name:
                 shared.setdefault(other.name, set()).add(class_name)
+                others[other.name] = other
     if not shared:
         return None
-    other_name = min(shared)
+    other_name = min(others.values(), key=age_order).name  # the one that governs, as the operator decides
     return (
         f'PreemptionTolerationPolicy "{name}": PriorityClass {", ".join(sorted(shared[other_name]))} is already '
         f'governed by PreemptionTolerationPolicy "{other_name}". Fix: change "{other_name}" instead, '

@@ -351,3 +351,17 @@ def test_long_warnings_are_split_not_cut(rule: str, text: str) -> None:
 def test_a_limit_without_room_for_text_is_refused() -> None:
     with pytest.raises(ValueError):
         split_text("some words here", 5)
+
+
+def test_a_conflict_names_the_policy_that_governs_the_class_the_oldest_not_the_first_by_name() -> None:
+    spec = {"priorityClassName": "low-non-preempted", "minimumPreemptablePriority": 10000}
+    contested = snapshot_of(
+        {
+            "a-newer": policy("a-newer", spec, created="2026-11-05T00:00:00Z"),
+            "z-older": policy("z-older", spec, created="2026-11-01T00:00:00Z"),
+        },
+        {"low-non-preempted": priority_class("low-non-preempted", 8000)},
+    )
+    decision = validate_policy(policy_review(policy("third", spec, created="2026-11-09T00:00:00Z")), contested)
+    assert decision.status is not None and decision.status.code == 409
+    assert 'is already governed by PreemptionTolerationPolicy "z-older"' in decision.status.message

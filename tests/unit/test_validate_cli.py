@@ -226,3 +226,30 @@ def test_malformed_manifests_are_errors_not_tracebacks(
     code, lines = run(capsys, "-f", str(path))
     assert code == 1, rule
     assert lines == [f"{path}:1: error: {message}"], rule
+
+
+def test_conflicts_follow_the_ownership_rule_oldest_then_by_name(tmp_path: Path, capsys) -> None:
+    """The policy a class is governed by is the one the operator would pick: the oldest, whatever the order
+    in the file; a creationTimestamp that does not parse counts as none, that is as the oldest."""
+    policy = (
+        "apiVersion: preemption-toleration.dev/v1alpha1\nkind: PreemptionTolerationPolicy\nmetadata:\n"
+        "  name: {name}\n  creationTimestamp: '{created}'\nspec:\n  priorityClassName: batch\n"
+        "  minimumPreemptablePriority: 10000\n"
+    )
+    fix = "(the oldest, then by name). Fix: govern each class with one policy only."
+    for created_second, governing in (("2026-11-01T00:00:00Z", "b-old"), ("yesterday", "b-old")):
+        path = tmp_path / f"policies-{created_second}.yaml"
+        path.write_text(
+            "---\n".join(
+                [
+                    policy.format(name="a-new", created="2026-11-02T00:00:00Z"),
+                    policy.format(name="b-old", created=created_second),
+                ]
+            )
+        )
+        code, lines = run(capsys, "-f", str(path))
+        assert code == 1
+        assert lines == [
+            f'{path}:1: error: PreemptionTolerationPolicy "a-new": PriorityClass "batch" is already '
+            f'governed by PreemptionTolerationPolicy "{governing}" {fix}'
+        ]
