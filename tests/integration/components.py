@@ -11,6 +11,7 @@ from typing import Any
 
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.components import ComponentError, ComponentProcess
+from preemption_toleration.devcluster.processes import free_port
 from preemption_toleration.logs import REGISTERED
 from preemption_toleration.webhooks.configurations import GUARD_NAME, scheduler_extender_of
 
@@ -35,6 +36,24 @@ def install_crd(cluster: LocalCluster) -> None:
         )
     peering = ROOT / "config" / "manager" / "kopf-peering.yaml"
     subprocess.run(cluster.kubectl_argv("apply", "-f", str(peering)), check=True, capture_output=True)
+
+
+class WebhookServer:
+    """`ptol webhook` on a free loopback port, its log in the cluster directory (`name`.log)."""
+
+    def __init__(self, cluster: LocalCluster, name: str, *args: str) -> None:
+        self.port = free_port()
+        self.base = f"https://127.0.0.1:{self.port}"
+        self.process = ComponentProcess(
+            "webhook",
+            cluster.kubeconfig,
+            cluster.logs_dir / f"{name}.log",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            *args,
+        )
 
 
 class OperatorProcess(ComponentProcess):

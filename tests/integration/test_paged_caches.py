@@ -19,9 +19,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.core.annotations import PREEMPTOR
 from preemption_toleration.devcluster import LocalCluster
-from preemption_toleration.devcluster.components import ComponentProcess
-from preemption_toleration.devcluster.processes import free_port
-from tests.integration.components import install_crd
+from tests.integration.components import WebhookServer, install_crd
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest
@@ -33,27 +31,11 @@ PAGE_SIZE = 2
 POD_RESOURCE = {"group": "", "version": "v1", "resource": "pods"}
 
 
-class Webhook:
-    def __init__(self, cluster: LocalCluster, name: str, *args: str) -> None:
-        self.port = free_port()
-        self.process = ComponentProcess(
-            "webhook",
-            cluster.kubeconfig,
-            cluster.logs_dir / f"{name}.log",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            *args,
-        )
-        self.base = f"https://127.0.0.1:{self.port}"
-
-
 @pytest.fixture
-def webhooks(cluster: LocalCluster) -> Iterator[tuple[Webhook, Webhook]]:
+def webhooks(cluster: LocalCluster) -> Iterator[tuple[WebhookServer, WebhookServer]]:
     install_crd(cluster)
-    paged = Webhook(cluster, "webhook-paged", "--list-page-size", str(PAGE_SIZE))
-    whole = Webhook(cluster, "webhook-whole")
+    paged = WebhookServer(cluster, "webhook-paged", "--list-page-size", str(PAGE_SIZE))
+    whole = WebhookServer(cluster, "webhook-whole")
     yield paged, whole
     for webhook in (paged, whole):
         webhook.process.stop()
@@ -97,7 +79,7 @@ async def test_guard_decides_the_same_from_caches_listed_in_pages(
     kubectl: Kubectl,
     make_node: MakeNode,
     namespace: str,
-    webhooks: tuple[Webhook, Webhook],
+    webhooks: tuple[WebhookServer, WebhookServer],
 ) -> None:
     protected, plain, high = unique_name("paged-protected"), unique_name("paged-low"), unique_name("paged-high")
     kubectl("apply", "-f", "-", input=class_manifest(protected, annotations={MIN: "10000", TOL: "-1"}))
@@ -139,7 +121,7 @@ async def test_guard_decides_the_same_from_caches_listed_in_pages(
                 except aiohttp.ClientError as error:
                     return 0, repr(error)
 
-            async def ask(webhook: Webhook, review: dict[str, Any]) -> dict[str, Any]:
+            async def ask(webhook: WebhookServer, review: dict[str, Any]) -> dict[str, Any]:
                 async with session.post(f"{webhook.base}/guard/pods", json=review, ssl=context) as response:
                     assert response.status == 200, await response.text()
                     answer = (await response.json())["response"]

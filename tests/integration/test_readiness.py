@@ -14,9 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from preemption_toleration.devcluster import LocalCluster
-from preemption_toleration.devcluster.components import ComponentProcess
-from preemption_toleration.devcluster.processes import free_port
-from tests.integration.components import CRD_FILE, install_crd
+from tests.integration.components import CRD_FILE, WebhookServer, install_crd
 
 pytestmark = [pytest.mark.integration]
 
@@ -25,20 +23,8 @@ INSECURE.check_hostname, INSECURE.verify_mode = False, ssl.CERT_NONE
 POLICIES = "preemptiontolerationpolicies.preemption-toleration.dev"
 
 
-class Webhook:
-    def __init__(self, cluster: LocalCluster, name: str, *args: str) -> None:
-        self.port = free_port()
-        self.process = ComponentProcess(
-            "webhook",
-            cluster.kubeconfig,
-            cluster.logs_dir / f"{name}.log",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            *args,
-        )
-        self.since = 0
+class Webhook(WebhookServer):
+    since = 0
 
     def readyz(self) -> tuple[int, str]:
         try:

@@ -18,14 +18,12 @@ from cryptography import x509
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.devcluster import LocalCluster
-from preemption_toleration.devcluster.components import ComponentProcess
-from preemption_toleration.devcluster.processes import free_port
 from preemption_toleration.logs import REGISTERED
 from preemption_toleration.webhooks.decisions import snapshot_of
 from preemption_toleration.webhooks.runner import register, unregister
 from preemption_toleration.webhooks.secret_tls import SecretCertificates
 from preemption_toleration.webhooks.server import WebhookApp
-from tests.integration.components import install_crd
+from tests.integration.components import WebhookServer, install_crd
 from tests.integration.helpers import eventually
 from tests.integration.load import AdmissionLoad, RetryingProxy, certificate_files
 
@@ -75,16 +73,9 @@ async def test_certificate_files_renewed_under_load_fail_no_request(
 ) -> None:
     install_crd(cluster)
     cert, key, ca_file, ca = certificate_files(tmp_path, ["127.0.0.1"])
-    port = free_port()
-    base = f"https://127.0.0.1:{port}"
-    webhook = ComponentProcess(
-        "webhook",
-        cluster.kubeconfig,
-        cluster.logs_dir / "webhook-renewal.log",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
+    server = WebhookServer(
+        cluster,
+        "webhook-renewal",
         "--guard",
         "off",
         "--cert-file",
@@ -94,8 +85,9 @@ async def test_certificate_files_renewed_under_load_fail_no_request(
         "--ca-file",
         str(ca_file),
         "--register-url",
-        base,
-    )
+        "https://127.0.0.1:0",
+    )  # :0, its port
+    webhook, port, base = server.process, server.port, server.base
     since = webhook.start()
     try:
         webhook.wait_for(REGISTERED, since, timeout=60)
@@ -164,25 +156,13 @@ async def two_servers_one_stopped(
     have served; load goes on until the survivor alone has served REQUESTS more. When the signal was sent."""
     install_crd(cluster)
     cert, key, _, ca = certificate_files(tmp_path, ["127.0.0.1"])
-    ports = [free_port(), free_port()]
-    servers = [
-        ComponentProcess(
-            "webhook",
-            cluster.kubeconfig,
-            cluster.logs_dir / f"webhook-replica-{i}.log",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--guard",
-            "off",
-            "--cert-file",
-            str(cert),
-            "--key-file",
-            str(key),
+    replicas = [
+        WebhookServer(
+            cluster, f"webhook-replica-{i}", "--guard", "off", "--cert-file", str(cert), "--key-file", str(key)
         )
-        for i, port in enumerate(ports)
+        for i in range(2)
     ]
+    ports, servers = [replica.port for replica in replicas], [replica.process for replica in replicas]
     proxy = RetryingProxy(ports)
     await proxy.start()
     try:
