@@ -7,8 +7,11 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+
+from preemption_toleration.devcluster.processes import end_with_starting_thread
 
 
 class ComponentError(RuntimeError):
@@ -45,6 +48,9 @@ class ComponentProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, "PYTHONUNBUFFERED": "1", "PTOL_LOG_LEVEL": self.log_level},
+                # Started from the main thread (the tests, the benchmarks), it ends with its starter, even one
+                # killed with SIGKILL; from another thread (the demo's), that thread's end would stop it early.
+                preexec_fn=end_with_starting_thread if threading.current_thread() is threading.main_thread() else None,
             )
         return start_of_this_run
 

@@ -59,7 +59,7 @@ def spawn(
             stderr=subprocess.STDOUT,
             env=None if env is None else dict(env),
             start_new_session=True,
-            preexec_fn=_die_with_parent if die_with_parent else None,
+            preexec_fn=end_with_starting_thread if die_with_parent else None,
         )
     record = ProcessRecord(name, proc.pid, _start_time(proc.pid) or 0, list(argv), str(log))
     return record, proc
@@ -113,7 +113,8 @@ def wait_until(condition: Callable[[], bool], *, timeout: float, interval: float
         time.sleep(interval)
 
 
-def _die_with_parent() -> None:
+def end_with_starting_thread() -> None:
+    """In a child, before exec: SIGTERM when the thread that started it ends (PR_SET_PDEATHSIG)."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
