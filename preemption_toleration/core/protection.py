@@ -9,24 +9,45 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Any
 
 from preemption_toleration.core.annotations import PolicyParseError, parse_toleration_policy
-from preemption_toleration.core.exemption import (
-    NANOSECONDS_PER_SECOND,
-    PriorityClassNotFound,
-    require_aware,
-    to_nanoseconds,
-    toleration_deadline_ns,
-)
+from preemption_toleration.core.intparse import wrap_int64
 from preemption_toleration.core.pods import (
     GO_ZERO_TIME,
     pod_priority,
     priority_class_name,
     scheduled_since,
 )
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+NANOSECONDS_PER_SECOND = 1_000_000_000
+
+
+class PriorityClassNotFound(LookupError):
+    """The victim names a PriorityClass that does not exist (upstream skips the node)."""
+
+    def __init__(self, class_name: str) -> None:
+        self.class_name = class_name
+        super().__init__(f'PriorityClass "{class_name}" not found')
+
+
+def require_aware(now: datetime) -> None:
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValueError("now must be a timezone-aware datetime")
+
+
+def to_nanoseconds(moment: datetime) -> int:
+    """Exact integer nanoseconds since the epoch (datetime arithmetic would overflow near year 1)."""
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * NANOSECONDS_PER_SECOND + delta.microseconds * 1000
+
+
+def toleration_deadline_ns(scheduled_at: datetime, toleration_seconds: int) -> int:
+    """scheduledAt.Add(time.Duration(seconds) * time.Second): the product wraps in int64 as in Go."""
+    return to_nanoseconds(scheduled_at) + wrap_int64(toleration_seconds * NANOSECONDS_PER_SECOND)
 
 
 class ProtectionKind(str, Enum):
@@ -45,6 +66,11 @@ class Protection:
     refuse_below: int | None = None
     until: datetime | None = None
     toleration_seconds: int | None = None
+    # The contract's raw answers, whatever the victim's priority (the exemption check reads them):
+    # minimum-preemptable-priority (None when the policy does not parse, check 4), and whether the
+    # toleration holds at `now` (checks 6 to 8).
+    minimum: int | None = None
+    tolerating: bool = False
 
     @property
     def protected(self) -> bool:
@@ -86,43 +112,44 @@ def protection_of(pod: Mapping[str, Any], priority_class: Mapping[str, Any] | No
             victim_priority,
         )
     minimum = policy.minimum_preemptable_priority
-    if minimum <= victim_priority + 1:
-        return Protection(
-            ProtectionKind.NONE,
-            f"minimum-preemptable-priority {minimum} admits every higher priority",
-            victim_priority,
-        )
     seconds = policy.toleration_seconds
+    # Checks 6, 7 and 8 (for any preemptor below the minimum), in upstream's order: a negative toleration
+    # holds without reading the pod's scheduling time.
+    deadline_ns: int | None = None
     if seconds < 0:
+        tolerating = True
+    else:
+        scheduled_at = scheduled_since(pod)
+        deadline_ns = toleration_deadline_ns(scheduled_at, seconds) if scheduled_at is not None else None
+        tolerating = deadline_ns is None or deadline_ns > to_nanoseconds(now)
+
+    def protection(kind: ProtectionKind, reason: str, refused: bool, until: datetime | None = None) -> Protection:
         return Protection(
-            ProtectionKind.FOREVER,
-            f"toleration-seconds {seconds} tolerates forever",
+            kind,
+            reason,
             victim_priority,
-            refuse_below=minimum,
+            refuse_below=minimum if refused else None,
+            until=until,
             toleration_seconds=seconds,
+            minimum=minimum,
+            tolerating=tolerating,
         )
-    scheduled_at = scheduled_since(pod)
-    if scheduled_at is None:
-        return Protection(
-            ProtectionKind.NOT_SCHEDULED,
-            f"not scheduled yet; protected for {seconds}s once scheduled",
-            victim_priority,
-            refuse_below=minimum,
-            toleration_seconds=seconds,
+
+    if minimum <= victim_priority + 1:
+        return protection(
+            ProtectionKind.NONE, f"minimum-preemptable-priority {minimum} admits every higher priority", refused=False
         )
-    deadline_ns = toleration_deadline_ns(scheduled_at, seconds)
-    if deadline_ns <= to_nanoseconds(now):
-        return Protection(
-            ProtectionKind.NONE,
-            f"the guaranteed running time of {seconds}s has passed",
-            victim_priority,
-            toleration_seconds=seconds,
+    if seconds < 0:
+        return protection(ProtectionKind.FOREVER, f"toleration-seconds {seconds} tolerates forever", refused=True)
+    if deadline_ns is None:
+        return protection(
+            ProtectionKind.NOT_SCHEDULED, f"not scheduled yet; protected for {seconds}s once scheduled", refused=True
         )
-    return Protection(
+    if not tolerating:
+        return protection(ProtectionKind.NONE, f"the guaranteed running time of {seconds}s has passed", refused=False)
+    return protection(
         ProtectionKind.UNTIL,
         f"guaranteed running time of {seconds}s since scheduling",
-        victim_priority,
-        refuse_below=minimum,
+        refused=True,
         until=_from_nanoseconds(deadline_ns),
-        toleration_seconds=seconds,
     )
