@@ -26,7 +26,6 @@ from preemption_toleration.kube.informer import Informer
 from preemption_toleration.kube.kopf_login import connection_info
 from preemption_toleration.operator.caches import OperatorCaches
 from preemption_toleration.operator.coalescer import Coalescer
-from preemption_toleration.operator.metrics import OperatorMetrics
 from preemption_toleration.operator.reconciler import Reconciler, ReconcileResult
 
 CLASSES = ("scheduling.k8s.io", "v1", "priorityclasses")
@@ -43,7 +42,6 @@ class OperatorConfig:
     resync_seconds: float = 60.0
     # unique per replica, so that exactly one is active: random unless set (replicas with equal ones all pause)
     peering_priority: int = field(default_factory=lambda: secrets.randbelow(10**9) + 1)
-    metrics: OperatorMetrics = field(default_factory=OperatorMetrics, repr=False)
     # a pause before each reconcile, so that one `kubectl apply` of many policies shares it
     settle_seconds: float = 0.1
 
@@ -106,7 +104,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     apply_settings(settings, config)
     api = await make_api_client(config.kubeconfig)
     caches = OperatorCaches(api, config.field_manager, logger)
-    reconciler = Reconciler(api, config.field_manager, _post_event, logger, metrics=config.metrics)
+    reconciler = Reconciler(api, config.field_manager, _post_event, logger, metrics=memo.metrics)
 
     async def reconcile() -> ReconcileResult:
         await caches.synced()

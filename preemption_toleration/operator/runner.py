@@ -7,7 +7,7 @@ import asyncio
 import kopf
 
 from preemption_toleration.operator.handlers import OperatorConfig, registry
-from preemption_toleration.operator.metrics import serve_metrics
+from preemption_toleration.operator.metrics import OperatorMetrics, serve_metrics
 
 
 async def run_operator(
@@ -20,12 +20,13 @@ async def run_operator(
     metrics_address: str | None = None,
 ) -> None:
     """Run until stopped. Without a peering name the operator runs standalone (one replica only)."""
+    metrics = OperatorMetrics()  # runtime state: kept out of the configuration, handed to kopf's memo
     metrics_runner = None
     if metrics_address:
         host, _, port = metrics_address.rpartition(":")
-        metrics_runner = await serve_metrics(config.metrics, host.strip("[]") or "0.0.0.0", int(port))
+        metrics_runner = await serve_metrics(metrics, host.strip("[]") or "0.0.0.0", int(port))
     try:
-        await _operator(config, peering_name, stop_flag, ready_flag, liveness_endpoint)
+        await _operator(config, metrics, peering_name, stop_flag, ready_flag, liveness_endpoint)
     finally:
         if metrics_runner is not None:
             await metrics_runner.cleanup()
@@ -33,6 +34,7 @@ async def run_operator(
 
 async def _operator(
     config: OperatorConfig,
+    metrics: OperatorMetrics,
     peering_name: str | None,
     stop_flag: asyncio.Event | None,
     ready_flag: asyncio.Event | None,
@@ -44,7 +46,7 @@ async def _operator(
         standalone=peering_name is None,
         peering_name=peering_name,
         priority=config.peering_priority,
-        memo=kopf.Memo(config=config),
+        memo=kopf.Memo(config=config, metrics=metrics),
         stop_flag=stop_flag,
         ready_flag=ready_flag,
         liveness_endpoint=liveness_endpoint,
