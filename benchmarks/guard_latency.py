@@ -25,13 +25,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import save_results, shown, timed
 
-from preemption_toleration.api.admission import AdmissionReview
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
 from preemption_toleration.governance.views import class_view
-from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, judge
-from preemption_toleration.guard.prefilter import may_be_preemption
+from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.slim import slim_node
+from preemption_toleration.webhooks.decisions import Snapshot
+from preemption_toleration.webhooks.server import GUARD, GuardHooks, WebhookApp
 
 NODES = 5000
 
@@ -163,11 +163,21 @@ def review(user: str) -> bytes:
 
 
 def handle(body: bytes, snapshot: GuardSnapshot, config: GuardConfig) -> bool:
-    """What the server does per guard request: the fast path, else the parsed review and the judgement."""
-    payload = json.loads(body)
-    if not may_be_preemption(payload["request"], config.preemptor_identities):
-        return True
-    return judge(AdmissionReview.model_validate(payload).request, snapshot, config).response.allowed
+    """What the server does per guard request, through its own request core (`WebhookApp.answer`): the fast
+    path, else the parsed review, the check of the fields it reads, the judgement and the metrics."""
+    app = _servers.get(id(snapshot))
+    if app is None:
+        app = _servers[id(snapshot)] = WebhookApp(
+            lambda: Snapshot(), lambda needs: [], guard=GuardHooks(lambda: snapshot, config, lambda refusal: None)
+        )
+        app.build()
+    [endpoint] = [e for e in app.routes if e.name == GUARD]
+    status, answer = app.answer(endpoint, body)
+    assert status == 200, answer
+    return bool(answer["response"]["allowed"])
+
+
+_servers: dict[int, WebhookApp] = {}
 
 
 def main() -> None:
