@@ -30,7 +30,7 @@ MAX_BACKOFF_SECONDS = 30.0
 # A cache whose watch is down, and that has had no successful list or watch for this long, is too stale to
 # decide from (the webhook's --cache-staleness-seconds).
 DEFAULT_STALE_AFTER_SECONDS = 60.0
-DEFAULT_PAGE_SIZE = 100  # small pages: each decoded page leaves a lasting mark on the heap (measured)
+DEFAULT_PAGE_SIZE = 100  # small pages: each page's body is held while its items are decoded (measured)
 MAX_EVENT_BYTES = 64 * 1024 * 1024  # far above the API server's object size limit (1.5 MiB in etcd)
 # The server ends a watch after WATCH_TIMEOUT_SECONDS (bookmarks keep it talking before that); a read that
 # stays silent much longer is a dead connection, which would otherwise leave the cache stale for ever.
