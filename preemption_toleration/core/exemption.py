@@ -14,6 +14,7 @@ from preemption_toleration.core.pods import pod_priority, preempts_never, priori
 from preemption_toleration.core.protection import (
     NANOSECONDS_PER_SECOND,
     PriorityClassNotFound,
+    Protection,
     protection_of,
     require_aware,
     to_nanoseconds,
@@ -24,6 +25,7 @@ __all__ = [
     "NANOSECONDS_PER_SECOND",
     "PriorityClassNotFound",
     "exempted_from_preemption",
+    "exemption",
     "require_aware",
     "to_nanoseconds",
     "toleration_deadline_ns",
@@ -37,18 +39,29 @@ def exempted_from_preemption(
     now: datetime,
 ) -> bool:
     """The eight checks of architecture §2, in upstream's order."""
+    return exemption(victim, preemptor, priority_classes, now)[0]
+
+
+def exemption(
+    victim: Mapping[str, Any],
+    preemptor: Mapping[str, Any],
+    priority_classes: Mapping[str, Mapping[str, Any]],
+    now: datetime,
+) -> tuple[bool, Protection | None]:
+    """`exempted_from_preemption`, with the victim's protection when the checks reached it (4 to 8; None
+    when checks 1 to 3 decided), so that a caller that also reports it computes it once."""
     require_aware(now)
     class_name = priority_class_name(victim)
     if not class_name:  # 1
-        return False
+        return False, None
     victim_class = priority_classes.get(class_name)
     if victim_class is None:  # 2
         raise PriorityClassNotFound(class_name)
     if preempts_never(preemptor):  # 3
-        return True
+        return True, None
     protection = protection_of(victim, victim_class, now)
     if protection.minimum is None:  # 4: the policy does not parse
-        return False
+        return False, protection
     if pod_priority(preemptor) >= protection.minimum:  # 5
-        return False
-    return protection.tolerating  # 6, 7, 8
+        return False, protection
+    return protection.tolerating, protection  # 6, 7, 8

@@ -18,9 +18,9 @@ from enum import Enum
 from typing import Any
 
 from preemption_toleration.api.extender import ExtenderPreemptionArgs, ExtenderPreemptionResult, MetaPod, MetaVictims
-from preemption_toleration.core.exemption import PriorityClassNotFound, exempted_from_preemption
+from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
 from preemption_toleration.core.pods import pod_priority
-from preemption_toleration.core.protection import ProtectionKind, protection_of
+from preemption_toleration.core.protection import Protection, ProtectionKind, protection_of
 from preemption_toleration.core.resources import allocatable, pod_requests
 from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.extender.victims import select_victims
@@ -75,6 +75,7 @@ class _Exemption:
         self.now = now
         self.classes: dict[str, Mapping[str, Any]] = {}
         self.known: dict[str, bool] = {}  # by pod uid: each pod is judged once per call
+        self.protections: dict[str, Protection] = {}  # by pod uid, as the judgement computed it
 
     def __call__(self, pod: SlimPod) -> bool:
         found = self.known.get(pod.uid)
@@ -84,16 +85,19 @@ class _Exemption:
                 class_json = self.view.class_json(name)
                 if class_json is not None:
                     self.classes[name] = class_json
-            found = self.known[pod.uid] = exempted_from_preemption(
-                pod.as_json(), self.preemptor, self.classes, self.now
-            )
+            found, protection = exemption(pod.as_json(), self.preemptor, self.classes, self.now)
+            self.known[pod.uid] = found
+            if protection is not None:
+                self.protections[pod.uid] = protection
         return found
 
     def earliest_end(self, pods: list[SlimPod]) -> datetime | None:
         """When the first of these exempt pods' tolerations ends, if any of them ends."""
         ends = []
         for pod in pods:
-            protection = protection_of(pod.as_json(), self.classes.get(pod.priority_class or ""), self.now)
+            protection = self.protections.get(pod.uid)
+            if protection is None:  # exempt by the preemptor's preemptionPolicy alone
+                protection = protection_of(pod.as_json(), self.classes.get(pod.priority_class or ""), self.now)
             if protection.kind is ProtectionKind.UNTIL and protection.until is not None:
                 ends.append(protection.until)
         return min(ends, default=None)

@@ -11,7 +11,7 @@ from typing import Any
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, allow, deny
 from preemption_toleration.api.pod import metadata_problem, pod_problem
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
-from preemption_toleration.core.exemption import PriorityClassNotFound, exempted_from_preemption
+from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
 from preemption_toleration.core.intparse import IntParseError, parse_go_int
 from preemption_toleration.core.pods import pod_priority, pod_ref, preempts_never, priority_class_name
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_of
@@ -173,12 +173,12 @@ def _judge(
     class_json = snapshot.class_json(class_name)
     classes = {class_name: class_json} if class_json is not None else {}
     try:
-        exempt = exempted_from_preemption(victim, preemptor, classes, now)
+        exempt, found = exemption(victim, preemptor, classes, now)
     except PriorityClassNotFound:
         return Verdict(allow(request.uid), source=source)  # upstream skips the node; we cannot judge either
     if not exempt:
         return Verdict(allow(request.uid), source=source)
-    protection = protection_of(victim, class_json, now)
+    protection = found if found is not None else protection_of(victim, class_json, now)
     preemptor_name = pod_ref(preemptor) if (preemptor.get("metadata") or {}).get("name") else None
     if preempts_never(preemptor):  # exempt by upstream's check 3, whatever the victim's class says
         who = f"{preemptor_name}, priority {pod_priority(preemptor)}" if preemptor_name else "the preemptor"
