@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from preemption_toleration import pki
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.components import ComponentProcess
 from tests.integration.components import install_crd, ptol_run
 from tests.integration.conftest import Kubectl
 from tests.integration.helpers import denied, unique_name
+from tests.integration.load import certificate_files
 from tests.integration.objects import MIN, class_manifest
 
 pytestmark = [pytest.mark.integration]
@@ -30,15 +30,6 @@ def refuses_a_bad_class(kubectl: Kubectl) -> str:
     return denied(result, VALIDATE)
 
 
-def certificate_files(directory: Path, ip_addresses: list[str]) -> tuple[Path, Path, Path]:
-    ca = pki.generate_ca("files-ca")
-    serving = pki.issue_serving_cert(ca, "webhook", dns_names=["localhost"], ip_addresses=ip_addresses)
-    paths = directory / "tls.crt", directory / "tls.key", directory / "ca.crt"
-    for path, data in zip(paths, (serving.cert_pem, serving.key_pem, ca.cert_pem), strict=True):
-        path.write_bytes(data)
-    return paths
-
-
 def test_ptol_run_with_a_tls_secret(cluster: LocalCluster, kubectl: Kubectl, namespace: str) -> None:
     with ptol_run(cluster, "--tls-secret", f"{namespace}/ptol-tls"):
         message = refuses_a_bad_class(kubectl)
@@ -48,7 +39,7 @@ def test_ptol_run_with_a_tls_secret(cluster: LocalCluster, kubectl: Kubectl, nam
 
 
 def test_ptol_run_with_certificate_files(cluster: LocalCluster, kubectl: Kubectl, tmp_path: Path) -> None:
-    cert, key, ca = certificate_files(tmp_path, ["127.0.0.1"])
+    cert, key, ca, _ = certificate_files(tmp_path, ["127.0.0.1"])
     with ptol_run(cluster, "--cert-file", str(cert), "--key-file", str(key), "--ca-file", str(ca)):
         message = refuses_a_bad_class(kubectl)
         assert 'minimum-preemptable-priority="10k" is not a base-10 integer' in message
@@ -56,7 +47,7 @@ def test_ptol_run_with_certificate_files(cluster: LocalCluster, kubectl: Kubectl
 
 def test_ptol_run_refuses_a_certificate_that_does_not_cover_its_url(cluster: LocalCluster, tmp_path: Path) -> None:
     install_crd(cluster)
-    cert, key, ca = certificate_files(tmp_path, [])  # localhost only: the URL's host is 127.0.0.1
+    cert, key, ca, _ = certificate_files(tmp_path, [])  # localhost only: the URL's host is 127.0.0.1
     process = ComponentProcess(
         "run",
         cluster.kubeconfig,
