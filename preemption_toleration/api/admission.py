@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from pydantic_core import to_json
 
 ADMISSION_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
 # The API server passes warnings to the user; longer ones may be cut (so we split them).
@@ -51,7 +51,7 @@ class AdmissionRequest(_Wire):
     object: dict[str, Any] | None = None
     old_object: dict[str, Any] | None = None
     dry_run: bool | None = None
-    options: dict[str, Any] | None = None
+    # `options` (CreateOptions, DeleteOptions...) is left out: no decision reads it.
 
 
 class AdmissionReview(_Wire):
@@ -106,7 +106,7 @@ def split_text(text: str, limit: int) -> list[str]:
 
 
 def allow(uid: str, warnings: Sequence[str] = (), patch: Sequence[dict[str, Any]] = ()) -> AdmissionResponse:
-    encoded = base64.b64encode(json.dumps(list(patch)).encode()).decode() if patch else None
+    encoded = base64.b64encode(to_json(list(patch))).decode() if patch else None
     return AdmissionResponse(
         uid=uid,
         allowed=True,

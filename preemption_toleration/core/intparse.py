@@ -41,8 +41,17 @@ def int_range(bits: int) -> tuple[int, int]:
     return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
 
 
+_RANGES = {bits: int_range(bits) for bits in (32, 64)}
+
+
 def parse_go_int(text: str, bits: int) -> int:
     """Parse `text` exactly as Go's strconv.ParseInt(text, 10, bits) does, or raise IntParseError."""
+    low, high = _RANGES.get(bits) or int_range(bits)
+    if 0 < len(text) <= 18 and text.isascii() and text.isdigit():  # the common case, with no sign to read
+        value = int(text, 10)  # 18 digits: below 2**63, never limited by int()'s digit cap
+        if value <= high:
+            return value
+        raise IntParseError(text, bits, IntProblem.RANGE)
     if text == "":
         raise IntParseError(text, bits, IntProblem.EMPTY)
     if not _GO_BASE10.fullmatch(text):
@@ -52,7 +61,6 @@ def parse_go_int(text: str, bits: int) -> int:
     if len(digits) > 20:  # beyond any int64, and beyond what int() may parse at all
         raise IntParseError(text, bits, IntProblem.RANGE)
     value = sign * int(digits, 10)
-    low, high = int_range(bits)
     if not low <= value <= high:
         raise IntParseError(text, bits, IntProblem.RANGE)
     return value
@@ -60,6 +68,8 @@ def parse_go_int(text: str, bits: int) -> int:
 
 def is_canonical(text: str) -> bool:
     """True for the spelling Go's strconv.Itoa would print (no '+', no leading zeros, no '-0')."""
+    if text.isascii() and text.isdigit():
+        return text[0] != "0" or text == "0"
     return bool(_CANONICAL.fullmatch(text)) and text != "-0"
 
 

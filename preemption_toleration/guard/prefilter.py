@@ -10,10 +10,11 @@ full parse and judgement) also when a field the rule reads has a JSON type the A
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from typing import Any, Final
 
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
+from preemption_toleration.core.shapes import is_mapping
 
 # The condition a scheduler (Kubernetes >= 1.26) puts on a victim before deleting it: (type, status, reason).
 PREEMPTION_MARK: Final = ("DisruptionTarget", "True", "PreemptionByScheduler")
@@ -31,7 +32,7 @@ def _get(value: Any, key: str) -> Any:
     """`value[key]` of a JSON object; None when `value` is null or has no `key`; unreadable otherwise."""
     if value is None:
         return None
-    if isinstance(value, Mapping):
+    if is_mapping(value):
         return value.get(key)
     return _UNREADABLE
 
@@ -46,7 +47,7 @@ def _names_preemptor(eviction: Any) -> bool:
     annotations = _get(_get(eviction, "metadata"), "annotations")
     if annotations is None:
         return False
-    if not isinstance(annotations, Mapping):
+    if not is_mapping(annotations):
         return True
     return any(key in annotations for key in PREEMPTOR_ANNOTATIONS)
 
@@ -60,7 +61,7 @@ def _marked(pod: Any) -> bool | None:
         return None
     unreadable = False
     for condition in conditions:
-        if not isinstance(condition, Mapping):
+        if not is_mapping(condition):
             unreadable = True
         elif (condition.get("type"), condition.get("status"), condition.get("reason")) == PREEMPTION_MARK:
             return True
@@ -69,7 +70,7 @@ def _marked(pod: Any) -> bool | None:
 
 def may_be_preemption(request: Any, preemptor_identities: Collection[str]) -> bool:
     """Whether `request` (the `request` of an AdmissionReview, JSON-decoded, unchecked) may be a preemption."""
-    if not isinstance(request, Mapping):
+    if not is_mapping(request):
         return True
     operation = request.get("operation")
     sub_resource = _string(request.get("subResource"))

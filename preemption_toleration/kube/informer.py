@@ -265,15 +265,18 @@ class Informer:
     def health(self, stale_after: float) -> str | None:
         """None while the cache may be decided from: listed, and its watch open or the server heard from
         within `stale_after` seconds. Otherwise why not, for /readyz and the logs."""
-        because = f" (last problem: {self.problem})" if self.problem else ""
+        # asked for every admission request: the healthy path formats nothing
         if not self.synced.is_set():
-            return f"{self.kind}: not listed yet{because}"
+            return f"{self.kind}: not listed yet{self._because()}"
         if self.watching or self.last_contact is None:
             return None
         silent = self.clock() - self.last_contact
         if silent > stale_after:
-            return f"{self.kind}: no successful list or watch for {silent:.0f} s{because}"
+            return f"{self.kind}: no successful list or watch for {silent:.0f} s{self._because()}"
         return None
+
+    def _because(self) -> str:
+        return f" (last problem: {self.problem})" if self.problem else ""
 
     async def _list(self) -> str:
         seen: set[Hashable] = set()

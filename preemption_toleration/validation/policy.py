@@ -16,6 +16,7 @@ from preemption_toleration.api.policy import (
     PreemptionTolerationPolicy,
     PreemptionTolerationPolicySpec,
 )
+from preemption_toleration.core.shapes import is_mapping
 from preemption_toleration.validation.findings import Finding, error, nearest, shown, warning
 from preemption_toleration.validation.toleration_rules import POLICY_SPEC, overflow_problem, toleration_warnings
 
@@ -142,7 +143,7 @@ def _semantic_findings(name: str, spec: PreemptionTolerationPolicySpec) -> list[
 def parse_policy(obj: Mapping[str, Any]) -> tuple[PreemptionTolerationPolicy | None, list[Finding]]:
     """The policy model and every finding; the model is None when any error was found."""
     metadata = obj.get("metadata")
-    name = str(metadata.get("name")) if isinstance(metadata, Mapping) and metadata.get("name") else "<unnamed>"
+    name = str(metadata.get("name")) if is_mapping(metadata) and metadata.get("name") else "<unnamed>"
     findings: list[Finding] = []
     if obj.get("apiVersion") != API_VERSION:
         findings.append(
@@ -154,7 +155,7 @@ def parse_policy(obj: Mapping[str, Any]) -> tuple[PreemptionTolerationPolicy | N
     if name == "<unnamed>":
         findings.append(error("name", f"{subject(name)}: metadata.name is missing. Fix: name the policy."))
     spec = obj.get("spec")
-    if not isinstance(spec, Mapping):
+    if not is_mapping(spec):
         findings.append(
             error("spec", f"{subject(name)}: spec is {spec!r}, not a mapping. Fix: add a spec with a target.")
         )

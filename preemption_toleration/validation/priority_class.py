@@ -25,6 +25,7 @@ from preemption_toleration.core.intparse import (
     is_canonical,
     parse_go_int,
 )
+from preemption_toleration.core.shapes import is_mapping
 from preemption_toleration.validation.findings import Finding, error, nearest, shown, warning
 from preemption_toleration.validation.toleration_rules import (
     ANNOTATIONS,
@@ -168,7 +169,7 @@ def _server_rules(name: str, class_value: int | None) -> list[Finding]:
 def _metadata_shape(name: str, metadata: Any) -> list[Finding]:
     """A manifest whose metadata, labels or annotations are not maps: the API server refuses it, and the
     annotations in it would otherwise be silently read as none."""
-    if not isinstance(metadata, Mapping) or not metadata.get("name"):
+    if not is_mapping(metadata) or not metadata.get("name"):
         return [
             error(
                 "invalid-metadata",
@@ -183,11 +184,11 @@ def _metadata_shape(name: str, metadata: Any) -> list[Finding]:
             f"Fix: write {part} as key: value pairs.",
         )
         for part in ("labels", "annotations")
-        if metadata.get(part) is not None and not isinstance(metadata[part], Mapping)
+        if metadata.get(part) is not None and not is_mapping(metadata[part])
     ]
     for part in ("labels", "annotations"):
         entries = metadata.get(part)
-        if not isinstance(entries, Mapping):
+        if not is_mapping(entries):
             continue
         for key, value in entries.items():
             if not isinstance(key, str):

@@ -81,15 +81,18 @@ def validate_priority_class(
 ) -> AdmissionResponse:
     obj = request.object or {}
     findings = check_priority_class(obj)
-    old_findings = check_priority_class(request.old_object) if request.old_object else []
-    errors, warnings = _ratchet(findings, old_findings)
+    errors, warnings = _ratchet(findings, [])
+    if errors and request.old_object:  # only an error can be excused by the old object having it too
+        errors, warnings = _ratchet(findings, check_priority_class(request.old_object))
     if errors:
         return deny(request.uid, 422, " ".join(f.message for f in errors), warnings=warnings)
     if request.user_info.username not in config.operator_identities:
         view = class_view(obj, manager=None)
         found = snapshot.ownership.claimants(view)
         before = (
-            snapshot.ownership.claimants(class_view(request.old_object, manager=None)) if request.old_object else []
+            snapshot.ownership.claimants(class_view(request.old_object, manager=None))
+            if request.old_object and len(found) > 1  # a single claimant is never a new contest
+            else []
         )
         warnings += _contested_warning(view.name, found, before)
         governing = _governing(found)
@@ -174,8 +177,9 @@ def validate_policy(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionR
         if deleting or obj.get("spec") == old.get("spec"):
             return allow(request.uid)  # finalizers, labels, annotations: the spec was judged before
     model, findings = parse_policy(obj)
-    old_findings = parse_policy(old)[1] if old is not None else []
-    errors, warnings = _ratchet(findings, old_findings)
+    errors, warnings = _ratchet(findings, [])
+    if errors and old is not None:  # only an error can be excused by the old object having it too
+        errors, warnings = _ratchet(findings, parse_policy(old)[1])
     if errors or model is None:
         return deny(
             request.uid, 422, " ".join(f.message for f in errors) or "The policy is invalid.", warnings=warnings

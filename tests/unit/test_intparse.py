@@ -23,6 +23,9 @@ ACCEPTED = [
     ("int32 lower bound", "-2147483648", 32, -(2**31)),
     ("int64 upper bound", "9223372036854775807", 64, 2**63 - 1),
     ("int64 lower bound", "-9223372036854775808", 64, -(2**63)),
+    ("18 digits (the longest the unsigned fast path reads)", "999999999999999999", 64, 10**18 - 1),
+    ("19 digits (past the fast path)", "1000000000000000000", 64, 10**18),
+    ("18 digits with leading zeros", "000000000000009000", 32, 9000),
 ]
 
 REFUSED = [
@@ -39,7 +42,10 @@ REFUSED = [
     ("sign alone", "-", 32, IntProblem.SYNTAX),
     ("two signs", "+-1", 32, IntProblem.SYNTAX),
     ("non-ASCII digits", "１２", 32, IntProblem.SYNTAX),
+    ("superscript digits (str.isdigit says yes)", "²", 32, IntProblem.SYNTAX),
+    ("Arabic-Indic digits", "١٢", 32, IntProblem.SYNTAX),
     ("above int32", "2147483648", 32, IntProblem.RANGE),
+    ("above int32 within the fast path", "99999999999", 32, IntProblem.RANGE),
     ("below int32", "-2147483649", 32, IntProblem.RANGE),
     ("above int64", "9223372036854775808", 64, IntProblem.RANGE),
     ("below int64", "-9223372036854775809", 64, IntProblem.RANGE),
@@ -61,7 +67,17 @@ def test_refused(rule: str, text: str, bits: int, problem: IntProblem) -> None:
 
 @pytest.mark.parametrize(
     ("text", "canonical"),
-    [("10000", True), ("-1", True), ("0", True), ("+200", False), ("007", False), ("-0", False)],
+    [
+        ("10000", True),
+        ("-1", True),
+        ("0", True),
+        ("+200", False),
+        ("007", False),
+        ("-0", False),
+        ("00", False),
+        ("-007", False),
+        ("²", False),
+    ],
 )
 def test_canonical_spelling(text: str, canonical: bool) -> None:
     assert is_canonical(text) is canonical
