@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +26,7 @@ from preemption_toleration.kube.kopf_login import connection_info
 from preemption_toleration.operator.caches import OperatorCaches
 from preemption_toleration.operator.coalescer import Coalescer
 from preemption_toleration.operator.reconciler import Reconciler, ReconcileResult
+from preemption_toleration.operator.resync import ResyncClock, resync_forever
 
 CLASSES = ("scheduling.k8s.io", "v1", "priorityclasses")
 POLICIES = (GROUP, VERSION, PLURAL)
@@ -55,7 +55,6 @@ class OperatorState:
     reconciler: Reconciler
     coalescer: Coalescer[ReconcileResult]
     tasks: list[asyncio.Task[None]]
-    last_resync: float = 0.0
 
 
 def _post_event(ref: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
@@ -73,19 +72,7 @@ def _post_event(ref: Mapping[str, Any], event_type: str, reason: str, message: s
 API_RETRY_BACKOFFS: tuple[float, ...] = (1, 1, 2, 3, 5, 8, 13, 21) + (30,) * 20
 
 
-class QuietResyncTimer(logging.Filter):
-    """Drops kopf's line for each successful run of the resync timer: it runs every 5 s for every policy
-    (and mostly returns at once), which would otherwise be most of the log. Its failures still show."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.levelno <= logging.INFO and record.getMessage() == "Timer 'resync' succeeded.")
-
-
-_QUIET_RESYNC_TIMER = QuietResyncTimer()
-
-
 def apply_settings(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:
-    logging.getLogger("kopf.objects").addFilter(_QUIET_RESYNC_TIMER)  # adding it again changes nothing
     settings.persistence.finalizer = f"{GROUP}/finalizer"
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
@@ -106,14 +93,27 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     caches = OperatorCaches(api, config.field_manager, logger)
     reconciler = Reconciler(api, config.field_manager, _post_event, logger, metrics=memo.metrics)
 
+    clock = ResyncClock()
+
     async def reconcile() -> ReconcileResult:
         await caches.synced()
-        state.last_resync = time.monotonic()
+        clock.started()
         policies, classes = caches.contents()
         return await reconciler.reconcile(policies, classes)
 
-    state = OperatorState(api, caches, reconciler, Coalescer(reconcile, config.settle_seconds), caches.tasks())
-    memo.state = state
+    coalescer = Coalescer(reconcile, config.settle_seconds)
+    resync = resync_forever(
+        clock=clock,
+        period=config.resync_seconds,
+        pending=lambda: coalescer.pending,
+        reconcile=coalescer.request,
+        api=api,
+        peering=memo.peering,
+        count=lambda outcome: memo.metrics.resyncs.labels(outcome).inc(),
+        logger=logger,
+    )
+    tasks = [*caches.tasks(), asyncio.create_task(resync, name="resync")]
+    memo.state = OperatorState(api, caches, reconciler, coalescer, tasks)
 
 
 @kopf.on.login(registry=registry)
@@ -129,10 +129,11 @@ async def login(memo: kopf.Memo, **_: Any) -> kopf.ConnectionInfo:
 async def close(memo: kopf.Memo, **_: Any) -> None:
     state: OperatorState | None = memo.get("state")
     if state is not None:
-        await state.coalescer.close()
+        # the tasks first: the resync could otherwise ask a closed coalescer for a run nobody awaits
         for task in state.tasks:
             task.cancel()
         await asyncio.gather(*state.tasks, return_exceptions=True)
+        await state.coalescer.close()
         await state.api.close()
 
 
@@ -155,7 +156,7 @@ async def class_changed(body: kopf.Body, memo: kopf.Memo, **kwargs: Any) -> None
     deleted = kwargs.get("type") == "DELETED"
     if not deleted and state.reconciler.is_known(class_view(body, memo.config.field_manager)):
         return
-    # Event handlers are not retried by kopf: a failure here is retried by the resync.
+    # Event handlers are not retried by kopf: a failure here is retried by the resync (resync.py).
     await _reconcile(memo, state.caches.classes, body)
 
 
@@ -171,15 +172,6 @@ async def policy_deleted(name: str, body: kopf.Body, memo: kopf.Memo, **_: Any) 
     # Once the cache shows the policy as deleting, the plan releases its classes; the finalizer stays
     # until that has worked.
     _raise_for_retry(await _reconcile(memo, memo.state.caches.policies, body), name)
-
-
-@kopf.timer(*POLICIES, registry=registry, interval=5, initial_delay=5)
-async def resync(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    """The safety net: retries failed writes and repairs drift, once per resync period for all policies."""
-    state: OperatorState = memo.state
-    if time.monotonic() - state.last_resync < memo.config.resync_seconds or state.coalescer.pending:
-        return
-    await state.coalescer.request()
 
 
 @kopf.on.probe(id="policies", registry=registry)

@@ -24,6 +24,13 @@ class OperatorMetrics:
         self.objects = Gauge(
             "ptol_operator_cache_objects", "Objects the operator watches, by kind.", ["kind"], registry=self.registry
         )
+        self.resyncs = Counter(
+            "ptol_operator_resyncs_total",
+            "Resyncs, by outcome: ran (a reconcile), standby (another replica is active; a standby looks again "
+            "every 10 s), failed.",
+            ["outcome"],
+            registry=self.registry,
+        )
         self.policies = Gauge("ptol_operator_policies", "Policies by Ready reason.", ["reason"], registry=self.registry)
 
 

@@ -378,11 +378,25 @@ async def test_two_replicas_with_peering_only_one_writes(
     api: ApiClient, cluster: LocalCluster, kubectl: Kubectl, operator: OperatorProcess, cleanup: list
 ) -> None:
     operator.stop()  # the standalone one would write regardless of peering
+    ports = {"active": free_port(), "standby": free_port()}
+    peered = ("--peering", "preemption-toleration", "--resync-seconds", "2")
     active = OperatorProcess(
-        cluster, "--peering", "preemption-toleration", "--priority", "200", log_name="operator-active.log"
+        cluster,
+        *peered,
+        "--priority",
+        "200",
+        "--metrics",
+        f"127.0.0.1:{ports['active']}",
+        log_name="operator-active.log",
     )
     standby = OperatorProcess(
-        cluster, "--peering", "preemption-toleration", "--priority", "100", log_name="operator-standby.log"
+        cluster,
+        *peered,
+        "--priority",
+        "100",
+        "--metrics",
+        f"127.0.0.1:{ports['standby']}",
+        log_name="operator-standby.log",
     )
     pc, ptp = unique_name("peered"), unique_name("policy")
     cleanup += [("pc", pc), ("ptp", ptp)]
@@ -418,6 +432,13 @@ async def test_two_replicas_with_peering_only_one_writes(
             what="the active replica logging its write",
         )
         assert working not in standby.log() and " applied" not in standby.log()
+        # one resync task per replica: the active one reconciles each period, the standby leaves it alone
+        await asyncio.sleep(5)
+        active_resyncs = await _resyncs(ports["active"])
+        standby_resyncs = await _resyncs(ports["standby"])
+        assert active_resyncs.get("ran", 0) >= 1 and "standby" not in active_resyncs, active_resyncs
+        assert standby_resyncs.get("standby", 0) >= 1 and "ran" not in standby_resyncs, standby_resyncs
+        assert "resync paused" in standby.log() and "a higher priority are live" in standby.log()
 
         active.stop()  # a clean exit leaves the peering: the standby takes over
         kubectl(
@@ -434,6 +455,14 @@ async def test_two_replicas_with_peering_only_one_writes(
             timeout=15,
             what="the standby replica working and writing",
         )
+        ran_before = standby_resyncs.get("ran", 0)
+        await eventually(
+            lambda: _resyncs(ports["standby"]),
+            lambda resyncs: resyncs.get("ran", 0) > ran_before,
+            timeout=15,
+            what="the new active replica's resync running",
+        )
+        assert "resync resumed" in standby.log()
     finally:
         active.stop()
         standby.stop()
@@ -517,6 +546,21 @@ def _scrape() -> str:
         return str(response.read().decode())
 
 
+async def _resyncs(port: int) -> dict[str, float]:
+    """An operator's resync periods by outcome (ran, standby, failed)."""
+
+    def scrape() -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+            return str(response.read().decode())
+
+    prefix = 'ptol_operator_resyncs_total{outcome="'
+    return {
+        key[len(prefix) : -2]: value
+        for key, value in _samples(await asyncio.to_thread(scrape)).items()
+        if key.startswith(prefix)
+    }
+
+
 def _samples(text: str) -> dict[str, float]:
     return {
         line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
@@ -557,7 +601,7 @@ async def test_a_burst_of_policies_is_written_once_per_class(
     for i, name in enumerate(classes):
         kubectl("apply", "-f", "-", input=class_manifest(name, labels={label: f"t{i // 3}"}))
     # quiet first: what earlier tests left behind (releases, deletions) is done
-    before = await eventually(_stable_figures, lambda pair: pair[0] == pair[1], timeout=60, what="the operator idle")
+    before = await eventually(_stable_figures, _idle, timeout=60, what="the operator idle")
     manifests = [
         json.loads(
             policy_manifest(
@@ -585,6 +629,11 @@ async def test_a_burst_of_policies_is_written_once_per_class(
     events = await client.CoreV1Api(api).list_namespaced_event("default")
     applied = [e for e in events.items if e.involved_object.name in policies and e.reason == "Applied"]
     assert sum(event.count or 1 for event in applied) == len(classes)  # one Event per class written
+
+
+def _idle(pair: tuple[dict[str, float], dict[str, float]]) -> bool:
+    """Nothing written across a resync period (its resync reconciles, and finds nothing to write)."""
+    return all(pair[0][key] == pair[1][key] for key in ("writes", "status"))
 
 
 async def _stable_figures() -> tuple[dict[str, float], dict[str, float]]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-
 import kopf
 
 from preemption_toleration.operator.handlers import OperatorConfig, apply_settings
@@ -27,15 +25,3 @@ def test_api_retries_outlast_a_silent_watch_but_not_a_lasting_error() -> None:
 def test_peering_priorities_are_random_unless_set() -> None:
     priorities = {OperatorConfig().peering_priority for _ in range(20)}
     assert len(priorities) > 15 and all(p >= 1 for p in priorities)
-
-
-def test_the_resync_timers_successes_are_not_logged_but_their_failures_are() -> None:
-    apply_settings(kopf.OperatorSettings(), OperatorConfig())
-    objects = logging.getLogger("kopf.objects")
-
-    def shown(level: int, message: str) -> bool:
-        return objects.filter(objects.makeRecord("kopf.objects", level, "f.py", 1, message, (), None))
-
-    assert not shown(logging.INFO, "Timer 'resync' succeeded.")
-    assert shown(logging.ERROR, "Timer 'resync' failed with an exception. Will retry.")
-    assert shown(logging.INFO, "Creation is processed: 1 succeeded; 0 failed.")

@@ -1,0 +1,83 @@
+"""The resync: one task per operator that asks for a reconcile once per period, the safety net that
+retries failed writes and repairs drift nobody was told about.
+
+A reconcile asked by any trigger counts as the period's resync, so a busy operator resyncs no more than
+it already reconciles. kopf pauses the handlers of a standby replica but not this task, so under peering
+it asks kopf's peering object first (`kube.peering.is_active`) and leaves the work to the active replica.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from preemption_toleration.kube.client import API_ERRORS
+from preemption_toleration.kube.peering import Peering, is_active
+
+PENDING_RETRY_SECONDS = 1.0  # a reconcile is already waiting or running: look again this soon
+# A standby asks the peering this often (or once per period, if shorter): kopf may not resume a replica's
+# objects again when it takes over, so its first resync should not wait a whole period.
+STANDBY_RECHECK_SECONDS = 10.0
+
+
+@dataclass
+class ResyncClock:
+    """When the last reconcile started (time.monotonic()), whatever asked for it."""
+
+    last: float = 0.0
+
+    def started(self) -> None:
+        self.last = time.monotonic()
+
+
+async def resync_forever(
+    *,
+    clock: ResyncClock,
+    period: float,
+    pending: Callable[[], bool],
+    reconcile: Callable[[], Awaitable[Any]],
+    api: Any,
+    peering: Peering | None,
+    count: Callable[[str], None],
+    logger: logging.Logger,
+) -> None:
+    """Runs until cancelled. `count` gets each period's outcome: ran, standby or failed."""
+    clock.last = max(clock.last, time.monotonic())  # the start reconciles everything (kopf resumes)
+    was_active = True
+    standby_until = 0.0  # a standby's next look at the peering
+    while True:
+        wait = max(clock.last + period, standby_until) - time.monotonic()
+        if wait > 0:
+            await asyncio.sleep(wait)
+            continue
+        if pending():
+            await asyncio.sleep(PENDING_RETRY_SECONDS)
+            continue
+        try:
+            if peering is not None:
+                active, why_not = await is_active(api, peering)
+                if active != was_active:
+                    logger.info("resync " + ("resumed" if active else "paused"), extra={"reason": why_not or None})
+                    was_active = active
+                if not active:
+                    standby_until = time.monotonic() + min(period, STANDBY_RECHECK_SECONDS)
+                    count("standby")
+                    continue
+            asked = time.monotonic()
+            await reconcile()  # sets the clock when it starts; a reconcile that never does still counts
+            clock.last = max(clock.last, asked)
+            count("ran")
+        except asyncio.CancelledError:
+            raise
+        except API_ERRORS as error:
+            clock.started()
+            count("failed")
+            logger.warning("resync failed", extra={"error": f"{type(error).__name__}: {error}"})
+        except Exception:
+            clock.started()  # the loop must outlive any bug; it is counted and logged with its traceback
+            count("failed")
+            logger.exception("resync failed")
