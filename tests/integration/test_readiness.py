@@ -4,6 +4,7 @@ turns /readyz to 503, and it turns back to 200 when the API server answers again
 
 from __future__ import annotations
 
+import re
 import ssl
 import subprocess
 import time
@@ -51,6 +52,12 @@ class Webhook(WebhookServer):
     def lines(self, text: str) -> list[str]:
         return [line for line in self.process.log()[self.since :].splitlines() if text in line]
 
+    def eventually_lines(self, text: str, timeout: float = 30) -> list[str]:
+        deadline = time.monotonic() + timeout
+        while not (found := self.lines(text)) and time.monotonic() < deadline:
+            time.sleep(0.3)
+        return found
+
 
 @pytest.fixture
 def webhook_without_crd(cluster: LocalCluster) -> Iterator[Webhook]:
@@ -78,9 +85,14 @@ def test_a_webhook_started_before_its_crd_waits_says_why_and_becomes_ready(
     time.sleep(8)  # retried at 1, 2 and 4 s: the same failure
     assert webhook.process.running()
     assert len([line for line in webhook.lines("watch failed") if "preemptiontolerationpolicies" in line]) == 1
+    assert webhook.lines("heap frozen") == []  # only once every cache is listed
     install_crd(cluster)
     assert webhook.until("after the CRD", 200, timeout=60) == "ok"
     assert len(webhook.lines("watch recovered")) == 1
+    # then the heap of a synced server leaves the garbage collector's full collections (gc_pause.py)
+    frozen = webhook.eventually_lines("heap frozen")
+    found = re.search(r"objects=(\d+)", frozen[0])
+    assert len(frozen) == 1 and found is not None and int(found.group(1)) > 10_000, frozen
 
 
 @pytest.fixture
