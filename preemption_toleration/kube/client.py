@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 from kubernetes_asyncio import config
@@ -29,7 +30,30 @@ def kubeconfig_path(explicit: str | None = None) -> str | None:
     return str(default) if default.exists() else None
 
 
-async def make_api_client(kubeconfig: str | None = None) -> ApiClient:
+# (connect, read) seconds for a call that sets no timeout of its own. kubernetes_asyncio sets none, so a call
+# on a half-open connection (a load balancer failing over, a node gone) would wait until TCP gives up,
+# hours later, holding a reconcile or an Event loop with it. The read bound is past the API server's own
+# limit for a request (--request-timeout, 60 s), so a slow answer is never given up before the server does.
+# Watches and listings set longer or shorter bounds of their own.
+DEFAULT_REQUEST_TIMEOUT: tuple[float, float] = (10.0, 70.0)
+
+
+def with_default_timeout(api: ApiClient, default_timeout: tuple[float, float]) -> ApiClient:
+    """`api`, whose calls without a `_request_timeout` get `default_timeout` (every generated method goes
+    through its `request`)."""
+    request = api.request
+
+    def timed_request(*args: Any, _request_timeout: Any = None, **kwargs: Any) -> Any:
+        timeout = default_timeout if _request_timeout is None else _request_timeout
+        return request(*args, _request_timeout=timeout, **kwargs)
+
+    api.request = timed_request
+    return api
+
+
+async def make_api_client(
+    kubeconfig: str | None = None, default_timeout: tuple[float, float] = DEFAULT_REQUEST_TIMEOUT
+) -> ApiClient:
     """An ApiClient; close it with `await client.close()` (or `async with`)."""
     configuration = Configuration()
     path = kubeconfig_path(kubeconfig)
@@ -37,4 +61,4 @@ async def make_api_client(kubeconfig: str | None = None) -> ApiClient:
         await config.load_kube_config(config_file=path, client_configuration=configuration)
     else:
         config.load_incluster_config(client_configuration=configuration)
-    return ApiClient(configuration=configuration)
+    return with_default_timeout(ApiClient(configuration=configuration), default_timeout)
