@@ -1,16 +1,19 @@
 """The webhook HTTP server: AdmissionReview in and out, bad input, health, readiness, metrics."""
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.kube.informer import CacheStats
 from preemption_toleration.webhooks.decisions import snapshot_of
 from preemption_toleration.webhooks.metrics import WebhookMetrics
+from preemption_toleration.webhooks.runner import drain
 from preemption_toleration.webhooks.server import WebhookApp
 from tests.unit.admission_payloads import review
 from tests.unit.kube_objects import priority_class
@@ -326,3 +329,35 @@ async def test_while_draining_the_server_is_not_ready_and_every_answer_closes_it
         assert answer.status == 200 and answer.headers.get("Connection") == "close"
         readyz = await http.get("/readyz")
         assert (readyz.status, await readyz.text()) == (503, "shutting down")
+
+
+async def test_a_connection_accepted_before_the_drain_ends_still_gets_its_answer() -> None:
+    """The race a rolling update hits under load: a client connects just before the drain's end and sends
+    its request just after. Closing that connection would fail the request; it is answered instead, with
+    `Connection: close`, and only new connections are refused."""
+    READY["value"] = True
+    webhook = WebhookApp(lambda: snapshot_of({}, {}), not_ready)
+    runner = web.AppRunner(webhook.build())
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+
+    async def stop() -> None:  # what run_webhook does on SIGTERM
+        await drain(webhook, runner, delay=0.2, last_requests=5)
+        await runner.cleanup()
+
+    stopping = asyncio.create_task(stop())
+    try:
+        await asyncio.sleep(0.4)  # past the drain's delay: no longer listening
+        with pytest.raises(OSError):
+            await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: webhook\r\n\r\n")
+        answer = await asyncio.wait_for(reader.read(), timeout=5)  # to the end: the server closes it
+        assert answer.startswith(b"HTTP/1.1 200 OK\r\n"), answer
+        assert b"Connection: close" in answer, answer
+        await asyncio.wait_for(stopping, timeout=5)  # no connection left: no need to wait 5 s
+    finally:
+        writer.close()
+        await runner.cleanup()
