@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 
 from preemption_toleration.cli.options import (
     add_kubeconfig_argument,
@@ -15,6 +14,7 @@ from preemption_toleration.cli.options import (
     resync_seconds,
     url,
 )
+from preemption_toleration.cli.signals import run_until_signalled
 from preemption_toleration.governance.views import FIELD_MANAGER
 from preemption_toleration.logs import configure_logging
 
@@ -96,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.priority is not None:
         config.peering_priority = args.priority
-    asyncio.run(
-        run_operator(config, peering_name=args.peering, liveness_endpoint=args.liveness, metrics_address=args.metrics)
+    return run_until_signalled(
+        lambda stop: run_operator(
+            config, stop, peering_name=args.peering, liveness_endpoint=args.liveness, metrics_address=args.metrics
+        )
     )
-    return 0

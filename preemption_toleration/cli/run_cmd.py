@@ -60,17 +60,16 @@ async def run_all(args: argparse.Namespace, stop: asyncio.Event, local: LocalClu
     await api.close()
     if user and not args.operator_identities:
         settings.operator_identities = [user]  # the operator below writes as this kubeconfig's user
-    operator_stop = asyncio.Event()
     webhook_ready = asyncio.Event()
     webhook = asyncio.create_task(run_webhook(settings, stop, webhook_ready))
     config = OperatorConfig(kubeconfig=args.kubeconfig, resync_seconds=args.resync_seconds)
-    operator = asyncio.create_task(run_operator(config, stop_flag=operator_stop, metrics_address=args.metrics))
-    # kopf installs its own SIGINT/SIGTERM handlers: whichever part ends first ends them all.
+    # kopf runs in a thread and event loop of its own (operator/supervision.py): whichever part ends first
+    # ends them all.
+    operator = asyncio.create_task(run_operator(config, stop, metrics_address=args.metrics))
     stopped = asyncio.create_task(stop.wait())
     scheduler = asyncio.create_task(_configure_scheduler(local, args.kubeconfig, webhook_ready, stop))
     await asyncio.wait({webhook, operator, stopped, scheduler}, return_when=asyncio.FIRST_COMPLETED)
     stop.set()
-    operator_stop.set()
     results = await asyncio.gather(webhook, operator, stopped, scheduler, return_exceptions=True)
     for result in results:
         if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):

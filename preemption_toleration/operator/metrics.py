@@ -31,6 +31,11 @@ class OperatorMetrics:
             ["outcome"],
             registry=self.registry,
         )
+        self.restarts = Counter(
+            "ptol_operator_restarts_total",
+            "Times kopf stopped by an error and was started again (after 1, 2, 5, 10, 30 s in a row).",
+            registry=self.registry,
+        )
         self.policies = Gauge("ptol_operator_policies", "Policies by Ready reason.", ["reason"], registry=self.registry)
 
 

@@ -1,8 +1,9 @@
-"""Running the operator: `ptol operator`, and as one task of `ptol run`."""
+"""Running the operator: `ptol operator`, and as one part of `ptol run`."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any, cast
 
 import kopf
@@ -10,27 +11,52 @@ import kopf
 from preemption_toleration.kube.peering import Peering, new_identity
 from preemption_toleration.operator.handlers import OperatorConfig, registry
 from preemption_toleration.operator.metrics import OperatorMetrics, serve_metrics
+from preemption_toleration.operator.supervision import keep_running, run_in_own_loop
+
+logger = logging.getLogger("preemption_toleration.operator")
+
+
+class NoSignalsWarning(logging.Filter):
+    """Drops kopf's warning that it ignores OS signals outside the main thread: kopf runs in a thread of its
+    own here, and the main thread takes SIGTERM and SIGINT and stops it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("OS signals are ignored")
 
 
 async def run_operator(
     config: OperatorConfig,
+    stop: asyncio.Event,
     *,
     peering_name: str | None = None,
-    stop_flag: asyncio.Event | None = None,
-    ready_flag: asyncio.Event | None = None,
     liveness_endpoint: str | None = None,
     metrics_address: str | None = None,
 ) -> None:
-    """Run until stopped. Without a peering name the operator runs standalone (one replica only)."""
+    """Run until `stop` is set. Without a peering name the operator runs standalone (one replica only).
+    kopf runs in a thread and event loop of its own, and again after a failure (supervision.py)."""
     metrics = OperatorMetrics()  # runtime state: kept out of the configuration, handed to kopf's memo
     # This replica's place in the peering, known to us (not only to kopf) so the resync can ask it.
     peering = Peering(peering_name, new_identity(), config.peering_priority) if peering_name else None
+    logging.getLogger("kopf._core.reactor.running").addFilter(NoSignalsWarning())
     metrics_runner = None
     if metrics_address:
         host, _, port = metrics_address.rpartition(":")
         metrics_runner = await serve_metrics(metrics, host.strip("[]") or "0.0.0.0", int(port))
+
+    async def run_once() -> None:
+        await run_in_own_loop(
+            lambda own_stop: _operator(config, metrics, peering, own_stop, liveness_endpoint), stop, "operator"
+        )
+
+    def restarting(error: Exception, delay: float) -> None:
+        metrics.restarts.inc()
+        logger.error(
+            "operator stopped by an error; starting it again",
+            extra={"error": f"{type(error).__name__}: {error}", "seconds": delay},
+        )
+
     try:
-        await _operator(config, metrics, peering, stop_flag, ready_flag, liveness_endpoint)
+        await keep_running(run_once, stop, restarting=restarting)
     finally:
         if metrics_runner is not None:
             await metrics_runner.cleanup()
@@ -40,8 +66,7 @@ async def _operator(
     config: OperatorConfig,
     metrics: OperatorMetrics,
     peering: Peering | None,
-    stop_flag: asyncio.Event | None,
-    ready_flag: asyncio.Event | None,
+    stop_flag: asyncio.Event,
     liveness_endpoint: str | None,
 ) -> None:
     await kopf.operator(
@@ -54,6 +79,5 @@ async def _operator(
         priority=config.peering_priority,
         memo=kopf.Memo(config=config, metrics=metrics, peering=peering),
         stop_flag=stop_flag,
-        ready_flag=ready_flag,
         liveness_endpoint=liveness_endpoint,
     )

@@ -114,6 +114,54 @@ async def test_the_operator_does_its_job_with_its_role_alone(
         kubectl("delete", "priorityclass", pc, "--ignore-not-found", check=False)
 
 
+async def test_the_operator_stopped_by_an_error_starts_again_and_does_its_job(
+    api: ApiClient, cluster: LocalCluster, kubectl: Kubectl, roles: None, tmp_path: Path
+) -> None:
+    """kopf ends the whole operator when a request fails with an error it does not retry. Seen: a 404 for
+    our CRD while a restarted API server does not serve it yet. Made here on purpose: a kubeconfig whose
+    token the API server refuses (401), fixed while the operator runs. kopf runs out of credentials and
+    stops; `ptol operator` runs it again after a backoff, in the same process, and it logs in again from
+    the fixed kubeconfig and does its job."""
+    health, metrics = free_port(), free_port()
+    args = with_value(deployment_args("operator")[1:], "--liveness", f"http://127.0.0.1:{health}/healthz")
+    args = with_value(args, "--metrics", f"127.0.0.1:{metrics}")
+    kubeconfig = cluster.write_kubeconfig(tmp_path / "operator.kubeconfig", OPERATOR, GROUPS)
+    valid = kubeconfig.read_text()
+    refused = yaml.safe_load(valid)
+    refused["users"][0]["user"] = {"token": "refused-by-the-api-server"}
+    kubeconfig.write_text(yaml.safe_dump(refused))
+    operator = ComponentProcess("operator", kubeconfig, tmp_path / "operator.log", *args, "--resync-seconds", "3")
+    operator.start()
+    pc, ptp = unique_name("restart-class"), unique_name("restart-policy")
+    try:
+        operator.wait_for("operator stopped by an error; starting it again", 0, timeout=60)
+        kubeconfig.write_text(valid)
+        kubectl("apply", "-f", "-", input=class_manifest(pc))
+        kubectl(
+            "apply",
+            "-f",
+            "-",
+            input=policy_manifest(
+                ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
+            ),
+        )
+        await eventually(
+            lambda: read_class(api, pc),
+            lambda c: ours(c) == {MIN: "10000", TOL: "-1"},
+            timeout=90,
+            what="annotations applied by the operator started again",
+        )
+        await wait_ready(api, ptp, "True", "Applied")
+        assert operator.running(), operator.log()[-3000:]
+        restarts = _samples(_get(f"http://127.0.0.1:{metrics}/metrics")[1])["ptol_operator_restarts_total"]
+        assert restarts >= 1, operator.log()[-3000:]
+    finally:
+        # its finalizer: removed by the operator, so before it stops
+        kubectl("delete", "ptp", ptp, "--ignore-not-found", "--wait=true", "--timeout=60s", check=False)
+        operator.stop()
+        kubectl("delete", "priorityclass", pc, "--ignore-not-found", check=False)
+
+
 @pytest.fixture
 def inert_configurations(kubectl: Kubectl) -> Iterator[None]:
     """Our three webhook configurations, calling a Service that does not exist here, made inert (they match
