@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
+
+logger = logging.getLogger("preemption_toleration.operator")
 
 # Seconds before each new run after a failed one. One more failure in a row than there are backoffs ends
 # the process (a Deployment restarts it, and its restart count shows the problem).
@@ -34,18 +38,23 @@ async def keep_running(
     healthy_after: float = HEALTHY_RUN_SECONDS,
     clock: Callable[[], float] = time.monotonic,
 ) -> None:
-    """Awaits `run_once()` again after each failure, until a run ends without one (it was stopped) or
-    `stop` is set. `restarting(error, delay)` is told before each wait. A failure while stopping, or one
-    more failure in a row than `backoffs` has entries (runs shorter than `healthy_after`), is raised."""
+    """Awaits `run_once()` again after each failure until `stop` is set. A run that ends without being
+    stopped failed too, error or not (kopf also returns when one of its tasks ends without an error).
+    `restarting(error, delay)` is told before each wait. One more failure in a row than `backoffs` has
+    entries (runs shorter than `healthy_after`) is raised. A failure once `stop` is set is only logged:
+    the stop was asked for, and kopf may take seconds to report a failure that came just before it."""
     failures = 0
     while True:
         started = clock()
         try:
             await run_once()
-            return
+            if stop.is_set():
+                return
+            raise StoppedUnasked("kopf stopped without an error and without being asked to")
         except Exception as error:
             if stop.is_set():
-                raise
+                logger.warning("operator failed while stopping", extra={"error": f"{type(error).__name__}: {error}"})
+                return
             if clock() - started >= healthy_after:
                 failures = 0
             if failures >= len(backoffs):
@@ -58,6 +67,10 @@ async def keep_running(
             return
         except TimeoutError:
             pass
+
+
+class StoppedUnasked(RuntimeError):
+    pass
 
 
 class _StopAcrossThreads:
@@ -82,7 +95,8 @@ class _StopAcrossThreads:
             self._asked = True
             if self._waiter is not None:
                 loop, event = self._waiter
-                if not loop.is_closed():
+                # the loop may close between a check and the call: its end is a stop too
+                with contextlib.suppress(RuntimeError):
                     loop.call_soon_threadsafe(event.set)
 
 
