@@ -60,11 +60,11 @@ def node_of(pod: dict[str, Any] | None) -> str | None:
 
 
 async def create_bound(
-    api: ApiClient, namespace: str, name: str, class_name: str, node: str, cpu: str = "2"
+    api: ApiClient, namespace: str, name: str, class_name: str, node: str, cpu: str = "2", timeout: float = 30
 ) -> dict[str, Any]:
     await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body(name, class_name, node, cpu))
     return await eventually(
-        lambda: read_pod(api, namespace, name), lambda p: node_of(p) == node, timeout=30, what=f"{name} bound"
+        lambda: read_pod(api, namespace, name), lambda p: node_of(p) == node, timeout=timeout, what=f"{name} bound"
     )
 
 

@@ -87,7 +87,9 @@ async def test_operator_webhooks_and_guard_resume_after_the_api_server_restarts(
 
         # The guard's pod, node and class caches know objects created after the restart.
         node = (await make_node(cpu="3", memory="8Gi")).metadata.name
-        await create_bound(api, namespace, "victim", after, node)
+        # kube-scheduler's own watches back off after failing to reconnect to a restarted API server (client-go
+        # waits up to 30 s plus as much jitter): once it binds the victim, its caches are current.
+        await create_bound(api, namespace, "victim", after, node, timeout=150)
         await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", high, node))
         await stays(api, namespace, "victim", "high", node)
         assert await events_of(api, namespace, "victim"), "the guard refused nothing: no PreemptionRefused Event"
