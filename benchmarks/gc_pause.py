@@ -7,7 +7,10 @@ N = 0, 50,000 and 150,000, and times, side by side in one process:
 
 - a full collection as the server would run it without a frozen heap;
 - the same after `freeze_heap()` (what `ptol webhook` does once its caches are listed);
-- the same after a tenth of the pods were replaced since the freeze (the new slim pods are not frozen).
+- the same after a tenth of the pods were replaced since the freeze (the new slim pods are not frozen);
+- a later listing of every pod (a watch that expired), decoded page by page as the informer does: the
+  full collections Python runs during it and the one after it, without and with `PageFreezer` (what
+  `ptol webhook` does on such a listing: freeze again every 20 pages).
 
 Reports medians of 5 collections each. Saves the figures to benchmarks/results/gc_pause.json. Run:
 
@@ -23,13 +26,14 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import save_results, shown
 from guard_latency import realistic_pod, snapshot_of
 
-from preemption_toleration.webhooks.runner import freeze_heap
+from preemption_toleration.webhooks.runner import REFREEZE_EVERY_PAGES, PageFreezer, freeze_heap
 
 COLLECTIONS = 5
 
@@ -41,6 +45,45 @@ def full_collection_ms() -> float:
         gc.collect()
         samples.append((time.perf_counter() - started) * 1000)
     return statistics.median(samples)
+
+
+class FullCollections:
+    """The full collections Python runs by itself while it is active, and how long each took (ms)."""
+
+    def __init__(self) -> None:
+        self.pauses: list[float] = []
+        self._started = 0.0
+
+    def __enter__(self) -> FullCollections:
+        gc.callbacks.append(self._observe)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        gc.callbacks.remove(self._observe)
+
+    def _observe(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        elif info["generation"] == 2:
+            self.pauses.append((time.perf_counter() - self._started) * 1000)
+
+
+def relist(snapshot: Any, size: int, freezer: PageFreezer | None, round_: int) -> dict[str, float]:
+    """Every pod replaced by a newly decoded record, in pages of 100, as a fresh listing does."""
+    bodies = [json.dumps(realistic_pod(i)) for i in range(100)]
+    with FullCollections() as during:
+        for start in range(0, size, 100):
+            for i in range(start, min(start + 100, size)):
+                pod = json.loads(bodies[i % 100])
+                pod["metadata"].update(name=f"pod-{i}", uid=f"uid-{i}", resourceVersion=f"{i}-{round_}")
+                snapshot.pods.put(pod)
+            if freezer is not None:
+                freezer.page_listed()
+    return {
+        "full_collections_during": len(during.pauses),
+        "longest_during_ms": round(max(during.pauses, default=0.0), 1),
+        "full_collection_after_ms": round(full_collection_ms(), 1),
+    }
 
 
 def main() -> None:
@@ -59,6 +102,8 @@ def main() -> None:
             pod["metadata"]["resourceVersion"] = f"{i}-2"
             snapshot.pods.put(json.loads(json.dumps(pod)))
         churned = full_collection_ms()
+        plain = relist(snapshot, size, None, 3)
+        refrozen = relist(snapshot, size, PageFreezer(REFREEZE_EVERY_PAGES), 4)
         rows.append(
             {
                 "pods": size,
@@ -67,6 +112,8 @@ def main() -> None:
                 "full_collection_ms": round(unfrozen, 1),
                 "after_freeze_ms": round(frozen, 2),
                 "after_freeze_and_a_tenth_replaced_ms": round(churned, 1),
+                "relist": plain,
+                "relist_refrozen": refrozen,
             }
         )
         gc.unfreeze()
@@ -78,6 +125,14 @@ def main() -> None:
             f"{row['pods']:>8} {row['tracked_objects']:>9} {row['full_collection_ms']:>11} "
             f"{row['after_freeze_ms']:>10} {row['after_freeze_and_a_tenth_replaced_ms']:>17}"
         )
+    print("a later listing of every pod: full collections during it (count, longest), and one after it")
+    for row in rows:
+        for label, key in (("as is", "relist"), ("frozen every 20 pages", "relist_refrozen")):
+            r = row[key]
+            print(
+                f"{row['pods']:>8} {label:>22}: {r['full_collections_during']} during, longest "
+                f"{r['longest_during_ms']} ms; after {r['full_collection_after_ms']} ms"
+            )
     print(f"saved to {shown(save_results('gc_pause', {'collections': COLLECTIONS, 'rows': rows}))}")
 
 

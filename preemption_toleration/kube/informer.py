@@ -228,6 +228,8 @@ class Informer:
         self.relists = 0
         self.pages = 0
         self.failures = 0
+        # Told after each page of a listing is in the store (the webhook freezes its heap there).
+        self.page_listed: Callable[[], None] | None = None
         # Freshness: whether a watch is open now, when the server last answered, and the failure since.
         self.clock = clock
         self.watching = False
@@ -294,6 +296,8 @@ class Informer:
             rest = decode_list(body, lambda raw: seen.add(self.store.put(raw)))
             del body
             self.pages += 1
+            if self.page_listed is not None:
+                self.page_listed()
             found = rest.get("metadata")
             metadata: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
             token = metadata.get("continue") or None

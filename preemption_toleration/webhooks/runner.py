@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -193,6 +194,8 @@ async def _synced_or_stopped(caches: AdmissionCaches, stop: asyncio.Event) -> bo
         return False
     logger.info("caches synced", extra={"objects": {s.resource: s.objects for s in caches.stats()}})
     freeze_heap()
+    if caches.pods is not None:
+        caches.pods.page_listed = PageFreezer(REFREEZE_EVERY_PAGES).page_listed
     return True
 
 
@@ -203,13 +206,45 @@ def freeze_heap() -> int:
     to traverse the heap: 175 ms with 150,000 cached pods, on the scheduler's hot path
     (benchmarks/gc_pause.py). Frozen objects are still freed when their last reference goes (a pod
     replaced or deleted); later collections traverse only what came after, so the pause grows back with the
-    pods replaced since (or listed again after an expired watch). A frozen object that becomes garbage in a
-    reference cycle is never collected: the start-up heap, once, at most (slim pods hold no cycles)."""
+    pods replaced since (a later listing of every pod is frozen as it comes: PageFreezer). A frozen object
+    that becomes garbage in a reference cycle is never collected: the start-up heap, once, at most (slim
+    pods hold no cycles)."""
     gc.collect()
     gc.freeze()
     frozen = gc.get_freeze_count()
     logger.info("heap frozen", extra={"objects": frozen})
     return frozen
+
+
+# A listing of pods after start-up (a watch that expired, an API server that lost it) replaces every pod
+# record; freezing the new ones as they come keeps full collections away, as freeze_heap did at start.
+REFREEZE_EVERY_PAGES = 20
+
+
+class PageFreezer:
+    """Every `every` pages listed: collects the young generations (about 1 ms: only what came since the
+    last collection of them) and freezes what is alive. A full collection is not needed first: the old
+    records a listing replaces are freed as soon as they are replaced (they hold no reference cycles), and
+    the young collection frees the cyclic garbage that is not yet old. What is frozen besides the new
+    records is what happened to be alive then (requests in flight, connections); those of them that become
+    cyclic garbage later are never collected, a bounded cost per listing, and listings after start-up are
+    rare. The last pages of a listing (fewer than `every`) stay unfrozen. benchmarks/gc_pause.py measures
+    a listing of 150,000 pods with and without it."""
+
+    def __init__(self, every: int, freeze: Callable[[], None] | None = None) -> None:
+        self.every = every
+        self.freeze = freeze or _collect_young_and_freeze
+        self.pages = 0
+
+    def page_listed(self) -> None:
+        self.pages += 1
+        if self.pages % self.every == 0:
+            self.freeze()
+
+
+def _collect_young_and_freeze() -> None:
+    gc.collect(1)
+    gc.freeze()
 
 
 async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:

@@ -229,3 +229,13 @@ def test_decode_list_refuses_what_is_no_list_object(body: bytes) -> None:
         return
     with pytest.raises(ValueError):
         decode_list(body, lambda item: None)
+
+
+async def test_each_page_of_a_listing_is_told_once_it_is_in_the_store() -> None:
+    api = FakeApi([pod(f"p{i}") for i in range(5)])
+    index = PodIndex()
+    cache = informer(api, index)
+    in_store: list[int] = []
+    cache.page_listed = lambda: in_store.append(len(index))
+    await cache._list()
+    assert in_store == [2, 4, 5]
