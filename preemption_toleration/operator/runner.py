@@ -24,6 +24,9 @@ class NoSignalsWarning(logging.Filter):
         return not record.getMessage().startswith("OS signals are ignored")
 
 
+_NO_SIGNALS_WARNING = NoSignalsWarning()  # one instance: adding it again changes nothing
+
+
 async def run_operator(
     config: OperatorConfig,
     stop: asyncio.Event,
@@ -37,7 +40,7 @@ async def run_operator(
     metrics = OperatorMetrics()  # runtime state: kept out of the configuration, handed to kopf's memo
     # This replica's place in the peering, known to us (not only to kopf) so the resync can ask it.
     peering = Peering(peering_name, new_identity(), config.peering_priority) if peering_name else None
-    logging.getLogger("kopf._core.reactor.running").addFilter(NoSignalsWarning())
+    logging.getLogger("kopf._core.reactor.running").addFilter(_NO_SIGNALS_WARNING)
     metrics_runner = None
     if metrics_address:
         host, _, port = metrics_address.rpartition(":")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -44,6 +44,19 @@ def policy_manifest(name: str, spec: dict[str, Any]) -> str:
             "metadata": {"name": name},
             "spec": spec,
         }
+    )
+
+
+def apply_class_and_policy(kubectl: Callable[..., object], pc: str, ptp: str) -> None:
+    """`kubectl apply` of class `pc`, then of policy `ptp` for it: never preempted below priority 10000."""
+    kubectl("apply", "-f", "-", input=class_manifest(pc))
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=policy_manifest(
+            ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
+        ),
     )
 
 

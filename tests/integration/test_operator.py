@@ -23,6 +23,7 @@ from tests.integration.helpers import eventually, unique_name
 from tests.integration.objects import (
     MIN,
     TOL,
+    apply_class_and_policy,
     class_manifest,
     ours,
     policy_manifest,
@@ -218,15 +219,7 @@ async def test_hand_changes_are_put_back(
 ) -> None:
     pc, ptp = unique_name("guarded"), unique_name("policy")
     cleanup += [("pc", pc), ("ptp", ptp)]
-    kubectl("apply", "-f", "-", input=class_manifest(pc))
-    kubectl(
-        "apply",
-        "-f",
-        "-",
-        input=policy_manifest(
-            ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
-        ),
-    )
+    apply_class_and_policy(kubectl, pc, ptp)
     await wait_annotations(api, pc, {MIN: "10000", TOL: "-1"})
 
     kubectl("annotate", "--overwrite", "priorityclass", pc, f"{MIN}=9000")
@@ -240,15 +233,7 @@ async def test_two_policies_on_one_class_older_wins_without_flapping(
 ) -> None:
     pc, older, newer = unique_name("contested"), unique_name("older"), unique_name("newer")
     cleanup += [("pc", pc), ("ptp", older), ("ptp", newer)]
-    kubectl("apply", "-f", "-", input=class_manifest(pc))
-    kubectl(
-        "apply",
-        "-f",
-        "-",
-        input=policy_manifest(
-            older, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
-        ),
-    )
+    apply_class_and_policy(kubectl, pc, older)
     await wait_ready(api, older, "True", "Applied")
     await asyncio.sleep(1.1)  # creation timestamps have second resolution
     kubectl(
@@ -479,15 +464,7 @@ async def test_explain_reads_the_cluster(
 ) -> None:
     pc, ptp = unique_name("explained"), unique_name("policy")
     cleanup += [("pc", pc), ("ptp", ptp)]
-    kubectl("apply", "-f", "-", input=class_manifest(pc))
-    kubectl(
-        "apply",
-        "-f",
-        "-",
-        input=policy_manifest(
-            ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
-        ),
-    )
+    apply_class_and_policy(kubectl, pc, ptp)
     await wait_annotations(api, pc, {MIN: "10000", TOL: "-1"})
     await client.CoreV1Api(api).create_namespaced_pod(
         namespace,

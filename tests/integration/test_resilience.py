@@ -16,7 +16,14 @@ from preemption_toleration.devcluster import LocalCluster
 from tests.integration.components import RunProcess, ptol_run
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import denied, eventually, unique_name
-from tests.integration.objects import MIN, TOL, class_manifest, policy_manifest, wait_annotations, wait_ready
+from tests.integration.objects import (
+    MIN,
+    TOL,
+    apply_class_and_policy,
+    class_manifest,
+    wait_annotations,
+    wait_ready,
+)
 from tests.integration.pods import create_bound, events_of, pod_body, stays
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -44,15 +51,7 @@ async def test_operator_webhooks_and_guard_resume_after_the_api_server_restarts(
     names = (high, before, after)
     try:
         kubectl("apply", "-f", "-", input=class_manifest(high, 9000))
-        kubectl("apply", "-f", "-", input=class_manifest(before))
-        kubectl(
-            "apply",
-            "-f",
-            "-",
-            input=policy_manifest(
-                before, {"priorityClassName": before, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
-            ),
-        )
+        apply_class_and_policy(kubectl, before, before)
         await wait_annotations(api, before, {MIN: "10000", TOL: "-1"})
 
         # Several times: a watch that reconnects while the restarted server does not serve our CRD yet gets a
@@ -63,15 +62,7 @@ async def test_operator_webhooks_and_guard_resume_after_the_api_server_restarts(
 
         # The operator: a class, then its policy, both created after the restart. (In this order the
         # mutating webhook has nothing to add, so the annotations can only come from the operator.)
-        kubectl("apply", "-f", "-", input=class_manifest(after))
-        kubectl(
-            "apply",
-            "-f",
-            "-",
-            input=policy_manifest(
-                after, {"priorityClassName": after, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
-            ),
-        )
+        apply_class_and_policy(kubectl, after, after)
         await eventually(
             lambda: _annotations_within(api, after),
             bool,

@@ -29,7 +29,15 @@ from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME, serv
 from tests.integration.components import INSTALL_NAMESPACE, OPERATOR_USER, ROOT, WEBHOOK_USER, rbac_installed
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import eventually, unique_name
-from tests.integration.objects import MIN, TOL, class_manifest, ours, policy_manifest, read_class, wait_ready
+from tests.integration.objects import (
+    MIN,
+    TOL,
+    apply_class_and_policy,
+    class_manifest,
+    ours,
+    read_class,
+    wait_ready,
+)
 from tests.integration.pods import create_bound, events_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -80,15 +88,7 @@ async def test_the_operator_does_its_job_with_its_role_alone(
     operator = run_as(cluster, tmp_path, OPERATOR, "operator", *args, "--resync-seconds", "3")
     pc, ptp = unique_name("sa-class"), unique_name("sa-policy")
     try:
-        kubectl("apply", "-f", "-", input=class_manifest(pc))
-        kubectl(
-            "apply",
-            "-f",
-            "-",
-            input=policy_manifest(
-                ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
-            ),
-        )
+        apply_class_and_policy(kubectl, pc, ptp)
         await eventually(
             lambda: read_class(api, pc),
             lambda c: ours(c) == {MIN: "10000", TOL: "-1"},
@@ -136,15 +136,7 @@ async def test_the_operator_stopped_by_an_error_starts_again_and_does_its_job(
     try:
         operator.wait_for("operator stopped by an error; starting it again", 0, timeout=60)
         kubeconfig.write_text(valid)
-        kubectl("apply", "-f", "-", input=class_manifest(pc))
-        kubectl(
-            "apply",
-            "-f",
-            "-",
-            input=policy_manifest(
-                ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
-            ),
-        )
+        apply_class_and_policy(kubectl, pc, ptp)
         await eventually(
             lambda: read_class(api, pc),
             lambda c: ours(c) == {MIN: "10000", TOL: "-1"},
