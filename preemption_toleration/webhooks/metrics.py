@@ -6,11 +6,12 @@ import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from preemption_toleration.kube.informer import CacheStats
+from preemption_toleration.webhooks.hot_metrics import HotCounter, HotHistogram
 
 logger = logging.getLogger("preemption_toleration.webhooks")
 REFUSED_PREEMPTOR_SERIES = 100  # preemptors with a series of their own: the most recently refused
@@ -19,24 +20,25 @@ REFUSED_PREEMPTOR_SERIES = 100  # preemptors with a series of their own: the mos
 class WebhookMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        self.requests = Counter(
+        # Updated on every request: plain numbers, made into metrics when scraped (see hot_metrics).
+        self.requests = HotCounter(
             "ptol_webhook_requests_total",
             "Admission requests by endpoint and HTTP status code.",
             ["endpoint", "code"],
-            registry=self.registry,
+            self.registry,
         )
-        self.decisions = Counter(
+        self.decisions = HotCounter(
             "ptol_webhook_decisions_total",
             "Admission decisions by endpoint and outcome (allowed, denied, mutated, warned).",
             ["endpoint", "decision"],
-            registry=self.registry,
+            self.registry,
         )
-        self.latency = Histogram(
+        self.latency = HotHistogram(
             "ptol_webhook_request_seconds",
             "Time to answer an admission request.",
             ["endpoint"],
-            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
-            registry=self.registry,
+            (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
+            self.registry,
         )
         self.guard_refusals = Counter(
             "ptol_guard_refusals_total",
@@ -53,12 +55,12 @@ class WebhookMetrics:
             ["choice"],
             registry=self.registry,
         )
-        self.preemptor_sources = Counter(
+        self.preemptor_sources = HotCounter(
             "ptol_guard_preemptor_source_total",
             "Preemptions the guard judged, by how it knew the preemptor: recorded (named by the scheduler's "
             "extender call), inferred (from pending pods), named (an Eviction's annotation).",
             ["source"],
-            registry=self.registry,
+            self.registry,
         )
         self.refusals_by_preemptor = Counter(
             "ptol_guard_refusals_by_preemptor_total",

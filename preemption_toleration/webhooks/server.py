@@ -209,18 +209,33 @@ class WebhookApp:
         return app
 
     def _handler(self, endpoint: Endpoint) -> Callable[[web.Request], Any]:
-        async def answer(request: web.Request) -> web.Response:
-            return await self._answer(endpoint, request)
+        """One coroutine per request, reading, judging and counting (each layer more costs about 1 µs)."""
+        name, latency = endpoint.name, self.metrics.latency.series(endpoint.name)
 
-        return self._timed(endpoint.name, answer)
+        async def handle(request: web.Request) -> web.Response:
+            started = time.perf_counter()
+            try:
+                body = await _read_body(request, self.max_body_bytes)
+            except BadRequest as problem:
+                status, answer = self._bad_request(endpoint, str(problem))
+            else:
+                status, answer = self.answer(endpoint, body)
+            response = _json(answer, status)
+            self.metrics.requests.inc(name, str(status))
+            latency.observe(time.perf_counter() - started)
+            if self.draining:
+                response.force_close()
+            return response
+
+        return handle
 
     def _timed(self, name: str, answer: Callable[[web.Request], Any]) -> Callable[[web.Request], Any]:
-        latency = self._child(self.metrics.latency, name)
+        latency = self.metrics.latency.series(name)
 
         async def handle(request: web.Request) -> web.Response:
             started = time.perf_counter()
             response: web.Response = await answer(request)
-            self._child(self.metrics.requests, name, str(response.status)).inc()
+            self.metrics.requests.inc(name, str(response.status))
             latency.observe(time.perf_counter() - started)
             if self.draining:
                 response.force_close()
@@ -311,15 +326,6 @@ class WebhookApp:
             "this is a bug of preemption-toleration, please report it"
         }
 
-    async def _answer(self, endpoint: Endpoint, request: web.Request) -> web.Response:
-        try:
-            body = await _read_body(request, self.max_body_bytes)
-        except BadRequest as problem:
-            status, answer = self._bad_request(endpoint, str(problem))
-            return _json(answer, status)
-        status, answer = self.answer(endpoint, body)
-        return _json(answer, status)
-
     @staticmethod
     def _bad_request(endpoint: Endpoint, problem: str) -> tuple[int, dict[str, Any]]:
         logger.warning("bad admission request", extra={"endpoint": endpoint.path, "problem": problem})
@@ -331,7 +337,7 @@ class WebhookApp:
         try:
             payload = _decode(body)
             if endpoint.name == GUARD and self._not_a_preemption(payload):
-                self._child(self.metrics.decisions, endpoint.name, "allowed").inc()
+                self.metrics.decisions.inc(endpoint.name, "allowed")
                 return 200, _allowed(payload)
             review = _review(payload)
             admission = review.request
@@ -377,7 +383,7 @@ class WebhookApp:
         assert self.guard is not None
         verdict = judge(request, self.guard.snapshot(), self.guard.config)
         if verdict.source is not None:
-            self._child(self.metrics.preemptor_sources, verdict.source.value).inc()
+            self.metrics.preemptor_sources.inc(verdict.source.value)
         refusal = verdict.refusal
         if refusal is not None:
             mode = "audit" if refusal.audit else "enforce"
@@ -409,12 +415,12 @@ class WebhookApp:
         return verdict.response
 
     def _count(self, endpoint: Endpoint, decision: AdmissionResponse) -> None:
-        outcome = "allowed" if decision.allowed else "denied"
-        self._child(self.metrics.decisions, endpoint.name, outcome).inc()
+        count = self.metrics.decisions.inc
+        count(endpoint.name, "allowed" if decision.allowed else "denied")
         if decision.patch:
-            self._child(self.metrics.decisions, endpoint.name, "mutated").inc()
+            count(endpoint.name, "mutated")
         if decision.warnings:
-            self._child(self.metrics.decisions, endpoint.name, "warned").inc()
+            count(endpoint.name, "warned")
 
     def _child(self, metric: Any, *labels: str) -> Any:
         """`metric.labels(*labels)`, looked up once: the per-request cost of metrics stays a few additions."""

@@ -299,7 +299,7 @@ async def test_the_guard_judges_a_victim_against_the_preemptor_the_extender_was_
     assert recorded["response"]["allowed"] is False
     assert "team/high, priority 9000" in recorded["response"]["status"]["message"]
     sources = extender_http.app_metrics.preemptor_sources  # type: ignore[attr-defined]
-    assert (sources.labels("inferred")._value.get(), sources.labels("recorded")._value.get()) == (1, 1)
+    assert (sources.value("inferred"), sources.value("recorded")) == (1, 1)
     by_preemptor = extender_http.app_metrics.refusals_by_preemptor  # type: ignore[attr-defined]
     assert by_preemptor.labels("team/high")._value.get() == 1
 
