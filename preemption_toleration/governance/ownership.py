@@ -69,9 +69,12 @@ class PolicyIndex:
     def claimants(self, view: ClassView, *, exists: bool = True) -> list[PolicyView]:
         """The policies that claim the class, oldest first: the first one governs it. A class that does not
         exist (`exists=False`) is claimed only by name: selectors govern existing classes."""
-        found = list(self.by_class_name.get(view.name, ()))
+        return self.claimants_of(view.name, view.labels, exists=exists)
+
+    def claimants_of(self, name: str, labels: Mapping[str, str], *, exists: bool = True) -> list[PolicyView]:
+        """`claimants` of the class with this name and these labels (what a view holds of them)."""
+        found = list(self.by_class_name.get(name, ()))
         if exists:
-            labels = view.labels
             for pair in labels.items():
                 found += [
                     policy for policy, selector in self.by_pair.get(pair, ()) if selector_matches(selector, labels)

@@ -97,6 +97,14 @@ def owned_annotation_keys(managed_fields: Any, manager: str = FIELD_MANAGER) -> 
     return frozenset(owned)
 
 
+def class_name_of(metadata: Mapping[str, Any]) -> str:
+    return str(metadata.get("name"))
+
+
+def class_labels_of(metadata: Mapping[str, Any]) -> dict[str, str]:
+    return {str(key): str(value) for key, value in as_mapping(metadata.get("labels")).items()}
+
+
 def class_view(obj: Mapping[str, Any], manager: str | None = FIELD_MANAGER) -> ClassView:
     """What governance needs of a PriorityClass. Admission requests can carry malformed objects (the
     webhook refuses them, but only after this view is taken): wrong types read as absent. With `manager`
@@ -104,11 +112,11 @@ def class_view(obj: Mapping[str, Any], manager: str | None = FIELD_MANAGER) -> C
     metadata = as_mapping(obj.get("metadata"))
     annotations = as_mapping(metadata.get("annotations"))
     return ClassView(
-        name=str(metadata.get("name")),
+        name=class_name_of(metadata),
         uid=str(metadata.get("uid") or ""),
         resource_version=str(metadata.get("resourceVersion") or ""),
         value=as_int(obj.get("value")),
-        labels={str(key): str(value) for key, value in as_mapping(metadata.get("labels")).items()},
+        labels=class_labels_of(metadata),
         annotations={key: str(annotations[key]) for key in POLICY_KEYS if key in annotations},
         owned_keys=owned_annotation_keys(metadata.get("managedFields"), manager) if manager else frozenset(),
     )

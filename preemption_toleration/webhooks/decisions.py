@@ -12,7 +12,14 @@ from preemption_toleration.core.annotations import POLICY_KEYS, annotations_of
 from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.governance.ownership import PolicyIndex, age_order
 from preemption_toleration.governance.plan import LabelIndex, desired_annotations, governed_names
-from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
+from preemption_toleration.governance.views import (
+    ClassView,
+    PolicyView,
+    class_labels_of,
+    class_name_of,
+    class_view,
+    policy_view,
+)
 from preemption_toleration.validation.findings import Finding
 from preemption_toleration.validation.policy import parse_policy
 from preemption_toleration.validation.priority_class import (
@@ -81,27 +88,30 @@ def validate_priority_class(
 ) -> AdmissionResponse:
     obj = request.object or {}
     findings = check_priority_class(obj)
-    errors, warnings = _ratchet(findings, [])
+    errors, warnings = _ratchet(findings, []) if findings else ([], [])
     if errors and request.old_object:  # only an error can be excused by the old object having it too
         errors, warnings = _ratchet(findings, check_priority_class(request.old_object))
     if errors:
         return deny(request.uid, 422, " ".join(f.message for f in errors), warnings=warnings)
     if request.user_info.username not in config.operator_identities:
-        view = class_view(obj, manager=None)
-        found = snapshot.ownership.claimants(view)
+        # Who claims the class needs its name and labels only: no whole ClassView is built (this runs on
+        # every PriorityClass write).
+        metadata = as_mapping(obj.get("metadata"))
+        name = class_name_of(metadata)
+        found = snapshot.ownership.claimants_of(name, class_labels_of(metadata))
         before = (
             snapshot.ownership.claimants(class_view(request.old_object, manager=None))
             if request.old_object and len(found) > 1  # a single claimant is never a new contest
             else []
         )
-        warnings += _contested_warning(view.name, found, before)
+        warnings += _contested_warning(name, found, before)
         governing = _governing(found)
         if governing is not None:
             policy_name, values = governing
             old = {k: str(v) for k, v in annotations_of(request.old_object or {}).items() if k in POLICY_KEYS}
             new = {k: str(v) for k, v in annotations_of(obj).items() if k in POLICY_KEYS}
             refused = check_managed_annotation_change(
-                request.name or view.name, old, new, ManagedAnnotations(policy_name, values)
+                request.name or name, old, new, ManagedAnnotations(policy_name, values)
             )
             if refused:
                 return deny(request.uid, 403, " ".join(f.message for f in refused), warnings=warnings)
@@ -117,14 +127,15 @@ def mutate_priority_class(request: AdmissionRequest, snapshot: Snapshot) -> Admi
     obj = request.object or {}
     if request.operation != "CREATE":
         return allow(request.uid)
-    view = class_view(obj, manager=None)
-    governing = _governing(snapshot.ownership.claimants(view))
+    metadata = as_mapping(obj.get("metadata"))
+    name = class_name_of(metadata)
+    governing = _governing(snapshot.ownership.claimants_of(name, class_labels_of(metadata)))
     if governing is None:
         return allow(request.uid)
     policy_name, values = governing
     current: dict[str, Any] = dict(annotations_of(obj))
     patch: list[dict[str, Any]] = []
-    if not (obj.get("metadata") or {}).get("annotations"):
+    if not metadata.get("annotations"):
         patch.append({"op": "add", "path": "/metadata/annotations", "value": {}})
     warnings: list[str] = []
     for key in POLICY_KEYS:
@@ -133,13 +144,13 @@ def mutate_priority_class(request: AdmissionRequest, snapshot: Snapshot) -> Admi
             patch.append({"op": "add", "path": path, "value": values[key]})  # add replaces an existing key
             if key in current:
                 warnings.append(
-                    f'PriorityClass "{view.name}": {key} set to "{values[key]}" by '
+                    f'PriorityClass "{name}": {key} set to "{values[key]}" by '
                     f'PreemptionTolerationPolicy "{policy_name}" (was "{current[key]}").'
                 )
         elif key not in values and key in current:
             patch.append({"op": "remove", "path": path})
             warnings.append(
-                f'PriorityClass "{view.name}": {key} removed: PreemptionTolerationPolicy '
+                f'PriorityClass "{name}": {key} removed: PreemptionTolerationPolicy '
                 f'"{policy_name}" governs this class and does not set it.'
             )
     if len(patch) == 1 and patch[0]["path"] == "/metadata/annotations":

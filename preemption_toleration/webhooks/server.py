@@ -155,6 +155,14 @@ def _json(body: Any, status: int = 200) -> web.Response:
     return web.Response(body=to_json(body), status=status, content_type="application/json")
 
 
+def _review_answer(body: Any, status: int) -> web.Response:
+    """An admission answer, whose AdmissionResponse model is written by pydantic-core in the same pass as
+    the rest (by its camelCase aliases, unset fields left out): no dictionary of it is built first."""
+    return web.Response(
+        body=to_json(body, by_alias=True, exclude_none=True), status=status, content_type="application/json"
+    )
+
+
 def _allowed(payload: Mapping[str, Any]) -> dict[str, Any]:
     """An "allowed" answer to a review checked by `WebhookApp._not_a_preemption`."""
     return {
@@ -220,7 +228,7 @@ class WebhookApp:
                 status, answer = self._bad_request(endpoint, str(problem))
             else:
                 status, answer = self.answer(endpoint, body)
-            response = _json(answer, status)
+            response = _review_answer(answer, status)
             self.metrics.requests.inc(name, str(status))
             latency.observe(time.perf_counter() - started)
             if self.draining:
