@@ -4,7 +4,7 @@ the CRD schema cannot express on Kubernetes 1.20 (exactly one target, a non-empt
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
@@ -140,8 +140,18 @@ def _semantic_findings(name: str, spec: PreemptionTolerationPolicySpec) -> list[
     return findings
 
 
-def parse_policy(obj: Mapping[str, Any]) -> tuple[PreemptionTolerationPolicy | None, list[Finding]]:
-    """The policy model and every finding; the model is None when any error was found."""
+class PolicyParts(NamedTuple):
+    """A policy's name, its metadata and spec models (both None when any error was found), and every
+    finding."""
+
+    name: str
+    metadata: ObjectMeta | None
+    spec: PreemptionTolerationPolicySpec | None
+    findings: list[Finding]
+
+
+def read_policy(obj: Mapping[str, Any]) -> PolicyParts:
+    """`parse_policy` without the model around the parts (the admission webhook needs only the spec)."""
     metadata = obj.get("metadata")
     name = str(metadata.get("name")) if is_mapping(metadata) and metadata.get("name") else "<unnamed>"
     findings: list[Finding] = []
@@ -159,15 +169,15 @@ def parse_policy(obj: Mapping[str, Any]) -> tuple[PreemptionTolerationPolicy | N
         findings.append(
             error("spec", f"{subject(name)}: spec is {spec!r}, not a mapping. Fix: add a spec with a target.")
         )
-        return None, findings
+        return PolicyParts(name, None, None, findings)
     try:
         spec_model = PreemptionTolerationPolicySpec.model_validate(spec)
     except ValidationError as invalid:
         findings += [_shape_finding(name, detail) for detail in invalid.errors()]
-        return None, findings
+        return PolicyParts(name, None, None, findings)
     findings += _semantic_findings(name, spec_model)
     if any(finding.is_error for finding in findings):
-        return None, findings
+        return PolicyParts(name, None, None, findings)
     try:
         metadata_model = ObjectMeta.model_validate(metadata or {})
     except ValidationError as invalid:
@@ -175,8 +185,16 @@ def parse_policy(obj: Mapping[str, Any]) -> tuple[PreemptionTolerationPolicy | N
             error("invalid-field", f"{subject(name)}: metadata.{'.'.join(map(str, d['loc']))}: {d['msg']}.")
             for d in invalid.errors()
         ]
-        return None, findings
-    return PreemptionTolerationPolicy(metadata=metadata_model, spec=spec_model), findings
+        return PolicyParts(name, None, None, findings)
+    return PolicyParts(name, metadata_model, spec_model, findings)
+
+
+def parse_policy(obj: Mapping[str, Any]) -> tuple[PreemptionTolerationPolicy | None, list[Finding]]:
+    """The policy model and every finding; the model is None when any error was found."""
+    parts = read_policy(obj)
+    if parts.metadata is None or parts.spec is None:
+        return None, parts.findings
+    return PreemptionTolerationPolicy(metadata=parts.metadata, spec=parts.spec), parts.findings
 
 
 def check_policy(obj: Mapping[str, Any]) -> list[Finding]:

@@ -21,7 +21,7 @@ from preemption_toleration.governance.views import (
     policy_view,
 )
 from preemption_toleration.validation.findings import Finding
-from preemption_toleration.validation.policy import parse_policy
+from preemption_toleration.validation.policy import read_policy
 from preemption_toleration.validation.priority_class import (
     ManagedAnnotations,
     check_managed_annotation_change,
@@ -122,6 +122,9 @@ def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
+_ANNOTATION_PATHS = {key: f"/metadata/annotations/{_escape(key)}" for key in POLICY_KEYS}  # JSON Pointers
+
+
 def mutate_priority_class(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionResponse:
     """On CREATE, give a class that a policy already governs the policy's annotations at once."""
     obj = request.object or {}
@@ -133,13 +136,13 @@ def mutate_priority_class(request: AdmissionRequest, snapshot: Snapshot) -> Admi
     if governing is None:
         return allow(request.uid)
     policy_name, values = governing
-    current: dict[str, Any] = dict(annotations_of(obj))
+    current = as_mapping(metadata.get("annotations"))
     patch: list[dict[str, Any]] = []
     if not metadata.get("annotations"):
         patch.append({"op": "add", "path": "/metadata/annotations", "value": {}})
     warnings: list[str] = []
     for key in POLICY_KEYS:
-        path = f"/metadata/annotations/{_escape(key)}"
+        path = _ANNOTATION_PATHS[key]
         if key in values and current.get(key) != values[key]:
             patch.append({"op": "add", "path": path, "value": values[key]})  # add replaces an existing key
             if key in current:
@@ -165,7 +168,10 @@ def _conflict(name: str, spec: Any, snapshot: Snapshot) -> str | None:
     others: dict[str, PolicyView] = {}
     for class_name in governed_names(spec, snapshot.classes, snapshot.labels):
         view = snapshot.classes.get(class_name)
-        claimed = snapshot.ownership.claimants(view or ClassView(class_name, 0), exists=view is not None)
+        if view is None:  # claimed by name only
+            claimed = snapshot.ownership.claimants_of(class_name, {}, exists=False)
+        else:
+            claimed = snapshot.ownership.claimants_of(class_name, view.labels)
         for other in claimed:
             if other.name != name:
                 shared.setdefault(other.name, set()).add(class_name)
@@ -187,19 +193,18 @@ def validate_policy(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionR
         deleting = as_mapping(obj.get("metadata")).get("deletionTimestamp")
         if deleting or obj.get("spec") == old.get("spec"):
             return allow(request.uid)  # finalizers, labels, annotations: the spec was judged before
-    model, findings = parse_policy(obj)
-    errors, warnings = _ratchet(findings, [])
+    parts = read_policy(obj)
+    errors, warnings = _ratchet(parts.findings, []) if parts.findings else ([], [])
     if errors and old is not None:  # only an error can be excused by the old object having it too
-        errors, warnings = _ratchet(findings, parse_policy(old)[1])
-    if errors or model is None:
+        errors, warnings = _ratchet(parts.findings, read_policy(old).findings)
+    if errors or parts.spec is None:
         return deny(
             request.uid, 422, " ".join(f.message for f in errors) or "The policy is invalid.", warnings=warnings
         )
-    name = model.metadata.name or ""
-    conflict = _conflict(name, model.spec, snapshot)
+    conflict = _conflict(parts.name, parts.spec, snapshot)
     if conflict is not None:
-        old_model = parse_policy(old)[0] if old is not None else None
-        if old_model is not None and _conflict(name, old_model.spec, snapshot) == conflict:
+        old_spec = read_policy(old).spec if old is not None else None
+        if old_spec is not None and _conflict(parts.name, old_spec, snapshot) == conflict:
             return allow(request.uid, [*warnings, conflict])  # not made worse by this change
         return deny(request.uid, 409, conflict, warnings=warnings)
     return allow(request.uid, warnings)
