@@ -9,6 +9,8 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
+from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY as MIN
+from preemption_toleration.core.annotations import TOLERATION_SECONDS as TOL
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.kube.informer import CacheStats
 from preemption_toleration.webhooks.decisions import snapshot_of
@@ -361,3 +363,33 @@ async def test_a_connection_accepted_before_the_drain_ends_still_gets_its_answer
     finally:
         writer.close()
         await runner.cleanup()
+
+
+async def test_a_mutation_answer_is_written_in_the_api_servers_field_names() -> None:
+    """The AdmissionResponse model is serialized with the rest of the review: camelCase names, the patch in
+    base64, and no field for what is unset (the API server refuses a response with an unknown field)."""
+    import base64
+
+    governing = {
+        "apiVersion": "preemption-toleration.dev/v1alpha1",
+        "kind": "PreemptionTolerationPolicy",
+        "metadata": {"name": "forever", "creationTimestamp": "2026-11-01T00:00:00Z", "generation": 1},
+        "spec": {"priorityClassName": "low-np", "minimumPreemptablePriority": 10000, "tolerationSeconds": -1},
+    }
+    snapshot = snapshot_of({"forever": governing}, {})
+    app = WebhookApp(lambda: snapshot, not_ready).build()
+    async with TestClient(TestServer(app)) as client:
+        created = priority_class("low-np", 8000, "9000")  # the policy says 10000: set, with a warning
+        response = await client.post("/mutate/priorityclasses", json=review(created, uid="u-1"))
+        body = await response.json()
+    answer = body["response"]
+    assert sorted(answer) == ["allowed", "patch", "patchType", "uid", "warnings"]
+    assert (answer["uid"], answer["allowed"], answer["patchType"]) == ("u-1", True, "JSONPatch")
+    minimum, seconds = (f"/metadata/annotations/{key.replace('/', '~1')}" for key in (MIN, TOL))
+    assert json.loads(base64.b64decode(answer["patch"])) == [
+        {"op": "add", "path": minimum, "value": "10000"},
+        {"op": "add", "path": seconds, "value": "-1"},
+    ]
+    assert answer["warnings"] == [
+        f'PriorityClass "low-np": {MIN} set to "10000" by PreemptionTolerationPolicy "forever" (was "9000").'
+    ]
