@@ -70,6 +70,22 @@ def pin(pid: int, cpu: int | None) -> None:
         os.sched_setaffinity(pid, {cpu})
 
 
+def pin_control_plane(cluster: LocalCluster, cpu: int | None) -> None:
+    """Move every thread of the control plane's processes (Go runs many) to `cpu`: off the CPU whose time
+    the servers under test are measured on, where its background work (leases, heartbeats, etcd) would
+    evict their caches at random moments."""
+    if cpu is None:
+        return
+    for component in cluster.status():
+        if not component.running:
+            continue
+        for task in Path(f"/proc/{component.pid}/task").iterdir():
+            try:
+                os.sched_setaffinity(int(task.name), {cpu})
+            except ProcessLookupError:  # a thread that has just ended
+                continue
+
+
 @contextmanager
 def ptol_webhook(
     cluster: LocalCluster, *, register: bool = False, cpu: int | None = None, log_name: str = "ptol-webhook.log"

@@ -4,7 +4,8 @@ A local control plane (etcd, kube-apiserver 1.20, kube-scheduler, node agent) ho
 PriorityClasses with and without our annotations, PreemptionTolerationPolicies, pods of a few KB on
 simulated nodes, and a pending higher-priority pod. The real `ptol webhook` (guard enforced) serves it
 from its caches; `_bare_webhook.py` only parses the AdmissionReview and allows it. Both are separate
-processes on one CPU; `wrk -t1` (16 connections, on another CPU) POSTs an AdmissionReview body to each,
+processes on one CPU, with nothing else on it (the control plane is moved to the other CPU for the
+measurement); `wrk -t1` (16 connections, on that other CPU) POSTs an AdmissionReview body to each,
 back to back in alternating order, endpoint by endpoint, for a few rounds. The ratio is the median of the
 rounds' ours/bare ratios; the "CPU ratio" compares requests per CPU-second of the server process instead,
 which a busy machine disturbs less. The bodies are built around objects read back from this API server
@@ -35,7 +36,17 @@ from typing import Any
 
 from _cluster import api_client, bounded, local_cluster
 from _common import save_results, shown
-from _webhook_bench import bare_webhook, decision, install_crd, log_problems, ptol_webhook, raw, realistic_pod, review
+from _webhook_bench import (
+    bare_webhook,
+    decision,
+    install_crd,
+    log_problems,
+    pin_control_plane,
+    ptol_webhook,
+    raw,
+    realistic_pod,
+    review,
+)
 from _wrk import CONNECTIONS, Run, post_script, wrk
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
@@ -208,6 +219,7 @@ def benchmark(
     cpus = sorted(os.sched_getaffinity(0))
     server_cpu, wrk_cpu = (cpus[0], cpus[1]) if len(cpus) >= 2 else (None, None)
     scripts = {key: post_script(body, scratch / key) for key, body in bodies.items()}
+    pin_control_plane(cluster, wrk_cpu)
     with (
         ptol_webhook(cluster, cpu=server_cpu) as (ours, ours_pid),
         bare_webhook(cluster.logs_dir / "bare-webhook.log", cpu=server_cpu) as (bare, bare_pid),
