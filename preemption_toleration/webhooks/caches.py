@@ -74,6 +74,11 @@ class AdmissionCaches:
             PLURAL, listers.policies(api), self.policy_store, logger, self._changed, page_size=page_size
         )
         self._snapshot: Snapshot | None = None
+        # What each kind of decision reads, listed once: `problems` is asked on every request.
+        self._needed: dict[Needs, list[Informer]] = {
+            "admission": [self.classes, self.policies],
+            "all": [informer for informer in self.informers() if informer is not self.budgets],
+        }
 
     def _changed(self) -> None:
         self._snapshot = None
@@ -88,7 +93,7 @@ class AdmissionCaches:
         """The caches every decision needs. PodDisruptionBudgets are not among them: only the extender
         reads them, and until they are listed it counts no budget (a missing permission for them, say after
         an upgrade of the image alone, must not take the admission webhooks and the guard down)."""
-        return [informer for informer in self.informers() if informer is not self.budgets]
+        return list(self._needed["all"])
 
     @property
     def synced(self) -> bool:
@@ -98,8 +103,9 @@ class AdmissionCaches:
         """Why the caches a decision needs may not be decided from (empty: they may): not listed yet, or
         no successful list or watch for longer than `stale_after` seconds. The PriorityClass and policy
         webhooks need only classes and policies; the guard, the extender and /readyz need every cache."""
-        informers = [self.classes, self.policies] if needs == "admission" else self.required()
-        return [problem for informer in informers if (problem := informer.health(self.stale_after)) is not None]
+        return [
+            problem for informer in self._needed[needs] if (problem := informer.health(self.stale_after)) is not None
+        ]
 
     def guard_snapshot(self) -> GuardSnapshot:
         # The live index: a decision runs without awaiting, so nothing changes under it.
