@@ -41,6 +41,7 @@ from preemption_toleration.webhooks.decisions import (
     validate_policy,
     validate_priority_class,
 )
+from preemption_toleration.webhooks.hot_metrics import Buckets
 from preemption_toleration.webhooks.metrics import WebhookMetrics
 
 logger = logging.getLogger("preemption_toleration.webhooks")
@@ -228,12 +229,7 @@ class WebhookApp:
                 status, answer = self._bad_request(endpoint, str(problem))
             else:
                 status, answer = self.answer(endpoint, body)
-            response = _review_answer(answer, status)
-            self.metrics.requests.inc(name, str(status))
-            latency.observe(time.perf_counter() - started)
-            if self.draining:
-                response.force_close()
-            return response
+            return self._counted(name, latency, started, _review_answer(answer, status))
 
         return handle
 
@@ -242,14 +238,17 @@ class WebhookApp:
 
         async def handle(request: web.Request) -> web.Response:
             started = time.perf_counter()
-            response: web.Response = await answer(request)
-            self.metrics.requests.inc(name, str(response.status))
-            latency.observe(time.perf_counter() - started)
-            if self.draining:
-                response.force_close()
-            return response
+            return self._counted(name, latency, started, await answer(request))
 
         return handle
+
+    def _counted(self, name: str, latency: Buckets, started: float, response: web.Response) -> web.Response:
+        """Counts an answer and its time; while draining, tells the client to close the connection."""
+        self.metrics.requests.inc(name, str(response.status))
+        latency.observe(time.perf_counter() - started)
+        if self.draining:
+            response.force_close()
+        return response
 
     def _closing(self, answer: Callable[[web.Request], Any]) -> Callable[[web.Request], Any]:
         async def handle(request: web.Request) -> web.StreamResponse:
@@ -341,7 +340,9 @@ class WebhookApp:
 
     def answer(self, endpoint: Endpoint, body: bytes) -> tuple[int, dict[str, Any]]:
         """An AdmissionReview body in, (HTTP status, answer) out: 200 with the review's response, 400 with
-        the reason for input that is not a review this endpoint judges, 503 before the caches sync."""
+        the reason for input that is not a review this endpoint judges, 503 before the caches sync. A judged
+        review's response is the AdmissionResponse model (the fast path's, a dict): `_review_answer` writes
+        either."""
         try:
             payload = _decode(body)
             if endpoint.name == GUARD and self._not_a_preemption(payload):
