@@ -174,7 +174,8 @@ def handle(body: bytes, snapshot: GuardSnapshot, config: GuardConfig) -> bool:
     [endpoint] = [e for e in app.routes if e.name == GUARD]
     status, answer = app.answer(endpoint, body)
     assert status == 200, answer
-    return bool(answer["response"]["allowed"])
+    response = answer["response"]  # the fast path's plain answer, or the AdmissionResponse model
+    return bool(response["allowed"] if isinstance(response, dict) else response.allowed)
 
 
 _servers: dict[int, WebhookApp] = {}
