@@ -170,7 +170,6 @@ def handle(body: bytes, snapshot: GuardSnapshot, config: GuardConfig) -> bool:
         app = _servers[id(snapshot)] = WebhookApp(
             lambda: Snapshot(), lambda needs: [], guard=GuardHooks(lambda: snapshot, config, lambda refusal: None)
         )
-        app.build()
     [endpoint] = [e for e in app.routes if e.name == GUARD]
     status, answer = app.answer(endpoint, body)
     assert status == 200, answer

@@ -150,7 +150,7 @@ LAST_REQUESTS_SECONDS = 1.0
 
 
 async def drain(
-    app: WebhookApp, runner: web.AppRunner, delay: float, last_requests: float = LAST_REQUESTS_SECONDS
+    app: WebhookApp, runner: web.BaseRunner, delay: float, last_requests: float = LAST_REQUESTS_SECONDS
 ) -> None:
     """Before closing: not ready (a Service stops sending), and for up to `delay` seconds every answer
     closes its connection, until no client connection is left. Then the server stops listening and, for up
@@ -284,7 +284,7 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
         guard,
         extender,
     )
-    runner = web.AppRunner(app.build(), access_log=None)
+    runner = web.ServerRunner(app.build())
     await runner.setup()
     registered = False
     try:

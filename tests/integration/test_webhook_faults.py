@@ -122,7 +122,7 @@ async def test_a_secret_certificate_renewed_under_load_fails_no_request(
     certificates = SecretCertificates(api, namespace, "webhook-tls", ["localhost"], ["127.0.0.1"])
     await certificates.setup()
     app = WebhookApp(lambda: snapshot_of({}, {}), lambda needs: [])
-    runner = web.AppRunner(app.build(), access_log=None)
+    runner = web.ServerRunner(app.build())
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=certificates.context)
     await site.start()

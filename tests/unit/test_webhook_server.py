@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY as MIN
 from preemption_toleration.core.annotations import TOLERATION_SECONDS as TOL
@@ -19,6 +19,7 @@ from preemption_toleration.webhooks.runner import drain
 from preemption_toleration.webhooks.server import WebhookApp
 from tests.unit.admission_payloads import review
 from tests.unit.kube_objects import priority_class
+from tests.unit.webhook_client import webhook_client
 
 READY = {"value": True}
 
@@ -33,8 +34,8 @@ async def http() -> AsyncIterator[TestClient]:
     READY["value"] = True
     metrics = WebhookMetrics()
     metrics.track_caches(lambda: [CacheStats("priorityclasses", 3, 1, 0), CacheStats("pods", 120, 2, 1)])
-    app = WebhookApp(lambda: snapshot_of({}, {}), not_ready, metrics=metrics, max_body_bytes=64 * 1024).build()
-    async with TestClient(TestServer(app)) as test_client:
+    app = WebhookApp(lambda: snapshot_of({}, {}), not_ready, metrics=metrics, max_body_bytes=64 * 1024)
+    async with webhook_client(app) as test_client:
         yield test_client
 
 
@@ -88,6 +89,68 @@ async def test_oversized_body_is_a_400(http: TestClient) -> None:
     assert "exceeds the limit of 65536 bytes" in (await response.json())["error"]
 
 
+async def test_an_oversized_body_in_pieces_is_a_400(http: TestClient) -> None:
+    """Chunked, with no Content-Length to refuse early: the server's own size limit stops the read."""
+
+    async def pieces():
+        for _ in range(70):
+            yield b" " * 1024
+
+    response = await http.post("/validate/priorityclasses", data=pieces())
+    assert response.status == 400
+    assert "exceeds the limit of 65536 bytes" in (await response.json())["error"]
+
+
+ROUTING = [
+    # (rule, method, path, status, text)
+    ("unknown path", "POST", "/validate/pods", 404, "404: Not Found"),
+    ("a path with a trailing slash is another path", "GET", "/healthz/", 404, "404: Not Found"),
+    ("GET of a review path", "GET", "/validate/priorityclasses", 405, "405: Method Not Allowed"),
+    ("POST to a page", "POST", "/healthz", 405, "405: Method Not Allowed"),
+    ("GET of a page", "GET", "/healthz", 200, "ok"),
+    ("HEAD of a page: its headers, no body", "HEAD", "/healthz", 200, ""),
+]
+
+
+@pytest.mark.parametrize(("rule", "method", "path", "status", "text"), ROUTING, ids=[r[0] for r in ROUTING])
+async def test_routing_answers_as_aiohttps_router_does(
+    http: TestClient, rule: str, method: str, path: str, status: int, text: str
+) -> None:
+    response = await http.request(method, path)
+    assert (response.status, await response.text()) == (status, text)
+    if status == 405:
+        assert response.headers["Allow"] == ("GET,HEAD" if method == "POST" else "POST")
+
+
+async def test_expect_100_continue_gets_its_interim_answer_then_the_review_answer(http: TestClient) -> None:
+    """curl sends `Expect: 100-continue` with a large body and waits for "100 Continue" before sending it."""
+    body = json.dumps(review(priority_class("low", 8000, "10k"), uid="u-9")).encode()
+    _, port = http.server.host, http.server.port
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(
+            b"POST /validate/priorityclasses HTTP/1.1\r\nHost: webhook\r\nContent-Type: application/json\r\n"
+            b"Expect: 100-continue\r\nContent-Length: %d\r\n\r\n" % len(body)
+        )
+        interim = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=5)
+        assert interim == b"HTTP/1.1 100 Continue\r\n\r\n"
+        writer.write(body)
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=5)
+        assert head.startswith(b"HTTP/1.1 200 OK\r\n"), head
+        length = next(
+            int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+        )
+        answer = json.loads(await reader.readexactly(length))
+        assert answer["response"]["uid"] == "u-9" and answer["response"]["status"]["code"] == 422
+    finally:
+        writer.close()
+
+
+async def test_an_unknown_expectation_is_a_417(http: TestClient) -> None:
+    response = await http.post("/validate/priorityclasses", data=b"{}", headers={"Expect": "something-else"})
+    assert (response.status, await response.text()) == (417, "Unknown Expect: something-else")
+
+
 async def test_not_ready_until_synced(http: TestClient) -> None:
     READY["value"] = False
     readyz = await http.get("/readyz")
@@ -139,8 +202,8 @@ async def guard_http() -> AsyncIterator[TestClient]:
 
     READY["value"] = False  # caches not synced: only the fast path can answer
     hooks = GuardHooks(GuardSnapshot, GuardConfig(), lambda refusal: None)
-    app = WebhookApp(lambda: snapshot_of({}, {}), not_ready, guard=hooks).build()
-    async with TestClient(TestServer(app)) as test_client:
+    app = WebhookApp(lambda: snapshot_of({}, {}), not_ready, guard=hooks)
+    async with webhook_client(app) as test_client:
         yield test_client
 
 
@@ -215,7 +278,7 @@ async def extender_http() -> AsyncIterator[TestClient]:
     extender = ExtenderHooks(lambda: ExtenderView(pods, nodes, CLASSES.get), record, hold)
     metrics = WebhookMetrics()
     app = WebhookApp(lambda: snapshot_of({}, {}), not_ready, metrics=metrics, guard=guard, extender=extender)
-    async with TestClient(TestServer(app.build())) as test_client:
+    async with webhook_client(app) as test_client:
         test_client.app_metrics = metrics  # type: ignore[attr-defined]
         test_client.held = held  # type: ignore[attr-defined]
         test_client.scheduled = scheduled  # type: ignore[attr-defined]
@@ -323,7 +386,7 @@ async def test_a_time_limited_toleration_that_drops_a_node_plans_a_nudge_at_its_
 async def test_while_draining_the_server_is_not_ready_and_every_answer_closes_its_connection() -> None:
     READY["value"] = True
     webhook = WebhookApp(lambda: snapshot_of({}, {}), not_ready)
-    async with TestClient(TestServer(webhook.build())) as http:
+    async with webhook_client(webhook) as http:
         answer = await http.post("/validate/priorityclasses", json=review(priority_class("low", 8000)))
         assert answer.status == 200 and answer.headers.get("Connection") != "close"
         webhook.draining = True
@@ -339,7 +402,7 @@ async def test_a_connection_accepted_before_the_drain_ends_still_gets_its_answer
     `Connection: close`, and only new connections are refused."""
     READY["value"] = True
     webhook = WebhookApp(lambda: snapshot_of({}, {}), not_ready)
-    runner = web.AppRunner(webhook.build())
+    runner = web.ServerRunner(webhook.build())
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
@@ -377,8 +440,8 @@ async def test_a_mutation_answer_is_written_in_the_api_servers_field_names() -> 
         "spec": {"priorityClassName": "low-np", "minimumPreemptablePriority": 10000, "tolerationSeconds": -1},
     }
     snapshot = snapshot_of({"forever": governing}, {})
-    app = WebhookApp(lambda: snapshot, not_ready).build()
-    async with TestClient(TestServer(app)) as client:
+    app = WebhookApp(lambda: snapshot, not_ready)
+    async with webhook_client(app) as client:
         created = priority_class("low-np", 8000, "9000")  # the policy says 10000: set, with a warning
         response = await client.post("/mutate/priorityclasses", json=review(created, uid="u-1"))
         body = await response.json()

@@ -174,7 +174,6 @@ def server() -> WebhookApp:
         guard=GuardHooks(lambda: state, GuardConfig(), lambda _: None),
         extender=ExtenderHooks(lambda: extender.view(node_pods), PreemptorRecord()),
     )
-    app.build()  # the routes, as served
     return app
 
 
