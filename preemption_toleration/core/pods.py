@@ -33,7 +33,10 @@ def pod_ref(pod: Mapping[str, Any]) -> str:
 
 def parse_time(text: str) -> datetime:
     """RFC 3339 as the API server writes it ('2024-05-01T10:00:00Z', optional fraction)."""
-    parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    try:
+        parsed = datetime.fromisoformat(text)  # reads a trailing "Z" since Python 3.11: the API server's form
+    except ValueError:
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))  # "z", or the error
     if parsed.tzinfo is None:
         raise ValueError(f"time {text!r} has no time zone")
     return parsed
