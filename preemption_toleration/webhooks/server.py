@@ -151,9 +151,13 @@ def _decode(body: bytes, expected: str = "an AdmissionReview") -> dict[str, Any]
     return payload
 
 
+_REVIEW_VALIDATOR = AdmissionReview.__pydantic_validator__  # what model_validate calls, without its 0.3 µs of setup
+
+
 def _review(payload: dict[str, Any]) -> AdmissionReview:
     try:
-        return AdmissionReview.model_validate(payload)
+        review: AdmissionReview = _REVIEW_VALIDATOR.validate_python(payload)
+        return review
     except ValidationError as error:
         raise BadRequest(f"request body is not an AdmissionReview: {_describe_validation(error)}") from error
 
