@@ -125,8 +125,8 @@ def pod_problem(value: Any, where: str) -> str | None:
 
 
 def victim_problem(value: Any, where: str) -> str | None:
-    """`pod_problem` for a pod the guard judges: the fields it reads of a victim (fewer: 3.4 µs instead of
-    4.5 for a realistic pod)."""
+    """`pod_problem` for a pod the guard judges: the fields it reads of a victim (fewer: 2.9 µs instead of
+    4.4 for a realistic pod)."""
     return _first_problem(_VICTIM, value, where)
 
 
