@@ -77,6 +77,8 @@ def _contested_warning(name: str, found: list[PolicyView], before: list[PolicyVi
 
 def _ratchet(new: list[Finding], old: list[Finding]) -> tuple[list[Finding], list[str]]:
     """Errors the object already had before this update do not block it; they are warned about."""
+    if not new:
+        return [], []  # most requests: nothing to sort
     previous = {finding.message for finding in old if finding.is_error}
     errors = [f for f in new if f.is_error and f.message not in previous]
     warnings = [f.message for f in new if not f.is_error or f.message in previous]
@@ -88,7 +90,7 @@ def validate_priority_class(
 ) -> AdmissionResponse:
     obj = request.object or {}
     findings = check_priority_class(obj)
-    errors, warnings = _ratchet(findings, []) if findings else ([], [])
+    errors, warnings = _ratchet(findings, [])
     if errors and request.old_object:  # only an error can be excused by the old object having it too
         errors, warnings = _ratchet(findings, check_priority_class(request.old_object))
     if errors:
@@ -194,7 +196,7 @@ def validate_policy(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionR
         if deleting or obj.get("spec") == old.get("spec"):
             return allow(request.uid)  # finalizers, labels, annotations: the spec was judged before
     parts = read_policy(obj)
-    errors, warnings = _ratchet(parts.findings, []) if parts.findings else ([], [])
+    errors, warnings = _ratchet(parts.findings, [])
     if errors and old is not None:  # only an error can be excused by the old object having it too
         errors, warnings = _ratchet(parts.findings, read_policy(old).findings)
     if errors or parts.spec is None:
