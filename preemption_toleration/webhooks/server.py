@@ -12,7 +12,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import HttpVersion11, hdrs, web
 from aiohttp.abc import AbstractStreamWriter
@@ -58,6 +58,7 @@ EXTENDER_PATH = f"{EXTENDER_PREFIX}/preempt"
 
 Decide = Callable[[AdmissionRequest, Snapshot], AdmissionResponse]
 Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
+AnyResponse = TypeVar("AnyResponse", bound=web.StreamResponse)
 
 
 @dataclass(frozen=True)
@@ -255,20 +256,17 @@ class WebhookApp:
 
     async def _unrouted(self, methods: Mapping[str, Handler] | None) -> web.StreamResponse:
         if methods is None:
-            response = web.Response(status=404, text="404: Not Found")
-        else:
-            allowed = ",".join(sorted(methods))
-            response = web.Response(status=405, text="405: Method Not Allowed", headers={hdrs.ALLOW: allowed})
-        if self.draining:
-            response.force_close()
-        return response
+            return self._closed_if_draining(web.Response(status=404, text="404: Not Found"))
+        allowed = ",".join(sorted(methods))
+        return self._closed_if_draining(
+            web.Response(status=405, text="405: Method Not Allowed", headers={hdrs.ALLOW: allowed})
+        )
 
-    @staticmethod
-    async def _continued(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
+    async def _continued(self, request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
         """`Expect: 100-continue` (curl sends it with a large body), answered as aiohttp's router does."""
         expect = request.headers[hdrs.EXPECT]
         if request.version != HttpVersion11 or expect.lower() != "100-continue":
-            return web.Response(status=417, text=f"Unknown Expect: {expect}")
+            return self._closed_if_draining(web.Response(status=417, text=f"Unknown Expect: {expect}"))
         await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
         request.writer.output_size = 0  # the answer's size counts from its status line
         return await handler(request)
@@ -302,18 +300,19 @@ class WebhookApp:
         """Counts an answer and its time; while draining, tells the client to close the connection."""
         self.metrics.requests.inc(name, str(response.status))
         latency.observe(time.perf_counter() - started)
-        if self.draining:
-            response.force_close()
-        return response
+        return self._closed_if_draining(response)
 
     def _closing(self, answer: Handler) -> Handler:
         async def handle(request: web.BaseRequest) -> web.StreamResponse:
-            response: web.StreamResponse = await answer(request)
-            if self.draining:
-                response.force_close()
-            return response
+            return self._closed_if_draining(await answer(request))
 
         return handle
+
+    def _closed_if_draining(self, response: AnyResponse) -> AnyResponse:
+        """Every answer while draining tells the client to close its connection (see `draining`)."""
+        if self.draining:
+            response.force_close()
+        return response
 
     async def _preempt(self, request: web.BaseRequest) -> web.Response:
         try:

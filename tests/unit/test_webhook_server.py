@@ -394,6 +394,12 @@ async def test_while_draining_the_server_is_not_ready_and_every_answer_closes_it
         assert answer.status == 200 and answer.headers.get("Connection") == "close"
         readyz = await http.get("/readyz")
         assert (readyz.status, await readyz.text()) == (503, "shutting down")
+        assert readyz.headers.get("Connection") == "close"
+        for answer in (  # answers no handler gives close it too
+            await http.get("/validate/pods"),
+            await http.post("/validate/priorityclasses", data=b"{}", headers={"Expect": "something-else"}),
+        ):
+            assert (answer.status, answer.headers.get("Connection")) in ((404, "close"), (417, "close"))
 
 
 async def test_a_connection_accepted_before_the_drain_ends_still_gets_its_answer() -> None:
