@@ -214,6 +214,15 @@ def _cached_pod(snapshot: GuardSnapshot, namespace: str, name: str) -> dict[str,
     return pod.as_json() if pod is not None else None
 
 
+def _victim(request: AdmissionRequest, snapshot: GuardSnapshot, namespace: str) -> dict[str, Any] | None:
+    """The pod as the review carries it (`oldObject`), or as the cache has it when the review carries none.
+    Whether the review carries one is all that counts: the server's reader leaves out the fields the guard
+    does not read, so an object of only such fields arrives empty, and must be judged as it was sent."""
+    if request.old_object is not None:
+        return request.old_object
+    return _cached_pod(snapshot, namespace, request.name)
+
+
 def judge(
     request: AdmissionRequest, snapshot: GuardSnapshot, config: GuardConfig, now: datetime | None = None
 ) -> Verdict:
@@ -235,12 +244,12 @@ def judge(
         return Verdict(allow(request.uid))  # users, controllers, drains: not preemptions
 
     if request.operation == "DELETE" and sub_resource == "":
-        victim = request.old_object or _cached_pod(snapshot, namespace, request.name)
+        victim = _victim(request, snapshot, namespace)
         kind = "delete"
     elif request.operation == "UPDATE" and sub_resource == "status":
         if not _has_preemption_mark(request.object) or _has_preemption_mark(request.old_object):
             return Verdict(allow(request.uid))
-        victim = request.old_object or _cached_pod(snapshot, namespace, request.name)
+        victim = _victim(request, snapshot, namespace)
         kind = "status"
     else:
         return Verdict(allow(request.uid))

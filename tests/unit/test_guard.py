@@ -306,6 +306,26 @@ def test_scheduler_delete_is_judged_against_the_inferred_preemptor() -> None:
     assert judge(pod_request(None, old=victim), critical, GuardConfig(), NOW).response.allowed
 
 
+VICTIM_SOURCES = [
+    # (rule, the review's oldObject, refused): the cache holds the protected victim, bound, and its preemptor
+    ("the review's oldObject is judged", bound("victim", 8000, "low-non-preempted"), True),
+    ("without an oldObject, the cached pod is judged", None, True),
+    (
+        "an oldObject without a node is nobody's victim, whatever the cache says",
+        {"metadata": {"name": "victim"}},
+        False,
+    ),
+    ("an empty oldObject is judged as sent, not replaced by the cached pod", {}, False),
+]
+
+
+@pytest.mark.parametrize(("rule", "old", "refused"), VICTIM_SOURCES, ids=[c[0] for c in VICTIM_SOURCES])
+def test_the_victim_judged_is_the_reviews_when_it_carries_one(rule, old, refused) -> None:
+    state = snapshot(bound("victim", 8000, "low-non-preempted"), pending("high-1", 9000))
+    verdict = judge(pod_request(None, old=old), state, GuardConfig(), NOW)
+    assert (not verdict.response.allowed) == refused, rule
+
+
 def test_scheduler_delete_of_a_plain_low_pod_is_allowed() -> None:
     victim = bound("victim", 8000, "low")
     assert judge(
