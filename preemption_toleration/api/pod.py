@@ -93,6 +93,14 @@ class ObjectWithMetadata(TypedDict, total=False):
     metadata: _Metadata | None
 
 
+# What the guard reads of a pod in a review (a victim, or an Eviction's metadata), section by section:
+# `guard_review` builds Python objects of these keys only.
+VICTIM_KEYS: dict[str, frozenset[str]] = {
+    "metadata": _Metadata.__optional_keys__,
+    "spec": _VictimSpec.__optional_keys__,
+    "status": _Status.__optional_keys__,
+}
+
 _POD: TypeAdapter[PodFields] = TypeAdapter(PodFields)
 _VICTIM: TypeAdapter[VictimFields] = TypeAdapter(VictimFields)
 _WITH_METADATA: TypeAdapter[ObjectWithMetadata] = TypeAdapter(ObjectWithMetadata)

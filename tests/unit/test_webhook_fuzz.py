@@ -5,11 +5,13 @@ for errors no rule foresaw. A bounded budget here; `python -m tests.unit.fuzz_we
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic_core import from_json
 
 from tests.unit.webhook_fuzzing import DELETE, INTERESTING, answer, encode, mutate, seeds, server, unexpected_errors
 
@@ -33,6 +35,19 @@ def test_a_mutated_request_is_answered_with_a_decision_or_a_reason(seed: int, ed
     status = answer(APP, path, encode(mutate(payload, edits)))
     assert status in (200, 400, 503)
     assert unexpected_errors(APP) == 0
+
+
+GUARD_SEEDS = [index for index, (path, _) in enumerate(SEEDS) if path == "/guard/pods"]
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(seed=st.sampled_from(GUARD_SEEDS), edits=st.lists(edit, min_size=0, max_size=3))
+def test_the_guard_answers_as_it_would_with_every_field_parsed(seed: int, edits: list[Any]) -> None:
+    """The guard's reader leaves out the fields it does not read: no answer (status, decision, message) may
+    differ from the answer to the same body read whole."""
+    [endpoint] = [e for e in APP.routes if e.path == "/guard/pods"]
+    body = encode(mutate(SEEDS[seed][1], edits))
+    assert APP.answer(endpoint, body) == APP.answer(dataclasses.replace(endpoint, read=from_json), body)
 
 
 @pytest.mark.parametrize("path", sorted({path for path, _ in SEEDS}))

@@ -1,0 +1,66 @@
+"""The guard's reading of an AdmissionReview body: only the fields it reads become Python objects.
+
+A scheduler's DELETE carries its whole victim: 8 KB for a realistic pod, three quarters of it
+managedFields, containers and their status, none of which the guard reads. pydantic-core still parses
+every byte (so a body that is not JSON, or nests deeper than 200 levels, is refused as before), but builds
+no Python object for a field this schema leaves out: 18 µs instead of 28 for `from_json` on such a body.
+
+Every level accepts any JSON value, so this reader refuses nothing but invalid JSON: a field of the wrong
+type reaches the checks after it (`AdmissionReview`, `victim_problem`) and gets their message. The kept
+keys are derived from those checks: the AdmissionReview model's fields, by alias and by name, and
+`VICTIM_KEYS` for `request.object` and `request.oldObject`. A field the guard starts to read must be
+checked there, and is then kept here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Annotated, Any, Union
+
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from typing_extensions import TypedDict
+
+from preemption_toleration.api.admission import AdmissionRequest, AdmissionReview
+from preemption_toleration.api.pod import VICTIM_KEYS
+
+_typed_dict: Any = TypedDict  # built from key lists, which a type checker cannot follow
+
+
+def _or_any_value(kept: Any) -> Any:
+    """`kept` for a JSON object; any other JSON value as it is."""
+    return Annotated[Union[kept, Any], Field(union_mode="left_to_right")]  # noqa: UP007 - a runtime type
+
+
+def _object(name: str, keys: Iterable[str], nested: Mapping[str, Any]) -> Any:
+    fields: dict[str, Any] = dict.fromkeys(sorted(keys), Any)
+    fields.update(nested)
+    return _or_any_value(_typed_dict(name, fields, total=False))
+
+
+def _model_keys(model: type[BaseModel]) -> set[str]:
+    """A model's keys as it accepts them: by alias, and by name (it populates by name too)."""
+    return {key for name, field in model.model_fields.items() for key in (field.alias or name, name)}
+
+
+def _nested(model: type[BaseModel], names: Iterable[str], value: Any) -> dict[str, Any]:
+    """`value` under each of `names`' keys in `model`."""
+    return {key: value for name in names for key in (name, model.model_fields[name].alias or name)}
+
+
+_POD = _object("KeptPod", (), {section: _object(f"Kept_{section}", keys, {}) for section, keys in VICTIM_KEYS.items()})
+_REQUEST = _object(
+    "KeptRequest", _model_keys(AdmissionRequest), _nested(AdmissionRequest, ("object", "old_object"), _POD)
+)
+_REVIEW: TypeAdapter[Any] = TypeAdapter(
+    _object("KeptReview", _model_keys(AdmissionReview), _nested(AdmissionReview, ("request",), _REQUEST))
+)
+
+
+def read_guard_review(body: bytes) -> Any:
+    """The JSON value of `body`, its objects cut to what the guard reads when they stand where an
+    AdmissionReview has them. Raises ValueError with the parser's message when `body` is not JSON."""
+    try:
+        return _REVIEW.validate_json(body)
+    except ValidationError as error:
+        first = error.errors()[0]
+        raise ValueError(str(first.get("ctx", {}).get("error") or first["msg"])) from None
