@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from preemption_toleration.core.intparse import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
@@ -43,3 +43,24 @@ class ObjectMeta(BaseModel):
     generation: int | None = None
     uid: str | None = None
     resource_version: str | None = None
+
+
+# pydantic's wording for the error types a JSON field can give, in the API's terms: the same whether the
+# value was validated from the JSON text or from Python objects (pydantic words these two differently).
+_EXPECTED = {
+    "model_type": "should be an object",
+    "dict_type": "should be an object",
+    "list_type": "should be a list",
+    "int_type": "should be an integer",
+    "string_type": "should be a string",
+    "bool_type": "should be a boolean",
+}
+
+
+def first_error(error: ValidationError, where: str = "") -> str:
+    """`error`'s first error as "path: what is wrong", and how many more there are; the path starts with
+    `where` (the whole value, "body" without one)."""
+    first = error.errors()[0]
+    path = ".".join(str(part) for part in ((where,) if where else ()) + tuple(first["loc"])) or "body"
+    more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+    return f"{path}: {_EXPECTED.get(first['type'], first['msg'])}{more}"

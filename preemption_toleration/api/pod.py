@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, StrictStr, TypeAdapter, ValidationError
 from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
 
-from preemption_toleration.api.base import Int32
+from preemption_toleration.api.base import Int32, first_error
 from preemption_toleration.core.pods import parse_time
 
 
@@ -106,24 +106,11 @@ _VICTIM: TypeAdapter[VictimFields] = TypeAdapter(VictimFields)
 _WITH_METADATA: TypeAdapter[ObjectWithMetadata] = TypeAdapter(ObjectWithMetadata)
 
 
-# pydantic's wording for the error types a JSON field can give, in the API's terms
-_EXPECTED = {
-    "model_type": "should be an object",
-    "dict_type": "should be an object",
-    "list_type": "should be a list",
-    "int_type": "should be an integer",
-    "string_type": "should be a string",
-}
-
-
 def _first_problem(adapter: TypeAdapter[Any], value: Any, where: str) -> str | None:
     try:
         adapter.validate_python(value)
     except ValidationError as error:
-        first = error.errors()[0]
-        path = ".".join(str(part) for part in (where, *first["loc"]))
-        more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
-        return f"{path}: {_EXPECTED.get(first['type'], first['msg'])}{more}"
+        return first_error(error, where)
     return None
 
 

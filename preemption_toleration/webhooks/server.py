@@ -30,6 +30,7 @@ from preemption_toleration.api.admission import (
     AdmissionReview,
     review_response,
 )
+from preemption_toleration.api.base import first_error
 from preemption_toleration.api.extender import ExtenderPreemptionArgs
 from preemption_toleration.api.guard_review import read_guard_review
 from preemption_toleration.core.protection import ProtectionKind
@@ -126,13 +127,6 @@ def endpoints(config: AdmissionConfig) -> list[Endpoint]:
     ]
 
 
-def _describe_validation(error: ValidationError) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or "body"
-    more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
-    return f"{where}: {first['msg']}{more}"
-
-
 async def _read_body(request: web.BaseRequest, max_bytes: int) -> bytes:
     if request.content_length is not None and request.content_length > max_bytes:
         raise BadRequest(f"request body of {request.content_length} bytes exceeds the limit of {max_bytes} bytes")
@@ -164,7 +158,7 @@ def _review(payload: dict[str, Any]) -> AdmissionReview:
         review: AdmissionReview = _REVIEW_VALIDATOR.validate_python(payload)
         return review
     except ValidationError as error:
-        raise BadRequest(f"request body is not an AdmissionReview: {_describe_validation(error)}") from error
+        raise BadRequest(f"request body is not an AdmissionReview: {first_error(error)}") from error
 
 
 def _json(body: Any, status: int = 200) -> web.Response:
@@ -343,9 +337,7 @@ class WebhookApp:
         except BadRequest as problem:
             return self._bad_extender_request(str(problem))
         except ValidationError as error:
-            return self._bad_extender_request(
-                f"request body is not an ExtenderPreemptionArgs: {_describe_validation(error)}"
-            )
+            return self._bad_extender_request(f"request body is not an ExtenderPreemptionArgs: {first_error(error)}")
         if unready := self._unready("all"):
             return unready
         try:

@@ -54,6 +54,7 @@ BAD = [
     # (rule, body, words in the error)
     ("not JSON", b"{not json", "not JSON"),
     ("a JSON list", b"[]", "JSON list, not an AdmissionReview"),
+    ("a JSON string", b'"review"', "JSON str, not an AdmissionReview"),
     ("not an AdmissionReview", json.dumps({"kind": "Pod"}).encode(), "not an AdmissionReview"),
     (
         "no uid",
@@ -71,7 +72,12 @@ BAD = [
     (
         "object of the wrong type",
         json.dumps({**review(None), "request": {**review(None)["request"], "object": "text"}}).encode(),
-        "not an AdmissionReview",
+        "not an AdmissionReview: request.object: should be an object",
+    ),
+    (
+        "user info of the wrong type, in the API's terms",
+        json.dumps({**review(None), "request": {**review(None)["request"], "userInfo": []}}).encode(),
+        "not an AdmissionReview: request.userInfo: should be an object",
     ),
 ]
 
