@@ -1,4 +1,5 @@
-"""Shared pydantic conventions: camelCase on the wire, snake_case in Python, typed Kubernetes integers."""
+"""Shared pydantic conventions: camelCase on the wire, snake_case in Python, typed Kubernetes integers,
+and validation errors told in the API's terms."""
 
 from __future__ import annotations
 
@@ -45,8 +46,8 @@ class ObjectMeta(BaseModel):
     resource_version: str | None = None
 
 
-# pydantic's wording for the error types a JSON field can give, in the API's terms: the same whether the
-# value was validated from the JSON text or from Python objects (pydantic words these two differently).
+# pydantic's wording for the error types a JSON field can give, in the API's terms (pydantic's own names
+# Python types and our model classes: "a valid dictionary or instance of UserInfo").
 _EXPECTED = {
     "model_type": "should be an object",
     "dict_type": "should be an object",
