@@ -37,14 +37,18 @@ def _object(name: str, keys: Iterable[str], nested: Mapping[str, Any]) -> Any:
     return _or_any_value(_typed_dict(name, fields, total=False))
 
 
+def _spellings(model: type[BaseModel], name: str) -> set[str]:
+    """The keys `model` accepts for its field `name`: its alias, and its name (it populates by name too)."""
+    return {model.model_fields[name].alias or name, name}
+
+
 def _model_keys(model: type[BaseModel]) -> set[str]:
-    """A model's keys as it accepts them: by alias, and by name (it populates by name too)."""
-    return {key for name, field in model.model_fields.items() for key in (field.alias or name, name)}
+    return {key for name in model.model_fields for key in _spellings(model, name)}
 
 
 def _nested(model: type[BaseModel], names: Iterable[str], value: Any) -> dict[str, Any]:
-    """`value` under each of `names`' keys in `model`."""
-    return {key: value for name in names for key in (name, model.model_fields[name].alias or name)}
+    """`value` under each key `model` accepts for each of `names`."""
+    return {key: value for name in names for key in _spellings(model, name)}
 
 
 _POD = _object("KeptPod", (), {section: _object(f"Kept_{section}", keys, {}) for section, keys in VICTIM_KEYS.items()})
