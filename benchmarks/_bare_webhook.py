@@ -4,7 +4,9 @@ It parses the AdmissionReview JSON body and answers "allowed" with the request's
 `ptol webhook`, with the same kind of certificate (`GeneratedCertificates`: our CA, an EC serving key) and
 the same TLS settings, and without an access log (as `ptol webhook`). Run as a process:
 
-    .venv/bin/python benchmarks/_bare_webhook.py --port PORT
+    .venv/bin/python benchmarks/_bare_webhook.py --port PORT [--ca-file PATH]
+
+With `--ca-file`, it writes its CA's certificate there (PEM), for a webhook configuration's caBundle.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import argparse
 import asyncio
 import json
 import signal
+from pathlib import Path
 
 from aiohttp import web
 
@@ -46,8 +49,7 @@ def build() -> web.Application:
     return app
 
 
-async def serve(host: str, port: int) -> None:
-    certificates = GeneratedCertificates(["localhost"], [host])
+async def serve(host: str, port: int, certificates: GeneratedCertificates) -> None:
     runner = web.AppRunner(build(), access_log=None)
     await runner.setup()
     await web.TCPSite(runner, host, port, ssl_context=certificates.context).start()
@@ -65,8 +67,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--ca-file", type=Path, help="write the CA's certificate (PEM) here")
     args = parser.parse_args()
-    asyncio.run(serve(args.host, args.port))
+    certificates = GeneratedCertificates(["localhost"], [args.host])
+    if args.ca_file is not None:
+        args.ca_file.write_bytes(certificates.ca_bundle)
+    asyncio.run(serve(args.host, args.port, certificates))
 
 
 if __name__ == "__main__":

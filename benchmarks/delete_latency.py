@@ -1,12 +1,14 @@
 """Added latency of a pod DELETE through the API server with the eviction guard registered.
 
 A local control plane (etcd, kube-apiserver 1.20, kube-scheduler, node agent) in a temporary directory,
-one namespace and one simulated node, and `ptol webhook` (guard enforced) registered by URL. In rounds,
-alternately WITHOUT the guard's ValidatingWebhookConfiguration and WITH it (deleted and re-created between
-phases; the other configurations stay), pods of a few KB are created, bound by the scheduler and marked
-Running by the node agent, then deleted one at a time by the admin with grace period 0. Only the DELETE
-request is timed, from the client's side. The webhook's /metrics tell how many guard requests each DELETE
-caused (two on 1.20) and how long the server spent on them. A user's DELETE is never a preemption: the
+one namespace and one simulated node, and `ptol webhook` (guard enforced) registered by URL. In rounds of
+three phases, in turn WITHOUT the guard's ValidatingWebhookConfiguration, WITH it, and with the same
+configuration sent to a BARE webhook (`_bare_webhook.py`: parses the review, answers allowed; what the API
+server's call of any webhook costs), re-created between phases (the other configurations stay), pods of a
+few KB are created, bound by the scheduler and marked Running by the node agent, then deleted one at a time
+by the admin with grace period 0. Only the DELETE request is timed, from the client's side. The webhook's
+/metrics tell how many guard requests each DELETE caused (two on 1.20; none in the bare phases, whose calls
+go to the bare webhook) and how long the server spent on them. A user's DELETE is never a preemption: the
 guard allows it.
 
 Target: at most +2 ms at p50 on 1.20; 0 on 1.28+ where the guard's
@@ -22,13 +24,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import copy
 import statistics
 import time
 from typing import Any
 
 from _cluster import api_client, bounded, local_cluster
 from _common import save_results, shown
-from _webhook_bench import install_crd, log_problems, percentile, ptol_webhook, raw, realistic_pod, served
+from _webhook_bench import (
+    bare_webhook,
+    install_crd,
+    log_problems,
+    percentile,
+    ptol_webhook,
+    raw,
+    realistic_pod,
+    served,
+)
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
@@ -36,18 +49,32 @@ from preemption_toleration.devcluster import LocalCluster, create_node, ensure_n
 from preemption_toleration.webhooks.configurations import GUARD_NAME
 
 NAMESPACE, NODE, WARMUP = "bench", "node-1", 2
-MODES = ("without", "with")
+MODES = ("without", "with", "bare")
+ADDED = ("with", "bare")  # each compared with "without"
+STATS = ("p50_ms", "p90_ms", "mean_ms")
 
 
-async def settle_guard(api: ApiClient, configuration: dict[str, Any], registered: bool) -> None:
-    """Register or unregister the guard, then give the API server's webhook informer time to see it."""
+async def settle_guard(api: ApiClient, configuration: dict[str, Any] | None) -> None:
+    """Register this guard configuration (none: no guard), then give the API server's webhook informer time
+    to see it."""
     admission = client.AdmissionregistrationV1Api(api)
     existing = await admission.list_validating_webhook_configuration(field_selector=f"metadata.name={GUARD_NAME}")
-    if registered and not existing.items:
-        await admission.create_validating_webhook_configuration(configuration)
-    elif not registered and existing.items:
+    if existing.items:
         await admission.delete_validating_webhook_configuration(GUARD_NAME)
+    if configuration is not None:
+        await admission.create_validating_webhook_configuration(configuration)
     await asyncio.sleep(1.0)
+
+
+def sent_to(configuration: dict[str, Any], base: str, bare_base: str, ca_bundle: bytes) -> dict[str, Any]:
+    """The same configuration, its webhooks calling the bare webhook instead."""
+    copied = copy.deepcopy(configuration)
+    for webhook in copied["webhooks"]:
+        webhook["clientConfig"] = {
+            "url": webhook["clientConfig"]["url"].replace(base, bare_base, 1),
+            "caBundle": base64.b64encode(ca_bundle).decode(),
+        }
+    return copied
 
 
 async def create_running(api: ApiClient, names: list[str]) -> None:
@@ -76,7 +103,9 @@ async def delete_seconds(api: ApiClient, name: str) -> float:
     return elapsed
 
 
-async def measure(cluster: LocalCluster, base: str, rounds: int, per_phase: int) -> dict[str, Any]:
+async def measure(
+    cluster: LocalCluster, base: str, bare: tuple[str, bytes], rounds: int, per_phase: int
+) -> dict[str, Any]:
     samples: dict[str, list[float]] = {mode: [] for mode in MODES}
     guard_calls: dict[str, float] = {mode: 0.0 for mode in MODES}
     server_seconds = 0.0
@@ -90,10 +119,11 @@ async def measure(cluster: LocalCluster, base: str, rounds: int, per_phase: int)
             )
         )
         configuration["metadata"] = {key: configuration["metadata"][key] for key in ("name", "labels")}
+        registered = {"without": None, "with": configuration, "bare": sent_to(configuration, base, *bare)}
         for number in range(rounds):
             medians = {}
-            for mode in MODES if number % 2 == 0 else reversed(MODES):
-                await settle_guard(api, configuration, mode == "with")
+            for mode in MODES[number % 3 :] + MODES[: number % 3]:  # each mode first in a third of the rounds
+                await settle_guard(api, registered[mode])
                 names = [f"{mode}-{number}-{i}" for i in range(WARMUP + per_phase)]
                 await create_running(api, names)
                 calls_before, seconds_before = served(base, "guard")
@@ -108,7 +138,8 @@ async def measure(cluster: LocalCluster, base: str, rounds: int, per_phase: int)
                 medians[mode] = round(statistics.median(timed) * 1000, 3)
             per_round.append(medians)
             print(
-                f"round {number + 1}/{rounds}: p50 without {medians['without']:.2f} ms, with {medians['with']:.2f} ms"
+                f"round {number + 1}/{rounds}: p50 without {medians['without']:.2f} ms, with {medians['with']:.2f} ms, "
+                f"bare {medians['bare']:.2f} ms"
             )
     deletes = rounds * (WARMUP + per_phase)
     return {
@@ -132,9 +163,13 @@ def report(result: dict[str, Any], rounds: int, per_phase: int) -> dict[str, Any
         }
         for mode, values in result.pop("samples").items()
     }
-    added = {key: round(stats["with"][key] - stats["without"][key], 3) for key in ("p50_ms", "p90_ms", "mean_ms")}
-    # Each round's two phases ran back to back: the median of their differences resists a drifting machine.
-    added["p50_ms_paired"] = round(statistics.median(r["with"] - r["without"] for r in result["per_round_p50_ms"]), 3)
+    rounds_p50 = result["per_round_p50_ms"]
+    added: dict[str, dict[str, float]] = {}
+    for mode in ADDED:
+        added[mode] = {key: round(stats[mode][key] - stats["without"][key], 3) for key in STATS}
+        # Each round's phases ran back to back: the median of their differences resists a drifting machine.
+        added[mode]["p50_ms_paired"] = round(statistics.median(r[mode] - r["without"] for r in rounds_p50), 3)
+    beyond_bare = round(statistics.median(r["with"] - r["bare"] for r in rounds_p50), 3)
     calls = result["guard_requests_per_delete"]
     print(f"\nDELETE of a Running pod, grace period 0, one at a time, {per_phase} x {rounds} rounds per mode:")
     print(f"{'guard':<10} {'p50 ms':>8} {'p90 ms':>8} {'mean ms':>8} {'guard requests/DELETE':>22}")
@@ -144,8 +179,14 @@ def report(result: dict[str, Any], rounds: int, per_phase: int) -> dict[str, Any
             f"{mode:<10} {figures['p50_ms']:>8.2f} {figures['p90_ms']:>8.2f} {figures['mean_ms']:>8.2f} "
             f"{calls[mode]:>22.2f}"
         )
-    print(f"{'added':<10} {added['p50_ms']:>+8.2f} {added['p90_ms']:>+8.2f} {added['mean_ms']:>+8.2f}")
-    print(f"added p50, median of the rounds' differences: {added['p50_ms_paired']:+.2f} ms")
+    for mode in ADDED:
+        figures = added[mode]
+        label = f"added {mode}"
+        print(f"{label:<10} {figures['p50_ms']:>+8.2f} {figures['p90_ms']:>+8.2f} {figures['mean_ms']:>+8.2f}")
+    print(
+        f"added p50, median of the rounds' differences: with {added['with']['p50_ms_paired']:+.2f} ms, "
+        f"bare {added['bare']['p50_ms_paired']:+.2f} ms; with beyond bare {beyond_bare:+.2f} ms"
+    )
     print(f"server time per guard request (its /metrics): {result['server_ms_per_guard_request']} ms")
     print(
         "kube-apiserver 1.20 calls the guard twice for one DELETE (see guard requests/DELETE; a little more on "
@@ -153,24 +194,28 @@ def report(result: dict[str, Any], rounds: int, per_phase: int) -> dict[str, Any
         "matchConditions keep users' DELETEs\nfrom the webhook: not measurable here (the local control plane is "
         "1.20)."
     )
-    return {"stats": stats, "added": added, **result}
+    return {"stats": stats, "added": added, "with_beyond_bare_p50_ms_paired": beyond_bare, **result}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="2 rounds of 8 DELETEs per phase: a smoke run")
-    parser.add_argument("--rounds", type=int, help="rounds, each with a phase without and one with (default 10)")
+    parser.add_argument("--quick", action="store_true", help="3 rounds of 8 DELETEs per phase: a smoke run")
+    parser.add_argument("--rounds", type=int, help="rounds, each with a phase per mode (default 9)")
     parser.add_argument("--per-phase", type=int, help="timed DELETEs per phase (default 20)")
     parser.add_argument("--dir", help="keep the cluster's directory (logs) here instead of a temporary one")
     parser.add_argument(
         "--save-as", default="delete_latency", metavar="NAME", help="save to results/NAME.json (default %(default)s)"
     )
     args = parser.parse_args()
-    rounds, per_phase = args.rounds or (2 if args.quick else 10), args.per_phase or (8 if args.quick else 20)
+    rounds, per_phase = args.rounds or (3 if args.quick else 9), args.per_phase or (8 if args.quick else 20)
     with local_cluster(args.dir, node_agent=True) as cluster:
         install_crd(cluster)  # the webhook server watches policies
-        with ptol_webhook(cluster, register=True) as (base, _):
-            result = asyncio.run(measure(cluster, base, rounds, per_phase))
+        ca_file = cluster.logs_dir / "bare-webhook-ca.pem"
+        with (
+            ptol_webhook(cluster, register=True) as (base, _),
+            bare_webhook(cluster.logs_dir / "bare-webhook.log", ca_file=ca_file) as (bare_base, _),
+        ):
+            result = asyncio.run(measure(cluster, base, (bare_base, ca_file.read_bytes()), rounds, per_phase))
         problems = log_problems(cluster.logs_dir / "ptol-webhook.log")
     figures = report(result, rounds, per_phase)
     if problems:
