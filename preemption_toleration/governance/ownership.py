@@ -46,12 +46,19 @@ def _required_pairs(selector: Selector) -> list[tuple[str, str]]:
     return []
 
 
+def _only_pair(selector: Selector) -> bool:
+    """The selector is one matchLabels pair and nothing else: a class carrying that pair matches it."""
+    match_labels = selector.get("matchLabels") or {}
+    return len(match_labels) == 1 and not selector.get("matchExpressions") and len(selector) <= 2
+
+
 class PolicyIndex:
     """The live, valid policies, by the class they name or by one label pair their selector requires."""
 
     def __init__(self, policies: Iterable[PolicyView]) -> None:
         self.by_class_name: dict[str, list[PolicyView]] = {}
-        self.by_pair: dict[tuple[str, str], list[tuple[PolicyView, Selector]]] = {}
+        # (policy, its selector), the selector None when the pair alone decides (most selectors)
+        self.by_pair: dict[tuple[str, str], list[tuple[PolicyView, Selector | None]]] = {}
         self.unindexed: list[tuple[PolicyView, Selector]] = []  # selectors with no required pair, e.g. {}
         for policy in policies:
             if policy.deleting or policy.spec is None:
@@ -61,8 +68,9 @@ class PolicyIndex:
                 self.by_class_name.setdefault(str(policy.spec.priority_class_name), []).append(policy)
                 continue
             pairs = _required_pairs(selector)
+            checked = None if _only_pair(selector) else selector
             for pair in pairs:
-                self.by_pair.setdefault(pair, []).append((policy, selector))
+                self.by_pair.setdefault(pair, []).append((policy, checked))
             if not pairs:
                 self.unindexed.append((policy, selector))
 
@@ -76,9 +84,9 @@ class PolicyIndex:
         found = list(self.by_class_name.get(name, ()))
         if exists:
             for pair in labels.items():
-                found += [
-                    policy for policy, selector in self.by_pair.get(pair, ()) if selector_matches(selector, labels)
-                ]
+                for policy, selector in self.by_pair.get(pair, ()):
+                    if selector is None or selector_matches(selector, labels):
+                        found.append(policy)
             found += [policy for policy, selector in self.unindexed if selector_matches(selector, labels)]
         if len(found) > 1:
             found.sort(key=age_order)
