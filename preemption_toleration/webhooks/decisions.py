@@ -138,10 +138,12 @@ def mutate_priority_class(request: AdmissionRequest, snapshot: Snapshot) -> Admi
     if governing is None:
         return allow(request.uid)
     policy_name, values = governing
+    if not metadata.get("annotations"):  # none yet (most new classes): one operation writes the policy's
+        return allow(
+            request.uid, patch=[{"op": "add", "path": "/metadata/annotations", "value": values}] if values else ()
+        )
     current = as_mapping(metadata.get("annotations"))
     patch: list[dict[str, Any]] = []
-    if not metadata.get("annotations"):
-        patch.append({"op": "add", "path": "/metadata/annotations", "value": {}})
     warnings: list[str] = []
     for key in POLICY_KEYS:
         path = _ANNOTATION_PATHS[key]
@@ -158,8 +160,6 @@ def mutate_priority_class(request: AdmissionRequest, snapshot: Snapshot) -> Admi
                 f'PriorityClass "{name}": {key} removed: PreemptionTolerationPolicy '
                 f'"{policy_name}" governs this class and does not set it.'
             )
-    if len(patch) == 1 and patch[0]["path"] == "/metadata/annotations":
-        patch = []
     return allow(request.uid, warnings, patch)
 
 

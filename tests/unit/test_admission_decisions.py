@@ -196,18 +196,15 @@ def test_mutation_adds_the_policy_annotations_on_create() -> None:
     )
     decision = mutate_priority_class(request(review(priority_class("low-non-preempted", 8000))), snapshot)
     assert decision.allowed and decision.patch_type == "JSONPatch"
-    assert decoded_patch(decision) == [
-        {"op": "add", "path": "/metadata/annotations", "value": {}},
+    assert decoded_patch(decision) == [  # the class has no annotations: one operation adds the policy's
         {
             "op": "add",
-            "path": "/metadata/annotations/preemption-toleration.scheduling.x-k8s.io~1minimum-preemptable-priority",
-            "value": "10000",
-        },
-        {
-            "op": "add",
-            "path": "/metadata/annotations/preemption-toleration.scheduling.x-k8s.io~1toleration-seconds",
-            "value": "-1",
-        },
+            "path": "/metadata/annotations",
+            "value": {
+                "preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority": "10000",
+                "preemption-toleration.scheduling.x-k8s.io/toleration-seconds": "-1",
+            },
+        }
     ]
 
 
