@@ -123,7 +123,7 @@ def ptol_webhook(
 @contextmanager
 def bare_webhook(log: Path, *, cpu: int | None = None, ca_file: Path | None = None) -> Iterator[tuple[str, int]]:
     """benchmarks/_bare_webhook.py on a free loopback port: (base URL, pid). With `ca_file`, its CA's
-    certificate is written there once it serves."""
+    certificate is written there before it serves."""
     port = free_port()
     ca = ["--ca-file", str(ca_file)] if ca_file is not None else []
     with log.open("ab") as out:
