@@ -216,13 +216,7 @@ _OUR_PREFIXES = (PREFIX, LEGACY_PREFIX)
 
 def _plain_count(text: Any) -> bool:
     """Nine digits at most, written as Go's strconv.Itoa would: a number every rule accepts as it is."""
-    return (
-        type(text) is str
-        and 0 < len(text) <= 9
-        and text.isascii()
-        and text.isdigit()
-        and (text[0] != "0" or len(text) == 1)
-    )
+    return type(text) is str and 0 < len(text) <= 9 and text.isascii() and text.isdigit() and is_canonical(text)
 
 
 def plainly_valid(priority_class: Mapping[str, Any]) -> bool:
