@@ -32,7 +32,7 @@ RETRIED_STATUSES = (429, 500, 502, 503, 504)
 
 
 @contextmanager
-def local_cluster(directory: str | None = None, *, node_agent: bool = False) -> Iterator[LocalCluster]:
+def local_cluster(directory: str | None = None, *, node_simulator: bool = False) -> Iterator[LocalCluster]:
     """A started LocalCluster in `directory` (kept) or in a temporary directory (removed), stopped after."""
     toolchain = find_toolchain()
     if toolchain is None:
@@ -44,7 +44,7 @@ def local_cluster(directory: str | None = None, *, node_agent: bool = False) -> 
             else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ptol-bench-")))
         )
         cluster = LocalCluster(path, toolchain)
-        cluster.start(node_agent=node_agent, die_with_parent=True)  # nothing outlives a killed benchmark
+        cluster.start(node_simulator=node_simulator, die_with_parent=True)  # nothing outlives a killed benchmark
         stack.callback(cluster.stop)
         yield cluster
 

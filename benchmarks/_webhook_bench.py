@@ -1,7 +1,7 @@
 """Helpers of the webhook benchmarks (webhook_throughput.py, delete_latency.py).
 
 `ptol webhook` and the bare aiohttp yardstick as child processes (pinned to a CPU if asked), plain HTTPS
-calls to them on loopback, their CPU time and /metrics, AdmissionReviews as kube-apiserver 1.20 sends them,
+calls to them on loopback, their CPU time and /metrics, AdmissionReviews as kube-apiserver sends them,
 a pod of realistic size, raw JSON from the API server, and percentiles.
 """
 
@@ -175,7 +175,7 @@ def review(
     options: dict[str, Any],
     sub_resource: str | None = None,
 ) -> dict[str, Any]:
-    """An AdmissionReview as kube-apiserver 1.20 sends it (admission.k8s.io/v1)."""
+    """An AdmissionReview as kube-apiserver sends it (admission.k8s.io/v1)."""
     kind = dict(zip(("group", "version", "kind"), gvk, strict=True))
     resource = dict(zip(("group", "version", "resource"), gvr, strict=True))
     metadata = (obj or old or {})["metadata"]
@@ -245,7 +245,7 @@ def realistic_pod(
 ) -> dict[str, Any]:
     """A training job's pod as a controller writes it: labels, owner, env, probes, volumes, a sidecar.
 
-    With the API server's managedFields and the node agent's status it weighs a few KB, like a real one."""
+    With the API server's managedFields and KWOK's status it weighs a few KB, like a real one."""
     env: list[dict[str, Any]] = [
         {"name": f"TRAINING_{key}", "value": value}
         for key, value in (

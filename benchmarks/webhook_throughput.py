@@ -1,6 +1,6 @@
 """Webhook throughput: `ptol webhook` against a bare aiohttp HTTPS handler, per endpoint, in one run.
 
-A local control plane (etcd, kube-apiserver 1.20, kube-scheduler, node agent) holds a realistic workload:
+A local control plane (Kubernetes 1.37.2 by default; KWOK for the nodes) holds a realistic workload:
 PriorityClasses with and without our annotations, PreemptionTolerationPolicies, pods of a few KB on
 simulated nodes, and a pending higher-priority pod. The real `ptol webhook` (guard enforced) serves it
 from its caches; `_bare_webhook.py` only parses the AdmissionReview and allows it. Both are separate
@@ -9,7 +9,7 @@ measurement); `wrk -t1` (16 connections, on that other CPU) POSTs an AdmissionRe
 back to back in alternating order, endpoint by endpoint, for a few rounds. The ratio is the median of the
 rounds' ours/bare ratios; the "CPU ratio" compares requests per CPU-second of the server process instead,
 which a busy machine disturbs less. The bodies are built around objects read back from this API server
-(managedFields and status included), in the envelope kube-apiserver 1.20 sends.
+(managedFields and status included), in the envelope kube-apiserver sends.
 Target: ours >= 0.8x the bare handler's requests/s on every endpoint.
 
 Needs `wrk` (`apt-get install wrk`) and the control-plane binaries (`ptol dev cluster install`). Run:
@@ -330,7 +330,7 @@ def main() -> None:
             await populate(api, pods)
             return await record(api)
 
-    with local_cluster(args.dir, node_agent=True) as cluster, tempfile.TemporaryDirectory() as scratch:
+    with local_cluster(args.dir, node_simulator=True) as cluster, tempfile.TemporaryDirectory() as scratch:
         install_crd(cluster)
         bodies = {key: json.dumps(body).encode() for key, body in asyncio.run(prepare(cluster)).items()}
         decisions, runs = benchmark(cluster, bodies, Path(scratch), rounds, seconds)

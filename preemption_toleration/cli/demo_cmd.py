@@ -16,8 +16,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "demo",
         help="play the two use cases with the real kube-scheduler on a local control plane",
         description="Start a local control plane and `ptol run`, apply the classes and policies of the two use "
-        "cases, and show what the real kube-scheduler may and may not preempt. Needs root the first time "
-        "(it installs and builds the control plane, ~7 minutes).",
+        "cases, and show what the real kube-scheduler may and may not preempt. Runs Kubernetes 1.37.2 "
+        "(PTOL_KUBERNETES_VERSION selects another pinned release); the first time it builds the control plane "
+        "with the machine's Go (minutes).",
     )
     parser.add_argument("--dir", default=".demo-cluster", help="the cluster's directory (default .demo-cluster)")
     parser.add_argument("--once", action="store_true", help="stop everything and exit when done")

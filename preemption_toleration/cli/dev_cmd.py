@@ -1,4 +1,4 @@
-"""`ptol dev cluster up|down|status|install`: the local control plane for tests and demos."""
+"""`ptol dev cluster up|down|status|install|pin`: the local control plane for tests and demos."""
 
 from __future__ import annotations
 
@@ -15,6 +15,9 @@ from preemption_toleration.devcluster import (
     ensure_namespace,
     ensure_toolchain,
 )
+from preemption_toleration.devcluster.gomod import GoModError
+from preemption_toleration.devcluster.pin import pin_kwok, pin_release
+from preemption_toleration.devcluster.toolchain import DEFAULT_KUBERNETES_VERSION, VERSION_ENV
 
 DEFAULT_DIR = ".cluster"
 
@@ -22,11 +25,15 @@ DEFAULT_DIR = ".cluster"
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dev = subparsers.add_parser("dev", help="developer tools")
     dev_sub = dev.add_subparsers(dest="dev_command", metavar="COMMAND", required=True)
-    cluster = dev_sub.add_parser("cluster", help="a local etcd + kube-apiserver + kube-scheduler on loopback")
+    cluster = dev_sub.add_parser(
+        "cluster",
+        help="a local control plane on loopback: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK",
+    )
     actions = cluster.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
 
     up = actions.add_parser("up", help="start a cluster in the background (builds it first if needed)")
     _add_dir(up)
+    _add_version(up)
     up.add_argument("--nodes", type=int, default=1, help="simulated nodes to create (default 1)")
     up.add_argument("--node-cpu", default="4", help="CPU capacity of each node (default 4)")
     up.add_argument("--node-memory", default="8Gi", help="memory capacity of each node (default 8Gi)")
@@ -48,10 +55,29 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     status.set_defaults(handler=_status)
 
     install = actions.add_parser(
-        "install", help="install etcd and build kube-apiserver/kube-scheduler/kubectl (idempotent)"
+        "install",
+        help="build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and KWOK (idempotent)",
     )
     _add_dir(install)
+    _add_version(install, repeatable=True)
     install.set_defaults(handler=_install)
+
+    pin = actions.add_parser(
+        "pin", help="write the build modules (go.mod, go.sum) of a Kubernetes release into testbed/"
+    )
+    pin.add_argument("version", nargs="?", help="the release, e.g. 1.36.3")
+    pin.add_argument("--kwok", metavar="VERSION", help="pin KWOK, the node simulator, at VERSION (e.g. v0.8.0)")
+    pin.set_defaults(handler=_pin)
+
+
+def _add_version(parser: argparse.ArgumentParser, *, repeatable: bool = False) -> None:
+    what = "build this release (repeatable; default" if repeatable else "run this release (default"
+    parser.add_argument(
+        "--kubernetes-version",
+        action="append" if repeatable else "store",
+        metavar="X.Y.Z",
+        help=f"{what} ${VERSION_ENV}, else {DEFAULT_KUBERNETES_VERSION})",
+    )
 
 
 def _add_dir(parser: argparse.ArgumentParser) -> None:
@@ -68,13 +94,29 @@ def _say(message: str) -> None:
 
 
 def _install(args: argparse.Namespace) -> int:
+    for version in args.kubernetes_version or [None]:
+        try:
+            toolchain = ensure_toolchain(_say, version)
+        except ToolchainError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        for name, path in vars(toolchain).items():
+            _say(f"{name}: {path}")
+    return 0
+
+
+def _pin(args: argparse.Namespace) -> int:
+    if args.version is None and args.kwok is None:
+        print("error: name a release (e.g. `ptol dev cluster pin 1.36.3`) or --kwok VERSION", file=sys.stderr)
+        return 2
     try:
-        toolchain = ensure_toolchain(_say)
-    except ToolchainError as error:
+        if args.version is not None:
+            _say(f"wrote {pin_release(args.version, _say)}")
+        if args.kwok is not None:
+            _say(f"wrote {pin_kwok(args.kwok, _say)}")
+    except (ToolchainError, GoModError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    for name, path in vars(toolchain).items():
-        _say(f"{name}: {path}")
     return 0
 
 
@@ -84,9 +126,12 @@ def _up(args: argparse.Namespace) -> int:
         if cluster.running_components():
             print(f"error: a cluster already runs in {cluster.directory}", file=sys.stderr)
             return 1
-        toolchain = ensure_toolchain(_say)
+        toolchain = ensure_toolchain(_say, args.kubernetes_version)
         cluster = LocalCluster(args.dir, toolchain)
-        _say(f"starting etcd, kube-apiserver, kube-scheduler and the node agent in {cluster.directory}")
+        _say(
+            f"starting Kubernetes {toolchain.version}: etcd, kube-apiserver, kube-controller-manager, "
+            f"kube-scheduler and KWOK in {cluster.directory}"
+        )
         cluster.start()
         try:
             asyncio.run(_populate(cluster, args))

@@ -342,11 +342,14 @@ class Demo:
     # ----------------------------------------------------------------- the whole thing
 
     async def play(self) -> None:
-        step = "installing the control plane's binaries"
+        step = "building the control plane's binaries"
         try:
-            await asyncio.to_thread(ensure_toolchain, lambda message: self.say(f"   {message}"))
+            toolchain = await asyncio.to_thread(ensure_toolchain, lambda message: self.say(f"   {message}"))
             step = "starting the local control plane"
-            self.say(f"Starting etcd, kube-apiserver and kube-scheduler in {self.settings.directory} ...")
+            self.say(
+                f"Starting Kubernetes {toolchain.version} (etcd, kube-apiserver, kube-controller-manager, "
+                f"kube-scheduler, KWOK) in {self.settings.directory} ..."
+            )
             await asyncio.to_thread(self.cluster.start)
             self.api = await self.cluster.api_client()
             step = "installing the PreemptionTolerationPolicy CRD"

@@ -1,7 +1,9 @@
-"""A real local control plane for integration tests and demos: etcd, kube-apiserver, kube-scheduler.
+"""A real local control plane for integration tests and demos: etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler and KWOK, of a current Kubernetes release.
 
-See `LocalCluster` (processes, certificates, kubeconfig), `toolchain` (install and build the binaries),
-`nodes` (namespaces, service accounts, simulated Nodes) and `node_agent` (the kubelet stand-in).
+See `LocalCluster` (processes, certificates, kubeconfig), `toolchain` (build and cache the binaries from the
+Go modules pinned in `testbed/`), `gomod` (those build modules, written by `pin`) and `nodes` (namespaces and
+Nodes, waited for until the controllers made them usable).
 """
 
 from preemption_toleration.devcluster.cluster import (
@@ -10,14 +12,15 @@ from preemption_toleration.devcluster.cluster import (
     LocalCluster,
 )
 from preemption_toleration.devcluster.nodes import (
-    SIMULATED_NODE_LABEL,
+    NotReadyError,
     create_node,
     delete_namespace,
     delete_node,
-    ensure_default_service_account,
     ensure_namespace,
+    wait_node_schedulable,
 )
 from preemption_toleration.devcluster.toolchain import (
+    DEFAULT_KUBERNETES_VERSION,
     Toolchain,
     ToolchainError,
     ensure_toolchain,
@@ -25,17 +28,18 @@ from preemption_toleration.devcluster.toolchain import (
 )
 
 __all__ = [
-    "SIMULATED_NODE_LABEL",
+    "DEFAULT_KUBERNETES_VERSION",
     "ClusterError",
     "ComponentStatus",
     "LocalCluster",
+    "NotReadyError",
     "Toolchain",
     "ToolchainError",
     "create_node",
     "delete_namespace",
     "delete_node",
-    "ensure_default_service_account",
     "ensure_namespace",
     "ensure_toolchain",
     "find_toolchain",
+    "wait_node_schedulable",
 ]

@@ -1,4 +1,9 @@
-"""A local control plane: etcd, kube-apiserver and kube-scheduler (plus the node agent) on loopback.
+"""A local control plane on loopback: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK.
+
+KWOK (SIG Scheduling's node simulator) plays the kubelet of every Node: it keeps each Ready with its Lease
+renewed, marks bound pods Running and Ready and finishes their graceful deletion. The controller-manager runs
+the controllers a real cluster has (service accounts and their tokens, namespace lifecycle, garbage
+collection, disruption budgets, node lifecycle).
 
 Everything lives in one directory: certificates (`pki/`), etcd data, logs (`logs/`), kubeconfigs and
 `cluster.json`, which records the processes so that another shell can find and stop them.
@@ -9,10 +14,8 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
 import shutil
 import ssl
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -33,10 +36,11 @@ from preemption_toleration.devcluster.toolchain import Toolchain, ensure_toolcha
 HOST = "127.0.0.1"
 ADMIN_USER = "ptol-admin"
 SCHEDULER_USER = "system:kube-scheduler"
-SCHEDULER_CONFIG_API = "kubescheduler.config.k8s.io/v1beta1"  # what a 1.20 scheduler reads
+CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
+SCHEDULER_CONFIG_API = "kubescheduler.config.k8s.io/v1"
 STATE_FILE = "cluster.json"
 # Start order; stopped in reverse.
-PROCESS_NAMES = ("etcd", "kube-apiserver", "kube-scheduler", "node-agent")
+PROCESS_NAMES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
 
 logger = logging.getLogger(__name__)
@@ -116,9 +120,17 @@ class LocalCluster:
         return bool(self._state.get("tiedToStarter", False))
 
     @property
+    def kubernetes_version(self) -> str:
+        """The release it runs, e.g. `1.37.2`."""
+        try:
+            return str(self._state["kubernetesVersion"])
+        except KeyError:
+            raise ClusterError(f"no cluster in {self.directory}") from None
+
+    @property
     def toolchain(self) -> Toolchain:
         if self._toolchain is None:
-            self._toolchain = ensure_toolchain()
+            self._toolchain = ensure_toolchain(version=self._state.get("kubernetesVersion"))
         return self._toolchain
 
     # --- lifecycle -------------------------------------------------------------------------------------
@@ -127,36 +139,38 @@ class LocalCluster:
         self,
         *,
         timeout: float = 120.0,
-        node_agent: bool = True,
+        node_simulator: bool = True,
         die_with_parent: bool = False,
         extenders: Sequence[Mapping[str, Any]] = (),
     ) -> None:
-        """Start etcd, kube-apiserver, kube-scheduler and (optionally) the node agent.
+        """Start etcd, kube-apiserver, kube-controller-manager, kube-scheduler and (optionally) KWOK.
 
         `die_with_parent` ties the processes to the calling thread (for test sessions: they go away
         even if the test run is killed); the CLI leaves it off so the cluster outlives `ptol dev cluster up`.
-        `extenders` are scheduler extender entries (KubeSchedulerConfiguration v1beta1 `extenders`).
+        `extenders` are scheduler extender entries (KubeSchedulerConfiguration v1 `extenders`).
         """
         if self.running_components():
             raise ClusterError(f"a cluster is already running in {self.directory}; stop it first")
         toolchain = self.toolchain  # may build: before anything is started
         self._die_with_parent = die_with_parent
         self._reset_directory()
-        names = ("etcd", "etcd-peer", "apiserver", "scheduler", "scheduler-insecure")
+        names = ("etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler")
         ports = {name: processes.free_port() for name in names}
         self._state = {
             "server": f"https://{HOST}:{ports['apiserver']}",
             "ports": ports,
             "tiedToStarter": die_with_parent,
+            "kubernetesVersion": toolchain.version,
         }
         try:
             self._write_pki_and_kubeconfigs()
             self._start_etcd(toolchain, ports)
             self._start_apiserver(toolchain, ports)
             self._wait_api_ready(timeout)
+            self._start_controller_manager(toolchain, timeout)
             self._start_scheduler(toolchain, extenders, timeout)
-            if node_agent:
-                self._start_node_agent()
+            if node_simulator:
+                self._start_kwok(toolchain)
         except BaseException:  # includes Ctrl-C: leave nothing behind
             self.stop()
             raise
@@ -272,6 +286,7 @@ class LocalCluster:
         self._write(self.pki_dir / "service-account.pub", pki.public_key_pem(sa_key))
         self.write_kubeconfig(self.kubeconfig, ADMIN_USER, ["system:masters"])
         self.write_kubeconfig(self.directory / "scheduler.kubeconfig", SCHEDULER_USER)
+        self.write_kubeconfig(self.directory / "controller-manager.kubeconfig", CONTROLLER_MANAGER_USER)
 
     def _kubeconfig_dict(self, user: str, cert: pki.CertKeyPair) -> dict[str, Any]:
         return {
@@ -327,7 +342,6 @@ class LocalCluster:
                 f"--bind-address={HOST}",
                 f"--advertise-address={HOST}",
                 f"--secure-port={ports['apiserver']}",
-                "--insecure-port=0",
                 f"--tls-cert-file={pki_dir / 'apiserver.crt'}",
                 f"--tls-private-key-file={pki_dir / 'apiserver.key'}",
                 f"--client-ca-file={self.ca_cert_file}",
@@ -338,10 +352,10 @@ class LocalCluster:
                 "--requestheader-username-headers=X-Remote-User",
                 "--requestheader-group-headers=X-Remote-Group",
                 "--requestheader-extra-headers-prefix=X-Remote-Extra-",
-                "--authorization-mode=RBAC",
-                "--enable-admission-plugins="
-                "NamespaceLifecycle,ServiceAccount,Priority,DefaultTolerationSeconds,"
-                "MutatingAdmissionWebhook,ValidatingAdmissionWebhook",
+                "--authorization-mode=Node,RBAC",
+                # The release's default admission plugins (as every cluster has), and NodeRestriction as
+                # kubeadm adds it.
+                "--enable-admission-plugins=NodeRestriction",
                 f"--service-account-key-file={pki_dir / 'service-account.pub'}",
                 f"--service-account-signing-key-file={pki_dir / 'service-account.key'}",
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
@@ -354,13 +368,43 @@ class LocalCluster:
             ],
         )
 
+    def _start_controller_manager(self, toolchain: Toolchain, timeout: float) -> None:
+        kubeconfig = self.directory / "controller-manager.kubeconfig"
+        port = self._state["ports"]["controller-manager"]
+        pki_dir = self.pki_dir
+        self._spawn(
+            "kube-controller-manager",
+            [
+                str(toolchain.kube_controller_manager),
+                f"--kubeconfig={kubeconfig}",
+                f"--authentication-kubeconfig={kubeconfig}",
+                f"--authorization-kubeconfig={kubeconfig}",
+                f"--bind-address={HOST}",
+                f"--secure-port={port}",
+                f"--cert-dir={pki_dir / 'controller-manager'}",
+                "--leader-elect=false",
+                # Each controller uses its own ServiceAccount in kube-system, as in a kubeadm cluster.
+                "--use-service-account-credentials=true",
+                f"--service-account-private-key-file={pki_dir / 'service-account.key'}",
+                f"--root-ca-file={self.ca_cert_file}",
+                f"--cluster-signing-cert-file={self.ca_cert_file}",
+                f"--cluster-signing-key-file={pki_dir / 'ca.key'}",
+                "--v=1",
+            ],
+        )
+
+        def healthy() -> bool:
+            self._check_alive("kube-controller-manager")
+            return self._get("/healthz", f"https://{HOST}:{port}", verify=False) == "ok"
+
+        self._wait("kube-controller-manager /healthz", healthy, timeout)
+
     def _start_scheduler(self, toolchain: Toolchain, extenders: Sequence[Mapping[str, Any]], timeout: float) -> None:
-        # Its ports are chosen now, not with the others: in between, outgoing connections of the API
-        # server and its clients take ports from the same ephemeral range. A port taken anyway (the
-        # scheduler exits with "address already in use") is replaced, a few times.
+        # Its port is chosen now, not with the others: in between, outgoing connections of the API server
+        # and its clients take ports from the same ephemeral range. A port taken anyway (the scheduler exits
+        # with "address already in use") is replaced, a few times.
         for attempt in range(1, 4):
-            for name in ("scheduler", "scheduler-insecure"):
-                self._state["ports"][name] = processes.free_port()
+            self._state["ports"]["scheduler"] = processes.free_port()
             self._save_state()
             try:
                 self._start_scheduler_once(toolchain, extenders, timeout)
@@ -382,10 +426,6 @@ class LocalCluster:
             "kind": "KubeSchedulerConfiguration",
             "clientConnection": {"kubeconfig": str(kubeconfig)},
             "leaderElection": {"leaderElect": False},
-            # The insecure HTTP port cannot be turned off with --config (--port is ignored, empty or 0
-            # mean 0.0.0.0:10251): keep it on loopback at a free port instead.
-            "healthzBindAddress": f"{HOST}:{self._state['ports']['scheduler-insecure']}",
-            "metricsBindAddress": f"{HOST}:{self._state['ports']['scheduler-insecure']}",
         }
         if extenders:
             config["extenders"] = [dict(e) for e in extenders]
@@ -412,20 +452,18 @@ class LocalCluster:
 
         self._wait("kube-scheduler /healthz", healthy, timeout)
 
-    def _start_node_agent(self) -> None:
-        # Importable even when the package is not installed (e.g. run from a checkout).
-        package_root = str(Path(__file__).resolve().parents[2])
-        path = [package_root, *filter(None, [os.environ.get("PYTHONPATH")])]
+    def _start_kwok(self, toolchain: Toolchain) -> None:
+        # Every Node of the cluster is KWOK's, including one a test or a user applies later.
         self._spawn(
-            "node-agent",
+            "kwok",
             [
-                sys.executable,
-                "-m",
-                "preemption_toleration.devcluster.node_agent",
-                "--kubeconfig",
-                str(self.kubeconfig),
+                str(toolchain.kwok),
+                f"--kubeconfig={self.kubeconfig}",
+                f"--config={toolchain.kwok_stages}",
+                "--manage-all-nodes=true",
+                "--node-lease-duration-seconds=40",
+                f"--node-ip={HOST}",
             ],
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(path)},
         )
 
     def _wait_api_ready(self, timeout: float) -> None:

@@ -1,46 +1,52 @@
-"""What a control plane without controller-manager and kubelets lacks: service accounts and Nodes.
+"""Namespaces and Nodes of the local control plane, made as a user makes them and waited for as one waits.
 
-Nodes created here carry `SIMULATED_NODE_LABEL`; the node agent plays the kubelet for the pods bound to them.
+The controllers do the rest, as in any cluster: the controller-manager gives a new namespace its `default`
+ServiceAccount and removes the not-ready taint of a Node once it is Ready; KWOK makes every Node Ready and
+keeps its Lease renewed.
 """
 
 from __future__ import annotations
 
-import datetime
-from collections.abc import Awaitable, Mapping
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
-SIMULATED_NODE_LABEL = "preemption-toleration.dev/simulated-node"
-NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+# Taints that keep pods off a Node until the node lifecycle controller sees it Ready and reachable.
+UNREADY_TAINTS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})
+WAIT_SECONDS = 60.0
+
+
+class NotReadyError(TimeoutError):
+    """A namespace or Node did not become usable in time; the message says what was missing."""
 
 
 async def ensure_namespace(api: ApiClient, name: str, labels: Mapping[str, str] | None = None) -> None:
-    """Create the namespace (if missing) and its `default` ServiceAccount."""
+    """Create the namespace (if missing) and wait for its `default` ServiceAccount (the controller's work):
+    until it exists, the API server refuses pods in the namespace."""
     core = client.CoreV1Api(api)
     body = client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels=dict(labels or {})))
     await _create_or_ignore_conflict(core.create_namespace(body))
-    await ensure_default_service_account(api, name)
 
+    async def has_default_account() -> bool:
+        try:
+            await core.read_namespaced_service_account("default", name)
+        except ApiException as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
 
-async def ensure_default_service_account(api: ApiClient, namespace: str) -> None:
-    """Create `default` in `namespace`, which the ServiceAccount admission plugin requires of pods.
-
-    Without the token controller no token Secret ever appears, and 1.20's admission plugin refuses pods that
-    would mount one: so the account opts out of token automounting.
-    """
-    body = client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="default"), automount_service_account_token=False)
-    await _create_or_ignore_conflict(client.CoreV1Api(api).create_namespaced_service_account(namespace, body))
+    await _wait_until(has_default_account, f"namespace {name} has no `default` ServiceAccount")
 
 
 async def delete_namespace(api: ApiClient, name: str) -> None:
-    """Remove every pod at once (grace 0), then delete the namespace.
-
-    The namespace itself stays Terminating (no namespace controller), which is harmless: its pods, which
-    would hold node capacity, are gone.
-    """
+    """Remove every pod at once (grace 0), so their nodes' capacity is free now, then delete the namespace
+    (the namespace controller finishes it)."""
     core = client.CoreV1Api(api)
     try:
         await core.delete_collection_namespaced_pod(name, grace_period_seconds=0)
@@ -58,54 +64,50 @@ async def create_node(
     memory: str = "8Gi",
     pods: str = "110",
     labels: Mapping[str, str] | None = None,
+    wait: bool = True,
 ) -> client.V1Node:
-    """Create a Ready Node with this capacity and without the not-ready taint, or update it if it exists."""
+    """Create a Node with this capacity (as `kubectl apply` of a Node does) and, with `wait`, wait until
+    pods can be scheduled on it: Ready (KWOK) and without the not-ready taint (the node lifecycle controller).
+    Without a node simulator, pass `wait=False`: the Node stays NotReady, and pods are bound to it by name."""
     core = client.CoreV1Api(api)
     capacity = {"cpu": cpu, "memory": memory, "pods": pods}
-    now = datetime.datetime.now(datetime.UTC)
-    node_labels = {
-        "kubernetes.io/hostname": name,
-        "kubernetes.io/os": "linux",
-        SIMULATED_NODE_LABEL: "true",
-        **(labels or {}),
+    node_labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **(labels or {})}
+    body = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": node_labels},
+        "status": {"capacity": capacity, "allocatable": capacity},  # a Node keeps the status given on create
     }
-    status = {
-        "capacity": capacity,
-        "allocatable": capacity,
-        "conditions": [
-            {
-                "type": "Ready",
-                "status": "True",
-                "reason": "KubeletReady",
-                "message": "simulated by the preemption-toleration node agent",
-                "lastHeartbeatTime": now.isoformat(),
-                "lastTransitionTime": now.isoformat(),
-            }
-        ],
-    }
-    body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": node_labels}}
     try:
-        await core.create_node({**body, "status": status})  # Nodes keep the status given on create
+        await core.create_node(body)
     except ApiException as error:
         if error.status != 409:
             raise
         await core.patch_node(name, {"metadata": {"labels": node_labels}})
-        await core.patch_node_status(name, {"status": status})
-    return await remove_not_ready_taint(api, name)
+        await core.patch_node_status(name, {"status": {"capacity": capacity, "allocatable": capacity}})
+    return await wait_node_schedulable(api, name) if wait else await core.read_node(name)
 
 
-async def remove_not_ready_taint(api: ApiClient, name: str) -> client.V1Node:
-    """Drop the taint the TaintNodesByCondition admission plugin puts on every new Node."""
+async def wait_node_schedulable(api: ApiClient, name: str, timeout: float = WAIT_SECONDS) -> client.V1Node:
+    """The Node once it is Ready and carries none of `UNREADY_TAINTS`."""
     core = client.CoreV1Api(api)
-    node = await core.read_node(name)
-    taints = [t for t in (node.spec.taints or []) if t.key != NOT_READY_TAINT]
-    if len(taints) == len(node.spec.taints or []):
-        return node
-    patch = {
-        "metadata": {"resourceVersion": node.metadata.resource_version},
-        "spec": {"taints": [api.sanitize_for_serialization(t) for t in taints] or None},
-    }
-    return await core.patch_node(name, patch, _content_type="application/merge-patch+json")
+    latest: client.V1Node | None = None
+
+    async def schedulable() -> bool:
+        nonlocal latest
+        latest = await core.read_node(name)
+        return node_is_schedulable(latest)
+
+    await _wait_until(schedulable, f"node {name} is not Ready and untainted", timeout)
+    assert latest is not None
+    return latest
+
+
+def node_is_schedulable(node: client.V1Node) -> bool:
+    """Ready=True and no taint that the node lifecycle controller keeps on an unready node."""
+    conditions = (node.status.conditions or []) if node.status else []
+    ready = any(c.type == "Ready" and c.status == "True" for c in conditions)
+    return ready and not any(t.key in UNREADY_TAINTS for t in (node.spec.taints or []))
 
 
 async def delete_node(api: ApiClient, name: str) -> None:
@@ -114,6 +116,14 @@ async def delete_node(api: ApiClient, name: str) -> None:
     except ApiException as error:
         if error.status != 404:
             raise
+
+
+async def _wait_until(condition: Callable[[], Awaitable[bool]], what: str, timeout: float = WAIT_SECONDS) -> None:
+    deadline = time.monotonic() + timeout
+    while not await condition():
+        if time.monotonic() > deadline:
+            raise NotReadyError(f"{what} after {timeout:.0f} s")
+        await asyncio.sleep(0.2)
 
 
 async def _create_or_ignore_conflict(call: Awaitable[Any]) -> None:

@@ -1,22 +1,19 @@
-"""The binaries of the local control plane: installed from Debian, built once, cached outside the repo.
+"""The binaries of the local control plane: built once per Kubernetes release from Go modules, cached.
 
-etcd comes from Debian's `etcd-server`. kube-apiserver, kube-scheduler and kubectl v1.20.2 are built from
-Debian's `kubernetes` source package (bookworm's `1.20.5+really1.20.2`) with Debian's Go 1.19, after two
-changes:
-- the upstream fix that makes the 1.20 scheduler call extenders during preemption (kubernetes#102971,
-  PR #103019 / #103030);
-- the vendored `github.com/modern-go/reflect2` v1.0.1 replaced by Debian's v1.0.2: v1.0.1 predates Go 1.18's
-  map iterator and crashes kube-apiserver (SIGSEGV in `mapiterinit`) on the first custom resource it stores.
-The build goes to a temporary directory in the cache and is renamed into place, so a half-built cache is never
-used. kubectl comes from the same source so that client and server are the same version.
+Each supported release has a build module in the repository's `testbed/` folder (go.mod and go.sum, written by
+`ptol dev cluster pin`): `testbed/kubernetes-vX.Y.Z/` builds kube-apiserver, kube-controller-manager,
+kube-scheduler and kubectl; its `etcd/` builds the etcd that release names; `testbed/kwok/` builds KWOK, the
+node simulator. The machine's Go builds them with CGO_ENABLED=0 and the release stamped in; every module's
+checksum is checked against the committed go.sum (`-mod=readonly`, then `go mod verify`). A build goes to a
+temporary directory in the cache and is renamed into place when complete, so a half-built cache is never used.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -26,17 +23,22 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-KUBERNETES_VERSION = "1.20.2"
-DEBIAN_SOURCE_PACKAGE = "kubernetes"
-# Debian's upstream version of the source package; the Debian revision (-1.1+deb12uN) may change.
-DEBIAN_UPSTREAM_VERSION = "1.20.5+really1.20.2"
-BUILT_BINARIES = ("kube-apiserver", "kube-scheduler", "kubectl")
-RUNTIME_APT_PACKAGES = ("etcd-server",)
-REFLECT2_APT_PACKAGE = "golang-github-modern-go-reflect2-dev"
-BUILD_APT_PACKAGES = ("golang-go", "rsync", "jq", "make", "dpkg-dev", REFLECT2_APT_PACKAGE)
-_REFLECT2_VENDOR_DIR = "vendor/github.com/modern-go/reflect2"
-APT_SOURCES_DIR = Path("/etc/apt/sources.list.d")
-DEB_SRC_FILE = APT_SOURCES_DIR / "preemption-toleration-deb-src.sources"
+from preemption_toleration.devcluster import gomod
+from preemption_toleration.devcluster.gomod import Release
+
+DEFAULT_KUBERNETES_VERSION = "1.37.2"
+VERSION_ENV = "PTOL_KUBERNETES_VERSION"
+# A Go new enough to fetch the toolchain a module asks for through the module proxy by itself.
+OLDEST_USABLE_GO = (1, 21)
+KWOK_STAGE_FILES = (
+    # KWOK's "fast" stages (what kwokctl installs): nodes Ready at once with a Lease renewed, pods Running
+    # and Ready once bound, deleted pods gone at once.
+    "kustomize/stage/node/fast/node-initialize.yaml",
+    "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+    "kustomize/stage/pod/fast/pod-ready.yaml",
+    "kustomize/stage/pod/fast/pod-complete.yaml",
+    "kustomize/stage/pod/fast/pod-delete.yaml",
+)
 # Marks a complete cache entry: written last, before the directory is renamed into place.
 _STAMP = "BUILD-INFO"
 
@@ -44,17 +46,49 @@ Progress = Callable[[str], None]
 
 
 class ToolchainError(RuntimeError):
-    """The toolchain cannot be installed or built; the message says what to do."""
+    """The toolchain cannot be built; the message says what to do."""
 
 
 @dataclass(frozen=True)
 class Toolchain:
-    """Absolute paths of the programs a LocalCluster runs."""
+    """Absolute paths of the programs a LocalCluster runs, and the release they are."""
 
+    version: str
     etcd: Path
     kube_apiserver: Path
+    kube_controller_manager: Path
     kube_scheduler: Path
     kubectl: Path
+    kwok: Path
+    kwok_stages: Path
+
+
+def testbed_dir() -> Path:
+    """The repository's `testbed/` folder (the build modules live beside the package, not in it)."""
+    return Path(__file__).resolve().parents[2] / "testbed"
+
+
+def supported_versions() -> list[str]:
+    """The releases the repository has build modules for, newest first."""
+    found = [Release.parse(p.name.removeprefix("kubernetes-")) for p in testbed_dir().glob("kubernetes-v*")]
+    return [str(r) for r in sorted(found, key=lambda r: (r.major, r.minor, r.patch), reverse=True)]
+
+
+def selected_version(explicit: str | None = None) -> str:
+    """`explicit`, else `$PTOL_KUBERNETES_VERSION`, else the default; refused unless the repo pins it."""
+    text = explicit or os.environ.get(VERSION_ENV) or DEFAULT_KUBERNETES_VERSION
+    try:
+        version = str(Release.parse(text))
+    except gomod.GoModError as error:
+        raise ToolchainError(str(error)) from None
+    if not testbed_dir().is_dir():
+        raise ToolchainError(f"no {testbed_dir()}: the local control plane is built from a checkout of the repository")
+    if version not in supported_versions():
+        raise ToolchainError(
+            f"Kubernetes {version} has no build module in {testbed_dir()}; "
+            f"supported: {', '.join(supported_versions())} (`ptol dev cluster pin {version}` adds one)"
+        )
+    return version
 
 
 def cache_root() -> Path:
@@ -66,277 +100,227 @@ def cache_root() -> Path:
     return Path(xdg) / "preemption-toleration"
 
 
-def binaries_dir() -> Path:
-    return cache_root() / f"kubernetes-{KUBERNETES_VERSION}"
+@dataclass(frozen=True)
+class _Build:
+    """One cache entry: what it holds and the build modules it is made from."""
+
+    name: str
+    binaries: tuple[str, ...]
+
+    @property
+    def directory(self) -> Path:
+        return cache_root() / self.name
+
+    def complete(self) -> bool:
+        return (self.directory / _STAMP).is_file() and all(
+            os.access(self.directory / binary, os.X_OK) for binary in self.binaries
+        )
 
 
-def find_toolchain() -> Toolchain | None:
-    """The installed toolchain, or None when anything is missing (nothing is installed or built)."""
-    bins = binaries_dir()
-    etcd = shutil.which("etcd")
-    if etcd is None or not (bins / _STAMP).is_file():
+def _kubernetes_build(version: str) -> _Build:
+    return _Build(f"kubernetes-v{version}", ("etcd", *gomod.KUBERNETES_COMMANDS))
+
+
+def _kwok_build() -> _Build:
+    version = gomod.required_version((testbed_dir() / "kwok/go.mod").read_text(), gomod.KWOK_MODULE)
+    return _Build(f"kwok-{version}", ("kwok",))
+
+
+def find_toolchain(version: str | None = None) -> Toolchain | None:
+    """The built toolchain of that release (default: the selected one), or None when anything is missing."""
+    version = selected_version(version)
+    kubernetes, kwok = _kubernetes_build(version), _kwok_build()
+    if not (kubernetes.complete() and kwok.complete()):
         return None
-    if not all(os.access(bins / name, os.X_OK) for name in BUILT_BINARIES):
-        return None
+    bins = kubernetes.directory
     return Toolchain(
-        etcd=Path(etcd),
+        version=version,
+        etcd=bins / "etcd",
         kube_apiserver=bins / "kube-apiserver",
+        kube_controller_manager=bins / "kube-controller-manager",
         kube_scheduler=bins / "kube-scheduler",
         kubectl=bins / "kubectl",
+        kwok=kwok.directory / "kwok",
+        kwok_stages=kwok.directory / "stages.yaml",
     )
 
 
-def ensure_toolchain(progress: Progress = print) -> Toolchain:
-    """Install and build whatever is missing (idempotent; minutes on the first call, instant after)."""
-    found = find_toolchain()
+def ensure_toolchain(progress: Progress = print, version: str | None = None) -> Toolchain:
+    """Build whatever is missing (idempotent; minutes on the first call for a release, instant after)."""
+    version = selected_version(version)
+    found = find_toolchain(version)
     if found is not None:
         return found
-    apt = _Apt(progress)
-    apt.ensure_installed(RUNTIME_APT_PACKAGES)
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
     with _exclusive_lock(root / ".lock"):
-        if not (binaries_dir() / _STAMP).is_file():
-            apt.ensure_installed(BUILD_APT_PACKAGES)
-            _build_into_cache(apt, progress)
-    found = find_toolchain()
+        go = GoCommand.find(progress)
+        kubernetes = _kubernetes_build(version)
+        if not kubernetes.complete():
+            _build_kubernetes(go, version, kubernetes, progress)
+        kwok = _kwok_build()
+        if not kwok.complete():
+            _build_kwok(go, kwok, progress)
+    found = find_toolchain(version)
     if found is None:
-        raise ToolchainError(f"toolchain still incomplete after installing; see {root}")
+        raise ToolchainError(f"toolchain still incomplete after building; see {root}")
     return found
 
 
-# --- the scheduler fix ---------------------------------------------------------------------------------
-
-_PROFILE_OPTION_ANCHOR = (
-    "\t\tframeworkruntime.WithCaptureProfile(frameworkruntime.CaptureProfile(c.frameworkCapturer)),\n"
-)
-_EXTENDERS_OPTION = "\t\tframeworkruntime.WithExtenders(extenders),\n"
+# --- go ---------------------------------------------------------------------------------------------------
 
 
-def patch_scheduler_factory(source: str) -> str:
-    """Pass the configured extenders to the scheduling profiles (upstream PR #103019 / #103030).
+class GoCommand:
+    """The machine's `go`, with the environment every build uses."""
 
-    Without it the 1.20 DefaultPreemption plugin sees no extenders and never calls their `preemptVerb`.
-    Idempotent; raises when the code does not look like 1.20's `pkg/scheduler/factory.go`.
-    """
-    if _EXTENDERS_OPTION in source:
-        return source
-    if source.count(_PROFILE_OPTION_ANCHOR) != 1:
-        raise ToolchainError("pkg/scheduler/factory.go changed: cannot apply the extender fix")
-    return source.replace(_PROFILE_OPTION_ANCHOR, _PROFILE_OPTION_ANCHOR + _EXTENDERS_OPTION)
+    def __init__(self, path: str, version: tuple[int, ...], progress: Progress) -> None:
+        self.path = path
+        self.version = version
+        self.progress = progress
 
-
-def replace_vendored_reflect2(source: Path) -> None:
-    """Swap the vendored reflect2 v1.0.1 for the v1.0.2 sources of Debian's package (same API)."""
-    listing = subprocess.run(
-        ["dpkg", "-L", REFLECT2_APT_PACKAGE], capture_output=True, text=True, check=True
-    ).stdout.split()
-    debian_dir = next((Path(p).parent for p in listing if p.endswith("/modern-go/reflect2/reflect2.go")), None)
-    if debian_dir is None or not (debian_dir / "go_above_118.go").is_file():
-        raise ToolchainError(f"{REFLECT2_APT_PACKAGE} does not hold reflect2 >= 1.0.2 sources")
-    vendored = source / _REFLECT2_VENDOR_DIR
-    for old in [*vendored.glob("*.go"), *vendored.glob("*.s")]:
-        old.unlink()
-    for new in [*debian_dir.glob("*.go"), *debian_dir.glob("*.s")]:
-        shutil.copy2(new, vendored / new.name)
-
-
-# --- apt --------------------------------------------------------------------------------------------------
-
-
-def deb_src_stanzas(sources: str) -> str:
-    """deb822 `.sources` text with one `deb-src` stanza for each stanza that has `Types: deb`.
-
-    Comments are dropped and every other field (URIs, Suites, Components, Signed-By) is kept.
-    """
-    out: list[str] = []
-    for stanza in re.split(r"\n[ \t]*\n", sources.strip()):
-        fields = [line for line in stanza.splitlines() if line.strip() and not line.startswith("#")]
-        types = next((f for f in fields if f.lower().startswith("types:")), None)
-        if types is None or "deb" not in types.split(":", 1)[1].split():
-            continue
-        kept = [f for f in fields if f is not types]
-        out.append("\n".join(["Types: deb-src", *kept]))
-    return "\n\n".join(out) + ("\n" if out else "")
-
-
-def deb_src_lines(sources_list: str) -> list[str]:
-    """One-line-style `deb-src` lines for each `deb` line of a `sources.list`."""
-    return ["deb-src" + line.strip()[3:] for line in sources_list.splitlines() if line.strip().startswith("deb ")]
-
-
-class _Apt:
-    def __init__(self, progress: Progress) -> None:
-        self._progress = progress
-        self._updated = False
-
-    def ensure_installed(self, packages: Sequence[str]) -> None:
-        missing = [p for p in packages if not _dpkg_installed(p)]
-        if not missing:
-            return
-        self._require_root(f"apt-get install {' '.join(missing)}")
-        self.update()
-        self._progress(f"apt-get install {' '.join(missing)}")
-        _run(
-            ["apt-get", "install", "-y", "--no-install-recommends", *missing],
-            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
-        )
-
-    def update(self, force: bool = False) -> None:
-        if self._updated and not force:
-            return
-        self._progress("apt-get update")
-        _run(["apt-get", "update"])
-        self._updated = True
-
-    def ensure_source_available(self) -> None:
-        """Make `apt-get source kubernetes` find bookworm's 1.20.2, adding a deb-src entry if needed."""
-        if self._source_version_available():
-            return
-        self.update()
-        if self._source_version_available():
-            return
-        self._require_root("adding a deb-src entry")
-        self._write_deb_src_entry()
-        self.update(force=True)
-        if not self._source_version_available():
+    @classmethod
+    def find(cls, progress: Progress) -> GoCommand:
+        path = shutil.which("go")
+        wanted = ".".join(map(str, OLDEST_USABLE_GO))
+        if path is None:
+            raise ToolchainError(f"no `go` on PATH: install Go {wanted} or later to build the local control plane")
+        result = subprocess.run([path, "env", "GOVERSION"], capture_output=True, text=True, check=False)
+        try:
+            version = gomod.go_version_tuple(result.stdout)
+        except gomod.GoModError:
+            raise ToolchainError(f"`{path} env GOVERSION` printed {result.stdout.strip()!r}: not a Go") from None
+        if version < OLDEST_USABLE_GO:
             raise ToolchainError(
-                f"apt has no source package {DEBIAN_SOURCE_PACKAGE} {DEBIAN_UPSTREAM_VERSION}*; "
-                f"check the deb-src entry in {DEB_SRC_FILE}"
+                f"{path} is Go {'.'.join(map(str, version))}: install Go {wanted} or later "
+                "(it fetches the Go a release needs by itself)"
             )
+        return cls(path, version, progress)
 
-    def _source_version_available(self) -> bool:
-        result = subprocess.run(
-            ["apt-cache", "showsrc", DEBIAN_SOURCE_PACKAGE],
-            capture_output=True,
-            text=True,
-            check=False,
+    def env(self, module: Path, *, work: Path | None = None, pinning: bool = False) -> dict[str, str]:
+        wanted = gomod.go_directive((module / "go.mod").read_text()) if (module / "go.mod").is_file() else "1"
+        env = {
+            **os.environ,
+            "CGO_ENABLED": "0",
+            # Pinning (`go mod tidy`) writes go.sum; a build never changes go.mod or go.sum.
+            "GOFLAGS": "-buildvcs=false" if pinning else "-mod=readonly -trimpath -buildvcs=false",
+            "GOWORK": "off",
+        }
+        # An older Go fetches the toolchain the module asks for (the module proxy serves it); a newer one
+        # builds with itself, whatever GOTOOLCHAIN the machine sets.
+        env["GOTOOLCHAIN"] = "local" if self.version >= gomod.go_version_tuple(wanted) else f"go{wanted}"
+        if work is not None:
+            env["TMPDIR"] = str(work)
+        return env
+
+    def run(self, module: Path, *args: str, work: Path | None = None, pinning: bool = False) -> str:
+        argv = [self.path, *args]
+        env = self.env(module, work=work, pinning=pinning)
+        result = subprocess.run(argv, cwd=module, env=env, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-20:])
+            command = f"go {' '.join(args)}"
+            raise ToolchainError(f"`{command}` in {module} failed with exit code {result.returncode}:\n{tail}")
+        return result.stdout
+
+    def prepare(self, module: Path, what: str) -> None:
+        """Download the module's dependencies and check each against the committed go.sum."""
+        self.progress(f"{what}: go mod download")
+        self.run(module, "mod", "download")
+        self.progress(f"{what}: go mod verify (every module against the committed go.sum)")
+        self.run(module, "mod", "verify")
+
+    def build(self, module: Path, package: str, output: Path, ldflags: str, work: Path) -> None:
+        self.progress(f"  go build {package}")
+        started = time.monotonic()
+        with _heartbeat(self.progress, started):
+            self.run(module, "build", "-o", str(output), "-ldflags", f"-s -w {ldflags}".strip(), package, work=work)
+        self.progress(f"  built {output.name} in {int(time.monotonic() - started)} s")
+
+    def module_time(self, module: Path, dependency: str) -> str:
+        """When the proxy first served `dependency` at the version the module requires (its release time)."""
+        info = json.loads(self.run(module, "list", "-m", "-json", dependency))
+        stamp = str(info.get("Time", ""))
+        return stamp.replace(".000000000", "") if stamp else "1970-01-01T00:00:00Z"
+
+
+# --- builds -----------------------------------------------------------------------------------------------
+
+
+def _build_kubernetes(go: GoCommand, version: str, target: _Build, progress: Progress) -> None:
+    release = Release.parse(version)
+    module = testbed_dir() / f"kubernetes-{release.tag}"
+    etcd_module = module / "etcd"
+    started = time.monotonic()
+    progress(f"building Kubernetes {release} (four commands and etcd) with {go.path}; minutes the first time")
+    go.prepare(module, f"kubernetes {release.tag}")
+    go.prepare(etcd_module, "etcd")
+    ldflags = gomod.version_ldflags(release, go.module_time(module, gomod.KUBERNETES_MODULE))
+    with _staging(target) as staging:
+        for command in gomod.KUBERNETES_COMMANDS:
+            go.build(module, f"{gomod.KUBERNETES_MODULE}/cmd/{command}", staging / command, ldflags, staging.parent)
+        go.build(etcd_module, gomod.ETCD_SERVER_MODULE, staging / "etcd", "", staging.parent)
+        reported = _run_version(staging / "kube-apiserver", "--version")
+        if release.tag not in reported:
+            raise ToolchainError(f"the built kube-apiserver reports {reported!r}, not {release.tag}")
+        etcd = gomod.required_version((etcd_module / "go.mod").read_text(), gomod.ETCD_SERVER_MODULE)
+        (staging / _STAMP).write_text(
+            f"kubernetes {release.tag} ({reported}), etcd {etcd}\n"
+            f"go {'.'.join(map(str, go.version))}; modules as pinned in {module.name}/go.sum and etcd/go.sum\n"
+            f"built in {int(time.monotonic() - started)} s\n"
         )
-        versions = re.findall(r"^Version:\s*(\S+)", result.stdout, flags=re.MULTILINE)
-        return any(v.startswith(DEBIAN_UPSTREAM_VERSION + "-") for v in versions)
-
-    def _write_deb_src_entry(self) -> None:
-        # Copy the machine's own mirrors rather than naming one.
-        stanzas = "".join(
-            deb_src_stanzas(p.read_text()) for p in sorted(APT_SOURCES_DIR.glob("*.sources")) if p != DEB_SRC_FILE
-        )
-        if stanzas.strip():
-            DEB_SRC_FILE.write_text(stanzas)
-            self._progress(f"added deb-src entries in {DEB_SRC_FILE}")
-            return
-        lines: list[str] = []
-        for path in [Path("/etc/apt/sources.list"), *sorted(APT_SOURCES_DIR.glob("*.list"))]:
-            if path.is_file():
-                lines += deb_src_lines(path.read_text())
-        if not lines:
-            raise ToolchainError("no apt 'deb' entry found to derive a deb-src entry from")
-        list_file = DEB_SRC_FILE.with_suffix(".list")
-        list_file.write_text("\n".join(lines) + "\n")
-        self._progress(f"added deb-src entries in {list_file}")
-
-    @staticmethod
-    def _require_root(what: str) -> None:
-        if os.geteuid() != 0:
-            raise ToolchainError(f"{what} needs root; run `ptol dev cluster install` as root")
+    progress(f"cached Kubernetes {release} in {target.directory} ({int(time.monotonic() - started)} s)")
 
 
-def _dpkg_installed(package: str) -> bool:
-    result = subprocess.run(["dpkg-query", "-W", "-f=${Status}", package], capture_output=True, text=True, check=False)
-    return result.returncode == 0 and result.stdout.strip() == "install ok installed"
+def _build_kwok(go: GoCommand, target: _Build, progress: Progress) -> None:
+    module = testbed_dir() / "kwok"
+    version = target.name.removeprefix("kwok-")
+    progress(f"building KWOK {version}, the node simulator")
+    go.prepare(module, f"kwok {version}")
+    with _staging(target) as staging:
+        go.build(module, f"{gomod.KWOK_MODULE}/cmd/kwok", staging / "kwok", "", staging.parent)
+        source = Path(go.run(module, "list", "-m", "-f", "{{.Dir}}", gomod.KWOK_MODULE).strip())
+        stages = [(source / name).read_text().strip() for name in KWOK_STAGE_FILES]
+        (staging / "stages.yaml").write_text("\n---\n".join(stages) + "\n")
+        (staging / _STAMP).write_text(f"{gomod.KWOK_MODULE} {version}; stages: {', '.join(KWOK_STAGE_FILES)}\n")
+    progress(f"cached KWOK {version} in {target.directory}")
 
 
-# --- build ------------------------------------------------------------------------------------------------
-
-
-def _build_into_cache(apt: _Apt, progress: Progress) -> None:
+@contextlib.contextmanager
+def _staging(target: _Build) -> Iterator[Path]:
+    """A directory to build into, renamed to the target when the body completes (removed otherwise)."""
     root = cache_root()
-    for stale in root.glob(".build-*"):  # left by an interrupted build
+    for stale in root.glob(f".build-{target.name}-*"):  # left by an interrupted build
         shutil.rmtree(stale, ignore_errors=True)
-    work = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
+    work = Path(tempfile.mkdtemp(prefix=f".build-{target.name}-", dir=root))
     try:
-        apt.ensure_source_available()
-        source = _fetch_source(work, progress)
-        factory = source / "pkg/scheduler/factory.go"
-        factory.write_text(patch_scheduler_factory(factory.read_text()))
-        progress("applied the scheduler fix: extenders are called during preemption (PR #103030)")
-        replace_vendored_reflect2(source)
-        progress("replaced the vendored reflect2 v1.0.1 with Debian's v1.0.2 (Go >= 1.18 map iteration)")
-        _make(source, work, progress)
         staging = work / "out"
         staging.mkdir()
-        built = source / "_output/bin"
-        for name in BUILT_BINARIES:
-            shutil.copy2(built / name, staging / name)
-        (staging / _STAMP).write_text(
-            f"kubernetes {KUBERNETES_VERSION} from Debian source {source.name}\n"
-            "patched: pkg/scheduler/factory.go passes WithExtenders to profiles (PR #103030)\n"
-            f"replaced: {_REFLECT2_VENDOR_DIR} v1.0.1 -> v1.0.2 from Debian's {REFLECT2_APT_PACKAGE}\n"
-        )
-        target = binaries_dir()
-        if target.exists():  # incomplete (no stamp): replace it
-            shutil.rmtree(target)
-        os.rename(staging, target)
-        progress(f"cached {', '.join(BUILT_BINARIES)} in {target}")
+        yield staging
+        if target.directory.exists():  # incomplete (no stamp): replace it
+            shutil.rmtree(target.directory)
+        os.rename(staging, target.directory)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _fetch_source(work: Path, progress: Progress) -> Path:
-    progress(f"apt-get source {DEBIAN_SOURCE_PACKAGE}")
-    download = work / "download"
-    download.mkdir()
-    _run(["apt-get", "source", "--download-only", DEBIAN_SOURCE_PACKAGE], cwd=download)
-    dscs = sorted(download.glob(f"{DEBIAN_SOURCE_PACKAGE}_{DEBIAN_UPSTREAM_VERSION}-*.dsc"))
-    if not dscs:
-        raise ToolchainError(f"apt-get source did not fetch {DEBIAN_UPSTREAM_VERSION}")
-    source = work / dscs[-1].stem
-    # dpkg-source also applies Debian's own patches (security fixes).
-    _run(["dpkg-source", "--no-check", "-x", str(dscs[-1]), str(source)], cwd=download)
-    shutil.rmtree(download)
-    return source
-
-
-def _make(source: Path, work: Path, progress: Progress) -> None:
-    targets = " ".join(f"cmd/{name}" for name in BUILT_BINARIES)
-    env = {
-        **os.environ,
-        "CGO_ENABLED": "0",
-        "GOFLAGS": "",
-        "GOCACHE": str(work / "gocache"),  # thrown away with the work directory
-        "KUBE_VERBOSE": "1",
-    }
-    progress(f"building {targets} (CGO_ENABLED=0); this takes several minutes")
-    log_path = cache_root() / "build.log"
-    started = time.monotonic()
+@contextlib.contextmanager
+def _heartbeat(progress: Progress, started: float) -> Iterator[None]:
     done = threading.Event()
 
-    def heartbeat() -> None:
+    def beat() -> None:
         while not done.wait(60):
             progress(f"  still building ({int(time.monotonic() - started) // 60} min so far)")
 
-    threading.Thread(target=heartbeat, daemon=True).start()
+    threading.Thread(target=beat, daemon=True).start()
     try:
-        with log_path.open("w", buffering=1) as log:
-            proc = subprocess.Popen(
-                ["make", f"WHAT={targets}"],
-                cwd=source,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                log.write(line)
-                # hack/ prints "+++ [time] Building go targets ..." and the targets indented below.
-                if line.startswith(("+++", "    ", "make:")) or "error" in line.lower():
-                    progress("  " + line.rstrip())
-            returncode = proc.wait()
+        yield
     finally:
         done.set()
-    if returncode != 0:
-        raise ToolchainError(f"make failed with exit code {returncode}; see {log_path}")
-    progress(f"built in {int(time.monotonic() - started)} s")
+
+
+def _run_version(binary: Path, *args: str) -> str:
+    result = subprocess.run([str(binary), *args], capture_output=True, text=True, check=False)
+    return (result.stdout + result.stderr).strip()
 
 
 @contextlib.contextmanager
@@ -350,8 +334,20 @@ def _exclusive_lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _run(argv: Sequence[str], *, cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
-    result = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-20:])
-        raise ToolchainError(f"`{' '.join(argv)}` failed with exit code {result.returncode}:\n{tail}")
+def find_go(progress: Progress = print) -> GoCommand:
+    """The machine's `go` (ToolchainError, saying what to install, when it has none that can build)."""
+    return GoCommand.find(progress)
+
+
+__all__: Sequence[str] = [
+    "DEFAULT_KUBERNETES_VERSION",
+    "VERSION_ENV",
+    "Toolchain",
+    "ToolchainError",
+    "cache_root",
+    "ensure_toolchain",
+    "find_toolchain",
+    "selected_version",
+    "supported_versions",
+    "testbed_dir",
+]

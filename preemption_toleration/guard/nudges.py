@@ -1,10 +1,10 @@
 """When to nudge a pending preemptor that a time-limited toleration held back.
 
-The stock scheduler does not know that a toleration ends: a preemptor it could not place waits for its
-next retry, up to minutes on a quiet cluster. So whenever a toleration with an end holds a preemptor back
-(the extender dropped or changed a node for it, or the guard refused with seconds left), the plan keeps
-`(preemptor, until)`. When `until` has passed, the preemptor is due for one write that makes the
-scheduler try it again at once.
+The stock scheduler does not know that a toleration ends: a preemptor it could not place waits in its
+unschedulable pool for an event its plugins deem relevant, or for the flush of pods unschedulable for
+5 minutes. So whenever a toleration with an end holds a preemptor back on a node (the extender dropped or
+changed the node for it, or the guard refused with seconds left), the plan keeps `(preemptor, node, until)`.
+When `until` has passed, the preemptor is due for a nudge that makes the scheduler try it again at once.
 
 One nudge per preemptor per expiry: a preemptor has at most one nudge planned, at the earliest end that
 held it back; the retry it causes, if still held back, plans the next one. A write that fails is tried
@@ -34,6 +34,7 @@ class Nudge:
     name: str
     uid: str
     until: datetime  # the end of the toleration that held the preemptor back
+    node: str  # where it held it back
     attempt: int = 1
 
 
@@ -45,18 +46,18 @@ class NudgePlan:
         self._fired: dict[str, datetime] = {}  # uid -> the last `until` handed out, to never plan it again
         self._queue: list[tuple[datetime, str]] = []  # (when, uid); entries no longer planned are skipped
 
-    def hold(self, preemptor: Mapping[str, Any], until: datetime, now: datetime) -> bool:
+    def hold(self, preemptor: Mapping[str, Any], node: str, until: datetime, now: datetime) -> bool:
         """Plans a nudge of `preemptor` once `until` has passed; False when nothing new is planned."""
         metadata = as_mapping(preemptor.get("metadata"))
         uid, name = str(metadata.get("uid") or ""), str(metadata.get("name") or "")
-        if not uid or not name or until <= now or self._fired.get(uid) == until:
+        if not uid or not name or not node or until <= now or self._fired.get(uid) == until:
             return False
         planned = self._planned.get(uid)
         if planned is not None and planned[0].until <= until:
             return False
         if planned is None and len(self._planned) >= self.capacity:
             return False
-        self._plan(Nudge(str(metadata.get("namespace") or ""), name, uid, until), until + self.margin)
+        self._plan(Nudge(str(metadata.get("namespace") or ""), name, uid, until, node), until + self.margin)
         return True
 
     def retry(self, nudge: Nudge, now: datetime) -> bool:

@@ -24,27 +24,11 @@ def policies(api: ApiClient) -> ListFunction:
     return list_policies
 
 
-BUDGET_VERSIONS = ("v1", "v1beta1")  # policy/v1 since Kubernetes 1.21; 1.20 serves only v1beta1
-
-
-async def served_version(api: ApiClient, group: str, wanted: tuple[str, ...]) -> str:
-    """The first of `wanted` that the API server serves for `group`."""
-    groups = await client.ApisApi(api).get_api_versions()
-    served = {version.version for found in groups.groups if found.name == group for version in found.versions}
-    for version in wanted:
-        if version in served:
-            return version
-    raise LookupError(f"the API server serves none of {', '.join(f'{group}/{v}' for v in wanted)}")
-
-
 def pod_disruption_budgets(api: ApiClient) -> ListFunction:
-    """PodDisruptionBudgets of all namespaces, in the newest version the server serves (asked once)."""
+    """PodDisruptionBudgets of all namespaces (policy/v1, the only version every supported release serves)."""
     custom = client.CustomObjectsApi(api)
-    version: list[str] = []
 
     async def list_budgets(**kwargs: Any) -> Any:
-        if not version:
-            version.append(await served_version(api, "policy", BUDGET_VERSIONS))
-        return await custom.list_cluster_custom_object("policy", version[0], "poddisruptionbudgets", **kwargs)
+        return await custom.list_cluster_custom_object("policy", "v1", "poddisruptionbudgets", **kwargs)
 
     return list_budgets

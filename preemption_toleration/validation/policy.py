@@ -1,5 +1,5 @@
 """Rules for PreemptionTolerationPolicy objects: the shape (from the pydantic model) and the semantics
-the CRD schema cannot express on Kubernetes 1.20 (exactly one target, a non-empty selector)."""
+the CRD schema does not express (exactly one target, a non-empty selector)."""
 
 from __future__ import annotations
 

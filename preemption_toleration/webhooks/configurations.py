@@ -130,8 +130,8 @@ def guard_match_conditions(preemptor_identities: Collection[str]) -> list[dict[s
 
 def guard_configuration(client_config: Any, match_identities: Collection[str] | None = None) -> dict[str, Any]:
     """With `match_identities` (the preemptor identities), add the matchConditions built from them:
-    the API server then calls the guard only for requests that may be preemptions (Kubernetes >= 1.28;
-    1.20 to 1.27 refuse the field)."""
+    the API server then calls the guard only for requests that may be preemptions (GA since Kubernetes 1.30,
+    so on every supported release)."""
     webhook: dict[str, Any] = {
         "name": "pods.guard.preemption-toleration.dev",
         "clientConfig": client_config(GUARD_PATH),

@@ -73,7 +73,7 @@ class WebhookMetrics:
         self.nudges = Counter(
             "ptol_preemptor_nudges_total",
             "Expiry nudges of pending preemptors held back by a time-limited toleration, by outcome: planned, "
-            "nudged (annotation written), skipped (no longer pending), failed.",
+            "nudged (nominated and withdrawn), skipped (no longer pending), failed.",
             ["outcome"],
             registry=self.registry,
         )

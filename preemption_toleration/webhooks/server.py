@@ -79,10 +79,11 @@ class BadRequest(Exception):
     pass
 
 
-HeldBack = Callable[[Mapping[str, Any], datetime], None]  # (preemptor, until): a time-limited toleration held it
+# (preemptor, node, until): a time-limited toleration held the preemptor back on that node
+HeldBack = Callable[[Mapping[str, Any], str, datetime], None]
 
 
-def _not_kept(preemptor: Mapping[str, Any], until: datetime) -> None:
+def _not_kept(preemptor: Mapping[str, Any], node: str, until: datetime) -> None:
     pass
 
 
@@ -353,9 +354,10 @@ class WebhookApp:
         named.update(uid for outcome in decision.outcomes for uid in outcome.victims)
         self.extender.preemptors.remember(args.pod, named, now)
         preemptor = as_mapping(args.pod.get("metadata"))
-        held_until = min((o.held_until for o in decision.outcomes if o.held_until is not None), default=None)
-        if held_until is not None:
-            self.extender.held_back(args.pod, held_until)
+        held = [(o.held_until, o.node) for o in decision.outcomes if o.held_until is not None]
+        if held:
+            held_until, node = min(held)
+            self.extender.held_back(args.pod, node, held_until)
         for outcome in decision.outcomes:
             self._child(self.metrics.extender_nodes, outcome.choice.value).inc()
             if outcome.choice is not NodeChoice.UNCHANGED:
@@ -473,7 +475,9 @@ class WebhookApp:
                 and not refusal.dry_run
                 and not refusal.audit
             ):
-                self.guard.held_back(refusal.preemptor_pod, until)
+                node = as_mapping(refusal.victim.get("spec")).get("nodeName")
+                if isinstance(node, str):
+                    self.guard.held_back(refusal.preemptor_pod, node, until)
         return verdict.response
 
     def _count(self, endpoint: Endpoint, decision: AdmissionResponse) -> None:

@@ -1,4 +1,5 @@
-"""One real control plane (etcd, kube-apiserver, kube-scheduler, node agent) for the whole test run.
+"""One real control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK) for the whole test
+run, of Kubernetes 1.37.2 or the release `PTOL_KUBERNETES_VERSION` names.
 
 Fixtures:
 - `cluster`: the session's `LocalCluster` (admin kubeconfig at `cluster.kubeconfig`);

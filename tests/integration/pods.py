@@ -38,7 +38,7 @@ def unpinned_pod(name: str, *, cpu: str, priority_class: str | None = None) -> c
             containers=[
                 client.V1Container(
                     name="main",
-                    image="pause",  # never pulled: the node agent only pretends to run it
+                    image="pause",  # never pulled: KWOK only pretends to run it
                     resources=client.V1ResourceRequirements(requests={"cpu": cpu}),
                 )
             ],

@@ -47,6 +47,7 @@ ALLOWED = [
     (WEBHOOK, "create", "events", "-n", "team-a"),
     (WEBHOOK, "update", "secrets/webhook-tls", "-n", NAMESPACE),
     (WEBHOOK, "patch", "validatingwebhookconfigurations.admissionregistration.k8s.io/preemption-toleration-guard"),
+    (WEBHOOK, "patch", "pods", "--subresource=status", "-n", "team-a"),
 ]
 DENIED = [
     (OPERATOR, "delete", "priorityclasses.scheduling.k8s.io"),
@@ -55,6 +56,7 @@ DENIED = [
     (OPERATOR, "get", "secrets", "-n", NAMESPACE),
     (OPERATOR, "delete", "pods", "-n", "default"),
     (WEBHOOK, "patch", "priorityclasses.scheduling.k8s.io"),
+    (WEBHOOK, "patch", "pods", "-n", "team-a"),
     (WEBHOOK, "delete", "pods", "-n", "default"),
     (WEBHOOK, "get", "secrets/other", "-n", NAMESPACE),
     (WEBHOOK, "get", "secrets", "-n", "kube-system"),

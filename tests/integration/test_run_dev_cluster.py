@@ -13,6 +13,7 @@ import yaml
 from kubernetes_asyncio import client
 
 from preemption_toleration.devcluster import LocalCluster, ensure_namespace
+from preemption_toleration.devcluster.cluster import PROCESS_NAMES
 from preemption_toleration.devcluster.components import ComponentProcess
 from tests.integration.components import install_crd
 from tests.integration.helpers import eventually
@@ -84,7 +85,7 @@ async def test_ptol_run_makes_the_local_scheduler_call_it_and_restores_it_on_exi
         run.wait_for(SCHEDULER_IN_USE, since, timeout=120)
         [entry] = extenders_of(own_cluster)
         assert entry["preemptVerb"] == "preempt" and entry["ignorable"] is True
-        assert reread(own_cluster).running_components() == ["etcd", "kube-apiserver", "kube-scheduler", "node-agent"]
+        assert reread(own_cluster).running_components() == list(PROCESS_NAMES)
         server = Server(entry)
         async with await own_cluster.api_client() as api:
             await ensure_namespace(api, NAMESPACE)

@@ -1,4 +1,8 @@
-"""Baseline of the real control plane: what it does before any preemption-toleration component runs."""
+"""Baseline of the real control plane: what it does before any preemption-toleration component runs.
+
+The release and the controllers a real cluster has (service accounts, disruption budgets, node lifecycle,
+namespace lifecycle) are shown here, as a user sees them with kubectl.
+"""
 
 from __future__ import annotations
 
@@ -50,8 +54,100 @@ description: smoke test
         kubectl("delete", "priorityclass", name, "--ignore-not-found")
 
 
+async def test_kubectl_and_the_api_server_are_the_release_built(cluster: LocalCluster, kubectl: Kubectl) -> None:
+    versions = json.loads(kubectl("version", "-o", "json").stdout)
+    release = f"v{cluster.kubernetes_version}"
+    assert versions["clientVersion"]["gitVersion"] == release
+    assert versions["serverVersion"]["gitVersion"] == release
+    assert versions["serverVersion"]["minor"] == cluster.kubernetes_version.split(".")[1]
+
+
+async def test_a_new_namespace_gets_its_default_service_account_from_the_controller(
+    api: ApiClient, kubectl: Kubectl
+) -> None:
+    name = unique_name("sa-controller")
+    kubectl("create", "namespace", name)
+    try:
+        accounts = await eventually(
+            lambda: client.CoreV1Api(api).list_namespaced_service_account(name),
+            lambda found: [a.metadata.name for a in found.items] == ["default"],
+            timeout=30,
+            what="the default ServiceAccount",
+        )
+        assert accounts.items[0].metadata.name == "default"
+    finally:
+        kubectl("delete", "namespace", name, "--wait=false")
+
+
+async def test_a_deleted_namespace_is_finished_by_the_namespace_controller(api: ApiClient, kubectl: Kubectl) -> None:
+    name = unique_name("ns-lifecycle")
+    kubectl("create", "namespace", name)
+    kubectl("delete", "namespace", name, "--wait=false")
+
+    async def still_there() -> bool:
+        try:
+            await client.CoreV1Api(api).read_namespace(name)
+        except ApiException as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
+
+    await eventually(still_there, lambda there: not there, timeout=60, what="the namespace gone")
+
+
+async def test_the_disruption_controller_fills_a_budget_and_an_eviction_that_breaks_it_gets_429(
+    api: ApiClient, namespace: str, make_node: MakeNode, kubectl: Kubectl
+) -> None:
+    core = client.CoreV1Api(api)
+    await make_node(cpu="1")
+    pod = unpinned_pod("guarded", cpu="100m")
+    pod.metadata.labels = {"app": "guarded"}
+    await core.create_namespaced_pod(namespace, pod)
+    budget = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "guarded"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}},
+    }
+    await client.PolicyV1Api(api).create_namespaced_pod_disruption_budget(namespace, budget)
+    status = await eventually(
+        lambda: client.PolicyV1Api(api).read_namespaced_pod_disruption_budget("guarded", namespace),
+        lambda b: b.status is not None and b.status.current_healthy == 1 and b.status.observed_generation == 1,
+        timeout=60,
+        what="the budget's status",
+    )
+    assert status.status.disruptions_allowed == 0
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "guarded", "namespace": namespace}}
+    with pytest.raises(ApiException) as refused:
+        await core.create_namespaced_pod_eviction("guarded", namespace, eviction)
+    assert refused.value.status == 429
+    assert "Cannot evict pod as it would violate the pod's disruption budget" in refused.value.body
+
+
+async def test_the_eviction_subresource_still_accepts_a_policy_v1beta1_body(
+    api: ApiClient, namespace: str, make_node: MakeNode
+) -> None:
+    """policy/v1beta1 is served no more, but an Eviction body of that version is still accepted: older clients
+    send it, and the guard reads it."""
+    core = client.CoreV1Api(api)
+    await make_node(cpu="1")
+    await core.create_namespaced_pod(namespace, unpinned_pod("old-client", cpu="100m"))
+    await eventually(
+        lambda: core.read_namespaced_pod("old-client", namespace),
+        lambda p: p.status.phase == "Running",
+        what="pod Running",
+    )
+    eviction = {"apiVersion": "policy/v1beta1", "kind": "Eviction", "metadata": {"name": "old-client"}}
+    await core.create_namespaced_pod_eviction("old-client", namespace, eviction)
+    await eventually(
+        lambda: core.list_namespaced_pod(namespace),
+        lambda pods: not pods.items,
+        what="the evicted pod gone",
+    )
+
+
 async def test_custom_resources_are_stored(api: ApiClient, namespace: str) -> None:
-    """Guards the reflect2 swap: a Go >= 1.18 build with v1.0.1 crashes on the first custom resource."""
     extensions = client.ApiextensionsV1Api(api)
     custom = client.CustomObjectsApi(api)
     group, plural = "smoke.example.com", "widgets"
@@ -125,11 +221,40 @@ async def _create_ignoring_not_found(
     return True
 
 
-async def test_node_agent_runs_bound_pods(api: ApiClient, namespace: str, make_node: MakeNode) -> None:
+async def test_kwok_runs_bound_pods_on_a_node_applied_with_kubectl(
+    api: ApiClient, namespace: str, kubectl: Kubectl
+) -> None:
     core = client.CoreV1Api(api)
-    node = await make_node(cpu="1")
-    assert not [t for t in node.spec.taints or [] if t.key == "node.kubernetes.io/not-ready"]
-    await core.create_namespaced_pod(namespace, unpinned_pod("p", cpu="500m"))
+    name = unique_name("applied-node")
+    manifest = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {"capacity": {"cpu": "1", "memory": "1Gi", "pods": "10"}},
+    }
+    kubectl("apply", "-f", "-", input=json.dumps(manifest))
+    try:
+        node = await eventually(
+            lambda: core.read_node(name),
+            lambda n: (
+                any(c.type == "Ready" and c.status == "True" for c in n.status.conditions or [])
+                and not [t for t in n.spec.taints or [] if t.key == "node.kubernetes.io/not-ready"]
+            ),
+            what="the applied node Ready and untainted",
+        )
+        # The node's heartbeat, which the node lifecycle controller reads (KWOK holds it under its own id).
+        lease = await client.CoordinationV1Api(api).read_namespaced_lease(name, "kube-node-lease")
+        assert lease.spec.renew_time is not None and lease.spec.lease_duration_seconds == 40
+        await _a_pod_runs_on(api, namespace, node)
+    finally:
+        kubectl("delete", "node", name, "--wait=false")
+
+
+async def _a_pod_runs_on(api: ApiClient, namespace: str, node: client.V1Node) -> None:
+    core = client.CoreV1Api(api)
+    body = unpinned_pod("p", cpu="500m")
+    body.spec.node_selector = {"kubernetes.io/hostname": node.metadata.name}
+    await core.create_namespaced_pod(namespace, body)
     pod = await eventually(
         lambda: core.read_namespaced_pod("p", namespace),
         lambda p: p.status.phase == "Running",
@@ -137,6 +262,14 @@ async def test_node_agent_runs_bound_pods(api: ApiClient, namespace: str, make_n
     )
     assert pod.spec.node_name == node.metadata.name
     assert pod.spec.service_account_name == "default"
+    true_conditions = {c.type for c in pod.status.conditions if c.status == "True"}
+    assert {"PodScheduled", "Initialized", "ContainersReady", "Ready"} <= true_conditions
+    await core.delete_namespaced_pod("p", namespace)  # graceful: KWOK finishes it as a kubelet would
+    await eventually(
+        lambda: core.list_namespaced_pod(namespace),
+        lambda pods: not pods.items,
+        what="the deleted pod gone",
+    )
 
 
 async def test_scheduler_preempts_lower_priority_pods(api: ApiClient, namespace: str, make_node: MakeNode) -> None:

@@ -1,4 +1,4 @@
-"""Requests the guard receives, in the shapes API servers send (1.20 to current), each with whether it may be
+"""Requests the guard receives, in the shapes API servers send (older releases to current), each with whether it may be
 a preemption and the rule that says so. One table for the prefilter, the matchConditions' CEL and `judge`.
 
 Payloads are written as the API server serializes them: empty optional fields (subResource, reason,
@@ -201,7 +201,7 @@ ROWS = [
     Row("eviction by the scheduler identity without the annotation is a drain", evict(None, user=SCHEDULER), False),
     Row("eviction policy/v1beta1 without annotations is a drain", evict(None, "policy/v1beta1"), False),
     # Deletions are preemptions only by a preemptor identity.
-    Row("delete by the scheduler (1.20 preemption)", delete(SCHEDULER), True, refused=True),
+    Row("delete by the scheduler (preemption)", delete(SCHEDULER), True, refused=True),
     Row("delete by the scheduler, dry run", delete(SCHEDULER, dryRun=True), True, refused=True),
     Row(
         "delete by the scheduler of a marked pod (1.26+ preemption)",

@@ -1,6 +1,6 @@
 """The eviction guard's pure parts: preemptor inference, scheduling compatibility, decisions, messages.
 
-Includes the payloads a 1.20 API server cannot send (policy/v1 Eviction, the DisruptionTarget status update).
+Includes the payloads current API servers send (policy/v1 Eviction, the DisruptionTarget status update).
 """
 
 from datetime import UTC, datetime, timedelta

@@ -45,9 +45,12 @@ def test_failure_policies_and_limits() -> None:
 COMPONENT = COMMITTED.parents[1] / "components" / "guard-match-conditions"
 
 
-def test_configurations_have_no_match_conditions_by_default() -> None:
-    """Kubernetes 1.20, which the live tests run, does not know the field."""
+def test_the_base_configurations_leave_match_conditions_to_the_component() -> None:
+    """config/webhook is the configuration `ptol webhook-config` prints; config/default adds the guard's
+    matchConditions through the component, so they are written in one place."""
     assert "matchConditions" not in COMMITTED.read_text()
+    default = yaml.safe_load((COMMITTED.parents[1] / "default" / "kustomization.yaml").read_text())
+    assert default["components"] == ["../components/guard-match-conditions"]
 
 
 def test_committed_match_conditions_patch_matches_the_code() -> None:

@@ -148,42 +148,49 @@ END = NOW + timedelta(seconds=20)
 
 def test_a_nudge_is_due_only_once_the_toleration_has_ended() -> None:
     plan = NudgePlan()
-    assert plan.hold(HIGH, END, NOW)
+    assert plan.hold(HIGH, "node-1", END, NOW)
     assert plan.next_at() == END + MARGIN
     assert plan.due(END) == []
     [nudge] = plan.due(END + MARGIN)
-    assert (nudge.namespace, nudge.name, nudge.uid, nudge.until) == ("team", "high", "uid-high", END)
+    assert (nudge.namespace, nudge.name, nudge.uid, nudge.until, nudge.node) == (
+        "team",
+        "high",
+        "uid-high",
+        END,
+        "node-1",
+    )
     assert plan.due(END + timedelta(seconds=5)) == [] and plan.next_at() is None
 
 
 def test_one_nudge_per_preemptor_per_expiry() -> None:
     plan = NudgePlan()
-    assert plan.hold(HIGH, END, NOW)
-    assert not plan.hold(HIGH, END, NOW + timedelta(seconds=1)), "the same end again"
-    assert not plan.hold(HIGH, END + timedelta(seconds=10), NOW), "a later end waits for the retry"
+    assert plan.hold(HIGH, "node-1", END, NOW)
+    assert not plan.hold(HIGH, "node-1", END, NOW + timedelta(seconds=1)), "the same end again"
+    assert not plan.hold(HIGH, "node-1", END + timedelta(seconds=10), NOW), "a later end waits for the retry"
     assert len(plan.due(END + MARGIN)) == 1
-    assert not plan.hold(HIGH, END, END), "an end already nudged for, or passed"
+    assert not plan.hold(HIGH, "node-1", END, END), "an end already nudged for, or passed"
 
 
 def test_an_earlier_end_replaces_the_planned_one() -> None:
     plan = NudgePlan()
-    plan.hold(HIGH, END, NOW)
-    assert plan.hold(HIGH, END - timedelta(seconds=10), NOW)
+    plan.hold(HIGH, "node-1", END, NOW)
+    assert plan.hold(HIGH, "node-1", END - timedelta(seconds=10), NOW)
     assert [n.until for n in plan.due(END + MARGIN)] == [END - timedelta(seconds=10)]
     assert plan.next_at() is None, "the replaced plan is not handed out as well"
 
 
-def test_an_unnamed_preemptor_or_a_full_plan_plans_nothing() -> None:
-    assert not NudgePlan().hold({"spec": {"priority": 9000}}, END, NOW)
+def test_an_unnamed_preemptor_no_node_or_a_full_plan_plans_nothing() -> None:
+    assert not NudgePlan().hold({"spec": {"priority": 9000}}, "node-1", END, NOW)
+    assert not NudgePlan().hold(HIGH, "", END, NOW)
     full = NudgePlan(capacity=1)
-    assert full.hold(HIGH, END, NOW) and not full.hold(CRITICAL, END, NOW)
+    assert full.hold(HIGH, "node-1", END, NOW) and not full.hold(CRITICAL, "node-1", END, NOW)
 
 
 def test_a_failed_nudge_is_tried_again_a_few_times() -> None:
     from preemption_toleration.guard.nudges import MAX_ATTEMPTS, RETRY_AFTER
 
     plan = NudgePlan()
-    plan.hold(HIGH, END, NOW)
+    plan.hold(HIGH, "node-1", END, NOW)
     [nudge] = plan.due(END + MARGIN)
     for attempt in range(2, MAX_ATTEMPTS + 1):
         assert plan.retry(nudge, END + MARGIN)
@@ -195,7 +202,20 @@ def test_a_failed_nudge_is_tried_again_a_few_times() -> None:
 
 def test_a_retry_gives_way_to_a_newer_plan() -> None:
     plan = NudgePlan()
-    plan.hold(HIGH, END, NOW)
+    plan.hold(HIGH, "node-1", END, NOW)
     [nudge] = plan.due(END + MARGIN)
-    assert plan.hold(HIGH, END + timedelta(seconds=30), END + MARGIN)
+    assert plan.hold(HIGH, "node-1", END + timedelta(seconds=30), END + MARGIN)
     assert not plan.retry(nudge, END + MARGIN)
+
+
+def test_the_nudge_nominates_the_preemptor_to_the_node_then_withdraws_only_its_own_nomination() -> None:
+    from preemption_toleration.webhooks.nudger import nomination, withdrawal
+
+    plan = NudgePlan()
+    plan.hold(HIGH, "node-7", END, NOW)
+    [nudge] = plan.due(END + MARGIN)
+    assert nomination(nudge) == {"status": {"nominatedNodeName": "node-7"}}
+    assert withdrawal(nudge) == [
+        {"op": "test", "path": "/status/nominatedNodeName", "value": "node-7"},
+        {"op": "remove", "path": "/status/nominatedNodeName"},
+    ]

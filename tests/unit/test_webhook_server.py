@@ -270,10 +270,10 @@ async def extender_http() -> AsyncIterator[TestClient]:
     )
     nodes = {"node-a": node("node-a"), "node-b": node("node-b", cpu="1")}
     record = PreemptorRecord()
-    held: list[tuple[str, object]] = []
+    held: list[tuple[str, str, object]] = []
 
-    def hold(preemptor, until) -> None:
-        held.append((preemptor["metadata"]["name"], until))
+    def hold(preemptor, node, until) -> None:
+        held.append((preemptor["metadata"]["name"], node, until))
 
     guard = GuardHooks(
         lambda: GuardSnapshot(pods=pods, nodes=nodes, classes=classes_of(CLASSES), preemptors=record),
@@ -385,7 +385,7 @@ async def test_a_time_limited_toleration_that_drops_a_node_plans_a_nudge_at_its_
     response = await extender_http.post("/extender/preempt", json=call)
     assert await response.json() == {"NodeNameToMetaVictims": {}}
     assert extender_http.held == [  # type: ignore[attr-defined]
-        ("high", extender_http.scheduled + timedelta(seconds=600))
+        ("high", "node-b", extender_http.scheduled + timedelta(seconds=600))
     ]  # type: ignore[attr-defined]
 
 

@@ -1,0 +1,61 @@
+"""`ptol dev cluster pin`: write the build modules of a Kubernetes release (or of KWOK) into `testbed/`.
+
+go.mod is written from the release's own files (see `gomod`); `go mod tidy` then records every module's
+checksum in go.sum. Both are committed: a build checks every download against them.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from preemption_toleration.devcluster import gomod
+from preemption_toleration.devcluster.gomod import Release
+from preemption_toleration.devcluster.toolchain import GoCommand, Progress, find_go, testbed_dir
+
+
+def pin_release(version: str, progress: Progress = print) -> Path:
+    """Write `testbed/kubernetes-vX.Y.Z/` (and its `etcd/`); returns the folder."""
+    go = find_go(progress)
+    release = Release.parse(version)
+    kubernetes_source = _download(go, gomod.KUBERNETES_MODULE, release.tag, progress)
+    module = testbed_dir() / f"kubernetes-{release.tag}"
+    kubernetes_go_mod = (kubernetes_source / "go.mod").read_text()
+    _write_and_tidy(go, module, gomod.kubernetes_build_go_mod(release, kubernetes_go_mod), progress)
+    etcd = gomod.etcd_version((kubernetes_source / "hack/lib/etcd.sh").read_text())
+    etcd_source = _download(go, gomod.ETCD_SERVER_MODULE, f"v{etcd}", progress)
+    etcd_go = gomod.go_directive((etcd_source / "go.mod").read_text())
+    _write_and_tidy(go, module / "etcd", gomod.etcd_build_go_mod(release, etcd, etcd_go), progress)
+    return module
+
+
+def pin_kwok(version: str, progress: Progress = print) -> Path:
+    """Write `testbed/kwok/` for KWOK `version` (e.g. v0.8.0); returns the folder."""
+    go = find_go(progress)
+    source = _download(go, gomod.KWOK_MODULE, version, progress)
+    go_mod = (
+        "// Builds KWOK, the node simulator of the test bed (`ptol dev cluster pin --kwok` writes this file).\n"
+        f"module {gomod.BUILD_MODULE_PREFIX}/kwok\n\n"
+        f"go {gomod.go_directive((source / 'go.mod').read_text())}\n\n"
+        f"require {gomod.KWOK_MODULE} {version}\n\n"
+        f"tool {gomod.KWOK_MODULE}/cmd/kwok\n"
+    )
+    module = testbed_dir() / "kwok"
+    _write_and_tidy(go, module, go_mod, progress)
+    return module
+
+
+def _download(go: GoCommand, module: str, version: str, progress: Progress) -> Path:
+    progress(f"go mod download {module}@{version}")
+    with tempfile.TemporaryDirectory() as scratch:
+        info = json.loads(go.run(Path(scratch), "mod", "download", "-json", f"{module}@{version}", pinning=True))
+    return Path(info["Dir"])
+
+
+def _write_and_tidy(go: GoCommand, module: Path, go_mod: str, progress: Progress) -> None:
+    module.mkdir(parents=True, exist_ok=True)
+    (module / "go.mod").write_text(go_mod)
+    (module / "go.sum").unlink(missing_ok=True)
+    progress(f"go mod tidy in {module}")
+    go.run(module, "mod", "tidy", pinning=True)
