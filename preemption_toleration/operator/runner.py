@@ -8,9 +8,11 @@ from typing import Any, cast
 
 import kopf
 
-from preemption_toleration.kube.peering import Peering, new_identity
+from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
+from preemption_toleration.kube.peering import CLUSTER_PEERINGS, KOPF_GROUP, KOPF_VERSION, Peering, new_identity
 from preemption_toleration.operator.handlers import OperatorConfig, registry
 from preemption_toleration.operator.metrics import OperatorMetrics, serve_metrics
+from preemption_toleration.operator.served import CustomResource, wait_until_served
 from preemption_toleration.operator.supervision import keep_running, run_in_own_loop
 
 logger = logging.getLogger("preemption_toleration.operator")
@@ -46,7 +48,16 @@ async def run_operator(
         host, _, port = metrics_address.rpartition(":")
         metrics_runner = await serve_metrics(metrics, host.strip("[]") or "0.0.0.0", int(port))
 
+    watched = [CustomResource(GROUP, VERSION, PLURAL)]
+    if peering is not None:
+        watched.append(CustomResource(KOPF_GROUP, KOPF_VERSION, CLUSTER_PEERINGS))
+    runs = 0
+
     async def run_once() -> None:
+        nonlocal runs
+        runs += 1
+        if runs > 1:  # after a stop: kopf discovers resources only at its start (served.py)
+            await wait_until_served(config.kubeconfig, watched, stop)
         await run_in_own_loop(
             lambda own_stop: _operator(config, metrics, peering, own_stop, liveness_endpoint), stop, "operator"
         )

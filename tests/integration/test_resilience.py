@@ -6,6 +6,7 @@ The operator's resync is set far beyond the test, so what it does afterwards com
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 
 import pytest
@@ -13,6 +14,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.devcluster import LocalCluster
+from preemption_toleration.kube.informer import MAX_BACKOFF_SECONDS
 from tests.integration.components import RunProcess, ptol_run
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import denied, eventually, unique_name
@@ -71,8 +73,19 @@ async def test_operator_webhooks_and_guard_resume_after_the_api_server_restarts(
         )
         await wait_ready(api, after, "True", "Applied")
 
-        # The webhook's policy cache knows the new policy.
-        result = alice("annotate", "--overwrite", "priorityclass", after, f"{MIN}=9000", check=False)
+        # The webhook's policy cache learns the new policy. Its watch may still be in its backoff after the
+        # restarts (up to the informer's cap): until then a hand change is admitted, and the operator puts it
+        # back; once the watch has resumed, the change is refused.
+        async def alices_change() -> subprocess.CompletedProcess[str]:
+            return alice("annotate", "--overwrite", "priorityclass", after, f"{MIN}=9000", check=False)
+
+        result = await eventually(
+            alices_change,
+            lambda done: done.returncode != 0,
+            timeout=MAX_BACKOFF_SECONDS + 15,
+            interval=1.0,
+            what="the webhook refusing a hand change to the new policy's class",
+        )
         message = denied(result, "priorityclasses.validate.preemption-toleration.dev")
         assert f'but PreemptionTolerationPolicy "{after}" manages it' in message
 

@@ -1,0 +1,54 @@
+"""The wait before kopf starts again: until the watched resources are served, a stop, or the time limit."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+import pytest
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from preemption_toleration.operator.served import wait_until
+
+
+def answers(*results: bool | Exception) -> Callable[[], Awaitable[bool]]:
+    """A condition that gives these results in turn (an exception is raised), then keeps the last."""
+    queue = list(results)
+
+    async def condition() -> bool:
+        result = queue.pop(0) if len(queue) > 1 else queue[0]
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    return condition
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 1.0  # each look at the clock is one poll later
+        return self.now
+
+
+@pytest.mark.parametrize(
+    ("rule", "condition", "timeout", "expected"),
+    [
+        ("served at once", answers(True), 10.0, True),
+        ("served after a few polls", answers(False, False, True), 10.0, True),
+        ("an API error counts as not served yet", answers(ApiException(status=503), True), 10.0, True),
+        ("never served: gives up at the time limit", answers(False), 3.0, False),
+        ("a zero time limit asks once", answers(False, True), 0.0, False),
+    ],
+)
+async def test_wait_until(rule: str, condition: Callable[[], Awaitable[bool]], timeout: float, expected: bool) -> None:
+    result = await wait_until(condition, asyncio.Event(), timeout=timeout, poll=0.001, clock=FakeClock())
+    assert result is expected, rule
+
+
+async def test_a_stop_ends_the_wait_at_once() -> None:
+    stop = asyncio.Event()
+    stop.set()
+    assert await wait_until(answers(True), stop, timeout=10.0, poll=0.001) is False
