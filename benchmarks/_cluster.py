@@ -32,8 +32,9 @@ RETRIED_STATUSES = (429, 500, 502, 503, 504)
 
 
 @contextmanager
-def local_cluster(directory: str | None = None, *, node_simulator: bool = False) -> Iterator[LocalCluster]:
-    """A started LocalCluster in `directory` (kept) or in a temporary directory (removed), stopped after."""
+def local_cluster(directory: str | None = None) -> Iterator[LocalCluster]:
+    """A started LocalCluster (KWOK for its Nodes) in `directory` (kept) or in a temporary directory (removed),
+    stopped after; of the release `PTOL_KUBERNETES_VERSION` names, 1.37.2 by default."""
     toolchain = find_toolchain()
     if toolchain is None:
         raise SystemExit("the control-plane binaries are missing: run `ptol dev cluster install` first")
@@ -44,7 +45,7 @@ def local_cluster(directory: str | None = None, *, node_simulator: bool = False)
             else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ptol-bench-")))
         )
         cluster = LocalCluster(path, toolchain)
-        cluster.start(node_simulator=node_simulator, die_with_parent=True)  # nothing outlives a killed benchmark
+        cluster.start(die_with_parent=True)  # nothing outlives a killed benchmark
         stack.callback(cluster.stop)
         yield cluster
 

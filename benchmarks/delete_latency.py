@@ -204,7 +204,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     rounds, per_phase = args.rounds or (3 if args.quick else 9), args.per_phase or (8 if args.quick else 20)
-    with local_cluster(args.dir, node_simulator=True) as cluster:
+    with local_cluster(args.dir) as cluster:
         kubernetes = cluster.kubernetes_version
         install_crd(cluster)  # the webhook server watches policies
         ca_file = cluster.logs_dir / "bare-webhook-ca.pem"

@@ -1,7 +1,8 @@
 """Webhook memory and time to ready with N pods in the local control plane: steady and peak RSS.
 
-Starts a local control plane (`preemption_toleration.devcluster.LocalCluster`, no node simulator) in a
-temporary directory with 300 simulated Nodes, then grows the number of pods in that one cluster: 0,
+Starts a local control plane (`preemption_toleration.devcluster.LocalCluster`, with KWOK keeping its Nodes
+Ready, so that node lifecycle never evicts their pods) in a temporary directory with 300 simulated Nodes,
+then grows the number of pods in that one cluster: 0,
 10,000 and 50,000 (150,000 with --max 150000). The pods are of realistic size: labels, annotations, three
 containers with env vars, probes, requests and limits, volumes, tolerations and node affinity. Nine in ten
 are bound to a Node by spec.nodeName and marked Running as a kubelet would (pods/status); one in ten waits,
@@ -198,7 +199,7 @@ async def prepare(cluster: LocalCluster, nodes: int) -> None:
             await client.SchedulingV1Api(api).create_priority_class(body)
         for i in range(NAMESPACES):
             await ensure_namespace(api, pod_name(i)[0])
-        await bounded(range(nodes), lambda i: create_node(api, f"bench-node-{i:03d}", pods="1000", wait=False), 16)
+        await bounded(range(nodes), lambda i: create_node(api, f"bench-node-{i:03d}", pods="1000"), 16)
 
 
 async def populate(cluster: LocalCluster, start: int, stop: int, nodes: int) -> None:

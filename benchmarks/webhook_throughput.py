@@ -330,7 +330,7 @@ def main() -> None:
             await populate(api, pods)
             return await record(api)
 
-    with local_cluster(args.dir, node_simulator=True) as cluster, tempfile.TemporaryDirectory() as scratch:
+    with local_cluster(args.dir) as cluster, tempfile.TemporaryDirectory() as scratch:
         install_crd(cluster)
         bodies = {key: json.dumps(body).encode() for key, body in asyncio.run(prepare(cluster)).items()}
         decisions, runs = benchmark(cluster, bodies, Path(scratch), rounds, seconds)

@@ -139,11 +139,10 @@ class LocalCluster:
         self,
         *,
         timeout: float = 120.0,
-        node_simulator: bool = True,
         die_with_parent: bool = False,
         extenders: Sequence[Mapping[str, Any]] = (),
     ) -> None:
-        """Start etcd, kube-apiserver, kube-controller-manager, kube-scheduler and (optionally) KWOK.
+        """Start etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK.
 
         `die_with_parent` ties the processes to the calling thread (for test sessions: they go away
         even if the test run is killed); the CLI leaves it off so the cluster outlives `ptol dev cluster up`.
@@ -169,8 +168,7 @@ class LocalCluster:
             self._wait_api_ready(timeout)
             self._start_controller_manager(toolchain, timeout)
             self._start_scheduler(toolchain, extenders, timeout)
-            if node_simulator:
-                self._start_kwok(toolchain)
+            self._start_kwok(toolchain)
         except BaseException:  # includes Ctrl-C: leave nothing behind
             self.stop()
             raise

@@ -64,11 +64,9 @@ async def create_node(
     memory: str = "8Gi",
     pods: str = "110",
     labels: Mapping[str, str] | None = None,
-    wait: bool = True,
 ) -> client.V1Node:
-    """Create a Node with this capacity (as `kubectl apply` of a Node does) and, with `wait`, wait until
-    pods can be scheduled on it: Ready (KWOK) and without the not-ready taint (the node lifecycle controller).
-    Without a node simulator, pass `wait=False`: the Node stays NotReady, and pods are bound to it by name."""
+    """Create a Node with this capacity (as `kubectl apply` of a Node does) and wait until pods can be
+    scheduled on it: Ready (KWOK) and without the not-ready taint (the node lifecycle controller)."""
     core = client.CoreV1Api(api)
     capacity = {"cpu": cpu, "memory": memory, "pods": pods}
     node_labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **(labels or {})}
@@ -85,7 +83,7 @@ async def create_node(
             raise
         await core.patch_node(name, {"metadata": {"labels": node_labels}})
         await core.patch_node_status(name, {"status": {"capacity": capacity, "allocatable": capacity}})
-    return await wait_node_schedulable(api, name) if wait else await core.read_node(name)
+    return await wait_node_schedulable(api, name)
 
 
 async def wait_node_schedulable(api: ApiClient, name: str, timeout: float = WAIT_SECONDS) -> client.V1Node:

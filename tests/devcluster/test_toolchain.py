@@ -191,3 +191,38 @@ def test_selected_version_refuses_a_release_the_repository_does_not_pin(text: st
 
 def test_testbed_is_beside_the_package() -> None:
     assert toolchain.testbed_dir() == Path(__file__).resolve().parents[2] / "testbed"
+
+
+def test_without_go_the_build_stops_with_one_line_saying_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(ToolchainError) as error:
+        toolchain.find_go()
+    assert str(error.value) == "no `go` on PATH: install Go 1.21 or later to build the local control plane"
+
+
+def test_a_go_older_than_1_21_is_refused_with_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    old_go = tmp_path / "go"
+    old_go.write_text("#!/bin/sh\necho go1.19.8\n")  # what `go env GOVERSION` prints
+    old_go.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ToolchainError) as error:
+        toolchain.find_go()
+    assert str(error.value) == (
+        f"{old_go} is Go 1.19.8: install Go 1.21 or later (it fetches the Go a release needs by itself)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("rule", "machine", "module_go", "expected"),
+    [
+        ("a Go as new as the module's builds with itself", (1, 26, 8), "1.26.0", "local"),
+        ("an older one fetches the module's", (1, 24, 2), "1.26.0", "go1.26.0"),
+    ],
+)
+def test_the_build_uses_the_machines_go_unless_it_is_older_than_the_modules(
+    rule: str, machine: tuple[int, ...], module_go: str, expected: str, tmp_path: Path
+) -> None:
+    (tmp_path / "go.mod").write_text(f"module example.test/x\n\ngo {module_go}\n")
+    go = toolchain.GoCommand("go", machine, print)
+    assert go.env(tmp_path)["GOTOOLCHAIN"] == expected, rule
+    assert go.env(tmp_path)["CGO_ENABLED"] == "0" and "-mod=readonly" in go.env(tmp_path)["GOFLAGS"]
