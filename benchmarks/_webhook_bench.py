@@ -22,6 +22,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client import ApiClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from preemption_toleration.devcluster import LocalCluster
@@ -240,12 +242,30 @@ async def raw(call: Awaitable[Any]) -> dict[str, Any]:
         response.release()
 
 
+OWNER_NAME = "resnet152-run-42"
+OWNER_UID = "0f4c9a43-2f64-4a5e-9a3c-77c54bb2f1a6"  # of pods that are never stored in an API server
+
+
+async def create_owner(api: ApiClient, namespace: str) -> str:
+    """The uid of the object the stored pods name as their owner, created: the garbage collector deletes a
+    pod whose owner does not exist. A ConfigMap, since a Job's controller would release or delete them."""
+    body = {"metadata": {"name": OWNER_NAME}, "data": {"epochs": "90"}}
+    created = await client.CoreV1Api(api).create_namespaced_config_map(namespace, body)
+    return str(created.metadata.uid)
+
+
 def realistic_pod(
-    name: str, *, node: str | None = None, priority_class: str | None = None, scheduler: str | None = None
+    name: str,
+    *,
+    node: str | None = None,
+    priority_class: str | None = None,
+    scheduler: str | None = None,
+    owner_uid: str = OWNER_UID,
 ) -> dict[str, Any]:
     """A training job's pod as a controller writes it: labels, owner, env, probes, volumes, a sidecar.
 
-    With the API server's managedFields and KWOK's status it weighs a few KB, like a real one."""
+    With the API server's managedFields and KWOK's status it weighs a few KB, like a real one. A pod stored in
+    an API server needs `owner_uid` from `create_owner`."""
     env: list[dict[str, Any]] = [
         {"name": f"TRAINING_{key}", "value": value}
         for key, value in (
@@ -303,7 +323,7 @@ def realistic_pod(
         "app.kubernetes.io/part-of": "resnet152",
         "team": "vision",
         "job-name": "resnet152-run-42",
-        "controller-uid": "0f4c9a43-2f64-4a5e-9a3c-77c54bb2f1a6",
+        "controller-uid": owner_uid,
     }
     annotations = {
         "prometheus.io/scrape": "true",
@@ -311,11 +331,11 @@ def realistic_pod(
         "kubectl.kubernetes.io/default-container": "trainer",
     }
     owner = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "name": "resnet152-run-42",
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": OWNER_NAME,
         "controller": True,
-        "uid": "0f4c9a43-2f64-4a5e-9a3c-77c54bb2f1a6",
+        "uid": owner_uid,
         "blockOwnerDeletion": True,
     }
     return {

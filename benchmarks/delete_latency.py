@@ -35,6 +35,7 @@ from _cluster import api_client, bounded, local_cluster
 from _common import save_results, shown
 from _webhook_bench import (
     bare_webhook,
+    create_owner,
     install_crd,
     log_problems,
     percentile,
@@ -78,9 +79,13 @@ def sent_to(configuration: dict[str, Any], base: str, bare_base: str, ca_bundle:
     return copied
 
 
-async def create_running(api: ApiClient, names: list[str]) -> None:
+async def create_running(api: ApiClient, names: list[str], owner: str) -> None:
     core = client.CoreV1Api(api)
-    await bounded(names, lambda name: core.create_namespaced_pod(NAMESPACE, realistic_pod(name, node=NODE)), 8)
+    await bounded(
+        names,
+        lambda name: core.create_namespaced_pod(NAMESPACE, realistic_pod(name, node=NODE, owner_uid=owner)),
+        8,
+    )
     for _ in range(600):
         listed = await core.list_namespaced_pod(NAMESPACE)
         if sum(pod.status.phase == "Running" for pod in listed.items) == len(names):
@@ -114,6 +119,7 @@ async def measure(
     async with await api_client(cluster) as api:
         await ensure_namespace(api, NAMESPACE)
         await create_node(api, NODE, cpu="64", memory="256Gi", pods="110")
+        owner = await create_owner(api, NAMESPACE)
         configuration = await raw(
             client.AdmissionregistrationV1Api(api).read_validating_webhook_configuration(
                 GUARD_NAME, _preload_content=False
@@ -126,7 +132,7 @@ async def measure(
             for mode in MODES[number % 3 :] + MODES[: number % 3]:  # each mode first in a third of the rounds
                 await settle_guard(api, registered[mode])
                 names = [f"{mode}-{number}-{i}" for i in range(WARMUP + per_phase)]
-                await create_running(api, names)
+                await create_running(api, names, owner)
                 calls_before, seconds_before = served(base, "guard")
                 for name in names[:WARMUP]:
                     await delete_seconds(api, name)

@@ -165,9 +165,11 @@ def pod_status(index: int, pod: dict[str, Any]) -> dict[str, Any]:
         }
     digest = pod["metadata"]["annotations"]["checksum/config"]
     ip = f"10.{index // 62500 % 250 + 1}.{index // 250 % 250}.{index % 250 + 1}"
-    return {
+    host = f"192.168.{index % NODES // 250}.{index % NODES % 250 + 1}"
+    return {  # KWOK may have marked it Running first (with its own IPs): this replaces them consistently
         "phase": "Running",
-        "hostIP": f"192.168.{index % NODES // 250}.{index % NODES % 250 + 1}",
+        "hostIP": host,
+        "hostIPs": [{"ip": host}],
         "podIP": ip,
         "podIPs": [{"ip": ip}],
         "startTime": now,

@@ -38,6 +38,7 @@ from _cluster import api_client, bounded, local_cluster
 from _common import save_results, shown
 from _webhook_bench import (
     bare_webhook,
+    create_owner,
     decision,
     install_crd,
     log_problems,
@@ -107,13 +108,16 @@ async def populate(api: ApiClient, pods: int) -> None:
                 "spec": {**target, "minimumPreemptablePriority": 10000, "tolerationSeconds": seconds},
             },
         )
+    owner = await create_owner(api, NAMESPACE)
     bodies = [
-        realistic_pod(f"worker-{i}", node=nodes[i % len(nodes)], priority_class=CLASSES[2 + i % 5][0])
+        realistic_pod(f"worker-{i}", node=nodes[i % len(nodes)], priority_class=CLASSES[2 + i % 5][0], owner_uid=owner)
         for i in range(pods)
     ]
     bodies += [
-        realistic_pod("victim", node="node-1", priority_class="batch-training"),
-        realistic_pod("preemptor", node="node-1", priority_class="high", scheduler="bench-unscheduled"),
+        realistic_pod("victim", node="node-1", priority_class="batch-training", owner_uid=owner),
+        realistic_pod(
+            "preemptor", node="node-1", priority_class="high", scheduler="bench-unscheduled", owner_uid=owner
+        ),
     ]
     core = client.CoreV1Api(api)
     await bounded(bodies, lambda body: core.create_namespaced_pod(NAMESPACE, body), 8)
