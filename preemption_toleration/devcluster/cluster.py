@@ -18,7 +18,7 @@ import shutil
 import ssl
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from subprocess import Popen
@@ -153,7 +153,7 @@ class LocalCluster:
         toolchain = self.toolchain  # may build: before anything is started
         self._die_with_parent = die_with_parent
         self._reset_directory()
-        names = ("etcd", "etcd-peer", "apiserver", "controller-manager", "scheduler")
+        names = ("etcd", "etcd-peer", "apiserver")
         ports = {name: processes.free_port() for name in names}
         self._state = {
             "server": f"https://{HOST}:{ports['apiserver']}",
@@ -368,56 +368,33 @@ class LocalCluster:
 
     def _start_controller_manager(self, toolchain: Toolchain, timeout: float) -> None:
         kubeconfig = self.directory / "controller-manager.kubeconfig"
-        port = self._state["ports"]["controller-manager"]
         pki_dir = self.pki_dir
-        self._spawn(
-            "kube-controller-manager",
-            [
-                str(toolchain.kube_controller_manager),
-                f"--kubeconfig={kubeconfig}",
-                f"--authentication-kubeconfig={kubeconfig}",
-                f"--authorization-kubeconfig={kubeconfig}",
-                f"--bind-address={HOST}",
-                f"--secure-port={port}",
-                f"--cert-dir={pki_dir / 'controller-manager'}",
-                "--leader-elect=false",
-                # Each controller uses its own ServiceAccount in kube-system, as in a kubeadm cluster.
-                "--use-service-account-credentials=true",
-                f"--service-account-private-key-file={pki_dir / 'service-account.key'}",
-                f"--root-ca-file={self.ca_cert_file}",
-                f"--cluster-signing-cert-file={self.ca_cert_file}",
-                f"--cluster-signing-key-file={pki_dir / 'ca.key'}",
-                "--v=1",
-            ],
-        )
 
-        def healthy() -> bool:
-            self._check_alive("kube-controller-manager")
-            return self._get("/healthz", f"https://{HOST}:{port}", verify=False) == "ok"
+        def spawn(port: int) -> None:
+            self._spawn(
+                "kube-controller-manager",
+                [
+                    str(toolchain.kube_controller_manager),
+                    f"--kubeconfig={kubeconfig}",
+                    f"--authentication-kubeconfig={kubeconfig}",
+                    f"--authorization-kubeconfig={kubeconfig}",
+                    f"--bind-address={HOST}",
+                    f"--secure-port={port}",
+                    f"--cert-dir={pki_dir / 'controller-manager'}",
+                    "--leader-elect=false",
+                    # Each controller uses its own ServiceAccount in kube-system, as in a kubeadm cluster.
+                    "--use-service-account-credentials=true",
+                    f"--service-account-private-key-file={pki_dir / 'service-account.key'}",
+                    f"--root-ca-file={self.ca_cert_file}",
+                    f"--cluster-signing-cert-file={self.ca_cert_file}",
+                    f"--cluster-signing-key-file={pki_dir / 'ca.key'}",
+                    "--v=1",
+                ],
+            )
 
-        self._wait("kube-controller-manager /healthz", healthy, timeout)
+        self._start_on_own_port("kube-controller-manager", "controller-manager", spawn, timeout)
 
     def _start_scheduler(self, toolchain: Toolchain, extenders: Sequence[Mapping[str, Any]], timeout: float) -> None:
-        # Its port is chosen now, not with the others: in between, outgoing connections of the API server
-        # and its clients take ports from the same ephemeral range. A port taken anyway (the scheduler exits
-        # with "address already in use") is replaced, a few times.
-        for attempt in range(1, 4):
-            self._state["ports"]["scheduler"] = processes.free_port()
-            self._save_state()
-            try:
-                self._start_scheduler_once(toolchain, extenders, timeout)
-                return
-            except ClusterError as error:
-                log = processes.log_tail(self.logs_dir / "kube-scheduler.log", 5)
-                if attempt == 3 or "address already in use" not in log:
-                    raise
-                self._records.pop("kube-scheduler", None)
-                self._popens.pop("kube-scheduler", None)
-                logger.warning("kube-scheduler lost its port (%s); retrying on other ports", error)
-
-    def _start_scheduler_once(
-        self, toolchain: Toolchain, extenders: Sequence[Mapping[str, Any]], timeout: float
-    ) -> None:
         kubeconfig = self.directory / "scheduler.kubeconfig"
         config: dict[str, Any] = {
             "apiVersion": SCHEDULER_CONFIG_API,
@@ -429,26 +406,45 @@ class LocalCluster:
             config["extenders"] = [dict(e) for e in extenders]
         config_file = self.directory / "scheduler-config.yaml"
         config_file.write_text(yaml.safe_dump(config))
-        port = self._state["ports"]["scheduler"]
-        self._spawn(
-            "kube-scheduler",
-            [
-                str(toolchain.kube_scheduler),
-                f"--config={config_file}",
-                f"--bind-address={HOST}",
-                f"--secure-port={port}",
-                f"--authentication-kubeconfig={kubeconfig}",
-                f"--authorization-kubeconfig={kubeconfig}",
-                f"--cert-dir={self.pki_dir / 'scheduler'}",
-                "--v=2",
-            ],
-        )
 
-        def healthy() -> bool:
-            self._check_alive("kube-scheduler")
-            return self._get("/healthz", f"https://{HOST}:{port}", verify=False) == "ok"
+        def spawn(port: int) -> None:
+            self._spawn(
+                "kube-scheduler",
+                [
+                    str(toolchain.kube_scheduler),
+                    f"--config={config_file}",
+                    f"--bind-address={HOST}",
+                    f"--secure-port={port}",
+                    f"--authentication-kubeconfig={kubeconfig}",
+                    f"--authorization-kubeconfig={kubeconfig}",
+                    f"--cert-dir={self.pki_dir / 'scheduler'}",
+                    "--v=2",
+                ],
+            )
 
-        self._wait("kube-scheduler /healthz", healthy, timeout)
+        self._start_on_own_port("kube-scheduler", "scheduler", spawn, timeout)
+
+    def _start_on_own_port(self, name: str, port_key: str, spawn: Callable[[int], None], timeout: float) -> None:
+        """Start a component that serves /healthz over HTTPS and wait until it answers `ok`.
+
+        Its port is chosen now, not with the others: in between, outgoing connections of the API server and
+        its clients take ports from the same ephemeral range. A port taken anyway (the component exits with
+        "address already in use") is replaced, a few times."""
+        for attempt in range(1, 4):
+            port = processes.free_port()
+            self._state["ports"][port_key] = port
+            self._save_state()
+            try:
+                spawn(port)
+                self._wait_healthy(name, f"https://{HOST}:{port}", timeout)
+                return
+            except ClusterError as error:
+                log = processes.log_tail(self.logs_dir / f"{name}.log", 5)
+                if attempt == 3 or "address already in use" not in log:
+                    raise
+                self._records.pop(name, None)
+                self._popens.pop(name, None)
+                logger.warning("%s lost its port (%s); retrying on other ports", name, error)
 
     def _start_kwok(self, toolchain: Toolchain) -> None:
         # Every Node of the cluster is KWOK's, including one a test or a user applies later.
@@ -463,6 +459,13 @@ class LocalCluster:
                 f"--node-ip={HOST}",
             ],
         )
+
+    def _wait_healthy(self, name: str, base: str, timeout: float) -> None:
+        def healthy() -> bool:
+            self._check_alive(name)
+            return self._get("/healthz", base, verify=False) == "ok"
+
+        self._wait(f"{name} /healthz", healthy, timeout)
 
     def _wait_api_ready(self, timeout: float) -> None:
         def ready() -> bool:
