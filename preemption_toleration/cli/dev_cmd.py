@@ -175,7 +175,7 @@ def _status(args: argparse.Namespace) -> int:
         return 1
     for component in components:
         state = "running" if component.running else "stopped"
-        _say(f"{component.name:15} {state:8} pid {component.pid:<8} log {component.log}")
+        _say(f"{component.name:24} {state:8} pid {component.pid:<8} log {component.log}")
     ready = cluster.is_ready()
     _say(f"API server {cluster.server}: {'ready' if ready else 'not ready'}")
     _say(f"kubeconfig {cluster.kubeconfig}")

@@ -61,8 +61,9 @@ class ComponentStatus:
 class LocalCluster:
     """The control plane in `directory`.
 
-    `start()` starts everything and returns when the API server's /readyz and the scheduler's /healthz
-    are OK; `stop()` stops every process it recorded. `LocalCluster(directory)` on a directory where a
+    `start()` starts everything and returns when the API server's /readyz and the /healthz of the
+    controller-manager, the scheduler and KWOK are OK (`nodes.create_node` then waits for a Node to be
+    usable); `stop()` stops every process it recorded. `LocalCluster(directory)` on a directory where a
     cluster already runs (started by another process) attaches to it: `status()` and `stop()` work.
     Use it as a context manager to stop the cluster on exit, including on Ctrl-C.
     """
@@ -168,7 +169,7 @@ class LocalCluster:
             self._wait_api_ready(timeout)
             self._start_controller_manager(toolchain, timeout)
             self._start_scheduler(toolchain, extenders, timeout)
-            self._start_kwok(toolchain)
+            self._start_kwok(toolchain, timeout)
         except BaseException:  # includes Ctrl-C: leave nothing behind
             self.stop()
             raise
@@ -424,8 +425,10 @@ class LocalCluster:
 
         self._start_on_own_port("kube-scheduler", "scheduler", spawn, timeout)
 
-    def _start_on_own_port(self, name: str, port_key: str, spawn: Callable[[int], None], timeout: float) -> None:
-        """Start a component that serves /healthz over HTTPS and wait until it answers `ok`.
+    def _start_on_own_port(
+        self, name: str, port_key: str, spawn: Callable[[int], None], timeout: float, *, scheme: str = "https"
+    ) -> None:
+        """Start a component that serves /healthz and wait until it answers `ok`.
 
         Its port is chosen now, not with the others: in between, outgoing connections of the API server and
         its clients take ports from the same ephemeral range. A port taken anyway (the component exits with
@@ -436,7 +439,7 @@ class LocalCluster:
             self._save_state()
             try:
                 spawn(port)
-                self._wait_healthy(name, f"https://{HOST}:{port}", timeout)
+                self._wait_healthy(name, f"{scheme}://{HOST}:{port}", timeout)
                 return
             except ClusterError as error:
                 log = processes.log_tail(self.logs_dir / f"{name}.log", 5)
@@ -446,19 +449,23 @@ class LocalCluster:
                 self._popens.pop(name, None)
                 logger.warning("%s lost its port (%s); retrying on other ports", name, error)
 
-    def _start_kwok(self, toolchain: Toolchain) -> None:
-        # Every Node of the cluster is KWOK's, including one a test or a user applies later.
-        self._spawn(
-            "kwok",
-            [
-                str(toolchain.kwok),
-                f"--kubeconfig={self.kubeconfig}",
-                f"--config={toolchain.kwok_stages}",
-                "--manage-all-nodes=true",
-                "--node-lease-duration-seconds=40",
-                f"--node-ip={HOST}",
-            ],
-        )
+    def _start_kwok(self, toolchain: Toolchain, timeout: float) -> None:
+        def spawn(port: int) -> None:
+            # Every Node of the cluster is KWOK's, including one a test or a user applies later.
+            self._spawn(
+                "kwok",
+                [
+                    str(toolchain.kwok),
+                    f"--kubeconfig={self.kubeconfig}",
+                    f"--config={toolchain.kwok_stages}",
+                    "--manage-all-nodes=true",
+                    "--node-lease-duration-seconds=40",
+                    f"--node-ip={HOST}",
+                    f"--server-address={HOST}:{port}",  # for its /healthz (plain HTTP)
+                ],
+            )
+
+        self._start_on_own_port("kwok", "kwok", spawn, timeout, scheme="http")
 
     def _wait_healthy(self, name: str, base: str, timeout: float) -> None:
         def healthy() -> bool:

@@ -19,7 +19,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -197,6 +197,7 @@ class GoCommand:
         return cls(path, version, progress)
 
     def env(self, module: Path, *, work: Path | None = None, pinning: bool = False) -> dict[str, str]:
+        # Outside a module (pinning downloads into a scratch directory) any Go does.
         wanted = gomod.go_directive((module / "go.mod").read_text()) if (module / "go.mod").is_file() else "1"
         env = {
             **os.environ,
@@ -239,8 +240,7 @@ class GoCommand:
     def module_time(self, module: Path, dependency: str) -> str:
         """When the proxy first served `dependency` at the version the module requires (its release time)."""
         info = json.loads(self.run(module, "list", "-m", "-json", dependency))
-        stamp = str(info.get("Time", ""))
-        return stamp.replace(".000000000", "") if stamp else "1970-01-01T00:00:00Z"
+        return str(info.get("Time") or "1970-01-01T00:00:00Z")
 
 
 # --- builds -----------------------------------------------------------------------------------------------
@@ -337,17 +337,3 @@ def _exclusive_lock(path: Path) -> Iterator[None]:
 def find_go(progress: Progress = print) -> GoCommand:
     """The machine's `go` (ToolchainError, saying what to install, when it has none that can build)."""
     return GoCommand.find(progress)
-
-
-__all__: Sequence[str] = [
-    "DEFAULT_KUBERNETES_VERSION",
-    "VERSION_ENV",
-    "Toolchain",
-    "ToolchainError",
-    "cache_root",
-    "ensure_toolchain",
-    "find_toolchain",
-    "selected_version",
-    "supported_versions",
-    "testbed_dir",
-]
