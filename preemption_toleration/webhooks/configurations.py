@@ -17,6 +17,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
+from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES
 from preemption_toleration.guard.prefilter import PREEMPTION_MARK, PREEMPTOR_ANNOTATIONS
 
 NAME = "preemption-toleration"
@@ -128,10 +129,12 @@ def guard_match_conditions(preemptor_identities: Collection[str]) -> list[dict[s
     return [{"name": "may-be-preemption", "expression": guard_match_expression(preemptor_identities)}]
 
 
-def guard_configuration(client_config: Any, match_identities: Collection[str] | None = None) -> dict[str, Any]:
-    """With `match_identities` (the preemptor identities), add the matchConditions built from them:
-    the API server then calls the guard only for requests that may be preemptions (GA since Kubernetes 1.30,
-    so on every supported release)."""
+def guard_configuration(
+    client_config: Any, preemptor_identities: Collection[str] = DEFAULT_PREEMPTOR_IDENTITIES
+) -> dict[str, Any]:
+    """The guard's configuration, with the matchConditions built from the preemptor identities (the guard's
+    own `--preemptor-identity` list): the API server calls it only for requests that may be preemptions
+    (GA since Kubernetes 1.30, so on every supported release)."""
     webhook: dict[str, Any] = {
         "name": "pods.guard.preemption-toleration.dev",
         "clientConfig": client_config(GUARD_PATH),
@@ -166,9 +169,8 @@ def guard_configuration(client_config: Any, match_identities: Collection[str] | 
         "sideEffects": "None",
         "timeoutSeconds": GUARD_TIMEOUT_SECONDS,
         "admissionReviewVersions": ["v1", "v1beta1"],
+        "matchConditions": guard_match_conditions(preemptor_identities),
     }
-    if match_identities is not None:
-        webhook["matchConditions"] = guard_match_conditions(match_identities)
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
@@ -202,10 +204,10 @@ def service_manifests(
     namespace: str = DEFAULT_NAMESPACE,
     service: str = DEFAULT_SERVICE,
     ca_bundle: bytes | None = None,
-    guard_match_identities: Collection[str] | None = None,
+    preemptor_identities: Collection[str] = DEFAULT_PREEMPTOR_IDENTITIES,
 ) -> list[dict[str, Any]]:
     """The configurations calling the in-cluster Service; the caBundle is filled in later (by the
-    webhook's self-managed TLS, or cert-manager's CA injector). `guard_match_identities`: see
+    webhook's self-managed TLS, or cert-manager's CA injector). `preemptor_identities`: see
     `guard_configuration`."""
 
     def client_config(path: str) -> dict[str, Any]:
@@ -214,7 +216,7 @@ def service_manifests(
     return [
         validating_configuration(client_config),
         mutating_configuration(client_config),
-        guard_configuration(client_config, guard_match_identities),
+        guard_configuration(client_config, preemptor_identities),
     ]
 
 

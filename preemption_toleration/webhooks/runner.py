@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import gc
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -69,7 +69,13 @@ class WebhookSettings:
     register_url: str | None = None
 
 
-async def register(api: ApiClient, base_url: str, ca_bundle: bytes, guard: bool) -> None:
+async def register(
+    api: ApiClient,
+    base_url: str,
+    ca_bundle: bytes,
+    guard: bool,
+    preemptor_identities: Sequence[str] = DEFAULT_PREEMPTOR_IDENTITIES,
+) -> None:
     def client_config(path: str) -> dict[str, Any]:
         return url_client_config(base_url, path, ca_bundle)
 
@@ -91,7 +97,7 @@ async def register(api: ApiClient, base_url: str, ca_bundle: bytes, guard: bool)
     if guard:
         await admission.patch_validating_webhook_configuration(
             GUARD_NAME,
-            guard_configuration(client_config),
+            guard_configuration(client_config, preemptor_identities),
             field_manager=FIELD_MANAGER,
             force=True,
             _content_type=APPLY_PATCH,
@@ -297,11 +303,13 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
         if settings.register_url is not None:
             url = settings.register_url.replace(":0", f":{bound_port}")
             ca_bundle = _registrable(certificates, url)
-            await register(api, url, ca_bundle, guard_enabled)
+            await register(api, url, ca_bundle, guard_enabled, settings.preemptor_identities)
             registered = True
             logger.info(REGISTERED, extra={"url": url})
             if guard_enabled:
-                guard_config = guard_configuration(lambda path: url_client_config(url, path, ca_bundle))
+                guard_config = guard_configuration(
+                    lambda path: url_client_config(url, path, ca_bundle), settings.preemptor_identities
+                )
                 logger.info(
                     "scheduler extender entry (KubeSchedulerConfiguration `extenders`)",
                     extra={"extender": scheduler_extender_of(guard_config)},

@@ -149,3 +149,35 @@ async def test_eviction_with_the_preemptor_annotation_is_refused_without_it_evic
     await eventually(
         lambda: read_pod(api, namespace, "forever"), lambda p: p is None, timeout=30, what="the evicted pod gone"
     )
+
+
+async def test_only_requests_that_may_be_preemptions_reach_the_guard(
+    api: ApiClient, namespace: str, node: str, classes: dict[str, str], cluster: LocalCluster, kubectl: Kubectl
+) -> None:
+    """The registered configuration carries the guard's matchConditions: the API server itself answers a
+    user's DELETE and KWOK's status updates (as a kubelet's), and calls the guard for a preemption."""
+    from tests.integration.components import registered_extender
+    from tests.integration.test_extender_victims import Server
+
+    server = Server(registered_extender(cluster))
+
+    async def guard_requests() -> float:
+        return (await server.metric("ptol_webhook_requests_total", "endpoint")).get("guard", 0.0)
+
+    before = await guard_requests()
+    await create_bound(api, namespace, "plain", classes["low-non-preempted"], node, cpu="1")
+    await eventually(  # KWOK's status update, as a kubelet's
+        lambda: read_pod(api, namespace, "plain"),
+        lambda p: (p or {}).get("status", {}).get("phase") == "Running",
+        what="plain Running",
+    )
+    kubectl("delete", "pod", "plain", "-n", namespace, "--wait=true")
+    assert await guard_requests() == before, "a user's DELETE or a status update reached the guard"
+
+    await wait_annotations(api, classes["low-non-preempted"], {MIN: "10000", TOL: "-1"})
+    await create_bound(api, namespace, "protected", classes["low-non-preempted"], node, cpu="1")
+    refused = await _evict(
+        api, namespace, "protected", {"preemption-toleration.scheduling.x-k8s.io/preemptor-priority": "9000"}
+    )
+    assert refused is not None and refused.status == 403
+    assert await guard_requests() == before + 1
