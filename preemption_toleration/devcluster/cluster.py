@@ -109,10 +109,7 @@ class LocalCluster:
     @property
     def server(self) -> str:
         """The API server's URL, e.g. `https://127.0.0.1:PORT`."""
-        try:
-            return str(self._state["server"])
-        except KeyError:
-            raise ClusterError(f"no cluster in {self.directory}") from None
+        return self._recorded("server")
 
     @property
     def tied_to_starter(self) -> bool:
@@ -123,8 +120,12 @@ class LocalCluster:
     @property
     def kubernetes_version(self) -> str:
         """The release it runs, e.g. `1.37.2`."""
+        return self._recorded("kubernetesVersion")
+
+    def _recorded(self, key: str) -> str:
+        """A value `cluster.json` records of the running cluster."""
         try:
-            return str(self._state["kubernetesVersion"])
+            return str(self._state[key])
         except KeyError:
             raise ClusterError(f"no cluster in {self.directory}") from None
 
