@@ -107,6 +107,17 @@ def etcd_build_go_mod(release: Release, etcd: str, go: str) -> str:
     )
 
 
+def kwok_build_go_mod(kwok: str, go: str) -> str:
+    """go.mod of the module that builds KWOK `kwok` (e.g. v0.8.0), the test bed's node simulator."""
+    return (
+        "// Builds KWOK, the node simulator of the test bed (`ptol dev cluster pin --kwok` writes this file).\n"
+        f"module {BUILD_MODULE_PREFIX}/kwok\n\n"
+        f"go {go}\n\n"
+        f"require {KWOK_MODULE} {kwok}\n\n"
+        f"tool {KWOK_MODULE}/cmd/kwok\n"
+    )
+
+
 def required_version(build_go_mod: str, module: str) -> str:
     """The version a build module requires of `module` (a `require` line, or a line of a `require` block)."""
     line = rf"^(?:require)?\s*{re.escape(module)}\s+(v\S+)\s*(?://.*)?$"

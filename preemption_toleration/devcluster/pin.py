@@ -12,12 +12,12 @@ from pathlib import Path
 
 from preemption_toleration.devcluster import gomod
 from preemption_toleration.devcluster.gomod import Release
-from preemption_toleration.devcluster.toolchain import GoCommand, Progress, find_go, testbed_dir
+from preemption_toleration.devcluster.toolchain import GoCommand, Progress, testbed_dir
 
 
 def pin_release(version: str, progress: Progress = print) -> Path:
     """Write `testbed/kubernetes-vX.Y.Z/` (and its `etcd/`); returns the folder."""
-    go = find_go(progress)
+    go = GoCommand.find(progress)
     release = Release.parse(version)
     kubernetes_source = _download(go, gomod.KUBERNETES_MODULE, release.tag, progress)
     module = testbed_dir() / f"kubernetes-{release.tag}"
@@ -32,15 +32,9 @@ def pin_release(version: str, progress: Progress = print) -> Path:
 
 def pin_kwok(version: str, progress: Progress = print) -> Path:
     """Write `testbed/kwok/` for KWOK `version` (e.g. v0.8.0); returns the folder."""
-    go = find_go(progress)
+    go = GoCommand.find(progress)
     source = _download(go, gomod.KWOK_MODULE, version, progress)
-    go_mod = (
-        "// Builds KWOK, the node simulator of the test bed (`ptol dev cluster pin --kwok` writes this file).\n"
-        f"module {gomod.BUILD_MODULE_PREFIX}/kwok\n\n"
-        f"go {gomod.go_directive((source / 'go.mod').read_text())}\n\n"
-        f"require {gomod.KWOK_MODULE} {version}\n\n"
-        f"tool {gomod.KWOK_MODULE}/cmd/kwok\n"
-    )
+    go_mod = gomod.kwok_build_go_mod(version, gomod.go_directive((source / "go.mod").read_text()))
     module = testbed_dir() / "kwok"
     _write_and_tidy(go, module, go_mod, progress)
     return module

@@ -332,8 +332,3 @@ def _exclusive_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def find_go(progress: Progress = print) -> GoCommand:
-    """The machine's `go` (ToolchainError, saying what to install, when it has none that can build)."""
-    return GoCommand.find(progress)

@@ -56,6 +56,13 @@ def test_release_parse_refuses_what_is_no_release(text: str) -> None:
         Release.parse(text)
 
 
+def test_kwok_build_module_requires_kwok_and_builds_its_command() -> None:
+    text = gomod.kwok_build_go_mod("v0.8.0", "1.26.0")
+    assert "module preemption-toleration.test/testbed/kwok\n" in text and "\ngo 1.26.0\n" in text
+    assert gomod.required_version(text, gomod.KWOK_MODULE) == "v0.8.0"
+    assert "\ntool sigs.k8s.io/kwok/cmd/kwok\n" in text
+
+
 def test_release_tags() -> None:
     release = Release.parse("1.37.2")
     assert (str(release), release.tag, release.staging_tag) == ("1.37.2", "v1.37.2", "v0.37.2")
@@ -196,7 +203,7 @@ def test_testbed_is_beside_the_package() -> None:
 def test_without_go_the_build_stops_with_one_line_saying_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(ToolchainError) as error:
-        toolchain.find_go()
+        toolchain.GoCommand.find(print)
     assert str(error.value) == "no `go` on PATH: install Go 1.21 or later to build the local control plane"
 
 
@@ -206,7 +213,7 @@ def test_a_go_older_than_1_21_is_refused_with_what_to_install(tmp_path: Path, mo
     old_go.chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(ToolchainError) as error:
-        toolchain.find_go()
+        toolchain.GoCommand.find(print)
     assert str(error.value) == (
         f"{old_go} is Go 1.19.8: install Go 1.21 or later (it fetches the Go a release needs by itself)"
     )
