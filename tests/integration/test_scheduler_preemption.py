@@ -1,0 +1,133 @@
+"""What the real kube-scheduler does around a victim the guard refuses, with the guard alone (no extender):
+its `DisruptionTarget` status patch, and its parallel, asynchronous deletion of a node's victims
+(architecture §5, "What the scheduler does around a refusal").
+
+Since 1.26 the scheduler patches each victim's status with `DisruptionTarget=True`/`PreemptionByScheduler`
+before it deletes it, and a refused patch stops that victim's deletion. With asynchronous preemption (on by
+default since 1.33) it deletes a node's victims in parallel, all but the least important one (lowest
+priority, then latest started), and that one only after all the others are gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client import ApiClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from preemption_toleration.devcluster import LocalCluster
+from tests.integration.components import ptol_run, registered_extender
+from tests.integration.conftest import Kubectl, MakeNode
+from tests.integration.helpers import eventually, unique_name
+from tests.integration.objects import MIN, TOL, class_manifest, policy_manifest, wait_annotations
+from tests.integration.pods import SETTLE_SECONDS, create_bound, node_of, pod_body, read_pod, stays
+from tests.integration.test_extender_victims import Server
+
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
+
+
+@pytest.fixture(scope="module")
+def server(cluster: LocalCluster) -> Iterator[Server]:
+    with ptol_run(cluster, "--resync-seconds", "3"):
+        yield Server(registered_extender(cluster))
+
+
+@pytest.fixture(scope="module")
+def classes(server: Server, kubectl: Kubectl) -> Iterator[dict[str, str]]:
+    """`high` (9000), plain `low` and `protected` (8000): never preempted below 10000, by a policy."""
+    suffix = unique_name("c").split("-")[-1]
+    names = {role: f"{role}-{suffix}" for role in ("high", "low", "protected")}
+    for role, name in names.items():
+        kubectl("apply", "-f", "-", input=class_manifest(name, 9000 if role == "high" else 8000))
+    spec = {"priorityClassName": names["protected"], "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
+    kubectl("apply", "-f", "-", input=policy_manifest(names["protected"], spec))
+    yield names
+    kubectl("delete", "ptp", names["protected"], "--ignore-not-found", check=False)
+    for name in names.values():
+        kubectl("delete", "priorityclass", name, "--ignore-not-found", check=False)
+
+
+@pytest.fixture
+async def node(make_node: MakeNode, api: ApiClient, classes: dict[str, str]) -> AsyncIterator[str]:
+    await wait_annotations(api, classes["protected"], {MIN: "10000", TOL: "-1"})
+    created = await make_node(cpu="3", memory="8Gi")
+    yield created.metadata.name
+
+
+def disruption_targets(pod: dict[str, Any] | None) -> list[dict[str, Any]]:
+    return [c for c in ((pod or {}).get("status") or {}).get("conditions") or [] if c["type"] == "DisruptionTarget"]
+
+
+def webhook_rejections(kubectl: Kubectl) -> dict[str, float]:
+    """The API server's count of the guard's refusals, by the code it passed on to the client."""
+    text = kubectl("get", "--raw", "/metrics").stdout
+    found: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "apiserver_admission_webhook_rejection_count_total" and "guard" in sample.labels["name"]:
+                code = sample.labels["rejection_code"]
+                found[code] = found.get(code, 0) + sample.value
+    return found
+
+
+async def refusals_by_kind(server: Server) -> dict[str, float]:
+    return await server.metric("ptol_guard_refusals_total", "kind")
+
+
+async def started(api: ApiClient, namespace: str, name: str, class_name: str, node: str) -> None:
+    """A pod of 1 CPU bound to `node` and started (the scheduler orders victims by their start time, which
+    the API has to the second: the next pod is started at least a second later)."""
+    await create_bound(api, namespace, name, class_name, node, cpu="1")
+    await eventually(
+        lambda: read_pod(api, namespace, name),
+        lambda p: bool(((p or {}).get("status") or {}).get("startTime")),
+        what=f"{name} started",
+    )
+    await asyncio.sleep(1.1)
+
+
+async def test_a_refused_victim_keeps_running_and_carries_no_disruption_target(
+    api: ApiClient, namespace: str, node: str, classes: dict[str, str], server: Server, kubectl: Kubectl
+) -> None:
+    rejections_before = webhook_rejections(kubectl)
+    refusals_before = await refusals_by_kind(server)
+    await create_bound(api, namespace, "victim", classes["protected"], node, cpu="2")
+    await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], node, cpu="2"))
+    await stays(api, namespace, "victim", "high", node)
+
+    victim = await read_pod(api, namespace, "victim")
+    assert disruption_targets(victim) == [], "a refused victim carries the scheduler's DisruptionTarget"
+    assert ((victim or {}).get("status") or {}).get("phase") == "Running"
+    refusals = await refusals_by_kind(server)
+    assert refusals.get("status", 0) > refusals_before.get("status", 0), "the status patch was not refused"
+    assert refusals.get("delete", 0) == refusals_before.get("delete", 0), "the scheduler got as far as a DELETE"
+    rejections = webhook_rejections(kubectl)
+    assert rejections.get("403", 0) > rejections_before.get("403", 0), "the API server saw no 403 from the guard"
+    assert {code for code, n in rejections.items() if n != rejections_before.get(code, 0)} == {"403"}
+
+
+@pytest.mark.parametrize("older", ["protected", "low"])
+async def test_a_node_with_a_protected_and_a_plain_victim(
+    api: ApiClient, namespace: str, node: str, classes: dict[str, str], server: Server, older: str
+) -> None:
+    """Two victims of one priority: the older is the more important, deleted in the parallel batch; the
+    newer is the least important, deleted only after the batch succeeded."""
+    newer = "low" if older == "protected" else "protected"
+    await started(api, namespace, older, classes[older], node)
+    await started(api, namespace, newer, classes[newer], node)
+    await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], node, cpu="3"))
+
+    if older == "low":  # the plain pod is in the parallel batch: deleted, then the protected one is refused
+        await eventually(lambda: read_pod(api, namespace, "low"), lambda p: p is None, timeout=60, what="low deleted")
+    for _ in range(SETTLE_SECONDS):
+        assert node_of(await read_pod(api, namespace, "protected")) == node, "the protected pod was preempted"
+        assert node_of(await read_pod(api, namespace, "high")) is None, "the preemptor was bound"
+        if older == "protected":  # its refusal stops the batch: the plain pod is spared
+            assert node_of(await read_pod(api, namespace, "low")) == node, "the plain pod was deleted"
+        await asyncio.sleep(1)
+    for name in ("protected", "low"):
+        assert disruption_targets(await read_pod(api, namespace, name)) == [], f"{name} carries DisruptionTarget"
