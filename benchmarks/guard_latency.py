@@ -168,7 +168,7 @@ def handle(body: bytes, snapshot: GuardSnapshot, config: GuardConfig) -> bool:
     app = _servers.get(id(snapshot))
     if app is None:
         app = _servers[id(snapshot)] = WebhookApp(
-            lambda: Snapshot(), lambda needs: [], guard=GuardHooks(lambda: snapshot, config, lambda refusal: None)
+            lambda: Snapshot(), lambda needs: [], guard=GuardHooks(lambda: snapshot, config, lambda *_: None)
         )
     [endpoint] = [e for e in app.routes if e.name == GUARD]
     status, answer = app.answer(endpoint, body)

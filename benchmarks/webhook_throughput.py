@@ -79,6 +79,8 @@ ENDPOINTS = [
     ("guard-user-delete", "/guard/pods"),
     ("guard-kubelet-status", "/guard/pods"),
     ("guard-scheduler-delete", "/guard/pods"),
+    ("guard-refused-delete", "/guard/pods"),
+    ("guard-refused-mark", "/guard/pods"),
     ("mutate-priorityclass", "/mutate/priorityclasses"),
     ("validate-policy", "/validate/preemptiontolerationpolicies"),
 ]
@@ -115,6 +117,7 @@ async def populate(api: ApiClient, pods: int) -> None:
     ]
     bodies += [
         realistic_pod("victim", node="node-1", priority_class="batch-training", owner_uid=owner),
+        realistic_pod("protected", node="node-1", priority_class="low-non-preempted", owner_uid=owner),
         realistic_pod(
             "preemptor", node="node-1", priority_class="high", scheduler="bench-unscheduled", owner_uid=owner
         ),
@@ -123,7 +126,7 @@ async def populate(api: ApiClient, pods: int) -> None:
     await bounded(bodies, lambda body: core.create_namespaced_pod(NAMESPACE, body), 8)
     for _ in range(600):
         listed = await core.list_namespaced_pod(NAMESPACE)
-        if sum(pod.status.phase == "Running" for pod in listed.items) == pods + 1:
+        if sum(pod.status.phase == "Running" for pod in listed.items) == pods + 2:
             break
         await asyncio.sleep(0.2)
     else:
@@ -140,9 +143,9 @@ async def populate(api: ApiClient, pods: int) -> None:
 async def record(api: ApiClient) -> dict[str, dict[str, Any]]:
     """One AdmissionReview per endpoint, around objects as this API server returns them."""
     core, scheduling = client.CoreV1Api(api), client.SchedulingV1Api(api)
-    worker, node_pod, victim = [
+    worker, node_pod, victim, never = [
         await raw(core.read_namespaced_pod(name, NAMESPACE, _preload_content=False))
-        for name in ("worker-0", "worker-1", "victim")
+        for name in ("worker-0", "worker-1", "victim", "protected")
     ]
     new_class = {
         "metadata": {"name": "nightly-research", "annotations": {MIN: "9000", TOL: "300"}},
@@ -183,6 +186,16 @@ async def record(api: ApiClient) -> dict[str, dict[str, Any]]:
     for condition in restarted["status"]["conditions"]:
         if condition["type"] in ("Ready", "ContainersReady"):
             condition.update(status="False", reason="ContainersNotReady")
+    marked = copy.deepcopy(never)  # the scheduler's DisruptionTarget patch, as the API server sends it
+    marked["status"]["conditions"].append(
+        {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "reason": "PreemptionByScheduler",
+            "message": "default-scheduler: preempting to accommodate a higher priority pod",
+        }
+    )
     pc, pc_r = ("scheduling.k8s.io", "v1", "PriorityClass"), ("scheduling.k8s.io", "v1", "priorityclasses")
     pod, pod_r = ("", "v1", "Pod"), ("", "v1", "pods")
     create = {"kind": "CreateOptions", "fieldManager": "kubectl-client-side-apply"}
@@ -202,6 +215,10 @@ async def record(api: ApiClient) -> dict[str, dict[str, Any]]:
             "status",
         ),
         "guard-scheduler-delete": review("DELETE", pod, pod_r, SCHEDULER, None, victim, {"kind": "DeleteOptions"}),
+        "guard-refused-delete": review("DELETE", pod, pod_r, SCHEDULER, None, never, {"kind": "DeleteOptions"}),
+        "guard-refused-mark": review(
+            "UPDATE", pod, pod_r, SCHEDULER, marked, never, {"kind": "UpdateOptions"}, "status"
+        ),
         "probe-protected-victim": review("DELETE", pod, pod_r, SCHEDULER, None, protected, {"kind": "DeleteOptions"}),
         "mutate-priorityclass": review("CREATE", pc, pc_r, ALICE, created[1], None, create),
         "validate-policy": review(

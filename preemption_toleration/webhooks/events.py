@@ -1,7 +1,9 @@
 """Kubernetes Events on the victims of refused preemptions, aggregated per victim and reason.
 
-A scheduler retrying every second must not flood the API server: the first refusal creates an Event, later
-ones raise its count, at most once per `min_interval` seconds. Posting happens off the request path.
+A scheduler retrying many times a second must not flood the API server: the first refusal creates an Event,
+later ones raise its count, at most once per `min_interval` seconds. The guard hands over the first refusal
+of a kind and then one per interval with the number of refusals it stands for (`guard.repeats`). Posting
+happens off the request path.
 """
 
 from __future__ import annotations
@@ -68,14 +70,15 @@ class RefusalEvents:
     def __init__(self, api: ApiClient, min_interval: float = 10.0) -> None:
         self.core = client.CoreV1Api(api)
         self.min_interval = min_interval
-        self.queue: asyncio.Queue[Refusal] = asyncio.Queue(maxsize=QUEUE_LIMIT)
+        self.queue: asyncio.Queue[tuple[Refusal, int]] = asyncio.Queue(maxsize=QUEUE_LIMIT)
         self.aggregates: dict[tuple[Any, ...], _Aggregate] = {}
 
-    def record(self, refusal: Refusal) -> None:
+    def record(self, refusal: Refusal, count: int = 1) -> None:
+        """Queue `refusal`, which stands for `count` refusals of its victim (the repeats since the last)."""
         if refusal.dry_run:
             return
         try:
-            self.queue.put_nowait(refusal)
+            self.queue.put_nowait((refusal, count))
         except asyncio.QueueFull:
             logger.warning("event queue full; refusal not posted as an Event")
 
@@ -83,15 +86,15 @@ class RefusalEvents:
         """Posts queued refusals for ever: no failure of one post ends the loop (a dead loop would leave
         the queue full and every later refusal without its Event)."""
         while True:
-            refusal = await self.queue.get()
+            refusal, count = await self.queue.get()
             try:
-                await self._post(refusal)
+                await self._post(refusal, count)
             except API_ERRORS as error:
                 logger.warning("could not post the refusal Event", extra={"problem": repr(error)})
             except Exception:
                 logger.exception("could not post the refusal Event")
 
-    async def _post(self, refusal: Refusal) -> None:
+    async def _post(self, refusal: Refusal, count: int = 1) -> None:
         metadata = refusal.victim.get("metadata") or {}
         key = (metadata.get("namespace"), metadata.get("name"), metadata.get("uid"), refusal.audit, refusal.reason)
         aggregate = self.aggregates.get(key)
@@ -103,11 +106,11 @@ class RefusalEvents:
             name = f"{metadata.get('name')}.ptol-{uuid.uuid4().hex[:10]}"
             first = _now()
             await self.core.create_namespaced_event(
-                metadata.get("namespace"), event_body(name, refusal, 1, first, first)
+                metadata.get("namespace"), event_body(name, refusal, count, first, first)
             )
-            self.aggregates[key] = _Aggregate(name, 1, now, first)
+            self.aggregates[key] = _Aggregate(name, count, now, first)
             return
-        aggregate.count += 1
+        aggregate.count += count
         if now - aggregate.posted_at < self.min_interval:
             return  # counted; written with the next post
         aggregate.posted_at = now

@@ -36,9 +36,17 @@ from preemption_toleration.api.guard_review import read_guard_review
 from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.core.shapes import as_mapping, is_mapping
 from preemption_toleration.extender.decisions import ExtenderView, NodeChoice, decide_preemption
-from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, Refusal, judge, request_problem
+from preemption_toleration.guard.decisions import (
+    GuardConfig,
+    GuardSnapshot,
+    Refusal,
+    Verdict,
+    judge,
+    request_problem,
+)
 from preemption_toleration.guard.prefilter import may_be_preemption
 from preemption_toleration.guard.record import PreemptorRecord
+from preemption_toleration.guard.repeats import RepeatFilter
 from preemption_toleration.webhooks.configurations import EXTENDER_PREFIX, GUARD_PATH
 from preemption_toleration.webhooks.decisions import (
     AdmissionConfig,
@@ -91,7 +99,7 @@ def _not_kept(preemptor: Mapping[str, Any], node: str, until: datetime) -> None:
 class GuardHooks:
     snapshot: Callable[[], GuardSnapshot]
     config: GuardConfig
-    on_refusal: Callable[[Refusal], None]
+    on_refusal: Callable[[Refusal, int], None]  # a refusal to report, and how many refusals it stands for
     held_back: HeldBack = _not_kept  # the expiry nudge's plan
 
 
@@ -204,6 +212,7 @@ class WebhookApp:
         self.metrics = metrics or WebhookMetrics()
         self.max_body_bytes = max_body_bytes
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+        self.refusal_reports = RepeatFilter()
         # Shutting down: not ready, and every answer says `Connection: close`, so that a kept-alive
         # connection is ended by the client after an answer, never by us while a request may be on its way
         # (which the API server would report as a failed webhook call).
@@ -422,7 +431,8 @@ class WebhookApp:
         except Exception as error:  # noqa: BLE001 - a bug must not become a 500; counted and logged
             return self._unexpected(endpoint.name, error)
         self._count(endpoint, decision)
-        self._log(endpoint, admission, decision)
+        if endpoint.name != GUARD:  # the guard logs its own judgements (`_guard`)
+            self._log(endpoint, admission, decision)
         return 200, review_response(review.api_version, decision)
 
     def _not_a_preemption(self, payload: Mapping[str, Any]) -> bool:
@@ -449,36 +459,54 @@ class WebhookApp:
         if verdict.source is not None:
             self.metrics.preemptor_sources.inc(verdict.source.value)
         refusal = verdict.refusal
-        if refusal is not None:
-            mode = "audit" if refusal.audit else "enforce"
-            self.metrics.guard_refusals.labels(refusal.kind, refusal.reason, mode).inc()
-            if refusal.preemptor:
-                self.metrics.refused(refusal.preemptor)
+        if refusal is None:
+            if verdict.response.warnings:
+                logger.info("preemption allowed with warnings", extra=self._guard_fields(request, verdict))
+            return verdict.response
+        mode = "audit" if refusal.audit else "enforce"
+        self._child(self.metrics.guard_refusals, refusal.kind, refusal.reason, mode).inc()
+        if refusal.preemptor:
+            self.metrics.refused(refusal.preemptor)
+        # A scheduler retrying a protected victim asks many times a second: counted each time, reported
+        # (log line, Event) the first time and then once per interval with the repeats it stands for.
+        metadata = as_mapping(refusal.victim.get("metadata"))
+        key = (metadata.get("uid"), refusal.kind, refusal.preemptor, refusal.reason, refusal.audit, refusal.dry_run)
+        count = self.refusal_reports.report(key, time.monotonic())
+        if count is not None:
             logger.info(
                 "preemption refused" if not refusal.audit else "preemption would be refused",
                 extra={
-                    "kind": refusal.kind,
-                    "victim": f"{request.namespace}/{request.name}",
-                    "preemptor": refusal.preemptor,
+                    **self._guard_fields(request, verdict),
                     "preemptorPriority": refusal.preemptor_priority,
-                    "preemptorSource": verdict.source.value if verdict.source else None,
                     "code": refusal.code,
-                    "denial": refusal.message,
-                    "dryRun": refusal.dry_run,
+                    "refusals": count,
                 },
             )
-            self.guard.on_refusal(refusal)
-            until = refusal.protection.until
-            if (
-                refusal.protection.kind is ProtectionKind.UNTIL
-                and until is not None
-                and not refusal.dry_run
-                and not refusal.audit
-            ):
-                node = as_mapping(refusal.victim.get("spec")).get("nodeName")
-                if isinstance(node, str):
-                    self.guard.held_back(refusal.preemptor_pod, node, until)
+            self.guard.on_refusal(refusal, count)
+        until = refusal.protection.until
+        if (
+            refusal.protection.kind is ProtectionKind.UNTIL
+            and until is not None
+            and not refusal.dry_run
+            and not refusal.audit
+        ):
+            node = as_mapping(refusal.victim.get("spec")).get("nodeName")
+            if isinstance(node, str):
+                self.guard.held_back(refusal.preemptor_pod, node, until)
         return verdict.response
+
+    @staticmethod
+    def _guard_fields(request: AdmissionRequest, verdict: Verdict) -> dict[str, Any]:
+        refusal, response = verdict.refusal, verdict.response
+        return {
+            "kind": refusal.kind if refusal is not None else request.operation.lower(),
+            "victim": f"{request.namespace}/{request.name}",
+            "preemptor": refusal.preemptor if refusal is not None else None,
+            "preemptorSource": verdict.source.value if verdict.source else None,
+            "denial": refusal.message if refusal is not None else None,
+            "warnings": response.warnings,
+            "dryRun": bool(request.dry_run),
+        }
 
     def _count(self, endpoint: Endpoint, decision: AdmissionResponse) -> None:
         count = self.metrics.decisions.inc

@@ -207,7 +207,7 @@ async def guard_http() -> AsyncIterator[TestClient]:
     from preemption_toleration.webhooks.server import GuardHooks
 
     READY["value"] = False  # caches not synced: only the fast path can answer
-    hooks = GuardHooks(GuardSnapshot, GuardConfig(), lambda refusal: None)
+    hooks = GuardHooks(GuardSnapshot, GuardConfig(), lambda refusal, count: None)
     app = WebhookApp(lambda: snapshot_of({}, {}), not_ready, guard=hooks)
     async with webhook_client(app) as test_client:
         yield test_client
@@ -271,6 +271,7 @@ async def extender_http() -> AsyncIterator[TestClient]:
     nodes = {"node-a": node("node-a"), "node-b": node("node-b", cpu="1")}
     record = PreemptorRecord()
     held: list[tuple[str, str, object]] = []
+    reported: list[tuple[str, int]] = []
 
     def hold(preemptor, node, until) -> None:
         held.append((preemptor["metadata"]["name"], node, until))
@@ -278,7 +279,7 @@ async def extender_http() -> AsyncIterator[TestClient]:
     guard = GuardHooks(
         lambda: GuardSnapshot(pods=pods, nodes=nodes, classes=classes_of(CLASSES), preemptors=record),
         GuardConfig(),
-        lambda refusal: None,
+        lambda refusal, count: reported.append((refusal.message, count)),
         hold,
     )
     extender = ExtenderHooks(lambda: ExtenderView(pods, nodes, CLASSES.get), record, hold)
@@ -287,6 +288,7 @@ async def extender_http() -> AsyncIterator[TestClient]:
     async with webhook_client(app) as test_client:
         test_client.app_metrics = metrics  # type: ignore[attr-defined]
         test_client.held = held  # type: ignore[attr-defined]
+        test_client.reported = reported  # type: ignore[attr-defined]
         test_client.scheduled = scheduled  # type: ignore[attr-defined]
         yield test_client
 
@@ -373,6 +375,34 @@ async def test_the_guard_judges_a_victim_against_the_preemptor_the_extender_was_
     assert (sources.value("inferred"), sources.value("recorded")) == (1, 1)
     by_preemptor = extender_http.app_metrics.refusals_by_preemptor  # type: ignore[attr-defined]
     assert by_preemptor.labels("team/high")._value.get() == 1
+
+
+async def test_a_scheduler_retrying_a_refused_victim_is_counted_each_time_and_reported_once(
+    extender_http: TestClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Asynchronous preemption retries a refused victim at once: every refusal is answered and counted,
+    but the log line and the Event are written once per interval, standing for the repeats."""
+    from tests.unit.test_extender import pod
+
+    call = {
+        "Pod": pod("high", "high", cpu="3", node=None),
+        "NodeNameToMetaVictims": {"node-a": {"Pods": [{"UID": "uid-p"}, {"UID": "uid-a"}]}},
+    }
+    assert (await extender_http.post("/extender/preempt", json=call)).status == 200
+    with caplog.at_level("INFO", logger="preemption_toleration"):
+        for _ in range(5):
+            answer = await (
+                await extender_http.post("/guard/pods", json=_scheduler_deletes(pod("p", "low-non-preempted")))
+            ).json()
+            assert answer["response"]["allowed"] is False and answer["response"]["status"]["code"] == 403
+    refusals = extender_http.app_metrics.guard_refusals  # type: ignore[attr-defined]
+    assert refusals.labels("delete", "Forever", "enforce")._value.get() == 5
+    by_preemptor = extender_http.app_metrics.refusals_by_preemptor  # type: ignore[attr-defined]
+    assert by_preemptor.labels("team/high")._value.get() == 5
+    [(message, count)] = extender_http.reported  # type: ignore[attr-defined]
+    assert count == 1 and "team/high, priority 9000" in message
+    logged = [r for r in caplog.records if r.getMessage() in ("preemption refused", "admission decision")]
+    assert [r.getMessage() for r in logged] == ["preemption refused"]
 
 
 async def test_a_time_limited_toleration_that_drops_a_node_plans_a_nudge_at_its_end(extender_http: TestClient) -> None:

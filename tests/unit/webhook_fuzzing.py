@@ -171,7 +171,7 @@ def server() -> WebhookApp:
     app = WebhookApp(
         lambda: admission,
         lambda needs: [],
-        guard=GuardHooks(lambda: state, GuardConfig(), lambda _: None),
+        guard=GuardHooks(lambda: state, GuardConfig(), lambda refusal, count: None),
         extender=ExtenderHooks(lambda: extender.view(node_pods), PreemptorRecord()),
     )
     return app
