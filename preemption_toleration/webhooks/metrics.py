@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -69,7 +70,7 @@ class WebhookMetrics:
             ["preemptor"],
             registry=self.registry,
         )
-        self._refused_preemptors: OrderedDict[str, None] = OrderedDict()
+        self._refused_preemptors: OrderedDict[str, Any] = OrderedDict()  # preemptor -> its series
         self.nudges = Counter(
             "ptol_preemptor_nudges_total",
             "Expiry nudges of pending preemptors held back by a time-limited toleration, by outcome: planned, "
@@ -89,12 +90,15 @@ class WebhookMetrics:
 
     def refused(self, preemptor: str) -> None:
         """Counts a refusal for `preemptor`; beyond the series bound, the least recent one is dropped."""
-        self._refused_preemptors[preemptor] = None
-        self._refused_preemptors.move_to_end(preemptor)
-        self.refusals_by_preemptor.labels(preemptor).inc()
-        while len(self._refused_preemptors) > REFUSED_PREEMPTOR_SERIES:
-            oldest, _ = self._refused_preemptors.popitem(last=False)
-            self.refusals_by_preemptor.remove(oldest)
+        series = self._refused_preemptors.get(preemptor)
+        if series is None:
+            series = self._refused_preemptors[preemptor] = self.refusals_by_preemptor.labels(preemptor)
+            while len(self._refused_preemptors) > REFUSED_PREEMPTOR_SERIES:
+                oldest, _ = self._refused_preemptors.popitem(last=False)
+                self.refusals_by_preemptor.remove(oldest)
+        else:
+            self._refused_preemptors.move_to_end(preemptor)
+        series.inc()
 
     def track_caches(self, stats: Callable[[], Iterable[CacheStats]]) -> None:
         """Report these watch caches at each scrape."""

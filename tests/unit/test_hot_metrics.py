@@ -62,3 +62,19 @@ def test_a_hot_counter_scrapes_like_a_prometheus_counter(rule: str, increments: 
 def test_histogram_bounds_must_increase() -> None:
     with pytest.raises(ValueError, match="increasing"):
         HotHistogram("h", "h", [], (0.1, 0.05), CollectorRegistry())
+
+
+def test_refusals_by_preemptor_keep_the_most_recently_refused_series(monkeypatch: pytest.MonkeyPatch) -> None:
+    from preemption_toleration.webhooks import metrics as metrics_module
+
+    monkeypatch.setattr(metrics_module, "REFUSED_PREEMPTOR_SERIES", 2)
+    metrics = metrics_module.WebhookMetrics()
+    for preemptor in ("team/a", "team/b", "team/a", "team/c"):
+        metrics.refused(preemptor)
+    samples = {
+        sample.labels["preemptor"]: sample.value
+        for family in metrics.registry.collect()
+        for sample in family.samples
+        if sample.name == "ptol_guard_refusals_by_preemptor_total"
+    }
+    assert samples == {"team/a": 2.0, "team/c": 1.0}, "b, the least recently refused, is dropped"
