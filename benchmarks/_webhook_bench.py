@@ -90,7 +90,12 @@ def pin_control_plane(cluster: LocalCluster, cpu: int | None) -> None:
 
 @contextmanager
 def ptol_webhook(
-    cluster: LocalCluster, *, register: bool = False, cpu: int | None = None, log_name: str = "ptol-webhook.log"
+    cluster: LocalCluster,
+    *,
+    register: bool = False,
+    cpu: int | None = None,
+    log_name: str = "ptol-webhook.log",
+    extra_args: Sequence[str] = (),
 ) -> Iterator[tuple[str, int]]:
     """`ptol webhook` (guard enforced) on a free loopback port, caches synced: (base URL, pid).
 
@@ -109,6 +114,7 @@ def ptol_webhook(
         "--guard",
         "enforce",
         *extra,
+        *extra_args,
     )
     since = process.start()
     try:

@@ -122,6 +122,17 @@ def resync_seconds(value: str) -> float:
     return seconds
 
 
+def hold_seconds(value: str) -> float:
+    """Seconds to hold a guard answer: 0 to 2 (the guard's webhook times out after 3)."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if not 0 <= seconds <= 2:
+        raise argparse.ArgumentTypeError(f"{value!r} must be from 0 to 2 seconds")
+    return seconds
+
+
 def positive_integer(value: str) -> int:
     if not re.fullmatch(r"\s*\d+\s*", value) or int(value) < 1:
         raise argparse.ArgumentTypeError(f"{value!r} is not a positive integer")

@@ -13,6 +13,7 @@ from preemption_toleration.cli.options import (
     choice,
     env_list_option,
     env_option,
+    hold_seconds,
     namespaced_name,
     non_empty,
     non_negative_integer,
@@ -116,6 +117,15 @@ def add_webhook_arguments(
         help="the eviction guard: refuse protected preemptions (enforce), only report them (audit), "
         "or not serve it (off)",
     )
+    env_option(
+        parser,
+        "--retry-hold-seconds",
+        env="PTOL_RETRY_HOLD_SECONDS",
+        default="1",
+        type=hold_seconds,
+        help="hold the guard's refusal of a scheduler retrying the same victim at once (asynchronous "
+        "preemption) this long, so the retries come about once per hold; 0 answers at once",
+    )
     env_list_option(
         parser,
         "--preemptor-identity",
@@ -201,6 +211,7 @@ def settings_from(args: argparse.Namespace) -> WebhookSettings:
         register_url=getattr(args, "register_url", None),
         tls_secret=args.tls_secret,
         guard_mode=args.guard,
+        retry_hold=float(args.retry_hold_seconds),
         service=args.service,
     )
     if args.operator_identities:

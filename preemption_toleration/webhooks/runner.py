@@ -65,6 +65,7 @@ class WebhookSettings:
     # The eviction guard: off, "enforce" or "audit" (allow everything, report what would be refused).
     guard_mode: str = "enforce"
     preemptor_identities: list[str] = field(default_factory=lambda: list(DEFAULT_PREEMPTOR_IDENTITIES))
+    retry_hold: float = 1.0  # seconds to hold the refusal of a scheduler's immediate retry (guard.repeats)
     # Register webhook configurations pointing at this URL (the local control plane); removed on exit.
     register_url: str | None = None
 
@@ -276,6 +277,7 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
             ),
             events.record,
             nudger.hold,
+            settings.retry_hold,
         )
         # The extender reads the guard's caches and tells it the preemptor of each victim it saw.
         extender = ExtenderHooks(caches.extender_view, caches.preemptors, nudger.hold)

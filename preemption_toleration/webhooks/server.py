@@ -46,7 +46,7 @@ from preemption_toleration.guard.decisions import (
 )
 from preemption_toleration.guard.prefilter import may_be_preemption
 from preemption_toleration.guard.record import PreemptorRecord
-from preemption_toleration.guard.repeats import RepeatFilter
+from preemption_toleration.guard.repeats import RepeatFilter, RetryPacer
 from preemption_toleration.webhooks.configurations import EXTENDER_PREFIX, GUARD_PATH
 from preemption_toleration.webhooks.decisions import (
     AdmissionConfig,
@@ -101,6 +101,7 @@ class GuardHooks:
     config: GuardConfig
     on_refusal: Callable[[Refusal, int], None]  # a refusal to report, and how many refusals it stands for
     held_back: HeldBack = _not_kept  # the expiry nudge's plan
+    retry_hold: float = 0.0  # seconds to hold the refusal of a scheduler's immediate retry (`RetryPacer`)
 
 
 @dataclass(frozen=True)
@@ -213,6 +214,8 @@ class WebhookApp:
         self.max_body_bytes = max_body_bytes
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self.refusal_reports = RepeatFilter()
+        self.retry_pacer = RetryPacer(guard.retry_hold if guard is not None else 0.0)
+        self._hold = 0.0  # set by `_guard` for the answer `answer` is returning; taken by the handler
         # Shutting down: not ready, and every answer says `Connection: close`, so that a kept-alive
         # connection is ended by the client after an answer, never by us while a request may be on its way
         # (which the API server would report as a failed webhook call).
@@ -293,6 +296,9 @@ class WebhookApp:
                 status, answer = self._bad_request(endpoint, str(problem))
             else:
                 status, answer = self.answer(endpoint, body)
+                hold, self._hold = self._hold, 0.0  # read before any await: it is this request's
+                if hold > 0 and not self.draining:
+                    await asyncio.sleep(hold)
             return self._counted(name, latency, started, _review_answer(answer, status))
 
         return handle
@@ -407,6 +413,7 @@ class WebhookApp:
         the reason for input that is not a review this endpoint judges, 503 before the caches sync. A judged
         review's response is the AdmissionResponse model (the fast path's, a dict): `_review_answer` writes
         either."""
+        self._hold = 0.0
         try:
             payload = _decode(body, read=endpoint.read)
             if endpoint.name == GUARD and self._not_a_preemption(payload):
@@ -483,6 +490,8 @@ class WebhookApp:
                 },
             )
             self.guard.on_refusal(refusal, count)
+        if refusal.kind in ("delete", "status") and not refusal.audit and not refusal.dry_run:
+            self._hold = self.retry_pacer.hold(key, time.monotonic())
         until = refusal.protection.until
         if (
             refusal.protection.kind is ProtectionKind.UNTIL

@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
@@ -403,6 +404,29 @@ async def test_a_scheduler_retrying_a_refused_victim_is_counted_each_time_and_re
     assert count == 1 and "team/high, priority 9000" in message
     logged = [r for r in caplog.records if r.getMessage() in ("preemption refused", "admission decision")]
     assert [r.getMessage() for r in logged] == ["preemption refused"]
+
+
+async def test_the_refusal_of_an_immediate_retry_is_held(extender_http: TestClient) -> None:
+    """Asynchronous preemption retries at once; the guard holds the repeat's refusal (`--retry-hold-seconds`),
+    which paces the retries. A hold only delays: the answer is the same refusal."""
+    from preemption_toleration.guard.repeats import RetryPacer
+    from tests.unit.test_extender import pod
+
+    extender_http.server.webhook.retry_pacer = RetryPacer(0.5)  # type: ignore[attr-defined]
+    call = {
+        "Pod": pod("high", "high", cpu="3", node=None),
+        "NodeNameToMetaVictims": {"node-a": {"Pods": [{"UID": "uid-p"}, {"UID": "uid-a"}]}},
+    }
+    assert (await extender_http.post("/extender/preempt", json=call)).status == 200
+    answers, took = [], []
+    for _ in range(2):
+        started = time.monotonic()
+        response = await extender_http.post("/guard/pods", json=_scheduler_deletes(pod("p", "low-non-preempted")))
+        answers.append((await response.json())["response"])
+        took.append(time.monotonic() - started)
+    assert [(a["allowed"], a["status"]["code"]) for a in answers] == [(False, 403), (False, 403)]
+    assert took[1] >= 0.5, "the immediate retry was answered without its hold"
+    assert took[0] < took[1], "the first refusal was held"
 
 
 async def test_a_time_limited_toleration_that_drops_a_node_plans_a_nudge_at_its_end(extender_http: TestClient) -> None:
