@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from preemption_toleration.api.base import (
     MAX_TOLERATION_SECONDS,
@@ -41,19 +41,62 @@ TolerationSeconds = Annotated[
 ]
 
 
+def _validations(*rules: dict[str, str]) -> ConfigDict:
+    """CRD `x-kubernetes-validations` on a model's schema: the API server checks them even while the
+    validating webhook is down. Messages say what the webhook's say, without the object's name and path,
+    which the API server's error gives (tests/unit/test_crd.py)."""
+    extra: dict[str, Any] = {"x-kubernetes-validations": list(rules)}
+    return ConfigDict(json_schema_extra=extra)
+
+
+def _given(field: str) -> str:
+    """CEL: `field` of self is set and not empty."""
+    return f"(has(self.{field}) && size(self.{field}) > 0)"
+
+
+_NEEDS_VALUES = "(self.operator in ['In', 'NotIn'])"
+
+
 class LabelSelectorRequirement(KubeModel):
+    model_config = _validations(
+        {
+            "rule": f"!{_NEEDS_VALUES} || {_given('values')}",
+            "messageExpression": "'uses ' + self.operator + ' without values. Fix: list the values.'",
+        },
+        {
+            "rule": f"{_NEEDS_VALUES} || !{_given('values')}",
+            "messageExpression": "'uses ' + self.operator + ' with values. Fix: remove values.'",
+        },
+    )
+
     key: str = Field(min_length=1)
     operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
     values: list[str] | None = None
 
 
 class LabelSelector(KubeModel):
+    model_config = _validations(
+        {
+            "rule": f"{_given('matchLabels')} || {_given('matchExpressions')}",
+            "message": "spec.priorityClassSelector is empty, which would govern every PriorityClass, system "
+            "classes included. Fix: add matchLabels, e.g. {tier: batch}, or use priorityClassName.",
+        },
+    )
+
     match_labels: dict[str, str] | None = None
     match_expressions: list[LabelSelectorRequirement] | None = None
 
 
 class PreemptionTolerationPolicySpec(KubeModel):
     """Which PriorityClass(es) the policy governs, and the toleration their pods get."""
+
+    model_config = _validations(
+        {
+            "rule": "has(self.priorityClassName) != has(self.priorityClassSelector)",
+            "messageExpression": "'spec sets ' + (has(self.priorityClassName) ? 'both' : 'neither of')"
+            " + ' priorityClassName and priorityClassSelector. Fix: set exactly one of them.'",
+        },
+    )
 
     priority_class_name: PriorityClassName | None = Field(
         default=None,

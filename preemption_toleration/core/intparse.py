@@ -79,3 +79,26 @@ def wrap_int32(value: int) -> int:
 
 def wrap_int64(value: int) -> int:
     return (value - INT64_MIN) % 2**64 + INT64_MIN
+
+
+def at_most_pattern(bound: int) -> str:
+    """RE2 alternatives (unanchored) matching exactly the strings of len(str(bound)) digits whose value is at
+    most `bound`."""
+    digits = str(bound)
+    width = len(digits)
+    options = []
+    for i, digit in enumerate(digits):
+        if digit != "0":
+            rest = width - i - 1
+            below = "0" if digit == "1" else f"[0-{int(digit) - 1}]"
+            options.append(digits[:i] + below + (f"[0-9]{{{rest}}}" if rest else ""))
+    return "|".join([*options, digits])
+
+
+def go_int_pattern(bits: int) -> str:
+    """An anchored RE2 pattern matching exactly the strings `parse_go_int(text, bits)` accepts: a sign, any
+    leading zeros, then fewer digits than the range's bound or as many but not above it. CEL's `matches()`
+    takes it, so an admission policy checks the range with no arithmetic that could overflow."""
+    low, high = int_range(bits)
+    shorter = f"[0-9]{{1,{len(str(high)) - 1}}}"
+    return f"^(?:[+]?0*(?:{shorter}|{at_most_pattern(high)})|-0*(?:{shorter}|{at_most_pattern(-low)}))$"

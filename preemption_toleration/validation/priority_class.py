@@ -51,7 +51,8 @@ def subject(name: str) -> str:
     return f'PriorityClass "{name}"'
 
 
-def _parse_error(name: str, key: str, value: str, problem: IntProblem) -> Finding:
+def invalid_integer(name: str, key: str, value: str, problem: IntProblem) -> Finding:
+    """The refusal of an annotation value Go's strconv.ParseInt refuses (the admission policy's too)."""
     bits = KEY_BITS[key]
     if problem is IntProblem.EMPTY:
         fix = f"remove the annotation ({_DEFAULT_BY_KEY[key]}) or {_FIX_BY_KEY[key]}"
@@ -64,6 +65,23 @@ def _parse_error(name: str, key: str, value: str, problem: IntProblem) -> Findin
         "invalid-integer",
         f'{subject(name)}: annotation {key}="{shown(value)}" is {describe_problem(problem, bits)}; '
         f"the scheduler would ignore this class's whole toleration policy. Fix: {fix}.",
+    )
+
+
+def unknown_key(name: str, key: str, value: Any, suggestion: str) -> Finding:
+    return error(
+        "unknown-key",
+        f'{subject(name)}: unknown annotation {key}="{shown(value)}". Fix: did you mean {suggestion}?',
+    )
+
+
+def toleration_overflow(name: str, value: str) -> Finding:
+    return error(
+        "toleration-overflow",
+        overflow_problem(
+            f'{subject(name)}: toleration-seconds "{shown(value)}" is',
+            f'use at most {MAX_TOLERATION_SECONDS}, or "-1" for forever',
+        ),
     )
 
 
@@ -86,7 +104,7 @@ def _parse_all(name: str, annotations: Mapping[str, Any]) -> tuple[dict[str, int
         try:
             parsed[key] = parse_go_int(value, KEY_BITS[key])
         except IntParseError as problem:
-            findings.append(_parse_error(name, key, value, problem.problem))
+            findings.append(invalid_integer(name, key, value, problem.problem))
             continue
         if not is_canonical(value):
             findings.append(
@@ -104,13 +122,7 @@ def _unknown_and_legacy_keys(name: str, annotations: Mapping[str, Any]) -> list[
         if not isinstance(key, str):
             continue  # reported by _metadata_shape
         if key.startswith(PREFIX) and key not in POLICY_KEYS:
-            suggestion = nearest(key, POLICY_KEYS)
-            findings.append(
-                error(
-                    "unknown-key",
-                    f'{subject(name)}: unknown annotation {key}="{shown(value)}". Fix: did you mean {suggestion}?',
-                )
-            )
+            findings.append(unknown_key(name, key, value, nearest(key, POLICY_KEYS)))
         elif key.startswith(LEGACY_PREFIX):
             renamed = PREFIX + key[len(LEGACY_PREFIX) :]
             findings.append(
@@ -286,15 +298,7 @@ def every_rule(priority_class: Mapping[str, Any]) -> list[Finding]:
     findings += parse_findings
     seconds = parsed.get(TOLERATION_SECONDS)
     if seconds is not None and seconds > MAX_TOLERATION_SECONDS:
-        findings.append(
-            error(
-                "toleration-overflow",
-                overflow_problem(
-                    f'{subject(name)}: toleration-seconds "{shown(annotations[TOLERATION_SECONDS])}" is',
-                    f'use at most {MAX_TOLERATION_SECONDS}, or "-1" for forever',
-                ),
-            )
-        )
+        findings.append(toleration_overflow(name, annotations[TOLERATION_SECONDS]))
     findings += _effect_warnings(name, class_value, annotations, parsed)
     return findings
 

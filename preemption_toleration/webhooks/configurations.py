@@ -83,7 +83,7 @@ def validating_configuration(client_config: Any) -> dict[str, Any]:
     }
 
 
-def _cel_string(text: str) -> str:
+def cel_string(text: str) -> str:
     """A CEL string literal of `text`."""
     escaped = text.replace("\\", "\\\\").replace("'", "\\'")
     return "'" + "".join(f"\\u{ord(c):04x}" if ord(c) < 0x20 or ord(c) == 0x7F else c for c in escaped) + "'"
@@ -91,7 +91,7 @@ def _cel_string(text: str) -> str:
 
 def _cel_marked(pod: str) -> str:
     """`pod` (object or oldObject) has the scheduler's preemption mark."""
-    kind, status, reason = (_cel_string(value) for value in PREEMPTION_MARK)
+    kind, status, reason = (cel_string(value) for value in PREEMPTION_MARK)
     return (
         f"({pod} != null && has({pod}.status) && has({pod}.status.conditions)\n"
         f"      && {pod}.status.conditions.exists(c, has(c.type) && c.type == {kind}\n"
@@ -105,7 +105,7 @@ def guard_match_expression(preemptor_identities: Collection[str]) -> str:
     step is guarded (has(), != null) because an error would skip the guard, or with failurePolicy Fail
     refuse the request."""
     annotations = "object.metadata.annotations"
-    named = "\n    || ".join(f"{_cel_string(key)} in {annotations}" for key in PREEMPTOR_ANNOTATIONS)
+    named = "\n    || ".join(f"{cel_string(key)} in {annotations}" for key in PREEMPTOR_ANNOTATIONS)
     eviction = (
         "(request.operation == 'CREATE' && has(request.subResource) && request.subResource == 'eviction'\n"
         f"  && object != null && has(object.metadata) && has({annotations})\n"
@@ -113,7 +113,7 @@ def guard_match_expression(preemptor_identities: Collection[str]) -> str:
     )
     if not preemptor_identities:
         return eviction
-    identities = "[" + ", ".join(_cel_string(identity) for identity in preemptor_identities) + "]"
+    identities = "[" + ", ".join(cel_string(identity) for identity in preemptor_identities) + "]"
     by_preemptor = (
         f"(has(request.userInfo.username) && request.userInfo.username in {identities} && (\n"
         "  (request.operation == 'DELETE' && (!has(request.subResource) || request.subResource == ''))\n"

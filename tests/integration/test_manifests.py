@@ -3,7 +3,9 @@ the components need (checked by asking the API server what each service account 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import yaml
@@ -27,7 +29,16 @@ def installed(cluster: LocalCluster) -> Iterator[None]:
 
 # cert-manager's own kinds: its CRDs are not installed on the local control plane.
 CERT_MANAGER_KINDS = {"Issuer", "ClusterIssuer", "Certificate"}
-VARIANTS = ["crd", "rbac", "manager", "webhook", "default", "certmanager", "samples"]
+VARIANTS = [
+    "crd",
+    "rbac",
+    "manager",
+    "webhook",
+    "default",
+    "certmanager",
+    "samples",
+    "components/validating-admission-policy",
+]
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -40,6 +51,24 @@ def test_every_variant_renders_and_passes_a_server_side_dry_run(
     assert kept and len(documents) - len(kept) == (2 if variant == "certmanager" else 0)
     result = kubectl("apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(kept))
     assert result.stdout.count("(server dry run)") == len(kept), (cluster.kubernetes_version, result.stdout)
+
+
+def test_the_admission_policy_component_adds_to_default(
+    installed: None, kubectl: Kubectl, tmp_path: Path, cluster: LocalCluster
+) -> None:
+    """What a user writes: config/default plus the component, rendered by kubectl's own kustomize."""
+    config = os.path.relpath(ROOT / "config", tmp_path)
+    kustomization = {
+        "resources": [f"{config}/default"],
+        "components": [f"{config}/components/validating-admission-policy"],
+    }
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    documents = [d for d in yaml.safe_load_all(kubectl("kustomize", str(tmp_path)).stdout) if d]
+    default = [d for d in yaml.safe_load_all(kubectl("kustomize", str(ROOT / "config" / "default")).stdout) if d]
+    added = [d["kind"] for d in documents if d not in default]
+    assert sorted(added) == ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
+    result = kubectl("apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(documents))
+    assert result.stdout.count("(server dry run)") == len(documents), (cluster.kubernetes_version, result.stdout)
 
 
 def test_default_holds_the_deployments_the_service_and_a_policy_v1_budget(kubectl: Kubectl) -> None:

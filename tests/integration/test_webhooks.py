@@ -91,15 +91,6 @@ async def test_class_created_under_a_policy_carries_its_annotations_in_the_creat
 
 POLICY_REFUSALS = [
     (
-        "both targets",
-        {
-            "priorityClassName": "x",
-            "priorityClassSelector": {"matchLabels": {"a": "b"}},
-            "minimumPreemptablePriority": 1,
-        },
-        "sets both priorityClassName and priorityClassSelector. Fix: set exactly one of them.",
-    ),
-    (
         "unknown field",
         {"priorityClassName": "x", "minimumPreemptablePriority": 1, "tolerationSecond": 60},
         "unknown field spec.tolerationSecond (value 60). Fix: did you mean spec.tolerationSeconds?",
@@ -116,6 +107,18 @@ async def test_bad_policies_are_refused(
     result = alice("apply", "-f", "-", input=policy_manifest(ptp, spec), check=False)
     message = denied(result, "policies.validate.preemption-toleration.dev")
     assert message.startswith(f'PreemptionTolerationPolicy "{ptp}": ') and words in message
+
+
+async def test_both_targets_are_refused_by_the_crd_rules_first(
+    components: RunProcess, alice: Kubectl, cleanup: list
+) -> None:
+    ptp = unique_name("both-targets")
+    cleanup.append(("ptp", ptp))
+    spec = {"priorityClassName": "x", "priorityClassSelector": {"matchLabels": {"a": "b"}}}
+    result = alice("apply", "-f", "-", input=policy_manifest(ptp, spec), check=False)
+    assert result.returncode != 0 and "admission webhook" not in result.stderr
+    assert f'PreemptionTolerationPolicy "{ptp}" is invalid' in result.stderr
+    assert "spec sets both priorityClassName and priorityClassSelector. Fix: set exactly one of them." in result.stderr
 
 
 async def test_toleration_out_of_range_is_refused(components: RunProcess, alice: Kubectl, cleanup: list) -> None:

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from preemption_toleration.cli.main import main
-from preemption_toleration.cli.manifests_cmd import render
+from preemption_toleration.cli.manifests_cmd import render, render_admission_policy
 from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES
 from preemption_toleration.webhooks.configurations import guard_match_conditions
 
@@ -89,3 +89,29 @@ def test_the_sample_scheduler_configuration_is_the_code_s_extender_entry() -> No
     assert entry == scheduler_extender(f"https://{service}:443/extender", "REPLACE-WITH-BASE64-CA-BUNDLE", service)
     assert entry["ignorable"] is True and entry["httpTimeout"] == "2s" and entry["tlsConfig"]["caData"]
     assert f"{entry['urlPrefix'].split(':443')[1]}/{entry['preemptVerb']}" == EXTENDER_PATH
+
+
+# ------------------------------------------------------------------------- the ValidatingAdmissionPolicy component
+
+COMPONENT = COMMITTED.parents[1] / "components" / "validating-admission-policy"
+
+
+def test_committed_admission_policy_matches_the_code() -> None:
+    assert (COMPONENT / "admission-policy.yaml").read_text() == render_admission_policy(), (
+        "regenerate with: ptol admission-policy > config/components/validating-admission-policy/admission-policy.yaml"
+    )
+
+
+def test_the_admission_policy_is_a_component_users_add() -> None:
+    kustomization = yaml.safe_load((COMPONENT / "kustomization.yaml").read_text())
+    assert (kustomization["apiVersion"], kustomization["kind"]) == ("kustomize.config.k8s.io/v1alpha1", "Component")
+    assert kustomization["resources"] == ["admission-policy.yaml"]
+    policy, binding = yaml.safe_load_all((COMPONENT / "admission-policy.yaml").read_text())
+    assert (policy["kind"], binding["kind"]) == ("ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding")
+    assert binding["spec"]["policyName"] == policy["metadata"]["name"]
+    assert "matchResources" not in binding["spec"]  # every PriorityClass, as the webhook
+
+
+def test_admission_policy_command_prints_the_component(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["admission-policy"]) == 0
+    assert capsys.readouterr().out == (COMPONENT / "admission-policy.yaml").read_text()
