@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -22,7 +23,7 @@ from kubernetes_asyncio.client import ApiClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from preemption_toleration.devcluster import LocalCluster
-from tests.integration.components import ptol_run, registered_extender
+from tests.integration.components import ptol_run, registered_extender, scheduler_extended
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest, policy_manifest, wait_annotations
@@ -30,6 +31,8 @@ from tests.integration.pods import SETTLE_SECONDS, create_bound, node_of, pod_bo
 from tests.integration.test_extender_victims import Server
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
+
+GUARANTEE_SECONDS = 20
 
 
 @pytest.fixture(scope="module")
@@ -40,11 +43,13 @@ def server(cluster: LocalCluster) -> Iterator[Server]:
 
 @pytest.fixture(scope="module")
 def classes(server: Server, kubectl: Kubectl) -> Iterator[dict[str, str]]:
-    """`high` (9000), plain `low` and `protected` (8000): never preempted below 10000, by a policy."""
+    """`high` (9000), plain `low`, `protected` (8000: never preempted below 10000, by a policy) and
+    `guaranteed` (8000: not below 10000 for its first 20 s, by its own annotations)."""
     suffix = unique_name("c").split("-")[-1]
-    names = {role: f"{role}-{suffix}" for role in ("high", "low", "protected")}
+    names = {role: f"{role}-{suffix}" for role in ("high", "low", "protected", "guaranteed")}
     for role, name in names.items():
-        kubectl("apply", "-f", "-", input=class_manifest(name, 9000 if role == "high" else 8000))
+        notes = {MIN: "10000", TOL: str(GUARANTEE_SECONDS)} if role == "guaranteed" else {}
+        kubectl("apply", "-f", "-", input=class_manifest(name, 9000 if role == "high" else 8000, annotations=notes))
     spec = {"priorityClassName": names["protected"], "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
     kubectl("apply", "-f", "-", input=policy_manifest(names["protected"], spec))
     yield names
@@ -137,3 +142,41 @@ async def test_a_node_with_a_protected_and_a_plain_victim(
         await asyncio.sleep(1)
     for name in ("protected", "low"):
         assert disruption_targets(await read_pod(api, namespace, name)) == [], f"{name} carries DisruptionTarget"
+
+
+@pytest.fixture(params=["guard alone", "with the extender"])
+def scheduler(request: pytest.FixtureRequest, cluster: LocalCluster, server: Server) -> Iterator[str]:
+    """The scheduler as it runs (the guard alone), or restarted with our extender for this test."""
+    if request.param == "with the extender":
+        with scheduler_extended(cluster, registered_extender(cluster)):
+            yield request.param
+    else:
+        yield request.param
+
+
+def scheduled_at(pod: dict[str, Any] | None) -> datetime:
+    [condition] = [c for c in (pod or {})["status"]["conditions"] if c["type"] == "PodScheduled"]
+    moment = condition["lastTransitionTime"]
+    return moment if isinstance(moment, datetime) else datetime.fromisoformat(moment.replace("Z", "+00:00"))
+
+
+async def test_a_preemptor_held_back_by_a_20_s_toleration_is_scheduled_within_23_s(
+    api: ApiClient, namespace: str, node: str, classes: dict[str, str], scheduler: str
+) -> None:
+    """When a time-limited toleration ends, the preemptor waiting on it is scheduled at once: with the
+    guard alone, its paced retries (and the expiry nudge) find the victim no longer protected; with the
+    extender, the nudge re-queues it. Times are the API's PodScheduled times, whole seconds."""
+    victim = await create_bound(api, namespace, "victim", classes["guaranteed"], node, cpu="2")
+    end = scheduled_at(victim) + timedelta(seconds=GUARANTEE_SECONDS)
+    await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], node, cpu="2"))
+    preemptor = await eventually(
+        lambda: read_pod(api, namespace, "high"),
+        lambda pod: node_of(pod) == node,
+        timeout=GUARANTEE_SECONDS + 60,
+        interval=0.2,
+        what="high bound",
+    )
+    late = (scheduled_at(preemptor) - end).total_seconds()
+    assert late <= 3, f"{scheduler}: high was scheduled {GUARANTEE_SECONDS + late:.0f} s after the victim, not 23"
+    gone = await read_pod(api, namespace, "victim")
+    assert gone is None or gone["metadata"].get("deletionTimestamp"), "high was bound beside its victim"
