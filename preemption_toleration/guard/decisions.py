@@ -86,6 +86,7 @@ class Verdict:
     response: AdmissionResponse
     refusal: Refusal | None = None
     source: PreemptorSource | None = None  # how the preemptor was known, for a judged preemption
+    preemptor: Mapping[str, Any] | None = None  # the preemptor it was judged against
 
 
 def request_problem(request: AdmissionRequest) -> str | None:
@@ -99,15 +100,34 @@ def request_problem(request: AdmissionRequest) -> str | None:
     return None
 
 
-def _has_preemption_mark(pod: Mapping[str, Any] | None) -> bool:
+def _preemption_mark(pod: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The scheduler's `DisruptionTarget=True`/`PreemptionByScheduler` condition on `pod`, if any."""
     for condition in ((pod or {}).get("status") or {}).get("conditions") or []:
         if (condition.get("type"), condition.get("status"), condition.get("reason")) == (
             "DisruptionTarget",
             "True",
             "PreemptionByScheduler",
         ):
-            return True
-    return False
+            return condition  # type: ignore[no-any-return]
+    return None
+
+
+def _has_preemption_mark(pod: Mapping[str, Any] | None) -> bool:
+    return _preemption_mark(pod) is not None
+
+
+_MARK_MESSAGE = ": preempting to accommodate a higher priority "  # after the scheduler's name, 1.26 to 1.37
+
+
+def marking_scheduler(pod: Mapping[str, Any] | None) -> str | None:
+    """The scheduler (profile) that marked `pod` as its victim: the mark's message begins with its
+    `schedulerName`. None without a mark, or with a message of another form."""
+    mark = _preemption_mark(pod)
+    message = mark.get("message") if mark is not None else None
+    if not isinstance(message, str):
+        return None
+    name, found, _ = message.partition(_MARK_MESSAGE)
+    return name if found and name else None
 
 
 def _explicit_preemptor(
@@ -175,9 +195,10 @@ def _judge(
     try:
         exempt, found = exemption(victim, preemptor, classes, now)
     except PriorityClassNotFound:
-        return Verdict(allow(request.uid), source=source)  # upstream skips the node; we cannot judge either
+        # upstream skips the node; we cannot judge either
+        return Verdict(allow(request.uid), source=source, preemptor=preemptor)
     if not exempt:
-        return Verdict(allow(request.uid), source=source)
+        return Verdict(allow(request.uid), source=source, preemptor=preemptor)
     protection = found if found is not None else protection_of(victim, class_json, now)
     preemptor_name = pod_ref(preemptor) if (preemptor.get("metadata") or {}).get("name") else None
     if preempts_never(preemptor):  # exempt by upstream's check 3, whatever the victim's class says
@@ -203,10 +224,11 @@ def _judge(
         preemptor,
     )
     if config.audit:
-        return Verdict(allow(request.uid, [f"audit: would refuse: {message}"]), refusal, source)
+        return Verdict(allow(request.uid, [f"audit: would refuse: {message}"]), refusal, source, preemptor)
     if code == 429:
         message = f"{message} Retry after {seconds_left} s."
-    return Verdict(deny(request.uid, code, message, "TooManyRequests" if code == 429 else None), refusal, source)
+    response = deny(request.uid, code, message, "TooManyRequests" if code == 429 else None)
+    return Verdict(response, refusal, source, preemptor)
 
 
 def _cached_pod(snapshot: GuardSnapshot, namespace: str, name: str) -> dict[str, Any] | None:
@@ -245,12 +267,12 @@ def judge(
 
     if request.operation == "DELETE" and sub_resource == "":
         victim = _victim(request, snapshot, namespace)
-        kind = "delete"
+        kind, scheduler = "delete", marking_scheduler(victim)  # marked just before, when the mark was allowed
     elif request.operation == "UPDATE" and sub_resource == "status":
         if not _has_preemption_mark(request.object) or _has_preemption_mark(request.old_object):
             return Verdict(allow(request.uid))
         victim = _victim(request, snapshot, namespace)
-        kind = "status"
+        kind, scheduler = "status", marking_scheduler(request.object)
     else:
         return Verdict(allow(request.uid))
     if not victim or not (victim.get("spec") or {}).get("nodeName"):
@@ -259,7 +281,7 @@ def judge(
     recorded = _recorded_preemptor(victim, node_name, snapshot, now)
     if recorded is not None:
         return _judge(kind, request, victim, recorded, PreemptorSource.RECORDED, snapshot, config, now)
-    inferred = infer_preemptor(pod_priority(victim), node_name, snapshot.pods, snapshot.nodes.get(node_name))
+    inferred = infer_preemptor(pod_priority(victim), node_name, snapshot.pods, snapshot.nodes.get(node_name), scheduler)
     if inferred is None:
         return Verdict(allow(request.uid))
     return _judge(kind, request, victim, inferred.as_json(), PreemptorSource.INFERRED, snapshot, config, now)

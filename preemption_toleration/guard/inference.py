@@ -2,7 +2,8 @@
 
 The scheduler names no preemptor when it deletes a victim, so the guard looks for pods that could be the
 one being scheduled: unbound, not terminating, of higher priority than the victim, allowed to preempt,
-and able to run on the victim's node. A pod already nominated to that node comes first; when candidates
+and able to run on the victim's node, and placed by the scheduler that marked the victim (its
+`DisruptionTarget` message names it). A pod already nominated to that node comes first; when candidates
 disagree, the highest priority wins (the scheduler's queue order), then the oldest.
 
 It reads the pod index, never every pod: the pods nominated to the node, then the groups of pending
@@ -16,25 +17,43 @@ from typing import Any
 
 from preemption_toleration.guard.matching import could_run_on
 from preemption_toleration.inventory.pods import PodIndex
-from preemption_toleration.inventory.slim import SlimPod
+from preemption_toleration.inventory.slim import DEFAULT_SCHEDULER, Constraints, SlimPod
 
 
-def _fits(pod: SlimPod, node: Mapping[str, Any] | None) -> bool:
-    return node is None or pod.constraints is None or could_run_on(pod.constraints.pod, node)
+def _scheduled_by(constraints: Constraints | None, scheduler: str | None) -> bool:
+    """Whether `scheduler` (None: any) places a pod of these constraints."""
+    if scheduler is None or constraints is None:
+        return True
+    return (constraints.pod["spec"].get("schedulerName") or DEFAULT_SCHEDULER) == scheduler
+
+
+def _fits(pod: SlimPod, node: Mapping[str, Any] | None, scheduler: str | None) -> bool:
+    return _scheduled_by(pod.constraints, scheduler) and (
+        node is None or pod.constraints is None or could_run_on(pod.constraints.pod, node)
+    )
 
 
 def infer_preemptor(
-    victim_priority: int, node_name: str | None, pods: PodIndex, node: Mapping[str, Any] | None
+    victim_priority: int,
+    node_name: str | None,
+    pods: PodIndex,
+    node: Mapping[str, Any] | None,
+    scheduler: str | None = None,
 ) -> SlimPod | None:
-    """The pending pod the scheduler most likely preempts for, on `node_name` (whose object is `node`)."""
+    """The pending pod the scheduler most likely preempts for, on `node_name` (whose object is `node`);
+    only pods `scheduler` places, when the request says which scheduler preempts (its mark's message)."""
     if node_name:
-        nominated = [p for p in pods.nominated_to(node_name) if p.priority > victim_priority and _fits(p, node)]
+        nominated = [
+            p for p in pods.nominated_to(node_name) if p.priority > victim_priority and _fits(p, node, scheduler)
+        ]
         if nominated:
             return min(nominated, key=SlimPod.queue_order)
     best: SlimPod | None = None
     for group in pods.pending_groups():
         if group.priority <= victim_priority or (best is not None and group.priority < best.priority):
             break
+        if not _scheduled_by(group.constraints, scheduler):
+            continue
         if node is not None and not could_run_on(group.constraints.pod, node):
             continue
         head = pods.get(group.oldest())

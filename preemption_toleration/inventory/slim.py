@@ -19,6 +19,7 @@ from preemption_toleration.core.shapes import as_int, as_mapping
 PodKey = tuple[str, str]  # (namespace, name)
 Labels = tuple[str, ...]  # key, value, key, value, ... sorted by key
 Requests = tuple[tuple[str, int], ...]  # summed requests, sorted by resource name
+DEFAULT_SCHEDULER = "default-scheduler"  # a pod's spec.schedulerName when it names none
 MAX_SHARED = 100_000  # entries per table of shared values; beyond it, values are simply not shared
 
 
@@ -27,7 +28,8 @@ def _text(value: Any) -> str | None:
 
 
 class Constraints:
-    """The scheduling constraints a preemption cannot change, as a pod-shaped mapping for `matching`."""
+    """The scheduling constraints a preemption cannot change, and the scheduler that places the pod, as a
+    pod-shaped mapping for `matching`."""
 
     __slots__ = ("pod", "signature")
 
@@ -74,6 +76,8 @@ class Shared:
         )
         if required:
             picked["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
+        if spec.get("schedulerName") and spec["schedulerName"] != DEFAULT_SCHEDULER:
+            picked["schedulerName"] = spec["schedulerName"]  # which scheduler may be preempting for it
         signature = json.dumps(picked, sort_keys=True, separators=(",", ":"), default=str)
         found = self.constraints.get(signature)
         return found if found is not None else _share(self.constraints, Constraints(picked, signature), signature)

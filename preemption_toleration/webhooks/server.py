@@ -39,6 +39,7 @@ from preemption_toleration.extender.decisions import ExtenderView, NodeChoice, d
 from preemption_toleration.guard.decisions import (
     GuardConfig,
     GuardSnapshot,
+    PreemptorSource,
     Refusal,
     Verdict,
     judge,
@@ -462,10 +463,13 @@ class WebhookApp:
 
     def _guard(self, request: AdmissionRequest, _: Snapshot) -> AdmissionResponse:
         assert self.guard is not None
-        verdict = judge(request, self.guard.snapshot(), self.guard.config)
+        snapshot = self.guard.snapshot()
+        verdict = judge(request, snapshot, self.guard.config)
         if verdict.source is not None:
             self.metrics.preemptor_sources.inc(verdict.source.value)
         refusal = verdict.refusal
+        if refusal is None and request.sub_resource == "status":
+            self._remember_marking_preemptor(request, verdict, snapshot)
         if refusal is None:
             if verdict.response.warnings:
                 logger.info("preemption allowed with warnings", extra=self._guard_fields(request, verdict))
@@ -503,6 +507,17 @@ class WebhookApp:
             if isinstance(node, str):
                 self.guard.held_back(refusal.preemptor_pod, node, until)
         return verdict.response
+
+    @staticmethod
+    def _remember_marking_preemptor(request: AdmissionRequest, verdict: Verdict, snapshot: GuardSnapshot) -> None:
+        """The scheduler marks a victim (`DisruptionTarget`), then deletes it: the DELETE is judged against
+        the preemptor the allowed mark was judged against, not guessed again, so a guess that changes in
+        between (another pod now pending) cannot refuse the DELETE and leave the pod marked but running."""
+        victim_uid = as_mapping(as_mapping(request.old_object).get("metadata")).get("uid")
+        if verdict.preemptor is None or snapshot.preemptors is None or not isinstance(victim_uid, str):
+            return
+        if verdict.source in (PreemptorSource.INFERRED, PreemptorSource.RECORDED):
+            snapshot.preemptors.remember(verdict.preemptor, [victim_uid], datetime.now(UTC))
 
     @staticmethod
     def _guard_fields(request: AdmissionRequest, verdict: Verdict) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import pytest
 from preemption_toleration.api.admission import AdmissionReview
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
 from preemption_toleration.governance.views import class_view, policy_view
-from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, judge
+from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, judge, marking_scheduler
 from preemption_toleration.guard.inference import infer_preemptor
 from preemption_toleration.guard.matching import could_run_on
 from preemption_toleration.inventory.pods import PodIndex
@@ -365,6 +365,67 @@ def test_disruption_target_mark_of_a_protected_pod_is_refused() -> None:
     # other status updates by the scheduler pass
     other = pod_request(victim, old=victim, operation="UPDATE", sub_resource="status")
     assert judge(other, snapshot(victim, pending("high-1", 9000)), GuardConfig(), NOW).response.allowed
+
+
+def _mark(message, reason="PreemptionByScheduler", status="True"):
+    return {
+        "status": {"conditions": [{"type": "DisruptionTarget", "status": status, "reason": reason, "message": message}]}
+    }
+
+
+MARKING_SCHEDULERS = [
+    (
+        "1.35's and 1.37's message names the scheduler",
+        _mark("default-scheduler: preempting to accommodate a higher priority pod"),
+        "default-scheduler",
+    ),
+    (
+        "a profile of its own",
+        _mark("batch-scheduler: preempting to accommodate a higher priority pod"),
+        "batch-scheduler",
+    ),
+    (
+        "1.37's pod group preemptor",
+        _mark("default-scheduler: preempting to accommodate a higher priority PodGroup"),
+        "default-scheduler",
+    ),
+    ("a message of another form names none", _mark("preempted"), None),
+    ("an empty name names none", _mark(": preempting to accommodate a higher priority pod"), None),
+    (
+        "another reason is not the scheduler's mark",
+        _mark("x: preempting to accommodate a higher priority pod", reason="DeletionByTaintManager"),
+        None,
+    ),
+    ("a mark that is False is none", _mark("x: preempting to accommodate a higher priority pod", status="False"), None),
+    ("no mark", {"status": {"conditions": []}}, None),
+    ("a message that is not a string", _mark(7), None),
+]
+
+
+@pytest.mark.parametrize(("rule", "pod_body", "expected"), MARKING_SCHEDULERS, ids=[c[0] for c in MARKING_SCHEDULERS])
+def test_marking_scheduler(rule, pod_body, expected) -> None:
+    assert marking_scheduler(pod_body) == expected, rule
+
+
+def test_a_mark_names_the_scheduler_whose_pods_are_the_candidates() -> None:
+    """`critical` would be the guess, but another scheduler places it: the default scheduler's mark is judged
+    against `high`, which it places, and refused; the same mark by `critical`'s scheduler is allowed."""
+    victim = bound("victim", 8000, "low-non-preempted")
+    critical = pending("critical", 10000, schedulerName="gang-scheduler")
+    state = snapshot(victim, pending("high", 9000), critical)
+    by_default = judge(
+        pod_request(marked(victim), old=victim, operation="UPDATE", sub_resource="status"), state, GuardConfig(), NOW
+    )
+    assert by_default.refusal is not None and by_default.refusal.preemptor == "team/high"
+    gang = marked(victim)
+    gang["status"]["conditions"][-1]["message"] = "gang-scheduler: preempting to accommodate a higher priority pod"
+    by_gang = judge(pod_request(gang, old=victim, operation="UPDATE", sub_resource="status"), state, GuardConfig(), NOW)
+    assert by_gang.response.allowed and by_gang.preemptor["metadata"]["name"] == "critical"
+    # the DELETE after an allowed mark carries it in its oldObject: the same scheduler's pods
+    assert judge(pod_request(None, old=gang), state, GuardConfig(), NOW).response.allowed
+    assert not judge(pod_request(None, old=marked(victim)), state, GuardConfig(), NOW).response.allowed
+    # an unmarked DELETE names no scheduler: every pending pod is a candidate, `critical` first
+    assert judge(pod_request(None, old=victim), state, GuardConfig(), NOW).response.allowed
 
 
 def test_audit_mode_allows_and_reports() -> None:

@@ -290,6 +290,7 @@ async def extender_http() -> AsyncIterator[TestClient]:
         test_client.app_metrics = metrics  # type: ignore[attr-defined]
         test_client.held = held  # type: ignore[attr-defined]
         test_client.reported = reported  # type: ignore[attr-defined]
+        test_client.pods = pods  # type: ignore[attr-defined]
         test_client.scheduled = scheduled  # type: ignore[attr-defined]
         yield test_client
 
@@ -376,6 +377,45 @@ async def test_the_guard_judges_a_victim_against_the_preemptor_the_extender_was_
     assert (sources.value("inferred"), sources.value("recorded")) == (1, 1)
     by_preemptor = extender_http.app_metrics.refusals_by_preemptor  # type: ignore[attr-defined]
     assert by_preemptor.labels("team/high")._value.get() == 1
+
+
+def _scheduler_marks(victim: dict) -> dict:
+    """The scheduler's `DisruptionTarget` status update of `victim`, which precedes its DELETE."""
+    marked = json.loads(json.dumps(victim))
+    marked["status"]["conditions"].append(
+        {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler", "message": "preempting"}
+    )
+    payload = review(marked, old=victim, operation="UPDATE", resource=POD, kind=POD_KIND, user="system:kube-scheduler")
+    payload["request"].update(name=victim["metadata"]["name"], namespace="team", subResource="status")
+    return payload
+
+
+async def test_the_delete_after_an_allowed_mark_is_judged_against_the_marks_preemptor(
+    extender_http: TestClient,
+) -> None:
+    """The mark is judged against `critical` (pending, unrelated, inferred) and allowed. Then `high` is
+    nominated to the node, so a new guess would name it, and refuse. The DELETE that follows the mark is
+    judged against the mark's preemptor, so the pod is not left marked but running."""
+    from tests.unit.test_extender import pod
+
+    victim = pod("p", "low-non-preempted")
+    mark = await (await extender_http.post("/guard/pods", json=_scheduler_marks(victim))).json()
+    assert mark["response"]["allowed"] is True
+    pods = extender_http.pods  # type: ignore[attr-defined]
+    pods.put(pod("high", "high", cpu="3", node=None, status__nominatedNodeName="node-a"))
+    pods.put(pod("q", "low-non-preempted"))  # not marked: judged by a new guess
+
+    deleted = await (await extender_http.post("/guard/pods", json=_scheduler_deletes(victim))).json()
+    assert deleted["response"]["allowed"] is True, deleted["response"]
+    guessed = await (
+        await extender_http.post("/guard/pods", json=_scheduler_deletes(pod("q", "low-non-preempted")))
+    ).json()
+    assert (
+        guessed["response"]["allowed"] is False
+        and "team/high, priority 9000" in guessed["response"]["status"]["message"]
+    )
+    sources = extender_http.app_metrics.preemptor_sources  # type: ignore[attr-defined]
+    assert (sources.value("inferred"), sources.value("recorded")) == (2, 1)
 
 
 async def test_a_scheduler_retrying_a_refused_victim_is_counted_each_time_and_reported_once(
