@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from preemption_toleration.core.intparse import IntParseError, parse_go_int, wrap_int32
@@ -57,18 +58,26 @@ def name_of(obj: Mapping[str, Any]) -> str:
 def parse_toleration_policy(priority_class: Mapping[str, Any]) -> TolerationPolicy:
     """parsePreemptionTolerationPolicy of upstream: defaults value+1 (int32 arithmetic) and 0."""
     annotations = annotations_of(priority_class)
-    name = name_of(priority_class)
+    minimum = str(annotations[MINIMUM_PREEMPTABLE_PRIORITY]) if MINIMUM_PREEMPTABLE_PRIORITY in annotations else None
+    default = wrap_int32(int(priority_class.get("value") or 0) + 1) if minimum is None else 0
+    toleration = str(annotations[TOLERATION_SECONDS]) if TOLERATION_SECONDS in annotations else None
+    return _parsed(name_of(priority_class), minimum, toleration, default)
 
-    def parse(key: str) -> int:
-        raw = annotations[key]
+
+@lru_cache(maxsize=4096)
+def _parsed(name: str, minimum: str | None, toleration: str | None, default_minimum: int) -> TolerationPolicy:
+    """The policy of these annotation values. A cluster has a few distinct ones, and the guard reads one
+    per decision: each is parsed once (a value that does not parse raises every time)."""
+
+    def parse(key: str, raw: str) -> int:
         try:
-            return parse_go_int(str(raw), KEY_BITS[key])
+            return parse_go_int(raw, KEY_BITS[key])
         except IntParseError as error:
-            raise PolicyParseError(name, key, str(raw), error) from error
+            raise PolicyParseError(name, key, raw, error) from error
 
-    if MINIMUM_PREEMPTABLE_PRIORITY in annotations:
-        minimum = parse(MINIMUM_PREEMPTABLE_PRIORITY)
-    else:
-        minimum = wrap_int32(int(priority_class.get("value") or 0) + 1)
-    toleration = parse(TOLERATION_SECONDS) if TOLERATION_SECONDS in annotations else 0
-    return TolerationPolicy(minimum_preemptable_priority=minimum, toleration_seconds=toleration)
+    return TolerationPolicy(
+        minimum_preemptable_priority=(
+            parse(MINIMUM_PREEMPTABLE_PRIORITY, minimum) if minimum is not None else default_minimum
+        ),
+        toleration_seconds=parse(TOLERATION_SECONDS, toleration) if toleration is not None else 0,
+    )

@@ -32,7 +32,9 @@ class GuardConfig:
     audit: bool = False  # allow everything; report what would have been refused
 
 
-@dataclass(frozen=True)
+# The request path builds these three on every judged request: plain slotted classes, which build about five
+# times faster than frozen dataclasses (each field of those is set through object.__setattr__). Not mutated.
+@dataclass(slots=True)
 class GuardSnapshot:
     pods: PodIndex = field(default_factory=PodIndex)
     nodes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -55,7 +57,7 @@ class GuardSnapshot:
         return governing.name if governing is not None else None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Refusal:
     """A preemption the guard refused (or, in audit mode, would have refused)."""
 
@@ -81,7 +83,7 @@ class PreemptorSource(str, Enum):
     NAMED = "named"  # an Eviction's annotation
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Verdict:
     response: AdmissionResponse
     refusal: Refusal | None = None

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -41,12 +40,12 @@ class WebhookMetrics:
             (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
             self.registry,
         )
-        self.guard_refusals = Counter(
+        self.guard_refusals = HotCounter(  # a scheduler retrying a protected victim makes this a hot path
             "ptol_guard_refusals_total",
             "Preemptions the guard refused (mode=enforce) or would have refused (mode=audit), by request kind "
             "(delete, eviction, status) and protection (Forever, Until, NotScheduled).",
             ["kind", "protection", "mode"],
-            registry=self.registry,
+            self.registry,
         )
         self.extender_nodes = Counter(
             "ptol_extender_nodes_total",
@@ -63,14 +62,10 @@ class WebhookMetrics:
             ["source"],
             self.registry,
         )
-        self.refusals_by_preemptor = Counter(
-            "ptol_guard_refusals_by_preemptor_total",
-            f"Refusals per preemptor (namespace/name), for the {REFUSED_PREEMPTOR_SERIES} most recently refused "
-            "preemptors: a fast-growing series is a scheduler retrying the same protected victim.",
-            ["preemptor"],
-            registry=self.registry,
-        )
-        self._refused_preemptors: OrderedDict[str, Any] = OrderedDict()  # preemptor -> its series
+        # Refusals per preemptor, for the most recently refused ones: plain counts (a hot path, as above),
+        # made into the family when scraped; beyond the bound the least recently refused is dropped.
+        self._refused_preemptors: OrderedDict[str, int] = OrderedDict()
+        self.registry.register(_RefusedPreemptors(self._refused_preemptors))
         self.nudges = Counter(
             "ptol_preemptor_nudges_total",
             "Expiry nudges of pending preemptors held back by a time-limited toleration, by outcome: planned, "
@@ -90,15 +85,15 @@ class WebhookMetrics:
 
     def refused(self, preemptor: str) -> None:
         """Counts a refusal for `preemptor`; beyond the series bound, the least recent one is dropped."""
-        series = self._refused_preemptors.get(preemptor)
-        if series is None:
-            series = self._refused_preemptors[preemptor] = self.refusals_by_preemptor.labels(preemptor)
-            while len(self._refused_preemptors) > REFUSED_PREEMPTOR_SERIES:
-                oldest, _ = self._refused_preemptors.popitem(last=False)
-                self.refusals_by_preemptor.remove(oldest)
-        else:
-            self._refused_preemptors.move_to_end(preemptor)
-        series.inc()
+        counts = self._refused_preemptors
+        count = counts.pop(preemptor, 0)
+        counts[preemptor] = count + 1  # now the most recent
+        if count == 0:
+            while len(counts) > REFUSED_PREEMPTOR_SERIES:
+                counts.popitem(last=False)
+
+    def refusals_of(self, preemptor: str) -> int:
+        return self._refused_preemptors.get(preemptor, 0)
 
     def track_caches(self, stats: Callable[[], Iterable[CacheStats]]) -> None:
         """Report these watch caches at each scrape."""
@@ -137,3 +132,25 @@ class _CacheCollector(Collector):
             pages.add_metric([cache.resource], cache.pages)
             failures.add_metric([cache.resource], cache.failures)
         yield from (objects, lists, pages, failures)
+
+
+class _RefusedPreemptors(Collector):
+    """ptol_guard_refusals_by_preemptor_total, from the bounded counts `WebhookMetrics.refused` keeps."""
+
+    NAME = "ptol_guard_refusals_by_preemptor"
+    HELP = (
+        f"Refusals per preemptor (namespace/name), for the {REFUSED_PREEMPTOR_SERIES} most recently refused "
+        "preemptors: a fast-growing series is a scheduler retrying the same protected victim."
+    )
+
+    def __init__(self, counts: Mapping[str, int]) -> None:
+        self.counts = counts
+
+    def describe(self) -> Iterator[Metric]:
+        yield CounterMetricFamily(self.NAME, self.HELP, labels=["preemptor"])
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(self.NAME, self.HELP, labels=["preemptor"])
+        for preemptor, count in self.counts.items():
+            family.add_metric([preemptor], count)
+        yield family

@@ -475,7 +475,7 @@ class WebhookApp:
                 logger.info("preemption allowed with warnings", extra=self._guard_fields(request, verdict))
             return verdict.response
         mode = "audit" if refusal.audit else "enforce"
-        self._child(self.metrics.guard_refusals, refusal.kind, refusal.reason, mode).inc()
+        self.metrics.guard_refusals.inc(refusal.kind, refusal.reason, mode)
         if refusal.preemptor:
             self.metrics.refused(refusal.preemptor)
         # A scheduler retrying a protected victim asks many times a second: counted each time, reported

@@ -54,6 +54,18 @@ def test_parse_errors(rule, minimum, toleration) -> None:
         parse_toleration_policy(priority_class("pc", 1000, minimum, toleration))
 
 
+def test_a_parsed_policy_is_reused_and_a_bad_one_raises_every_time_with_its_own_class() -> None:
+    """Parsed once per distinct class content (the guard reads one per decision): the same values give
+    the same object; a value that does not parse raises again, naming each class that carries it."""
+    first = parse_toleration_policy(priority_class("pc", 8000, "10000", "600"))
+    assert parse_toleration_policy(priority_class("pc", 8000, "10000", "600")) is first
+    assert parse_toleration_policy(priority_class("pc", 9000, None, "600")) == TolerationPolicy(9001, 600)
+    assert parse_toleration_policy(priority_class("pc", 7000, None, "600")) == TolerationPolicy(7001, 600)
+    for name in ("a", "b", "a"):
+        with pytest.raises(PolicyParseError, match=f'PriorityClass "{name}"'):
+            parse_toleration_policy(priority_class(name, 8000, "10k", None))
+
+
 def test_legacy_prefix_is_not_read() -> None:
     legacy = {LEGACY_PREFIX + "minimum-preemptable-priority": "10000", LEGACY_PREFIX + "toleration-seconds": "-1"}
     policy = parse_toleration_policy(priority_class("pc", 8000, **legacy))

@@ -375,8 +375,7 @@ async def test_the_guard_judges_a_victim_against_the_preemptor_the_extender_was_
     assert "team/high, priority 9000" in recorded["response"]["status"]["message"]
     sources = extender_http.app_metrics.preemptor_sources  # type: ignore[attr-defined]
     assert (sources.value("inferred"), sources.value("recorded")) == (1, 1)
-    by_preemptor = extender_http.app_metrics.refusals_by_preemptor  # type: ignore[attr-defined]
-    assert by_preemptor.labels("team/high")._value.get() == 1
+    assert extender_http.app_metrics.refusals_of("team/high") == 1  # type: ignore[attr-defined]
 
 
 def _scheduler_marks(victim: dict) -> dict:
@@ -437,9 +436,8 @@ async def test_a_scheduler_retrying_a_refused_victim_is_counted_each_time_and_re
             ).json()
             assert answer["response"]["allowed"] is False and answer["response"]["status"]["code"] == 403
     refusals = extender_http.app_metrics.guard_refusals  # type: ignore[attr-defined]
-    assert refusals.labels("delete", "Forever", "enforce")._value.get() == 5
-    by_preemptor = extender_http.app_metrics.refusals_by_preemptor  # type: ignore[attr-defined]
-    assert by_preemptor.labels("team/high")._value.get() == 5
+    assert refusals.value("delete", "Forever", "enforce") == 5
+    assert extender_http.app_metrics.refusals_of("team/high") == 5  # type: ignore[attr-defined]
     [(message, count)] = extender_http.reported  # type: ignore[attr-defined]
     assert count == 1 and "team/high, priority 9000" in message
     logged = [r for r in caplog.records if r.getMessage() in ("preemption refused", "admission decision")]
