@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from typing_extensions import TypedDict
 
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionReview
-from preemption_toleration.api.pod import VICTIM_KEYS
+from preemption_toleration.api.pod import VICTIM_KEYS, VictimFields
 
 _typed_dict: Any = TypedDict  # built from key lists, which a type checker cannot follow
 
@@ -60,9 +60,45 @@ _REVIEW: TypeAdapter[Any] = TypeAdapter(
 )
 
 
+# The same reading, with the pods' read fields type-checked in the same pass (VictimFields, which holds an
+# Eviction's metadata too): what `request_problem` would check after, for the reviews the API server sends.
+_CHECKED_POD = VictimFields | None
+_CHECKED: TypeAdapter[Any] = TypeAdapter(
+    _typed_dict(
+        "CheckedReview",
+        {
+            **dict.fromkeys(sorted(_model_keys(AdmissionReview)), Any),
+            **_nested(
+                AdmissionReview,
+                ("request",),
+                _typed_dict(
+                    "CheckedRequest",
+                    {
+                        **dict.fromkeys(sorted(_model_keys(AdmissionRequest)), Any),
+                        **_nested(AdmissionRequest, ("object", "old_object"), _CHECKED_POD),
+                    },
+                    total=False,
+                ),
+            ),
+        },
+        total=False,
+    )
+)
+
+
+class CheckedReview(dict[str, Any]):
+    """A review read with its pods' fields type-checked: `request_problem` has nothing to find in it."""
+
+
 def read_guard_review(body: bytes) -> Any:
     """The JSON value of `body`, its objects cut to what the guard reads when they stand where an
-    AdmissionReview has them. Raises ValueError with the parser's message when `body` is not JSON."""
+    AdmissionReview has them: a `CheckedReview` when the fields the guard reads of its pods have the right
+    types (every review the API server sends), else as read, for the checks after it to say what is wrong.
+    Raises ValueError with the parser's message when `body` is not JSON."""
+    try:
+        return CheckedReview(_CHECKED.validate_json(body))
+    except ValidationError:
+        pass  # not JSON, or a field of the wrong type: read it leniently, for the later checks' messages
     try:
         return _REVIEW.validate_json(body)
     except ValidationError as error:

@@ -64,6 +64,7 @@ class _Condition(TypedDict, total=False):
     type: StrictStr | None
     status: StrictStr | None
     reason: StrictStr | None
+    message: StrictStr | None  # the scheduler's DisruptionTarget mark names the scheduler in it
     lastTransitionTime: Time | None
 
 

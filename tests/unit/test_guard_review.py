@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic_core import from_json
 
-from preemption_toleration.api.guard_review import read_guard_review
+from preemption_toleration.api.guard_review import CheckedReview, read_guard_review
 from preemption_toleration.api.pod import VICTIM_KEYS
 
 # One value per key the guard reads of a pod; VICTIM_KEYS names them.
@@ -69,6 +69,11 @@ REQUEST = {
     "options": {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"},
 }
 
+CHECKED_READ = {  # READ as the checked reading keeps it: of a condition, only the keys the guard reads
+    **READ,
+    "status": {**READ["status"], "conditions": [{"type": "PodScheduled", "status": "True"}]},
+}
+
 KEPT = [
     # (rule, body, what the guard gets)
     (
@@ -79,7 +84,7 @@ KEPT = [
             "kind": "AdmissionReview",
             "request": {
                 **{key: value for key, value in REQUEST.items() if key not in ("requestKind", "options")},
-                "oldObject": READ,
+                "oldObject": CHECKED_READ,
             },
         },
     ),
@@ -146,6 +151,31 @@ KEPT = [
 @pytest.mark.parametrize(("rule", "body", "expected"), KEPT, ids=[case[0] for case in KEPT])
 def test_the_guard_gets_the_fields_it_reads(rule: str, body: bytes, expected: Any) -> None:
     assert read_guard_review(body) == expected, rule
+
+
+CHECKED = [
+    # (rule, body, whether the fields the guard reads of its pods were type-checked in the reading)
+    ("a scheduler's DELETE as the API server sends it", review(REQUEST), True),
+    ("an Eviction with its metadata", review({"operation": "CREATE", "object": {"metadata": {"name": "v"}}}), True),
+    ("a priority of the wrong type", review({"oldObject": {"spec": {"priority": "8000"}}}), False),
+    ("a priority beyond int32", review({"oldObject": {"spec": {"priority": 2**31}}}), False),
+    ("a time that is not RFC 3339", review({"oldObject": {"metadata": {"creationTimestamp": "today"}}}), False),
+    (
+        "a condition's message that is not a string",
+        review({"object": {"status": {"conditions": [{"message": 1}]}}}),
+        False,
+    ),
+    ("an object that is not an object", review({"object": "text"}), False),
+    ("a request that is not an object", review([1]), False),
+]
+
+
+@pytest.mark.parametrize(("rule", "body", "checked"), CHECKED, ids=[case[0] for case in CHECKED])
+def test_a_review_is_marked_checked_only_when_its_pods_read_fields_have_their_types(
+    rule: str, body: bytes, checked: bool
+) -> None:
+    """A checked review skips `request_problem`; any other is read as it is, for it to say what is wrong."""
+    assert isinstance(read_guard_review(body), CheckedReview) is checked, rule
 
 
 NOT_JSON = [
