@@ -465,6 +465,8 @@ async def test_the_refusal_of_an_immediate_retry_is_held(extender_http: TestClie
     assert [(a["allowed"], a["status"]["code"]) for a in answers] == [(False, 403), (False, 403)]
     assert took[1] >= 0.5, "the immediate retry was answered without its hold"
     assert took[0] < took[1], "the first refusal was held"
+    guard_latency = extender_http.app_metrics.latency.series("guard")  # type: ignore[attr-defined]
+    assert sum(guard_latency.counts) == 2 and guard_latency.total < 0.5, "the hold counted as latency"
 
 
 async def test_a_time_limited_toleration_that_drops_a_node_plans_a_nudge_at_its_end(extender_http: TestClient) -> None:
