@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from preemption_toleration.api.policy import KIND as POLICY_KIND
-from preemption_toleration.governance.ownership import PolicyIndex
+from preemption_toleration.governance.ownership import PolicyIndex, conflicts_of
 from preemption_toleration.governance.plan import governed_names
 from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
 from preemption_toleration.validation.documents import Document, Located, is_priority_class
@@ -15,7 +15,7 @@ from preemption_toleration.validation.findings import error
 
 
 def conflicts(documents: Sequence[Document]) -> list[Located]:
-    """An error on each policy that claims a class another policy governs."""
+    """An error on each policy that claims a class an older policy governs (`conflicts_of`, as admission)."""
     classes: dict[str, ClassView] = {}
     for document in documents:
         if isinstance(document.content, dict) and is_priority_class(document.content):
@@ -32,15 +32,12 @@ def conflicts(documents: Sequence[Document]) -> list[Located]:
     for document, policy in policies:
         if policy.spec is None:
             continue  # invalid: reported by its own rules
+        earlier: dict[str, list[PolicyView]] = {}
         for class_name in governed_names(policy.spec, classes):
             view = classes.get(class_name)
             claimants = index.claimants(view or ClassView(class_name, 0), exists=view is not None)
-            governing = claimants[0] if claimants else policy
-            if governing.name != policy.name:
-                message = (
-                    f'PreemptionTolerationPolicy "{policy.name}": PriorityClass "{class_name}" is already governed by '
-                    f'PreemptionTolerationPolicy "{governing.name}" (the oldest, then by name). '
-                    "Fix: govern each class with one policy only."
-                )
-                found.append(Located(document.source, document.index, error("conflict", message)))
+            position = next((i for i, other in enumerate(claimants) if other is policy), len(claimants))
+            earlier[class_name] = claimants[:position]  # those older than the policy
+        for conflict in conflicts_of(policy.name, earlier):
+            found.append(Located(document.source, document.index, error("conflict", conflict.message)))
     return found

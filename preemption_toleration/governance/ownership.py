@@ -7,6 +7,7 @@ what that class's labels and claimants cost, not what the number of policies doe
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from preemption_toleration.api.policy import PreemptionTolerationPolicySpec
@@ -101,3 +102,43 @@ def claimants(policies: Iterable[PolicyView], view: ClassView) -> list[PolicyVie
     """The live, valid policies that claim one class, oldest first (for a one-off question; keep a
     `PolicyIndex` to ask many)."""
     return PolicyIndex(policies).claimants(view)
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A policy that claims classes another policy already governs: the one rule, and the one message, of
+    `ptol validate` (governance/documents.py) and of the policy webhook (webhooks/decisions.py)."""
+
+    policy: str  # the policy in conflict
+    classes: tuple[str, ...]  # the classes it claims that `governing` governs, sorted
+    governing: str
+
+    @property
+    def message(self) -> str:
+        names = ", ".join(f'"{name}"' for name in self.classes)
+        classes, are, them = (
+            (f"PriorityClass {names}", "is", "it")
+            if len(self.classes) == 1
+            else (f"PriorityClasses {names}", "are", "them")
+        )
+        return (
+            f'PreemptionTolerationPolicy "{self.policy}": {classes} {are} already governed by '
+            f'PreemptionTolerationPolicy "{self.governing}" (the oldest that claims {them}). '
+            f'Fix: govern each class with one policy only: change "{self.governing}" instead, or delete it first.'
+        )
+
+
+def conflicts_of(policy: str, earlier: Mapping[str, Iterable[PolicyView]]) -> list[Conflict]:
+    """The conflicts of `policy`, given for each class it would govern the policies that claimed that class
+    before it (`policy` itself among them is ignored): the oldest of them governs the class. One conflict per
+    governing policy, the oldest first, with the classes it governs. Admission passes every other live
+    claimant (a write must not contest a class); `ptol validate` passes those older than the policy (the
+    order in which the cluster would have created them)."""
+    governed: dict[str, tuple[PolicyView, list[str]]] = {}
+    for class_name, claimants in earlier.items():
+        others = [other for other in claimants if other.name != policy]
+        if others:
+            governing = min(others, key=age_order)
+            governed.setdefault(governing.name, (governing, []))[1].append(class_name)
+    ordered = sorted(governed.values(), key=lambda entry: age_order(entry[0]))
+    return [Conflict(policy, tuple(sorted(names)), governing.name) for governing, names in ordered]

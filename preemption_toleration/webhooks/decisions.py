@@ -10,7 +10,7 @@ from typing import Any, Literal
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, allow, deny
 from preemption_toleration.core.annotations import POLICY_KEYS, annotations_of
 from preemption_toleration.core.shapes import as_mapping
-from preemption_toleration.governance.ownership import PolicyIndex, age_order
+from preemption_toleration.governance.ownership import PolicyIndex, conflicts_of
 from preemption_toleration.governance.plan import LabelIndex, desired_annotations, governed_names
 from preemption_toleration.governance.views import (
     ClassView,
@@ -164,28 +164,18 @@ def mutate_priority_class(request: AdmissionRequest, snapshot: Snapshot) -> Admi
 
 
 def _conflict(name: str, spec: Any, snapshot: Snapshot) -> str | None:
-    """Whether another live policy already claims a class this one would: the classes it would govern,
-    each asked of the ownership index (a class that does not exist yet is claimed by name only)."""
-    shared: dict[str, set[str]] = {}
-    others: dict[str, PolicyView] = {}
+    """Whether another live policy already claims a class this one would (`conflicts_of`): the classes it
+    would govern, each asked of the ownership index (a class that does not exist yet is claimed by name only).
+    The message names the oldest such policy, the one that governs, as the operator decides."""
+    claimed: dict[str, list[PolicyView]] = {}
     for class_name in governed_names(spec, snapshot.classes, snapshot.labels):
         view = snapshot.classes.get(class_name)
         if view is None:  # claimed by name only
-            claimed = snapshot.ownership.claimants_of(class_name, {}, exists=False)
+            claimed[class_name] = snapshot.ownership.claimants_of(class_name, {}, exists=False)
         else:
-            claimed = snapshot.ownership.claimants_of(class_name, view.labels)
-        for other in claimed:
-            if other.name != name:
-                shared.setdefault(other.name, set()).add(class_name)
-                others[other.name] = other
-    if not shared:
-        return None
-    other_name = min(others.values(), key=age_order).name  # the one that governs, as the operator decides
-    return (
-        f'PreemptionTolerationPolicy "{name}": PriorityClass {", ".join(sorted(shared[other_name]))} is already '
-        f'governed by PreemptionTolerationPolicy "{other_name}". Fix: change "{other_name}" instead, '
-        "or delete it first."
-    )
+            claimed[class_name] = snapshot.ownership.claimants_of(class_name, view.labels)
+    found = conflicts_of(name, claimed)
+    return found[0].message if found else None
 
 
 def validate_policy(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionResponse:

@@ -149,7 +149,7 @@ async def test_second_policy_for_a_governed_class_is_refused(
 
     result = await eventually(attempt, lambda r: r.returncode != 0, timeout=10, what="conflict refusal")
     message = denied(result, "policies.validate.preemption-toleration.dev")
-    assert f'PriorityClass {pc} is already governed by PreemptionTolerationPolicy "{first}"' in message
+    assert f'PriorityClass "{pc}" is already governed by PreemptionTolerationPolicy "{first}"' in message
 
 
 async def test_hand_change_of_a_managed_annotation_is_refused_naming_the_policy(

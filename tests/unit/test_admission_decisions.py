@@ -7,6 +7,8 @@ import pytest
 
 from preemption_toleration.api.admission import MAX_WARNING_LENGTH, AdmissionReview, allow, split_text
 from preemption_toleration.core.annotations import LEGACY_PREFIX, PREFIX
+from preemption_toleration.governance.documents import conflicts
+from preemption_toleration.validation.documents import Document
 from preemption_toleration.webhooks.decisions import (
     AdmissionConfig,
     mutate_priority_class,
@@ -254,7 +256,7 @@ POLICY_CASES = [
         "class governed by another policy",
         {"priorityClassName": "low-non-preempted", "minimumPreemptablePriority": 1},
         409,
-        'PriorityClass low-non-preempted is already governed by PreemptionTolerationPolicy "forever"',
+        'PriorityClass "low-non-preempted" is already governed by PreemptionTolerationPolicy "forever"',
     ),
 ]
 
@@ -362,3 +364,22 @@ def test_a_conflict_names_the_policy_that_governs_the_class_the_oldest_not_the_f
     decision = validate_policy(policy_review(policy("third", spec, created="2026-11-09T00:00:00Z")), contested)
     assert decision.status is not None and decision.status.code == 409
     assert 'is already governed by PreemptionTolerationPolicy "z-older"' in decision.status.message
+
+
+def test_ptol_validate_and_admission_give_one_conflict_message() -> None:
+    """The same pair of policies, offline (`ptol validate`) and through the policy webhook: one rule, one
+    message (governance/ownership.py, `conflicts_of`)."""
+    spec = {"priorityClassSelector": {"matchLabels": {"tier": "batch"}}, "minimumPreemptablePriority": 10000}
+    older = policy("older", {"priorityClassName": "batch", "minimumPreemptablePriority": 1})
+    newer = policy("newer", spec, created="2026-11-05T00:00:00Z")
+    klass = {**priority_class("batch", 8000), "metadata": {"name": "batch", "labels": {"tier": "batch"}}}
+    [offline] = conflicts([Document("policies.yaml", i, body) for i, body in enumerate([klass, older, newer], 1)])
+    decision = validate_policy(policy_review(newer), snapshot_of({"older": older}, {"batch": klass}))
+    assert offline.index == 3 and offline.finding.rule == "conflict"
+    assert decision.status is not None and decision.status.code == 409
+    expected = (
+        'PreemptionTolerationPolicy "newer": PriorityClass "batch" is already governed by '
+        'PreemptionTolerationPolicy "older" (the oldest that claims it). Fix: govern each class with one '
+        'policy only: change "older" instead, or delete it first.'
+    )
+    assert decision.status.message == offline.finding.message == expected

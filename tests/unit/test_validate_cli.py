@@ -236,7 +236,10 @@ def test_conflicts_follow_the_ownership_rule_oldest_then_by_name(tmp_path: Path,
         "  name: {name}\n  creationTimestamp: '{created}'\nspec:\n  priorityClassName: batch\n"
         "  minimumPreemptablePriority: 10000\n"
     )
-    fix = "(the oldest, then by name). Fix: govern each class with one policy only."
+    fix = (
+        '(the oldest that claims it). Fix: govern each class with one policy only: change "{governing}" '
+        "instead, or delete it first."
+    )
     for created_second, governing in (("2026-11-01T00:00:00Z", "b-old"), ("yesterday", "b-old")):
         path = tmp_path / f"policies-{created_second}.yaml"
         path.write_text(
@@ -251,5 +254,5 @@ def test_conflicts_follow_the_ownership_rule_oldest_then_by_name(tmp_path: Path,
         assert code == 1
         assert lines == [
             f'{path}:1: error: PreemptionTolerationPolicy "a-new": PriorityClass "batch" is already '
-            f'governed by PreemptionTolerationPolicy "{governing}" {fix}'
+            f'governed by PreemptionTolerationPolicy "{governing}" {fix.format(governing=governing)}'
         ]
