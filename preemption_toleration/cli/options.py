@@ -112,25 +112,23 @@ def port_number(value: str) -> int:
     return int(value)
 
 
-def resync_seconds(value: str) -> float:
+def _seconds_from(value: str, low: float, high: float) -> float:
     try:
         seconds = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
-    if not 1 <= seconds <= 86400:
-        raise argparse.ArgumentTypeError(f"{value!r} must be from 1 to 86400 seconds")
+    if not low <= seconds <= high:
+        raise argparse.ArgumentTypeError(f"{value!r} must be from {low:g} to {high:g} seconds")
     return seconds
+
+
+def resync_seconds(value: str) -> float:
+    return _seconds_from(value, 1, 86400)
 
 
 def hold_seconds(value: str) -> float:
     """Seconds to hold a guard answer: 0 to 2 (the guard's webhook times out after 3)."""
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
-    if not 0 <= seconds <= 2:
-        raise argparse.ArgumentTypeError(f"{value!r} must be from 0 to 2 seconds")
-    return seconds
+    return _seconds_from(value, 0, 2)
 
 
 def positive_integer(value: str) -> int:

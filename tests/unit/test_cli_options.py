@@ -58,6 +58,8 @@ def parse(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], argv: list[str])
         ("ptol run reads the same variable", {"PTOL_WEBHOOK_PORT": "9443"}, ["run"], "port", 9443),
         ("empty variable means unset", {"PTOL_WEBHOOK_PORT": ""}, ["webhook"], "port", 8443),
         ("seconds are a float", {"PTOL_RESYNC_SECONDS": "2.5"}, ["operator"], "resync_seconds", 2.5),
+        ("the guard holds an immediate retry 1 s by default", {}, ["webhook"], "retry_hold_seconds", 1.0),
+        ("a hold of 0 answers at once", {"PTOL_RETRY_HOLD_SECONDS": "0"}, ["run"], "retry_hold_seconds", 0.0),
         ("guard mode from the variable", {"PTOL_GUARD": "audit"}, ["webhook"], "guard", "audit"),
         (
             "list from a comma-separated variable",
@@ -139,6 +141,12 @@ def test_option_values(
             {},
             ["operator", "--liveness", "http://0.0.0.0:99999/healthz"],
             "argument --liveness: 'http://0.0.0.0:99999/healthz' has a port that is not a number from 0 to 65535",
+        ),
+        (
+            "a hold the guard's webhook timeout would cut short",
+            {},
+            ["webhook", "--retry-hold-seconds", "3"],
+            "argument --retry-hold-seconds: '3' must be from 0 to 2 seconds",
         ),
         (
             "resync not a number",
