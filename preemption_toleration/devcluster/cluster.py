@@ -14,8 +14,11 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import os
 import shutil
+import socket
 import ssl
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
@@ -40,7 +43,7 @@ CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
 SCHEDULER_CONFIG_API = "kubescheduler.config.k8s.io/v1"
 STATE_FILE = "cluster.json"
 # Start order; stopped in reverse.
-PROCESS_NAMES = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+PROCESS_NAMES = ("service-proxy", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
 
 logger = logging.getLogger(__name__)
@@ -165,6 +168,7 @@ class LocalCluster:
         }
         try:
             self._write_pki_and_kubeconfigs()
+            self._start_service_proxy(timeout)
             self._start_etcd(toolchain, ports)
             self._start_apiserver(toolchain, ports)
             self._wait_api_ready(timeout)
@@ -252,7 +256,60 @@ class LocalCluster:
         path.chmod(0o600)
         return path
 
+    def route_service(self, cluster_ip: str, port: int, target: str) -> None:
+        """Send the API server's connections to a Service's `cluster_ip`:`port` to `target` ("host:port"),
+        as kube-proxy would to the Service's pods (devcluster/service_proxy.py)."""
+        routes = json.loads(self._routes_file.read_text())
+        routes[f"{cluster_ip}:{port}"] = target
+        staging = self._routes_file.with_suffix(".tmp")
+        staging.write_text(json.dumps(routes))
+        os.replace(staging, self._routes_file)
+
     # --- internals ---------------------------------------------------------------------------------------
+
+    @property
+    def _routes_file(self) -> Path:
+        return self.directory / "service-routes.json"
+
+    def _start_service_proxy(self, timeout: float) -> None:
+        """The API server's egress to Services (its `cluster` egress selection) goes through this proxy."""
+        self._routes_file.write_text("{}")
+        socket_path = self.directory / "service-proxy.sock"
+        if len(str(socket_path)) > 100:  # a Unix socket's path holds at most 107 bytes
+            raise ClusterError(f"{self.directory} is too long a path for a Unix socket: pick a shorter one")
+        self._spawn(
+            "service-proxy",
+            [
+                sys.executable,
+                "-m",
+                "preemption_toleration.devcluster.service_proxy",
+                f"--socket={socket_path}",
+                f"--routes={self._routes_file}",
+            ],
+        )
+
+        def listening() -> bool:
+            self._check_alive("service-proxy")
+            with socket.socket(socket.AF_UNIX) as probe:
+                probe.settimeout(1)
+                probe.connect(str(socket_path))
+                return True
+
+        self._wait("the service proxy", listening, timeout)
+        egress = {
+            "apiVersion": "apiserver.k8s.io/v1beta1",
+            "kind": "EgressSelectorConfiguration",
+            "egressSelections": [
+                {
+                    "name": "cluster",
+                    "connection": {
+                        "proxyProtocol": "HTTPConnect",
+                        "transport": {"uds": {"udsName": str(socket_path)}},
+                    },
+                }
+            ],
+        }
+        (self.directory / "egress-selector.yaml").write_text(yaml.safe_dump(egress))
 
     def _reset_directory(self) -> None:
         ours = [STATE_FILE, "kubeconfig", "pki", "logs"]
@@ -360,6 +417,8 @@ class LocalCluster:
                 f"--service-account-signing-key-file={pki_dir / 'service-account.key'}",
                 "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                 "--service-cluster-ip-range=10.0.0.0/24",
+                # Webhooks and APIs behind a Service are reached through the service proxy.
+                f"--egress-selector-config-file={self.directory / 'egress-selector.yaml'}",
                 # The loopback address is not a valid endpoint of the `kubernetes` Service.
                 "--endpoint-reconciler-type=none",
                 "--allow-privileged=true",

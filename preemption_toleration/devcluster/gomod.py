@@ -14,6 +14,7 @@ from dataclasses import dataclass
 KUBERNETES_MODULE = "k8s.io/kubernetes"
 ETCD_SERVER_MODULE = "go.etcd.io/etcd/server/v3"
 KWOK_MODULE = "sigs.k8s.io/kwok"
+HELM_MODULE = "helm.sh/helm/v3"
 KUBERNETES_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 BUILD_MODULE_PREFIX = "preemption-toleration.test/testbed"
 

@@ -3,9 +3,10 @@
 Each supported release has a build module in the repository's `testbed/` folder (go.mod and go.sum, written by
 `ptol dev cluster pin`): `testbed/kubernetes-vX.Y.Z/` builds kube-apiserver, kube-controller-manager,
 kube-scheduler and kubectl; its `etcd/` builds the etcd that release names; `testbed/kwok/` builds KWOK, the
-node simulator. The machine's Go builds them with CGO_ENABLED=0 and the release stamped in; every module's
-checksum is checked against the committed go.sum (`-mod=readonly`, then `go mod verify`). A build goes to a
-temporary directory in the cache and is renamed into place when complete, so a half-built cache is never used.
+node simulator; `testbed/helm/` builds helm, which the chart's tests run. The machine's Go builds them with
+CGO_ENABLED=0 and the release stamped in; every module's checksum is checked against the committed go.sum
+(`-mod=readonly`, then `go mod verify`). A build goes to a temporary directory in the cache and is renamed
+into place when complete, so a half-built cache is never used.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class Toolchain:
     kubectl: Path
     kwok: Path
     kwok_stages: Path
+    helm: Path
 
 
 def testbed_dir() -> Path:
@@ -126,11 +128,16 @@ def _kwok_build() -> _Build:
     return _Build(f"kwok-{version}", ("kwok",))
 
 
+def _helm_build() -> _Build:
+    version = gomod.required_version((testbed_dir() / "helm/go.mod").read_text(), gomod.HELM_MODULE)
+    return _Build(f"helm-{version}", ("helm",))
+
+
 def find_toolchain(version: str | None = None) -> Toolchain | None:
     """The built toolchain of that release (default: the selected one), or None when anything is missing."""
     version = selected_version(version)
-    kubernetes, kwok = _kubernetes_build(version), _kwok_build()
-    if not (kubernetes.complete() and kwok.complete()):
+    kubernetes, kwok, helm = _kubernetes_build(version), _kwok_build(), _helm_build()
+    if not (kubernetes.complete() and kwok.complete() and helm.complete()):
         return None
     bins = kubernetes.directory
     return Toolchain(
@@ -142,6 +149,7 @@ def find_toolchain(version: str | None = None) -> Toolchain | None:
         kubectl=bins / "kubectl",
         kwok=kwok.directory / "kwok",
         kwok_stages=kwok.directory / "stages.yaml",
+        helm=helm.directory / "helm",
     )
 
 
@@ -161,6 +169,9 @@ def ensure_toolchain(progress: Progress = print, version: str | None = None) -> 
         kwok = _kwok_build()
         if not kwok.complete():
             _build_kwok(go, kwok, progress)
+        helm = _helm_build()
+        if not helm.complete():
+            _build_helm(go, helm, progress)
     found = find_toolchain(version)
     if found is None:
         raise ToolchainError(f"toolchain still incomplete after building; see {root}")
@@ -283,6 +294,19 @@ def _build_kwok(go: GoCommand, target: _Build, progress: Progress) -> None:
         (staging / "stages.yaml").write_text("\n---\n".join(stages) + "\n")
         (staging / _STAMP).write_text(f"{gomod.KWOK_MODULE} {version}; stages: {', '.join(KWOK_STAGE_FILES)}\n")
     progress(f"cached KWOK {version} in {target.directory}")
+
+
+def _build_helm(go: GoCommand, target: _Build, progress: Progress) -> None:
+    module = testbed_dir() / "helm"
+    version = target.name.removeprefix("helm-")
+    progress(f"building helm {version}, for the chart's tests")
+    go.prepare(module, f"helm {version}")
+    with _staging(target) as staging:
+        # what helm's own Makefile stamps, so `helm version` names the release
+        ldflags = f"-X {gomod.HELM_MODULE}/internal/version.version={version}"
+        go.build(module, f"{gomod.HELM_MODULE}/cmd/helm", staging / "helm", ldflags, staging.parent)
+        (staging / _STAMP).write_text(f"{gomod.HELM_MODULE} {version}\n")
+    progress(f"cached helm {version} in {target.directory}")
 
 
 @contextlib.contextmanager

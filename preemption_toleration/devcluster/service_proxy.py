@@ -1,0 +1,90 @@
+"""The local control plane's path to a Service: an HTTP CONNECT proxy playing kube-proxy for the API server.
+
+No container runtime runs here, so a Service's pods are our processes on loopback. kube-apiserver reaches a
+webhook configured by `service:` (and an aggregated API) at the Service's ClusterIP, through its egress
+selector's `cluster` connection; the local control plane points that connection at this proxy, which
+forwards `CONNECT <clusterIP>:<port>` to the local address a test routed there (`LocalCluster.route_service`).
+The webhook configurations, the Service and its TLS names stay as in a real cluster. A CONNECT to an
+unrouted address is answered 502, as a Service without ready endpoints fails.
+
+It listens on a Unix socket (kube-apiserver 1.37 panics on an HTTPConnect egress over plain-HTTP TCP).
+Run as `python -m preemption_toleration.devcluster.service_proxy --socket PATH --routes FILE`; FILE maps
+"ip:port" to "host:port" (JSON), read again on every CONNECT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+from pathlib import Path
+
+# Room for a CONNECT line and a few headers; the API server sends two lines.
+_MAX_HEAD = 8192
+
+
+def routes_of(path: Path) -> dict[str, str]:
+    try:
+        loaded = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return {str(key): str(value) for key, value in loaded.items()} if isinstance(loaded, dict) else {}
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        with contextlib.suppress(OSError, RuntimeError):
+            writer.close()
+
+
+async def _serve(routes: Path, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+        writer.close()
+        return
+    parts = head.split(b"\r\n", 1)[0].decode("latin-1").split()
+    target = routes_of(routes).get(parts[1]) if len(parts) == 3 and parts[0] == "CONNECT" else None
+    if target is None:
+        writer.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+        writer.close()
+        return
+    host, _, port = target.rpartition(":")
+    try:
+        upstream_reader, upstream_writer = await asyncio.open_connection(host, int(port))
+    except OSError:
+        writer.write(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
+        writer.close()
+        return
+    writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+    await writer.drain()
+    await asyncio.gather(_pipe(reader, upstream_writer), _pipe(upstream_reader, writer))
+
+
+async def serve(socket_path: Path, routes: Path) -> None:
+    server = await asyncio.start_unix_server(
+        lambda reader, writer: _serve(routes, reader, writer), str(socket_path), limit=_MAX_HEAD
+    )
+    async with server:
+        await server.serve_forever()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--socket", type=Path, required=True, help="the Unix socket to listen on")
+    parser.add_argument("--routes", type=Path, required=True)
+    args = parser.parse_args()
+    args.socket.unlink(missing_ok=True)  # left by a proxy that was killed
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve(args.socket, args.routes))
+
+
+if __name__ == "__main__":
+    main()
