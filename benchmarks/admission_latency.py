@@ -20,11 +20,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from preemption_toleration.admission.decisions import (
+    AdmissionConfig,
+    Snapshot,
+    validate_policy,
+    validate_priority_class,
+)
 from preemption_toleration.api.admission import AdmissionRequest
 from preemption_toleration.governance.ownership import age_order, claims
 from preemption_toleration.governance.plan import plan
 from preemption_toleration.governance.views import class_view, policy_view
-from preemption_toleration.webhooks.decisions import AdmissionConfig, Snapshot, validate_policy, validate_priority_class
 
 RESULTS = Path(__file__).resolve().parent / "results" / "admission_latency.json"
 SIZES = [(10, 10), (100, 200), (500, 1000), (1000, 3000)]  # (policies, classes)

@@ -56,6 +56,12 @@ from _wrk import CONNECTIONS, Run, post_script, wrk
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
+from preemption_toleration.api.paths import (
+    GUARD_PATH,
+    MUTATE_PRIORITY_CLASSES_PATH,
+    VALIDATE_POLICIES_PATH,
+    VALIDATE_PRIORITY_CLASSES_PATH,
+)
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY as MIN
 from preemption_toleration.core.annotations import TOLERATION_SECONDS as TOL
@@ -79,14 +85,14 @@ POLICIES: list[tuple[str, dict[str, Any], int]] = [  # name, target, tolerationS
 ]
 # (key, path): the brief's numbering
 ENDPOINTS = [
-    ("validate-priorityclass", "/validate/priorityclasses"),
-    ("guard-user-delete", "/guard/pods"),
-    ("guard-kubelet-status", "/guard/pods"),
-    ("guard-scheduler-delete", "/guard/pods"),
-    ("guard-refused-delete", "/guard/pods"),
-    ("guard-refused-mark", "/guard/pods"),
-    ("mutate-priorityclass", "/mutate/priorityclasses"),
-    ("validate-policy", "/validate/preemptiontolerationpolicies"),
+    ("validate-priorityclass", VALIDATE_PRIORITY_CLASSES_PATH),
+    ("guard-user-delete", GUARD_PATH),
+    ("guard-kubelet-status", GUARD_PATH),
+    ("guard-scheduler-delete", GUARD_PATH),
+    ("guard-refused-delete", GUARD_PATH),
+    ("guard-refused-mark", GUARD_PATH),
+    ("mutate-priorityclass", MUTATE_PRIORITY_CLASSES_PATH),
+    ("validate-policy", VALIDATE_POLICIES_PATH),
 ]
 ALICE = ("alice", ["system:masters", "system:authenticated"])
 SCHEDULER = ("system:kube-scheduler", ["system:authenticated"])
@@ -254,7 +260,7 @@ def benchmark(
         bare_webhook(cluster.logs_dir / "bare-webhook.log", cpu=server_cpu) as (bare, bare_pid),
     ):
         servers = {"bare": (bare, bare_pid), "ours": (ours, ours_pid)}
-        if not decision(ours, "/guard/pods", bodies["probe-protected-victim"]).startswith("denied"):
+        if not decision(ours, GUARD_PATH, bodies["probe-protected-victim"]).startswith("denied"):
             raise SystemExit(
                 "the guard did not infer the pending preemptor: the scheduler DELETE would not measure what it should"
             )

@@ -1,6 +1,6 @@
-"""preemption-toleration: victim-side preemption policy for Kubernetes.
-
-The toleration contract of the scheduler-plugins PreemptionToleration plugin, in Python:
+"""preemption-toleration: victim-side preemption policy for Kubernetes (an operator, admission webhooks, an
+eviction guard and a scheduler extender) over the upstream PreemptionToleration plugin's toleration
+contract, whose checks are re-exported here:
 
     from preemption_toleration import exempted_from_preemption, PriorityClassNotFound
 """

@@ -1,4 +1,5 @@
-"""`ptol dev cluster up|down|status|install|pin`: the local control plane for tests and demos."""
+"""`ptol dev cluster up|down|status|install|pin`: the local control plane for tests and demos (and `ptol dev
+manifests`, registered from dev_manifests.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import asyncio
 import sys
 from pathlib import Path
 
+from preemption_toleration.cli import dev_manifests
 from preemption_toleration.devcluster import (
     ClusterError,
     LocalCluster,
@@ -25,6 +27,7 @@ DEFAULT_DIR = ".cluster"
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dev = subparsers.add_parser("dev", help="developer tools")
     dev_sub = dev.add_subparsers(dest="dev_command", metavar="COMMAND", required=True)
+    dev_manifests.register(dev_sub)
     cluster = dev_sub.add_parser(
         "cluster",
         help="a local control plane on loopback: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK",

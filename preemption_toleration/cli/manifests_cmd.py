@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from preemption_toleration.cli.options import non_empty
+from preemption_toleration.cli.options import non_empty, pod_priority
 from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES
 from preemption_toleration.webhooks.admission_policy import admission_policy_manifests
 from preemption_toleration.webhooks.configurations import (
@@ -36,7 +36,7 @@ def _represent_str(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _represent_str)
 
 
-def _dump(documents: Sequence[Any]) -> str:
+def dump_manifests(documents: Sequence[Any]) -> str:
     return yaml.dump_all(documents, Dumper=_Dumper, sort_keys=False)
 
 
@@ -55,6 +55,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="whose deletions are preemptions, for the guard's matchConditions (the webhook's own "
         f"--preemptor-identity list); repeatable (default {', '.join(DEFAULT_PREEMPTOR_IDENTITIES)})",
     )
+    parser.add_argument(
+        "--eviction-preemptor-priority",
+        type=pod_priority,
+        metavar="N",
+        help="the webhook's own --eviction-preemptor-priority: when given, the guard's matchConditions send it "
+        "every Eviction, not only those that name a preemptor (default: only those)",
+    )
     parser.set_defaults(handler=run)
     policy_parser = subparsers.add_parser(
         "admission-policy",
@@ -68,14 +75,20 @@ def render(
     namespace: str = DEFAULT_NAMESPACE,
     service: str = DEFAULT_SERVICE,
     preemptor_identities: Collection[str] = DEFAULT_PREEMPTOR_IDENTITIES,
+    every_eviction: bool = False,
 ) -> str:
-    """The configurations, the guard's with the matchConditions built from `preemptor_identities`."""
-    return HEADER + _dump(service_manifests(namespace, service, preemptor_identities=preemptor_identities))
+    """The configurations, the guard's with the matchConditions built from `preemptor_identities` (and
+    sending it every Eviction with `every_eviction`)."""
+    manifests = service_manifests(
+        namespace, service, preemptor_identities=preemptor_identities, every_eviction=every_eviction
+    )
+    return HEADER + dump_manifests(manifests)
 
 
 def run(args: argparse.Namespace) -> int:
     identities = args.preemptor_identities or DEFAULT_PREEMPTOR_IDENTITIES
-    print(render(args.namespace, args.service, identities), end="")
+    every_eviction = args.eviction_preemptor_priority is not None
+    print(render(args.namespace, args.service, identities, every_eviction), end="")
     return 0
 
 
@@ -86,7 +99,7 @@ ADMISSION_POLICY_HEADER = (
 
 
 def render_admission_policy() -> str:
-    return ADMISSION_POLICY_HEADER + _dump(admission_policy_manifests())
+    return ADMISSION_POLICY_HEADER + dump_manifests(admission_policy_manifests())
 
 
 def run_admission_policy(args: argparse.Namespace) -> int:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-ENV_ATTRIBUTE = "env_var"  # set on each action added here; the README drift test reads it
+ENV_ATTRIBUTE = "env_var"  # set on each action added here; the docs drift test reads it
 
 
 class _FromEnvironment(str):
@@ -144,10 +144,19 @@ def non_negative_integer(value: str) -> int:
     return int(value)
 
 
-def peering_priority(value: str) -> int:
-    if not re.fullmatch(r"\s*-?\d+\s*", value) or not 1 <= int(value) <= 2**31 - 1:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a peering priority (an integer from 1 to 2147483647)")
+def _integer_from(value: str, low: int, high: int, what: str) -> int:
+    if not re.fullmatch(r"\s*[-+]?\d+\s*", value) or not low <= int(value) <= high:
+        raise argparse.ArgumentTypeError(f"{value!r} is not {what} (an integer from {low} to {high})")
     return int(value)
+
+
+def peering_priority(value: str) -> int:
+    return _integer_from(value, 1, 2**31 - 1, "a peering priority")
+
+
+def pod_priority(value: str) -> int:
+    """A pod priority, in the range of a PriorityClass's value (int32, as the API server stores it)."""
+    return _integer_from(value, -(2**31), 2**31 - 1, "a priority")
 
 
 def choice(*allowed: str, ignore_case: bool = False) -> Callable[[str], str]:

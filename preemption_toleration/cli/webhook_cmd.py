@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from preemption_toleration.admission.decisions import AdmissionConfig
 from preemption_toleration.cli.options import (
     add_kubeconfig_argument,
     add_logging_arguments,
@@ -17,6 +18,7 @@ from preemption_toleration.cli.options import (
     namespaced_name,
     non_empty,
     non_negative_integer,
+    pod_priority,
     port_number,
     positive_integer,
     url,
@@ -24,8 +26,7 @@ from preemption_toleration.cli.options import (
 from preemption_toleration.cli.signals import run_until_signalled
 from preemption_toleration.kube.informer import DEFAULT_PAGE_SIZE, DEFAULT_STALE_AFTER_SECONDS
 from preemption_toleration.logs import configure_logging
-from preemption_toleration.webhooks.decisions import AdmissionConfig
-from preemption_toleration.webhooks.server import DEFAULT_MAX_BODY_BYTES
+from preemption_toleration.webhooks.handling import DEFAULT_MAX_BODY_BYTES
 
 if TYPE_CHECKING:
     from preemption_toleration.webhooks.runner import WebhookSettings
@@ -136,6 +137,17 @@ def add_webhook_arguments(
     )
     env_option(
         parser,
+        "--eviction-preemptor-priority",
+        env="PTOL_EVICTION_PREEMPTOR_PRIORITY",
+        type=pod_priority,
+        metavar="N",
+        help="judge an Eviction that names no preemptor (a drain, an autoscaler's scale-down), by anyone, as a "
+        "preemption by a pod of priority N: a tolerating pod refuses it (429 with the seconds left, for a "
+        "toleration that ends); the registered guard configuration then receives every Eviction; default: "
+        "such Evictions are allowed",
+    )
+    env_option(
+        parser,
         "--tls-secret",
         env="PTOL_TLS_SECRET",
         type=namespaced_name,
@@ -212,6 +224,7 @@ def settings_from(args: argparse.Namespace) -> WebhookSettings:
         tls_secret=args.tls_secret,
         guard_mode=args.guard,
         retry_hold=float(args.retry_hold_seconds),
+        eviction_preemptor_priority=args.eviction_preemptor_priority,
         service=args.service,
     )
     if args.operator_identities:

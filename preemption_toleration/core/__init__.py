@@ -1,4 +1,3 @@
-"""Pure core: the toleration contract, its protection windows and the admission rules.
-
-Nothing here does I/O or imports a framework; every adapter (operator, webhooks, CLI) builds on it.
-"""
+"""The toleration contract of the upstream PreemptionToleration plugin, pure and standard library only: its
+two annotations parsed as Go parses them, the exemption check, what a toleration protects and until when,
+its plain-words explanation, and the pod, quantity, selector, time and JSON-shape readers they need."""

@@ -24,12 +24,23 @@ PREEMPTOR_PRIORITY = PREFIX + "preemptor-priority"
 PREEMPTOR = PREFIX + "preemptor"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TolerationPolicy:
     """The effective policy of one PriorityClass, defaults filled in."""
 
     minimum_preemptable_priority: int
     toleration_seconds: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClassToleration:
+    """A PriorityClass's toleration as upstream reads it, parsed once (when the class enters a cache) and
+    then read by every decision: its policy, or the annotation that makes upstream ignore the whole policy."""
+
+    class_name: str
+    policy: TolerationPolicy | None  # None: an annotation does not parse (`invalid_key`, `invalid_value`)
+    invalid_key: str | None = None
+    invalid_value: str | None = None
 
 
 class PolicyParseError(ValueError):
@@ -57,17 +68,36 @@ def name_of(obj: Mapping[str, Any]) -> str:
 
 def parse_toleration_policy(priority_class: Mapping[str, Any]) -> TolerationPolicy:
     """parsePreemptionTolerationPolicy of upstream: defaults value+1 (int32 arithmetic) and 0."""
-    annotations = annotations_of(priority_class)
+    name = name_of(priority_class)
+    return _parsed(name, *_policy_inputs(priority_class.get("value"), annotations_of(priority_class)))
+
+
+def _policy_inputs(value: Any, annotations: Mapping[str, Any]) -> tuple[str | None, str | None, int]:
+    """The two annotations' raw values (None when absent) and the minimum's default."""
     minimum = str(annotations[MINIMUM_PREEMPTABLE_PRIORITY]) if MINIMUM_PREEMPTABLE_PRIORITY in annotations else None
-    default = wrap_int32(int(priority_class.get("value") or 0) + 1) if minimum is None else 0
+    default = wrap_int32(int(value or 0) + 1) if minimum is None else 0
     toleration = str(annotations[TOLERATION_SECONDS]) if TOLERATION_SECONDS in annotations else None
-    return _parsed(name_of(priority_class), minimum, toleration, default)
+    return minimum, toleration, default
+
+
+def class_toleration(priority_class: Mapping[str, Any]) -> ClassToleration:
+    """The toleration of `priority_class` (Kubernetes JSON), its parse error included: never raises."""
+    return toleration_of(name_of(priority_class), priority_class.get("value"), annotations_of(priority_class))
+
+
+def toleration_of(name: str, value: Any, annotations: Mapping[str, Any]) -> ClassToleration:
+    """`class_toleration` of a class given by its name, value and annotations."""
+    try:
+        return ClassToleration(name, _parsed(name, *_policy_inputs(value, annotations)))
+    except PolicyParseError as error:
+        return ClassToleration(name, None, error.key, error.value)
 
 
 @lru_cache(maxsize=4096)
 def _parsed(name: str, minimum: str | None, toleration: str | None, default_minimum: int) -> TolerationPolicy:
-    """The policy of these annotation values. A cluster has a few distinct ones, and the guard reads one
-    per decision: each is parsed once (a value that does not parse raises every time)."""
+    """The policy of these annotation values. A cluster has a few distinct ones, and the checks that take a
+    class as JSON (the extender, `ptol explain`) read one per pod: each is parsed once (a value that does not
+    parse raises every time). The caches parse each class once, into its `ClassToleration`."""
 
     def parse(key: str, raw: str) -> int:
         try:

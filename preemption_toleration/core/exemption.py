@@ -10,12 +10,13 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from preemption_toleration.core.annotations import ClassToleration, class_toleration
 from preemption_toleration.core.pods import pod_priority, preempts_never, priority_class_name
 from preemption_toleration.core.protection import (
     NANOSECONDS_PER_SECOND,
     PriorityClassNotFound,
     Protection,
-    protection_of,
+    protection_under,
     require_aware,
     to_nanoseconds,
     toleration_deadline_ns,
@@ -26,6 +27,7 @@ __all__ = [
     "PriorityClassNotFound",
     "exempted_from_preemption",
     "exemption",
+    "exemption_under",
     "require_aware",
     "to_nanoseconds",
     "toleration_deadline_ns",
@@ -57,9 +59,26 @@ def exemption(
     victim_class = priority_classes.get(class_name)
     if victim_class is None:  # 2
         raise PriorityClassNotFound(class_name)
+    return exemption_under(victim, preemptor, class_toleration(victim_class), now)
+
+
+def exemption_under(
+    victim: Mapping[str, Any],
+    preemptor: Mapping[str, Any],
+    toleration: ClassToleration | None,
+    now: datetime,
+) -> tuple[bool, Protection | None]:
+    """`exemption` with the victim's class as its toleration, parsed once (`ClassToleration`; None when the
+    class is not known): what the guard reads from its cache."""
+    require_aware(now)
+    class_name = priority_class_name(victim)
+    if not class_name:  # 1
+        return False, None
+    if toleration is None:  # 2
+        raise PriorityClassNotFound(class_name)
     if preempts_never(preemptor):  # 3
         return True, None
-    protection = protection_of(victim, victim_class, now)
+    protection = protection_under(victim, toleration, now)
     if protection.minimum is None:  # 4: the policy does not parse
         return False, protection
     if pod_priority(preemptor) >= protection.minimum:  # 5

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Any
 
-from preemption_toleration.core.annotations import PolicyParseError, parse_toleration_policy
+from preemption_toleration.core.annotations import ClassToleration, class_toleration
 from preemption_toleration.core.intparse import wrap_int64
 from preemption_toleration.core.pods import (
     GO_ZERO_TIME,
@@ -96,19 +96,29 @@ def protection_of(pod: Mapping[str, Any], priority_class: Mapping[str, Any] | No
 
     Raises PriorityClassNotFound when the pod names a class and `priority_class` is None.
     """
+    if priority_class is None or not priority_class_name(pod):  # a pod without a class reads none
+        return protection_under(pod, None, now)
+    return protection_under(pod, class_toleration(priority_class), now)
+
+
+def protection_under(pod: Mapping[str, Any], toleration: ClassToleration | None, now: datetime) -> Protection:
+    """`protection_of` with the class's toleration as parsed once (`ClassToleration`, None when the class is
+    not known): what the guard reads from its cache.
+
+    Raises PriorityClassNotFound when the pod names a class and `toleration` is None.
+    """
     require_aware(now)
     victim_priority = pod_priority(pod)
     class_name = priority_class_name(pod)
     if not class_name:
         return Protection(ProtectionKind.NONE, "the pod has no priorityClassName", victim_priority)
-    if priority_class is None:
+    if toleration is None:
         raise PriorityClassNotFound(class_name)
-    try:
-        policy = parse_toleration_policy(priority_class)
-    except PolicyParseError as error:
+    policy = toleration.policy
+    if policy is None:
         return Protection(
             ProtectionKind.NONE,
-            f"the toleration policy is ignored: {error.key}={error.value!r} is invalid",
+            f"the toleration policy is ignored: {toleration.invalid_key}={toleration.invalid_value!r} is invalid",
             victim_priority,
         )
     minimum = policy.minimum_preemptable_priority

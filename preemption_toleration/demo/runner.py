@@ -18,6 +18,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.api.crd import crd_manifest
+from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
 from preemption_toleration.demo import objects
 from preemption_toleration.devcluster import LocalCluster, create_node, ensure_namespace, ensure_toolchain
@@ -186,12 +187,7 @@ class Demo:
 
     async def _policy_rows(self, custom: client.CustomObjectsApi, names: list[str]) -> list[list[str]]:
         return [
-            objects.policy_row(
-                await custom.get_cluster_custom_object(
-                    "preemption-toleration.dev", "v1alpha1", "preemptiontolerationpolicies", name
-                )
-            )
-            for name in names
+            objects.policy_row(await custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, name)) for name in names
         ]
 
     async def show_a_refused_mistake(self) -> None:
@@ -209,9 +205,7 @@ class Demo:
 
     async def _create_policy(self, custom: client.CustomObjectsApi, body: dict[str, Any]) -> bool:
         try:
-            await custom.create_cluster_custom_object(
-                "preemption-toleration.dev", "v1alpha1", "preemptiontolerationpolicies", body
-            )
+            await custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, body)
         except ApiException as error:
             if error.status == 404:
                 return False  # the new API is not served yet

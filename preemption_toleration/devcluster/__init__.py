@@ -1,10 +1,7 @@
-"""A real local control plane for integration tests and demos: etcd, kube-apiserver, kube-controller-manager,
-kube-scheduler and KWOK, of a current Kubernetes release.
-
-See `LocalCluster` (processes, certificates, kubeconfig), `toolchain` (build and cache the binaries from the
-Go modules pinned in `testbed/`), `gomod` (those build modules, written by `pin`) and `nodes` (namespaces and
-Nodes, waited for until the controllers made them usable).
-"""
+"""A real local control plane for integration tests and demos (a dev and test harness): etcd,
+kube-apiserver, kube-controller-manager, kube-scheduler and KWOK of a current Kubernetes release, with
+`LocalCluster` (processes, certificates, kubeconfig), `toolchain` and `gomod` (the binaries, built from the
+Go modules pinned in `testbed/` by `pin`) and `nodes` (namespaces and Nodes, waited for until usable)."""
 
 from preemption_toleration.devcluster.cluster import (
     ClusterError,

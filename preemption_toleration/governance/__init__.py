@@ -1,5 +1,3 @@
-"""Which policy governs which PriorityClass, and what must be written: pure planning for the operator.
-
-The operator's kopf handlers feed it what the watches saw and send what it decides; nothing here does
-I/O, so every decision (ownership, conflicts, what to write, the status) is unit-tested directly.
-"""
+"""Which policy governs which PriorityClass and what must be written, pure: ownership and the conflict rule
+(shared by the operator, the policy webhook and `ptol validate`), the plan, each policy's status, and the
+slim views of policies and classes they read."""

@@ -107,7 +107,7 @@ def claimants(policies: Iterable[PolicyView], view: ClassView) -> list[PolicyVie
 @dataclass(frozen=True)
 class Conflict:
     """A policy that claims classes another policy already governs: the one rule, and the one message, of
-    `ptol validate` (governance/documents.py) and of the policy webhook (webhooks/decisions.py)."""
+    `ptol validate` (governance/documents.py) and of the policy webhook (admission/decisions.py)."""
 
     policy: str  # the policy in conflict
     classes: tuple[str, ...]  # the classes it claims that `governing` governs, sorted

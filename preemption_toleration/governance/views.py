@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from preemption_toleration.api.policy import API_VERSION, KIND, PreemptionTolerationPolicySpec
-from preemption_toleration.core.annotations import POLICY_KEYS
+from preemption_toleration.core.annotations import POLICY_KEYS, ClassToleration, toleration_of
 from preemption_toleration.core.pods import parse_time
 from preemption_toleration.core.shapes import as_int, as_list, as_mapping
 from preemption_toleration.validation.findings import Finding
@@ -48,6 +48,12 @@ class ClassView:
     owned_keys: frozenset[str] = frozenset()  # policy keys our field manager owns
     uid: str = field(default="", compare=False)
     resource_version: str = field(default="", compare=False)
+    # The toleration these annotations and value give, parsed once, as the view is built (when the class
+    # enters a cache): the guard reads it on every decision.
+    toleration: ClassToleration = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "toleration", toleration_of(self.name, self.value, self.annotations))
 
     @property
     def ref(self) -> dict[str, Any]:

@@ -11,10 +11,10 @@ from typing import Any
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, allow, deny
 from preemption_toleration.api.pod import metadata_problem, victim_problem
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
-from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
+from preemption_toleration.core.exemption import PriorityClassNotFound, exemption_under
 from preemption_toleration.core.intparse import IntParseError, parse_go_int
 from preemption_toleration.core.pods import pod_priority, pod_ref, preempts_never, priority_class_name
-from preemption_toleration.core.protection import Protection, ProtectionKind, protection_of
+from preemption_toleration.core.protection import Protection, ProtectionKind, protection_under
 from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.governance.ownership import PolicyIndex
@@ -30,6 +30,15 @@ DEFAULT_PREEMPTOR_IDENTITIES = ("system:kube-scheduler",)
 class GuardConfig:
     preemptor_identities: Collection[str] = DEFAULT_PREEMPTOR_IDENTITIES
     audit: bool = False  # allow everything; report what would have been refused
+    # Opt-in: an Eviction that names no preemptor (a drain, an autoscaler's scale-down), by anyone, is
+    # judged as a preemption by a pod of this priority. None (the default): such an Eviction is allowed.
+    eviction_preemptor_priority: int | None = None
+
+    @property
+    def judges_every_eviction(self) -> bool:
+        """Whether an Eviction without our annotations may be refused (the prefilter and matchConditions
+        must then let every Eviction through)."""
+        return self.eviction_preemptor_priority is not None
 
 
 # The request path builds these three on every judged request: plain slotted classes, which build about five
@@ -44,6 +53,7 @@ class GuardSnapshot:
     preemptors: PreemptorRecord | None = None  # what the extender's calls said; None: infer only
 
     def class_json(self, name: str) -> dict[str, Any] | None:
+        """The class as JSON, for the extender's checks (the guard reads `ClassView.toleration`)."""
         view = self.classes.get(name)
         if view is None:
             return None
@@ -81,6 +91,7 @@ class PreemptorSource(str, Enum):
     RECORDED = "recorded"  # the preemptor of the extender call that named this victim
     INFERRED = "inferred"  # guessed from pending pods (`inference`)
     NAMED = "named"  # an Eviction's annotation
+    CONFIGURED = "configured"  # an Eviction that names none: the guard's eviction_preemptor_priority
 
 
 @dataclass(slots=True)
@@ -159,16 +170,31 @@ def describe(
     preemptor: str | None,
     policy: str | None,
     now: datetime,
+    configured: bool = False,
 ) -> str:
+    """The refusal's message. `configured`: the preemptor is the guard's eviction-preemptor-priority, for an
+    Eviction that names none (a drain), so the message says so, for the admin whose drain waits."""
     class_name = priority_class_name(victim)
     source = f'PreemptionTolerationPolicy "{policy}"' if policy else f"the annotations of PriorityClass {class_name}"
     who = f"{preemptor}, priority {preemptor_priority}" if preemptor else f"priority {preemptor_priority}"
+    judged_as = (
+        f"this eviction names no preemptor and counts as a preemption by priority {preemptor_priority} (the "
+        "guard's --eviction-preemptor-priority), which the pod refuses"
+        if configured
+        else f"the preemptor ({who}) is below it"
+    )
     head = (
         f"pod {pod_ref(victim)} (PriorityClass {class_name}, priority {pod_priority(victim)}) tolerates "
-        f"preemption by priorities below {protection.refuse_below} ({source}); the preemptor ({who}) is below it"
+        f"preemption by priorities below {protection.refuse_below} ({source}); {judged_as}"
     )
     if protection.kind is ProtectionKind.FOREVER:
-        return f"{head}, and the toleration has no end. Only priority {protection.refuse_below} or more may preempt it."
+        only = f"Only priority {protection.refuse_below} or more may preempt it."
+        if configured:
+            only += (
+                " An eviction that names no preemptor never removes it; to remove it anyway, delete it "
+                "(kubectl drain --disable-eviction deletes instead of evicting)."
+            )
+        return f"{head}, and the toleration has no end. {only}"
     if protection.kind is ProtectionKind.NOT_SCHEDULED:
         return (
             f"{head}; the pod is not scheduled yet, and its {protection.toleration_seconds} s of guaranteed "
@@ -192,16 +218,16 @@ def _judge(
     now: datetime,
 ) -> Verdict:
     class_name = priority_class_name(victim)
-    class_json = snapshot.class_json(class_name)
-    classes = {class_name: class_json} if class_json is not None else {}
+    view = snapshot.classes.get(class_name)
+    toleration = view.toleration if view is not None else None  # parsed when the class entered the cache
     try:
-        exempt, found = exemption(victim, preemptor, classes, now)
+        exempt, found = exemption_under(victim, preemptor, toleration, now)
     except PriorityClassNotFound:
         # upstream skips the node; we cannot judge either
         return Verdict(allow(request.uid), source=source, preemptor=preemptor)
     if not exempt:
         return Verdict(allow(request.uid), source=source, preemptor=preemptor)
-    protection = found if found is not None else protection_of(victim, class_json, now)
+    protection = found if found is not None else protection_under(victim, toleration, now)
     preemptor_name = pod_ref(preemptor) if (preemptor.get("metadata") or {}).get("name") else None
     if preempts_never(preemptor):  # exempt by upstream's check 3, whatever the victim's class says
         who = f"{preemptor_name}, priority {pod_priority(preemptor)}" if preemptor_name else "the preemptor"
@@ -210,7 +236,15 @@ def _judge(
             "preemptionPolicy Never, so it preempts no pod."
         )
     else:
-        message = describe(victim, protection, pod_priority(preemptor), preemptor_name, snapshot.owner(class_name), now)
+        message = describe(
+            victim,
+            protection,
+            pod_priority(preemptor),
+            preemptor_name,
+            snapshot.owner(class_name),
+            now,
+            configured=source is PreemptorSource.CONFIGURED,
+        )
     seconds_left = protection.seconds_left(now)
     code = 429 if kind == "eviction" and seconds_left is not None else 403
     refusal = Refusal(
@@ -258,11 +292,16 @@ def judge(
     if request.operation == "CREATE" and sub_resource == "eviction":
         victim = _cached_pod(snapshot, namespace, request.name)
         preemptor, problem = _explicit_preemptor(request.object or {}, snapshot)
-        if victim is None or (preemptor is None and problem is None):
-            return Verdict(allow(request.uid))  # not a preemption (or a pod we do not know)
-        if preemptor is None:
+        if victim is None:
+            return Verdict(allow(request.uid))  # a pod we do not know
+        if problem is not None:
             return Verdict(allow(request.uid, [f"not judged as a preemption: {problem}"]))
-        return _judge("eviction", request, victim, preemptor, PreemptorSource.NAMED, snapshot, config, now)
+        if preemptor is not None:
+            return _judge("eviction", request, victim, preemptor, PreemptorSource.NAMED, snapshot, config, now)
+        if config.eviction_preemptor_priority is None or not victim["spec"].get("nodeName"):
+            return Verdict(allow(request.uid))  # not a preemption (a drain), unless configured; unbound: no victim
+        configured = {"spec": {"priority": config.eviction_preemptor_priority}}
+        return _judge("eviction", request, victim, configured, PreemptorSource.CONFIGURED, snapshot, config, now)
 
     if not by_preemptor:
         return Verdict(allow(request.uid))  # users, controllers, drains: not preemptions

@@ -1,8 +1,8 @@
 """Can a guard request be a preemption at all? Read from the raw AdmissionReview request, before parsing.
 
 Most requests the guard receives (kubelet status updates, deletions by users and controllers, drains)
-cannot be preemptions; the server may allow them at once. The rule is `judge`'s (see the README, "The
-eviction guard"), and the guard's matchConditions say the same in CEL. Pure, stdlib only, never raises.
+cannot be preemptions; the server may allow them at once. The rule is `judge`'s (see docs/eviction-guard.md),
+and the guard's matchConditions say the same in CEL. Pure, stdlib only, never raises.
 
 The answer is conservative: False only when the request certainly is not a preemption; True (run the
 full parse and judgement) also when a field the rule reads has a JSON type the API server never sends.
@@ -68,8 +68,9 @@ def _marked(pod: Any) -> bool | None:
     return None if unreadable else False
 
 
-def may_be_preemption(request: Any, preemptor_identities: Collection[str]) -> bool:
-    """Whether `request` (the `request` of an AdmissionReview, JSON-decoded, unchecked) may be a preemption."""
+def may_be_preemption(request: Any, preemptor_identities: Collection[str], every_eviction: bool = False) -> bool:
+    """Whether `request` (the `request` of an AdmissionReview, JSON-decoded, unchecked) may be a preemption.
+    `every_eviction`: an Eviction that names no preemptor is judged too (`GuardConfig.judges_every_eviction`)."""
     if not is_mapping(request):
         return True
     operation = request.get("operation")
@@ -77,7 +78,7 @@ def may_be_preemption(request: Any, preemptor_identities: Collection[str]) -> bo
     if not isinstance(operation, str) or isinstance(sub_resource, _Unreadable):
         return True
     if operation == "CREATE" and sub_resource == "eviction":  # whoever asks: the Eviction names its preemptor
-        return _names_preemptor(request.get("object"))
+        return every_eviction or _names_preemptor(request.get("object"))
     if (operation, sub_resource) not in (("DELETE", ""), ("UPDATE", "status")):
         return False
     username = _string(_get(request.get("userInfo"), "username"))

@@ -1,5 +1,3 @@
-"""The kopf operator: reconciles PreemptionTolerationPolicy objects into PriorityClass annotations.
-
-Layers: `governance` (pure planning) <- `operator.writes` (async sends) <- `operator.reconciler`
-(one serialized reconcile over the watch caches) <- `operator.handlers` (kopf wiring) <- `operator.runner`.
-"""
+"""The kopf operator: reconciles PreemptionTolerationPolicy objects into PriorityClass annotations and policy
+statuses. `governance` plans; here are its watch caches, the reconcile (coalesced triggers, a periodic
+resync), the writes, the kopf wiring and its supervision, its metrics, and `runner`."""

@@ -20,6 +20,7 @@ from typing import Any, Generic, TypeVar
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from preemption_toleration.api.policy import PLURAL
 from preemption_toleration.governance.ownership import claims
 from preemption_toleration.governance.plan import (
     ClassWrite,
@@ -153,7 +154,7 @@ class Reconciler:
             result = await self._reconcile(policies, classes, now or datetime.now(UTC))
         self.metrics.reconciles.labels("failed" if result.failures else "ok").inc()
         self.metrics.objects.labels("priorityclasses").set(len(classes))
-        self.metrics.objects.labels("preemptiontolerationpolicies").set(len(policies))
+        self.metrics.objects.labels(PLURAL).set(len(policies))
         return result
 
     async def _reconcile(self, policies: list[PolicyView], classes: list[ClassView], now: datetime) -> ReconcileResult:

@@ -1,8 +1,6 @@
-"""The admission rules of architecture §4 as pure functions returning findings (errors and warnings).
-
-The webhooks and `ptol validate` call the same functions, so a manifest that passes offline passes
-admission and vice versa.
-"""
+"""The admission rules of architecture §4 as pure functions returning findings (errors and warnings), and
+offline validation of manifests: the webhooks and `ptol validate` call the same functions, so a manifest
+that passes offline passes admission and vice versa."""
 
 from preemption_toleration.validation.findings import Finding, Severity
 from preemption_toleration.validation.policy import check_policy

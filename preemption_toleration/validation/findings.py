@@ -15,7 +15,7 @@ class Severity(str, Enum):
 @dataclass(frozen=True)
 class Finding:
     severity: Severity
-    rule: str  # stable identifier, documented in the README
+    rule: str  # stable identifier, documented in docs/validation-rules.md
     message: str  # names the object, the key, the value and the fix
 
     @property

@@ -71,7 +71,7 @@ def _shape_finding(name: str, detail: Mapping[str, Any]) -> Finding:
             f"{subject(name)}: {path} is {value!r}, not an integer{quoted}. "
             f"Fix: {_FIELD_FIXES.get(leaf, 'use an integer')}.",
         )
-    fix = _FIELD_FIXES.get(str(leaf), "see the policy reference in the README")
+    fix = _FIELD_FIXES.get(str(leaf), "see the policy reference in docs/policy.md")
     if leaf == "tolerationSeconds" and kind == "less_than_equal":
         return error(
             "toleration-overflow",

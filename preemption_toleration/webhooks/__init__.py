@@ -1,5 +1,5 @@
-"""The admission webhooks: validating and mutating PriorityClasses and policies (architecture §4).
-
-`decisions` is pure (request + cache snapshot -> response); `caches` feeds it from watches; `server` is
-the aiohttp adapter; `tls` provides its certificates.
-"""
+"""The webhook server's adapters: `server` (the aiohttp app, routing, health, readiness, metrics and the
+admission endpoints' wiring), `guard_endpoint` and `extender_endpoint` (the guard's and the scheduler
+extender's request handling) and `handling` (what they share); the watch caches they decide from, TLS,
+Events, expiry nudges, the configurations and ValidatingAdmissionPolicy they are registered with, and
+`runner`. The decisions they serve are pure: `admission`, `guard` and `extender`."""

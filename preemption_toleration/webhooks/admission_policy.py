@@ -7,7 +7,7 @@ MAX_TOLERATION_SECONDS. The range is checked by RE2 patterns (`in_range`), and `
 they accepted, so no step can overflow. As in the webhook, an update is refused only for an error it brings.
 Each message is the webhook's own: the rule's message function is called with placeholders, which become
 CEL. The webhook alone can name the nearest known key, check managed annotations (which need the policies),
-default a new class, and warn (README, "Validation rules").
+default a new class, and warn (docs/validation-rules.md).
 """
 
 from __future__ import annotations

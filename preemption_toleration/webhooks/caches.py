@@ -10,6 +10,7 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
+from preemption_toleration.admission.decisions import Needs, Snapshot
 from preemption_toleration.api.policy import PLURAL
 from preemption_toleration.extender.decisions import ExtenderView
 from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
@@ -26,7 +27,6 @@ from preemption_toleration.kube.informer import (
     DictStore,
     Informer,
 )
-from preemption_toleration.webhooks.decisions import Needs, Snapshot
 
 
 class AdmissionCaches:

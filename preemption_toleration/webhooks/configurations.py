@@ -16,6 +16,7 @@ import base64
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from preemption_toleration.api.paths import EXTENDER_PREFIX, GUARD_PATH
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
 from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES
 from preemption_toleration.guard.prefilter import PREEMPTION_MARK, PREEMPTOR_ANNOTATIONS
@@ -25,7 +26,6 @@ GUARD_NAME = "preemption-toleration-guard"
 TIMEOUT_SECONDS = 5
 GUARD_TIMEOUT_SECONDS = 3
 GUARD_OPT_OUT_LABEL = "preemption-toleration.dev/guard"
-GUARD_PATH = "/guard/pods"
 
 _PRIORITY_CLASS_RULE = {
     "apiGroups": ["scheduling.k8s.io"],
@@ -99,17 +99,22 @@ def _cel_marked(pod: str) -> str:
     )
 
 
-def guard_match_expression(preemptor_identities: Collection[str]) -> str:
+def guard_match_expression(preemptor_identities: Collection[str], every_eviction: bool = False) -> str:
     """CEL: the request may be a preemption, by guard/prefilter.py's rule, for the requests an API server
     sends. `request` is the AdmissionRequest as JSON, so an empty subResource is absent, not ''; every
     step is guarded (has(), != null) because an error would skip the guard, or with failurePolicy Fail
-    refuse the request."""
+    refuse the request. `every_eviction` (the guard's --eviction-preemptor-priority is set): every
+    Eviction, not only those that name a preemptor."""
     annotations = "object.metadata.annotations"
     named = "\n    || ".join(f"{cel_string(key)} in {annotations}" for key in PREEMPTOR_ANNOTATIONS)
     eviction = (
-        "(request.operation == 'CREATE' && has(request.subResource) && request.subResource == 'eviction'\n"
-        f"  && object != null && has(object.metadata) && has({annotations})\n"
-        f"  && ({named}))"
+        "(request.operation == 'CREATE' && has(request.subResource) && request.subResource == 'eviction')"
+        if every_eviction
+        else (
+            "(request.operation == 'CREATE' && has(request.subResource) && request.subResource == 'eviction'\n"
+            f"  && object != null && has(object.metadata) && has({annotations})\n"
+            f"  && ({named}))"
+        )
     )
     if not preemptor_identities:
         return eviction
@@ -124,17 +129,20 @@ def guard_match_expression(preemptor_identities: Collection[str]) -> str:
     return f"{eviction}\n|| {by_preemptor}"
 
 
-def guard_match_conditions(preemptor_identities: Collection[str]) -> list[dict[str, str]]:
+def guard_match_conditions(preemptor_identities: Collection[str], every_eviction: bool = False) -> list[dict[str, str]]:
     """The guard's matchConditions (all must hold for the API server to call it): one, the whole rule."""
-    return [{"name": "may-be-preemption", "expression": guard_match_expression(preemptor_identities)}]
+    return [{"name": "may-be-preemption", "expression": guard_match_expression(preemptor_identities, every_eviction)}]
 
 
 def guard_configuration(
-    client_config: Any, preemptor_identities: Collection[str] = DEFAULT_PREEMPTOR_IDENTITIES
+    client_config: Any,
+    preemptor_identities: Collection[str] = DEFAULT_PREEMPTOR_IDENTITIES,
+    every_eviction: bool = False,
 ) -> dict[str, Any]:
     """The guard's configuration, with the matchConditions built from the preemptor identities (the guard's
     own `--preemptor-identity` list): the API server calls it only for requests that may be preemptions
-    (GA since Kubernetes 1.30, so on every supported release)."""
+    (GA since Kubernetes 1.30, so on every supported release). `every_eviction`: the guard judges every
+    Eviction (its `--eviction-preemptor-priority` is set), so every Eviction is sent to it."""
     webhook: dict[str, Any] = {
         "name": "pods.guard.preemption-toleration.dev",
         "clientConfig": client_config(GUARD_PATH),
@@ -169,7 +177,7 @@ def guard_configuration(
         "sideEffects": "None",
         "timeoutSeconds": GUARD_TIMEOUT_SECONDS,
         "admissionReviewVersions": ["v1", "v1beta1"],
-        "matchConditions": guard_match_conditions(preemptor_identities),
+        "matchConditions": guard_match_conditions(preemptor_identities, every_eviction),
     }
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
@@ -205,10 +213,11 @@ def service_manifests(
     service: str = DEFAULT_SERVICE,
     ca_bundle: bytes | None = None,
     preemptor_identities: Collection[str] = DEFAULT_PREEMPTOR_IDENTITIES,
+    every_eviction: bool = False,
 ) -> list[dict[str, Any]]:
     """The configurations calling the in-cluster Service; the caBundle is filled in later (by the
-    webhook's self-managed TLS, or cert-manager's CA injector). `preemptor_identities`: see
-    `guard_configuration`."""
+    webhook's self-managed TLS, or cert-manager's CA injector). `preemptor_identities`, `every_eviction`:
+    see `guard_configuration`."""
 
     def client_config(path: str) -> dict[str, Any]:
         return service_client_config(namespace, service, path, ca_bundle)
@@ -216,11 +225,10 @@ def service_manifests(
     return [
         validating_configuration(client_config),
         mutating_configuration(client_config),
-        guard_configuration(client_config, preemptor_identities),
+        guard_configuration(client_config, preemptor_identities, every_eviction),
     ]
 
 
-EXTENDER_PREFIX = "/extender"  # the scheduler appends "/" and the verb: /extender/preempt
 EXTENDER_TIMEOUT = "2s"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -58,7 +59,8 @@ class WebhookMetrics:
         self.preemptor_sources = HotCounter(
             "ptol_guard_preemptor_source_total",
             "Preemptions the guard judged, by how it knew the preemptor: recorded (named by the scheduler's "
-            "extender call), inferred (from pending pods), named (an Eviction's annotation).",
+            "extender call), inferred (from pending pods), named (an Eviction's annotation), configured (an Eviction "
+            "that names none, judged at --eviction-preemptor-priority).",
             ["source"],
             self.registry,
         )
@@ -82,6 +84,15 @@ class WebhookMetrics:
         )
         self._caches = _CacheCollector()
         self.registry.register(self._caches)
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+    def child(self, metric: Any, *labels: str) -> Any:
+        """`metric.labels(*labels)`, looked up once: the per-request cost of metrics stays a few additions."""
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
 
     def refused(self, preemptor: str) -> None:
         """Counts a refusal for `preemptor`; beyond the series bound, the least recent one is dropped."""

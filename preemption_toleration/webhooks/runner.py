@@ -17,6 +17,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration import pki
+from preemption_toleration.admission.decisions import AdmissionConfig
 from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES, GuardConfig
 from preemption_toleration.kube.client import APPLY_PATCH, make_api_client
 from preemption_toleration.kube.informer import DEFAULT_PAGE_SIZE, DEFAULT_STALE_AFTER_SECONDS
@@ -31,12 +32,14 @@ from preemption_toleration.webhooks.configurations import (
     url_client_config,
     validating_configuration,
 )
-from preemption_toleration.webhooks.decisions import AdmissionConfig
 from preemption_toleration.webhooks.events import RefusalEvents
+from preemption_toleration.webhooks.extender_endpoint import ExtenderHooks
+from preemption_toleration.webhooks.guard_endpoint import GuardHooks
+from preemption_toleration.webhooks.handling import DEFAULT_MAX_BODY_BYTES
 from preemption_toleration.webhooks.metrics import WebhookMetrics
 from preemption_toleration.webhooks.nudger import Nudger
 from preemption_toleration.webhooks.secret_tls import SecretCertificates
-from preemption_toleration.webhooks.server import DEFAULT_MAX_BODY_BYTES, ExtenderHooks, GuardHooks, WebhookApp
+from preemption_toleration.webhooks.server import WebhookApp
 from preemption_toleration.webhooks.tls import FileCertificates, GeneratedCertificates, ServingCertificates, covers
 
 logger = logging.getLogger("preemption_toleration.webhooks")
@@ -66,6 +69,8 @@ class WebhookSettings:
     guard_mode: str = "enforce"
     preemptor_identities: list[str] = field(default_factory=lambda: list(DEFAULT_PREEMPTOR_IDENTITIES))
     retry_hold: float = 1.0  # seconds to hold the refusal of a scheduler's immediate retry (guard.repeats)
+    # Opt-in: judge an Eviction that names no preemptor as a preemption by this priority (GuardConfig).
+    eviction_preemptor_priority: int | None = None
     # Register webhook configurations pointing at this URL (the local control plane); removed on exit.
     register_url: str | None = None
 
@@ -76,6 +81,7 @@ async def register(
     ca_bundle: bytes,
     guard: bool,
     preemptor_identities: Sequence[str] = DEFAULT_PREEMPTOR_IDENTITIES,
+    every_eviction: bool = False,
 ) -> None:
     def client_config(path: str) -> dict[str, Any]:
         return url_client_config(base_url, path, ca_bundle)
@@ -98,7 +104,7 @@ async def register(
     if guard:
         await admission.patch_validating_webhook_configuration(
             GUARD_NAME,
-            guard_configuration(client_config, preemptor_identities),
+            guard_configuration(client_config, preemptor_identities, every_eviction),
             field_manager=FIELD_MANAGER,
             force=True,
             _content_type=APPLY_PATCH,
@@ -265,6 +271,11 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
     tasks = caches.tasks()
     guard: GuardHooks | None = None
     extender: ExtenderHooks | None = None
+    guard_config = GuardConfig(
+        preemptor_identities=tuple(settings.preemptor_identities),
+        audit=settings.guard_mode == "audit",
+        eviction_preemptor_priority=settings.eviction_preemptor_priority,
+    )
     if guard_enabled:
         events = RefusalEvents(api)
         tasks.append(asyncio.create_task(events.run(), name="guard-events"))
@@ -272,9 +283,7 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
         tasks.append(asyncio.create_task(nudger.run(), name="expiry-nudges"))
         guard = GuardHooks(
             caches.guard_snapshot,
-            GuardConfig(
-                preemptor_identities=tuple(settings.preemptor_identities), audit=settings.guard_mode == "audit"
-            ),
+            guard_config,
             events.record,
             nudger.hold,
             settings.retry_hold,
@@ -305,16 +314,18 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
         if settings.register_url is not None:
             url = settings.register_url.replace(":0", f":{bound_port}")
             ca_bundle = _registrable(certificates, url)
-            await register(api, url, ca_bundle, guard_enabled, settings.preemptor_identities)
+            await register(
+                api, url, ca_bundle, guard_enabled, settings.preemptor_identities, guard_config.judges_every_eviction
+            )
             registered = True
             logger.info(REGISTERED, extra={"url": url})
             if guard_enabled:
-                guard_config = guard_configuration(
+                registered_guard = guard_configuration(
                     lambda path: url_client_config(url, path, ca_bundle), settings.preemptor_identities
                 )
                 logger.info(
                     "scheduler extender entry (KubeSchedulerConfiguration `extenders`)",
-                    extra={"extender": scheduler_extender_of(guard_config)},
+                    extra={"extender": scheduler_extender_of(registered_guard)},
                 )
         if ready is not None:
             ready.set()

@@ -34,8 +34,11 @@ def install_crd(cluster: LocalCluster) -> None:
             check=True,
             capture_output=True,
         )
-    peering = ROOT / "config" / "manager" / "kopf-peering.yaml"
-    subprocess.run(cluster.kubectl_argv("apply", "-f", str(peering)), check=True, capture_output=True)
+    # the ClusterKopfPeering of config/manager/operator.yaml
+    peering = {"apiVersion": "kopf.dev/v1", "kind": "ClusterKopfPeering", "metadata": {"name": "preemption-toleration"}}
+    subprocess.run(
+        cluster.kubectl_argv("apply", "-f", "-"), input=json.dumps(peering), text=True, check=True, capture_output=True
+    )
 
 
 class WebhookServer:

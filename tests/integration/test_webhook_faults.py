@@ -17,9 +17,9 @@ import pytest
 from cryptography import x509
 from kubernetes_asyncio.client import ApiClient
 
+from preemption_toleration.admission.decisions import snapshot_of
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.logs import REGISTERED
-from preemption_toleration.webhooks.decisions import snapshot_of
 from preemption_toleration.webhooks.runner import register, unregister
 from preemption_toleration.webhooks.secret_tls import SecretCertificates
 from preemption_toleration.webhooks.server import WebhookApp

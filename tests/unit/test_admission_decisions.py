@@ -5,17 +5,17 @@ import json
 
 import pytest
 
-from preemption_toleration.api.admission import MAX_WARNING_LENGTH, AdmissionReview, allow, split_text
-from preemption_toleration.core.annotations import LEGACY_PREFIX, PREFIX
-from preemption_toleration.governance.documents import conflicts
-from preemption_toleration.validation.documents import Document
-from preemption_toleration.webhooks.decisions import (
+from preemption_toleration.admission.decisions import (
     AdmissionConfig,
     mutate_priority_class,
     snapshot_of,
     validate_policy,
     validate_priority_class,
 )
+from preemption_toleration.api.admission import MAX_WARNING_LENGTH, AdmissionReview, allow, split_text
+from preemption_toleration.core.annotations import LEGACY_PREFIX, PREFIX
+from preemption_toleration.governance.documents import conflicts
+from preemption_toleration.validation.documents import Document
 from tests.unit.admission_payloads import PTP_KIND, PTP_RESOURCE, review
 from tests.unit.kube_objects import priority_class
 

@@ -1,4 +1,4 @@
-"""Flags and their environment variables: precedence, checks with clear errors, and the README tables."""
+"""Flags and their environment variables: precedence, checks with clear errors, and the tables of the docs."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from preemption_toleration.cli.main import build_parser, main
 from preemption_toleration.cli.options import env_vars_of, options_of
 from preemption_toleration.cli.webhook_cmd import tls_problem
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+# The option tables (docs/configuration.md) and the command reference (docs/cli.md: ptol run's own options)
+REFERENCE = [Path(__file__).resolve().parents[2] / "docs" / page for page in ("configuration.md", "cli.md")]
 COMPONENTS = ["operator", "webhook", "run"]
 
 
@@ -87,6 +88,21 @@ def parse(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], argv: list[str])
         ("WARN is WARNING", {"PTOL_LOG_LEVEL": "warn"}, ["operator"], "log_level", "WARNING"),
         ("log format in any case", {"PTOL_LOG_FORMAT": "JSON"}, ["webhook"], "log_format", "json"),
         ("peering priority", {"PTOL_PEERING_PRIORITY": "7"}, ["operator"], "priority", 7),
+        ("eviction preemptor priority unset: off", {}, ["webhook"], "eviction_preemptor_priority", None),
+        (
+            "eviction preemptor priority from the variable",
+            {"PTOL_EVICTION_PREEMPTOR_PRIORITY": "9000"},
+            ["run"],
+            "eviction_preemptor_priority",
+            9000,
+        ),
+        (
+            "eviction preemptor priority: the flag wins, negative allowed",
+            {"PTOL_EVICTION_PREEMPTOR_PRIORITY": "9000"},
+            ["webhook", "--eviction-preemptor-priority", "-5"],
+            "eviction_preemptor_priority",
+            -5,
+        ),
         ("unset peering priority is random later", {}, ["operator"], "priority", None),
         (
             "operator metrics in ptol run",
@@ -111,6 +127,20 @@ def test_option_values(
             {"PTOL_WEBHOOK_PORT": "abc"},
             ["webhook"],
             "argument --port: 'abc' is not a port number (0 to 65535) (from $PTOL_WEBHOOK_PORT)",
+        ),
+        (
+            "eviction preemptor priority beyond a PriorityClass value, from the variable",
+            {"PTOL_EVICTION_PREEMPTOR_PRIORITY": "2147483648"},
+            ["webhook"],
+            "argument --eviction-preemptor-priority: '2147483648' is not a priority (an integer from -2147483648 to "
+            "2147483647) (from $PTOL_EVICTION_PREEMPTOR_PRIORITY)",
+        ),
+        (
+            "eviction preemptor priority not an integer",
+            {},
+            ["run", "--eviction-preemptor-priority", "9k"],
+            "argument --eviction-preemptor-priority: '9k' is not a priority "
+            "(an integer from -2147483648 to 2147483647)",
         ),
         (
             "port out of range, from the flag",
@@ -257,20 +287,18 @@ def test_tls_flags_that_do_not_go_together(
 
 
 @pytest.mark.parametrize("command", COMPONENTS)
-def test_every_component_flag_has_a_variable_listed_in_the_readme(command: str) -> None:
+def test_every_component_flag_has_a_variable_listed_in_the_docs(command: str) -> None:
     parser = subcommand(build_parser(), command)
     variables = env_vars_of(parser)
     assert set(options_of(parser)) == set(variables), "a component option without an environment variable"
-    readme_lines = README.read_text().splitlines()
+    doc_lines = [line for page in REFERENCE for line in page.read_text().splitlines()]
     for flag, variable in variables.items():
-        rows = [
-            line for line in readme_lines if line.startswith("|") and f"`{flag}" in line and f"`{variable}`" in line
-        ]
-        assert rows, f"README has no table row with `{flag}` and `{variable}`"
+        rows = [line for line in doc_lines if line.startswith("|") and f"`{flag}" in line and f"`{variable}`" in line]
+        assert rows, f"docs/configuration.md (or docs/cli.md) has no table row with `{flag}` and `{variable}`"
         default = defaults_of(parser).get(flag)
         if command != "run" and default:  # ptol run's own defaults are in the command reference
             assert any(f"`{default}`" in row or f"| {default} |" in row for row in rows), (
-                f"README's row of {flag} does not give its default {default}"
+                f"docs/configuration.md's row of {flag} does not give its default {default}"
             )
 
 

@@ -10,7 +10,7 @@ import pytest
 from preemption_toleration.api.admission import AdmissionReview
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
 from preemption_toleration.governance.views import class_view, policy_view
-from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, judge, marking_scheduler
+from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, PreemptorSource, judge, marking_scheduler
 from preemption_toleration.guard.inference import infer_preemptor
 from preemption_toleration.guard.matching import could_run_on
 from preemption_toleration.inventory.pods import PodIndex
@@ -478,3 +478,171 @@ def test_annotated_preemptor_with_preemption_policy_never_is_refused_with_a_clea
         "pod team/victim may not be preempted by team/never, priority 9000: the preemptor has preemptionPolicy "
         "Never, so it preempts no pod."
     )
+
+
+# ------------------------------------------------------------------------- --eviction-preemptor-priority
+
+# (rule, the option, the Eviction's annotations, victim class, scheduled ago (None: unbound), request kind,
+#  expected code (None: allowed), words of the message)
+EVICTION_RULE = [
+    (
+        "option unset: an eviction without our annotations is a drain, allowed",
+        None,
+        {},
+        "low-non-preempted-10min",
+        timedelta(seconds=100),
+        "eviction",
+        None,
+        [],
+    ),
+    (
+        "option set, victim tolerating for a time: 429 with the seconds left and the end",
+        9000,
+        {},
+        "low-non-preempted-10min",
+        timedelta(seconds=100),
+        "eviction",
+        429,
+        [
+            "pod team/victim (PriorityClass low-non-preempted-10min, priority 8000) tolerates preemption by "
+            "priorities below 10000 (the annotations of PriorityClass low-non-preempted-10min); this eviction names "
+            "no preemptor and counts as a preemption by priority 9000 (the guard's --eviction-preemptor-priority), "
+            "which the pod refuses until 2026-11-22T12:08:20Z (500 s left of 600 s guaranteed running time). "
+            "Retry after 500 s."
+        ],
+    ),
+    (
+        "option set, policy/v1beta1 eviction: judged the same",
+        9000,
+        {},
+        "low-non-preempted-10min",
+        timedelta(seconds=100),
+        "eviction-v1beta1",
+        429,
+        ["500 s left of 600 s guaranteed running time). Retry after 500 s."],
+    ),
+    (
+        "option set, toleration over: allowed",
+        9000,
+        {},
+        "low-non-preempted-10min",
+        timedelta(seconds=601),
+        "eviction",
+        None,
+        [],
+    ),
+    (
+        "option set, the class refuses priority N for ever: 403 saying how to remove the pod anyway",
+        9000,
+        {},
+        "low-non-preempted",
+        timedelta(seconds=100),
+        "eviction",
+        403,
+        [
+            '(PreemptionTolerationPolicy "forever"); this eviction names no preemptor and counts as a preemption '
+            "by priority 9000",
+            "the toleration has no end. Only priority 10000 or more may preempt it.",
+            "kubectl drain --disable-eviction",
+        ],
+    ),
+    (
+        "option at the class's minimum: allowed",
+        10000,
+        {},
+        "low-non-preempted",
+        timedelta(seconds=100),
+        "eviction",
+        None,
+        [],
+    ),
+    ("option set, a class without toleration: allowed", 9000, {}, "low", timedelta(seconds=100), "eviction", None, []),
+    ("option set, an unbound pod is nobody's victim", 9000, {}, "low-non-preempted", None, "eviction", None, []),
+    (
+        "annotated eviction unaffected by the option: its own priority is judged (refused)",
+        10000,
+        {PREEMPTOR_PRIORITY: "9000"},
+        "low-non-preempted",
+        timedelta(seconds=100),
+        "eviction",
+        403,
+        ["the preemptor (priority 9000) is below it"],
+    ),
+    (
+        "annotated eviction unaffected by the option: its own priority is judged (allowed)",
+        9000,
+        {PREEMPTOR_PRIORITY: "10000"},
+        "low-non-preempted",
+        timedelta(seconds=100),
+        "eviction",
+        None,
+        [],
+    ),
+    (
+        "DELETE by a user unaffected by the option",
+        9000,
+        {},
+        "low-non-preempted",
+        timedelta(seconds=100),
+        "delete",
+        None,
+        [],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("rule", "option", "annotations", "class_name", "ago", "kind", "code", "words"),
+    EVICTION_RULE,
+    ids=[c[0] for c in EVICTION_RULE],
+)
+def test_eviction_preemptor_priority(rule, option, annotations, class_name, ago, kind, code, words) -> None:
+    victim = bound("victim", 8000, class_name, ago=ago)
+    if ago is None:
+        del victim["spec"]["nodeName"]
+    if kind == "delete":
+        request = pod_request(None, old=victim, user="alice")
+    else:
+        version = "policy/v1beta1" if kind == "eviction-v1beta1" else "policy/v1"
+        request = pod_request(
+            eviction(version, **annotations),
+            operation="CREATE",
+            sub_resource="eviction",
+            user="alice",
+            kind=EVICTION_KIND,
+        )
+    verdict = judge(request, snapshot(victim), GuardConfig(eviction_preemptor_priority=option), NOW)
+    if code is None:
+        assert verdict.response.allowed and verdict.refusal is None, rule
+        return
+    assert not verdict.response.allowed and verdict.response.status.code == code, rule
+    assert verdict.response.status.reason == ("TooManyRequests" if code == 429 else None), rule
+    for text in words:
+        assert text in verdict.response.status.message, (rule, verdict.response.status.message)
+    assert verdict.refusal.kind == "eviction" and verdict.refusal.preemptor is None
+    assert verdict.source is (PreemptorSource.NAMED if annotations else PreemptorSource.CONFIGURED), rule
+
+
+def test_eviction_preemptor_priority_in_audit_mode_allows_and_reports() -> None:
+    victim = bound("victim", 8000, "low-non-preempted-10min", ago=timedelta(seconds=100))
+    request = pod_request(eviction(), operation="CREATE", sub_resource="eviction", user="alice", kind=EVICTION_KIND)
+    verdict = judge(request, snapshot(victim), GuardConfig(audit=True, eviction_preemptor_priority=9000), NOW)
+    assert verdict.response.allowed and verdict.refusal is not None and verdict.refusal.code == 429
+    assert verdict.response.warnings[0].startswith("audit: would refuse: pod team/victim")
+
+
+def test_a_decision_reads_the_toleration_parsed_when_the_class_entered_the_cache(monkeypatch) -> None:
+    """The guard parses a class's annotations once, as its view is built for the cache: a decision neither
+    parses them again nor builds the class's JSON."""
+    from preemption_toleration.core import annotations
+
+    victim = bound("victim", 8000, "low-non-preempted-10min", ago=timedelta(seconds=100))
+    state = snapshot(victim, pending("high-1", 9000))
+
+    def never(*_: object) -> None:
+        raise AssertionError("parsed again in a decision")
+
+    monkeypatch.setattr(annotations, "_parsed", never)
+    monkeypatch.setattr(GuardSnapshot, "class_json", never)
+    verdict = judge(pod_request(None, old=victim), state, GuardConfig(), NOW)
+    assert verdict.response.status.code == 403 and verdict.refusal.protection.seconds_left(NOW) == 500

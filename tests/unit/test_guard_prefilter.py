@@ -24,10 +24,13 @@ def ids(rows: list[Row]) -> list[str]:
     return [row.rule for row in rows]
 
 
-def cel_says(request: dict[str, Any], identities: tuple[str, ...] = DEFAULT_PREEMPTOR_IDENTITIES) -> bool:
+def cel_says(
+    request: dict[str, Any], identities: tuple[str, ...] = DEFAULT_PREEMPTOR_IDENTITIES, every_eviction: bool = False
+) -> bool:
     """Whether the API server would call the guard: every matchCondition true. A CEL error raises."""
     variables = {"request": request, "object": request.get("object"), "oldObject": request.get("oldObject")}
-    results = [cel.compile(c["expression"]).execute(variables) for c in guard_match_conditions(identities)]
+    conditions = guard_match_conditions(identities, every_eviction)
+    results = [cel.compile(c["expression"]).execute(variables) for c in conditions]
     assert all(isinstance(result, bool) for result in results)
     return all(results)
 
@@ -104,3 +107,30 @@ def test_the_same_state_refuses_the_preemptions(row: Row) -> None:
 def test_the_answer_follows_the_identities() -> None:
     """The table's answers are for the default identities: a user's delete is a preemption when the user is one."""
     assert may_be_preemption(delete(USER), (USER,)) and cel_says(delete(USER), (USER,))
+
+
+# ------------------------------------------------------------------------- --eviction-preemptor-priority
+
+
+def is_eviction(row: Row) -> bool:
+    request = row.request
+    return (
+        isinstance(request, dict) and request.get("operation") == "CREATE" and request.get("subResource") == "eviction"
+    )
+
+
+@pytest.mark.parametrize("row", WELL_FORMED, ids=ids(WELL_FORMED))
+def test_with_the_option_every_eviction_reaches_the_guard_and_nothing_else_changes(row: Row) -> None:
+    """The guard judges every Eviction when --eviction-preemptor-priority is set: the prefilter and the
+    matchConditions (`ptol webhook-config --eviction-preemptor-priority`, `ptol run`) let each one through."""
+    expected = True if is_eviction(row) else row.preemption
+    assert may_be_preemption(row.request, DEFAULT_PREEMPTOR_IDENTITIES, every_eviction=True) is expected, row.rule
+    assert cel_says(row.request, every_eviction=True) is expected, row.rule
+
+
+def test_with_the_option_an_unannotated_eviction_of_the_protected_victim_is_refused() -> None:
+    """So that an Eviction the option makes the guard receive is one it may refuse."""
+    [row] = [row for row in WELL_FORMED if row.rule == "eviction without annotations is a drain"]
+    config = GuardConfig(eviction_preemptor_priority=9000)
+    verdict = judge(parsed(row), protected_state(), config, NOW)
+    assert config.judges_every_eviction and not verdict.response.allowed and verdict.response.status.code == 403

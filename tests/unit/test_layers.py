@@ -17,6 +17,7 @@ LAYERS: list[set[str]] = [
     {"api"},  # pydantic models of what we accept and produce
     {"validation", "inventory"},  # admission rules; slim pods, nodes and budgets and their indexes
     {"governance", "extender"},  # who governs a class, the plan; the extender's victim choice
+    {"admission"},  # the admission decisions: a PriorityClass or policy request and the caches in, a response out
     {"guard"},  # the guard's decisions, inference, record and nudge plan
     {"pki", "kube"},  # I/O basics: certificates, the API client, informers
     {"operator", "webhooks"},  # the adapters: kopf handlers, the aiohttp server
@@ -24,7 +25,7 @@ LAYERS: list[set[str]] = [
     {"demo"},
     {"cli"},
 ]
-PURE = {"core", "logs", "api", "validation", "inventory", "governance", "extender", "guard"}
+PURE = {"core", "logs", "api", "validation", "inventory", "governance", "extender", "admission", "guard"}
 IO_LIBRARIES = {
     "aiohttp",
     "kubernetes_asyncio",

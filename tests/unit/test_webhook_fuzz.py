@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic_core import from_json
 
+from preemption_toleration.api.paths import GUARD_PATH
 from tests.unit.webhook_fuzzing import DELETE, INTERESTING, answer, encode, mutate, seeds, server, unexpected_errors
 
 SEEDS = seeds()
@@ -37,7 +38,7 @@ def test_a_mutated_request_is_answered_with_a_decision_or_a_reason(seed: int, ed
     assert unexpected_errors(APP) == 0
 
 
-GUARD_SEEDS = [index for index, (path, _) in enumerate(SEEDS) if path == "/guard/pods"]
+GUARD_SEEDS = [index for index, (path, _) in enumerate(SEEDS) if path == GUARD_PATH]
 
 
 @settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
@@ -45,7 +46,7 @@ GUARD_SEEDS = [index for index, (path, _) in enumerate(SEEDS) if path == "/guard
 def test_the_guard_answers_as_it_would_with_every_field_parsed(seed: int, edits: list[Any]) -> None:
     """The guard's reader leaves out the fields it does not read: no answer (status, decision, message) may
     differ from the answer to the same body read whole."""
-    [endpoint] = [e for e in APP.routes if e.path == "/guard/pods"]
+    [endpoint] = [e for e in APP.routes if e.path == GUARD_PATH]
     body = encode(mutate(SEEDS[seed][1], edits))
     assert APP.answer(endpoint, body) == APP.answer(dataclasses.replace(endpoint, read=from_json), body)
 
@@ -69,7 +70,7 @@ def test_bodies_no_parser_reads_are_a_400(path: str, rule: str, body: bytes) -> 
 SCHEDULER_DELETE = next(
     payload
     for path, payload in SEEDS
-    if path == "/guard/pods"
+    if path == GUARD_PATH
     and payload["request"]["userInfo"]["username"] == "system:kube-scheduler"
     and payload["request"]["operation"] == "DELETE"
     and payload["request"].get("oldObject")
@@ -114,7 +115,7 @@ def test_a_victim_the_guard_cannot_read_is_a_400_naming_the_field(
     for step in place[:-1]:
         parent = parent[step]
     parent[place[-1]] = value
-    [endpoint] = [e for e in APP.routes if e.path == "/guard/pods"]
+    [endpoint] = [e for e in APP.routes if e.path == GUARD_PATH]
     status, body = APP.answer(endpoint, encode(payload))
     assert (status, body) == (400, {"error": message}), rule
 
@@ -133,7 +134,7 @@ def test_the_victims_fields_the_guard_does_not_read_do_not_stop_its_judgement(
 ) -> None:
     """A victim's scheduling constraints are the preemptor's business, not the victim's: the guard judges it
     as it would with them well-formed (the same answer). A preemptor's are checked where they are read."""
-    [endpoint] = [e for e in APP.routes if e.path == "/guard/pods"]
+    [endpoint] = [e for e in APP.routes if e.path == GUARD_PATH]
     payload = copy.deepcopy(SCHEDULER_DELETE)
     expected = APP.answer(endpoint, encode(payload))
     place, value = edit

@@ -10,11 +10,11 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
+from preemption_toleration.admission.decisions import snapshot_of
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY as MIN
 from preemption_toleration.core.annotations import TOLERATION_SECONDS as TOL
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.kube.informer import CacheStats
-from preemption_toleration.webhooks.decisions import snapshot_of
 from preemption_toleration.webhooks.metrics import WebhookMetrics
 from preemption_toleration.webhooks.runner import drain
 from preemption_toleration.webhooks.server import WebhookApp
@@ -205,7 +205,7 @@ async def test_a_body_that_arrives_in_pieces_is_read_whole(http: TestClient) -> 
 @pytest.fixture
 async def guard_http() -> AsyncIterator[TestClient]:
     from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot
-    from preemption_toleration.webhooks.server import GuardHooks
+    from preemption_toleration.webhooks.guard_endpoint import GuardHooks
 
     READY["value"] = False  # caches not synced: only the fast path can answer
     hooks = GuardHooks(GuardSnapshot, GuardConfig(), lambda refusal, count: None)
@@ -250,7 +250,8 @@ async def extender_http() -> AsyncIterator[TestClient]:
     from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot
     from preemption_toleration.guard.record import PreemptorRecord
     from preemption_toleration.inventory.pods import PodIndex
-    from preemption_toleration.webhooks.server import ExtenderHooks, GuardHooks
+    from preemption_toleration.webhooks.extender_endpoint import ExtenderHooks
+    from preemption_toleration.webhooks.guard_endpoint import GuardHooks
     from tests.unit.test_extender import CLASSES, node, pod
 
     READY["value"] = True

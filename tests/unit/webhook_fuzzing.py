@@ -13,6 +13,14 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from preemption_toleration.admission.decisions import snapshot_of
+from preemption_toleration.api.paths import (
+    EXTENDER_PREEMPT_PATH,
+    GUARD_PATH,
+    MUTATE_PRIORITY_CLASSES_PATH,
+    VALIDATE_POLICIES_PATH,
+    VALIDATE_PRIORITY_CLASSES_PATH,
+)
 from preemption_toleration.core.annotations import (
     MINIMUM_PREEMPTABLE_PRIORITY,
     PREEMPTOR,
@@ -21,17 +29,15 @@ from preemption_toleration.core.annotations import (
 )
 from preemption_toleration.guard.decisions import GuardConfig
 from preemption_toleration.guard.record import PreemptorRecord
-from preemption_toleration.webhooks.decisions import snapshot_of
-from preemption_toleration.webhooks.server import EXTENDER_PATH, ExtenderHooks, GuardHooks, WebhookApp
+from preemption_toleration.webhooks.extender_endpoint import ExtenderHooks
+from preemption_toleration.webhooks.guard_endpoint import GuardHooks
+from preemption_toleration.webhooks.server import WebhookApp
 from tests.unit import test_extender as extender
 from tests.unit import test_guard as guard
 from tests.unit.admission_payloads import PTP_KIND, PTP_RESOURCE, review
 from tests.unit.guard_requests import ROWS
 from tests.unit.kube_objects import priority_class
 
-GUARD_PATH = "/guard/pods"
-VALIDATE_CLASS, MUTATE_CLASS = "/validate/priorityclasses", "/mutate/priorityclasses"
-VALIDATE_POLICY = "/validate/preemptiontolerationpolicies"
 POLICY = {
     "apiVersion": "preemption-toleration.dev/v1alpha1",
     "kind": "PreemptionTolerationPolicy",
@@ -116,15 +122,15 @@ def seeds() -> list[tuple[str, dict[str, Any]]]:
         {**priority_class("gold", 8000), "metadata": {"name": "gold", "labels": {"tier": "gold"}}},
     ):
         found += [
-            (VALIDATE_CLASS, review(body)),
-            (MUTATE_CLASS, review(body)),
-            (VALIDATE_CLASS, review(body, old=body, operation="UPDATE")),
+            (VALIDATE_PRIORITY_CLASSES_PATH, review(body)),
+            (MUTATE_PRIORITY_CLASSES_PATH, review(body)),
+            (VALIDATE_PRIORITY_CLASSES_PATH, review(body, old=body, operation="UPDATE")),
         ]
     for policy in (POLICY, SELECTOR_POLICY):
         found += [
-            (VALIDATE_POLICY, review(policy, resource=PTP_RESOURCE, kind=PTP_KIND)),
+            (VALIDATE_POLICIES_PATH, review(policy, resource=PTP_RESOURCE, kind=PTP_KIND)),
             (
-                VALIDATE_POLICY,
+                VALIDATE_POLICIES_PATH,
                 review(
                     {**policy, "spec": {**policy["spec"], "tolerationSeconds": 5}},
                     old=policy,
@@ -137,7 +143,7 @@ def seeds() -> list[tuple[str, dict[str, Any]]]:
     victims = {"node-a": ["a", "b"]}
     found.append(
         (
-            EXTENDER_PATH,
+            EXTENDER_PREEMPT_PATH,
             {
                 "Pod": extender.HIGH_3CPU,
                 "NodeNameToMetaVictims": {
@@ -149,7 +155,7 @@ def seeds() -> list[tuple[str, dict[str, Any]]]:
     )
     found.append(
         (
-            EXTENDER_PATH,
+            EXTENDER_PREEMPT_PATH,
             {
                 "Pod": extender.HIGH_1CPU,
                 "NodeNameToVictims": {
@@ -221,7 +227,7 @@ def encode(payload: Any) -> bytes:
 
 def answer(app: WebhookApp, path: str, body: bytes) -> int:
     """The HTTP status the server answers `body` with on `path`."""
-    if path == EXTENDER_PATH:
+    if path == EXTENDER_PREEMPT_PATH:
         return app.preempt(body)[0]
     [endpoint] = [e for e in app.routes if e.path == path]
     return app.answer(endpoint, body)[0]

@@ -1,0 +1,116 @@
+"""The scheduler extender's request handling: its preemptVerb read, judged on the caches, the victims named
+remembered for the guard, its node choices counted and logged, and a held-back preemptor's nudge planned."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from aiohttp import web
+from pydantic import ValidationError
+
+from preemption_toleration.admission.decisions import Needs
+from preemption_toleration.api.base import first_error
+from preemption_toleration.api.extender import ExtenderPreemptionArgs
+from preemption_toleration.api.paths import EXTENDER_PREEMPT_PATH
+from preemption_toleration.core.shapes import as_mapping
+from preemption_toleration.extender.decisions import ExtenderView, NodeChoice, decide_preemption
+from preemption_toleration.guard.record import PreemptorRecord
+from preemption_toleration.webhooks.handling import (
+    Answer,
+    BadRequest,
+    HeldBack,
+    decode,
+    json_answer,
+    not_kept,
+    read_body,
+    unexpected,
+    unready,
+)
+from preemption_toleration.webhooks.metrics import WebhookMetrics
+
+logger = logging.getLogger("preemption_toleration.webhooks")
+
+EXTENDER = "extender-preempt"
+
+
+@dataclass(frozen=True)
+class ExtenderHooks:
+    view: Callable[[], ExtenderView]
+    preemptors: PreemptorRecord  # which preemptor each victim was named for, read by the guard
+    held_back: HeldBack = not_kept
+
+
+class ExtenderEndpoint:
+    def __init__(
+        self,
+        hooks: ExtenderHooks,
+        metrics: WebhookMetrics,
+        problems: Callable[[Needs], list[str]],
+        max_body_bytes: int,
+    ) -> None:
+        self.hooks = hooks
+        self.metrics = metrics
+        self.problems = problems
+        self.max_body_bytes = max_body_bytes
+
+    async def handle(self, request: web.BaseRequest) -> web.Response:
+        try:
+            body = await read_body(request, self.max_body_bytes)
+        except BadRequest as problem:
+            status, answer = _bad_request(str(problem))
+            return json_answer(answer, status)
+        status, answer = self.preempt(body)
+        return json_answer(answer, status)
+
+    def preempt(self, body: bytes) -> Answer:
+        """The scheduler extender's preemptVerb: the victims on each candidate node that do not tolerate
+        the preemptor. Any answer but 200 is an error to the scheduler (ignored if the extender is
+        `ignorable`: the guard alone then protects)."""
+        try:
+            args = ExtenderPreemptionArgs.model_validate(decode(body, "an ExtenderPreemptionArgs"))
+        except BadRequest as problem:
+            return _bad_request(str(problem))
+        except ValidationError as error:
+            return _bad_request(f"request body is not an ExtenderPreemptionArgs: {first_error(error)}")
+        if answer := unready(self.problems("all")):
+            return answer
+        try:
+            return 200, self._decide(args)
+        except Exception as error:  # noqa: BLE001 - a bug must not become a 500; counted and logged
+            return unexpected(self.metrics, EXTENDER, error)
+
+    def _decide(self, args: ExtenderPreemptionArgs) -> dict[str, Any]:
+        now = datetime.now(UTC)
+        decision = decide_preemption(args, self.hooks.view(), now)
+        named = {uid for uids, _ in args.victim_uids().values() for uid in uids}
+        named.update(uid for outcome in decision.outcomes for uid in outcome.victims)
+        self.hooks.preemptors.remember(args.pod, named, now)
+        preemptor = as_mapping(args.pod.get("metadata"))
+        held = [(o.held_until, o.node) for o in decision.outcomes if o.held_until is not None]
+        if held:
+            held_until, node = min(held)
+            self.hooks.held_back(args.pod, node, held_until)
+        for outcome in decision.outcomes:
+            self.metrics.child(self.metrics.extender_nodes, outcome.choice.value).inc()
+            if outcome.choice is not NodeChoice.UNCHANGED:
+                logger.info(
+                    "extender node decision",
+                    extra={
+                        "preemptor": f"{preemptor.get('namespace')}/{preemptor.get('name')}",
+                        "node": outcome.node,
+                        "choice": outcome.choice.value,
+                        "victims": list(outcome.victims),
+                        "tolerating": list(outcome.exempt),
+                        "detail": outcome.detail,
+                    },
+                )
+        return decision.result.to_wire()
+
+
+def _bad_request(problem: str) -> Answer:
+    logger.warning("bad extender request", extra={"endpoint": EXTENDER_PREEMPT_PATH, "problem": problem})
+    return 400, {"error": problem}

@@ -1,0 +1,170 @@
+"""The guard's request handling: its fast path on the raw JSON, its judgement's metrics, reports (repeats
+folded), the hold of a scheduler's immediate retry, and the nudge plan of a time-limited toleration."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from preemption_toleration.admission.decisions import Snapshot
+from preemption_toleration.api.admission import ADMISSION_VERSIONS, AdmissionRequest, AdmissionResponse
+from preemption_toleration.api.guard_review import read_guard_review
+from preemption_toleration.api.paths import GUARD_PATH
+from preemption_toleration.core.protection import ProtectionKind
+from preemption_toleration.core.shapes import as_mapping, is_mapping
+from preemption_toleration.guard.decisions import (
+    GuardConfig,
+    GuardSnapshot,
+    PreemptorSource,
+    Refusal,
+    Verdict,
+    judge,
+    request_problem,
+)
+from preemption_toleration.guard.prefilter import may_be_preemption
+from preemption_toleration.guard.repeats import RepeatFilter, RetryPacer
+from preemption_toleration.webhooks.handling import Endpoint, HeldBack, not_kept
+from preemption_toleration.webhooks.metrics import WebhookMetrics
+
+logger = logging.getLogger("preemption_toleration.webhooks")
+
+GUARD = "guard"
+
+
+@dataclass(frozen=True)
+class GuardHooks:
+    snapshot: Callable[[], GuardSnapshot]
+    config: GuardConfig
+    on_refusal: Callable[[Refusal, int], None]  # a refusal to report, and how many refusals it stands for
+    held_back: HeldBack = not_kept  # the expiry nudge's plan
+    retry_hold: float = 0.0  # seconds to hold the refusal of a scheduler's immediate retry (`RetryPacer`)
+
+
+def allowed(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """An "allowed" answer to a review checked by `GuardEndpoint.not_a_preemption`."""
+    return {
+        "apiVersion": payload["apiVersion"],
+        "kind": "AdmissionReview",
+        "response": {"uid": payload["request"]["uid"], "allowed": True},
+    }
+
+
+class GuardEndpoint:
+    """The guard's side of the admission endpoint it is served as (`endpoint`)."""
+
+    def __init__(self, hooks: GuardHooks, metrics: WebhookMetrics) -> None:
+        self.hooks = hooks
+        self.metrics = metrics
+        self.refusal_reports = RepeatFilter()
+        self.retry_pacer = RetryPacer(hooks.retry_hold)
+        self.hold = 0.0  # set by `decide` for the answer being returned; taken by the server's handler
+
+    def endpoint(self) -> Endpoint:
+        return Endpoint(
+            GUARD_PATH,
+            GUARD,
+            "",
+            "pods",
+            self.decide,
+            request_problem,
+            read_guard_review,
+            "all",
+            allows=self.not_a_preemption,
+            logs=False,  # `decide` logs its judgements, repeats folded
+        )
+
+    def take_hold(self) -> float:
+        hold, self.hold = self.hold, 0.0
+        return hold
+
+    def not_a_preemption(self, payload: Mapping[str, Any]) -> bool:
+        """The guard's fast path: a well-formed review of a pod request that cannot be a preemption is
+        allowed from the raw JSON, before any model is built (and whether or not the caches are synced)."""
+        request = payload.get("request")
+        if (
+            payload.get("apiVersion") not in ADMISSION_VERSIONS
+            or payload.get("kind") != "AdmissionReview"
+            or not is_mapping(request)
+        ):
+            return False
+        uid, resource = request.get("uid"), request.get("resource")
+        if not isinstance(uid, str) or not uid or not is_mapping(resource):
+            return False
+        if (resource.get("group") or "", resource.get("resource")) != ("", "pods"):
+            return False
+        config = self.hooks.config
+        return not may_be_preemption(request, config.preemptor_identities, config.judges_every_eviction)
+
+    def decide(self, request: AdmissionRequest, _: Snapshot) -> AdmissionResponse:
+        snapshot = self.hooks.snapshot()
+        verdict = judge(request, snapshot, self.hooks.config)
+        if verdict.source is not None:
+            self.metrics.preemptor_sources.inc(verdict.source.value)
+        refusal = verdict.refusal
+        if refusal is None and request.sub_resource == "status":
+            _remember_marking_preemptor(request, verdict, snapshot)
+        if refusal is None:
+            if verdict.response.warnings:
+                logger.info("preemption allowed with warnings", extra=_fields(request, verdict))
+            return verdict.response
+        mode = "audit" if refusal.audit else "enforce"
+        self.metrics.guard_refusals.inc(refusal.kind, refusal.reason, mode)
+        if refusal.preemptor:
+            self.metrics.refused(refusal.preemptor)
+        # A scheduler retrying a protected victim asks many times a second: counted each time, reported
+        # (log line, Event) the first time and then once per interval with the repeats it stands for.
+        metadata = as_mapping(refusal.victim.get("metadata"))
+        key = (metadata.get("uid"), refusal.kind, refusal.preemptor, refusal.reason, refusal.audit, refusal.dry_run)
+        count = self.refusal_reports.report(key, time.monotonic())
+        if count is not None:
+            logger.info(
+                "preemption refused" if not refusal.audit else "preemption would be refused",
+                extra={
+                    **_fields(request, verdict),
+                    "preemptorPriority": refusal.preemptor_priority,
+                    "code": refusal.code,
+                    "refusals": count,
+                },
+            )
+            self.hooks.on_refusal(refusal, count)
+        if refusal.kind in ("delete", "status") and not refusal.audit and not refusal.dry_run:
+            self.hold = self.retry_pacer.hold(key, time.monotonic())
+        until = refusal.protection.until
+        if (
+            refusal.protection.kind is ProtectionKind.UNTIL
+            and until is not None
+            and not refusal.dry_run
+            and not refusal.audit
+        ):
+            node = as_mapping(refusal.victim.get("spec")).get("nodeName")
+            if isinstance(node, str):
+                self.hooks.held_back(refusal.preemptor_pod, node, until)
+        return verdict.response
+
+
+def _remember_marking_preemptor(request: AdmissionRequest, verdict: Verdict, snapshot: GuardSnapshot) -> None:
+    """The scheduler marks a victim (`DisruptionTarget`), then deletes it: the DELETE is judged against
+    the preemptor the allowed mark was judged against, not guessed again, so a guess that changes in
+    between (another pod now pending) cannot refuse the DELETE and leave the pod marked but running."""
+    victim_uid = as_mapping(as_mapping(request.old_object).get("metadata")).get("uid")
+    if verdict.preemptor is None or snapshot.preemptors is None or not isinstance(victim_uid, str):
+        return
+    if verdict.source in (PreemptorSource.INFERRED, PreemptorSource.RECORDED):
+        snapshot.preemptors.remember(verdict.preemptor, [victim_uid], datetime.now(UTC))
+
+
+def _fields(request: AdmissionRequest, verdict: Verdict) -> dict[str, Any]:
+    refusal, response = verdict.refusal, verdict.response
+    return {
+        "kind": refusal.kind if refusal is not None else request.operation.lower(),
+        "victim": f"{request.namespace}/{request.name}",
+        "preemptor": refusal.preemptor if refusal is not None else None,
+        "preemptorSource": verdict.source.value if verdict.source else None,
+        "denial": refusal.message if refusal is not None else None,
+        "warnings": response.warnings,
+        "dryRun": bool(request.dry_run),
+    }

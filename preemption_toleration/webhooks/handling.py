@@ -1,0 +1,94 @@
+"""What every endpoint's request handling shares: the admission endpoint's record, reading a body and its
+JSON, JSON answers, and the 400 and 503 answers any endpoint may give."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from aiohttp import web
+from pydantic_core import from_json, to_json
+
+from preemption_toleration.admission.decisions import Needs, Snapshot
+from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse
+from preemption_toleration.webhooks.metrics import WebhookMetrics
+
+logger = logging.getLogger("preemption_toleration.webhooks")
+
+DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024  # the API server's own request limit is 3 MiB
+
+Answer = tuple[int, dict[str, Any]]  # (HTTP status, JSON body)
+Decide = Callable[[AdmissionRequest, Snapshot], AdmissionResponse]
+# (preemptor, node, until): a time-limited toleration held the preemptor back on that node
+HeldBack = Callable[[Mapping[str, Any], str, datetime], None]
+
+
+def not_kept(preemptor: Mapping[str, Any], node: str, until: datetime) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """An AdmissionReview endpoint: the resource it judges and how."""
+
+    path: str
+    name: str
+    group: str
+    resource: str
+    decide: Decide
+    check: Callable[[AdmissionRequest], str | None] | None = None  # what makes a request unreadable to it
+    read: Callable[[bytes], Any] = from_json  # the body's JSON; ValueError when it is not JSON
+    needs: Needs = "admission"  # the caches its decisions read
+    # a review it allows from its raw JSON, before any model is built (the guard's fast path)
+    allows: Callable[[Mapping[str, Any]], bool] | None = None
+    logs: bool = True  # False: it logs its own judgements
+
+
+class BadRequest(Exception):
+    pass
+
+
+async def read_body(request: web.BaseRequest, max_bytes: int) -> bytes:
+    if request.content_length is not None and request.content_length > max_bytes:
+        raise BadRequest(f"request body of {request.content_length} bytes exceeds the limit of {max_bytes} bytes")
+    try:
+        return await request.read()  # the whole body, however it arrives; the app's limit stops a huge one
+    except web.HTTPRequestEntityTooLarge as error:
+        raise BadRequest(f"request body exceeds the limit of {max_bytes} bytes") from error
+
+
+def decode(
+    body: bytes, expected: str = "an AdmissionReview", read: Callable[[bytes], Any] = from_json
+) -> dict[str, Any]:
+    try:
+        # pydantic-core's parser (`read` is one of its readers): about twice as fast as the json module's,
+        # and it refuses nesting deeper than 200 levels with an error instead of exhausting the stack.
+        payload = read(body)
+    except ValueError as error:
+        raise BadRequest(f"request body is not JSON: {error}") from error
+    if not isinstance(payload, dict):
+        raise BadRequest(f"request body is a JSON {type(payload).__name__}, not {expected} object")
+    return payload
+
+
+def json_answer(body: Any, status: int = 200) -> web.Response:
+    return web.Response(body=to_json(body), status=status, content_type="application/json")
+
+
+def unready(problems: list[str]) -> Answer | None:
+    """A 503 while the caches a decision needs may not be decided from."""
+    return (503, {"error": f"caches are not ready: {'; '.join(problems)}"}) if problems else None
+
+
+def unexpected(metrics: WebhookMetrics, endpoint_name: str, error: Exception) -> Answer:
+    """An error no rule foresaw, from input that passed every check: a 400 that says so (never a 500,
+    which reads as an outage), logged with its traceback and counted, so that it gets fixed."""
+    metrics.child(metrics.unexpected_errors, endpoint_name).inc()
+    logger.error("request could not be judged", exc_info=error, extra={"endpoint": endpoint_name})
+    return 400, {
+        "error": f"the request could not be judged ({type(error).__name__}: {str(error)[:200]}); "
+        "this is a bug of preemption-toleration, please report it"
+    }

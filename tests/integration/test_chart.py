@@ -1,0 +1,327 @@
+"""The Helm chart (charts/preemption-toleration), with the real helm of the test bed: lint, the renderings of
+each meaningful combination of values, the schema's refusals, its agreement with config/, and (in
+test_chart_install.py) an install, upgrade and uninstall on the local control plane."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from preemption_toleration.cli import dev_manifests
+from preemption_toleration.devcluster import LocalCluster
+from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES
+from preemption_toleration.webhooks.configurations import guard_match_expression
+from tests.integration.components import INSTALL_NAMESPACE, ROOT, rbac_installed
+from tests.integration.conftest import Kubectl
+
+pytestmark = pytest.mark.integration
+
+CHART = ROOT / "charts" / "preemption-toleration"
+KUBE_VERSION = "1.37.2"
+# Kinds of other projects' CRDs, not installed on the local control plane.
+FOREIGN_KINDS = {"Issuer", "ClusterIssuer", "Certificate", "ServiceMonitor"}
+RELEASE_LABELS = ("app.kubernetes.io/instance", "app.kubernetes.io/managed-by", "helm.sh/chart")
+
+Objects = dict[tuple[str, str], dict[str, Any]]
+
+
+@pytest.fixture(scope="module")
+def helm(cluster: LocalCluster) -> Path:
+    return cluster.toolchain.helm
+
+
+def run_helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(helm), *args], capture_output=True, text=True, timeout=120, check=False)
+
+
+def template(helm: Path, *args: str) -> Objects:
+    result = run_helm(
+        helm,
+        "template",
+        "preemption-toleration",
+        str(CHART),
+        "--namespace",
+        INSTALL_NAMESPACE,
+        "--kube-version",
+        KUBE_VERSION,
+        *args,
+    )
+    assert result.returncode == 0, result.stderr
+    return by_kind_and_name(result.stdout)
+
+
+def by_kind_and_name(text: str) -> Objects:
+    return {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(text) if d}
+
+
+def container(objects: Objects, deployment: str) -> dict[str, Any]:
+    [only] = objects[("Deployment", deployment)]["spec"]["template"]["spec"]["containers"]
+    return dict(only)
+
+
+def pod_spec(objects: Objects, deployment: str) -> dict[str, Any]:
+    return dict(objects[("Deployment", deployment)]["spec"]["template"]["spec"])
+
+
+def guard(objects: Objects) -> dict[str, Any]:
+    return dict(objects[("ValidatingWebhookConfiguration", "preemption-toleration-guard")]["webhooks"][0])
+
+
+WEBHOOK, OPERATOR = "preemption-toleration-webhook", "preemption-toleration-operator"
+ADMISSION = {
+    ("ValidatingWebhookConfiguration", "preemption-toleration"),
+    ("MutatingWebhookConfiguration", "preemption-toleration"),
+}
+GUARD = ("ValidatingWebhookConfiguration", "preemption-toleration-guard")
+
+
+def _defaults(objects: Objects) -> None:
+    assert ADMISSION <= set(objects) and GUARD in objects
+    _drains_allowed(objects)
+    args = container(objects, WEBHOOK)["args"]
+    assert args[:5] == ["webhook", "--tls-secret", f"{INSTALL_NAMESPACE}/webhook-tls", "--service", WEBHOOK]
+    assert args[-2:] == ["--guard", "enforce"] and guard(objects)["failurePolicy"] == "Ignore"
+    assert ("Role", "preemption-toleration-webhook-tls") in objects
+    assert ("PodDisruptionBudget", WEBHOOK) in objects and ("ClusterKopfPeering", "preemption-toleration") in objects
+    assert container(objects, WEBHOOK)["image"] == "preemption-toleration:0.1.0"  # the appVersion
+    assert not {kind for kind, _ in objects} & FOREIGN_KINDS
+
+
+def _cert_manager(objects: Objects) -> None:
+    args = container(objects, WEBHOOK)["args"]
+    assert "--cert-file" in args and "--tls-secret" not in args
+    for key in (*ADMISSION, GUARD):
+        annotations = objects[key]["metadata"]["annotations"]
+        assert annotations == {"cert-manager.io/inject-ca-from": f"{INSTALL_NAMESPACE}/{WEBHOOK}"}
+    assert objects[("Issuer", "preemption-toleration-selfsigned")]
+    assert objects[("Certificate", WEBHOOK)]["spec"]["dnsNames"][0] == f"{WEBHOOK}.{INSTALL_NAMESPACE}.svc"
+    # the rights self-managed TLS needs are gone: its Secret, and patching the configurations' caBundle
+    assert ("Role", "preemption-toleration-webhook-tls") not in objects
+    rules = objects[("ClusterRole", WEBHOOK)]["rules"]
+    assert not [rule for rule in rules if "admissionregistration.k8s.io" in rule["apiGroups"]]
+
+
+def _cluster_issuer(objects: Objects) -> None:
+    assert ("Issuer", "preemption-toleration-selfsigned") not in objects
+    assert objects[("Certificate", WEBHOOK)]["spec"]["issuerRef"] == {"name": "corp-ca", "kind": "ClusterIssuer"}
+
+
+def _audit_fail_closed(objects: Objects) -> None:
+    assert container(objects, WEBHOOK)["args"][-2:] == ["--guard", "audit"]
+    assert guard(objects)["failurePolicy"] == "Fail"
+
+
+def _drains_judged(objects: Objects) -> None:
+    assert container(objects, WEBHOOK)["args"][-2:] == ["--eviction-preemptor-priority", "0"]
+    [condition] = guard(objects)["matchConditions"]
+    assert condition["expression"] == guard_match_expression(DEFAULT_PREEMPTOR_IDENTITIES, every_eviction=True)
+
+
+def _drains_allowed(objects: Objects) -> None:
+    assert "--eviction-preemptor-priority" not in container(objects, WEBHOOK)["args"]
+    [condition] = guard(objects)["matchConditions"]
+    assert condition["expression"] == guard_match_expression(DEFAULT_PREEMPTOR_IDENTITIES)
+
+
+def _guard_off(objects: Objects) -> None:
+    assert GUARD not in objects and ADMISSION <= set(objects)
+    assert container(objects, WEBHOOK)["args"][-2:] == ["--guard", "off"]
+
+
+def _admission_off(objects: Objects) -> None:
+    assert not ADMISSION & set(objects) and GUARD in objects
+
+
+def _operator_off(objects: Objects) -> None:
+    assert not [
+        key
+        for key, d in objects.items()
+        if d["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "operator"
+    ]
+    assert ("ClusterKopfPeering", "preemption-toleration") not in objects and ("Deployment", WEBHOOK) in objects
+
+
+def _admission_policy(objects: Objects) -> None:
+    assert ("ValidatingAdmissionPolicy", "preemption-toleration-priorityclasses") in objects
+    assert ("ValidatingAdmissionPolicyBinding", "preemption-toleration-priorityclasses") in objects
+
+
+def _service_monitors(objects: Objects) -> None:
+    monitors = {name for kind, name in objects if kind == "ServiceMonitor"}
+    assert monitors == {WEBHOOK, OPERATOR}
+    endpoint = objects[("ServiceMonitor", WEBHOOK)]["spec"]["endpoints"][0]
+    assert endpoint["scheme"] == "https" and endpoint["tlsConfig"]["ca"]["secret"] == {
+        "name": "webhook-tls",
+        "key": "ca.crt",
+    }
+    assert objects[("ServiceMonitor", WEBHOOK)]["metadata"]["labels"]["release"] == "prometheus"
+    assert ("Service", "preemption-toleration-operator-metrics") in objects
+
+
+def _no_service_monitor_without_its_crd(objects: Objects) -> None:
+    assert not [key for key in objects if key[0] == "ServiceMonitor"]
+
+
+def _scheduling(objects: Objects) -> None:
+    for deployment in (WEBHOOK, OPERATOR):
+        spec = pod_spec(objects, deployment)
+        assert spec["nodeSelector"] == {"node-role.example/system": "true"}
+        assert spec["tolerations"] == [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]
+        assert spec["priorityClassName"] == "system-cluster-critical"
+        assert spec["imagePullSecrets"] == [{"name": "registry"}]
+        assert container(objects, deployment)["image"] == "registry.example/ptol:0.2.0"
+    assert ("PodDisruptionBudget", WEBHOOK) not in objects
+    assert objects[("Deployment", WEBHOOK)]["spec"]["replicas"] == 3
+    assert container(objects, WEBHOOK)["args"][-2:] == ["--retry-hold-seconds", "0.5"]
+    # Helm merges maps: the limits stay unless set to null
+    assert container(objects, WEBHOOK)["resources"] == {
+        "requests": {"cpu": "1", "memory": "384Mi"},
+        "limits": {"memory": "512Mi"},
+    }
+
+
+CertManager = ("--set", "certificates.mode=cert-manager")
+COMBINATIONS: dict[str, tuple[tuple[str, ...], Callable[[Objects], None]]] = {
+    "defaults": ((), _defaults),
+    "cert-manager with its own Issuer": (CertManager, _cert_manager),
+    "cert-manager with a ClusterIssuer": (
+        (*CertManager, "--set", "certificates.certManager.issuerRef.name=corp-ca")
+        + ("--set", "certificates.certManager.issuerRef.kind=ClusterIssuer"),
+        _cluster_issuer,
+    ),
+    "guard audit, fail closed": (
+        ("--set", "guard.mode=audit", "--set", "guard.failurePolicy=Fail"),
+        _audit_fail_closed,
+    ),
+    # 0 is a priority: the chart must not take it for "not set"
+    "drains judged as preemptions by priority 0": (("--set", "guard.evictionPreemptorPriority=0"), _drains_judged),
+    "guard off": (("--set", "guard.enabled=false"), _guard_off),
+    "admission webhooks off": (("--set", "admissionWebhooks.enabled=false"), _admission_off),
+    "operator off": (("--set", "operator.enabled=false"), _operator_off),
+    "ValidatingAdmissionPolicy": (("--set", "admissionPolicy.enabled=true"), _admission_policy),
+    "ServiceMonitors": (
+        ("--set", "serviceMonitor.enabled=true", "--set", "serviceMonitor.labels.release=prometheus")
+        + ("--api-versions", "monitoring.coreos.com/v1/ServiceMonitor"),
+        _service_monitors,
+    ),
+    "ServiceMonitors asked for where their CRD is not served": (
+        ("--set", "serviceMonitor.enabled=true"),
+        _no_service_monitor_without_its_crd,
+    ),
+    "scheduling, image, replicas, resources, extra arguments": (
+        ("--set-json", 'nodeSelector={"node-role.example/system": "true"}')
+        + ("--set-json", 'tolerations=[{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]')
+        + ("--set", "priorityClassName=system-cluster-critical", "--set", "imagePullSecrets[0].name=registry")
+        + ("--set", "image.repository=registry.example/ptol", "--set", "image.tag=0.2.0")
+        + ("--set", "webhook.podDisruptionBudget.enabled=false", "--set", "webhook.replicas=3")
+        + ("--set-json", 'webhook.resources={"requests": {"cpu": "1", "memory": "384Mi"}}')
+        + ("--set-json", 'webhook.extraArgs=["--retry-hold-seconds", "0.5"]'),
+        _scheduling,
+    ),
+}
+
+
+@pytest.mark.parametrize("combination", list(COMBINATIONS))
+def test_helm_lint_passes(helm: Path, combination: str) -> None:
+    args = [arg for arg in COMBINATIONS[combination][0] if not arg.startswith("monitoring.coreos.com")]
+    if "--api-versions" in args:
+        args.remove("--api-versions")
+    result = run_helm(helm, "lint", "--strict", str(CHART), "--kube-version", KUBE_VERSION, *args)
+    assert result.returncode == 0 and "0 chart(s) failed" in result.stdout, result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def installed(cluster: LocalCluster) -> Iterator[None]:
+    with rbac_installed(cluster):  # the CRDs and the namespace the dry runs need
+        yield
+
+
+@pytest.mark.parametrize("combination", list(COMBINATIONS))
+def test_each_combination_renders_what_it_says_and_the_api_server_accepts_it(
+    helm: Path, installed: None, kubectl: Kubectl, combination: str
+) -> None:
+    args, check = COMBINATIONS[combination]
+    objects = template(helm, "--include-crds", *args)
+    check(objects)
+    ours = [d for (kind, _), d in objects.items() if kind not in FOREIGN_KINDS]
+    result = kubectl("apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(ours), check=False)
+    assert result.returncode == 0 and result.stdout.count("(server dry run)") == len(ours), result.stderr
+
+
+SCHEMA_REFUSALS = [
+    ("guard.failurePolicy=Sometimes", "at '/guard/failurePolicy': value must be one of 'Ignore', 'Fail'"),
+    ("webhook.replicas=two", "at '/webhook/replicas': got string, want integer"),
+    ("gaurd.enabled=false", "additional properties 'gaurd' not allowed"),
+    ("certificates.mode=certmanager", "at '/certificates/mode': value must be one of 'self-managed', 'cert-manager'"),
+    (
+        "certificates.certManager.issuerRef.kind=ClusterIssuer",
+        "at '/certificates/certManager/issuerRef': missing property 'name'",
+    ),
+    ("guard.mode=dry-run", "at '/guard/mode': value must be one of 'enforce', 'audit'"),
+    ("operator.replicas=-1", "at '/operator/replicas': minimum: got -1, want 0"),
+    ("webhook.extraArgs=--verbose", "at '/webhook/extraArgs': got string, want array"),
+    ("guard.evictionPreemptorPriority=3000000000", "at '/guard/evictionPreemptorPriority': maximum:"),
+]
+
+
+@pytest.mark.parametrize(("value", "message"), SCHEMA_REFUSALS, ids=[value for value, _ in SCHEMA_REFUSALS])
+def test_the_schema_refuses_a_mistyped_value_with_its_path(helm: Path, value: str, message: str) -> None:
+    result = run_helm(helm, "template", "x", str(CHART), "--kube-version", KUBE_VERSION, "--set", value)
+    assert result.returncode != 0 and message in result.stderr, result.stderr
+
+
+def test_the_chart_refuses_a_kubernetes_older_than_the_oldest_supported_minor(helm: Path) -> None:
+    result = run_helm(helm, "template", "x", str(CHART), "--kube-version", "1.34.3")
+    assert result.returncode != 0 and "chart requires kubeVersion: >=1.35.0-0" in result.stderr, result.stderr
+
+
+def test_the_generated_files_of_config_and_the_chart_are_current(helm: Path) -> None:
+    """One source: what `ptol dev manifests` would write is what is committed."""
+    assert dev_manifests.stale(dev_manifests.all_files(helm, ROOT), ROOT) == [], "run `ptol dev manifests`"
+
+
+def without_release_marks(objects: Objects) -> Objects:
+    for document in objects.values():
+        labels = document["metadata"].get("labels", {})
+        for label in RELEASE_LABELS:
+            labels.pop(label, None)
+        annotations = document["metadata"].get("annotations", {})
+        annotations.pop("helm.sh/resource-policy", None)
+        if not annotations:
+            document["metadata"].pop("annotations", None)
+    return objects
+
+
+AGREEMENT = [
+    ("default", ()),
+    ("certmanager", CertManager),
+]
+
+
+@pytest.mark.parametrize(("variant", "values"), AGREEMENT, ids=[variant for variant, _ in AGREEMENT])
+def test_kustomize_and_helm_install_the_same_objects(
+    helm: Path, kubectl: Kubectl, variant: str, values: tuple[str, ...]
+) -> None:
+    """config/'s variant and the chart with the matching values: the same objects, but for the Namespace
+    (Helm's is the release's, made by `--create-namespace`) and the marks of a Helm release."""
+    kustomized = by_kind_and_name(kubectl("kustomize", str(ROOT / "config" / variant)).stdout)
+    assert kustomized.pop(("Namespace", INSTALL_NAMESPACE))
+    charted = without_release_marks(template(helm, "--include-crds", *values))
+    assert sorted(kustomized) == sorted(charted)
+    for key, document in kustomized.items():
+        assert document == charted[key], key
+
+
+def test_the_admission_policy_component_is_the_charts_admission_policy(helm: Path, kubectl: Kubectl) -> None:
+    component = by_kind_and_name(
+        (ROOT / "config/components/validating-admission-policy/admission-policy.yaml").read_text()
+    )
+    charted = without_release_marks(
+        template(helm, "--set", "admissionPolicy.enabled=true", "--show-only", "templates/admission-policy.yaml")
+    )
+    assert component == charted
