@@ -1,6 +1,5 @@
-"""The eviction guard (architecture §5): refuses pod deletions, evictions and DisruptionTarget marks that would
-preempt a pod whose toleration protects it from that preemptor.
-
-`matching` (scheduling compatibility) and `inference` (who is the preemptor) and `decisions` are pure;
-`caches` and the webhook server's guard endpoint are the adapters.
+"""The eviction guard's pure decisions (architecture §5): is a pod request a preemption (`prefilter`,
+`decisions`), who the preemptor is (`inference`, `record`, `matching`), which refusals to report or hold
+(`repeats`), when to nudge a held-back preemptor (`nudges`). Its HTTP handling is `webhooks.guard_endpoint`,
+its caches `webhooks.caches`.
 """

@@ -16,7 +16,13 @@ import base64
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from preemption_toleration.api.paths import EXTENDER_PREFIX, GUARD_PATH
+from preemption_toleration.api.paths import (
+    EXTENDER_PREFIX,
+    GUARD_PATH,
+    MUTATE_PRIORITY_CLASSES_PATH,
+    VALIDATE_POLICIES_PATH,
+    VALIDATE_PRIORITY_CLASSES_PATH,
+)
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
 from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES
 from preemption_toleration.guard.prefilter import PREEMPTION_MARK, PREEMPTOR_ANNOTATIONS
@@ -69,13 +75,13 @@ def validating_configuration(client_config: Any) -> dict[str, Any]:
         "webhooks": [
             _webhook(
                 "priorityclasses.validate.preemption-toleration.dev",
-                client_config("/validate/priorityclasses"),
+                client_config(VALIDATE_PRIORITY_CLASSES_PATH),
                 _PRIORITY_CLASS_RULE,
                 "Fail",
             ),
             _webhook(
                 "policies.validate.preemption-toleration.dev",
-                client_config("/validate/preemptiontolerationpolicies"),
+                client_config(VALIDATE_POLICIES_PATH),
                 _POLICY_RULE,
                 "Fail",
             ),
@@ -190,7 +196,7 @@ def guard_configuration(
 def mutating_configuration(client_config: Any) -> dict[str, Any]:
     webhook = _webhook(
         "priorityclasses.mutate.preemption-toleration.dev",
-        client_config("/mutate/priorityclasses"),
+        client_config(MUTATE_PRIORITY_CLASSES_PATH),
         _PRIORITY_CLASS_RULE,
         "Ignore",
     )
