@@ -115,6 +115,13 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
+        if args.extender == "off":
+            print(
+                "ptol run: error: --dev-cluster needs the extender endpoint (--extender on): the scheduler of "
+                "the local control plane calls it",
+                file=sys.stderr,
+            )
+            return 2
 
         attached = attach(Path(args.dev_cluster), args.kubeconfig)
         if isinstance(attached, str):

@@ -120,6 +120,16 @@ def add_webhook_arguments(
     )
     env_option(
         parser,
+        "--extender",
+        env="PTOL_EXTENDER",
+        default="on",
+        type=choice("on", "off"),
+        help="the scheduler extender endpoint (/extender/preempt), which reads the guard's caches: serve it (on), "
+        "or answer 404 (off) where no kube-scheduler is configured to call it, so nothing can record a "
+        "preemptor through it; --guard off turns it off too",
+    )
+    env_option(
+        parser,
         "--retry-hold-seconds",
         env="PTOL_RETRY_HOLD_SECONDS",
         default="1",
@@ -223,6 +233,7 @@ def settings_from(args: argparse.Namespace) -> WebhookSettings:
         register_url=getattr(args, "register_url", None),
         tls_secret=args.tls_secret,
         guard_mode=args.guard,
+        extender=args.extender == "on",
         retry_hold=float(args.retry_hold_seconds),
         eviction_preemptor_priority=args.eviction_preemptor_priority,
         service=args.service,

@@ -67,6 +67,7 @@ class WebhookSettings:
     service: str = "preemption-toleration-webhook"
     # The eviction guard: off, "enforce" or "audit" (allow everything, report what would be refused).
     guard_mode: str = "enforce"
+    extender: bool = True  # serve the scheduler extender endpoint (needs the guard's caches)
     preemptor_identities: list[str] = field(default_factory=lambda: list(DEFAULT_PREEMPTOR_IDENTITIES))
     retry_hold: float = 1.0  # seconds to hold the refusal of a scheduler's immediate retry (guard.repeats)
     # Opt-in: judge an Eviction that names no preemptor as a preemption by this priority (GuardConfig).
@@ -288,8 +289,9 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
             nudger.hold,
             settings.retry_hold,
         )
-        # The extender reads the guard's caches and tells it the preemptor of each victim it saw.
-        extender = ExtenderHooks(caches.extender_view, caches.preemptors, nudger.hold)
+        if settings.extender:
+            # The extender reads the guard's caches and tells it the preemptor of each victim it saw.
+            extender = ExtenderHooks(caches.extender_view, caches.preemptors, nudger.hold)
     certificates = await _certificates(api, settings)
     tasks.append(asyncio.create_task(certificates.maintain(), name="certificates"))
     app = WebhookApp(
@@ -319,7 +321,7 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
             )
             registered = True
             logger.info(REGISTERED, extra={"url": url})
-            if guard_enabled:
+            if extender is not None:
                 registered_guard = guard_configuration(
                     lambda path: url_client_config(url, path, ca_bundle), settings.preemptor_identities
                 )

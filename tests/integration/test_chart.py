@@ -133,6 +133,11 @@ def _guard_off(objects: Objects) -> None:
     assert container(objects, WEBHOOK)["args"][-2:] == ["--guard", "off"]
 
 
+def _extender_off(objects: Objects) -> None:
+    assert container(objects, WEBHOOK)["args"][-4:] == ["--guard", "enforce", "--extender", "off"]
+    assert GUARD in objects
+
+
 def _admission_off(objects: Objects) -> None:
     assert not ADMISSION & set(objects) and GUARD in objects
 
@@ -201,6 +206,7 @@ COMBINATIONS: dict[str, tuple[tuple[str, ...], Callable[[Objects], None]]] = {
     # 0 is a priority: the chart must not take it for "not set"
     "drains judged as preemptions by priority 0": (("--set", "guard.evictionPreemptorPriority=0"), _drains_judged),
     "guard off": (("--set", "guard.enabled=false"), _guard_off),
+    "extender endpoint off": (("--set", "extender.enabled=false"), _extender_off),
     "admission webhooks off": (("--set", "admissionWebhooks.enabled=false"), _admission_off),
     "operator off": (("--set", "operator.enabled=false"), _operator_off),
     "ValidatingAdmissionPolicy": (("--set", "admissionPolicy.enabled=true"), _admission_policy),

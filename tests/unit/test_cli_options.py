@@ -62,6 +62,8 @@ def parse(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], argv: list[str])
         ("the guard holds an immediate retry 1 s by default", {}, ["webhook"], "retry_hold_seconds", 1.0),
         ("a hold of 0 answers at once", {"PTOL_RETRY_HOLD_SECONDS": "0"}, ["run"], "retry_hold_seconds", 0.0),
         ("guard mode from the variable", {"PTOL_GUARD": "audit"}, ["webhook"], "guard", "audit"),
+        ("the extender endpoint is served by default", {}, ["webhook"], "extender", "on"),
+        ("the extender endpoint off by the variable", {"PTOL_EXTENDER": "off"}, ["run"], "extender", "off"),
         (
             "list from a comma-separated variable",
             {"PTOL_OPERATOR_IDENTITIES": "a, b,,"},
@@ -317,6 +319,14 @@ def test_run_refuses_a_dev_cluster_without_the_guard(capsys: pytest.CaptureFixtu
     assert capsys.readouterr().err == (
         "ptol run: error: --dev-cluster needs the guard (--guard enforce or audit): "
         "its server is the scheduler's extender\n"
+    )
+
+
+def test_run_refuses_a_dev_cluster_without_the_extender_endpoint(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--dev-cluster", ".cluster", "--extender", "off"]) == 2
+    assert capsys.readouterr().err == (
+        "ptol run: error: --dev-cluster needs the extender endpoint (--extender on): the scheduler of the local "
+        "control plane calls it\n"
     )
 
 

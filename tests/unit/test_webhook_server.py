@@ -230,6 +230,12 @@ async def test_guard_answers_a_request_that_cannot_be_a_preemption_from_the_raw_
     }
 
 
+async def test_a_guard_without_the_extender_endpoint_answers_it_404(guard_http: TestClient) -> None:
+    """`--extender off`: the guard is served, the scheduler extender's path is not."""
+    response = await guard_http.post("/extender/preempt", json={"pod": {}, "nodeNameToMetaVictims": {}})
+    assert response.status == 404
+
+
 async def test_guard_judges_a_possible_preemption_only_from_synced_caches(guard_http: TestClient) -> None:
     payload = review(None, old=VICTIM, operation="DELETE", resource=POD, kind=POD_KIND, user="system:kube-scheduler")
     response = await guard_http.post("/guard/pods", json=payload)
