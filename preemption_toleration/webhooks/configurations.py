@@ -2,7 +2,8 @@
 
 Failure policies, and why:
 - validate PriorityClasses: Fail. PriorityClass writes are rare admin actions; letting a malformed
-  annotation through while we are down would silently switch off a class's protection.
+  annotation through while we are down would silently switch off a class's protection. Its matchConditions
+  leave out writes of classes with none of our annotations and no labels, before and after.
 - mutate PriorityClasses: Ignore. A missed mutation is repaired by the operator within seconds.
 - validate policies: Fail. They are our own objects; nothing else needs to write them while we are down.
 - the guard (pod deletions, evictions, status): Ignore with a 3 s timeout, so a guard outage never blocks
@@ -24,6 +25,7 @@ from preemption_toleration.api.paths import (
     VALIDATE_PRIORITY_CLASSES_PATH,
 )
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
+from preemption_toleration.core.annotations import LEGACY_PREFIX, PREFIX
 from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES
 from preemption_toleration.guard.prefilter import PREEMPTION_MARK, PREEMPTOR_ANNOTATIONS
 
@@ -66,19 +68,50 @@ def _webhook(name: str, client_config: dict[str, Any], rule: dict[str, Any], fai
     }
 
 
+def _has_our_annotation(obj: str) -> str:
+    prefixes = " || ".join(f"k.startsWith({cel_string(prefix)})" for prefix in (PREFIX, LEGACY_PREFIX))
+    return f"(has({obj}.metadata.annotations) && {obj}.metadata.annotations.exists(k, {prefixes}))"
+
+
+def _labelled(obj: str) -> str:
+    return f"(has({obj}.metadata.labels) && size({obj}.metadata.labels) > 0)"
+
+
+def priority_class_match_expression() -> str:
+    """CEL: a PriorityClass write the validating webhook must see. It judges our annotations (added, changed
+    or removed) and, through labels, which policies select the class; a class with neither, before and after,
+    is none of its business, so it is admitted even while the webhook is down (failurePolicy Fail)."""
+    return (
+        f"{_has_our_annotation('object')}\n"
+        f"|| (oldObject != null && {_has_our_annotation('oldObject')})\n"
+        # labels set, changed or removed (maps compared whole; an empty map is no labels)
+        f"|| ({_labelled('object')} && (oldObject == null || !has(oldObject.metadata.labels)\n"
+        "  || object.metadata.labels != oldObject.metadata.labels))\n"
+        f"|| (oldObject != null && {_labelled('oldObject')} && (!has(object.metadata.labels)\n"
+        "  || object.metadata.labels != oldObject.metadata.labels))"
+    )
+
+
+def priority_class_match_conditions() -> list[dict[str, str]]:
+    return [{"name": "ours-or-labelled", "expression": priority_class_match_expression()}]
+
+
 def validating_configuration(client_config: Any) -> dict[str, Any]:
-    """`client_config(path)` gives the clientConfig of one endpoint."""
+    """`client_config(path)` gives the clientConfig of one endpoint. The PriorityClass webhook sees only the
+    writes its matchConditions select (see `priority_class_match_expression`)."""
+    priority_classes = _webhook(
+        "priorityclasses.validate.preemption-toleration.dev",
+        client_config(VALIDATE_PRIORITY_CLASSES_PATH),
+        _PRIORITY_CLASS_RULE,
+        "Fail",
+    )
+    priority_classes["matchConditions"] = priority_class_match_conditions()
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": NAME, "labels": {"app.kubernetes.io/name": NAME}},
         "webhooks": [
-            _webhook(
-                "priorityclasses.validate.preemption-toleration.dev",
-                client_config(VALIDATE_PRIORITY_CLASSES_PATH),
-                _PRIORITY_CLASS_RULE,
-                "Fail",
-            ),
+            priority_classes,
             _webhook(
                 "policies.validate.preemption-toleration.dev",
                 client_config(VALIDATE_POLICIES_PATH),
