@@ -4,6 +4,7 @@ test_chart_install.py) an install, upgrade and uninstall on the local control pl
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -89,6 +90,16 @@ def _defaults(objects: Objects) -> None:
     assert ("Role", "preemption-toleration-webhook-tls") in objects
     assert ("PodDisruptionBudget", WEBHOOK) in objects and ("ClusterKopfPeering", "preemption-toleration") in objects
     assert container(objects, WEBHOOK)["image"] == "preemption-toleration:0.1.0"  # the appVersion
+    # a fail-closed webhook is not the first pod preempted: both components run in a class of the chart's
+    assert objects[("PriorityClass", "preemption-toleration-critical")]["value"] == 1_000_000_000
+    for deployment in (WEBHOOK, OPERATOR):
+        assert pod_spec(objects, deployment)["priorityClassName"] == "preemption-toleration-critical"
+    # a spread that lets two replicas roll on one node, not a required anti-affinity
+    webhook_pods = pod_spec(objects, WEBHOOK)
+    assert "affinity" not in webhook_pods
+    spread = webhook_pods["topologySpreadConstraints"]
+    assert [c["topologyKey"] for c in spread] == ["topology.kubernetes.io/zone", "kubernetes.io/hostname"]
+    assert {c["whenUnsatisfiable"] for c in spread} == {"ScheduleAnyway"}
     assert not {kind for kind, _ in objects} & FOREIGN_KINDS
 
 
@@ -172,15 +183,26 @@ def _no_service_monitor_without_its_crd(objects: Objects) -> None:
     assert not [key for key in objects if key[0] == "ServiceMonitor"]
 
 
+SPREAD = {
+    "maxSkew": 1,
+    "topologyKey": "topology.kubernetes.io/zone",
+    "whenUnsatisfiable": "DoNotSchedule",
+    "labelSelector": {"matchLabels": {"app.kubernetes.io/component": "webhook"}},
+}
+
+
 def _scheduling(objects: Objects) -> None:
     for deployment in (WEBHOOK, OPERATOR):
         spec = pod_spec(objects, deployment)
         assert spec["nodeSelector"] == {"node-role.example/system": "true"}
         assert spec["tolerations"] == [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]
         assert spec["priorityClassName"] == "system-cluster-critical"
+
         assert spec["imagePullSecrets"] == [{"name": "registry"}]
         assert container(objects, deployment)["image"] == "registry.example/ptol:0.2.0"
     assert ("PodDisruptionBudget", WEBHOOK) not in objects
+    assert not [key for key in objects if key[0] == "PriorityClass"]  # Kubernetes' own class: named, not made
+    assert pod_spec(objects, WEBHOOK)["topologySpreadConstraints"] == [SPREAD]
     assert objects[("Deployment", WEBHOOK)]["spec"]["replicas"] == 3
     assert container(objects, WEBHOOK)["args"][-2:] == ["--retry-hold-seconds", "0.5"]
     # Helm merges maps: the limits stay unless set to null
@@ -226,7 +248,8 @@ COMBINATIONS: dict[str, tuple[tuple[str, ...], Callable[[Objects], None]]] = {
         + ("--set", "image.repository=registry.example/ptol", "--set", "image.tag=0.2.0")
         + ("--set", "webhook.podDisruptionBudget.enabled=false", "--set", "webhook.replicas=3")
         + ("--set-json", 'webhook.resources={"requests": {"cpu": "1", "memory": "384Mi"}}')
-        + ("--set-json", 'webhook.extraArgs=["--retry-hold-seconds", "0.5"]'),
+        + ("--set-json", 'webhook.extraArgs=["--retry-hold-seconds", "0.5"]')
+        + ("--set-json", f"webhook.topologySpreadConstraints={json.dumps([SPREAD])}"),
         _scheduling,
     ),
 }
