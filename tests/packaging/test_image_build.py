@@ -153,3 +153,11 @@ def test_every_runtime_dependency_is_pinned_within_what_pyproject_allows() -> No
     assert "--constraint constraints.txt" in (ROOT / "Dockerfile").read_text()
     assert "constraints.txt" in build_stage_copies((ROOT / "Dockerfile").read_text())
     assert "--constraint constraints.txt" in (ROOT / "scripts" / "setup.sh").read_text()
+
+
+def test_the_base_image_is_an_exact_release() -> None:
+    """Both stages start from one pinned Python and Debian release, never a moving tag like 3.11-slim."""
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    [base] = re.findall(r"^ARG BASE_IMAGE=(\S+)$", dockerfile, re.MULTILINE)
+    assert re.fullmatch(r"python:3\.11\.\d+-slim-bookworm", base), base
+    assert re.findall(r"^FROM (\S+)", dockerfile, re.MULTILINE) == ["${BASE_IMAGE}", "${BASE_IMAGE}"]
