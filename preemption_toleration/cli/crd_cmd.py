@@ -8,7 +8,12 @@ from preemption_toleration.api.crd import crd_yaml
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser("crd", help="print the PreemptionTolerationPolicy CRD (kubectl apply -f -)")
+    parser = subparsers.add_parser(
+        "crd",
+        help="print the PreemptionTolerationPolicy CRD (kubectl apply -f -)",
+        description="Print the PreemptionTolerationPolicy CustomResourceDefinition, generated from the models, "
+        "as YAML: `ptol crd | kubectl apply -f -`. Needs no cluster.",
+    )
     parser.set_defaults(handler=run)
 
 

@@ -14,11 +14,12 @@ from preemption_toleration.cli.signals import run_until_signalled
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "demo",
-        help="play the two use cases with the real kube-scheduler on a local control plane",
+        help="play the two use cases, in four stories, with the real kube-scheduler on a local control plane",
         description="Start a local control plane and `ptol run`, apply the classes and policies of the two use "
-        "cases, and show what the real kube-scheduler may and may not preempt. Runs Kubernetes 1.37.2 "
+        "cases (protected forever, and for a guaranteed time), show a manifest mistake refused, and tell four "
+        "stories of what the real kube-scheduler may and may not preempt. Runs Kubernetes 1.37.2 "
         "(PTOL_KUBERNETES_VERSION selects another pinned release); the first time it builds the control plane "
-        "with the machine's Go (minutes).",
+        "with the machine's Go (minutes). Needs no cluster of your own.",
     )
     parser.add_argument("--dir", default=".demo-cluster", help="the cluster's directory (default .demo-cluster)")
     parser.add_argument("--once", action="store_true", help="stop everything and exit when done")

@@ -43,6 +43,7 @@ RENDERED = (
     Rendered("config/manager/operator.yaml", "operator.yaml"),
     Rendered("config/manager/webhook.yaml", "webhook.yaml"),
     Rendered("config/manager/priority-class.yaml", "priority-class.yaml"),
+    Rendered("config/manager/network-policy.yaml", "networkpolicy.yaml"),
     # config/certmanager patches config/default into what the chart renders in cert-manager mode
     Rendered("config/certmanager/certificate.yaml", "certificate.yaml", ("certificates.mode=cert-manager",)),
     Rendered("config/certmanager/webhook.yaml", "webhook.yaml", ("certificates.mode=cert-manager",)),

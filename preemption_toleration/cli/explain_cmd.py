@@ -6,20 +6,27 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from preemption_toleration.cli.options import add_kubeconfig_argument
 from preemption_toleration.core.explain import explain_class, explain_pod, render
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser("explain", help="say who may preempt a pod or the pods of a class, and until when")
-    parser.add_argument("kind", choices=["pod", "priorityclass", "pc"])
+    parser = subparsers.add_parser(
+        "explain",
+        help="say who may preempt a pod or the pods of a class, and until when",
+        description="Read the cluster and say, in plain words, which priorities may preempt a pod (or the pods "
+        "of a PriorityClass) now, which are refused, until when, and which policy says so. Only reads.",
+    )
+    parser.add_argument("kind", choices=["pod", "priorityclass", "pc"], help="pod, or priorityclass (pc)")
     parser.add_argument("name", help="NAMESPACE/NAME for a pod (default namespace: default), NAME for a class")
-    parser.add_argument("-o", "--output", choices=["text", "json"], default="text")
-    parser.add_argument("--kubeconfig", default=os.environ.get("KUBECONFIG"))
+    parser.add_argument(
+        "-o", "--output", choices=["text", "json"], default="text", help="plain words or JSON facts (default text)"
+    )
+    add_kubeconfig_argument(parser)
     parser.set_defaults(handler=run)
 
 

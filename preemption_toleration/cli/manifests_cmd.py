@@ -44,8 +44,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "webhook-config", help="print the webhook configurations that call the in-cluster Service"
     )
-    parser.add_argument("--namespace", default=DEFAULT_NAMESPACE, help=f"default {DEFAULT_NAMESPACE}")
-    parser.add_argument("--service", default=DEFAULT_SERVICE, help=f"default {DEFAULT_SERVICE}")
+    parser.add_argument(
+        "--namespace", default=DEFAULT_NAMESPACE, help=f"the webhook Service's namespace (default {DEFAULT_NAMESPACE})"
+    )
+    parser.add_argument("--service", default=DEFAULT_SERVICE, help=f"the webhook's Service (default {DEFAULT_SERVICE})")
     parser.add_argument(
         "--preemptor-identity",
         action="append",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from preemption_toleration.cli.failures import require_cluster_configuration
 from preemption_toleration.cli.options import (
     add_kubeconfig_argument,
     add_logging_arguments,
@@ -89,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     from preemption_toleration.operator.runner import run_operator
 
     configure_logging(args.log_level, args.log_format)
+    require_cluster_configuration(args.kubeconfig)  # else kopf's login would retry it every minute, forever
     config = OperatorConfig(
         kubeconfig=args.kubeconfig,
         field_manager=args.field_manager,

@@ -8,10 +8,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from preemption_toleration.cli.failures import require_cluster_configuration
 from preemption_toleration.cli.operator_cmd import add_operator_arguments
 from preemption_toleration.cli.options import add_logging_arguments, env_option, non_empty
 from preemption_toleration.cli.signals import run_until_signalled
 from preemption_toleration.cli.webhook_cmd import (
+    DEFAULT_OPERATOR_IDENTITY,
     add_webhook_arguments,
     prepare,
     settings_from,
@@ -22,12 +24,22 @@ from preemption_toleration.cli.webhook_cmd import (
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "run",
-        help="run the operator and the webhooks in one process (local control plane)",
+        help="run the operator and the webhooks in one process (a control plane on this machine)",
         description="Run the operator and the webhook server in one process and register webhook "
-        "configurations that call it on this machine (removed on exit). For a real cluster, install the "
-        "manifests under config/ instead.",
+        "configurations that call it at https://127.0.0.1 (removed on exit): for a control plane on this "
+        "machine, such as `ptol dev cluster up`'s (--dev-cluster). A remote cluster's API server cannot call "
+        "this machine's 127.0.0.1: for a real cluster, install the Helm chart or the manifests under config/ "
+        "instead (docs/install.md).",
     )
-    add_webhook_arguments(parser, host="127.0.0.1", port="0", shutdown_delay="0")  # unregistered first
+    # shut down at once: it unregisters its configurations first; the operator writes as the kubeconfig's user
+    add_webhook_arguments(
+        parser,
+        host="127.0.0.1",
+        port="0",
+        shutdown_delay="0",
+        operator_identity_default="the kubeconfig's user, the CN of its client certificate; for a kubeconfig "
+        f"with a token, {DEFAULT_OPERATOR_IDENTITY}, so name the token's user here",
+    )
     add_operator_arguments(parser)
     env_option(
         parser,
@@ -128,4 +140,5 @@ def run(args: argparse.Namespace) -> int:
             print(f"ptol run: error: {attached}", file=sys.stderr)
             return 2
         local, args.kubeconfig = attached
+    require_cluster_configuration(args.kubeconfig)
     return stopped_on_webhook_error("run", lambda: run_until_signalled(lambda stop: run_all(args, stop, local)))

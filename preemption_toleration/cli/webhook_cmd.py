@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from preemption_toleration.admission.decisions import AdmissionConfig
+from preemption_toleration.cli.failures import require_cluster_configuration
 from preemption_toleration.cli.options import (
     add_kubeconfig_argument,
     add_logging_arguments,
@@ -15,6 +16,7 @@ from preemption_toleration.cli.options import (
     env_list_option,
     env_option,
     hold_seconds,
+    host_and_port,
     namespaced_name,
     non_empty,
     non_negative_integer,
@@ -34,8 +36,16 @@ if TYPE_CHECKING:
 GUARD_MODES = ("enforce", "audit", "off")
 
 
+DEFAULT_OPERATOR_IDENTITY = next(iter(AdmissionConfig().operator_identities))
+
+
 def add_webhook_arguments(
-    parser: argparse.ArgumentParser, *, host: str = "0.0.0.0", port: str = "8443", shutdown_delay: str = "5"
+    parser: argparse.ArgumentParser,
+    *,
+    host: str = "0.0.0.0",
+    port: str = "8443",
+    shutdown_delay: str = "5",
+    operator_identity_default: str = DEFAULT_OPERATOR_IDENTITY,
 ) -> None:
     add_kubeconfig_argument(parser)
     env_option(parser, "--host", env="PTOL_WEBHOOK_HOST", default=host, type=non_empty, help="address to listen on")
@@ -49,7 +59,7 @@ def add_webhook_arguments(
         dest="operator_identities",
         metavar="USER",
         help="user whose changes to managed annotations are allowed (the operator; default "
-        f"{next(iter(AdmissionConfig().operator_identities))})",
+        f"{operator_identity_default})",
     )
     env_option(
         parser,
@@ -127,6 +137,15 @@ def add_webhook_arguments(
         help="the scheduler extender endpoint (/extender/preempt), which reads the guard's caches: serve it (on), "
         "or answer 404 (off) where no kube-scheduler is configured to call it, so nothing can record a "
         "preemptor through it; --guard off turns it off too",
+    )
+    env_option(
+        parser,
+        "--metrics-address",
+        env="PTOL_WEBHOOK_METRICS_ADDRESS",
+        type=host_and_port,
+        metavar="HOST:PORT",
+        help="serve /metrics on http://HOST:PORT/metrics (e.g. 0.0.0.0:8081), a port of its own that a "
+        "NetworkPolicy can close, and no longer on the HTTPS port; default: on the HTTPS port",
     )
     env_option(
         parser,
@@ -234,6 +253,7 @@ def settings_from(args: argparse.Namespace) -> WebhookSettings:
         tls_secret=args.tls_secret,
         guard_mode=args.guard,
         extender=args.extender == "on",
+        metrics_address=args.metrics_address,
         retry_hold=float(args.retry_hold_seconds),
         eviction_preemptor_priority=args.eviction_preemptor_priority,
         service=args.service,
@@ -262,6 +282,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not prepare(args, "webhook"):
         return 2
+    require_cluster_configuration(args.kubeconfig)
     settings = settings_from(args)
     return stopped_on_webhook_error("webhook", lambda: run_until_signalled(lambda stop: run_webhook(settings, stop)))
 

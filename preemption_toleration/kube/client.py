@@ -8,9 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import yaml
 from kubernetes_asyncio import config
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.client.exceptions import ApiException
+from kubernetes_asyncio.config.config_exception import ConfigException
 
 APPLY_PATCH = "application/apply-patch+yaml"  # the content type of a server-side apply
 
@@ -21,13 +23,80 @@ API_ERRORS: tuple[type[BaseException], ...] = (ApiException, aiohttp.ClientError
 
 def kubeconfig_path(explicit: str | None = None) -> str | None:
     """The kubeconfig to use, or None to use the in-cluster service account."""
-    if explicit:
-        return explicit
     from_env = os.environ.get("KUBECONFIG")
+    if explicit:
+        # --kubeconfig defaults to $KUBECONFIG, which may list several files: the first is used
+        return explicit.split(os.pathsep)[0] if explicit == from_env else explicit
     if from_env:
         return from_env.split(os.pathsep)[0]
     default = Path.home() / ".kube" / "config"
     return str(default) if default.exists() else None
+
+
+class ClusterConfigError(Exception):
+    """No usable configuration for the API server; the message says which source failed and what to do."""
+
+
+NO_CLUSTER_CONFIGURATION = (
+    "no cluster configuration: no kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config) and not in a cluster "
+    "(no in-cluster service account: $KUBERNETES_SERVICE_HOST is not set); point --kubeconfig or KUBECONFIG "
+    "at a kubeconfig file"
+)
+
+
+def _source(explicit: str | None) -> str:
+    from_env = os.environ.get("KUBECONFIG")
+    if explicit and explicit != from_env:
+        return "--kubeconfig"
+    return "$KUBECONFIG" if from_env else "~/.kube/config"
+
+
+def _detail(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def _unusable_because(error: Exception) -> str:
+    if isinstance(error, ConfigException | OSError):
+        return _detail(error)
+    if isinstance(error, yaml.YAMLError):
+        return f"not YAML ({_detail(error)})"
+    detail = f": {_detail(error)}" if str(error).strip() else ""
+    return f"not a kubeconfig ({type(error).__name__}{detail})"  # the loader's own failure on it
+
+
+def _existing_kubeconfig(kubeconfig: str | None) -> str | None:
+    """kubeconfig_path(kubeconfig), checked: ClusterConfigError for a file that is not there, and for no
+    kubeconfig outside a cluster."""
+    path = kubeconfig_path(kubeconfig)
+    if path is None and not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        raise ClusterConfigError(NO_CLUSTER_CONFIGURATION)
+    if path is not None and not Path(path).is_file():
+        raise ClusterConfigError(
+            f"kubeconfig {path} (from {_source(kubeconfig)}) does not exist: point --kubeconfig or KUBECONFIG "
+            "at a kubeconfig file"
+        )
+    return path
+
+
+async def load_configuration(kubeconfig: str | None = None) -> Configuration:
+    """The client configuration from `kubeconfig_path(kubeconfig)`, else the in-cluster service account;
+    ClusterConfigError when there is none or it cannot be used. Reads files only: no request is made."""
+    configuration = Configuration()
+    path = _existing_kubeconfig(kubeconfig)
+    if path is None:
+        try:
+            config.load_incluster_config(client_configuration=configuration)
+        except ConfigException as error:
+            raise ClusterConfigError(f"the in-cluster service account cannot be used: {_detail(error)}") from error
+        return configuration
+    try:
+        await config.load_kube_config(config_file=path, client_configuration=configuration)
+    except Exception as error:  # a malformed file fails in many ways (TypeError, YAMLError, ...)
+        raise ClusterConfigError(
+            f"kubeconfig {path} (from {_source(kubeconfig)}) cannot be used: {_unusable_because(error)}; check it with "
+            f"`kubectl config view --kubeconfig {path}`"
+        ) from error
+    return configuration
 
 
 # (connect, read) seconds for a call that sets no timeout of its own. kubernetes_asyncio sets none, so a call
@@ -54,11 +123,7 @@ def with_default_timeout(api: ApiClient, default_timeout: tuple[float, float]) -
 async def make_api_client(
     kubeconfig: str | None = None, default_timeout: tuple[float, float] = DEFAULT_REQUEST_TIMEOUT
 ) -> ApiClient:
-    """An ApiClient; close it with `await client.close()` (or `async with`)."""
-    configuration = Configuration()
-    path = kubeconfig_path(kubeconfig)
-    if path is not None:
-        await config.load_kube_config(config_file=path, client_configuration=configuration)
-    else:
-        config.load_incluster_config(client_configuration=configuration)
+    """An ApiClient; close it with `await client.close()` (or `async with`). ClusterConfigError when there
+    is no usable configuration (load_configuration)."""
+    configuration = await load_configuration(kubeconfig)
     return with_default_timeout(ApiClient(configuration=configuration), default_timeout)

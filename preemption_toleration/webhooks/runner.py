@@ -68,6 +68,8 @@ class WebhookSettings:
     # The eviction guard: off, "enforce" or "audit" (allow everything, report what would be refused).
     guard_mode: str = "enforce"
     extender: bool = True  # serve the scheduler extender endpoint (needs the guard's caches)
+    # "host:port": serve /metrics there (plain HTTP), not on the HTTPS port; None: beside the webhooks
+    metrics_address: str | None = None
     preemptor_identities: list[str] = field(default_factory=lambda: list(DEFAULT_PREEMPTOR_IDENTITIES))
     retry_hold: float = 1.0  # seconds to hold the refusal of a scheduler's immediate retry (guard.repeats)
     # Opt-in: judge an Eviction that names no preemptor as a preemption by this priority (GuardConfig).
@@ -263,6 +265,11 @@ def _collect_young_and_freeze() -> None:
 
 async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:
     api = await make_api_client(settings.kubeconfig)
+    try:
+        certificates = await _certificates(api, settings)
+    except BaseException:  # unreadable files, an API server that cannot be reached: nothing else runs yet
+        await api.close()
+        raise
     metrics = WebhookMetrics()
     guard_enabled = settings.guard_mode != "off"
     caches = AdmissionCaches(
@@ -292,7 +299,6 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
         if settings.extender:
             # The extender reads the guard's caches and tells it the preemptor of each victim it saw.
             extender = ExtenderHooks(caches.extender_view, caches.preemptors, nudger.hold)
-    certificates = await _certificates(api, settings)
     tasks.append(asyncio.create_task(certificates.maintain(), name="certificates"))
     app = WebhookApp(
         caches.snapshot,
@@ -302,13 +308,20 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
         settings.max_body_bytes,
         guard,
         extender,
+        metrics_apart=settings.metrics_address is not None,
     )
     runner = web.ServerRunner(app.build())
     await runner.setup()
+    metrics_runner = web.ServerRunner(app.metrics_server()) if settings.metrics_address is not None else None
     registered = False
     try:
         site = web.TCPSite(runner, settings.host, settings.port, ssl_context=certificates.context)
         await site.start()
+        if metrics_runner is not None and settings.metrics_address is not None:
+            await metrics_runner.setup()
+            metrics_host, _, metrics_port = settings.metrics_address.rpartition(":")
+            await web.TCPSite(metrics_runner, metrics_host, int(metrics_port)).start()
+            logger.info("metrics served apart", extra={"address": settings.metrics_address})
         bound_port = runner.addresses[0][1]  # the one chosen, when settings.port is 0
         logger.info("webhook server listening", extra={"host": settings.host, "port": bound_port})
         if not await _synced_or_stopped(caches, stop):
@@ -337,6 +350,8 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
             await unregister(api)
         await drain(app, runner, settings.shutdown_delay)
         await runner.cleanup()
+        if metrics_runner is not None:
+            await metrics_runner.cleanup()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

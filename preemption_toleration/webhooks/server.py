@@ -114,7 +114,10 @@ class WebhookApp:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         guard: GuardHooks | None = None,
         extender: ExtenderHooks | None = None,
+        metrics_apart: bool = False,
     ) -> None:
+        """`metrics_apart`: /metrics is served by `metrics_server()` on a port of its own (which a
+        NetworkPolicy can close), not beside the webhooks."""
         self.snapshot = snapshot
         self.problems = problems  # why the caches a decision needs may not be decided from
         self.config = config or AdmissionConfig()
@@ -138,7 +141,10 @@ class WebhookApp:
         }
         if self.extender_endpoint is not None:
             self._table[EXTENDER_PREEMPT_PATH] = {hdrs.METH_POST: self._timed(EXTENDER, self.extender_endpoint.handle)}
-        for path, page in (("/healthz", self._healthz), ("/readyz", self._readyz), ("/metrics", self._metrics)):
+        pages = [("/healthz", self._healthz), ("/readyz", self._readyz)]
+        if not metrics_apart:
+            pages.append(("/metrics", self._metrics))
+        for path, page in pages:
             handler = self._closing(page)
             self._table[path] = {hdrs.METH_GET: handler, hdrs.METH_HEAD: handler}
 
@@ -161,6 +167,18 @@ class WebhookApp:
             return web.BaseRequest(message, payload, protocol, writer, task, loop, client_max_size=max_bytes)
 
         return web.Server(self.route, request_factory=request, access_log=None)
+
+    def metrics_server(self) -> web.Server:
+        """A server of GET and HEAD /metrics alone (plain HTTP, for `--metrics-address`)."""
+
+        async def serve(request: web.BaseRequest) -> web.StreamResponse:
+            if request.path != "/metrics":
+                return web.Response(status=404, text="404: Not Found")
+            if request.method not in (hdrs.METH_GET, hdrs.METH_HEAD):
+                return web.Response(status=405, text="405: Method Not Allowed", headers={hdrs.ALLOW: "GET,HEAD"})
+            return await self._metrics(request)
+
+        return web.Server(serve, access_log=None)
 
     def route(self, request: web.BaseRequest) -> Awaitable[web.StreamResponse]:
         """The handler of a request's path and method (a plain function: the handler's own coroutine is

@@ -100,6 +100,12 @@ def _defaults(objects: Objects) -> None:
     spread = webhook_pods["topologySpreadConstraints"]
     assert [c["topologyKey"] for c in spread] == ["topology.kubernetes.io/zone", "kubernetes.io/hostname"]
     assert {c["whenUnsatisfiable"] for c in spread} == {"ScheduleAnyway"}
+    # /metrics on a port of its own, closed by the NetworkPolicy; the HTTPS port open (the API server's
+    # and kube-scheduler's addresses cannot be named)
+    assert container(objects, WEBHOOK)["args"][-4:-2] == ["--metrics-address", "0.0.0.0:8081"]
+    https_only = [{"ports": [{"port": "https", "protocol": "TCP"}]}]
+    assert objects[("NetworkPolicy", WEBHOOK)]["spec"]["ingress"] == https_only
+    assert objects[("NetworkPolicy", OPERATOR)]["spec"]["ingress"] == []
     assert not {kind for kind, _ in objects} & FOREIGN_KINDS
 
 
@@ -171,10 +177,10 @@ def _service_monitors(objects: Objects) -> None:
     monitors = {name for kind, name in objects if kind == "ServiceMonitor"}
     assert monitors == {WEBHOOK, OPERATOR}
     endpoint = objects[("ServiceMonitor", WEBHOOK)]["spec"]["endpoints"][0]
-    assert endpoint["scheme"] == "https" and endpoint["tlsConfig"]["ca"]["secret"] == {
-        "name": "webhook-tls",
-        "key": "ca.crt",
-    }
+    assert endpoint["port"] == "metrics" and "scheme" not in endpoint  # /metrics on its own port, plain HTTP
+    webhook_policy = objects[("NetworkPolicy", WEBHOOK)]["spec"]["ingress"]
+    assert webhook_policy[1] == {"from": [MONITORING], "ports": [{"port": "metrics", "protocol": "TCP"}]}
+    assert objects[("NetworkPolicy", OPERATOR)]["spec"]["ingress"] == [webhook_policy[1]]
     assert objects[("ServiceMonitor", WEBHOOK)]["metadata"]["labels"]["release"] == "prometheus"
     assert ("Service", "preemption-toleration-operator-metrics") in objects
 
@@ -212,6 +218,7 @@ def _scheduling(objects: Objects) -> None:
     }
 
 
+MONITORING = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
 CertManager = ("--set", "certificates.mode=cert-manager")
 COMBINATIONS: dict[str, tuple[tuple[str, ...], Callable[[Objects], None]]] = {
     "defaults": ((), _defaults),
@@ -234,6 +241,7 @@ COMBINATIONS: dict[str, tuple[tuple[str, ...], Callable[[Objects], None]]] = {
     "ValidatingAdmissionPolicy": (("--set", "admissionPolicy.enabled=true"), _admission_policy),
     "ServiceMonitors": (
         ("--set", "serviceMonitor.enabled=true", "--set", "serviceMonitor.labels.release=prometheus")
+        + ("--set-json", f"networkPolicy.metricsFrom={json.dumps([MONITORING])}")
         + ("--api-versions", "monitoring.coreos.com/v1/ServiceMonitor"),
         _service_monitors,
     ),
@@ -294,6 +302,7 @@ SCHEMA_REFUSALS = [
     ("guard.mode=dry-run", "at '/guard/mode': value must be one of 'enforce', 'audit'"),
     ("operator.replicas=-1", "at '/operator/replicas': minimum: got -1, want 0"),
     ("webhook.extraArgs=--verbose", "at '/webhook/extraArgs': got string, want array"),
+    ("webhook.metricsPort=0", "at '/webhook/metricsPort': minimum: got 0, want 1"),
     ("guard.evictionPreemptorPriority=3000000000", "at '/guard/evictionPreemptorPriority': maximum:"),
 ]
 

@@ -134,12 +134,12 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_api_server(
     assert all(live(kubectl, kind, name) for kind, name in CONFIGURATIONS)
 
     # the pods' processes: the Deployments' arguments, the chart's ServiceAccounts
-    port, health, metrics = free_port(), free_port(), free_port()
+    port, health, metrics, webhook_metrics = free_port(), free_port(), free_port(), free_port()
     webhook = ComponentProcess(
         "webhook",
         token_kubeconfig(cluster, kubectl, "webhook", tmp_path / "webhook.kubeconfig"),
         tmp_path / "webhook.log",
-        *container_args(kubectl, SERVICE)[1:],
+        *with_value(container_args(kubectl, SERVICE)[1:], "--metrics-address", f"127.0.0.1:{webhook_metrics}"),
         "--host",
         "127.0.0.1",
         "--port",

@@ -144,3 +144,56 @@ def test_container_arguments_are_ones_ptol_accepts(kubectl: Kubectl, variant: st
         if args.command == "webhook":
             assert tls_problem(args) is None
     assert commands == {"preemption-toleration-operator": "operator", "preemption-toleration-webhook": "webhook"}
+
+
+DEPRECATED_KUSTOMIZE_FIELDS = ("bases", "patchesStrategicMerge", "patchesJson6902", "vars", "commonLabels")
+
+
+def test_no_kustomization_uses_a_deprecated_field() -> None:
+    for kustomization in ROOT.glob("config/**/kustomization.yaml"):
+        used = set(yaml.safe_load(kustomization.read_text())) & set(DEPRECATED_KUSTOMIZE_FIELDS)
+        assert not used, (kustomization, used)
+
+
+@pytest.mark.parametrize("variant", ["default", "certmanager"])
+def test_what_a_security_reviewer_checks_in_the_rendered_install(kubectl: Kubectl, variant: str) -> None:
+    """The points of a production review, read from what `kubectl apply -k` would create."""
+    objects = {
+        (d["kind"], d["metadata"]["name"]): d
+        for d in yaml.safe_load_all(kubectl("kustomize", str(ROOT / "config" / variant)).stdout)
+        if d
+    }
+    deployments = {name: d["spec"]["template"]["spec"] for (kind, name), d in objects.items() if kind == "Deployment"}
+    [priority_class] = [name for kind, name in objects if kind == "PriorityClass"]
+    for name, pod in deployments.items():
+        # a fail-closed webhook is not the first pod preempted; replicas may roll on one node
+        assert pod["priorityClassName"] == priority_class, name
+        assert "requiredDuringSchedulingIgnoredDuringExecution" not in str(pod.get("affinity", {})), name
+        assert pod["securityContext"]["runAsNonRoot"] is True, name
+        [container] = pod["containers"]
+        assert container["securityContext"] == {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        }, name
+    # every component's pods behind a NetworkPolicy; the webhook server's metrics on a port of their own
+    selected = {
+        policy["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/component"]
+        for (kind, _), policy in objects.items()
+        if kind == "NetworkPolicy"
+    }
+    assert selected == {"operator", "webhook"}
+    webhook_args = deployments["preemption-toleration-webhook"]["containers"][0]["args"]
+    assert "--metrics-address" in webhook_args
+    # the PriorityClass webhook fails closed, but only on the writes its matchConditions select
+    [pc_webhook] = [
+        w
+        for w in objects[("ValidatingWebhookConfiguration", "preemption-toleration")]["webhooks"]
+        if w["name"] == "priorityclasses.validate.preemption-toleration.dev"
+    ]
+    assert pc_webhook["failurePolicy"] == "Fail" and pc_webhook["matchConditions"]
+    # rights: with cert-manager, none on Secrets and none on the webhook configurations
+    rules = objects[("ClusterRole", "preemption-toleration-webhook")]["rules"]
+    writes_configurations = any("admissionregistration.k8s.io" in rule["apiGroups"] for rule in rules)
+    secret_role = ("Role", "preemption-toleration-webhook-tls") in objects
+    assert writes_configurations is secret_role is (variant == "default")

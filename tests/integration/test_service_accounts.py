@@ -183,13 +183,13 @@ async def test_the_webhook_server_does_its_job_with_its_role_alone(
     namespace: str,
     tmp_path: Path,
 ) -> None:
-    port = free_port()
+    port, metrics_port = free_port(), free_port()
     webhook = run_as(
         cluster,
         tmp_path,
         WEBHOOK,
         "webhook",
-        *deployment_args("webhook")[1:],
+        *with_value(deployment_args("webhook")[1:], "--metrics-address", f"127.0.0.1:{metrics_port}"),
         "--host",
         "127.0.0.1",
         "--port",
@@ -232,7 +232,10 @@ async def test_the_webhook_server_does_its_job_with_its_role_alone(
                     return (await response.json())["response"]
 
             answer = await eventually(refuse, lambda r: not r["allowed"], timeout=30, what="the guard's refusal")
+            # /metrics on its own port, as the Deployment serves it (for the NetworkPolicy to close)
             async with session.get(f"{base}/metrics", ssl=context) as response:
+                assert response.status == 404
+            async with session.get(f"http://127.0.0.1:{metrics_port}/metrics") as response:
                 metrics = await response.text()
         assert answer["status"]["code"] == 403
         figures = _samples(metrics)
