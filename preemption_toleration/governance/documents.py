@@ -4,14 +4,16 @@ creationTimestamp when the manifests carry one, else by name), and each other on
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from preemption_toleration.api.policy import KIND as POLICY_KIND
+from preemption_toleration.core.pods import parse_time
 from preemption_toleration.governance.ownership import PolicyIndex, conflicts_of
-from preemption_toleration.governance.plan import governed_names
-from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
-from preemption_toleration.validation.documents import Document, Located, is_priority_class
-from preemption_toleration.validation.findings import error
+from preemption_toleration.governance.plan import LabelIndex, governed_names
+from preemption_toleration.governance.views import EPOCH, ClassView, PolicyView, class_view, policy_view
+from preemption_toleration.validation.documents import Document, Located, ManifestCheck, is_priority_class
+from preemption_toleration.validation.findings import error, shown, warning
 
 
 def conflicts(documents: Sequence[Document]) -> list[Located]:
@@ -22,22 +24,108 @@ def conflicts(documents: Sequence[Document]) -> list[Located]:
             found_class = class_view(document.content, manager=None)
             if found_class.name and found_class.name != "None":
                 classes[found_class.name] = found_class
-    policies: list[tuple[Document, PolicyView]] = [
-        (document, policy_view(document.content))
+    policies = [
+        (document.source, document.index, policy_view(document.content))
         for document in documents
         if isinstance(document.content, dict) and document.content.get("kind") == POLICY_KIND
     ]
-    index = PolicyIndex(view for _, view in policies)
+    return conflicts_among(classes, policies)
+
+
+def between_documents(check: ManifestCheck) -> list[Located]:
+    """The rules between the documents a streaming `ManifestCheck` read (`ptol validate`): a policy's
+    minimum against the classes it governs, and conflicts between policies."""
+    policies = [
+        (record.source, record.index, PolicyView(record.name, _created(record.created), 0, False, record.spec))
+        for record in check.policies.values()
+        if record.spec is not None
+    ]
+    if not policies:
+        return []
+    classes = class_views(check, [view for _, _, view in policies])
+    labels = LabelIndex(classes)
+    return _minimums(check, classes, labels, policies) + conflicts_among(classes, policies, labels)
+
+
+def class_views(check: ManifestCheck, policies: Sequence[PolicyView]) -> dict[str, ClassView]:
+    """The classes the policies may govern, as ClassView: every class when a policy has a selector, else
+    only the classes policies name (most classes then never become a view)."""
+    if any(policy.spec is not None and policy.spec.priority_class_name is None for policy in policies):
+        names: Iterable[str] = check.classes
+    else:
+        named = {str(policy.spec.priority_class_name) for policy in policies if policy.spec is not None}
+        names = named & check.classes.keys()
+    return {
+        name: ClassView(name, check.classes[name].value or 0, labels=check.classes[name].labels or {}) for name in names
+    }
+
+
+def _minimums(
+    check: ManifestCheck,
+    classes: Mapping[str, ClassView],
+    labels: LabelIndex,
+    policies: Sequence[tuple[str, int, PolicyView]],
+) -> list[Located]:
+    """A warning on each policy whose minimum is at or below the value of a class it claims, when the class
+    is in the input (as the annotation rule minimum-not-above-value: no effect there)."""
     found: list[Located] = []
-    for document, policy in policies:
+    for source, position, policy in policies:
+        spec = policy.spec
+        if spec is None or spec.minimum_preemptable_priority is None:
+            continue
+        minimum = spec.minimum_preemptable_priority
+        low = [
+            (name, record)
+            for name in governed_names(spec, classes, labels)
+            if (record := check.classes.get(name)) is not None and record.value is not None and minimum <= record.value
+        ]
+        if not low:
+            continue
+        listed = ", ".join(f'"{name}" ({record.value}, {record.source}:{record.index})' for name, record in low[:5])
+        more = f" and {len(low) - 5} more" if len(low) > 5 else ""
+        highest = max(record.value or 0 for _, record in low)
+        found.append(
+            Located(
+                source,
+                position,
+                warning(
+                    "minimum-not-above-value",
+                    f'{POLICY_KIND} "{shown(policy.name)}": spec.minimumPreemptablePriority {minimum} is not above '
+                    f"the value of PriorityClass {listed}{more}, so it has no effect there. Fix: set it above "
+                    f"{highest}.",
+                ),
+            )
+        )
+    return found
+
+
+def _created(timestamp: Any) -> Any:
+    """As views.policy_view reads it: a manifest without one (or with one that does not parse) is the oldest."""
+    try:
+        return parse_time(str(timestamp or EPOCH))
+    except ValueError:
+        return parse_time(EPOCH)
+
+
+def conflicts_among(
+    classes: Mapping[str, ClassView],
+    policies: Iterable[tuple[str, int, PolicyView]],
+    labels: LabelIndex | None = None,
+) -> list[Located]:
+    """An error on each policy (with its source and document) that claims a class an older one governs."""
+    policies = list(policies)
+    index = PolicyIndex(view for _, _, view in policies)
+    labels = labels or LabelIndex(classes)  # once: each selector policy looks only at the classes of its labels
+    found: list[Located] = []
+    for source, position, policy in policies:
         if policy.spec is None:
             continue  # invalid: reported by its own rules
         earlier: dict[str, list[PolicyView]] = {}
-        for class_name in governed_names(policy.spec, classes):
+        for class_name in governed_names(policy.spec, classes, labels):
             view = classes.get(class_name)
             claimants = index.claimants(view or ClassView(class_name, 0), exists=view is not None)
-            position = next((i for i, other in enumerate(claimants) if other is policy), len(claimants))
-            earlier[class_name] = claimants[:position]  # those older than the policy
+            place = next((i for i, other in enumerate(claimants) if other is policy), len(claimants))
+            earlier[class_name] = claimants[:place]  # those older than the policy
         for conflict in conflicts_of(policy.name, earlier):
-            found.append(Located(document.source, document.index, error("conflict", conflict.message)))
+            found.append(Located(source, position, error("conflict", conflict.message)))
     return found

@@ -17,13 +17,14 @@ from preemption_toleration.api.policy import (
     PreemptionTolerationPolicySpec,
 )
 from preemption_toleration.core.shapes import is_mapping
-from preemption_toleration.validation.findings import Finding, error, nearest, shown, warning
+from preemption_toleration.validation.findings import Finding, described, error, kind_of_value, nearest, warning
 from preemption_toleration.validation.toleration_rules import POLICY_SPEC, overflow_problem, toleration_warnings
 
 _FIELD_FIXES = {
     "tolerationSeconds": f"use whole seconds between -1 (forever) and {MAX_TOLERATION_SECONDS}, e.g. 600",
     "minimumPreemptablePriority": "use an integer priority, e.g. 10000",
-    "priorityClassName": "use the name of a PriorityClass: lowercase letters, digits, '-' and '.'",
+    "priorityClassName": "use the name of a PriorityClass: lowercase letters, digits, '-' and '.', starting and ending "
+    "with a letter or digit, e.g. batch-low",
     "operator": "use one of In, NotIn, Exists, DoesNotExist",
 }
 
@@ -61,23 +62,64 @@ def _shape_finding(name: str, detail: Mapping[str, Any]) -> Finding:
         suggestion = nearest(str(leaf), _aliases(_model_at(location[:-1])))
         return error(
             "unknown-field",
-            f"{subject(name)}: unknown field {path} (value {shown(repr(value))}). "
+            f"{subject(name)}: unknown field {path} (value {described(value)}). "
             f"Fix: did you mean {_path(location[:-1] + (suggestion,))}?",
         )
     if kind in ("int_type", "int_parsing", "int_from_float"):
-        quoted = " (write it without quotes)" if isinstance(value, str) else ""
         return error(
             "invalid-field",
-            f"{subject(name)}: {path} is {value!r}, not an integer{quoted}. "
-            f"Fix: {_FIELD_FIXES.get(leaf, 'use an integer')}.",
+            f"{subject(name)}: {path} is {described(value)}, not an integer. Fix: {_integer_fix(leaf, value)}.",
         )
+    if kind == "missing":
+        return error("invalid-field", f"{subject(name)}: {path} is missing. Fix: set {leaf}.")
     fix = _FIELD_FIXES.get(str(leaf), "see the policy reference in docs/policy.md")
     if leaf == "tolerationSeconds" and kind == "less_than_equal":
         return error(
             "toleration-overflow",
-            overflow_problem(f"{subject(name)}: {path} is {value!r},", fix),
+            overflow_problem(f"{subject(name)}: {path} is {described(value)},", fix),
         )
-    return error("invalid-field", f"{subject(name)}: {path} is {shown(repr(value))}: {detail['msg']}. Fix: {fix}.")
+    return error(
+        "invalid-field",
+        f"{subject(name)}: {path} is {described(value)}: {_problem_text(kind, detail, value)}. Fix: {fix}.",
+    )
+
+
+def _integer_fix(leaf: str | int, value: Any) -> str:
+    """Write the number without quotes when it is one; otherwise the field's own example."""
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        return f"write it without quotes: {leaf}: {int(value.strip())}"
+    if isinstance(value, float) and value.is_integer():
+        return f"write it in plain digits: {leaf}: {int(value)}"
+    return _FIELD_FIXES.get(str(leaf), "use an integer")
+
+
+# What each pydantic error type means for a field of a manifest (pydantic's own words name Python types and
+# show regular expressions).
+_PROBLEMS = {
+    "string_type": "not a string",
+    "dict_type": "not a map",
+    "model_type": "not a map",
+    "model_attributes_type": "not a map",
+    "list_type": "not a list",
+    "bool_type": "not true or false",
+    "string_pattern_mismatch": "not a valid name",
+    "literal_error": "not one of the allowed values",
+    "enum": "not one of the allowed values",
+}
+
+
+def _problem_text(kind: str, detail: Mapping[str, Any], value: Any) -> str:
+    context = detail.get("ctx") or {}
+    if kind in _PROBLEMS:
+        return f"{_PROBLEMS[kind]} (it is {kind_of_value(value)})" if kind.endswith("_type") else _PROBLEMS[kind]
+    if kind == "string_too_short":
+        return "empty" if context.get("min_length") == 1 else f"shorter than {context.get('min_length')} characters"
+    if kind == "string_too_long":
+        return f"longer than {context.get('max_length')} characters"
+    for bound, words in (("le", "above"), ("lt", "not below"), ("ge", "below"), ("gt", "not above")):
+        if bound in context:
+            return f"{words} {context[bound]}"
+    return "not valid here"
 
 
 def _selector_findings(name: str, selector: LabelSelector) -> list[Finding]:
@@ -104,7 +146,7 @@ def _selector_findings(name: str, selector: LabelSelector) -> list[Finding]:
             findings.append(
                 error(
                     "invalid-selector",
-                    f"{subject(name)}: {path} uses {requirement.operator} with values {requirement.values}. "
+                    f"{subject(name)}: {path} uses {requirement.operator} with values {described(requirement.values)}. "
                     "Fix: remove values.",
                 )
             )
@@ -140,6 +182,16 @@ def _semantic_findings(name: str, spec: PreemptionTolerationPolicySpec) -> list[
     return findings
 
 
+def policy_name(metadata: Any) -> str:
+    """The name a message calls a policy by: its metadata.name, "<unnamed>" without one."""
+    name = metadata.get("name") if is_mapping(metadata) else None
+    return name if isinstance(name, str) and name else ("<unnamed>" if not name else described(name))
+
+
+def _api_version_text(api_version: Any) -> str:
+    return "(missing)" if api_version is None else described(api_version)
+
+
 class PolicyParts(NamedTuple):
     """A policy's name, its metadata and spec models (both None when any error was found), and every
     finding."""
@@ -153,13 +205,14 @@ class PolicyParts(NamedTuple):
 def read_policy(obj: Mapping[str, Any]) -> PolicyParts:
     """`parse_policy` without the model around the parts (the admission webhook needs only the spec)."""
     metadata = obj.get("metadata")
-    name = str(metadata.get("name")) if is_mapping(metadata) and metadata.get("name") else "<unnamed>"
+    name = policy_name(metadata)
     findings: list[Finding] = []
     if obj.get("apiVersion") != API_VERSION:
         findings.append(
             error(
                 "api-version",
-                f"{subject(name)}: apiVersion {obj.get('apiVersion')!r} is not served. Fix: use {API_VERSION}.",
+                f"{subject(name)}: apiVersion {_api_version_text(obj.get('apiVersion'))} is not served. "
+                f"Fix: use {API_VERSION}.",
             )
         )
     if name == "<unnamed>":
@@ -167,7 +220,12 @@ def read_policy(obj: Mapping[str, Any]) -> PolicyParts:
     spec = obj.get("spec")
     if not is_mapping(spec):
         findings.append(
-            error("spec", f"{subject(name)}: spec is {spec!r}, not a mapping. Fix: add a spec with a target.")
+            error(
+                "spec",
+                f"{subject(name)}: spec is {'missing' if spec is None else described(spec)}, not a map. "
+                "Fix: add a spec with a target, e.g. spec: {priorityClassName: batch, minimumPreemptablePriority: "
+                "10000}.",
+            )
         )
         return PolicyParts(name, None, None, findings)
     try:
@@ -182,7 +240,12 @@ def read_policy(obj: Mapping[str, Any]) -> PolicyParts:
         metadata_model = ObjectMeta.model_validate(metadata or {})
     except ValidationError as invalid:
         findings += [
-            error("invalid-field", f"{subject(name)}: metadata.{'.'.join(map(str, d['loc']))}: {d['msg']}.")
+            error(
+                "invalid-field",
+                f"{subject(name)}: metadata.{'.'.join(map(str, d['loc']))} is {described(d.get('input'))}: "
+                f'{_problem_text(d["type"], d, d.get("input"))}. Fix: write labels and annotations as key: "value" '
+                "pairs of strings.",
+            )
             for d in invalid.errors()
         ]
         return PolicyParts(name, None, None, findings)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,7 +27,7 @@ from preemption_toleration.core.intparse import (
     parse_go_int,
 )
 from preemption_toleration.core.shapes import is_mapping
-from preemption_toleration.validation.findings import Finding, error, nearest, shown, warning
+from preemption_toleration.validation.findings import Finding, described, error, kind_of_value, nearest, shown, warning
 from preemption_toleration.validation.toleration_rules import (
     ANNOTATIONS,
     SYSTEM_CLASSES,
@@ -56,6 +57,10 @@ def invalid_integer(name: str, key: str, value: str, problem: IntProblem) -> Fin
     bits = KEY_BITS[key]
     if problem is IntProblem.EMPTY:
         fix = f"remove the annotation ({_DEFAULT_BY_KEY[key]}) or {_FIX_BY_KEY[key]}"
+    elif problem is IntProblem.RANGE and key == TOLERATION_SECONDS:
+        fix = (
+            f'use at most {MAX_TOLERATION_SECONDS} (what fits the scheduler\'s int64 nanoseconds), or "-1" for forever'
+        )
     elif problem is IntProblem.RANGE:
         low, high = int_range(bits)
         fix = f"use a value between {low} and {high}"
@@ -71,8 +76,14 @@ def invalid_integer(name: str, key: str, value: str, problem: IntProblem) -> Fin
 def unknown_key(name: str, key: str, value: Any, suggestion: str) -> Finding:
     return error(
         "unknown-key",
-        f'{subject(name)}: unknown annotation {key}="{shown(value)}". Fix: did you mean {suggestion}?',
+        f"{subject(name)}: unknown annotation {key}={_value_text(value)}. Fix: did you mean {suggestion}?",
     )
+
+
+def _value_text(value: Any) -> str:
+    """An annotation's value in a message: a string quoted as written (the admission policy's CEL message
+    writes it the same way), anything else as YAML writes it."""
+    return f'"{shown(value)}"' if isinstance(value, str) else described(value)
 
 
 def toleration_overflow(name: str, value: str) -> Finding:
@@ -96,8 +107,8 @@ def _parse_all(name: str, annotations: Mapping[str, Any]) -> tuple[dict[str, int
             findings.append(
                 error(
                     "annotation-not-string",
-                    f"{subject(name)}: annotation {key} is {shown(repr(value))}, not a string; Kubernetes "
-                    f'annotation values are strings. Fix: quote it, e.g. "{shown(value)}".',
+                    f"{subject(name)}: annotation {key} is {_what(value)}, not a string; Kubernetes "
+                    f"annotation values are strings. Fix: {_quote_fix(key, value)}.",
                 )
             )
             continue
@@ -116,6 +127,26 @@ def _parse_all(name: str, annotations: Mapping[str, Any]) -> tuple[dict[str, int
     return parsed, findings
 
 
+def _what(value: Any) -> str:
+    """A value that is not a string, as the manifest wrote it: "the number 10000", "true", "null", "a list"."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"the number {described(value)}"
+    if isinstance(value, list | tuple) or is_mapping(value):
+        return f"{kind_of_value(value)} ({described(value)})"
+    return kind_of_value(value)
+
+
+def _quote_fix(key: str, value: Any) -> str:
+    """Quote the number the author meant: the number itself when it is one (YAML read 10000 or 1e4), an
+    example when YAML read something else (`true`, `null`, a list)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f'quote it: "{value}"'
+    if isinstance(value, float) and value.is_integer():
+        return f'write it in plain digits and quote it: "{int(value)}"'
+    example = '"10000"' if key == MINIMUM_PREEMPTABLE_PRIORITY else '"600" (or "-1" for forever)'
+    return f"write the intended number in quotes, e.g. {example}"
+
+
 def _unknown_and_legacy_keys(name: str, annotations: Mapping[str, Any]) -> list[Finding]:
     findings: list[Finding] = []
     for key, value in annotations.items():
@@ -128,7 +159,7 @@ def _unknown_and_legacy_keys(name: str, annotations: Mapping[str, Any]) -> list[
             findings.append(
                 warning(
                     "legacy-prefix",
-                    f'{subject(name)}: {key}="{shown(value)}" is ignored (legacy prefix, read by nothing). '
+                    f"{subject(name)}: {key}={_value_text(value)} is ignored (legacy prefix, read by nothing). "
                     f"Fix: rename it to {renamed}.",
                 )
             )
@@ -155,6 +186,18 @@ def _effect_warnings(
     return findings
 
 
+def _class_value_text(value: Any) -> str:
+    return "missing" if value is None else described(value)
+
+
+def _class_value_fix(value: Any) -> str:
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        return f"write it without quotes: value: {value.strip()}"
+    if isinstance(value, float) and value.is_integer():
+        return f"write it in plain digits: value: {int(value)}"
+    return "set value to an integer, e.g. value: 8000"
+
+
 def _server_rules(name: str, class_value: int | None) -> list[Finding]:
     """What the API server itself would refuse, caught before a pipeline applies it."""
     if name.startswith("system-"):
@@ -178,6 +221,14 @@ def _server_rules(name: str, class_value: int | None) -> list[Finding]:
     return []
 
 
+def _metadata_text(metadata: Any) -> str:
+    if metadata is None:
+        return "missing"
+    if is_mapping(metadata):
+        return "without a name" if "name" not in metadata else f"with the name {described(metadata.get('name'))}"
+    return described(metadata)
+
+
 def _metadata_shape(name: str, metadata: Any) -> list[Finding]:
     """A manifest whose metadata, labels or annotations are not maps: the API server refuses it, and the
     annotations in it would otherwise be silently read as none."""
@@ -185,14 +236,14 @@ def _metadata_shape(name: str, metadata: Any) -> list[Finding]:
         return [
             error(
                 "invalid-metadata",
-                f"{subject(name)}: metadata is {shown(metadata)!r}; a PriorityClass "
+                f"{subject(name)}: metadata is {_metadata_text(metadata)}; a PriorityClass "
                 "needs metadata with a name. Fix: write metadata: {name: ...}.",
             )
         ]
     findings = [
         error(
             "invalid-metadata",
-            f"{subject(name)}: metadata.{part} is {shown(metadata[part])!r}, not a map. "
+            f"{subject(name)}: metadata.{part} is {described(metadata[part])}, not a map. "
             f"Fix: write {part} as key: value pairs.",
         )
         for part in ("labels", "annotations")
@@ -208,19 +259,25 @@ def _metadata_shape(name: str, metadata: Any) -> list[Finding]:
                     error(
                         "invalid-metadata",
                         f"{subject(name)}: metadata.{part} has the key "
-                        f"{shown(repr(key))}, which is not a string. Fix: quote it, e.g. "
-                        f'"{shown(str(key))}".',
+                        f"{described(key)}, which is not a string. Fix: quote it: {_quoted(key)}.",
                     )
                 )
             elif part == "labels" and not isinstance(value, str):
                 findings.append(
                     error(
                         "invalid-metadata",
-                        f"{subject(name)}: label {key} is {shown(repr(value))}, "
-                        f'not a string. Fix: quote it, e.g. "{shown(str(value))}".',
+                        f"{subject(name)}: label {shown(key)} is {described(value)}, "
+                        f"not a string. Fix: quote it: {_quoted(value)}.",
                     )
                 )
     return findings
+
+
+def _quoted(value: Any) -> str:
+    """`value` (a key or a label YAML read as another type) as the string the author most likely meant."""
+    if value is None:
+        return '"null" (or remove it)'
+    return json.dumps(described(value).strip('"'), ensure_ascii=False)
 
 
 _OUR_PREFIXES = (PREFIX, LEGACY_PREFIX)
@@ -286,8 +343,8 @@ def every_rule(priority_class: Mapping[str, Any]) -> list[Finding]:
         findings.append(
             error(
                 "invalid-value",
-                f"{subject(name)}: value is {class_value!r}; a PriorityClass needs an integer value. "
-                "Fix: set value, e.g. 8000.",
+                f"{subject(name)}: value is {_class_value_text(class_value)}; a PriorityClass needs an integer "
+                f"value. Fix: {_class_value_fix(class_value)}.",
             )
         )
         class_value = None

@@ -43,7 +43,7 @@ RULES = [
         "invalid-field",
         {"priorityClassName": "low", "minimumPreemptablePriority": "10000"},
         E,
-        ["spec.minimumPreemptablePriority is '10000', not an integer", "without quotes"],
+        ['spec.minimumPreemptablePriority is "10000", not an integer', "without quotes"],
     ),
     ("invalid-field", {"priorityClassName": "low", "minimumPreemptablePriority": 1.5}, E, ["not an integer"]),
     ("invalid-field", {"priorityClassName": "low", "minimumPreemptablePriority": True}, E, ["not an integer"]),
@@ -51,7 +51,7 @@ RULES = [
         "invalid-field",
         {"priorityClassName": "Low_Class", "minimumPreemptablePriority": 1},
         E,
-        ["spec.priorityClassName is 'Low_Class'", "lowercase"],
+        ['spec.priorityClassName is "Low_Class"', "lowercase"],
     ),
     (
         "unknown-field",
@@ -96,7 +96,7 @@ RULES = [
             "minimumPreemptablePriority": 1,
         },
         E,
-        ["operator is 'in'", "one of In, NotIn"],
+        ['operator is "in"', "one of In, NotIn"],
     ),
     ("no-effect", {"priorityClassName": "low"}, W, ["neither minimumPreemptablePriority nor tolerationSeconds"]),
     (
@@ -117,7 +117,7 @@ RULES = [
         W,
         ["above every system class"],
     ),
-    ("spec", "nonsense", E, ["spec is 'nonsense', not a mapping"]),
+    ("spec", "nonsense", E, ['spec is "nonsense", not a map']),
 ]
 
 

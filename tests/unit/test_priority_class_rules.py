@@ -90,14 +90,14 @@ RULES = [
         "invalid-value",
         {"kind": "PriorityClass", "metadata": {"name": "x"}, "value": "8000"},
         E,
-        ["value is '8000'", "integer value"],
+        ['value is "8000"', "integer value"],
     ),
     ("annotation-not-string", priority_class("low", 8000, **{MIN: 10000}), E, ["not a string", "quote it"]),
     (
         "invalid-metadata",
         {"kind": "PriorityClass", "metadata": "zz", "value": 8000},
         E,
-        ["metadata is 'zz'", "needs metadata with a name"],
+        ['metadata is "zz"', "needs metadata with a name"],
     ),
     (
         "invalid-metadata",
@@ -109,7 +109,7 @@ RULES = [
         "invalid-metadata",
         {"kind": "PriorityClass", "metadata": {"name": "x", "labels": "tier"}, "value": 8000},
         E,
-        ["metadata.labels is 'tier', not a map"],
+        ['metadata.labels is "tier", not a map'],
     ),
 ]
 
