@@ -134,9 +134,10 @@ def add_webhook_arguments(
         env="PTOL_EXTENDER",
         default="on",
         type=choice("on", "off"),
-        help="the scheduler extender endpoint (/extender/preempt), which reads the guard's caches: serve it (on), "
-        "or answer 404 (off) where no kube-scheduler is configured to call it, so nothing can record a "
-        "preemptor through it; --guard off turns it off too",
+        help="the scheduler extender endpoint (/extender/preempt), which reads the guard's caches, and the expiry "
+        "nudge it needs: serve them (on), or (off) answer it 404 and write no pod, where no kube-scheduler is "
+        "configured to call it (the guard alone: the scheduler's own retries find a toleration's end); "
+        "--guard off turns it off too",
     )
     env_option(
         parser,

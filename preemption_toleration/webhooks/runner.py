@@ -35,7 +35,7 @@ from preemption_toleration.webhooks.configurations import (
 from preemption_toleration.webhooks.events import RefusalEvents
 from preemption_toleration.webhooks.extender_endpoint import ExtenderHooks
 from preemption_toleration.webhooks.guard_endpoint import GuardHooks
-from preemption_toleration.webhooks.handling import DEFAULT_MAX_BODY_BYTES
+from preemption_toleration.webhooks.handling import DEFAULT_MAX_BODY_BYTES, HeldBack, not_kept
 from preemption_toleration.webhooks.metrics import WebhookMetrics
 from preemption_toleration.webhooks.nudger import Nudger
 from preemption_toleration.webhooks.secret_tls import SecretCertificates
@@ -287,18 +287,17 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
     if guard_enabled:
         events = RefusalEvents(api)
         tasks.append(asyncio.create_task(events.run(), name="guard-events"))
-        nudger = Nudger(api, caches.pod_index, lambda outcome: metrics.nudges.labels(outcome).inc())
-        tasks.append(asyncio.create_task(nudger.run(), name="expiry-nudges"))
-        guard = GuardHooks(
-            caches.guard_snapshot,
-            guard_config,
-            events.record,
-            nudger.hold,
-            settings.retry_hold,
-        )
+        held_back: HeldBack = not_kept
         if settings.extender:
+            # The expiry nudge re-queues a preemptor the extender left unschedulable when the toleration that
+            # held it back ends. Without the extender the scheduler retries on its own (paced by the guard's
+            # hold), so no nudge is needed, and the server writes no pod.
+            nudger = Nudger(api, caches.pod_index, lambda outcome: metrics.nudges.labels(outcome).inc())
+            tasks.append(asyncio.create_task(nudger.run(), name="expiry-nudges"))
+            held_back = nudger.hold
             # The extender reads the guard's caches and tells it the preemptor of each victim it saw.
             extender = ExtenderHooks(caches.extender_view, caches.preemptors, nudger.hold)
+        guard = GuardHooks(caches.guard_snapshot, guard_config, events.record, held_back, settings.retry_hold)
     tasks.append(asyncio.create_task(certificates.maintain(), name="certificates"))
     app = WebhookApp(
         caches.snapshot,

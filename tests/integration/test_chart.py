@@ -153,6 +153,9 @@ def _guard_off(objects: Objects) -> None:
 def _extender_off(objects: Objects) -> None:
     assert container(objects, WEBHOOK)["args"][-4:] == ["--guard", "enforce", "--extender", "off"]
     assert GUARD in objects
+    # no expiry nudge, so no write on pods
+    rules = objects[("ClusterRole", WEBHOOK)]["rules"]
+    assert not [rule for rule in rules if "pods/status" in rule["resources"]]
 
 
 def _admission_off(objects: Objects) -> None:

@@ -1,0 +1,63 @@
+"""The guard alone, with the extender endpoint and its expiry nudge off (`--extender off`, a managed cluster's
+setting): the scheduler's own retries, paced by the guard, schedule a preemptor at the end of the toleration
+that held it back, so the webhook server needs no right to write pods. It wrote none here: no nudge is
+counted and the preemptor never carried a nomination the server set."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client import ApiClient
+
+from preemption_toleration.devcluster import LocalCluster
+from tests.integration.components import ptol_run, registered_extender
+from tests.integration.conftest import Kubectl, MakeNode
+from tests.integration.helpers import eventually, unique_name
+from tests.integration.objects import MIN, TOL, class_manifest
+from tests.integration.pods import create_bound, node_of, pod_body, read_pod
+from tests.integration.test_extender_victims import Server
+from tests.integration.test_scheduler_preemption import GUARANTEE_SECONDS, scheduled_at
+
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
+
+
+@pytest.fixture(scope="module")
+def server(cluster: LocalCluster) -> Iterator[Server]:
+    with ptol_run(cluster, "--extender", "off"):
+        yield Server(registered_extender(cluster))
+
+
+@pytest.fixture(scope="module")
+def classes(server: Server, kubectl: Kubectl) -> Iterator[dict[str, str]]:
+    suffix = unique_name("n").split("-")[-1]
+    names = {"high": f"high-{suffix}", "guaranteed": f"guaranteed-{suffix}"}
+    kubectl("apply", "-f", "-", input=class_manifest(names["high"], 9000))
+    guarantee = {MIN: "10000", TOL: str(GUARANTEE_SECONDS)}
+    kubectl("apply", "-f", "-", input=class_manifest(names["guaranteed"], 8000, annotations=guarantee))
+    yield names
+    for name in names.values():
+        kubectl("delete", "priorityclass", name, "--ignore-not-found", check=False)
+
+
+async def test_the_scheduler_finds_the_end_of_a_toleration_without_a_nudge(
+    api: ApiClient, namespace: str, make_node: MakeNode, server: Server, classes: dict[str, str]
+) -> None:
+    node = (await make_node(cpu="3", memory="8Gi")).metadata.name
+    victim = await create_bound(api, namespace, "victim", classes["guaranteed"], node, cpu="2")
+    end = scheduled_at(victim) + timedelta(seconds=GUARANTEE_SECONDS)
+    await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], node, cpu="2"))
+    preemptor = await eventually(
+        lambda: read_pod(api, namespace, "high"),
+        lambda pod: node_of(pod) == node,
+        timeout=GUARANTEE_SECONDS + 60,
+        interval=0.2,
+        what="high bound",
+    )
+    late = (scheduled_at(preemptor) - end).total_seconds()
+    assert late <= 3, f"high was scheduled {GUARANTEE_SECONDS + late:.0f} s after the victim, not 23"
+    refusals = await server.metric("ptol_guard_refusals_total", "kind")
+    assert sum(refusals.values()) >= 1, "the guard held high back while the toleration lasted"
+    assert await server.metric("ptol_preemptor_nudges_total", "outcome") == {}, "no nudge without the extender"
