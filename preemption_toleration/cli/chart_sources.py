@@ -22,6 +22,7 @@ _NAMESPACE = "__RELEASE_NAMESPACE__"
 _FAILURE_POLICY = "__GUARD_FAILURE_POLICY__"
 _RELEASE_LABELS = "__RELEASE_LABELS__"
 _CA_INJECTION = "__CA_INJECTION__"
+_IDENTITY = "__PREEMPTOR_IDENTITY__"  # one identity, whose CEL list literal becomes the chart's list
 # `guard.evictionPreemptorPriority` is set (0 is a priority too, and Go templates take 0 for false).
 _DRAINS_JUDGED = 'not (kindIs "invalid" .Values.guard.evictionPreemptorPriority)'
 # Helm keeps the CRD on uninstall (and says so), as it keeps crds/; unlike crds/, upgrades update it.
@@ -34,6 +35,7 @@ def _fill(text: str) -> str:
         .replace(_FAILURE_POLICY, "{{ .Values.guard.failurePolicy }}")
         .replace(f"    {_RELEASE_LABELS}: true\n", '    {{- include "ptol.release" . | nindent 4 }}\n')
         .replace(f"  {_CA_INJECTION}: true\n", '  {{- include "ptol.caInjection" . | nindent 2 }}\n')
+        .replace(f"['{_IDENTITY}']", '[{{ include "ptol.celIdentities" . }}]')
     )
 
 
@@ -48,10 +50,15 @@ def _templated(document: dict[str, Any], *, ca_injection: bool = False) -> dict[
 def webhook_configurations_template() -> str:
     """templates/webhook-configurations.yaml: the configurations the code builds for the Service, each kept
     or left out by its component's value, the guard's failure policy a value."""
+    identities = (_IDENTITY,)
     validating, mutating, judged_evictions = (
-        _templated(document, ca_injection=True) for document in service_manifests(namespace=_NAMESPACE)
+        _templated(document, ca_injection=True)
+        for document in service_manifests(namespace=_NAMESPACE, preemptor_identities=identities)
     )
-    every_eviction = _templated(service_manifests(namespace=_NAMESPACE, every_eviction=True)[2], ca_injection=True)
+    every_eviction = _templated(
+        service_manifests(namespace=_NAMESPACE, preemptor_identities=identities, every_eviction=True)[2],
+        ca_injection=True,
+    )
     for guard in (judged_evictions, every_eviction):
         guard["webhooks"][0]["failurePolicy"] = _FAILURE_POLICY
     source = "preemption_toleration/webhooks/configurations.py"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from preemption_toleration.api.crd import crd_yaml
 from preemption_toleration.cli.chart_sources import CHART, chart_files
+from preemption_toleration.cli.failures import CommandError
 from preemption_toleration.cli.manifests_cmd import render, render_admission_policy
 from preemption_toleration.devcluster import ToolchainError, ensure_toolchain
 
@@ -62,7 +63,7 @@ def helm_template(helm: Path, root: Path, *args: str) -> str:
     argv += ["--kube-version", RENDER_KUBE_VERSION, *args]
     result = subprocess.run(argv, capture_output=True, text=True, check=False)
     if result.returncode != 0:
-        raise RuntimeError(f"`helm template {' '.join(args)}` failed: {result.stderr.strip()}")
+        raise CommandError(f"`helm template {' '.join(args)}` failed: {' '.join(result.stderr.split())}")
     return result.stdout
 
 

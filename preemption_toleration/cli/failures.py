@@ -60,7 +60,8 @@ def explained(error: Exception) -> tuple[str, int]:
         return _detail(error), EXIT_FAILED
     if isinstance(error, ApiException):
         message = _answer_message(error.body)
-        return f"the API server answered {error.status} {error.reason}" + (f": {message}" if message else ""), 1
+        answered = f"the API server answered {error.status} {error.reason}" + (f": {message}" if message else "")
+        return answered, EXIT_FAILED
     return (
         f"unexpected {type(error).__name__}: {_detail(error)} (a bug: please report it with the traceback that "
         f"{TRACEBACK_ENV}=1 prints)",

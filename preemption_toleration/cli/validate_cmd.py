@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -92,7 +94,20 @@ def kustomize_roles(files: list[Path]) -> dict[Path, str]:
 
 def _stdin() -> IO[bytes]:
     buffer = getattr(sys.stdin, "buffer", None)
-    return io.BytesIO(buffer.read() if buffer is not None else sys.stdin.read().encode("utf-8"))
+    if buffer is None:  # a text stream put in place of stdin (tests)
+        return io.BytesIO(sys.stdin.read().encode("utf-8"))
+    return _seekable(buffer)
+
+
+def _seekable(stream: IO[bytes]) -> IO[bytes]:
+    """`stream`, or a copy of it that can seek (the reader goes back after a broken document): a pipe, a
+    FIFO or `<(kustomize build ...)`, spooled to a temporary file past 16 MiB."""
+    if stream.seekable():
+        return stream
+    spool = tempfile.SpooledTemporaryFile(max_size=16 * 1024 * 1024)
+    shutil.copyfileobj(stream, spool)
+    spool.seek(0)
+    return spool
 
 
 def run(args: argparse.Namespace) -> int:
@@ -146,7 +161,7 @@ def _check_file(check: ManifestCheck, file: Path, role: str | None) -> Iterator[
         return
     with stream:
         try:
-            yield from check.check_stream(str(file), stream, role)
+            yield from check.check_stream(str(file), _seekable(stream), role)
         except OSError as problem:
             check.summary.counts[Severity.ERROR] += 1
             yield Located(str(file), 0, error("read", f"cannot read: {problem.strerror or problem}"))

@@ -220,7 +220,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "webhook",
         help="serve the admission webhooks",
         description="Serve the validating and mutating admission webhooks over TLS, "
-        "with /healthz, /readyz and /metrics on the same port.",
+        "with /healthz, /readyz and /metrics on the same port (/metrics on its own with --metrics-address).",
     )
     add_webhook_arguments(parser)
     add_logging_arguments(parser)

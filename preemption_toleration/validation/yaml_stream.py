@@ -40,6 +40,7 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 _BRACKETS = re.compile(rb"[\[\]{}]")
 _COMPACT = re.compile(rb"(?:[-?][ \t]+){%d}" % (MAX_DEPTH // 2))
 _SEPARATOR = re.compile(rb"^---(?:[ \t\r\n]|$)")
+_SEPARATOR_IN_CHUNK = re.compile(rb"^---[ \t\r]*\n", re.MULTILINE)
 
 
 class TooDeep(Exception):
@@ -61,13 +62,29 @@ class _Watched:
         self.star = False
         self.depth = 0
         self.name = getattr(stream, "name", "<stream>")
+        self.pending: TooDeep | None = None  # found in a chunk whose earlier documents are still to read
 
     def read(self, size: int = -1) -> bytes:
+        if self.pending is not None:
+            raise self.pending
         data = self.stream.read(max(size, READ_SIZE))  # libyaml keeps what is more than it asked for
         if not isinstance(data, bytes):
             data = data.encode("utf-8")
         if not self.star and b"*" in data:
             self.star = True
+        try:
+            self._check_depth(data)
+        except TooDeep as deep:
+            # The documents before the deep one in this chunk are still read: hand libyaml the chunk up to
+            # the deep document's `---` line, and refuse on the next read.
+            cut = _after_last_separator(data, deep.offset - self.offset)
+            if cut is None:
+                raise
+            self.pending, data = deep, data[:cut]
+        self.offset += len(data)
+        return data
+
+    def _check_depth(self, data: bytes) -> None:
         opening = data.count(b"[") + data.count(b"{")
         if self.depth + opening > MAX_DEPTH:
             self._scan(data)
@@ -75,8 +92,6 @@ class _Watched:
             self.depth = max(0, self.depth + opening - data.count(b"]") - data.count(b"}"))
         if (b"- " in data or b"? " in data) and (found := _COMPACT.search(data)) is not None:
             raise TooDeep(self.offset + found.start())
-        self.offset += len(data)
-        return data
 
     def _scan(self, data: bytes) -> None:
         depth = self.depth
@@ -88,6 +103,12 @@ class _Watched:
             elif depth:
                 depth -= 1
         self.depth = depth
+
+
+def _after_last_separator(data: bytes, end: int) -> int | None:
+    """The offset just past the last `---` line that starts before `end` in `data`, or None."""
+    ends = [match.end() for match in _SEPARATOR_IN_CHUNK.finditer(data, 0, end)]
+    return ends[-1] if ends else None
 
 
 class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]

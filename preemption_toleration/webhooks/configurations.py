@@ -8,7 +8,7 @@ Failure policies, and why:
 - validate policies: Fail. They are our own objects; nothing else needs to write them while we are down.
 - the guard (pod deletions, evictions, status): Ignore with a 3 s timeout, so a guard outage never blocks
   deletions cluster-wide; it skips namespaces labelled `preemption-toleration.dev/guard: disabled` (ours).
-  Optionally (Kubernetes >= 1.28), matchConditions send it only the requests that may be preemptions.
+  Its matchConditions (GA since Kubernetes 1.30) send it only the requests that may be preemptions.
 """
 
 from __future__ import annotations

@@ -102,7 +102,8 @@ def _defaults(objects: Objects) -> None:
     assert {c["whenUnsatisfiable"] for c in spread} == {"ScheduleAnyway"}
     # /metrics on a port of its own, closed by the NetworkPolicy; the HTTPS port open (the API server's
     # and kube-scheduler's addresses cannot be named)
-    assert container(objects, WEBHOOK)["args"][-4:-2] == ["--metrics-address", "0.0.0.0:8081"]
+    args = container(objects, WEBHOOK)["args"]
+    assert args[args.index("--metrics-address") + 1] == "0.0.0.0:8081"
     https_only = [{"ports": [{"port": "https", "protocol": "TCP"}]}]
     assert objects[("NetworkPolicy", WEBHOOK)]["spec"]["ingress"] == https_only
     assert objects[("NetworkPolicy", OPERATOR)]["spec"]["ingress"] == []
@@ -143,6 +144,16 @@ def _drains_allowed(objects: Objects) -> None:
     assert "--eviction-preemptor-priority" not in container(objects, WEBHOOK)["args"]
     [condition] = guard(objects)["matchConditions"]
     assert condition["expression"] == guard_match_expression(DEFAULT_PREEMPTOR_IDENTITIES)
+
+
+IDENTITIES = ("system:kube-scheduler", "system:serviceaccount:kube-system:batch-scheduler", "o'brien \\ x")
+
+
+def _preemptor_identities(objects: Objects) -> None:
+    args = container(objects, WEBHOOK)["args"]
+    assert [args[i + 1] for i, arg in enumerate(args) if arg == "--preemptor-identity"] == list(IDENTITIES)
+    [condition] = guard(objects)["matchConditions"]
+    assert condition["expression"] == guard_match_expression(IDENTITIES)
 
 
 def _guard_off(objects: Objects) -> None:
@@ -238,6 +249,10 @@ COMBINATIONS: dict[str, tuple[tuple[str, ...], Callable[[Objects], None]]] = {
     # 0 is a priority: the chart must not take it for "not set"
     "drains judged as preemptions by priority 0": (("--set", "guard.evictionPreemptorPriority=0"), _drains_judged),
     "guard off": (("--set", "guard.enabled=false"), _guard_off),
+    "a second scheduler's identity, quotes and backslashes escaped in the CEL": (
+        ("--set-json", f"guard.preemptorIdentities={json.dumps(list(IDENTITIES))}"),
+        _preemptor_identities,
+    ),
     "extender endpoint off": (("--set", "extender.enabled=false"), _extender_off),
     "admission webhooks off": (("--set", "admissionWebhooks.enabled=false"), _admission_off),
     "operator off": (("--set", "operator.enabled=false"), _operator_off),
@@ -305,6 +320,11 @@ SCHEMA_REFUSALS = [
     ("guard.mode=dry-run", "at '/guard/mode': value must be one of 'enforce', 'audit'"),
     ("operator.replicas=-1", "at '/operator/replicas': minimum: got -1, want 0"),
     ("webhook.extraArgs=--verbose", "at '/webhook/extraArgs': got string, want array"),
+    ("guard.preemptorIdentities[0]=a\tb", "at '/guard/preemptorIdentities/0': 'a\\tb' does not match pattern"),
+    (
+        "webhook.extraArgs[0]=--preemptor-identity=x",
+        "--preemptor-identity=x must agree with the guard's matchConditions: set guard.preemptorIdentities",
+    ),
     ("webhook.metricsPort=0", "at '/webhook/metricsPort': minimum: got 0, want 1"),
     ("guard.evictionPreemptorPriority=3000000000", "at '/guard/evictionPreemptorPriority': maximum:"),
 ]

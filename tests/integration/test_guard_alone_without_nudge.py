@@ -1,7 +1,6 @@
 """The guard alone, with the extender endpoint and its expiry nudge off (`--extender off`, a managed cluster's
 setting): the scheduler's own retries, paced by the guard, schedule a preemptor at the end of the toleration
-that held it back, so the webhook server needs no right to write pods. It wrote none here: no nudge is
-counted and the preemptor never carried a nomination the server set."""
+that held it back, so the webhook server needs no right to write pods. No nudge is planned or counted."""
 
 from __future__ import annotations
 
@@ -57,7 +56,7 @@ async def test_the_scheduler_finds_the_end_of_a_toleration_without_a_nudge(
         what="high bound",
     )
     late = (scheduled_at(preemptor) - end).total_seconds()
-    assert late <= 3, f"high was scheduled {GUARANTEE_SECONDS + late:.0f} s after the victim, not 23"
+    assert -1 <= late <= 3, f"high was scheduled {GUARANTEE_SECONDS + late:.0f} s after the victim, not 20 to 23"
     refusals = await server.metric("ptol_guard_refusals_total", "kind")
     assert sum(refusals.values()) >= 1, "the guard held high back while the toleration lasted"
     assert await server.metric("ptol_preemptor_nudges_total", "outcome") == {}, "no nudge without the extender"

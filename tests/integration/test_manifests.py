@@ -183,6 +183,11 @@ def test_what_a_security_reviewer_checks_in_the_rendered_install(kubectl: Kubect
         if kind == "NetworkPolicy"
     }
     assert selected == {"operator", "webhook"}
+    # open: the HTTPS port (webhooks, guard, extender; their callers' addresses cannot be named); closed: the
+    # metrics port, unless peers are listed (none are by default), and everything of the operator
+    policies = {name: d["spec"] for (kind, name), d in objects.items() if kind == "NetworkPolicy"}
+    assert policies["preemption-toleration-webhook"]["ingress"] == [{"ports": [{"port": "https", "protocol": "TCP"}]}]
+    assert policies["preemption-toleration-operator"]["ingress"] == []
     webhook_args = deployments["preemption-toleration-webhook"]["containers"][0]["args"]
     assert "--metrics-address" in webhook_args
     # the PriorityClass webhook fails closed, but only on the writes its matchConditions select

@@ -101,14 +101,51 @@ def every_write() -> list[tuple[Any, Any]]:
     return creates + updates
 
 
-def test_what_they_leave_out_the_webhook_would_allow_without_a_word() -> None:
+# Selectors that take classes without labels: a write they leave out may lose a "claimed by two policies"
+# warning (documented), never a refusal.
+LABEL_LESS = snapshot_of(
+    {
+        "by-name": policy("by-name", {"priorityClassName": "batch", "minimumPreemptablePriority": 10000}),
+        "no-tier": policy(
+            "no-tier",
+            {
+                "priorityClassSelector": {"matchExpressions": [{"key": "tier", "operator": "DoesNotExist"}]},
+                "minimumPreemptablePriority": 20000,
+            },
+            created="2026-11-02T00:00:00Z",
+        ),
+        "not-web": policy(
+            "not-web",
+            {
+                "priorityClassSelector": {
+                    "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["web"]}]
+                },
+                "minimumPreemptablePriority": 30000,
+            },
+            created="2026-11-03T00:00:00Z",
+        ),
+    },
+    {},
+)
+
+
+def answers_to_left_out_writes(snapshot: Any) -> list[Any]:
     config = AdmissionConfig(operator_identities=("operator",))
-    left_out = 0
+    answers = []
     for obj, old in every_write():
-        if sent(obj, old):
-            continue
-        left_out += 1
-        payload = review(obj, old=old, operation="UPDATE" if old else "CREATE")
-        answer = validate_priority_class(AdmissionReview.model_validate(payload).request, SNAPSHOT, config)
-        assert answer.allowed and not answer.warnings, (obj, old, answer)
-    assert left_out > 20  # the table does hold writes they leave out
+        if not sent(obj, old):
+            payload = review(obj, old=old, operation="UPDATE" if old else "CREATE")
+            answers.append(validate_priority_class(AdmissionReview.model_validate(payload).request, snapshot, config))
+    assert len(answers) > 20  # the table does hold writes they leave out
+    return answers
+
+
+def test_what_they_leave_out_the_webhook_would_allow_without_a_word() -> None:
+    for answer in answers_to_left_out_writes(SNAPSHOT):
+        assert answer.allowed and not answer.warnings, answer
+
+
+def test_with_selectors_that_take_classes_without_labels_they_leave_out_no_refusal() -> None:
+    answers = answers_to_left_out_writes(LABEL_LESS)
+    assert all(answer.allowed for answer in answers)
+    assert any(answer.warnings for answer in answers)  # the warning the docs say is not given

@@ -5,6 +5,8 @@ is refused document by document."""
 from __future__ import annotations
 
 import io
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -239,3 +241,33 @@ def test_control_characters_in_a_value_are_escaped(tmp_path: Path, capsys) -> No
     assert code == 1
     assert f'{MIN}="1\\x1b[2J0\\n" is not a base-10 integer' in lines[0]
     assert len(lines) == 2  # the finding and the summary: the newline did not start a line
+
+
+def test_a_too_deep_document_leaves_the_ones_before_and_after_it_checked(tmp_path: Path, capsys) -> None:
+    """All three documents are in the reader's first chunk: the class before the deep one is still checked
+    (its error reported), the deep one is named by its own line, and reading goes on after it."""
+    deep = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {a: " + "[" * 1100 + "]" * 1100 + "}\n"
+    path = tmp_path / "deep.yaml"
+    path.write_text(klass(annotations=f'{MIN}: "10k"') + "---\n" + deep + "---\n" + klass(name="after"))
+    code, lines = cli(capsys, "-f", str(path))
+    assert code == 1
+    assert 'PriorityClass "low": annotation' in lines[0] and '="10k" is not a base-10 integer' in lines[0]
+    assert lines[1] == f"{path}:2: error: invalid YAML at line 12: collections nested more than 1000 deep"
+    assert lines[-1].startswith("summary: 1 file, 3 documents: 2 PriorityClasses and 0")
+
+
+def test_a_file_that_cannot_seek_is_read_whole(tmp_path: Path, capsys) -> None:
+    """`ptol validate -f <(kustomize build ...)`: a FIFO, read once into a spool."""
+    fifo = tmp_path / "manifests"
+    os.mkfifo(fifo)
+
+    def write() -> None:
+        with fifo.open("w") as pipe:
+            pipe.write(klass(name="piped"))
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    code, lines = cli(capsys, "-f", str(fifo))
+    writer.join()
+    assert code == 0, lines
+    assert lines[-1].startswith("summary: 1 file, 1 document: 1 PriorityClass and 0")

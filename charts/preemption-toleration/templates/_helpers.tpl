@@ -25,6 +25,21 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 system:serviceaccount:{{ .Release.Namespace }}:operator
 {{- end }}
 
+{{/* guard.preemptorIdentities as the items of a CEL list of strings (quotes and backslashes escaped;
+the schema refuses control characters). */}}
+{{- define "ptol.celIdentities" -}}
+{{- range $i, $identity := .Values.guard.preemptorIdentities }}{{ if $i }}, {{ end }}'{{ $identity | replace "\\" "\\\\" | replace "'" "\\'" }}'{{ end }}
+{{- end }}
+
+{{/* The flags the guard's configuration must agree with come from their own values, never extraArgs. */}}
+{{- define "ptol.checkExtraArgs" -}}
+{{- range .Values.webhook.extraArgs }}
+{{- if or (hasPrefix "--preemptor-identity" .) (hasPrefix "--eviction-preemptor-priority" .) }}
+{{- fail (printf "webhook.extraArgs: %s must agree with the guard's matchConditions: set guard.preemptorIdentities or guard.evictionPreemptorPriority instead" .) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{- define "ptol.webhookDNSName" -}}
 preemption-toleration-webhook.{{ .Release.Namespace }}.svc
 {{- end }}
