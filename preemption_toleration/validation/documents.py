@@ -45,6 +45,9 @@ _OUR_DOMAINS = (PREFIX.rstrip("/"), LEGACY_PREFIX.rstrip("/"))
 _KEY_NAMES = tuple(key[len(PREFIX) :] for key in POLICY_KEYS)
 _NAME = re.compile(DNS_SUBDOMAIN)
 MAX_NAME_LENGTH = 253
+# PriorityClasses and policies kept for the rules between documents (about 400 B each): past this many, the
+# rest are checked one by one and said so, and memory stays flat however long the input (a cluster has tens).
+MAX_KEPT = 10_000
 
 
 @dataclass(frozen=True)
@@ -214,6 +217,7 @@ class ManifestCheck:
         self.classes: dict[str, ClassRecord] = {}
         self.policies: dict[str, PolicyRecord] = {}
         self._label_sets: dict[tuple[tuple[str, str], ...], Mapping[str, str]] = {}
+        self.past_limit = 0  # PriorityClasses and policies checked alone, past MAX_KEPT
 
     # -- one file ---------------------------------------------------------------------------------------
     def check_stream(self, source: str, stream: IO[bytes], kustomize_role: str | None = None) -> Iterator[Located]:
@@ -353,7 +357,7 @@ class ManifestCheck:
                 findings.append(problem)
             findings += _prefix_findings(subject, metadata.get("annotations"))
             name = metadata.get("name")
-            if isinstance(name, str) and name:
+            if isinstance(name, str) and name and self._keeps(name, self.classes):
                 findings += self._defined_twice(self.classes, PRIORITY_CLASS, name, source, index)
                 value = content.get("value")
                 labels = metadata.get("labels")
@@ -379,11 +383,18 @@ class ManifestCheck:
         if (problem := name_problem(subject, metadata)) is not None:
             findings.append(problem)
         name = metadata.get("name") if is_mapping(metadata) else None
-        if isinstance(name, str) and name:
+        if isinstance(name, str) and name and self._keeps(name, self.policies):
             findings += self._defined_twice(self.policies, POLICY_KIND, name, source, index)
             created = metadata.get("creationTimestamp") if is_mapping(metadata) else None
             self.policies[name] = PolicyRecord(source, index, name, model.spec if model else None, created)
         return [_prefixed(finding, where) for finding in findings] if where else findings
+
+    def _keeps(self, name: str, records: Mapping[str, Any]) -> bool:
+        """Whether this object is kept for the rules between documents (a name already kept always is)."""
+        if name in records or len(self.classes) + len(self.policies) < MAX_KEPT:
+            return True
+        self.past_limit += 1
+        return False
 
     def _defined_twice(
         self, records: Mapping[str, ClassRecord | PolicyRecord], kind: str, name: str, source: str, index: int
@@ -406,6 +417,19 @@ class ManifestCheck:
         governance's (governance.documents.between_documents: a policy's minimum against its classes, and
         conflicts), passed in: validation does not import governance."""
         found = rules(self) if rules is not None else []
+        if self.past_limit:
+            found.append(
+                Located(
+                    "<input>",
+                    0,
+                    note(
+                        "kept",
+                        f"{self.past_limit} PriorityClasses and policies past the first {MAX_KEPT:,} were checked "
+                        "one by one, not against the others (duplicate names, a policy's minimum against its "
+                        "classes, conflicts); validate them in smaller parts for those rules.",
+                    ),
+                )
+            )
         found.sort(key=lambda item: (item.source, item.index))
         for located in found:
             self._count(located)

@@ -271,3 +271,19 @@ def test_a_file_that_cannot_seek_is_read_whole(tmp_path: Path, capsys) -> None:
     writer.join()
     assert code == 0, lines
     assert lines[-1].startswith("summary: 1 file, 1 document: 1 PriorityClass and 0")
+
+
+def test_past_the_kept_limit_objects_are_checked_alone_and_it_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Memory stays flat however long the input: past MAX_KEPT PriorityClasses and policies, the rest are
+    still checked one by one, and a note says the rules between documents left them out."""
+    from preemption_toleration.validation import documents
+
+    monkeypatch.setattr(documents, "MAX_KEPT", 2)
+    text = "---\n".join(klass(name=name) for name in ("a", "b", "a", "c", "d", "c"))
+    text += "---\n" + klass(name="e", annotations=f'{MIN}: "10k"')
+    found = findings_of(text)
+    rules = [item.finding.rule for item in found]
+    assert rules.count("duplicate-name") == 1  # "a", kept; "c" is past the limit
+    assert "invalid-integer" in rules or any("10k" in item.finding.message for item in found)  # still checked
+    [kept] = [item.finding for item in found if item.finding.rule == "kept"]
+    assert kept.message.startswith("4 PriorityClasses and policies past the first 2 were checked one by one")
