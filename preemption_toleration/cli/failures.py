@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
+from pathlib import Path
 
 EXIT_FAILED = 1  # the command's own failure: a finding, an object not found, an error answer, a file or port
 EXIT_USAGE = 2  # argparse's own code, also for options that do not go together
@@ -15,6 +17,14 @@ EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT)
 EXIT_STDOUT_CLOSED = 141  # the reader of stdout went away (128 + SIGPIPE), as `| head` does
 
 TRACEBACK_ENV = "PTOL_TRACEBACK"  # set (to anything) to get the traceback of an unexpected error
+
+
+def program_name(argv0: str | None = None) -> str:
+    """`ptol`, or `kubectl ptol` when run as the kubectl plugin (an executable named kubectl-ptol)."""
+    name = Path(sys.argv[0] if argv0 is None else argv0).name
+    if name.startswith("kubectl-"):
+        return "kubectl " + name.removeprefix("kubectl-").replace("-", " ").replace("_", "-")
+    return "ptol"
 
 
 class CommandError(Exception):

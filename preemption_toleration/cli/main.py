@@ -11,7 +11,6 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 import preemption_toleration
 from preemption_toleration.cli import (
@@ -30,6 +29,7 @@ from preemption_toleration.cli.failures import (
     EXIT_STDOUT_CLOSED,
     TRACEBACK_ENV,
     explained,
+    program_name,
 )
 
 COMMAND_MODULES = [
@@ -43,14 +43,6 @@ COMMAND_MODULES = [
     manifests_cmd,
     dev_cmd,
 ]
-
-
-def program_name(argv0: str | None = None) -> str:
-    """`ptol`, or `kubectl ptol` when run as the kubectl plugin (an executable named kubectl-ptol)."""
-    name = Path(sys.argv[0] if argv0 is None else argv0).name
-    if name.startswith("kubectl-"):
-        return "kubectl " + name.removeprefix("kubectl-").replace("-", " ").replace("_", "-")
-    return "ptol"
 
 
 def build_parser(prog: str | None = None) -> argparse.ArgumentParser:

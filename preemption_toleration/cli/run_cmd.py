@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from preemption_toleration.cli.failures import require_cluster_configuration
+from preemption_toleration.cli.failures import program_name, require_cluster_configuration
 from preemption_toleration.cli.operator_cmd import add_operator_arguments
 from preemption_toleration.cli.options import add_logging_arguments, env_option, non_empty
 from preemption_toleration.cli.signals import run_until_signalled
@@ -122,22 +122,22 @@ def run(args: argparse.Namespace) -> int:
 
         if args.guard == "off":
             print(
-                "ptol run: error: --dev-cluster needs the guard (--guard enforce or audit): its server is the "
-                "scheduler's extender",
+                f"{program_name()} run: error: --dev-cluster needs the guard (--guard enforce or audit): its server "
+                "is the scheduler's extender",
                 file=sys.stderr,
             )
             return 2
         if args.extender == "off":
             print(
-                "ptol run: error: --dev-cluster needs the extender endpoint (--extender on): the scheduler of "
-                "the local control plane calls it",
+                f"{program_name()} run: error: --dev-cluster needs the extender endpoint (--extender on): the "
+                "scheduler of the local control plane calls it",
                 file=sys.stderr,
             )
             return 2
 
         attached = attach(Path(args.dev_cluster), args.kubeconfig)
         if isinstance(attached, str):
-            print(f"ptol run: error: {attached}", file=sys.stderr)
+            print(f"{program_name()} run: error: {attached}", file=sys.stderr)
             return 2
         local, args.kubeconfig = attached
     require_cluster_configuration(args.kubeconfig)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from preemption_toleration.admission.decisions import AdmissionConfig
-from preemption_toleration.cli.failures import require_cluster_configuration
+from preemption_toleration.cli.failures import program_name, require_cluster_configuration
 from preemption_toleration.cli.options import (
     add_kubeconfig_argument,
     add_logging_arguments,
@@ -272,7 +272,7 @@ def prepare(args: argparse.Namespace, command: str) -> bool:
     """Refuse flags that do not go together (False, with a message), else set up logging (True)."""
     problem = tls_problem(args, registers=command == "run" or bool(getattr(args, "register_url", None)))
     if problem:
-        print(f"ptol {command}: error: {problem}", file=sys.stderr)
+        print(f"{program_name()} {command}: error: {problem}", file=sys.stderr)
         return False
     configure_logging(args.log_level, args.log_format)
     return True
@@ -295,5 +295,5 @@ def stopped_on_webhook_error(command: str, main: Callable[[], int]) -> int:
     try:
         return main()
     except WebhookError as error:
-        print(f"ptol {command}: error: {error}", file=sys.stderr)
+        print(f"{program_name()} {command}: error: {error}", file=sys.stderr)
         return 1

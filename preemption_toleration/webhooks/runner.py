@@ -9,7 +9,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from aiohttp import web
 from kubernetes_asyncio import client
@@ -263,6 +263,16 @@ def _collect_young_and_freeze() -> None:
     gc.freeze()
 
 
+def with_bound_port(url: str, port: int) -> str:
+    """`url` with the port the server was given when it asked for port 0 (only the port: a `:0` elsewhere
+    in the URL, such as in its path, is left as it is)."""
+    parts = urlsplit(url)
+    if parts.port != 0:
+        return url
+    host = parts.netloc.rsplit(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{host}:{port}"))
+
+
 async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:
     api = await make_api_client(settings.kubeconfig)
     try:
@@ -326,7 +336,7 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
         if not await _synced_or_stopped(caches, stop):
             return
         if settings.register_url is not None:
-            url = settings.register_url.replace(":0", f":{bound_port}")
+            url = with_bound_port(settings.register_url, bound_port)
             ca_bundle = _registrable(certificates, url)
             await register(
                 api, url, ca_bundle, guard_enabled, settings.preemptor_identities, guard_config.judges_every_eviction

@@ -13,7 +13,8 @@ import pytest
 
 from preemption_toleration import __version__
 from preemption_toleration.cli import failures
-from preemption_toleration.cli.main import build_parser, main, program_name
+from preemption_toleration.cli.failures import program_name
+from preemption_toleration.cli.main import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]
 

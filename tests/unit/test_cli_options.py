@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import pytest
@@ -362,3 +363,11 @@ def test_run_refuses_certificate_files_without_their_ca_before_starting(capsys: 
         "ptol run: error: registering configurations with --cert-file needs the CA "
         "that signed it, for their caBundle: add --ca-file (PTOL_TLS_CA_FILE)\n"
     )
+
+
+def test_errors_name_the_plugin_when_run_as_kubectl_ptol(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["/usr/local/bin/kubectl-ptol"])
+    assert main(["run", "--dev-cluster", ".cluster", "--guard", "off"]) == 2
+    assert capsys.readouterr().err.startswith("kubectl ptol run: error: --dev-cluster needs the guard")

@@ -594,3 +594,19 @@ async def test_metrics_apart_are_served_on_their_own_server_only() -> None:
         assert served.status == 200 and "ptol_webhook_requests_total" in await served.text()
         assert (await metrics.get("/healthz")).status == 404
         assert (await metrics.post("/metrics")).status == 405
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://127.0.0.1:0", "https://127.0.0.1:8443"),
+        ("https://127.0.0.1:0/", "https://127.0.0.1:8443/"),
+        ("https://[::1]:0", "https://[::1]:8443"),
+        ("https://127.0.0.1:9443", "https://127.0.0.1:9443"),  # a port of its own: kept
+        ("https://host:0/base:0", "https://host:8443/base:0"),  # only the port, not a `:0` in the path
+    ],
+)
+def test_a_registered_url_gets_the_bound_port_only_in_place_of_port_0(url: str, expected: str) -> None:
+    from preemption_toleration.webhooks.runner import with_bound_port
+
+    assert with_bound_port(url, 8443) == expected
