@@ -222,16 +222,26 @@ def _construction_problem(problem: Exception) -> str:
     return f"invalid YAML{_where(mark, 0)}: {shown(reason, 120)}"
 
 
-def _line_of_offset(stream: IO[bytes], offset: int) -> int:
-    stream.seek(0)
-    return stream.read(offset).count(b"\n")
+def _line_of_offset(stream: IO[bytes], offset: int, start: tuple[int, int]) -> int:
+    """The 0-based line of `offset`, counted from `start` (byte offset, line) of the run that read it, in
+    chunks: the file is scanned once in all, however many documents are broken."""
+    position, line = start
+    stream.seek(position)
+    while position < offset:
+        chunk = stream.read(min(READ_SIZE, offset - position))
+        if not chunk:
+            break
+        line += chunk.count(b"\n")
+        position += len(chunk)
+    return line
 
 
-def _next_separator(stream: IO[bytes], from_line: int) -> tuple[int, int] | None:
-    """(byte offset, 0-based line) of the first `---` line at or after `from_line`, or None."""
-    stream.seek(0)
-    offset = 0
-    for line_number, line in enumerate(stream):
+def _next_separator(stream: IO[bytes], from_line: int, start: tuple[int, int]) -> tuple[int, int] | None:
+    """(byte offset, 0-based line) of the first `---` line at or after `from_line`, or None; read from
+    `start` (byte offset, line) of the run that failed, which is at or before it."""
+    offset, first_line = start
+    stream.seek(offset)
+    for line_number, line in enumerate(stream, start=first_line):
         if line_number >= from_line and _SEPARATOR.match(line):
             return offset, line_number
         offset += len(line)
@@ -254,7 +264,7 @@ def read_documents(stream: IO[bytes]) -> Iterator[YamlDocument | YamlBreak]:
                 produced += 1
                 yield _document(loader, node, index, base_line, watched.star)
         except TooDeep as deep:
-            line = _line_of_offset(stream, deep.offset)
+            line = _line_of_offset(stream, deep.offset, (start_offset, base_line))
             failed_at = line
             message = f"invalid YAML at line {line + 1}: collections nested more than {MAX_DEPTH} deep"
             problem = error("yaml", message)
@@ -268,7 +278,9 @@ def read_documents(stream: IO[bytes]) -> Iterator[YamlDocument | YamlBreak]:
         resume = None
         if failed_at is not None:
             # a run that fails at once on its own `---` line moves on to the next one
-            resume = _next_separator(stream, failed_at + (1 if produced == 0 and failed_at == base_line else 0))
+            resume = _next_separator(
+                stream, failed_at + (1 if produced == 0 and failed_at == base_line else 0), (start_offset, base_line)
+            )
         if resume is None:
             yield YamlBreak(index + 1, problem, None)
             return
