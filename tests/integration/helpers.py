@@ -8,7 +8,9 @@ import subprocess
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
+
+import yaml
 
 T = TypeVar("T")
 
@@ -44,3 +46,14 @@ def denied(result: subprocess.CompletedProcess[str], webhook: str) -> str:
     prefix = f'admission webhook "{webhook}" denied the request: '
     assert prefix in result.stderr, result.stderr
     return result.stderr.split(prefix, 1)[1]
+
+
+def with_value(args: list[str], flag: str, value: str) -> list[str]:
+    """`args` with the value after `flag` replaced (e.g. a port this machine has free)."""
+    index = args.index(flag)
+    return [*args[: index + 1], value, *args[index + 2 :]]
+
+
+def by_kind_and_name(text: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """The objects of a multi-document YAML text (what kustomize or helm renders), by kind and name."""
+    return {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(text) if d}

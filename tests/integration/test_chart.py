@@ -19,6 +19,7 @@ from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES
 from preemption_toleration.webhooks.configurations import guard_match_expression
 from tests.integration.components import INSTALL_NAMESPACE, ROOT, rbac_installed
 from tests.integration.conftest import Kubectl
+from tests.integration.helpers import by_kind_and_name
 
 pytestmark = pytest.mark.integration
 
@@ -54,10 +55,6 @@ def template(helm: Path, *args: str) -> Objects:
     )
     assert result.returncode == 0, result.stderr
     return by_kind_and_name(result.stdout)
-
-
-def by_kind_and_name(text: str) -> Objects:
-    return {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(text) if d}
 
 
 def container(objects: Objects, deployment: str) -> dict[str, Any]:

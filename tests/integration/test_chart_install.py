@@ -27,7 +27,7 @@ from preemption_toleration.devcluster.processes import free_port
 from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME
 from tests.integration.components import INSTALL_NAMESPACE, ROOT, install_crd
 from tests.integration.conftest import Kubectl, MakeNode
-from tests.integration.helpers import eventually, unique_name
+from tests.integration.helpers import eventually, unique_name, with_value
 from tests.integration.objects import MIN, TOL, apply_class_and_policy, class_manifest, ours, read_class
 from tests.integration.pods import create_bound
 
@@ -57,11 +57,6 @@ def container_args(kubectl: Kubectl, deployment: str) -> list[str]:
     found = live(kubectl, "deployment", deployment, "-n", INSTALL_NAMESPACE)
     [container] = found["spec"]["template"]["spec"]["containers"]
     return list(container["args"])
-
-
-def with_value(args: list[str], flag: str, value: str) -> list[str]:
-    index = args.index(flag)
-    return [*args[: index + 1], value, *args[index + 2 :]]
 
 
 def token_kubeconfig(cluster: LocalCluster, kubectl: Kubectl, account: str, path: Path) -> Path:
@@ -135,26 +130,18 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_api_server(
 
     # the pods' processes: the Deployments' arguments, the chart's ServiceAccounts
     port, health, metrics, webhook_metrics = free_port(), free_port(), free_port(), free_port()
-    webhook = ComponentProcess(
-        "webhook",
-        token_kubeconfig(cluster, kubectl, "webhook", tmp_path / "webhook.kubeconfig"),
-        tmp_path / "webhook.log",
-        *with_value(container_args(kubectl, SERVICE)[1:], "--metrics-address", f"127.0.0.1:{webhook_metrics}"),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-    )
+
+    def as_its_account(command: str, *args: str) -> ComponentProcess:
+        """`ptol COMMAND` as the installed Deployment runs it, with a token of the chart's ServiceAccount."""
+        kubeconfig = token_kubeconfig(cluster, kubectl, command, tmp_path / f"{command}.kubeconfig")
+        return ComponentProcess(command, kubeconfig, tmp_path / f"{command}.log", *args)
+
+    webhook_args = with_value(container_args(kubectl, SERVICE)[1:], "--metrics-address", f"127.0.0.1:{webhook_metrics}")
+    webhook = as_its_account("webhook", *webhook_args, "--host", "127.0.0.1", "--port", str(port))
     operator_args = container_args(kubectl, "preemption-toleration-operator")[1:]
     operator_args = with_value(operator_args, "--liveness", f"http://127.0.0.1:{health}/healthz")
-    operator = ComponentProcess(
-        "operator",
-        token_kubeconfig(cluster, kubectl, "operator", tmp_path / "operator.kubeconfig"),
-        tmp_path / "operator.log",
-        *with_value(operator_args, "--metrics", f"127.0.0.1:{metrics}"),
-        "--resync-seconds",
-        "3",
-    )
+    operator_args = with_value(operator_args, "--metrics", f"127.0.0.1:{metrics}")
+    operator = as_its_account("operator", *operator_args, "--resync-seconds", "3")
     service = live(kubectl, "service", SERVICE, "-n", INSTALL_NAMESPACE)
     cluster.route_service(service["spec"]["clusterIP"], 443, f"127.0.0.1:{port}")
     pc, ptp, bad = unique_name("chart-class"), unique_name("chart-policy"), unique_name("chart-bad")

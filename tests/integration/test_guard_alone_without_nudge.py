@@ -5,20 +5,17 @@ that held it back, so the webhook server needs no right to write pods. No nudge 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import timedelta
 
 import pytest
-from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.devcluster import LocalCluster
 from tests.integration.components import ptol_run, registered_extender
 from tests.integration.conftest import Kubectl, MakeNode
-from tests.integration.helpers import eventually, unique_name
+from tests.integration.helpers import unique_name
 from tests.integration.objects import MIN, TOL, class_manifest
-from tests.integration.pods import create_bound, node_of, pod_body, read_pod
 from tests.integration.test_extender_victims import Server
-from tests.integration.test_scheduler_preemption import GUARANTEE_SECONDS, scheduled_at
+from tests.integration.test_scheduler_preemption import GUARANTEE_SECONDS, seconds_late
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -45,17 +42,7 @@ async def test_the_scheduler_finds_the_end_of_a_toleration_without_a_nudge(
     api: ApiClient, namespace: str, make_node: MakeNode, server: Server, classes: dict[str, str]
 ) -> None:
     node = (await make_node(cpu="3", memory="8Gi")).metadata.name
-    victim = await create_bound(api, namespace, "victim", classes["guaranteed"], node, cpu="2")
-    end = scheduled_at(victim) + timedelta(seconds=GUARANTEE_SECONDS)
-    await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], node, cpu="2"))
-    preemptor = await eventually(
-        lambda: read_pod(api, namespace, "high"),
-        lambda pod: node_of(pod) == node,
-        timeout=GUARANTEE_SECONDS + 60,
-        interval=0.2,
-        what="high bound",
-    )
-    late = (scheduled_at(preemptor) - end).total_seconds()
+    late = await seconds_late(api, namespace, node, classes)
     assert -1 <= late <= 3, f"high was scheduled {GUARANTEE_SECONDS + late:.0f} s after the victim, not 20 to 23"
     refusals = await server.metric("ptol_guard_refusals_total", "kind")
     assert sum(refusals.values()) >= 1, "the guard held high back while the toleration lasted"

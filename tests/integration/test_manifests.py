@@ -15,6 +15,7 @@ from preemption_toleration.cli.webhook_cmd import tls_problem
 from preemption_toleration.devcluster import LocalCluster
 from tests.integration.components import INSTALL_NAMESPACE, OPERATOR_USER, ROOT, WEBHOOK_USER, rbac_installed
 from tests.integration.conftest import Kubectl
+from tests.integration.helpers import by_kind_and_name
 
 pytestmark = pytest.mark.integration
 
@@ -158,11 +159,7 @@ def test_no_kustomization_uses_a_deprecated_field() -> None:
 @pytest.mark.parametrize("variant", ["default", "certmanager"])
 def test_what_a_security_reviewer_checks_in_the_rendered_install(kubectl: Kubectl, variant: str) -> None:
     """The points of a production review, read from what `kubectl apply -k` would create."""
-    objects = {
-        (d["kind"], d["metadata"]["name"]): d
-        for d in yaml.safe_load_all(kubectl("kustomize", str(ROOT / "config" / variant)).stdout)
-        if d
-    }
+    objects = by_kind_and_name(kubectl("kustomize", str(ROOT / "config" / variant)).stdout)
     deployments = {name: d["spec"]["template"]["spec"] for (kind, name), d in objects.items() if kind == "Deployment"}
     [priority_class] = [name for kind, name in objects if kind == "PriorityClass"]
     for name, pod in deployments.items():

@@ -160,12 +160,9 @@ def scheduled_at(pod: dict[str, Any] | None) -> datetime:
     return moment if isinstance(moment, datetime) else datetime.fromisoformat(moment.replace("Z", "+00:00"))
 
 
-async def test_a_preemptor_held_back_by_a_20_s_toleration_is_scheduled_within_23_s(
-    api: ApiClient, namespace: str, node: str, classes: dict[str, str], scheduler: str
-) -> None:
-    """When a time-limited toleration ends, the preemptor waiting on it is scheduled at once: with the
-    guard alone, its paced retries (and the expiry nudge) find the victim no longer protected; with the
-    extender, the nudge re-queues it. Times are the API's PodScheduled times, whole seconds."""
+async def seconds_late(api: ApiClient, namespace: str, node: str, classes: dict[str, str]) -> float:
+    """A `guaranteed` victim on `node`, then a `high` preemptor for it: how many seconds after the end of the
+    victim's toleration the preemptor was scheduled (the API's PodScheduled times, whole seconds)."""
     victim = await create_bound(api, namespace, "victim", classes["guaranteed"], node, cpu="2")
     end = scheduled_at(victim) + timedelta(seconds=GUARANTEE_SECONDS)
     await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], node, cpu="2"))
@@ -176,7 +173,16 @@ async def test_a_preemptor_held_back_by_a_20_s_toleration_is_scheduled_within_23
         interval=0.2,
         what="high bound",
     )
-    late = (scheduled_at(preemptor) - end).total_seconds()
+    return (scheduled_at(preemptor) - end).total_seconds()
+
+
+async def test_a_preemptor_held_back_by_a_20_s_toleration_is_scheduled_within_23_s(
+    api: ApiClient, namespace: str, node: str, classes: dict[str, str], scheduler: str
+) -> None:
+    """When a time-limited toleration ends, the preemptor waiting on it is scheduled at once: with the
+    guard alone, its paced retries (and the expiry nudge) find the victim no longer protected; with the
+    extender, the nudge re-queues it."""
+    late = await seconds_late(api, namespace, node, classes)
     assert late <= 3, f"{scheduler}: high was scheduled {GUARANTEE_SECONDS + late:.0f} s after the victim, not 23"
     gone = await read_pod(api, namespace, "victim")
     assert gone is None or gone["metadata"].get("deletionTimestamp"), "high was bound beside its victim"

@@ -28,7 +28,7 @@ from preemption_toleration.devcluster.processes import free_port
 from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME, service_manifests
 from tests.integration.components import INSTALL_NAMESPACE, OPERATOR_USER, ROOT, WEBHOOK_USER, rbac_installed
 from tests.integration.conftest import Kubectl, MakeNode
-from tests.integration.helpers import eventually, unique_name
+from tests.integration.helpers import eventually, unique_name, with_value
 from tests.integration.objects import (
     MIN,
     TOL,
@@ -59,12 +59,6 @@ def roles(cluster: LocalCluster, kubectl: Kubectl) -> Iterator[None]:
     with rbac_installed(cluster):
         yield
     kubectl("delete", "secret", "webhook-tls", "-n", NAMESPACE, "--ignore-not-found", check=False)
-
-
-def with_value(args: list[str], flag: str, value: str) -> list[str]:
-    """`args` with the value after `flag` replaced (e.g. a port this machine has free)."""
-    index = args.index(flag)
-    return [*args[: index + 1], value, *args[index + 2 :]]
 
 
 def run_as(cluster: LocalCluster, tmp_path: Path, user: str, command: str, *args: str) -> ComponentProcess:

@@ -5,11 +5,10 @@ import json
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import BaseTestServer, TestClient
+from aiohttp.test_utils import TestClient
 
 from preemption_toleration.admission.decisions import snapshot_of
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY as MIN
@@ -572,22 +571,11 @@ async def test_a_mutation_answer_is_written_in_the_api_servers_field_names() -> 
     ]
 
 
-class _MetricsTestServer(BaseTestServer):
-    """The server `--metrics-address` runs beside the webhooks."""
-
-    def __init__(self, webhook: WebhookApp) -> None:
-        super().__init__()
-        self.webhook = webhook
-
-    async def _make_runner(self, **kwargs: Any) -> web.ServerRunner:
-        return web.ServerRunner(self.webhook.metrics_server())
-
-
 async def test_metrics_apart_are_served_on_their_own_server_only() -> None:
     """`--metrics-address`: /metrics moves to a port of its own, which a NetworkPolicy can close."""
     READY["value"] = True
     app = WebhookApp(lambda: snapshot_of({}, {}), not_ready, metrics_apart=True)
-    async with webhook_client(app) as webhooks, TestClient(_MetricsTestServer(app)) as metrics:
+    async with webhook_client(app) as webhooks, webhook_client(app, WebhookApp.metrics_server) as metrics:
         assert (await webhooks.get("/metrics")).status == 404
         assert (await webhooks.get("/healthz")).status == 200
         served = await metrics.get("/metrics")
