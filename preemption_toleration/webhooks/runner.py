@@ -263,6 +263,20 @@ def _collect_young_and_freeze() -> None:
     gc.freeze()
 
 
+async def _serve_metrics(app: WebhookApp, address: str) -> web.ServerRunner:
+    """/metrics alone on `address` ("host:port", plain HTTP); the runner to clean up."""
+    runner = web.ServerRunner(app.metrics_server())
+    await runner.setup()
+    host, _, port = address.rpartition(":")
+    try:
+        await web.TCPSite(runner, host, int(port)).start()
+    except BaseException:  # e.g. the port is taken: nothing of it left behind
+        await runner.cleanup()
+        raise
+    logger.info("metrics served apart", extra={"address": address})
+    return runner
+
+
 def with_bound_port(url: str, port: int) -> str:
     """`url` with the port the server was given when it asked for port 0 (only the port: a `:0` elsewhere
     in the URL, such as in its path, is left as it is)."""
@@ -321,16 +335,13 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
     )
     runner = web.ServerRunner(app.build())
     await runner.setup()
-    metrics_runner = web.ServerRunner(app.metrics_server()) if settings.metrics_address is not None else None
+    metrics_runner: web.ServerRunner | None = None
     registered = False
     try:
         site = web.TCPSite(runner, settings.host, settings.port, ssl_context=certificates.context)
         await site.start()
-        if metrics_runner is not None and settings.metrics_address is not None:
-            await metrics_runner.setup()
-            metrics_host, _, metrics_port = settings.metrics_address.rpartition(":")
-            await web.TCPSite(metrics_runner, metrics_host, int(metrics_port)).start()
-            logger.info("metrics served apart", extra={"address": settings.metrics_address})
+        if settings.metrics_address is not None:
+            metrics_runner = await _serve_metrics(app, settings.metrics_address)
         bound_port = runner.addresses[0][1]  # the one chosen, when settings.port is 0
         logger.info("webhook server listening", extra={"host": settings.host, "port": bound_port})
         if not await _synced_or_stopped(caches, stop):
