@@ -1,12 +1,16 @@
 """The extender's preempt decision over all candidate nodes of one preemption attempt.
 
-For each node the scheduler proposes: if none of its victims is exempt from this preemptor (the toleration
-contract, `exempted_from_preemption`), they are returned unchanged, so every filter of the scheduler's own
-dry run (affinity, ports, volumes) still holds. Otherwise the victims are chosen again as upstream's
-plugin does (`victims.select_victims`), or the node is left out when the preemptor cannot fit there
-without an exempt pod. A victim the cache does not know yet leaves the node as the scheduler proposed it
-(the guard still judges each deletion); a node or class the cache does not know, when a victim is exempt,
-leaves the node out.
+For each node the scheduler proposes: if no pod of lower priority on the node is exempt from this
+preemptor (the toleration contract, `exempted_from_preemption`), its victims are returned unchanged, so
+every filter of the scheduler's own dry run (affinity, ports, volumes) still holds. If a proposed victim is
+exempt, the victims are chosen again as upstream's plugin does (`victims.select_victims`), or the node is
+left out when the preemptor cannot fit there without an exempt pod. If only pods the scheduler did not
+propose are exempt, its victims are upstream's too, unless a PodDisruptionBudget selects an exempt pod:
+its dry run spent a disruption on that pod and upstream's does not, so the victims are chosen again for a
+preemptor whose constraints the project judges exactly (`core.constraints`), and otherwise kept with the
+budget violations counted again. A victim the cache does
+not hold leaves the node as the scheduler proposed it (the guard still judges each deletion); a node or
+class the cache does not know, when a victim is exempt, leaves the node out.
 """
 
 from __future__ import annotations
@@ -18,13 +22,14 @@ from enum import Enum
 from typing import Any
 
 from preemption_toleration.api.extender import ExtenderPreemptionArgs, ExtenderPreemptionResult, MetaPod, MetaVictims
+from preemption_toleration.core.constraints import unjudged_constraints
 from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
 from preemption_toleration.core.pods import pod_priority
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_of
 from preemption_toleration.core.resources import allocatable, pod_requests
 from preemption_toleration.core.shapes import as_mapping
-from preemption_toleration.extender.victims import select_victims
-from preemption_toleration.inventory.budgets import BudgetIndex, split_by_budget_violation
+from preemption_toleration.extender.victims import BudgetSplit, count_violations, potential_victims, select_victims
+from preemption_toleration.inventory.budgets import BudgetIndex, counted_by_a_budget, split_by_budget_violation
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.slim import SlimPod
 
@@ -33,7 +38,8 @@ class NodeChoice(str, Enum):
     UNCHANGED = "unchanged"  # no exempt victim: the scheduler's choice stands
     REPLACED = "replaced"  # victims chosen again without the exempt ones
     DROPPED = "dropped"  # the preemptor cannot fit there without an exempt pod
-    UNKNOWN = "unknown"  # a victim the cache has not seen yet: the scheduler's choice, for the guard to judge
+    RECOUNTED = "recounted"  # the scheduler's victims, with budget violations counted without exempt pods
+    UNKNOWN = "unknown"  # a victim the cache does not hold: the scheduler's choice, for the guard to judge
 
 
 @dataclass(frozen=True)
@@ -118,13 +124,16 @@ class _Preemptor:
     uid: str
     priority: int
     requests: Mapping[str, int]
+    unjudged: tuple[str, ...]  # constraints a choice on resources alone would miss (`core.constraints`)
 
     @classmethod
     def of(cls, pod: Mapping[str, Any]) -> _Preemptor:
+        spec = as_mapping(pod.get("spec"))
         return cls(
             str(as_mapping(pod.get("metadata")).get("uid") or ""),
             pod_priority(pod),
-            pod_requests(as_mapping(pod.get("spec"))),
+            pod_requests(spec),
+            unjudged_constraints(spec),
         )
 
 
@@ -135,11 +144,11 @@ def _node_outcome(
     proposed = [on_node.get(uid) for uid in uids]
     if any(pod is None for pod in proposed):
         missing = [uid for uid, pod in zip(uids, proposed, strict=True) if pod is None]
-        return NodeOutcome(node, NodeChoice.UNKNOWN, tuple(uids), detail=f"not in the cache yet: {', '.join(missing)}")
+        return NodeOutcome(node, NodeChoice.UNKNOWN, tuple(uids), detail=view.pods.describe_absent(missing))
     try:
         exempt_pods = [pod for pod in proposed if pod is not None and exempt(pod)]
         if not exempt_pods:
-            return NodeOutcome(node, NodeChoice.UNCHANGED, tuple(uids))
+            return _unproposed_exemptions(node, uids, proposed, on_node, preemptor, exempt, view)
         exempt_victims = tuple(_name(pod) for pod in exempt_pods)
         # Every tolerating pod of the node counts, not only the proposed ones: the scheduler proposes the
         # newest pods, whose guarantees end last.
@@ -162,7 +171,7 @@ def _node_outcome(
             [pod for pod in view.pods.nominated_to(node) if pod.uid != preemptor.uid],
             allocatable(node_object),
             exempt,
-            lambda pods: split_by_budget_violation(pods, view.budgets),
+            _budget_split(view),
         )
     except PriorityClassNotFound as missing_class:  # upstream leaves the node out on this error too
         return NodeOutcome(node, NodeChoice.DROPPED, (), detail=str(missing_class))
@@ -183,6 +192,55 @@ def _node_outcome(
         pdb_violations=chosen.num_pdb_violations,
         held_until=held_until,
     )
+
+
+def _budget_split(view: ExtenderView) -> BudgetSplit:
+    return lambda pods: split_by_budget_violation(pods, view.budgets)
+
+
+def _unproposed_exemptions(
+    node: str,
+    uids: list[str],
+    proposed: list[SlimPod | None],
+    on_node: Mapping[str, SlimPod],
+    preemptor: _Preemptor,
+    exempt: _Exemption,
+    view: ExtenderView,
+) -> NodeOutcome:
+    """No proposed victim is exempt. Then the scheduler's victims are upstream's too (resource fit only grows
+    with fewer pods, so a pod it reprieved with an exempt pod gone also fits with it there), except where an
+    exempt pod counts against a PodDisruptionBudget: the dry run spent a disruption on it that upstream's
+    does not, which changes the count and can change the victims. Then choose again, or, for a preemptor
+    the project cannot judge exactly, count again."""
+    lower = [pod for pod in on_node.values() if pod.priority < preemptor.priority and pod.deletion is None]
+    if not any(exempt(pod) for pod in lower if counted_by_a_budget(pod, view.budgets)):
+        return NodeOutcome(node, NodeChoice.UNCHANGED, tuple(uids))
+    split = _budget_split(view)
+    node_object = view.nodes.get(node)
+    if not preemptor.unjudged and node_object is not None:
+        chosen = select_victims(
+            preemptor.priority,
+            preemptor.requests,
+            on_node.values(),
+            [pod for pod in view.pods.nominated_to(node) if pod.uid != preemptor.uid],
+            allocatable(node_object),
+            exempt,
+            split,
+        )
+        # None: the resources disagree with the scheduler's own fit; its victims stand, counted again
+        if chosen is not None:
+            chosen_uids = tuple(pod.uid for pod in chosen.victims)
+            same = set(chosen_uids) == set(uids)
+            return NodeOutcome(
+                node,
+                NodeChoice.RECOUNTED if same else NodeChoice.REPLACED,
+                chosen_uids,
+                pdb_violations=chosen.num_pdb_violations,
+                detail="" if same else "chosen again: the pods that tolerate the preemptor use none of its budgets",
+            )
+    victims = [pod for pod in proposed if pod is not None]
+    violations = count_violations(victims, potential_victims(preemptor.priority, lower, exempt), split)
+    return NodeOutcome(node, NodeChoice.RECOUNTED, tuple(uids), pdb_violations=violations)
 
 
 def decide_preemption(args: ExtenderPreemptionArgs, view: ExtenderView, now: datetime) -> PreemptDecision:

@@ -3,8 +3,9 @@
 The potential victims are the node's pods of lower priority than the preemptor that are neither exempt
 from it nor terminating. If the preemptor does not fit with all of them gone, the node is no candidate.
 Otherwise each potential victim, the PDB-violating ones first and then the most important first (higher
-priority, then the longer-running), is put back if the preemptor still fits with it there; the rest are
-the victims.
+priority, then the earlier `status.startTime`), is put back if the preemptor still fits with it there; the
+rest are the victims, most important first, as upstream sorts them again at the end (the scheduler reads the
+first as the node's most important victim when it picks a node).
 
 "Fits" is the scheduler's resource fit (NodeResourcesFit): for CPU, memory, ephemeral storage and every
 resource the preemptor requests, its request is at most the node's allocatable minus what the pods left on
@@ -14,6 +15,7 @@ least the preemptor's count as if they were there (`RunFilterPluginsWithNominate
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -57,10 +59,37 @@ class _Usage:
         return True
 
 
-def importance(pod: SlimPod) -> tuple[int, str]:
-    """`util.MoreImportantPod` as a sort key: higher priority first, then the earlier start. The slim pod
-    keeps its PodScheduled time, which stands in for `status.startTime` (set when the kubelet takes it)."""
-    return -pod.priority, str(pod.scheduled_at or "")
+NOT_STARTED = sys.maxsize  # GetPodStartTime gives a pod without status.startTime the present: latest of all
+
+
+def importance(pod: SlimPod) -> tuple[int, int]:
+    """`util.MoreImportantPod` as a sort key: higher priority first, then the earlier `status.startTime`."""
+    return -pod.priority, NOT_STARTED if pod.started is None else pod.started
+
+
+def potential_victims(
+    preemptor_priority: int, node_pods: Iterable[SlimPod], exempt: Callable[[SlimPod], bool]
+) -> list[SlimPod]:
+    """The node's pods upstream's plugin may preempt for this preemptor: lower priority, not terminating,
+    not exempt, most important first."""
+    found = [
+        pod
+        for pod in node_pods
+        if pod.phase not in TERMINAL_PHASES
+        and pod.priority < preemptor_priority
+        and pod.deletion is None
+        and not exempt(pod)
+    ]
+    found.sort(key=importance)
+    return found
+
+
+def count_violations(victims: Iterable[SlimPod], potential: Sequence[SlimPod], split_by_budgets: BudgetSplit) -> int:
+    """How many of `victims` upstream counts as violating a PodDisruptionBudget: the split runs over the
+    potential victims only, so a pod that tolerates the preemptor uses none of a budget's disruptions."""
+    violating, _ = split_by_budgets(potential)
+    violating_uids = {pod.uid for pod in violating}
+    return sum(1 for pod in victims if pod.uid in violating_uids)
 
 
 def select_victims(
@@ -81,16 +110,13 @@ def select_victims(
     for pod in nominated:
         if pod.priority >= preemptor_priority:
             usage.add(pod.requests)
-    potential = [
-        pod for pod in present if pod.priority < preemptor_priority and pod.deletion is None and not exempt(pod)
-    ]
+    potential = potential_victims(preemptor_priority, present, exempt)
     if not potential:
         return None
     for pod in potential:
         usage.remove(pod.requests)
     if not usage.fits(preemptor_requests, allocatable):
         return None
-    potential.sort(key=importance)
     violating, others = split_by_budgets(potential)
     victims: list[SlimPod] = []
     violations = 0
@@ -101,4 +127,5 @@ def select_victims(
                 usage.remove(pod.requests)
                 victims.append(pod)
                 violations += counts
+    victims.sort(key=importance)  # the violating ones came first; upstream sorts the final list again
     return NodeVictims(tuple(victims), violations)

@@ -115,6 +115,14 @@ class BudgetIndex:
         return self._by_namespace.get(namespace, {}).values()
 
 
+def counted_by_a_budget(pod: SlimPod, budgets: BudgetIndex) -> bool:
+    """Whether the scheduler's split would use one of a budget's disruptions for this pod."""
+    if not pod.label_pairs:
+        return False
+    labels = pod.labels
+    return any(b.selects(labels) and pod.name not in b.disrupted_pods for b in budgets.in_namespace(pod.namespace))
+
+
 def split_by_budget_violation(pods: Sequence[SlimPod], budgets: BudgetIndex) -> tuple[list[SlimPod], list[SlimPod]]:
     """The scheduler's `filterPodsWithPDBViolation`: (violating, non-violating), each in the given order.
     Each pod a budget selects uses one of its allowed disruptions, unless the API server already counts it

@@ -9,12 +9,13 @@ pending pods of a few Jobs costs a decision a few comparisons.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Collection, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from preemption_toleration.inventory.slim import NO_CONSTRAINTS, Constraints, PodKey, Shared, SlimPod, pod_key, slim_pod
 
 _EMPTY: Mapping[PodKey, SlimPod] = {}
+GONE_REMEMBERED = 4096  # UIDs of the latest deleted pods kept, to tell "deleted" from "not seen yet"
 
 
 class PendingGroup:
@@ -42,6 +43,7 @@ class PodIndex:
         self._nominated: dict[str, dict[PodKey, SlimPod]] = {}
         self._groups: dict[tuple[int, str], PendingGroup] = {}
         self._order: list[tuple[int, str]] = []  # group keys as (-priority, signature), sorted
+        self._gone: dict[str, None] = {}  # UIDs of deleted pods, oldest first, at most GONE_REMEMBERED
 
     @classmethod
     def of(cls, pods: Iterable[Mapping[str, Any]]) -> PodIndex:
@@ -65,11 +67,14 @@ class PodIndex:
         old = self.pods.pop(pod_key(raw), None)
         if old is not None:
             self._unindex(old)
+            self._forget(old)
 
     def prune(self, keep: Collection[Hashable]) -> None:
         """Drops every pod whose key is not in `keep` (what a fresh listing did not return)."""
         for key in [key for key in self.pods if key not in keep]:
-            self._unindex(self.pods.pop(key))
+            old = self.pods.pop(key)
+            self._unindex(old)
+            self._forget(old)
 
     def __len__(self) -> int:
         return len(self.pods)
@@ -84,6 +89,15 @@ class PodIndex:
 
     def nominated_to(self, node_name: str) -> Collection[SlimPod]:
         return self._nominated.get(node_name, _EMPTY).values()
+
+    def describe_absent(self, uids: Sequence[str]) -> str:
+        """What the index knows of pods it does not hold, by UID: deleted lately, or not seen yet."""
+        gone = [uid for uid in uids if uid in self._gone]
+        unseen = [uid for uid in uids if uid not in self._gone]
+        parts = [f"already deleted: {', '.join(gone)}"] if gone else []
+        if unseen:
+            parts.append(f"not in the cache yet: {', '.join(unseen)}")
+        return "; ".join(parts)
 
     def pending_groups(self) -> Iterator[PendingGroup]:
         """Groups of pending candidates, highest priority first."""
@@ -105,6 +119,12 @@ class PodIndex:
                 group = self._groups[group_key] = PendingGroup(pod.priority, constraints)
                 bisect.insort(self._order, (-pod.priority, constraints.signature))
             bisect.insort(group.members, (pod.created, *pod.key))
+
+    def _forget(self, pod: SlimPod) -> None:
+        if pod.uid:
+            self._gone[pod.uid] = None
+            if len(self._gone) > GONE_REMEMBERED:
+                del self._gone[next(iter(self._gone))]
 
     def _unindex(self, pod: SlimPod) -> None:
         if pod.node_name:

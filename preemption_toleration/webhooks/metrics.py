@@ -52,7 +52,8 @@ class WebhookMetrics:
             "ptol_extender_nodes_total",
             "Candidate nodes the scheduler extender judged, by choice: unchanged (no victim tolerates the "
             "preemptor), replaced (victims chosen without the protected pods), dropped (the preemptor cannot "
-            "fit without one), unknown (a victim not in the cache yet: left to the guard).",
+            "fit without one), recounted (the scheduler's victims, with budget violations counted without the "
+            "pods that tolerate the preemptor), unknown (a victim the cache does not hold: left to the guard).",
             ["choice"],
             registry=self.registry,
         )

@@ -9,6 +9,7 @@ from preemption_toleration.api.extender import ExtenderPreemptionArgs
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY as MIN
 from preemption_toleration.core.annotations import TOLERATION_SECONDS as TOL
 from preemption_toleration.extender.decisions import ExtenderView, NodeChoice, decide_preemption
+from preemption_toleration.inventory.budgets import BudgetIndex
 from preemption_toleration.inventory.pods import PodIndex
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -22,16 +23,24 @@ CLASSES = {
     "mid": {"metadata": {"name": "mid"}, "value": 8500},
     "high": {"metadata": {"name": "high"}, "value": 9000},
 }
+# The classes of the three departures from upstream that a differential run against upstream's plugin found
+UPSTREAM_CLASSES = {"u-low": 1000, "u-mid": 1050, "u-high": 1100, "u-pre": 1200, "u-top": 1300}
+for _name, _value in UPSTREAM_CLASSES.items():
+    CLASSES[_name] = {"metadata": {"name": _name}, "value": _value}
+for _name, _value in {"u-prot": 900, "u-exempt": 1050}.items():
+    CLASSES[_name] = {"metadata": {"name": _name, "annotations": {MIN: "5000", TOL: "-1"}}, "value": _value}
 PRIORITY = {name: body["value"] for name, body in CLASSES.items()}
 
 
-def pod(name, klass, cpu="1", node="node-a", scheduled="2026-11-22T11:00:00Z", **extra):
+def pod(name, klass, cpu="1", node="node-a", scheduled="2026-11-22T11:00:00Z", started=None, labels=None, **extra):
+    """A pod of the class; bound to `node` unless None, started when it was scheduled unless `started`."""
     body = {
         "metadata": {
             "name": name,
             "namespace": "team",
             "uid": f"uid-{name}",
             "creationTimestamp": "2026-11-22T10:00:00Z",
+            **({"labels": labels} if labels else {}),
         },
         "spec": {
             "priority": PRIORITY[klass],
@@ -43,6 +52,7 @@ def pod(name, klass, cpu="1", node="node-a", scheduled="2026-11-22T11:00:00Z", *
     if node:
         body["spec"]["nodeName"] = node
         body["status"]["conditions"] = [{"type": "PodScheduled", "status": "True", "lastTransitionTime": scheduled}]
+        body["status"]["startTime"] = started or scheduled
     for path, value in extra.items():
         section, _, field = path.partition("__")
         body[section][field] = value
@@ -127,6 +137,28 @@ CASES = [
         {"node-a": (NodeChoice.REPLACED, ["new"])},
     ),
     (
+        "reprieve ties: equal priorities are ordered by status.startTime, not by the PodScheduled time",
+        [
+            pod("a", "u-low", scheduled="2026-11-22T11:58:10Z", started="2026-11-22T11:59:40Z"),
+            pod("b", "u-low", scheduled="2026-11-22T11:58:15Z", started="2026-11-22T11:59:10Z"),
+            pod("p", "u-prot"),
+        ],
+        pod("pre", "u-pre", cpu="1", node=None),
+        {"node-a": ["p"]},
+        {"node-a": (NodeChoice.REPLACED, ["a"])},
+    ),
+    (
+        "reprieve ties: a pod without status.startTime counts as started now, the least important",
+        [
+            pod("a", "u-low", started="2026-11-22T11:59:40Z"),
+            pod("b", "u-low", status__startTime=None),
+            pod("p", "u-prot"),
+        ],
+        pod("pre", "u-pre", cpu="1", node=None),
+        {"node-a": ["p"]},
+        {"node-a": (NodeChoice.REPLACED, ["b"])},
+    ),
+    (
         "a time-limited toleration that has ended protects nothing",
         [pod("t", "low-10min", scheduled="2026-11-22T11:00:00Z"), pod("a", "low")],
         HIGH_3CPU,
@@ -178,6 +210,13 @@ CASES = [
         {"node-a": (NodeChoice.REPLACED, ["a", "b"])},
     ),
     (
+        "an exempt pod the scheduler did not propose, under no budget: the scheduler's choice stands",
+        [pod("p", "low-non-preempted"), pod("a", "low"), pod("b", "low")],
+        HIGH_1CPU,
+        {"node-a": ["a"]},
+        {"node-a": (NodeChoice.UNCHANGED, ["a"])},
+    ),
+    (
         "a victim the cache has not seen: the scheduler's choice, for the guard to judge",
         [pod("p", "low-non-preempted")],
         HIGH_1CPU,
@@ -211,6 +250,86 @@ def test_victims_per_node(rule, pods, preemptor, proposal, expected, meta) -> No
     assert set(wire) == {n for n, (_, victims) in expected.items() if victims}, "never a node without victims"
     for entry in wire.values():
         assert all(victim["UID"].startswith("uid-") for victim in entry["Pods"]) and entry["Pods"]
+
+
+def budget(name, allowed, **match_labels):
+    return {
+        "metadata": {"name": name, "namespace": "team"},
+        "spec": {"selector": {"matchLabels": match_labels}},
+        "status": {"disruptionsAllowed": allowed},
+    }
+
+
+def test_victims_are_sorted_again_after_the_budget_violating_ones_are_reprieved() -> None:
+    """Upstream's SelectVictimsOnNode sorts its final list; the scheduler reads the first victim as the node's
+    most important when it picks a node, and keeps the extender's order. Reproduction: node na holds l
+    (u-low, under a budget with no disruption left), h (u-high) and p (protected); the preemptor needs 3 CPUs."""
+    pods = [
+        pod("l", "u-low", node="na", labels={"grp": "a"}),
+        pod("h", "u-high", node="na"),
+        pod("p", "u-prot", node="na"),
+    ]
+    nodes = {"na": node("na", cpu="4")}
+    extender_view = ExtenderView(PodIndex.of(pods), nodes, CLASSES.get, BudgetIndex.of([budget("b", 0, grp="a")]))
+    decision = decide_preemption(args(pod("pre", "u-pre", cpu="3", node=None), {"na": ["h", "p"]}), extender_view, NOW)
+    assert decision.result.to_wire()["NodeNameToMetaVictims"] == {
+        "na": {"Pods": [{"UID": "uid-h"}, {"UID": "uid-l"}], "NumPDBViolations": 1}
+    }
+
+
+EXEMPT_UNDER_BUDGET = [
+    pod("t1", "u-top", cpu="1", node="nc"),
+    pod("x", "u-low", cpu="2", node="nc", labels={"grp": "a"}),
+    pod("e", "u-exempt", cpu="500m", node="nc", labels={"grp": "a"}),
+]
+
+
+def _exempt_under_budget(preemptor):
+    extender_view = ExtenderView(
+        PodIndex.of(EXEMPT_UNDER_BUDGET),
+        {"nc": node("nc", cpu="3500m")},
+        CLASSES.get,
+        BudgetIndex.of([budget("b", 1, grp="a")]),
+    )
+    proposal = ExtenderPreemptionArgs.model_validate(
+        {"Pod": preemptor, "NodeNameToMetaVictims": {"nc": {"Pods": [{"UID": "uid-x"}], "NumPDBViolations": 1}}}
+    )
+    return decide_preemption(proposal, extender_view, NOW)
+
+
+def test_a_pod_that_tolerates_the_preemptor_uses_none_of_a_budget() -> None:
+    """The scheduler's dry run counts the exempt pod e against the budget (1 disruption allowed), so x looks
+    violating (1). Upstream's potential victims leave e out: x is within the budget (0)."""
+    decision = _exempt_under_budget(pod("pre", "u-pre", cpu="1500m", node=None))
+    [outcome] = decision.outcomes
+    assert outcome.choice is NodeChoice.RECOUNTED
+    assert decision.result.to_wire()["NodeNameToMetaVictims"] == {
+        "nc": {"Pods": [{"UID": "uid-x"}], "NumPDBViolations": 0}
+    }
+
+
+def test_a_preemptor_the_project_cannot_judge_keeps_the_schedulers_victims_counted_again() -> None:
+    preemptor = pod("pre", "u-pre", cpu="1500m", node=None)
+    preemptor["spec"]["affinity"] = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    }
+    decision = _exempt_under_budget(preemptor)
+    [outcome] = decision.outcomes
+    assert (outcome.choice, outcome.victims, outcome.pdb_violations) == (NodeChoice.RECOUNTED, ("uid-x",), 0)
+
+
+def test_a_victim_deleted_since_the_schedulers_dry_run_is_said_to_be_deleted() -> None:
+    index = PodIndex.of([pod("p", "low-non-preempted"), pod("gone", "low")])
+    index.remove(pod("gone", "low"))
+    extender_view = ExtenderView(index, {"node-a": node("node-a")}, CLASSES.get)
+    decision = decide_preemption(args(HIGH_1CPU, {"node-a": ["p", "gone", "ghost"]}), extender_view, NOW)
+    [outcome] = decision.outcomes
+    assert outcome.choice is NodeChoice.UNKNOWN
+    assert outcome.detail == "already deleted: uid-gone; not in the cache yet: uid-ghost"
 
 
 def test_the_answer_uses_go_field_names() -> None:
