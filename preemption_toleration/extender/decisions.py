@@ -72,7 +72,7 @@ class PreemptDecision:
     outcomes: tuple[NodeOutcome, ...]
 
 
-class _Exemption:
+class ExemptionCheck:
     """`exempted_from_preemption` for slim pods of the cache, against one preemptor at one moment."""
 
     def __init__(self, preemptor: Mapping[str, Any], view: ExtenderView, now: datetime) -> None:
@@ -138,7 +138,7 @@ class _Preemptor:
 
 
 def _node_outcome(
-    node: str, uids: list[str], preemptor: _Preemptor, exempt: _Exemption, view: ExtenderView
+    node: str, uids: list[str], preemptor: _Preemptor, exempt: ExemptionCheck, view: ExtenderView
 ) -> NodeOutcome:
     on_node = _by_uid(view.pods.on_node(node))
     proposed = [on_node.get(uid) for uid in uids]
@@ -204,7 +204,7 @@ def _unproposed_exemptions(
     proposed: list[SlimPod | None],
     on_node: Mapping[str, SlimPod],
     preemptor: _Preemptor,
-    exempt: _Exemption,
+    exempt: ExemptionCheck,
     view: ExtenderView,
 ) -> NodeOutcome:
     """No proposed victim is exempt. Then the scheduler's victims are upstream's too (resource fit only grows
@@ -244,7 +244,7 @@ def _unproposed_exemptions(
 
 
 def decide_preemption(args: ExtenderPreemptionArgs, view: ExtenderView, now: datetime) -> PreemptDecision:
-    exempt = _Exemption(args.pod, view, now)
+    exempt = ExemptionCheck(args.pod, view, now)
     preemptor = _Preemptor.of(args.pod)
     proposals = args.victim_uids()
     outcomes = tuple(_node_outcome(node, uids, preemptor, exempt, view) for node, (uids, _) in proposals.items())

@@ -92,6 +92,26 @@ def count_violations(victims: Iterable[SlimPod], potential: Sequence[SlimPod], s
     return sum(1 for pod in victims if pod.uid in violating_uids)
 
 
+def _usage_with_nominated(preemptor_priority: int, present: Iterable[SlimPod], nominated: Iterable[SlimPod]) -> _Usage:
+    usage = _Usage(pod.requests for pod in present)
+    for pod in nominated:
+        if pod.priority >= preemptor_priority:
+            usage.add(pod.requests)
+    return usage
+
+
+def fits_as_is(
+    preemptor_priority: int,
+    preemptor_requests: Mapping[str, int],
+    node_pods: Iterable[SlimPod],
+    nominated: Iterable[SlimPod],
+    allocatable: Mapping[str, int],
+) -> bool:
+    """Whether the preemptor fits on the node without preempting anyone (terminating pods still hold room)."""
+    present = [pod for pod in node_pods if pod.phase not in TERMINAL_PHASES]
+    return _usage_with_nominated(preemptor_priority, present, nominated).fits(preemptor_requests, allocatable)
+
+
 def select_victims(
     preemptor_priority: int,
     preemptor_requests: Mapping[str, int],
@@ -106,10 +126,7 @@ def select_victims(
     `split_by_budgets` groups the potential victims, most important first, into those whose preemption
     would violate a PodDisruptionBudget and the others (`budgets.split_by_budget_violation`)."""
     present = [pod for pod in node_pods if pod.phase not in TERMINAL_PHASES]
-    usage = _Usage(pod.requests for pod in present)
-    for pod in nominated:
-        if pod.priority >= preemptor_priority:
-            usage.add(pod.requests)
+    usage = _usage_with_nominated(preemptor_priority, present, nominated)
     potential = potential_victims(preemptor_priority, present, exempt)
     if not potential:
         return None

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from preemption_toleration.core.constraints import unjudged_constraints
 from preemption_toleration.core.pods import parse_time
 from preemption_toleration.core.resources import pod_requests
 from preemption_toleration.core.shapes import as_int, as_mapping
@@ -30,13 +31,15 @@ def _text(value: Any) -> str | None:
 
 class Constraints:
     """The scheduling constraints a preemption cannot change, and the scheduler that places the pod, as a
-    pod-shaped mapping for `matching`."""
+    pod-shaped mapping for `matching`; and the names of those the project does not judge
+    (`core.constraints`)."""
 
-    __slots__ = ("pod", "signature")
+    __slots__ = ("pod", "signature", "unjudged")
 
-    def __init__(self, spec: Mapping[str, Any], signature: str) -> None:
+    def __init__(self, spec: Mapping[str, Any], signature: str, unjudged: tuple[str, ...] = ()) -> None:
         self.pod: Mapping[str, Any] = {"spec": spec}
         self.signature = signature
+        self.unjudged = unjudged
 
 
 NO_CONSTRAINTS = Constraints({}, "{}")
@@ -79,9 +82,14 @@ class Shared:
             picked["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
         if spec.get("schedulerName") and spec["schedulerName"] != DEFAULT_SCHEDULER:
             picked["schedulerName"] = spec["schedulerName"]  # which scheduler may be preempting for it
+        unjudged = unjudged_constraints(spec)
         signature = json.dumps(picked, sort_keys=True, separators=(",", ":"), default=str)
+        if unjudged:
+            signature += "|" + ",".join(unjudged)
         found = self.constraints.get(signature)
-        return found if found is not None else _share(self.constraints, Constraints(picked, signature), signature)
+        if found is not None:
+            return found
+        return _share(self.constraints, Constraints(picked, signature, unjudged), signature)
 
     def labels_of(self, metadata: Mapping[str, Any]) -> Labels:
         """The pod's labels (read by PodDisruptionBudget selectors) as one flat tuple, key, value, key, ...:
@@ -267,7 +275,8 @@ def slim_pod(pod: Mapping[str, Any], shared: Shared) -> SlimPod:
 
 
 def slim_node(node: Mapping[str, Any]) -> dict[str, Any]:
-    """Name, labels, taints and allocatable resources: what matching and fitting read."""
+    """Name, labels, taints, whether it is cordoned, and allocatable resources: what matching and fitting
+    read."""
     metadata = as_mapping(node.get("metadata"))
     spec = as_mapping(node.get("spec"))
     status = as_mapping(node.get("status"))
@@ -275,6 +284,8 @@ def slim_node(node: Mapping[str, Any]) -> dict[str, Any]:
         "metadata": {"name": metadata.get("name"), "labels": metadata.get("labels") or {}},
         "spec": {"taints": spec.get("taints") or []},
     }
+    if spec.get("unschedulable") is True:
+        slim["spec"]["unschedulable"] = True
     if status.get("allocatable"):
         slim["status"] = {"allocatable": status["allocatable"]}
     return slim

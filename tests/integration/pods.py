@@ -90,9 +90,12 @@ async def preempts(api: ApiClient, namespace: str, victim: str, preemptor: str, 
     )
 
 
-async def set_scheduled_at(api: ApiClient, namespace: str, name: str, when: datetime) -> None:
-    """Rewrite the PodScheduled time through the status subresource, as upstream's test does; the node
-    agent may update the pod at the same moment, so a conflict is retried on the fresh object."""
+async def set_scheduled_at(
+    api: ApiClient, namespace: str, name: str, when: datetime, started: datetime | None = None
+) -> None:
+    """Rewrite the PodScheduled time (and `status.startTime` when given) through the status subresource, as
+    upstream's test does; the node agent may update the pod at the same moment, so a conflict is retried on
+    the fresh object."""
     core = client.CoreV1Api(api)
     for _ in range(10):
         pod = api.sanitize_for_serialization(await core.read_namespaced_pod(name, namespace))
@@ -105,6 +108,8 @@ async def set_scheduled_at(api: ApiClient, namespace: str, name: str, when: date
             }
         )
         pod["status"]["conditions"] = conditions
+        if started is not None:
+            pod["status"]["startTime"] = started.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         try:
             await core.replace_namespaced_pod_status(name, namespace, pod)
             return

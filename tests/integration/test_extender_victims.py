@@ -30,7 +30,7 @@ from tests.integration.components import RunProcess, ptol_run, registered_extend
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest
-from tests.integration.pods import SETTLE_SECONDS, create_bound, node_of, pod_body, read_pod
+from tests.integration.pods import SETTLE_SECONDS, create_bound, node_of, pod_body, read_pod, set_scheduled_at
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -334,3 +334,130 @@ async def test_an_extender_outage_leaves_scheduling_to_the_guard_alone(
             assert node_of(await read_pod(api, namespace, "high")) is None
     finally:
         extender.stop()
+
+
+# --- Three departures from upstream's victim choice, found by a differential run against upstream's plugin:
+# each reproduction, on the real scheduler with the extender, ends as upstream's plugin ends it.
+
+
+@pytest.fixture(scope="module")
+def upstream_classes(extended: tuple[RunProcess, Server], kubectl: Kubectl) -> Iterator[dict[str, str]]:
+    suffix = unique_name("u").split("-")[-1]
+    values = {"low": 1000, "mid": 1050, "high": 1100, "pre": 1200, "top": 1300, "prot": 900, "exempt": 1050}
+    names = {role: f"u{role}-{suffix}" for role in values}
+    for role, name in names.items():
+        notes = {MIN: "5000", TOL: "-1"} if role in ("prot", "exempt") else {}
+        kubectl("apply", "-f", "-", input=class_manifest(name, values[role], annotations=notes))
+    yield names
+    for name in names.values():
+        kubectl("delete", "priorityclass", name, "--ignore-not-found", check=False)
+
+
+def labelled(body: dict[str, Any], **labels: str) -> dict[str, Any]:
+    body["metadata"]["labels"] = labels
+    return body
+
+
+async def bound(api: ApiClient, namespace: str, body: dict[str, Any]) -> None:
+    await client.CoreV1Api(api).create_namespaced_pod(namespace, body)
+    name, node = body["metadata"]["name"], body["spec"]["nodeSelector"]["kubernetes.io/hostname"]
+    await eventually(
+        lambda: read_pod(api, namespace, name), lambda p: node_of(p) == node, timeout=30, what=f"{name} bound"
+    )
+
+
+async def budget_allows(api: ApiClient, namespace: str, min_available: int, allowed: int, **selector: str) -> None:
+    """A PodDisruptionBudget, once the disruption controller says it allows `allowed` disruptions."""
+    policy = client.PolicyV1Api(api)
+    await policy.create_namespaced_pod_disruption_budget(
+        namespace,
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "budget"},
+            "spec": {"minAvailable": min_available, "selector": {"matchLabels": selector}},
+        },
+    )
+    await eventually(
+        lambda: policy.read_namespaced_pod_disruption_budget("budget", namespace),
+        lambda pdb: (
+            pdb.status is not None
+            and pdb.status.observed_generation == pdb.metadata.generation
+            and pdb.status.current_healthy == min_available + allowed
+            and pdb.status.disruptions_allowed == allowed
+        ),
+        timeout=60,
+        what=f"the budget allowing {allowed}",
+    )
+
+
+async def test_equal_priorities_are_ordered_by_start_time_as_upstream_does(
+    api: ApiClient, namespace: str, make_node: MakeNode, upstream_classes: dict[str, str]
+) -> None:
+    """a and b (low) were scheduled 110 s and 105 s ago, but b started first (50 s ago, a 20 s ago). The
+    scheduler picks the protected p; the extender chooses again, and, as upstream's MoreImportantPod orders
+    by status.startTime, keeps b and preempts a."""
+    classes = upstream_classes
+    node = (await make_node(cpu="3", memory="8Gi", pods="5")).metadata.name
+    now = datetime.now(UTC)
+    for name, scheduled, started in (("a", 110, 20), ("b", 105, 50)):
+        await bound(api, namespace, pod_body(name, classes["low"], node, cpu="1"))
+        await set_scheduled_at(
+            api, namespace, name, now - timedelta(seconds=scheduled), started=now - timedelta(seconds=started)
+        )
+    await bound(api, namespace, pod_body("p", classes["prot"], node, cpu="1"))
+    await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("pre", classes["pre"], node, cpu="1"))
+    await eventually(
+        lambda: read_pod(api, namespace, "pre"), lambda pod: node_of(pod) == node, timeout=90, what="pre bound"
+    )
+    assert await pod_names_on(api, namespace) == {"b": node, "p": node, "pre": node}
+
+
+async def test_victims_are_returned_most_important_first_as_upstream_sorts_them(
+    api: ApiClient, namespace: str, make_node: MakeNode, upstream_classes: dict[str, str]
+) -> None:
+    """Node na: l (low, under a budget with no disruption left), h (high), p (protected); node nb: m (mid,
+    the budget's other pod), k (low). On na the victims are h and l, with one violation; on nb m, with one.
+    The scheduler compares the nodes' first victims: sorted, h (1100) against m (1050), so nb, as upstream;
+    unsorted, l (1000) would have won na."""
+    classes = upstream_classes
+    na = (await make_node(cpu="4", memory="8Gi")).metadata.name
+    nb = (await make_node(cpu="4", memory="8Gi")).metadata.name
+    await bound(api, namespace, labelled(pod_body("l", classes["low"], na, cpu="1"), grp="a"))
+    await bound(api, namespace, pod_body("h", classes["high"], na, cpu="1"))
+    await bound(api, namespace, pod_body("p", classes["prot"], na, cpu="1"))
+    await bound(api, namespace, labelled(pod_body("m", classes["mid"], nb, cpu="2"), grp="a"))
+    await bound(api, namespace, pod_body("k", classes["low"], nb, cpu="1"))
+    await budget_allows(api, namespace, 2, 0, grp="a")
+    await client.CoreV1Api(api).create_namespaced_pod(
+        namespace, on_nodes(pod_body("pre", classes["pre"], na, cpu="3"), na, nb)
+    )
+    await eventually(
+        lambda: read_pod(api, namespace, "pre"), lambda pod: node_of(pod) == nb, timeout=90, what="pre bound to nb"
+    )
+    assert await pod_names_on(api, namespace) == {"l": na, "h": na, "p": na, "k": nb, "pre": nb}
+
+
+async def test_a_pod_that_tolerates_the_preemptor_uses_none_of_a_budget(
+    api: ApiClient, namespace: str, make_node: MakeNode, upstream_classes: dict[str, str]
+) -> None:
+    """Node nc: t1 (top), x (low) and e (exempt), x and e under a budget that allows one disruption; node
+    nd: t2 (top), y (high). The scheduler's dry run spends the budget's disruption on e and counts x as
+    violating, which sends the preemptor to nd. Upstream leaves e out: x violates nothing, and nc wins on
+    the lower victim priority."""
+    classes = upstream_classes
+    nc = (await make_node(cpu="3500m", memory="8Gi")).metadata.name
+    nd = (await make_node(cpu="3500m", memory="8Gi")).metadata.name
+    await bound(api, namespace, pod_body("t1", classes["top"], nc, cpu="1"))
+    await bound(api, namespace, labelled(pod_body("x", classes["low"], nc, cpu="2"), grp="a"))
+    await bound(api, namespace, labelled(pod_body("e", classes["exempt"], nc, cpu="500m"), grp="a"))
+    await bound(api, namespace, pod_body("t2", classes["top"], nd, cpu="1500m"))
+    await bound(api, namespace, pod_body("y", classes["high"], nd, cpu="2"))
+    await budget_allows(api, namespace, 1, 1, grp="a")
+    await client.CoreV1Api(api).create_namespaced_pod(
+        namespace, on_nodes(pod_body("pre", classes["pre"], nc, cpu="1500m"), nc, nd)
+    )
+    await eventually(
+        lambda: read_pod(api, namespace, "pre"), lambda pod: node_of(pod) == nc, timeout=90, what="pre bound to nc"
+    )
+    assert await pod_names_on(api, namespace) == {"t1": nc, "e": nc, "t2": nd, "y": nd, "pre": nc}

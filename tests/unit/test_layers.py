@@ -18,14 +18,14 @@ LAYERS: list[set[str]] = [
     {"validation", "inventory"},  # admission rules; slim pods, nodes and budgets and their indexes
     {"governance", "extender"},  # who governs a class, the plan; the extender's victim choice
     {"admission"},  # the admission decisions: a PriorityClass or policy request and the caches in, a response out
-    {"guard"},  # the guard's decisions, inference, record and nudge plan
+    {"guard", "steering"},  # the guard's decisions, inference, record and nudge plan; steering's plan
     {"pki", "kube"},  # I/O basics: certificates, the API client, informers
     {"operator", "webhooks"},  # the adapters: kopf handlers, the aiohttp server
     {"devcluster"},  # the local control plane (a dev and test harness)
     {"demo"},
     {"cli"},
 ]
-PURE = {"core", "logs", "api", "validation", "inventory", "governance", "extender", "admission", "guard"}
+PURE = {"core", "logs", "api", "validation", "inventory", "governance", "extender", "admission", "guard", "steering"}
 IO_LIBRARIES = {
     "aiohttp",
     "kubernetes_asyncio",

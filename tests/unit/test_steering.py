@@ -1,0 +1,159 @@
+"""Steering's plan: whose preemption, which node and which victims, as upstream's plugin and kube-scheduler's
+node choice would have it; and when it declines. One row per rule."""
+
+from datetime import UTC, datetime
+
+import pytest
+
+from preemption_toleration.extender.decisions import ExtenderView
+from preemption_toleration.extender.victims import NodeVictims
+from preemption_toleration.inventory.budgets import BudgetIndex
+from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.slim import Shared, slim_pod
+from preemption_toleration.steering.plan import (
+    Declined,
+    NotSteered,
+    SteeringPlan,
+    pick_node,
+    plan_steering,
+    preemptor_of_refusal,
+)
+from tests.unit.test_extender import CLASSES, budget, node, pod
+
+NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+SHARED = Shared()
+
+
+def two_full_nodes(**preemptor_spec):
+    """The issue's scenario: node-a runs a protected pod, node-b a plain one, both full; high needs 2 CPUs."""
+    pods = [
+        pod("protected", "low-non-preempted", cpu="2", node="node-a", started="2026-11-22T11:00:03Z"),
+        pod("plain", "low", cpu="2", node="node-b"),
+    ]
+    preemptor = pod("high", "high", cpu="2", node=None, status__nominatedNodeName="node-a")
+    preemptor["spec"].update(preemptor_spec)
+    return pods, preemptor, [node("node-a", cpu="2"), node("node-b", cpu="2")]
+
+
+def steer(pods, preemptor, nodes, budgets=()):
+    index = PodIndex.of([*pods, preemptor])
+    view = ExtenderView(index, {n["metadata"]["name"]: n for n in nodes}, CLASSES.get, BudgetIndex.of(budgets))
+    return plan_steering(index.get(("team", preemptor["metadata"]["name"])), view, NOW)
+
+
+def outcome(result):
+    if isinstance(result, NotSteered):
+        return result.reason
+    assert isinstance(result, SteeringPlan)
+    return result.node, [victim.name for victim in result.victims]
+
+
+ANTI_AFFINITY = {
+    "podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}
+        ]
+    }
+}
+
+CASES = [
+    ("the protected node is passed over for the plain pod's node", {}, None, ("node-b", ["plain"])),
+    ("a constraint the project does not judge: declined", {"affinity": ANTI_AFFINITY}, None, Declined.UNJUDGED),
+    (
+        "a node the preemptor's selector excludes is no candidate",
+        {"nodeSelector": {"zone": "a"}},
+        None,
+        Declined.NO_NODE,
+    ),
+    ("a cordoned node is no candidate", {}, "cordon", Declined.NO_NODE),
+    (
+        "a cordoned node the preemptor tolerates is a candidate",
+        {"tolerations": [{"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"}]},
+        "cordon",
+        ("node-b", ["plain"]),
+    ),
+    ("a tainted node is no candidate", {}, "taint", Declined.NO_NODE),
+    ("room somewhere: the scheduler will place it", {}, "room", Declined.FITS),
+]
+
+
+@pytest.mark.parametrize(("rule", "spec", "change", "expected"), CASES, ids=[case[0] for case in CASES])
+def test_plan(rule, spec, change, expected) -> None:
+    pods, preemptor, nodes = two_full_nodes(**spec)
+    if change == "cordon":
+        nodes[1]["spec"] = {"unschedulable": True}
+    elif change == "taint":
+        nodes[1]["spec"] = {"taints": [{"key": "gpu", "effect": "NoSchedule"}]}
+    elif change == "room":
+        nodes.append(node("node-c", cpu="4"))
+    assert outcome(steer(pods, preemptor, nodes)) == expected, rule
+
+
+def test_victims_are_chosen_as_upstream_chooses_them_on_the_node() -> None:
+    """node-b: two plain pods of 1 CPU; only one needs to go, the less important (the later start)."""
+    pods = [
+        pod("protected", "low-non-preempted", cpu="2", node="node-a"),
+        pod("older", "low", cpu="1", node="node-b", started="2026-11-22T10:00:00Z"),
+        pod("newer", "low", cpu="1", node="node-b", started="2026-11-22T11:00:00Z"),
+    ]
+    preemptor = pod("high", "high", cpu="1", node=None)
+    assert outcome(steer(pods, preemptor, [node("node-a", cpu="2"), node("node-b", cpu="2")])) == (
+        "node-b",
+        ["newer"],
+    )
+
+
+def victims(*pairs, violations=0):
+    """NodeVictims of (priority, start) pairs, most important first."""
+    pods = []
+    for index, (priority, started) in enumerate(pairs):
+        raw = pod(f"v{index}", "low", node="n", started=started)
+        raw["spec"]["priority"] = priority
+        pods.append(slim_pod(raw, SHARED))
+    return NodeVictims(tuple(pods), violations)
+
+
+T1, T2 = "2026-11-22T10:00:00Z", "2026-11-22T11:00:00Z"
+PICKS = [
+    ("fewest budget violations", {"a": victims((1, T1), violations=1), "b": victims((5, T1))}, "b"),
+    ("lowest highest victim priority", {"a": victims((5, T1)), "b": victims((3, T1), (3, T1))}, "b"),
+    ("lowest sum of priorities", {"a": victims((5, T1), (4, T1)), "b": victims((5, T1), (3, T1))}, "b"),
+    ("fewest victims", {"a": victims((5, T1), (-5, T1)), "b": victims((5, T1))}, "b"),
+    ("latest start of the most important victims", {"a": victims((5, T1)), "b": victims((5, T2))}, "b"),
+    ("a tie goes to the first node by name", {"b": victims((5, T1)), "a": victims((5, T1))}, "a"),
+]
+
+
+@pytest.mark.parametrize(("rule", "candidates", "expected"), PICKS, ids=[case[0] for case in PICKS])
+def test_pick_node_as_kube_scheduler_does(rule, candidates, expected) -> None:
+    assert pick_node(candidates) == expected, rule
+
+
+def test_budget_violations_steer_away_from_a_node() -> None:
+    pods = [
+        pod("protected", "low-non-preempted", cpu="2", node="node-a"),
+        pod("guarded", "low", cpu="2", node="node-b", labels={"app": "db"}),
+        pod("free", "low", cpu="2", node="node-c"),
+    ]
+    nodes = [node("node-a", cpu="2"), node("node-b", cpu="2"), node("node-c", cpu="2")]
+    result = steer(pods, pod("high", "high", cpu="2", node=None), nodes, [budget("db", 0, app="db")])
+    assert outcome(result) == ("node-c", ["free"])
+
+
+def nominated(name, priority_class="high", node_name="node-a"):
+    return slim_pod(pod(name, priority_class, node=None, status__nominatedNodeName=node_name), SHARED)
+
+
+EVIDENCE = [
+    ("the one pod nominated to the victim's node", [nominated("high")], "high"),
+    ("nominated elsewhere: no evidence", [nominated("high", node_name="node-b")], Declined.NO_EVIDENCE),
+    ("not above the victim's priority: no evidence", [nominated("low", priority_class="low")], Declined.NO_EVIDENCE),
+    ("not tolerated by the victim: no evidence", [nominated("other")], Declined.NO_EVIDENCE),
+    ("two candidates: ambiguous", [nominated("high"), nominated("high-2")], Declined.AMBIGUOUS),
+]
+
+
+@pytest.mark.parametrize(("rule", "pods", "expected"), EVIDENCE, ids=[case[0] for case in EVIDENCE])
+def test_the_preemptor_is_known_only_from_the_schedulers_nomination(rule, pods, expected) -> None:
+    found = preemptor_of_refusal("node-a", 8000, pods, lambda p: p.name != "other")
+    assert (found.reason if isinstance(found, NotSteered) else found.name) == expected, rule
