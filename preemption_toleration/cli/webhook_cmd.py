@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from preemption_toleration.webhooks.runner import WebhookSettings
 
 GUARD_MODES = ("enforce", "audit", "off")
+STEERING_MODES = ("off", "audit", "on")
 
 
 DEFAULT_OPERATOR_IDENTITY = next(iter(AdmissionConfig().operator_identities))
@@ -138,6 +140,26 @@ def add_webhook_arguments(
         "nudge it needs: serve them (on), or (off) answer it 404 and write no pod, where no kube-scheduler is "
         "configured to call it (the guard alone: the scheduler's own retries find a toleration's end); "
         "--guard off turns it off too",
+    )
+    env_option(
+        parser,
+        "--steering",
+        env="PTOL_STEERING",
+        default="off",
+        type=choice(*STEERING_MODES),
+        help="where the scheduler calls no extender (managed clusters): when the guard refuses the scheduler's "
+        "victims, preempt the ones upstream's plugin would choose, on the node it would choose, and nominate the "
+        "preemptor there (on); only report it (audit); or not (off). Needs the rights to delete pods, patch "
+        "pods/status and keep Leases in --steering-namespace",
+    )
+    env_option(
+        parser,
+        "--steering-namespace",
+        env="PTOL_STEERING_NAMESPACE",
+        default=os.environ.get("POD_NAMESPACE") or "default",
+        type=non_empty,
+        help="namespace of the Leases by which replicas steer each preemptor once (default: the pod's namespace, "
+        "POD_NAMESPACE, else default)",
     )
     env_option(
         parser,
@@ -258,6 +280,8 @@ def settings_from(args: argparse.Namespace) -> WebhookSettings:
         retry_hold=float(args.retry_hold_seconds),
         eviction_preemptor_priority=args.eviction_preemptor_priority,
         service=args.service,
+        steering=args.steering,
+        steering_namespace=args.steering_namespace,
     )
     if args.operator_identities:
         settings.operator_identities = list(args.operator_identities)

@@ -57,6 +57,14 @@ class WebhookMetrics:
             ["choice"],
             registry=self.registry,
         )
+        self.steering = Counter(
+            "ptol_steering_total",
+            "Refused preemptions steering considered, by outcome: steered, audited (audit mode), claimed-elsewhere "
+            "(another replica acted within the window), resumed (finished after a restart), failed, or declined: "
+            "no-evidence, ambiguous, unjudged (constraints the project does not judge), fits, no-node.",
+            ["outcome"],
+            registry=self.registry,
+        )
         self.preemptor_sources = HotCounter(
             "ptol_guard_preemptor_source_total",
             "Preemptions the guard judged, by how it knew the preemptor: recorded (named by the scheduler's "

@@ -6,7 +6,9 @@ import asyncio
 import contextlib
 import gc
 import logging
-from collections.abc import Callable, Sequence
+import os
+import socket
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -40,6 +42,7 @@ from preemption_toleration.webhooks.metrics import WebhookMetrics
 from preemption_toleration.webhooks.nudger import Nudger
 from preemption_toleration.webhooks.secret_tls import SecretCertificates
 from preemption_toleration.webhooks.server import WebhookApp
+from preemption_toleration.webhooks.steerer import Steerer
 from preemption_toleration.webhooks.tls import FileCertificates, GeneratedCertificates, ServingCertificates, covers
 
 logger = logging.getLogger("preemption_toleration.webhooks")
@@ -76,6 +79,9 @@ class WebhookSettings:
     eviction_preemptor_priority: int | None = None
     # Register webhook configurations pointing at this URL (the local control plane); removed on exit.
     register_url: str | None = None
+    # Steering (webhooks.steerer): off, "audit" (report what it would do) or "on"; its Leases' namespace
+    steering: str = "off"
+    steering_namespace: str = "default"
 
 
 async def register(
@@ -287,6 +293,29 @@ def with_bound_port(url: str, port: int) -> str:
     return urlunsplit(parts._replace(netloc=f"{host}:{port}"))
 
 
+def _start_steering(
+    api: ApiClient,
+    caches: AdmissionCaches,
+    settings: WebhookSettings,
+    metrics: WebhookMetrics,
+    tasks: list[asyncio.Task[Any]],
+) -> Callable[[Mapping[str, Any]], None]:
+    """The steerer's worker, when steering is on or in audit; what the guard calls with a refused victim."""
+    if settings.steering == "off":
+        return lambda victim: None
+    holder = f"{os.environ.get('POD_NAME') or socket.gethostname()}-{os.getpid()}"
+    steerer = Steerer(
+        api,
+        caches.extender_view,
+        settings.steering,
+        settings.steering_namespace,
+        holder,
+        lambda outcome: metrics.steering.labels(outcome).inc(),
+    )
+    tasks.append(asyncio.create_task(steerer.run(), name="steering"))
+    return steerer.refused
+
+
 async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:
     api = await make_api_client(settings.kubeconfig)
     try:
@@ -321,7 +350,8 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
             held_back = nudger.hold
             # The extender reads the guard's caches and tells it the preemptor of each victim it saw.
             extender = ExtenderHooks(caches.extender_view, caches.preemptors, nudger.hold)
-        guard = GuardHooks(caches.guard_snapshot, guard_config, events.record, held_back, settings.retry_hold)
+        steer = _start_steering(api, caches, settings, metrics, tasks)
+        guard = GuardHooks(caches.guard_snapshot, guard_config, events.record, held_back, settings.retry_hold, steer)
     tasks.append(asyncio.create_task(certificates.maintain(), name="certificates"))
     app = WebhookApp(
         caches.snapshot,

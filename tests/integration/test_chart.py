@@ -166,6 +166,37 @@ def _extender_off(objects: Objects) -> None:
     assert not [rule for rule in rules if "pods/status" in rule["resources"]]
 
 
+def _pod_rights(objects: Objects) -> set[str]:
+    """The webhook server's verbs on pods and pods/status, as "resource:verb"."""
+    return {
+        f"{resource}:{verb}"
+        for rule in objects[("ClusterRole", WEBHOOK)]["rules"]
+        for resource in rule["resources"]
+        if resource in ("pods", "pods/status")
+        for verb in rule["verbs"]
+    }
+
+
+STEERING_ROLE = ("Role", "preemption-toleration-webhook-steering")
+
+
+def _steering_on(objects: Objects) -> None:
+    args = container(objects, WEBHOOK)["args"]
+    assert args[-6:] == ["--extender", "off", "--steering", "on", "--steering-namespace", "preemption-toleration"]
+    assert _pod_rights(objects) == {"pods:list", "pods:watch", "pods:delete", "pods/status:patch"}
+    [rule] = objects[STEERING_ROLE]["rules"]
+    assert (
+        rule["resources"] == ["leases"] and objects[STEERING_ROLE]["metadata"]["namespace"] == "preemption-toleration"
+    )
+
+
+def _steering_audit(objects: Objects) -> None:
+    """Audit writes nothing but Events: none of steering's rights."""
+    assert container(objects, WEBHOOK)["args"][-4:-2] == ["--steering", "audit"]
+    assert _pod_rights(objects) == {"pods:list", "pods:watch"}
+    assert STEERING_ROLE not in objects
+
+
 def _admission_off(objects: Objects) -> None:
     assert not ADMISSION & set(objects) and GUARD in objects
 
@@ -231,6 +262,7 @@ def _scheduling(objects: Objects) -> None:
 
 MONITORING = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
 CertManager = ("--set", "certificates.mode=cert-manager")
+Steering = ("--set", "guard.steering=on", "--set", "extender.enabled=false")
 COMBINATIONS: dict[str, tuple[tuple[str, ...], Callable[[Objects], None]]] = {
     "defaults": ((), _defaults),
     "cert-manager with its own Issuer": (CertManager, _cert_manager),
@@ -251,6 +283,8 @@ COMBINATIONS: dict[str, tuple[tuple[str, ...], Callable[[Objects], None]]] = {
         _preemptor_identities,
     ),
     "extender endpoint off": (("--set", "extender.enabled=false"), _extender_off),
+    "steering on, a managed cluster's install": (Steering, _steering_on),
+    "steering in audit": (("--set", "guard.steering=audit", "--set", "extender.enabled=false"), _steering_audit),
     "admission webhooks off": (("--set", "admissionWebhooks.enabled=false"), _admission_off),
     "operator off": (("--set", "operator.enabled=false"), _operator_off),
     "ValidatingAdmissionPolicy": (("--set", "admissionPolicy.enabled=true"), _admission_policy),
@@ -324,6 +358,12 @@ SCHEMA_REFUSALS = [
     ),
     ("webhook.metricsPort=0", "at '/webhook/metricsPort': minimum: got 0, want 1"),
     ("guard.evictionPreemptorPriority=3000000000", "at '/guard/evictionPreemptorPriority': maximum:"),
+    ("guard.steering=yes", "at '/guard/steering': value must be one of 'off', 'audit', 'on'"),
+    (
+        "webhook.extraArgs[0]=--steering=on",
+        "--steering=on must agree with the webhook server's rights: set guard.steering instead",
+    ),
+    ("guard.steering=on,guard.enabled=false", "guard.steering acts on the guard's refusals: it needs guard.enabled"),
 ]
 
 
@@ -358,6 +398,7 @@ def without_release_marks(objects: Objects) -> Objects:
 AGREEMENT = [
     ("default", ()),
     ("certmanager", CertManager),
+    ("steering", Steering),
 ]
 
 

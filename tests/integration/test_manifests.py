@@ -37,6 +37,7 @@ VARIANTS = [
     "webhook",
     "default",
     "certmanager",
+    "steering",
     "samples",
     "components/validating-admission-policy",
 ]

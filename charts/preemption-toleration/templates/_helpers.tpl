@@ -37,6 +37,12 @@ the schema refuses control characters). */}}
 {{- if or (hasPrefix "--preemptor-identity" .) (hasPrefix "--eviction-preemptor-priority" .) }}
 {{- fail (printf "webhook.extraArgs: %s must agree with the guard's matchConditions: set guard.preemptorIdentities or guard.evictionPreemptorPriority instead" .) }}
 {{- end }}
+{{- if hasPrefix "--steering" . }}
+{{- fail (printf "webhook.extraArgs: %s must agree with the webhook server's rights: set guard.steering instead" .) }}
+{{- end }}
+{{- end }}
+{{- if and (ne .Values.guard.steering "off") (not .Values.guard.enabled) }}
+{{- fail "guard.steering acts on the guard's refusals: it needs guard.enabled=true" }}
 {{- end }}
 {{- end }}
 

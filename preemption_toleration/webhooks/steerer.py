@@ -1,0 +1,448 @@
+"""Steering, carried out (`--steering`): where no extender is called, a preemption the guard refused is
+made the way upstream's plugin would have made it, with the scheduler's own writes.
+
+The guard hands over each refused scheduler write (off the request path). For the pod the scheduler is
+preempting for (`steering.plan`: known only from its nomination to the refused victim's node), the plan's
+victims each get `DisruptionTarget` (reason `PreemptionByScheduler`) and are deleted, with their UID as a
+precondition; then the preemptor is nominated to the plan's node, and Events on the preemptor and each
+victim name each other, as kube-scheduler's executor does. Its `PodEligibleToPreemptOthers` then keeps the
+preemptor from preempting elsewhere while a victim on its nominated node terminates, and binds it there.
+
+One action per preemptor per window, whichever replica: a Lease named after the preemptor's UID, in the
+server's namespace, is created before anything is written (a second replica's create fails) and records
+the plan. A replica that restarts finishes a Lease left half done: each victim is deleted only under its
+recorded UID, so no other pod is deleted and none twice. Actions are rate-limited per replica. In audit
+mode the plan is logged, counted and posted as an Event on the preemptor, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from preemption_toleration.core.shapes import as_mapping
+from preemption_toleration.core.times import rfc3339
+from preemption_toleration.extender.decisions import ExemptionCheck, ExtenderView
+from preemption_toleration.inventory.slim import DEFAULT_SCHEDULER, NO_CONSTRAINTS, SlimPod
+from preemption_toleration.kube.client import API_ERRORS
+from preemption_toleration.steering.plan import (
+    Declined,
+    NotSteered,
+    SteeringPlan,
+    plan_steering,
+    preemptor_of_refusal,
+)
+
+logger = logging.getLogger("preemption_toleration.steering")
+COMPONENT = "preemption-toleration-steering"
+LEASE_PREFIX = "ptol-steer-"
+LABEL = "preemption-toleration.dev/steering"
+PREFIX = "preemption-toleration.dev/"
+STATE, PREEMPTOR, NODE, VICTIMS = (PREFIX + key for key in ("state", "preemptor", "node", "victims"))
+ACTING, DONE = "acting", "done"
+QUEUE_LIMIT = 1000
+STRATEGIC = "application/strategic-merge-patch+json"
+MERGE = "application/merge-patch+json"
+REQUEST_TIMEOUT = 10
+RESUME_AFTER_SECONDS = 15  # a Lease left "acting" this long was left by a replica that stopped in the middle
+
+
+@dataclass(frozen=True)
+class RefusedVictim:
+    namespace: str
+    name: str
+    uid: str
+    node: str
+
+
+def refused_victim(victim: Mapping[str, Any]) -> RefusedVictim | None:
+    metadata = as_mapping(victim.get("metadata"))
+    node = as_mapping(victim.get("spec")).get("nodeName")
+    if not isinstance(node, str) or not node:
+        return None
+    return RefusedVictim(
+        str(metadata.get("namespace") or ""), str(metadata.get("name") or ""), str(metadata.get("uid") or ""), node
+    )
+
+
+def scheduler_of(pod: SlimPod) -> str:
+    return str((pod.constraints or NO_CONSTRAINTS).pod["spec"].get("schedulerName") or DEFAULT_SCHEDULER)
+
+
+def disruption_target(scheduler: str, now: datetime) -> dict[str, Any]:
+    """The condition kube-scheduler's executor gives a victim before deleting it (a strategic merge patch:
+    conditions merge by type)."""
+    return {
+        "status": {
+            "conditions": [
+                {
+                    "type": "DisruptionTarget",
+                    "status": "True",
+                    "reason": "PreemptionByScheduler",
+                    "message": f"{scheduler}: preempting to accommodate a higher priority pod",
+                    "lastTransitionTime": rfc3339(now),
+                }
+            ]
+        }
+    }
+
+
+def _micro(now: datetime) -> str:
+    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def lease_body(plan: SteeringPlan, namespace: str, holder: str, window: int, now: datetime) -> dict[str, Any]:
+    """The claim on one preemptor, with the plan it carries out."""
+    preemptor = plan.preemptor
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {
+            "name": LEASE_PREFIX + preemptor.uid,
+            "namespace": namespace,
+            "labels": {LABEL: "true", "app.kubernetes.io/managed-by": "preemption-toleration"},
+            "annotations": {
+                STATE: ACTING,
+                PREEMPTOR: f"{preemptor.namespace}/{preemptor.name}",
+                NODE: plan.node,
+                VICTIMS: ",".join(f"{pod.namespace}/{pod.name}={pod.uid}" for pod in plan.victims),
+            },
+        },
+        "spec": {
+            "holderIdentity": holder,
+            "leaseDurationSeconds": window,
+            "acquireTime": _micro(now),
+            "renewTime": _micro(now),
+        },
+    }
+
+
+def _victims_of(annotations: Mapping[str, str]) -> list[tuple[str, str, str]]:
+    found = []
+    for item in (annotations.get(VICTIMS) or "").split(","):
+        key, _, uid = item.partition("=")
+        namespace, _, name = key.partition("/")
+        if namespace and name and uid:
+            found.append((namespace, name, uid))
+    return found
+
+
+class _Bucket:
+    """A token bucket: at most `rate` actions a second, `burst` at once."""
+
+    def __init__(self, rate: float, burst: int) -> None:
+        self.rate, self.burst = rate, burst
+        self.tokens, self.at = float(burst), time.monotonic()
+
+    def wait_seconds(self) -> float:
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
+        self.at = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return 0.0
+        return (1 - self.tokens) / self.rate
+
+
+class Steerer:
+    def __init__(
+        self,
+        api: ApiClient,
+        view: Callable[[], ExtenderView],
+        mode: str,
+        namespace: str,
+        holder: str,
+        count: Callable[[str], None],
+        window_seconds: int = 60,
+        rate: float = 2.0,
+        burst: int = 5,
+    ) -> None:
+        self.core = client.CoreV1Api(api)
+        self.leases = client.CoordinationV1Api(api)
+        self.view = view
+        self.audit = mode == "audit"
+        self.namespace = namespace
+        self.holder = holder
+        self.count = count  # by outcome: steered, audited, claimed-elsewhere, failed, and each Declined
+        self.window = window_seconds
+        self.bucket = _Bucket(rate, burst)
+        self.queue: asyncio.Queue[RefusedVictim] = asyncio.Queue(QUEUE_LIMIT)
+        self.queued: set[tuple[str, str]] = set()
+        self.recent: dict[str, float] = {}  # preemptor UID -> when this replica last acted or audited
+        self.declined: dict[tuple[str, Declined], float] = {}  # (preemptor or victim, reason) -> last report
+        self.sending: set[asyncio.Task[None]] = set()
+
+    # --- the request path --------------------------------------------------------------------------------
+
+    def refused(self, victim: Mapping[str, Any]) -> None:
+        """The guard refused a scheduler's write on `victim`: look for the preemption to steer (no I/O)."""
+        found = refused_victim(victim)
+        if found is None or (found.namespace, found.name) in self.queued:
+            return
+        try:
+            self.queue.put_nowait(found)
+        except asyncio.QueueFull:
+            return  # the scheduler retries; a later refusal brings it back
+        self.queued.add((found.namespace, found.name))
+
+    # --- the worker ----------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        await self._resume()
+        while True:
+            item = await self.queue.get()
+            self.queued.discard((item.namespace, item.name))
+            try:
+                await self._consider(item)
+            except Exception:
+                self.count("failed")
+                logger.exception("steering failed", extra={"victim": f"{item.namespace}/{item.name}"})
+
+    def _report_declined(self, subject: str, result: NotSteered, preemptor: SlimPod | None) -> None:
+        self.count(result.reason.value)
+        now = time.monotonic()
+        key = (subject, result.reason)
+        if now - self.declined.get(key, -1e9) < self.window:
+            return  # reported at most once per window
+        if len(self.declined) > 10 * QUEUE_LIMIT:
+            self.declined.clear()
+        self.declined[key] = now
+        logger.info(
+            "preemption not steered", extra={"subject": subject, "reason": result.reason.value, "detail": result.detail}
+        )
+        if preemptor is not None and result.reason is Declined.UNJUDGED:
+            self._event(
+                preemptor, "PreemptionNotSteered", f"Not steered: {result.detail}; the guard alone stands", "Warning"
+            )
+
+    async def _consider(self, item: RefusedVictim) -> None:
+        view = self.view()
+        now = datetime.now(UTC)
+        victim = view.pods.get((item.namespace, item.name))
+        if victim is None or victim.uid != item.uid or victim.node_name != item.node:
+            return
+
+        def tolerated(candidate: SlimPod) -> bool:
+            return ExemptionCheck(candidate.as_json(), view, now)(victim)
+
+        found = preemptor_of_refusal(item.node, victim.priority, view.pods.nominated_to(item.node), tolerated)
+        if isinstance(found, NotSteered):
+            self._report_declined(f"{item.namespace}/{item.name}", found, None)
+            return
+        acted_at = self.recent.get(found.uid)
+        if acted_at is not None and time.monotonic() - acted_at < self.window:
+            return
+        plan = plan_steering(found, view, now)
+        if isinstance(plan, NotSteered):
+            self._report_declined(f"{found.namespace}/{found.name}", plan, found)
+            return
+        self.recent[found.uid] = time.monotonic()
+        if len(self.recent) > 10 * QUEUE_LIMIT:
+            self.recent.clear()
+        victims = ", ".join(f"{pod.namespace}/{pod.name}" for pod in plan.victims)
+        fields = {"preemptor": f"{found.namespace}/{found.name}", "node": plan.node, "victims": victims}
+        if self.audit:
+            self.count("audited")
+            logger.info("preemption would be steered", extra=fields)
+            self._event(
+                found,
+                "PreemptionWouldBeSteered",
+                f"Would preempt {victims} on node {plan.node} for this pod (steering in audit mode)",
+                "Normal",
+            )
+            return
+        wait = self.bucket.wait_seconds()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        if not await self._claim(plan, now):
+            self.count("claimed-elsewhere")
+            return
+        logger.info("steering a preemption", extra=fields)
+        await self._carry_out(
+            plan.preemptor.namespace,
+            plan.preemptor.name,
+            plan.preemptor.uid,
+            plan.node,
+            [(pod.namespace, pod.name, pod.uid) for pod in plan.victims],
+            scheduler_of(plan.preemptor),
+        )
+        self.count("steered")
+
+    async def _claim(self, plan: SteeringPlan, now: datetime) -> bool:
+        body = lease_body(plan, self.namespace, self.holder, self.window, now)
+        name = body["metadata"]["name"]
+        try:
+            await self.leases.create_namespaced_lease(self.namespace, body, _request_timeout=REQUEST_TIMEOUT)
+            return True
+        except ApiException as error:
+            if error.status != 409:
+                raise
+        existing = await self.leases.read_namespaced_lease(name, self.namespace, _request_timeout=REQUEST_TIMEOUT)
+        renewed = existing.spec.renew_time
+        if renewed is not None and renewed + timedelta(seconds=existing.spec.lease_duration_seconds or 0) > now:
+            return False  # another replica, or this one before a restart, acted within the window
+        body["metadata"]["resourceVersion"] = existing.metadata.resource_version
+        try:
+            await self.leases.replace_namespaced_lease(name, self.namespace, body, _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as error:
+            if error.status == 409:
+                return False  # another replica took it first
+            raise
+        return True
+
+    async def _carry_out(
+        self,
+        namespace: str,
+        name: str,
+        uid: str,
+        node: str,
+        victims: list[tuple[str, str, str]],
+        scheduler: str,
+    ) -> None:
+        """The scheduler's executor, for one plan: mark and delete each victim (under its UID), nominate the
+        preemptor, post the Events, and record the Lease done."""
+        now = datetime.now(UTC)
+        preemptor_ref = {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name, "uid": uid}
+        for victim_namespace, victim_name, victim_uid in victims:
+            try:
+                await self.core.patch_namespaced_pod_status(
+                    victim_name,
+                    victim_namespace,
+                    disruption_target(scheduler, now),
+                    _content_type=STRATEGIC,
+                    _request_timeout=REQUEST_TIMEOUT,
+                )
+                await self.core.delete_namespaced_pod(
+                    victim_name,
+                    victim_namespace,
+                    body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=victim_uid)),
+                    _request_timeout=REQUEST_TIMEOUT,
+                )
+            except ApiException as error:
+                if error.status not in (404, 409):  # gone, or another pod of that name now: nothing to do
+                    raise
+                continue
+            victim_ref = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "namespace": victim_namespace,
+                "name": victim_name,
+                "uid": victim_uid,
+            }
+            self._post(
+                victim_ref,
+                preemptor_ref,
+                "Preempted",
+                f"Preempted by pod {uid} on node {node} (steered by preemption-toleration, as upstream's "
+                "PreemptionToleration would: the scheduler's own choice was refused)",
+                "Normal",
+            )
+        try:
+            await self.core.patch_namespaced_pod_status(
+                name,
+                namespace,
+                {"status": {"nominatedNodeName": node}},
+                _content_type=MERGE,
+                _request_timeout=REQUEST_TIMEOUT,
+            )
+        except ApiException as error:
+            if error.status != 404:
+                raise
+        names = ", ".join(f"{n}/{v}" for n, v, _ in victims)
+        self._post(
+            preemptor_ref,
+            None,
+            "PreemptionSteered",
+            f"Preempted {names} on node {node} for this pod and nominated it there, as upstream's "
+            "PreemptionToleration would: the scheduler's own choice of victims was refused",
+            "Normal",
+        )
+        await self._finish(uid)
+
+    async def _finish(self, uid: str) -> None:
+        try:
+            await self.leases.patch_namespaced_lease(
+                LEASE_PREFIX + uid,
+                self.namespace,
+                {"metadata": {"annotations": {STATE: DONE}}},
+                _content_type=MERGE,
+                _request_timeout=REQUEST_TIMEOUT,
+            )
+        except ApiException as error:
+            if error.status != 404:
+                raise
+
+    async def _resume(self) -> None:
+        """Finish what a replica that stopped in the middle left: Leases still "acting" after a while."""
+        try:
+            leases = await self.leases.list_namespaced_lease(
+                self.namespace, label_selector=f"{LABEL}=true", _request_timeout=REQUEST_TIMEOUT
+            )
+        except API_ERRORS as error:
+            logger.warning("steering: could not list its Leases", extra={"problem": str(error)[:200]})
+            return
+        now = datetime.now(UTC)
+        for lease in leases.items:
+            annotations = lease.metadata.annotations or {}
+            renewed = lease.spec.renew_time
+            if annotations.get(STATE) != ACTING or renewed is None:
+                continue
+            if renewed + timedelta(seconds=RESUME_AFTER_SECONDS) > now:
+                continue  # maybe a live replica in the middle of it
+            uid = lease.metadata.name.removeprefix(LEASE_PREFIX)
+            namespace, _, name = (annotations.get(PREEMPTOR) or "/").partition("/")
+            logger.info("steering: finishing an action left in the middle", extra={"lease": lease.metadata.name})
+            await self._carry_out(
+                namespace, name, uid, annotations.get(NODE) or "", _victims_of(annotations), DEFAULT_SCHEDULER
+            )
+            self.count("resumed")
+
+    # --- Events ----------------------------------------------------------------------------------------------
+
+    def _event(self, pod: SlimPod, reason: str, message: str, kind: str) -> None:
+        ref = {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name, "uid": pod.uid}
+        self._post(ref, None, reason, message, kind)
+
+    def _post(
+        self, regarding: dict[str, Any], related: dict[str, Any] | None, reason: str, message: str, kind: str
+    ) -> None:
+        now = rfc3339(datetime.now(UTC))
+        body: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{regarding['name']}.", "namespace": regarding["namespace"]},
+            "involvedObject": regarding,
+            "reason": reason,
+            "message": message[:1024],
+            "type": kind,
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "reportingInstance": self.holder,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        if related is not None:
+            body["related"] = related
+        task = asyncio.get_running_loop().create_task(self._send_event(body))
+        self.sending.add(task)  # a reference until it is done: the loop keeps only weak ones
+        task.add_done_callback(self.sending.discard)
+
+    async def _send_event(self, body: dict[str, Any]) -> None:
+        try:
+            await self.core.create_namespaced_event(
+                body["metadata"]["namespace"], body, _request_timeout=REQUEST_TIMEOUT
+            )
+        except API_ERRORS as error:
+            logger.warning(
+                "steering: could not post an Event", extra={"reason": body["reason"], "problem": str(error)[:200]}
+            )

@@ -1,0 +1,143 @@
+"""Steering, live (`ptol run --extender off --steering on`: the guard alone, as on a managed cluster whose
+scheduler calls no extender). The stock scheduler picks the protected pod's node; the guard refuses; steering
+preempts the plain pod upstream's plugin would have chosen and the scheduler binds the preemptor there."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client import ApiClient
+
+from preemption_toleration.devcluster import LocalCluster
+from preemption_toleration.webhooks.steerer import ACTING, LABEL, LEASE_PREFIX, NODE, PREEMPTOR, STATE, VICTIMS
+from tests.integration.components import RunProcess, ptol_run, registered_extender
+from tests.integration.conftest import MakeNode
+from tests.integration.helpers import eventually
+from tests.integration.pods import create_bound, node_of, read_pod
+from tests.integration.steering import event_of, events, steering_classes, two_full_nodes
+from tests.integration.test_extender_victims import Server, pod_names_on
+
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
+__all__ = ["steering_classes"]  # a fixture
+
+
+@pytest.fixture(scope="module")
+def steering(cluster: LocalCluster) -> Iterator[tuple[RunProcess, Server]]:
+    with ptol_run(cluster, "--extender", "off", "--steering", "on") as process:
+        yield process, Server(registered_extender(cluster))
+
+
+async def test_the_preemption_upstream_would_make_happens(
+    api: ApiClient,
+    namespace: str,
+    make_node: MakeNode,
+    steering: tuple[RunProcess, Server],
+    steering_classes: dict[str, str],
+) -> None:
+    _, server = steering
+    node_a, node_b, preemptor = await two_full_nodes(api, namespace, make_node, steering_classes)
+    created = time.monotonic()
+    await client.CoreV1Api(api).create_namespaced_pod(namespace, preemptor)
+    await eventually(
+        lambda: read_pod(api, namespace, "high"), lambda pod: node_of(pod) == node_b, timeout=60, what="high on node-b"
+    )
+    print(f"bound to node-b {time.monotonic() - created:.1f} s after its creation")
+    assert await pod_names_on(api, namespace) == {"protected": node_a, "high": node_b}
+    steered = await event_of(api, namespace, "high", "PreemptionSteered")
+    assert f"{namespace}/plain on node {node_b}" in steered.message
+    preempted = await event_of(api, namespace, "plain", "Preempted")
+    assert preempted.related.name == "high" and node_b in preempted.message
+    assert (await server.metric("ptol_steering_total", "outcome")).get("steered", 0) >= 1
+
+
+async def test_a_preemptor_with_constraints_the_project_does_not_judge_is_not_steered(
+    api: ApiClient,
+    namespace: str,
+    make_node: MakeNode,
+    steering: tuple[RunProcess, Server],
+    steering_classes: dict[str, str],
+) -> None:
+    _, server = steering
+    node_a, node_b, preemptor = await two_full_nodes(api, namespace, make_node, steering_classes)
+    preemptor["spec"]["affinity"]["podAntiAffinity"] = {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "none"}}, "topologyKey": "kubernetes.io/hostname"}
+        ]
+    }
+    await client.CoreV1Api(api).create_namespaced_pod(namespace, preemptor)
+    declined = await event_of(api, namespace, "high", "PreemptionNotSteered")
+    assert "pod anti-affinity" in declined.message
+    assert (await server.metric("ptol_steering_total", "outcome")).get("unjudged", 0) >= 1
+    assert await pod_names_on(api, namespace) == {"protected": node_a, "plain": node_b, "high": None}
+    assert await events(api, namespace, "high", "PreemptionSteered") == []
+
+
+async def test_a_restart_in_the_middle_finishes_the_action_and_deletes_no_other_pod(
+    api: ApiClient,
+    namespace: str,
+    make_node: MakeNode,
+    steering: tuple[RunProcess, Server],
+    steering_classes: dict[str, str],
+    cluster: LocalCluster,
+) -> None:
+    """A replica claimed a preemptor and stopped in the middle: its Lease says "acting", with two victims.
+    One of them was deleted already and a new pod of the same name runs now. After a restart, the server
+    deletes the other victim, not the new pod, and nominates the preemptor, which the scheduler binds."""
+    process, _ = steering
+    node = (await make_node(cpu="2", memory="8Gi")).metadata.name
+    plain = await create_bound(api, namespace, "plain", steering_classes["low"], node, cpu="1")
+    again = await create_bound(api, namespace, "again", steering_classes["low"], node, cpu="1")
+    preemptor = await client.CoreV1Api(api).create_namespaced_pod(
+        namespace,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "pending"},
+            "spec": {
+                "priorityClassName": steering_classes["high"],
+                "schedulerName": "no-such-scheduler",  # nobody schedules it until the test says so
+                "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "1"}}}],
+            },
+        },
+    )
+    uid = preemptor.metadata.uid
+    stale = (datetime.now(UTC) - timedelta(seconds=60)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    lease = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {
+            "name": LEASE_PREFIX + uid,
+            "labels": {LABEL: "true"},
+            "annotations": {
+                STATE: ACTING,
+                PREEMPTOR: f"{namespace}/pending",
+                NODE: node,
+                VICTIMS: f"{namespace}/plain={plain['metadata']['uid']},{namespace}/again=uid-of-a-deleted-pod",
+            },
+        },
+        "spec": {"holderIdentity": "a-stopped-replica", "leaseDurationSeconds": 60, "renewTime": stale},
+    }
+    coordination = client.CoordinationV1Api(api)
+    await coordination.create_namespaced_lease("default", lease)
+    try:
+        process.stop()
+        process.start()
+        await eventually(
+            lambda: read_pod(api, namespace, "plain"), lambda pod: pod is None, timeout=60, what="plain deleted"
+        )
+        pending = await eventually(
+            lambda: read_pod(api, namespace, "pending"),
+            lambda pod: (pod or {}).get("status", {}).get("nominatedNodeName") == node,
+            timeout=30,
+            what="pending nominated",
+        )
+        assert pending["metadata"]["uid"] == uid
+        assert (await read_pod(api, namespace, "again"))["metadata"]["uid"] == again["metadata"]["uid"]
+        finished = await coordination.read_namespaced_lease(LEASE_PREFIX + uid, "default")
+        assert finished.metadata.annotations[STATE] == "done"
+    finally:
+        await coordination.delete_namespaced_lease(LEASE_PREFIX + uid, "default")
