@@ -21,6 +21,7 @@ from preemption_toleration.governance.ownership import PolicyIndex
 from preemption_toleration.governance.views import ClassView, PolicyView
 from preemption_toleration.guard.inference import infer_preemptor
 from preemption_toleration.guard.record import PreemptorRecord
+from preemption_toleration.guard.waste import in_vain
 from preemption_toleration.inventory.pods import PodIndex
 
 DEFAULT_PREEMPTOR_IDENTITIES = ("system:kube-scheduler",)
@@ -33,6 +34,9 @@ class GuardConfig:
     # Opt-in: an Eviction that names no preemptor (a drain, an autoscaler's scale-down), by anyone, is
     # judged as a preemption by a pod of this priority. None (the default): such an Eviction is allowed.
     eviction_preemptor_priority: int | None = None
+    # With steering on: a scheduler's victim that does not tolerate the preemptor is refused too when the
+    # preemptor cannot fit on its node without pods that do (`waste`): upstream would delete nothing there.
+    refuse_in_vain: bool = False
 
     @property
     def judges_every_eviction(self) -> bool:
@@ -226,6 +230,10 @@ def _judge(
         # upstream skips the node; we cannot judge either
         return Verdict(allow(request.uid), source=source, preemptor=preemptor)
     if not exempt:
+        if config.refuse_in_vain and kind in ("delete", "status") and not config.audit:
+            wasted = _in_vain(kind, request, victim, preemptor, source, snapshot, now)
+            if wasted is not None:
+                return wasted
         return Verdict(allow(request.uid), source=source, preemptor=preemptor)
     protection = found if found is not None else protection_under(victim, toleration, now)
     preemptor_name = pod_ref(preemptor) if (preemptor.get("metadata") or {}).get("name") else None
@@ -265,6 +273,43 @@ def _judge(
         message = f"{message} Retry after {seconds_left} s."
     response = deny(request.uid, code, message, "TooManyRequests" if code == 429 else None)
     return Verdict(response, refusal, source, preemptor)
+
+
+def _in_vain(
+    kind: str,
+    request: AdmissionRequest,
+    victim: Mapping[str, Any],
+    preemptor: Mapping[str, Any],
+    source: PreemptorSource,
+    snapshot: GuardSnapshot,
+    now: datetime,
+) -> Verdict | None:
+    """A refusal of a victim upstream's plugin would not preempt on its node (`waste`), or None."""
+    node_name = str((victim.get("spec") or {}).get("nodeName") or "")
+    uid = str(as_mapping(victim.get("metadata")).get("uid") or "")
+    reason = in_vain(uid, node_name, preemptor, snapshot.pods, snapshot.nodes, snapshot.classes, now)
+    if reason is None:
+        return None
+    preemptor_name = pod_ref(preemptor)
+    message = (
+        f"pod {pod_ref(victim)} would be preempted in vain for {preemptor_name} (priority "
+        f"{pod_priority(preemptor)}): {reason}."
+    )
+    # the victim itself tolerates nothing: the refusal is counted under protection "None"
+    protection = Protection(ProtectionKind.NONE, reason, pod_priority(victim))
+    refusal = Refusal(
+        kind,
+        victim,
+        pod_priority(preemptor),
+        preemptor_name,
+        protection,
+        403,
+        message,
+        False,
+        bool(request.dry_run),
+        preemptor,
+    )
+    return Verdict(deny(request.uid, 403, message, None), refusal, source, preemptor)
 
 
 def _cached_pod(snapshot: GuardSnapshot, namespace: str, name: str) -> dict[str, Any] | None:

@@ -39,6 +39,7 @@ class Declined(str, Enum):
     AMBIGUOUS = "ambiguous"  # several: which one the scheduler works on is not known
     UNJUDGED = "unjudged"  # the preemptor has constraints the project does not judge
     FITS = "fits"  # it fits somewhere as the cluster is: the scheduler will place it
+    IN_PROGRESS = "in-progress"  # a victim on its nominated node is terminating: the scheduler is preempting
     NO_NODE = "no-node"  # no node where it fits without a pod that tolerates it
 
 
@@ -57,20 +58,21 @@ class SteeringPlan:
 
 
 def preemptor_of_refusal(
-    victim_node: str, victim_priority: int, pods: Iterable[SlimPod], tolerated: Callable[[SlimPod], bool]
+    victim_node: str, victim_priority: int, pods: Iterable[SlimPod], refused_for: Callable[[SlimPod], bool]
 ) -> SlimPod | NotSteered:
     """The pod the scheduler is preempting for, from its own write: the pending pod nominated to the
-    victim's node (`pods`: those nominated there) above the victim's priority, whom the victim tolerates."""
+    victim's node (`pods`: those nominated there) above the victim's priority, for which the guard refused
+    the victim (it tolerates the pod, or would be deleted in vain for it)."""
     found = [
         pod
         for pod in pods
         if pod.pending_candidate
         and pod.nominated_node == victim_node
         and pod.priority > victim_priority
-        and tolerated(pod)
+        and refused_for(pod)
     ]
     if not found:
-        return NotSteered(Declined.NO_EVIDENCE, f"no pending pod nominated to {victim_node} that the victim tolerates")
+        return NotSteered(Declined.NO_EVIDENCE, f"no pending pod nominated to {victim_node} refused this victim")
     if len(found) > 1:
         names = ", ".join(sorted(f"{pod.namespace}/{pod.name}" for pod in found))
         return NotSteered(Declined.AMBIGUOUS, f"several pending pods nominated to {victim_node}: {names}")
@@ -129,6 +131,12 @@ def plan_steering(preemptor: SlimPod, view: ExtenderView, now: datetime) -> Stee
         return NotSteered(
             Declined.UNJUDGED, f"the preemptor has {', '.join(unjudged)}, which the project does not judge"
         )
+    nominated_node = preemptor.nominated_node
+    if nominated_node and any(
+        pod.deletion is not None and pod.priority < preemptor.priority for pod in view.pods.on_node(nominated_node)
+    ):
+        # kube-scheduler's PodEligibleToPreemptOthers: it waits for that node, where it binds the preemptor
+        return NotSteered(Declined.IN_PROGRESS, f"a pod on its nominated node {nominated_node} is terminating")
     exempt = ExemptionCheck(preemptor.as_json(), view, now)
     requests = dict(preemptor.requests)
     candidates: dict[str, NodeVictims] = {}

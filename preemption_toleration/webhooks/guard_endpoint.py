@@ -42,7 +42,8 @@ class GuardHooks:
     on_refusal: Callable[[Refusal, int], None]  # a refusal to report, and how many refusals it stands for
     held_back: HeldBack = not_kept  # the expiry nudge's plan
     retry_hold: float = 0.0  # seconds to hold the refusal of a scheduler's immediate retry (`RetryPacer`)
-    steer: Callable[[Mapping[str, Any]], None] = lambda victim: None  # a refused scheduler write's victim
+    # a refused scheduler write: its victim and the preemptor ("namespace/name") it was refused for
+    steer: Callable[[Mapping[str, Any], str | None], None] = lambda victim, preemptor: None
 
 
 def allowed(payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -134,7 +135,7 @@ class GuardEndpoint:
             self.hooks.on_refusal(refusal, count)
         if refusal.kind in ("delete", "status") and not refusal.audit and not refusal.dry_run:
             self.hold = self.retry_pacer.hold(key, time.monotonic())
-            self.hooks.steer(refusal.victim)
+            self.hooks.steer(refusal.victim, refusal.preemptor)
         until = refusal.protection.until
         if (
             refusal.protection.kind is ProtectionKind.UNTIL

@@ -60,8 +60,9 @@ class WebhookMetrics:
         self.steering = Counter(
             "ptol_steering_total",
             "Refused preemptions steering considered, by outcome: steered, audited (audit mode), claimed-elsewhere "
-            "(another replica acted within the window), resumed (finished after a restart), failed, or declined: "
-            "no-evidence, ambiguous, unjudged (constraints the project does not judge), fits, no-node.",
+            "(another replica acted within the window), overtaken (bound before steering acted), resumed (finished "
+            "after a restart), failed, or declined: no-evidence, ambiguous, unjudged (constraints the project does "
+            "not judge), fits, no-node, in-progress (the scheduler's own preemption is under way).",
             ["outcome"],
             registry=self.registry,
         )

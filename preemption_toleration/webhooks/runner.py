@@ -299,10 +299,10 @@ def _start_steering(
     settings: WebhookSettings,
     metrics: WebhookMetrics,
     tasks: list[asyncio.Task[Any]],
-) -> Callable[[Mapping[str, Any]], None]:
+) -> Callable[[Mapping[str, Any], str | None], None]:
     """The steerer's worker, when steering is on or in audit; what the guard calls with a refused victim."""
     if settings.steering == "off":
-        return lambda victim: None
+        return lambda victim, preemptor: None
     holder = f"{os.environ.get('POD_NAME') or socket.gethostname()}-{os.getpid()}"
     steerer = Steerer(
         api,
@@ -336,6 +336,7 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
         preemptor_identities=tuple(settings.preemptor_identities),
         audit=settings.guard_mode == "audit",
         eviction_preemptor_priority=settings.eviction_preemptor_priority,
+        refuse_in_vain=settings.steering == "on",
     )
     if guard_enabled:
         events = RefusalEvents(api)

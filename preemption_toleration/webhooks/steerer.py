@@ -62,6 +62,7 @@ class RefusedVictim:
     name: str
     uid: str
     node: str
+    preemptor: str | None = None  # "namespace/name" the guard refused it for
 
 
 def refused_victim(victim: Mapping[str, Any]) -> RefusedVictim | None:
@@ -183,13 +184,14 @@ class Steerer:
 
     # --- the request path --------------------------------------------------------------------------------
 
-    def refused(self, victim: Mapping[str, Any]) -> None:
-        """The guard refused a scheduler's write on `victim`: look for the preemption to steer (no I/O)."""
+    def refused(self, victim: Mapping[str, Any], preemptor: str | None = None) -> None:
+        """The guard refused a scheduler's write on `victim`, judged against `preemptor`: look for the
+        preemption to steer (no I/O)."""
         found = refused_victim(victim)
         if found is None or (found.namespace, found.name) in self.queued:
             return
         try:
-            self.queue.put_nowait(found)
+            self.queue.put_nowait(RefusedVictim(found.namespace, found.name, found.uid, found.node, preemptor))
         except asyncio.QueueFull:
             return  # the scheduler retries; a later refusal brings it back
         self.queued.add((found.namespace, found.name))
@@ -231,10 +233,14 @@ class Steerer:
         if victim is None or victim.uid != item.uid or victim.node_name != item.node:
             return
 
-        def tolerated(candidate: SlimPod) -> bool:
+        def refused_for(candidate: SlimPod) -> bool:
+            """The guard refused the victim for this pod: it was judged against it (a victim that would be
+            deleted in vain), or the victim tolerates it."""
+            if item.preemptor == f"{candidate.namespace}/{candidate.name}":
+                return True
             return ExemptionCheck(candidate.as_json(), view, now)(victim)
 
-        found = preemptor_of_refusal(item.node, victim.priority, view.pods.nominated_to(item.node), tolerated)
+        found = preemptor_of_refusal(item.node, victim.priority, view.pods.nominated_to(item.node), refused_for)
         if isinstance(found, NotSteered):
             self._report_declined(f"{item.namespace}/{item.name}", found, None)
             return
@@ -312,6 +318,10 @@ class Steerer:
         preemptor, post the Events, and record the Lease done."""
         now = datetime.now(UTC)
         preemptor_ref = {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name, "uid": uid}
+        if not await self._still_pending(namespace, name, uid):
+            self.count("overtaken")  # bound (or gone) since the plan: the scheduler got there first
+            await self._finish(uid)
+            return
         for victim_namespace, victim_name, victim_uid in victims:
             try:
                 await self.core.patch_namespaced_pod_status(
@@ -355,7 +365,7 @@ class Steerer:
                 _request_timeout=REQUEST_TIMEOUT,
             )
         except ApiException as error:
-            if error.status != 404:
+            if error.status not in (404, 422):  # gone, or bound meanwhile (a bound pod takes no nomination)
                 raise
         names = ", ".join(f"{n}/{v}" for n, v, _ in victims)
         self._post(
@@ -367,6 +377,16 @@ class Steerer:
             "Normal",
         )
         await self._finish(uid)
+
+    async def _still_pending(self, namespace: str, name: str, uid: str) -> bool:
+        """Read from the API server, not the cache: the scheduler may have bound it a moment ago."""
+        try:
+            pod = await self.core.read_namespaced_pod(name, namespace, _request_timeout=REQUEST_TIMEOUT)
+        except ApiException as error:
+            if error.status == 404:
+                return False
+            raise
+        return bool(pod.metadata.uid == uid and not pod.spec.node_name and not pod.metadata.deletion_timestamp)
 
     async def _finish(self, uid: str) -> None:
         try:

@@ -1,0 +1,113 @@
+"""With steering on, the guard refuses a scheduler's victim that would be deleted in vain: one that does not
+tolerate the preemptor, on a node where the preemptor cannot fit without pods that do. One row per rule."""
+
+from datetime import timedelta
+
+import pytest
+
+from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, judge
+from preemption_toleration.inventory.pods import PodIndex
+from tests.unit.test_guard import CLASSES, NOW, POLICIES, bound, class_view, pending, pod_request
+
+
+def cpu(pod, amount):
+    """The pod with a CPU request; a bound one started when it was scheduled."""
+    pod["spec"]["containers"] = [{"name": "c", "resources": {"requests": {"cpu": amount}}}]
+    for condition in pod["status"].get("conditions") or []:
+        if condition["type"] == "PodScheduled":
+            pod["status"]["startTime"] = condition["lastTransitionTime"]
+    return pod
+
+
+def state(*pods, node_cpu="3"):
+    node = {
+        "metadata": {"name": "node-1", "labels": {}},
+        "spec": {"taints": []},
+        "status": {"allocatable": {"cpu": node_cpu, "memory": "8Gi", "pods": "110"}},
+    }
+    return GuardSnapshot(
+        pods=PodIndex.of(pods),
+        nodes={"node-1": node},
+        classes={name: class_view(body) for name, body in CLASSES.items()},
+        policies=POLICIES,
+    )
+
+
+PLAIN = cpu(bound("victim", 8000, "low"), "1")
+PROTECTED = cpu(bound("protected", 8000, "low-non-preempted"), "2")
+STEERING = GuardConfig(refuse_in_vain=True)
+
+CASES = [
+    (
+        "the preemptor needs the protected pod's room too: the plain victim is refused",
+        [PLAIN, PROTECTED, cpu(pending("high", 9000), "2")],
+        STEERING,
+        False,
+        "3",
+    ),
+    (
+        "the preemptor fits with the plain victim gone: allowed",
+        [PLAIN, PROTECTED, cpu(pending("high", 9000), "1")],
+        STEERING,
+        True,
+        "3",
+    ),
+    (
+        "steering off: the guard judges only the victim's own toleration",
+        [PLAIN, PROTECTED, cpu(pending("high", 9000), "2")],
+        GuardConfig(),
+        True,
+        "3",
+    ),
+    (
+        "in audit nothing more is refused",
+        [PLAIN, PROTECTED, cpu(pending("high", 9000), "2")],
+        GuardConfig(refuse_in_vain=True, audit=True),
+        True,
+        "3",
+    ),
+    (
+        "upstream would preempt another plain pod there: refused",
+        [
+            PLAIN,
+            PROTECTED,
+            cpu(bound("newer", 8000, "low", ago=timedelta(seconds=5)), "1"),
+            cpu(pending("high", 9000), "1"),
+        ],
+        STEERING,
+        False,
+        "4",
+    ),
+    (
+        "no pod of the node tolerates the preemptor: the scheduler's choice is upstream's, allowed",
+        [PLAIN, cpu(bound("other", 8000, "low"), "2"), cpu(pending("high", 9000), "2")],
+        STEERING,
+        True,
+        "3",
+    ),
+    (
+        "the pod tolerates nobody above the minimum: a critical preemptor fits, allowed",
+        [PLAIN, PROTECTED, cpu(pending("critical", 10000), "2")],
+        STEERING,
+        True,
+        "3",
+    ),
+]
+
+
+@pytest.mark.parametrize(("rule", "pods", "config", "allowed", "node_cpu"), CASES, ids=[case[0] for case in CASES])
+def test_in_vain(rule, pods, config, allowed, node_cpu) -> None:
+    verdict = judge(pod_request(None, old=PLAIN), state(*pods, node_cpu=node_cpu), config, NOW)
+    assert verdict.response.allowed is allowed, rule
+
+
+def test_the_refusal_says_why() -> None:
+    verdict = judge(
+        pod_request(None, old=PLAIN), state(PLAIN, PROTECTED, cpu(pending("high", 9000), "2")), STEERING, NOW
+    )
+    assert verdict.response.status is not None
+    assert verdict.response.status.message == (
+        "pod team/victim would be preempted in vain for team/high (priority 9000): it cannot fit on node node-1 "
+        "without team/protected, which tolerate it."
+    )
+    assert verdict.refusal is not None and verdict.refusal.preemptor == "team/high"
