@@ -86,6 +86,7 @@ class Victim:
     klass: str
     cpu_m: int
     gpu: int
+    memory_mi: int
     scheduled_ago: int  # seconds before the preemptor's creation
     started_after: int  # seconds after its scheduling
     group: str | None = None  # label grp=<group>, under the scenario's budget
@@ -101,6 +102,7 @@ class Victim:
 class NodeSpec:
     name: str
     cpu_m: int
+    memory_mi: int
     gpu: int
     zone: str
     tainted: bool
@@ -112,6 +114,7 @@ class Scenario:
     nodes: list[NodeSpec]
     victims: list[Victim]
     preemptor_cpu_m: int
+    preemptor_memory_mi: int
     preemptor_gpu: int
     zone: str | None  # nodeSelector
     hosts: list[str] | None  # required node affinity on these hosts
@@ -124,6 +127,7 @@ def generate(rng: random.Random, index: int) -> Scenario:
         NodeSpec(
             name=f"n{i}",
             cpu_m=rng.choice((2000, 3000, 4000)),
+            memory_mi=rng.choice((4096, 8192)),
             gpu=rng.choice((0, 0, 2)),
             zone=rng.choice("ab"),
             tainted=rng.random() < 0.2,
@@ -133,16 +137,20 @@ def generate(rng: random.Random, index: int) -> Scenario:
     victims: list[Victim] = []
     budgeted = rng.random() < 0.3
     for node in nodes:
-        left, gpus = node.cpu_m, node.gpu
+        left, gpus, memory_left = node.cpu_m, node.gpu, node.memory_mi
         while left > 0:
             cpu = min(left, rng.choice((500, 1000, 1000, 1500)))
+            memory = min(memory_left, rng.choice((256, 512, 1024, 2048)))
+            memory_left -= memory
             gpu = 1 if gpus and rng.random() < 0.5 else 0
             gpus -= gpu
             klass = rng.choice([name for name in CLASSES if name != "h-pre"])
             expired = rng.random() < 0.5
             ago = (TOLERATION_SECONDS + 300 if expired else 60) + rng.randint(0, 200)
             group = "a" if budgeted and rng.random() < 0.5 else None
-            victims.append(Victim(f"v{len(victims)}", node.name, klass, cpu, gpu, ago, rng.randint(0, 30), group))
+            victims.append(
+                Victim(f"v{len(victims)}", node.name, klass, cpu, gpu, memory, ago, rng.randint(0, 30), group)
+            )
             left -= cpu
     target = rng.choice(nodes)
     preemptor_cpu = rng.choice([c for c in (500, 1000, 1500, 2000) if c <= target.cpu_m])
@@ -153,6 +161,7 @@ def generate(rng: random.Random, index: int) -> Scenario:
         nodes=nodes,
         victims=victims,
         preemptor_cpu_m=preemptor_cpu,
+        preemptor_memory_mi=rng.choice((256, 1024, 2048)),
         preemptor_gpu=1 if wants_gpu else 0,
         zone=target.zone if rng.random() < 0.3 else None,
         hosts=sorted({target.name, *rng.sample([n.name for n in nodes], k=min(2, len(nodes)))})
@@ -172,7 +181,7 @@ def node_name(scenario: Scenario, way: str, node: str) -> str:
 
 def node_body(scenario: Scenario, way: str, node: NodeSpec) -> dict[str, Any]:
     name = node_name(scenario, way, node.name)
-    capacity = {"cpu": f"{node.cpu_m}m", "memory": "16Gi", "pods": "110"}
+    capacity = {"cpu": f"{node.cpu_m}m", "memory": f"{node.memory_mi}Mi", "pods": "110"}
     if node.gpu:
         capacity[GPU] = str(node.gpu)
     body: dict[str, Any] = {
@@ -193,8 +202,8 @@ def node_body(scenario: Scenario, way: str, node: NodeSpec) -> dict[str, Any]:
     return body
 
 
-def requests(cpu_m: int, gpu: int) -> dict[str, Any]:
-    wanted: dict[str, str] = {"cpu": f"{cpu_m}m"}
+def requests(cpu_m: int, gpu: int, memory_mi: int) -> dict[str, Any]:
+    wanted: dict[str, str] = {"cpu": f"{cpu_m}m", "memory": f"{memory_mi}Mi"}
     if gpu:
         wanted[GPU] = str(gpu)
     return {"requests": wanted, "limits": {GPU: str(gpu)} if gpu else {}}
@@ -213,7 +222,9 @@ def victim_body(scenario: Scenario, way: str, victim: Victim) -> dict[str, Any]:
             "nodeSelector": {"kubernetes.io/hostname": node_name(scenario, way, victim.node)},
             "tolerations": TOLERATE_DEDICATED,
             "terminationGracePeriodSeconds": 0,
-            "containers": [{"name": "c", "image": "pause", "resources": requests(victim.cpu_m, victim.gpu)}],
+            "containers": [
+                {"name": "c", "image": "pause", "resources": requests(victim.cpu_m, victim.gpu, victim.memory_mi)}
+            ],
         },
     }
 
@@ -234,7 +245,11 @@ def preemptor_body(scenario: Scenario, way: str) -> dict[str, Any]:
             }
         },
         "containers": [
-            {"name": "c", "image": "pause", "resources": requests(scenario.preemptor_cpu_m, scenario.preemptor_gpu)}
+            {
+                "name": "c",
+                "image": "pause",
+                "resources": requests(scenario.preemptor_cpu_m, scenario.preemptor_gpu, scenario.preemptor_memory_mi),
+            }
         ],
     }
     if scenario.zone:

@@ -5,8 +5,8 @@
 # machine's Go from the modules pinned in testbed/ and cached outside the repository (minutes the first time;
 # see docs/quick-start.md). Lint, format and type checks run first (ruff, mypy), then the tests: the whole
 # suite on 1.37.2 (the default), then the control plane's baseline, the manifests, the guard, upstream's
-# scenarios, the scheduler's handling of a refused victim, the ValidatingAdmissionPolicy, kubectl drain and
-# the Helm chart on 1.35.4, the oldest supported minor. Extra arguments go to one pytest run instead (e.g. scripts/test.sh tests/unit -k exemption;
+# scenarios, the scheduler's handling of a refused victim, the ValidatingAdmissionPolicy, kubectl drain,
+# the Helm chart and steering on 1.35.4, the oldest supported minor. Extra arguments go to one pytest run instead (e.g. scripts/test.sh tests/unit -k exemption;
 # PTOL_KUBERNETES_VERSION=1.35.4 selects the release).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,4 +26,5 @@ PTOL_KUBERNETES_VERSION=1.35.4 exec .venv/bin/python -m pytest \
     tests/integration/test_smoke.py tests/integration/test_manifests.py tests/integration/test_guard.py \
     tests/integration/test_guard_upstream.py tests/integration/test_scheduler_preemption.py \
     tests/integration/test_admission_policy.py tests/integration/test_drain.py \
-    tests/integration/test_chart.py tests/integration/test_chart_install.py
+    tests/integration/test_chart.py tests/integration/test_chart_install.py \
+    tests/integration/test_steering.py tests/integration/test_steering_audit.py

@@ -4,6 +4,7 @@ preempts the plain pod upstream's plugin would have chosen and the scheduler bin
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -13,10 +14,23 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.devcluster import LocalCluster
-from preemption_toleration.webhooks.steerer import ACTING, LABEL, LEASE_PREFIX, NODE, PREEMPTOR, STATE, VICTIMS
+from preemption_toleration.extender.decisions import ExtenderView
+from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.slim import Shared, slim_pod
+from preemption_toleration.steering.plan import SteeringPlan
+from preemption_toleration.webhooks.steerer import (
+    ACTING,
+    LABEL,
+    LEASE_PREFIX,
+    NODE,
+    PREEMPTOR,
+    STATE,
+    VICTIMS,
+    Steerer,
+)
 from tests.integration.components import RunProcess, ptol_run, registered_extender
 from tests.integration.conftest import MakeNode
-from tests.integration.helpers import eventually
+from tests.integration.helpers import eventually, unique_name
 from tests.integration.pods import create_bound, node_of, read_pod
 from tests.integration.steering import event_of, events, steering_classes, two_full_nodes
 from tests.integration.test_extender_victims import Server, pod_names_on
@@ -141,3 +155,23 @@ async def test_a_restart_in_the_middle_finishes_the_action_and_deletes_no_other_
         assert finished.metadata.annotations[STATE] == "done"
     finally:
         await coordination.delete_namespaced_lease(LEASE_PREFIX + uid, "default")
+
+
+async def test_two_replicas_never_act_twice_for_one_preemptor(api: ApiClient) -> None:
+    """Two replicas' steerers claim the same preemptor at the same moment against the real API server: one
+    Lease is created, the other replica's claim fails; a later claim within the window fails too."""
+    preemptor = slim_pod(
+        {"metadata": {"namespace": "team", "name": "p", "uid": f"claim-{unique_name('u')}"}, "spec": {}}, Shared()
+    )
+    plan = SteeringPlan(preemptor, "node-x", (), 0)
+
+    def replica(holder: str) -> Steerer:
+        return Steerer(api, lambda: ExtenderView(PodIndex(), {}, lambda _: None), "on", "default", holder, print)
+
+    now = datetime.now(UTC)
+    claims = await asyncio.gather(*(replica(f"replica-{n}")._claim(plan, now) for n in range(2)))
+    try:
+        assert sorted(claims) == [False, True]
+        assert await replica("replica-2")._claim(plan, datetime.now(UTC)) is False
+    finally:
+        await client.CoordinationV1Api(api).delete_namespaced_lease(LEASE_PREFIX + preemptor.uid, "default")
