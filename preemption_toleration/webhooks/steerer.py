@@ -54,6 +54,8 @@ STRATEGIC = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
 REQUEST_TIMEOUT = 10
 RESUME_AFTER_SECONDS = 15  # a Lease left "acting" this long was left by a replica that stopped in the middle
+SWEEP_EVERY_SECONDS = 300
+SWEEP_AFTER_SECONDS = 600  # a done Lease is kept this long (for `kubectl get lease`), then deleted
 
 
 @dataclass(frozen=True)
@@ -180,7 +182,7 @@ class Steerer:
         self.queued: set[tuple[str, str]] = set()
         self.recent: dict[str, float] = {}  # preemptor UID -> when this replica last acted or audited
         self.declined: dict[tuple[str, Declined], float] = {}  # (preemptor or victim, reason) -> last report
-        self.sending: set[asyncio.Task[None]] = set()
+        self.sending: set[asyncio.Task[Any]] = set()
 
     # --- the request path --------------------------------------------------------------------------------
 
@@ -200,6 +202,8 @@ class Steerer:
 
     async def run(self) -> None:
         await self._resume()
+        sweeping = asyncio.create_task(self._sweep_forever(), name="steering-lease-sweep")
+        self.sending.add(sweeping)
         while True:
             item = await self.queue.get()
             self.queued.discard((item.namespace, item.name))
@@ -425,6 +429,32 @@ class Steerer:
                 namespace, name, uid, annotations.get(NODE) or "", _victims_of(annotations), DEFAULT_SCHEDULER
             )
             self.count("resumed")
+
+    async def _sweep_forever(self) -> None:
+        """Delete this namespace's steering Leases once done and older than SWEEP_AFTER_SECONDS: one Lease per
+        preemptor steered would otherwise pile up."""
+        while True:
+            await asyncio.sleep(SWEEP_EVERY_SECONDS)
+            try:
+                await self._sweep(datetime.now(UTC))
+            except API_ERRORS as error:
+                logger.warning("steering: could not sweep its Leases", extra={"problem": str(error)[:200]})
+
+    async def _sweep(self, now: datetime) -> None:
+        leases = await self.leases.list_namespaced_lease(
+            self.namespace, label_selector=f"{LABEL}=true", _request_timeout=REQUEST_TIMEOUT
+        )
+        for lease in leases.items:
+            renewed = lease.spec.renew_time
+            done = (lease.metadata.annotations or {}).get(STATE) == DONE
+            if done and renewed is not None and renewed + timedelta(seconds=SWEEP_AFTER_SECONDS) < now:
+                try:
+                    await self.leases.delete_namespaced_lease(
+                        lease.metadata.name, self.namespace, _request_timeout=REQUEST_TIMEOUT
+                    )
+                except ApiException as error:
+                    if error.status != 404:
+                        raise
 
     # --- Events ----------------------------------------------------------------------------------------------
 

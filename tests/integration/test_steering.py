@@ -20,11 +20,13 @@ from preemption_toleration.inventory.slim import Shared, slim_pod
 from preemption_toleration.steering.plan import SteeringPlan
 from preemption_toleration.webhooks.steerer import (
     ACTING,
+    DONE,
     LABEL,
     LEASE_PREFIX,
     NODE,
     PREEMPTOR,
     STATE,
+    SWEEP_AFTER_SECONDS,
     VICTIMS,
     Steerer,
 )
@@ -175,3 +177,36 @@ async def test_two_replicas_never_act_twice_for_one_preemptor(api: ApiClient) ->
         assert await replica("replica-2")._claim(plan, datetime.now(UTC)) is False
     finally:
         await client.CoordinationV1Api(api).delete_namespaced_lease(LEASE_PREFIX + preemptor.uid, "default")
+
+
+async def test_done_leases_are_swept_after_a_while_and_unfinished_ones_kept(api: ApiClient) -> None:
+    coordination = client.CoordinationV1Api(api)
+    suffix = unique_name("s")
+    old = (datetime.now(UTC) - timedelta(seconds=SWEEP_AFTER_SECONDS + 60)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    fresh = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    leases = {"old-done": (DONE, old), "fresh-done": (DONE, fresh), "old-acting": (ACTING, old)}
+    for name, (state, renewed) in leases.items():
+        await coordination.create_namespaced_lease(
+            "default",
+            {
+                "metadata": {
+                    "name": f"{LEASE_PREFIX}{name}-{suffix}",
+                    "labels": {LABEL: "true"},
+                    "annotations": {STATE: state},
+                },
+                "spec": {"holderIdentity": "r", "leaseDurationSeconds": 60, "renewTime": renewed},
+            },
+        )
+    steerer = Steerer(api, lambda: ExtenderView(PodIndex(), {}, lambda _: None), "on", "default", "r", print)
+    await steerer._sweep(datetime.now(UTC))
+    left = {
+        lease.metadata.name
+        for lease in (await coordination.list_namespaced_lease("default", label_selector=f"{LABEL}=true")).items
+    }
+    try:
+        assert f"{LEASE_PREFIX}old-done-{suffix}" not in left
+        assert {f"{LEASE_PREFIX}fresh-done-{suffix}", f"{LEASE_PREFIX}old-acting-{suffix}"} <= left
+    finally:
+        for name in left:
+            if name.endswith(suffix):
+                await coordination.delete_namespaced_lease(name, "default")
