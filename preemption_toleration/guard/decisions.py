@@ -22,6 +22,7 @@ from preemption_toleration.governance.views import ClassView, PolicyView
 from preemption_toleration.guard.inference import infer_preemptor
 from preemption_toleration.guard.record import PreemptorRecord
 from preemption_toleration.guard.waste import in_vain
+from preemption_toleration.inventory.budgets import BudgetIndex
 from preemption_toleration.inventory.pods import PodIndex
 
 DEFAULT_PREEMPTOR_IDENTITIES = ("system:kube-scheduler",)
@@ -55,6 +56,7 @@ class GuardSnapshot:
     policies: Mapping[str, PolicyView] = field(default_factory=dict)
     ownership: PolicyIndex | None = None  # built from `policies` when not given
     preemptors: PreemptorRecord | None = None  # what the extender's calls said; None: infer only
+    budgets: BudgetIndex = field(default_factory=BudgetIndex)  # read only by the check of deletions in vain
 
     def class_json(self, name: str) -> dict[str, Any] | None:
         """The class as JSON, for the extender's checks (the guard reads `ClassView.toleration`)."""
@@ -287,7 +289,7 @@ def _in_vain(
     """A refusal of a victim upstream's plugin would not preempt on its node (`waste`), or None."""
     node_name = str((victim.get("spec") or {}).get("nodeName") or "")
     uid = str(as_mapping(victim.get("metadata")).get("uid") or "")
-    reason = in_vain(uid, node_name, preemptor, snapshot.pods, snapshot.nodes, snapshot.classes, now)
+    reason = in_vain(uid, node_name, preemptor, snapshot, now)
     if reason is None:
         return None
     preemptor_name = pod_ref(preemptor)

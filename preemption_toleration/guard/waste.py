@@ -1,75 +1,89 @@
-"""Deletions in vain: a scheduler's victim that upstream's plugin would not preempt on its node, where pods
-that tolerate the preemptor lead the stock scheduler astray.
+"""Deletions in vain: a scheduler's victim on a node where pods that tolerate the preemptor lead the stock
+scheduler astray.
 
-The stock scheduler counts the pods that tolerate the preemptor as potential victims, so on a node that
-holds some, its choice can mix plain and protected pods. It deletes the plain ones in parallel before the
-guard refuses the protected one, for nothing: the preemptor still does not fit. Upstream's plugin leaves
-the tolerating pods out: it does not consider a node where the preemptor cannot fit without them, and
-elsewhere it chooses its own victims (`extender.victims`). With steering on, the guard refuses a victim
-that upstream would not preempt there, and steering carries out upstream's choice instead.
+The stock scheduler counts the pods that tolerate the preemptor as potential victims. Where its choice on a
+node includes one, it deletes the plain victims in parallel and the guard then refuses the tolerating one:
+the preemptor still does not fit there, and the plain victims were deleted for nothing. Upstream's plugin
+leaves the tolerating pods out: it does not consider a node where the preemptor cannot fit without them,
+and elsewhere it chooses its own victims (`extender.victims`). With steering on, the guard refuses such a
+victim too, and steering carries out upstream's choice instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from preemption_toleration.core.exemption import PriorityClassNotFound, exemption_under
 from preemption_toleration.core.resources import allocatable
 from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.extender.victims import importance, select_victims
-from preemption_toleration.governance.views import ClassView
-from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.budgets import split_by_budget_violation
 from preemption_toleration.inventory.slim import SlimPod
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from preemption_toleration.guard.decisions import GuardSnapshot
+
+
+def _names(pods: list[SlimPod]) -> str:
+    return ", ".join(sorted(f"{pod.namespace}/{pod.name}" for pod in pods))
 
 
 def in_vain(
-    victim_uid: str,
-    node_name: str,
-    preemptor: Mapping[str, Any],
-    pods: PodIndex,
-    nodes: Mapping[str, Mapping[str, Any]],
-    classes: Mapping[str, ClassView],
-    now: datetime,
+    victim_uid: str, node_name: str, preemptor: Mapping[str, Any], snapshot: GuardSnapshot, now: datetime
 ) -> str | None:
-    """Why upstream's plugin would not preempt this victim on its node for this preemptor, when pods there
-    tolerate the preemptor; None when it would (or no pod there tolerates the preemptor: the scheduler's
-    choice is then upstream's), or when it cannot be judged (a node, class or preemptor the cache does not
-    hold)."""
+    """Why this victim of the scheduler would be deleted in vain, when pods of its node tolerate the
+    preemptor; None when it would not (or no pod there tolerates the preemptor: the scheduler's choice is then
+    upstream's), or when it cannot be judged (a node, class or preemptor the cache does not hold)."""
+    pods = snapshot.pods
     metadata = as_mapping(preemptor.get("metadata"))
     cached = pods.get((str(metadata.get("namespace") or ""), str(metadata.get("name") or "")))
-    node = nodes.get(node_name)
+    node = snapshot.nodes.get(node_name)
     if cached is None or node is None:
         return None
 
     def exempt(pod: SlimPod) -> bool:
-        view = classes.get(pod.priority_class or "")
+        view = snapshot.classes.get(pod.priority_class or "")
         return exemption_under(pod.as_json(), preemptor, view.toleration if view is not None else None, now)[0]
 
     on_node = pods.on_node(node_name)
+    victim = next((pod for pod in on_node if pod.uid == victim_uid), None)
+    if victim is None or victim.deletion is not None:
+        return None  # not in the cache, or already terminating: refusing its deletion again saves nothing
+
+    def choose(excluded: Callable[[SlimPod], bool]) -> Any:
+        return select_victims(
+            cached.priority,
+            dict(cached.requests),
+            on_node,
+            [pod for pod in pods.nominated_to(node_name) if pod.uid != cached.uid],
+            allocatable(node),
+            excluded,
+            lambda found: split_by_budget_violation(found, snapshot.budgets),
+        )
+
     try:
-        tolerating = [
-            f"{pod.namespace}/{pod.name}"
-            for pod in on_node
-            if pod.priority < cached.priority and pod.deletion is None and exempt(pod)
-        ]
+        tolerating = [pod for pod in on_node if pod.priority < cached.priority and pod.deletion is None and exempt(pod)]
         if not tolerating:
             return None
-        nominated = [pod for pod in pods.nominated_to(node_name) if pod.uid != cached.uid]
-        chosen = select_victims(cached.priority, dict(cached.requests), on_node, nominated, allocatable(node), exempt)
+        stock = choose(lambda pod: False)  # the scheduler's own choice there counts every lower pod
+        refused = [pod for pod in stock.victims if exempt(pod)] if stock is not None else []
+        upstream = choose(exempt)
     except PriorityClassNotFound:
         return None
-    names = ", ".join(sorted(tolerating))
-    if any(pod.uid == victim_uid and pod.deletion is not None for pod in on_node):
-        return None  # already terminating: refusing its deletion again saves nothing
-    if chosen is None:
-        return f"it cannot fit on node {node_name} without {names}, which tolerate it"
-    victim = next((pod for pod in on_node if pod.uid == victim_uid), None)
-    if victim is None:
-        return None
+    if refused:
+        return (
+            f"the scheduler's choice on node {node_name} includes {_names(refused)}, which tolerate it, so its "
+            "preemption there cannot complete"
+        )
+    if upstream is None:
+        return f"it cannot fit on node {node_name} without {_names(tolerating)}, which tolerate it"
     # of equal priority and start, either pod is upstream's choice (Go's sort does not keep their order)
-    if any(importance(pod) == importance(victim) for pod in chosen.victims):
+    if any(importance(pod) == importance(victim) for pod in upstream.victims):
         return None
-    kept = ", ".join(f"{pod.namespace}/{pod.name}" for pod in chosen.victims)
-    return f"on node {node_name}, where {names} tolerate it, upstream's plugin would preempt {kept} instead"
+    chosen = ", ".join(f"{pod.namespace}/{pod.name}" for pod in upstream.victims)
+    return f"on node {node_name}, where {_names(tolerating)} tolerate it, upstream's plugin would preempt {chosen}"

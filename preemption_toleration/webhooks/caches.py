@@ -117,6 +117,7 @@ class AdmissionCaches:
             policies=snapshot.policies,
             ownership=snapshot.ownership,
             preemptors=self.preemptors,
+            budgets=self.budget_index,
         )
 
     def extender_view(self) -> ExtenderView:

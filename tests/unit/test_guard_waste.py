@@ -34,7 +34,8 @@ def state(*pods, node_cpu="3"):
 
 
 PLAIN = cpu(bound("victim", 8000, "low"), "1")
-PROTECTED = cpu(bound("protected", 8000, "low-non-preempted"), "2")
+# started before the plain victim: the more important of the two (the scheduler reprieves it first)
+PROTECTED = cpu(bound("protected", 8000, "low-non-preempted", ago=timedelta(seconds=60)), "2")
 STEERING = GuardConfig(refuse_in_vain=True)
 
 CASES = [
@@ -107,7 +108,7 @@ def test_the_refusal_says_why() -> None:
     )
     assert verdict.response.status is not None
     assert verdict.response.status.message == (
-        "pod team/victim would be preempted in vain for team/high (priority 9000): it cannot fit on node node-1 "
-        "without team/protected, which tolerate it."
+        "pod team/victim would be preempted in vain for team/high (priority 9000): the scheduler's choice on node "
+        "node-1 includes team/protected, which tolerate it, so its preemption there cannot complete."
     )
     assert verdict.refusal is not None and verdict.refusal.preemptor == "team/high"
