@@ -183,7 +183,7 @@ STEERING_ROLE = ("Role", "preemption-toleration-webhook-steering")
 def _steering_on(objects: Objects) -> None:
     args = container(objects, WEBHOOK)["args"]
     assert args[-6:] == ["--extender", "off", "--steering", "on", "--steering-namespace", "preemption-toleration"]
-    assert _pod_rights(objects) == {"pods:list", "pods:watch", "pods:delete", "pods/status:patch"}
+    assert _pod_rights(objects) == {"pods:list", "pods:watch", "pods:get", "pods:delete", "pods/status:patch"}
     [rule] = objects[STEERING_ROLE]["rules"]
     assert (
         rule["resources"] == ["leases"] and objects[STEERING_ROLE]["metadata"]["namespace"] == "preemption-toleration"
