@@ -28,7 +28,13 @@ from preemption_toleration.core.pods import pod_priority
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_of
 from preemption_toleration.core.resources import allocatable, pod_requests
 from preemption_toleration.core.shapes import as_mapping
-from preemption_toleration.extender.victims import BudgetSplit, count_violations, potential_victims, select_victims
+from preemption_toleration.extender.victims import (
+    BudgetSplit,
+    NodeVictims,
+    count_violations,
+    potential_victims,
+    select_victims,
+)
 from preemption_toleration.inventory.budgets import BudgetIndex, counted_by_a_budget, split_by_budget_violation
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.slim import SlimPod
@@ -164,15 +170,7 @@ def _node_outcome(
             return NodeOutcome(
                 node, NodeChoice.DROPPED, (), exempt_victims, "the node is not in the cache", held_until=held_until
             )
-        chosen = select_victims(
-            preemptor.priority,
-            preemptor.requests,
-            on_node.values(),
-            [pod for pod in view.pods.nominated_to(node) if pod.uid != preemptor.uid],
-            allocatable(node_object),
-            exempt,
-            _budget_split(view),
-        )
+        chosen = _upstream_victims(node, node_object, on_node, preemptor, exempt, view)
     except PriorityClassNotFound as missing_class:  # upstream leaves the node out on this error too
         return NodeOutcome(node, NodeChoice.DROPPED, (), detail=str(missing_class))
     if chosen is None:
@@ -198,6 +196,26 @@ def _budget_split(view: ExtenderView) -> BudgetSplit:
     return lambda pods: split_by_budget_violation(pods, view.budgets)
 
 
+def _upstream_victims(
+    node: str,
+    node_object: Mapping[str, Any],
+    on_node: Mapping[str, SlimPod],
+    preemptor: _Preemptor,
+    exempt: ExemptionCheck,
+    view: ExtenderView,
+) -> NodeVictims | None:
+    """Upstream's victims on the node (`victims.select_victims`), pods nominated there counted."""
+    return select_victims(
+        preemptor.priority,
+        preemptor.requests,
+        on_node.values(),
+        [pod for pod in view.pods.nominated_to(node) if pod.uid != preemptor.uid],
+        allocatable(node_object),
+        exempt,
+        _budget_split(view),
+    )
+
+
 def _unproposed_exemptions(
     node: str,
     uids: list[str],
@@ -218,15 +236,7 @@ def _unproposed_exemptions(
     split = _budget_split(view)
     node_object = view.nodes.get(node)
     if not preemptor.unjudged and node_object is not None:
-        chosen = select_victims(
-            preemptor.priority,
-            preemptor.requests,
-            on_node.values(),
-            [pod for pod in view.pods.nominated_to(node) if pod.uid != preemptor.uid],
-            allocatable(node_object),
-            exempt,
-            split,
-        )
+        chosen = _upstream_victims(node, node_object, on_node, preemptor, exempt, view)
         # None: the resources disagree with the scheduler's own fit; its victims stand, counted again
         if chosen is not None:
             chosen_uids = tuple(pod.uid for pod in chosen.victims)
