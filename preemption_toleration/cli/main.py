@@ -74,6 +74,25 @@ def describe_from_help(parser: argparse.ArgumentParser) -> None:
             describe_from_help(subparser)
 
 
+def chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the deepest subcommand `args` chose (`ptol dev cluster up`'s for `ptol dev cluster up`)."""
+    for action in parser._actions:  # argparse has no public accessor for its actions
+        if isinstance(action, argparse._SubParsersAction):
+            name = getattr(args, action.dest, None)
+            if name in action.choices:
+                return chosen_parser(action.choices[name], args)
+    return parser
+
+
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """`parser.parse_args(argv)`, but an unknown argument is reported by the subcommand it was given to, with
+    that subcommand's usage (argparse leaves it to the top-level parser, which shows `usage: ptol COMMAND`)."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        chosen_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _run(argv)
@@ -87,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = parse(parser, argv)
     except SystemExit:
         sys.stdout.flush()  # --help and --version print, then exit: a closed pipe shows here
         raise
