@@ -7,6 +7,7 @@ import asyncio
 import sys
 from pathlib import Path
 
+from preemption_toleration.cli.kubernetes_release import variable_problem
 from preemption_toleration.cli.options import positive_integer
 from preemption_toleration.cli.signals import run_until_signalled
 
@@ -45,6 +46,9 @@ def _say(text: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from preemption_toleration.demo.runner import Demo, DemoSettings, StepFailed
+
+    if problem := variable_problem("demo"):
+        return problem
 
     settings = DemoSettings(
         Path(args.dir).resolve(),

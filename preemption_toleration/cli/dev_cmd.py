@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 from preemption_toleration.cli import dev_manifests
+from preemption_toleration.cli.kubernetes_release import kubernetes_release, variable_problem
+from preemption_toleration.cli.options import count, dns_label, quantity
 from preemption_toleration.devcluster import (
     ClusterError,
     LocalCluster,
@@ -37,13 +39,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     up = actions.add_parser("up", help="start a cluster in the background (builds it first if needed)")
     _add_dir(up)
     _add_version(up)
-    up.add_argument("--nodes", type=int, default=1, help="simulated nodes to create (default 1)")
-    up.add_argument("--node-cpu", default="4", help="CPU capacity of each node (default 4)")
-    up.add_argument("--node-memory", default="8Gi", help="memory capacity of each node (default 8Gi)")
+    up.add_argument("--nodes", type=count, default=1, help="simulated nodes to create (default 1)")
+    up.add_argument("--node-cpu", type=quantity, default="4", help="CPU capacity of each node (default 4)")
+    up.add_argument("--node-memory", type=quantity, default="8Gi", help="memory capacity of each node (default 8Gi)")
     up.add_argument(
         "--namespace",
         action="append",
         default=[],
+        type=dns_label,
         metavar="NS",
         help="also create this namespace with its default ServiceAccount (repeatable)",
     )
@@ -78,6 +81,7 @@ def _add_version(parser: argparse.ArgumentParser, *, repeatable: bool = False) -
     parser.add_argument(
         "--kubernetes-version",
         action="append" if repeatable else "store",
+        type=kubernetes_release,
         metavar="X.Y.Z",
         help=f"{what} ${VERSION_ENV}, else {DEFAULT_KUBERNETES_VERSION})",
     )
@@ -97,6 +101,8 @@ def _say(message: str) -> None:
 
 
 def _install(args: argparse.Namespace) -> int:
+    if not args.kubernetes_version and (problem := variable_problem("dev cluster install")):
+        return problem
     for version in args.kubernetes_version or [None]:
         try:
             toolchain = ensure_toolchain(_say, version)
@@ -124,6 +130,8 @@ def _pin(args: argparse.Namespace) -> int:
 
 
 def _up(args: argparse.Namespace) -> int:
+    if not args.kubernetes_version and (problem := variable_problem("dev cluster up")):
+        return problem
     try:
         cluster = LocalCluster(args.dir)
         if cluster.running_components():

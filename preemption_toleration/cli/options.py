@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from preemption_toleration.core.resources import QuantityError, parse_quantity
+
 ENV_ATTRIBUTE = "env_var"  # set on each action added here; the docs drift test reads it
 
 
@@ -137,6 +139,24 @@ def positive_integer(value: str) -> int:
     return int(value)
 
 
+def count(value: str) -> int:
+    """How many of something: 0 or more."""
+    if not re.fullmatch(r"\s*\+?\d{1,9}\s*", value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a count: a whole number, 0 or more")
+    return int(value)
+
+
+def quantity(value: str) -> str:
+    """A Kubernetes quantity of more than 0, such as 4, 500m or 8Gi (as given: the API server reads it)."""
+    try:
+        amount = parse_quantity(value)
+    except QuantityError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a Kubernetes quantity such as 4, 500m or 8Gi") from None
+    if amount <= 0:
+        raise argparse.ArgumentTypeError(f"{value!r} is not more than 0: give a quantity such as 4, 500m or 8Gi")
+    return value.strip()
+
+
 def non_negative_integer(value: str) -> int:
     """Seconds to wait, say: 0 to 3600."""
     if not re.fullmatch(r"\s*\d{1,4}\s*", value) or int(value) > 3600:
@@ -211,6 +231,16 @@ def namespaced_name(value: str) -> str:
         or not re.fullmatch(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*", name)
     ):
         raise argparse.ArgumentTypeError(f"{value!r} is not NAMESPACE/NAME (e.g. preemption-toleration/webhook-tls)")
+    return str(value)
+
+
+def dns_label(value: str) -> str:
+    """A namespace's name: a DNS label (RFC 1123) of lower-case letters, digits and '-'."""
+    if not re.fullmatch(_DNS_LABEL, value):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a namespace name (up to 63 lower-case letters, digits and '-', starting and ending "
+            "with a letter or digit)"
+        )
     return str(value)
 
 
