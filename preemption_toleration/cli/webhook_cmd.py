@@ -27,6 +27,7 @@ from preemption_toleration.cli.options import (
     url,
 )
 from preemption_toleration.cli.signals import run_until_signalled
+from preemption_toleration.cli.tls_files import certificate_file, key_pair_problem, private_key_file
 from preemption_toleration.kube.informer import DEFAULT_PAGE_SIZE, DEFAULT_STALE_AFTER_SECONDS
 from preemption_toleration.logs import configure_logging
 from preemption_toleration.webhooks.handling import DEFAULT_MAX_BODY_BYTES
@@ -101,15 +102,15 @@ def add_webhook_arguments(
         parser,
         "--cert-file",
         env="PTOL_TLS_CERT_FILE",
-        type=non_empty,
+        type=certificate_file,
         help="serving certificate (PEM), reloaded when it changes; needs --key-file; default: generate one",
     )
-    env_option(parser, "--key-file", env="PTOL_TLS_KEY_FILE", type=non_empty, help="its key (PEM)")
+    env_option(parser, "--key-file", env="PTOL_TLS_KEY_FILE", type=private_key_file, help="its key (PEM)")
     env_option(
         parser,
         "--ca-file",
         env="PTOL_TLS_CA_FILE",
-        type=non_empty,
+        type=certificate_file,
         help="the CA certificate (PEM) that signed --cert-file: the caBundle of the configurations this "
         "process registers (--register-url, ptol run)",
     )
@@ -295,6 +296,8 @@ def settings_from(args: argparse.Namespace) -> WebhookSettings:
 def prepare(args: argparse.Namespace, command: str) -> bool:
     """Refuse flags that do not go together (False, with a message), else set up logging (True)."""
     problem = tls_problem(args, registers=command == "run" or bool(getattr(args, "register_url", None)))
+    if problem is None and args.cert_file and args.key_file:
+        problem = key_pair_problem(args.cert_file, args.key_file)
     if problem:
         print(f"{program_name()} {command}: error: {problem}", file=sys.stderr)
         return False

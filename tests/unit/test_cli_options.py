@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from preemption_toleration import pki
 from preemption_toleration.cli.main import build_parser, main
 from preemption_toleration.cli.options import env_vars_of, options_of
 from preemption_toleration.cli.webhook_cmd import tls_problem
@@ -305,11 +306,21 @@ def test_every_component_flag_has_a_variable_listed_in_the_docs(command: str) ->
             )
 
 
+@pytest.fixture(scope="module")
+def pem_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A serving certificate and its key, in PEM files (the flags read them)."""
+    directory = tmp_path_factory.mktemp("tls")
+    pair = pki.issue_serving_cert(pki.generate_ca("test-ca"), "localhost", dns_names=["localhost"])
+    (directory / "tls.crt").write_bytes(pair.cert_pem)
+    (directory / "tls.key").write_bytes(pair.key_pem)
+    return str(directory / "tls.crt"), str(directory / "tls.key")
+
+
 @pytest.mark.parametrize("command", ["webhook", "run"])
 def test_commands_refuse_a_certificate_without_its_key_before_starting(
-    command: str, capsys: pytest.CaptureFixture[str]
+    command: str, capsys: pytest.CaptureFixture[str], pem_files: tuple[str, str]
 ) -> None:
-    assert main([command, "--cert-file", "tls.crt"]) == 2
+    assert main([command, "--cert-file", pem_files[0]]) == 2
     assert capsys.readouterr().err == (
         f"ptol {command}: error: --cert-file and --key-file go together (PTOL_TLS_CERT_FILE, PTOL_TLS_KEY_FILE)\n"
     )
@@ -357,8 +368,10 @@ def test_registering_with_certificate_files_needs_their_ca(
     assert (found is None) if problem is None else (found is not None and found.startswith(problem)), rule
 
 
-def test_run_refuses_certificate_files_without_their_ca_before_starting(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", "--cert-file", "tls.crt", "--key-file", "tls.key"]) == 2
+def test_run_refuses_certificate_files_without_their_ca_before_starting(
+    capsys: pytest.CaptureFixture[str], pem_files: tuple[str, str]
+) -> None:
+    assert main(["run", "--cert-file", pem_files[0], "--key-file", pem_files[1]]) == 2
     assert capsys.readouterr().err == (
         "ptol run: error: registering configurations with --cert-file needs the CA "
         "that signed it, for their caBundle: add --ca-file (PTOL_TLS_CA_FILE)\n"

@@ -3,9 +3,13 @@ subcommand that was called, and one line saying what is wrong and what to give i
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
-from preemption_toleration.cli import demo_cmd, dev_cmd
+import pytest
+from cryptography.hazmat.primitives import serialization
+
+from preemption_toleration import pki
+from preemption_toleration.cli import demo_cmd, dev_cmd, run_cmd, webhook_cmd
 from preemption_toleration.cli.main import main
 from preemption_toleration.devcluster.toolchain import supported_versions
 
@@ -129,4 +133,135 @@ def test_a_release_variable_that_is_not_pinned_is_refused_before_any_work(
     assert capsys.readouterr().err == (
         f"ptol {' '.join(argv[:-2] if '--dir' in argv else argv)}: error: $PTOL_KUBERNETES_VERSION: '9.9.9' is not a "
         f"Kubernetes release this repository pins; supported: {SUPPORTED} (`ptol dev cluster pin 9.9.9` adds one)\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def tls_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A serving pair and its CA, a key of another pair, an encrypted key, a text file and an empty one."""
+    directory = tmp_path_factory.mktemp("tls")
+    ca = pki.generate_ca("test-ca")
+    pair = pki.issue_serving_cert(ca, "localhost", dns_names=["localhost"])
+    other = pki.issue_serving_cert(ca, "localhost", dns_names=["localhost"])
+    encrypted = serialization.load_pem_private_key(pair.key_pem, password=None).private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"secret"),
+    )
+    files = {
+        "tls.crt": pair.cert_pem,
+        "tls.key": pair.key_pem,
+        "ca.crt": ca.cert_pem,
+        "other.key": other.key_pem,
+        "encrypted.key": encrypted,
+        "notes.txt": b"not a certificate\n",
+        "empty": b"",
+    }
+    for name, content in files.items():
+        (directory / name).write_bytes(content)
+    return directory
+
+
+NOT_A_CERTIFICATE = (
+    "is not a PEM certificate (text from -----BEGIN CERTIFICATE----- to -----END CERTIFICATE-----); give the "
+    "certificate file in PEM, such as a kubernetes.io/tls Secret's tls.crt or ca.crt"
+)
+NOT_A_KEY = (
+    "is not a PEM private key (text from -----BEGIN PRIVATE KEY----- or -----BEGIN RSA|EC PRIVATE KEY----- to its "
+    "END line); give the key file in PEM, such as a kubernetes.io/tls Secret's tls.key"
+)
+SERVABLE = {"--cert-file": "{dir}/tls.crt", "--key-file": "{dir}/tls.key", "--ca-file": "{dir}/ca.crt"}
+
+
+@pytest.mark.parametrize("command", ["webhook", "run"])
+@pytest.mark.parametrize(
+    ("env", "flags", "line"),
+    [
+        pytest.param(
+            {},
+            {"--cert-file": "{dir}/notes.txt"},
+            "argument --cert-file: {dir}/notes.txt " + NOT_A_CERTIFICATE,
+            id="a certificate that is not PEM",
+        ),
+        pytest.param(
+            {},
+            {"--cert-file": "{dir}/tls.key"},
+            "argument --cert-file: {dir}/tls.key " + NOT_A_CERTIFICATE,
+            id="the key given as the certificate",
+        ),
+        pytest.param(
+            {},
+            {"--key-file": "{dir}/empty"},
+            "argument --key-file: {dir}/empty " + NOT_A_KEY,
+            id="an empty key file",
+        ),
+        pytest.param(
+            {},
+            {"--key-file": "{dir}/tls.crt"},
+            "argument --key-file: {dir}/tls.crt " + NOT_A_KEY,
+            id="the certificate given as the key",
+        ),
+        pytest.param(
+            {},
+            {"--key-file": "{dir}/encrypted.key"},
+            "argument --key-file: {dir}/encrypted.key is an encrypted private key; give it unencrypted "
+            "(`openssl pkey -in {dir}/encrypted.key -out KEY`)",
+            id="an encrypted key, whose password the server cannot ask for",
+        ),
+        pytest.param(
+            {},
+            {"--ca-file": "{dir}/notes.txt"},
+            "argument --ca-file: {dir}/notes.txt " + NOT_A_CERTIFICATE,
+            id="a CA that is not PEM",
+        ),
+        pytest.param(
+            {},
+            {"--cert-file": "{dir}/missing.crt"},
+            "argument --cert-file: cannot read {dir}/missing.crt: No such file or directory",
+            id="a certificate file that is not there",
+        ),
+        pytest.param(
+            {"PTOL_TLS_CERT_FILE": "{dir}/notes.txt"},
+            {"--cert-file": None},
+            "argument --cert-file: {dir}/notes.txt " + NOT_A_CERTIFICATE + " (from $PTOL_TLS_CERT_FILE)",
+            id="a certificate that is not PEM, from the variable",
+        ),
+    ],
+)
+def test_tls_files_that_cannot_be_served_are_refused_before_the_server_starts(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tls_dir: Path,
+    command: str,
+    env: dict[str, str],
+    flags: dict[str, str | None],
+    line: str,
+) -> None:
+    """Each case replaces one file of a servable pair (or drops its flag: None)."""
+    for name, value in env.items():
+        monkeypatch.setenv(name, value.format(dir=tls_dir))
+    options = {flag: path for flag, path in {**SERVABLE, **flags}.items() if path is not None}
+    argv = [command, *(word.format(dir=tls_dir) for option in options.items() for word in option)]
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2
+    assert err.startswith(f"usage: ptol {command} [-h]")
+    assert err.splitlines()[-1] == f"ptol {command}: error: " + line.format(dir=tls_dir)
+
+
+@pytest.mark.parametrize("command", ["webhook", "run"])
+def test_a_key_that_is_not_the_certificates_is_refused_before_the_server_starts(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tls_dir: Path, command: str
+) -> None:
+    def no_work(*args: object, **kwargs: object) -> None:
+        raise AssertionError("work started")
+
+    monkeypatch.setattr(webhook_cmd, "require_cluster_configuration", no_work)
+    monkeypatch.setattr(run_cmd, "require_cluster_configuration", no_work)
+    files = {**SERVABLE, "--key-file": "{dir}/other.key"}
+    assert main([command, *(word.format(dir=tls_dir) for option in files.items() for word in option)]) == 2
+    assert capsys.readouterr().err == (
+        f"ptol {command}: error: --key-file {tls_dir}/other.key is not the key of --cert-file {tls_dir}/tls.crt: "
+        "give the key of that certificate\n"
     )
