@@ -78,6 +78,14 @@ def _existing_kubeconfig(kubeconfig: str | None) -> str | None:
     return path
 
 
+def _is_blank(path: str) -> bool:
+    """Whether the file holds nothing: no byte, or only blank lines, comments and empty YAML documents."""
+    try:
+        return all(document is None for document in yaml.safe_load_all(Path(path).read_text()))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return False  # the loader says why
+
+
 async def load_configuration(kubeconfig: str | None = None) -> Configuration:
     """The client configuration from `kubeconfig_path(kubeconfig)`, else the in-cluster service account;
     ClusterConfigError when there is none or it cannot be used. Reads files only: no request is made."""
@@ -89,6 +97,11 @@ async def load_configuration(kubeconfig: str | None = None) -> Configuration:
         except ConfigException as error:
             raise ClusterConfigError(f"the in-cluster service account cannot be used: {_detail(error)}") from error
         return configuration
+    if _is_blank(path):  # the loader would fail on it with a TypeError of its own
+        raise ClusterConfigError(
+            f"kubeconfig {path} (from {_source(kubeconfig)}) is empty: point --kubeconfig or KUBECONFIG at a "
+            "kubeconfig file (such as one that `kubectl config view --flatten` writes)"
+        )
     try:
         await config.load_kube_config(config_file=path, client_configuration=configuration)
     except Exception as error:  # a malformed file fails in many ways (TypeError, YAMLError, ...)

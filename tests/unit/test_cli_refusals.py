@@ -10,6 +10,7 @@ from cryptography.hazmat.primitives import serialization
 
 from preemption_toleration import pki
 from preemption_toleration.cli import demo_cmd, dev_cmd, run_cmd, webhook_cmd
+from preemption_toleration.cli.failures import EXIT_NO_CLUSTER_CONFIG
 from preemption_toleration.cli.main import main
 from preemption_toleration.devcluster.toolchain import supported_versions
 
@@ -264,4 +265,42 @@ def test_a_key_that_is_not_the_certificates_is_refused_before_the_server_starts(
     assert capsys.readouterr().err == (
         f"ptol {command}: error: --key-file {tls_dir}/other.key is not the key of --cert-file {tls_dir}/tls.crt: "
         "give the key of that certificate\n"
+    )
+
+
+CLUSTER_COMMANDS = [
+    pytest.param(["explain", "pod", "default/p"], id="explain pod"),
+    pytest.param(["explain", "pc", "low"], id="explain priorityclass"),
+    pytest.param(["operator"], id="operator"),
+    pytest.param(["webhook", "--port", "0"], id="webhook"),
+    pytest.param(["run"], id="run"),
+]
+
+
+@pytest.mark.parametrize("argv", CLUSTER_COMMANDS)
+@pytest.mark.parametrize(
+    ("content", "from_variable"),
+    [
+        pytest.param("", False, id="an empty file given by --kubeconfig"),
+        pytest.param("# written by hand\n\n---\n", False, id="a file of only comments and empty documents"),
+        pytest.param("", True, id="an empty file given by KUBECONFIG"),
+    ],
+)
+def test_an_empty_kubeconfig_is_refused_with_what_to_give(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    argv: list[str],
+    content: str,
+    from_variable: bool,
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(content)
+    if from_variable:
+        monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    assert main(argv if from_variable else [*argv, "--kubeconfig", str(kubeconfig)]) == EXIT_NO_CLUSTER_CONFIG
+    source = "$KUBECONFIG" if from_variable else "--kubeconfig"
+    assert capsys.readouterr().err == (
+        f"ptol {argv[0]}: error: kubeconfig {kubeconfig} (from {source}) is empty: point --kubeconfig or KUBECONFIG "
+        "at a kubeconfig file (such as one that `kubectl config view --flatten` writes)\n"
     )

@@ -59,6 +59,7 @@ KUBECONFIGS = {
     "kubeconfig-not-found": ("{tmp}/nope.yaml", ("does not exist", "--kubeconfig")),
     "kubeconfig-without-context": ("{tmp}/empty.yaml", ("cannot be used", "current-context", "kubectl config view")),
     "kubeconfig-not-a-mapping": ("{tmp}/text.yaml", ("cannot be used", "kubectl config view")),
+    "kubeconfig-empty": ("{tmp}/zero.yaml", ("is empty", "--kubeconfig or KUBECONFIG", "kubectl config view")),
 }
 PRINTING = [
     ("--help",),
@@ -169,6 +170,7 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Fut
     home.mkdir()
     (tmp / "empty.yaml").write_text("{}\n")
     (tmp / "text.yaml").write_text("just some text\n")
+    (tmp / "zero.yaml").write_text("")
     (tmp / "refused.yaml").write_text(refusing_kubeconfig(closed_port()))
     env = scrubbed_environment(home)
     with ThreadPoolExecutor(max_workers=max(4, 2 * (os.cpu_count() or 1))) as pool:
