@@ -10,7 +10,8 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from preemption_toleration.cli.options import add_kubeconfig_argument
+from preemption_toleration.cli.failures import EXIT_USAGE, program_name
+from preemption_toleration.cli.options import add_kubeconfig_argument, dns_label, non_empty
 from preemption_toleration.core.explain import explain_class, explain_pod, render
 
 
@@ -22,7 +23,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "of a PriorityClass) now, which are refused, until when, and which policy says so. Only reads.",
     )
     parser.add_argument("kind", choices=["pod", "priorityclass", "pc"], help="pod, or priorityclass (pc)")
-    parser.add_argument("name", help="NAMESPACE/NAME for a pod (default namespace: default), NAME for a class")
+    parser.add_argument(
+        "name",
+        help="NAME of a class; NAMESPACE/NAME or NAME of a pod (namespace: -n, else the kubeconfig context's, "
+        "else default)",
+    )
+    parser.add_argument("-n", "--namespace", type=dns_label, metavar="NS", help="the pod's namespace")
+    parser.add_argument(
+        "--context", type=non_empty, help="the kubeconfig context to use (default: its current-context)"
+    )
     parser.add_argument(
         "-o", "--output", choices=["text", "json"], default="text", help="plain words or JSON facts (default text)"
     )
@@ -57,14 +66,12 @@ async def _explain(args: argparse.Namespace) -> dict[str, Any]:
 
     from preemption_toleration.kube.client import make_api_client
 
-    api = await make_api_client(args.kubeconfig)
+    api = await make_api_client(args.kubeconfig, context=args.context)
     try:
         scheduling = client.SchedulingV1Api(api)
         if args.kind == "pod":
-            namespace, _, name = args.name.rpartition("/")
-            pod = api.sanitize_for_serialization(
-                await client.CoreV1Api(api).read_namespaced_pod(name, namespace or "default")
-            )
+            namespace, name = pod_key(args)
+            pod = api.sanitize_for_serialization(await client.CoreV1Api(api).read_namespaced_pod(name, namespace))
             class_name = (pod.get("spec") or {}).get("priorityClassName")
             priority_class = None
             if class_name:
@@ -82,14 +89,34 @@ async def _explain(args: argparse.Namespace) -> dict[str, Any]:
         await api.close()
 
 
+def namespace_conflict(args: argparse.Namespace) -> str | None:
+    """Why the pod's NAMESPACE/NAME and -n do not go together, if they do not."""
+    namespace, slash, _ = args.name.rpartition("/")
+    if args.kind == "pod" and slash and args.namespace and namespace != args.namespace:
+        return f"pod {args.name} is in namespace {namespace}, -n names {args.namespace}: give one of them"
+    return None
+
+
+def pod_key(args: argparse.Namespace) -> tuple[str, str]:
+    """The pod's namespace and name: NAMESPACE/NAME, else -n, else the kubeconfig context's namespace (as
+    kubectl reads it), else default."""
+    from preemption_toleration.kube.client import context_namespace
+
+    namespace, _, name = args.name.rpartition("/")
+    return namespace or args.namespace or context_namespace(args.kubeconfig, args.context) or "default", name
+
+
 def run(args: argparse.Namespace) -> int:
     from kubernetes_asyncio.client.exceptions import ApiException
 
+    if problem := namespace_conflict(args):
+        print(f"{program_name()} explain: error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         facts = asyncio.run(_explain(args))
     except ApiException as error:
         reason = "not found" if error.status == 404 else f"{error.status} {error.reason}"
-        print(f"{args.kind} {args.name}: {reason}", file=sys.stderr)
+        print(f"{args.kind} {'/'.join(pod_key(args)) if args.kind == 'pod' else args.name}: {reason}", file=sys.stderr)
         return 1
     print(json.dumps(facts, indent=2) if args.output == "json" else render(facts))
     return 0

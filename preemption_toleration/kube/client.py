@@ -86,12 +86,43 @@ def _is_blank(path: str) -> bool:
         return False  # the loader says why
 
 
-async def load_configuration(kubeconfig: str | None = None) -> Configuration:
-    """The client configuration from `kubeconfig_path(kubeconfig)`, else the in-cluster service account;
-    ClusterConfigError when there is none or it cannot be used. Reads files only: no request is made."""
+def _kubeconfig_document(path: str) -> Any:
+    """The YAML of a kubeconfig file; None when it cannot be read as YAML (the loader then says why)."""
+    try:
+        return yaml.safe_load(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+
+
+def _contexts(document: Any) -> dict[str, Any]:
+    """A kubeconfig's contexts by name."""
+    contexts = document.get("contexts") if isinstance(document, dict) else None
+    return {str(c["name"]): c.get("context") for c in contexts or [] if isinstance(c, dict) and c.get("name")}
+
+
+def context_namespace(kubeconfig: str | None = None, context: str | None = None) -> str | None:
+    """The namespace of the kubeconfig's context (`context`, else its current-context), as kubectl reads it;
+    None when it names none, or there is no kubeconfig."""
+    path = kubeconfig_path(kubeconfig)
+    document = _kubeconfig_document(path) if path else None
+    if not isinstance(document, dict):
+        return None
+    chosen = _contexts(document).get(context or str(document.get("current-context") or ""))
+    namespace = chosen.get("namespace") if isinstance(chosen, dict) else None
+    return str(namespace) if namespace else None
+
+
+async def load_configuration(kubeconfig: str | None = None, context: str | None = None) -> Configuration:
+    """The client configuration from `kubeconfig_path(kubeconfig)` (its `context`, else its current-context),
+    else the in-cluster service account; ClusterConfigError when there is none or it cannot be used. Reads
+    files only: no request is made."""
     configuration = Configuration()
     path = _existing_kubeconfig(kubeconfig)
     if path is None:
+        if context:
+            raise ClusterConfigError(
+                f"--context {context}: no kubeconfig (--kubeconfig, $KUBECONFIG or ~/.kube/config) to take it from"
+            )
         try:
             config.load_incluster_config(client_configuration=configuration)
         except ConfigException as error:
@@ -102,8 +133,13 @@ async def load_configuration(kubeconfig: str | None = None) -> Configuration:
             f"kubeconfig {path} (from {_source(kubeconfig)}) is empty: point --kubeconfig or KUBECONFIG at a "
             "kubeconfig file (such as one that `kubectl config view --flatten` writes)"
         )
+    if context and context not in (names := _contexts(_kubeconfig_document(path))):
+        raise ClusterConfigError(
+            f"kubeconfig {path} (from {_source(kubeconfig)}) has no context {context!r} (--context); "
+            f"its contexts: {', '.join(names) or 'none'}"
+        )
     try:
-        await config.load_kube_config(config_file=path, client_configuration=configuration)
+        await config.load_kube_config(config_file=path, context=context, client_configuration=configuration)
     except Exception as error:  # a malformed file fails in many ways (TypeError, YAMLError, ...)
         raise ClusterConfigError(
             f"kubeconfig {path} (from {_source(kubeconfig)}) cannot be used: {_unusable_because(error)}; check it with "
@@ -134,9 +170,12 @@ def with_default_timeout(api: ApiClient, default_timeout: tuple[float, float]) -
 
 
 async def make_api_client(
-    kubeconfig: str | None = None, default_timeout: tuple[float, float] = DEFAULT_REQUEST_TIMEOUT
+    kubeconfig: str | None = None,
+    default_timeout: tuple[float, float] = DEFAULT_REQUEST_TIMEOUT,
+    context: str | None = None,
 ) -> ApiClient:
-    """An ApiClient; close it with `await client.close()` (or `async with`). ClusterConfigError when there
-    is no usable configuration (load_configuration)."""
-    configuration = await load_configuration(kubeconfig)
+    """An ApiClient (of the kubeconfig's `context`, else its current-context); close it with `await
+    client.close()` (or `async with`). ClusterConfigError when there is no usable configuration
+    (load_configuration)."""
+    configuration = await load_configuration(kubeconfig, context)
     return with_default_timeout(ApiClient(configuration=configuration), default_timeout)
