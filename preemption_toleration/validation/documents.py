@@ -10,7 +10,7 @@ import io
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import IO, Any
 
@@ -37,6 +37,9 @@ from preemption_toleration.validation.priority_class import check_priority_class
 from preemption_toleration.validation.yaml_stream import YamlBreak, read_documents
 
 PRIORITY_CLASS_GROUP = "scheduling.k8s.io/"
+PRIORITY_CLASS_VERSION = PRIORITY_CLASS_GROUP + "v1"
+# The versions of PriorityClass Kubernetes served once and serves no more (both removed in 1.22).
+REMOVED_PRIORITY_CLASS_VERSIONS = {PRIORITY_CLASS_GROUP + "v1alpha1": "1.22", PRIORITY_CLASS_GROUP + "v1beta1": "1.22"}
 PRIORITY_CLASS = "PriorityClass"
 KUSTOMIZE_GROUP = "kustomize.config.k8s.io/"
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
@@ -60,12 +63,23 @@ class Document:
 @dataclass(frozen=True)
 class Located:
     source: str
-    index: int  # the document; 0: the file (or the input) as a whole
+    line: int  # 1-based: of the field the finding is about, else of its document; 0: the file as a whole
     finding: Finding
 
+    @property
+    def index(self) -> int:
+        """The place under its former name (governance.documents and the Documents of `check_documents`,
+        which carry no lines, pass a document's position here)."""
+        return self.line
+
     def render(self) -> str:
-        where = f"{self.source}:{self.index}" if self.index else self.source
+        where = f"{self.source}:{self.line}" if self.line else self.source
         return f"{where}: {self.finding.severity.value}: {escaped(self.finding.message)}"
+
+
+def _at(field: tuple[str | int, ...], finding: Finding) -> Finding:
+    """`finding` of a part of an object (a list's item), placed in the whole."""
+    return replace(finding, field=field + finding.field)
 
 
 def is_priority_class(content: Mapping[str, Any]) -> bool:
@@ -120,6 +134,7 @@ def name_problem(subject: str, metadata: Any) -> Finding | None:
             "invalid-name",
             f"{subject}: metadata.name is {kind_of_value(name)} ({described(name)}), not a string. "
             f'Fix: quote it: name: "{_fixed_name(described(name).strip(chr(34)))}".',
+            ("metadata", "name"),
         )
     why = f"longer than {MAX_NAME_LENGTH} characters" if len(name) > MAX_NAME_LENGTH else "not a valid name"
     return error(
@@ -127,6 +142,7 @@ def name_problem(subject: str, metadata: Any) -> Finding | None:
         f"{subject}: metadata.name {described(name)} is {why}; the API server refuses it. Fix: use lowercase "
         "letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters, "
         f'e.g. "{_fixed_name(name)}".',
+        ("metadata", "name"),
     )
 
 
@@ -147,6 +163,7 @@ def _prefix_findings(subject: str, annotations: Any) -> list[Finding]:
                     "near-miss-prefix",
                     f"{subject}: annotation {shown(key, 120)}={described(value)} is read by nothing: its prefix is "
                     f"not {PREFIX}. Fix: rename it to {meant}.",
+                    ("metadata", "annotations", key),
                 )
             )
     return findings
@@ -157,18 +174,26 @@ class ClassRecord:
     """What the rules between documents need of a PriorityClass (kept for every class in the input)."""
 
     source: str
-    index: int
+    line: int  # of the document
     value: int | None
     labels: Mapping[str, str] | None  # shared between classes with the same labels
+
+    @property
+    def index(self) -> int:  # the place under its former name (governance.documents)
+        return self.line
 
 
 @dataclass(slots=True)
 class PolicyRecord:
     source: str
-    index: int
+    line: int  # of the document
     name: str
     spec: PreemptionTolerationPolicySpec | None  # None when the policy is invalid
     created: Any  # metadata.creationTimestamp as written (ownership: the oldest policy governs)
+
+    @property
+    def index(self) -> int:  # the place under its former name (governance.documents)
+        return self.line
 
 
 @dataclass
@@ -181,6 +206,8 @@ class Summary:
     other_kinds: Counter[str] = field(default_factory=Counter)
     not_objects: int = 0  # maps without a kind (values files, CI configurations, ...)
     counts: Counter[Severity] = field(default_factory=Counter)
+    excluded_directories: int = 0  # not read: matched by an exclude pattern (`ptol validate --exclude`)
+    excluded_files: int = 0
 
     @property
     def checked(self) -> int:
@@ -199,11 +226,20 @@ class Summary:
             )
             if count
         ]
+        excluded = [
+            plural(count, word, words)
+            for count, word, words in (
+                (self.excluded_directories, "directory", "directories"),
+                (self.excluded_files, "file", None),
+            )
+            if count
+        ]
         return (
             f"summary: {plural(self.files, 'file')}, {plural(self.documents, 'document')}: "
             f"{plural(self.priority_classes, 'PriorityClass', 'PriorityClasses')} and "
             f"{plural(self.policies, POLICY_KIND, POLICY_KIND[:-1] + 'ies')} checked"
             + (f"; skipped: {', '.join(skipped)}" if skipped else "")
+            + (f"; excluded: {', '.join(excluded)}" if excluded else "")
             + f"; {plural(self.counts[Severity.ERROR], 'error')}, {plural(self.counts[Severity.WARNING], 'warning')}"
         )
 
@@ -227,28 +263,28 @@ class ManifestCheck:
         for item in read_documents(stream):
             if isinstance(item, YamlBreak):
                 self.summary.documents += 1
-                yield self._count(Located(source, item.index, item.problem))
+                yield self._count(Located(source, item.line, item.problem))
                 after = (
                     f"reading goes on at the next document (line {item.resumed_line})"
                     if item.resumed_line is not None
                     else "the rest of the file was not checked"
                 )
-                yield self._count(Located(source, item.index, note("yaml", f"document {item.index}: {after}.")))
+                yield self._count(Located(source, item.line, note("yaml", f"document {item.index}: {after}.")))
                 continue
             if item.content is None and not item.problems:
                 continue  # an empty document (a comment, a trailing ---)
             self.summary.documents += 1
-            for problem in item.problems:
-                yield self._count(Located(source, item.index, problem))
+            for line, problem in item.problems:
+                yield self._count(Located(source, line, problem))
             if item.content is None:
                 continue
             if kustomize_role is not None:
                 self.summary.kustomize += 1
                 if item.index == 1:
-                    yield self._count(Located(source, 1, note("kustomize", f"skipped: {kustomize_role}.")))
+                    yield self._count(Located(source, item.line, note("kustomize", f"skipped: {kustomize_role}.")))
                 continue
-            for finding in self.check_object(item.content, source, item.index):
-                yield self._count(Located(source, item.index, finding))
+            for finding in self.check_object(item.content, source, item.line):
+                yield self._count(Located(source, item.line_of(finding.field), finding))
 
     def check_objects(self, documents: Iterable[Document]) -> Iterator[Located]:
         for document in documents:
@@ -261,7 +297,8 @@ class ManifestCheck:
         return located
 
     # -- one document -----------------------------------------------------------------------------------
-    def check_object(self, content: Any, source: str, index: int, where: str = "") -> list[Finding]:
+    def check_object(self, content: Any, source: str, line: int, where: str = "") -> list[Finding]:
+        """The findings of one document; `line` is where it starts, for the rules between documents."""
         if not is_mapping(content):
             if _is_json_patch(content):
                 self.summary.kustomize += 1
@@ -282,11 +319,11 @@ class ManifestCheck:
             return self._without_kind(content, api_version, where)
         items = content.get("items")
         if kind.endswith("List") and isinstance(items, list):
-            return self._list(kind, items, source, index, where)
+            return self._list(kind, items, source, line, where)
         if kind == PRIORITY_CLASS:
-            return self._priority_class(content, api_version, source, index, where)
+            return self._priority_class(content, api_version, source, line, where)
         if kind == POLICY_KIND:
-            return self._policy(content, source, index, where)
+            return self._policy(content, source, line, where)
         meant = near_kind(kind)
         if meant is None and isinstance(api_version, str):
             if api_version.startswith(PRIORITY_CLASS_GROUP):
@@ -299,6 +336,7 @@ class ManifestCheck:
                     "unknown-kind",
                     f"{where}{_subject(shown(kind), content.get('metadata'))}: kind {described(kind)} is not a "
                     f"kind of the API (kinds are case-sensitive), so it is not checked. Fix: kind: {meant}.",
+                    ("kind",),
                 )
             ]
         self.summary.other_kinds[kind] += 1
@@ -326,31 +364,24 @@ class ManifestCheck:
             )
         ]
 
-    def _list(self, kind: str, items: list[Any], source: str, index: int, where: str) -> list[Finding]:
+    def _list(self, kind: str, items: list[Any], source: str, line: int, where: str) -> list[Finding]:
         item_kind = kind[: -len("List")] if kind[: -len("List")] in (PRIORITY_CLASS, POLICY_KIND) else None
         findings: list[Finding] = []
         for position, item in enumerate(items):
             if item_kind is not None and is_mapping(item) and "kind" not in item:
-                api_version = PRIORITY_CLASS_GROUP + "v1" if item_kind == PRIORITY_CLASS else POLICY_API_VERSION
+                api_version = PRIORITY_CLASS_VERSION if item_kind == PRIORITY_CLASS else POLICY_API_VERSION
                 item = {"kind": item_kind, "apiVersion": item.get("apiVersion", api_version), **item}
-            findings += self.check_object(item, source, index, f"{where}items[{position}]: ")
+            found = self.check_object(item, source, line, f"{where}items[{position}]: ")
+            findings += [_at(("items", position), finding) for finding in found]
         return findings
 
     def _priority_class(
-        self, content: Mapping[str, Any], api_version: Any, source: str, index: int, where: str
+        self, content: Mapping[str, Any], api_version: Any, source: str, line: int, where: str
     ) -> list[Finding]:
         self.summary.priority_classes += 1
         metadata = content.get("metadata")
         subject = _subject(PRIORITY_CLASS, metadata)
-        findings: list[Finding] = []
-        if not (isinstance(api_version, str) and api_version.startswith(PRIORITY_CLASS_GROUP)):
-            findings.append(
-                error(
-                    "api-version",
-                    f"{subject}: apiVersion {'(missing)' if api_version is None else described(api_version)} does "
-                    "not serve PriorityClass. Fix: apiVersion: scheduling.k8s.io/v1.",
-                )
-            )
+        findings = _class_api_version(subject, api_version)
         findings += check_priority_class(content)
         if is_mapping(metadata):
             if (problem := name_problem(subject, metadata)) is not None:
@@ -358,12 +389,12 @@ class ManifestCheck:
             findings += _prefix_findings(subject, metadata.get("annotations"))
             name = metadata.get("name")
             if isinstance(name, str) and name and self._keeps(name, self.classes):
-                findings += self._defined_twice(self.classes, PRIORITY_CLASS, name, source, index)
+                findings += self._defined_twice(self.classes, PRIORITY_CLASS, name, source, line)
                 value = content.get("value")
                 labels = metadata.get("labels")
                 self.classes[name] = ClassRecord(
                     source,
-                    index,
+                    line,
                     value if isinstance(value, int) and not isinstance(value, bool) else None,
                     self._shared_labels(labels),
                 )
@@ -375,7 +406,7 @@ class ManifestCheck:
         pairs = tuple((str(key), str(value)) for key, value in labels.items())
         return self._label_sets.setdefault(pairs, dict(pairs))
 
-    def _policy(self, content: Mapping[str, Any], source: str, index: int, where: str) -> list[Finding]:
+    def _policy(self, content: Mapping[str, Any], source: str, line: int, where: str) -> list[Finding]:
         self.summary.policies += 1
         metadata = content.get("metadata")
         subject = _subject(POLICY_KIND, metadata)
@@ -384,9 +415,9 @@ class ManifestCheck:
             findings.append(problem)
         name = metadata.get("name") if is_mapping(metadata) else None
         if isinstance(name, str) and name and self._keeps(name, self.policies):
-            findings += self._defined_twice(self.policies, POLICY_KIND, name, source, index)
+            findings += self._defined_twice(self.policies, POLICY_KIND, name, source, line)
             created = metadata.get("creationTimestamp") if is_mapping(metadata) else None
-            self.policies[name] = PolicyRecord(source, index, name, model.spec if model else None, created)
+            self.policies[name] = PolicyRecord(source, line, name, model.spec if model else None, created)
         return [_prefixed(finding, where) for finding in findings] if where else findings
 
     def _keeps(self, name: str, records: Mapping[str, Any]) -> bool:
@@ -397,7 +428,7 @@ class ManifestCheck:
         return False
 
     def _defined_twice(
-        self, records: Mapping[str, ClassRecord | PolicyRecord], kind: str, name: str, source: str, index: int
+        self, records: Mapping[str, ClassRecord | PolicyRecord], kind: str, name: str, source: str, line: int
     ) -> list[Finding]:
         earlier = records.get(name)
         if earlier is None:
@@ -405,9 +436,10 @@ class ManifestCheck:
         return [
             error(
                 "duplicate-name",
-                f'{kind} "{shown(name)}" is defined twice in the input (first at {earlier.source}:{earlier.index}); '
+                f'{kind} "{shown(name)}" is defined twice in the input (first at {earlier.source}:{earlier.line}); '
                 "applied together, the later one replaces the earlier. Fix: rename or remove one (to check "
                 "overlays for different clusters, run ptol validate on each on its own).",
+                ("metadata", "name"),
             )
         ]
 
@@ -430,14 +462,38 @@ class ManifestCheck:
                     ),
                 )
             )
-        found.sort(key=lambda item: (item.source, item.index))
+        found.sort(key=lambda item: (item.source, item.line))
         for located in found:
             self._count(located)
         return found
 
 
 def _prefixed(finding: Finding, where: str) -> Finding:
-    return Finding(finding.severity, finding.rule, where + finding.message)
+    return replace(finding, message=where + finding.message)
+
+
+def _class_api_version(subject: str, api_version: Any) -> list[Finding]:
+    """A PriorityClass's apiVersion: scheduling.k8s.io/v1, the one version served since 1.22."""
+    if api_version == PRIORITY_CLASS_VERSION:
+        return []
+    if isinstance(api_version, str) and api_version in REMOVED_PRIORITY_CLASS_VERSIONS:
+        return [
+            error(
+                "removed-api-version",
+                f"{subject}: apiVersion {api_version} was removed in Kubernetes "
+                f"{REMOVED_PRIORITY_CLASS_VERSIONS[api_version]}; the API server refuses it. "
+                f"Fix: apiVersion: {PRIORITY_CLASS_VERSION} (the fields are the same).",
+                ("apiVersion",),
+            )
+        ]
+    written = "(missing)" if api_version is None else described(api_version)
+    return [
+        error(
+            "api-version",
+            f"{subject}: apiVersion {written} does not serve PriorityClass. Fix: apiVersion: {PRIORITY_CLASS_VERSION}.",
+            ("apiVersion",),
+        )
+    ]
 
 
 def _is_json_patch(content: Any) -> bool:
@@ -455,9 +511,9 @@ def load_documents(text: str, source: str) -> tuple[list[Document], list[Located
     problems: list[Located] = []
     for item in read_documents(io.BytesIO(text.encode("utf-8"))):
         if isinstance(item, YamlBreak):
-            problems.append(Located(source, item.index, item.problem))
+            problems.append(Located(source, item.line, item.problem))
             continue
-        problems += [Located(source, item.index, problem) for problem in item.problems]
+        problems += [Located(source, line, problem) for line, problem in item.problems]
         content = item.content
         if content is None:
             continue

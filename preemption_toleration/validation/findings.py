@@ -9,6 +9,11 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+# Where in an object a finding is, when its rule knows: keys and list positions from the top of the object
+# (("metadata", "annotations", key), ("spec", "priorityClassSelector", "matchExpressions", 0)).
+# `ptol validate` reports the line of the deepest of them written in the file.
+Field = tuple[str | int, ...]
+
 
 class Severity(str, Enum):
     ERROR = "error"
@@ -21,22 +26,23 @@ class Finding:
     severity: Severity
     rule: str  # stable identifier, documented in docs/validation-rules.md
     message: str  # names the object, the key, the value and the fix
+    field: Field = ()  # the part of the object it is about; () for the object as a whole
 
     @property
     def is_error(self) -> bool:
         return self.severity is Severity.ERROR
 
 
-def error(rule: str, message: str) -> Finding:
-    return Finding(Severity.ERROR, rule, message)
+def error(rule: str, message: str, field: Field = ()) -> Finding:
+    return Finding(Severity.ERROR, rule, message, field)
 
 
-def warning(rule: str, message: str) -> Finding:
-    return Finding(Severity.WARNING, rule, message)
+def warning(rule: str, message: str, field: Field = ()) -> Finding:
+    return Finding(Severity.WARNING, rule, message, field)
 
 
-def note(rule: str, message: str) -> Finding:
-    return Finding(Severity.NOTE, rule, message)
+def note(rule: str, message: str, field: Field = ()) -> Finding:
+    return Finding(Severity.NOTE, rule, message, field)
 
 
 def errors(findings: Iterable[Finding]) -> list[Finding]:

@@ -55,6 +55,7 @@ def _path(location: tuple[str | int, ...]) -> str:
 def _shape_finding(name: str, detail: Mapping[str, Any]) -> Finding:
     location = tuple(detail["loc"])
     path = _path(location)
+    field = ("spec", *location)
     value = detail.get("input")
     kind = detail["type"]
     leaf = next((part for part in reversed(location) if isinstance(part, str)), "")
@@ -64,23 +65,27 @@ def _shape_finding(name: str, detail: Mapping[str, Any]) -> Finding:
             "unknown-field",
             f"{subject(name)}: unknown field {path} (value {described(value)}). "
             f"Fix: did you mean {_path(location[:-1] + (suggestion,))}?",
+            field,
         )
     if kind in ("int_type", "int_parsing", "int_from_float"):
         return error(
             "invalid-field",
             f"{subject(name)}: {path} is {described(value)}, not an integer. Fix: {_integer_fix(leaf, value)}.",
+            field,
         )
     if kind == "missing":
-        return error("invalid-field", f"{subject(name)}: {path} is missing. Fix: set {leaf}.")
+        return error("invalid-field", f"{subject(name)}: {path} is missing. Fix: set {leaf}.", field[:-1])
     fix = _FIELD_FIXES.get(str(leaf), "see the policy reference in docs/policy.md")
     if leaf == "tolerationSeconds" and kind == "less_than_equal":
         return error(
             "toleration-overflow",
             overflow_problem(f"{subject(name)}: {path} is {described(value)},", fix),
+            field,
         )
     return error(
         "invalid-field",
         f"{subject(name)}: {path} is {described(value)}: {_problem_text(kind, detail, value)}. Fix: {fix}.",
+        field,
     )
 
 
@@ -129,17 +134,20 @@ def _selector_findings(name: str, selector: LabelSelector) -> list[Finding]:
                 "empty-selector",
                 f"{subject(name)}: spec.priorityClassSelector is empty, which would govern every PriorityClass, "
                 "system classes included. Fix: add matchLabels, e.g. {tier: batch}, or use priorityClassName.",
+                ("spec", "priorityClassSelector"),
             )
         ]
     findings: list[Finding] = []
     for index, requirement in enumerate(selector.match_expressions or []):
         path = f"spec.priorityClassSelector.matchExpressions[{index}]"
+        field = ("spec", "priorityClassSelector", "matchExpressions", index)
         needs_values = requirement.operator in ("In", "NotIn")
         if needs_values and not requirement.values:
             findings.append(
                 error(
                     "invalid-selector",
                     f"{subject(name)}: {path} uses {requirement.operator} without values. Fix: list the values.",
+                    field,
                 )
             )
         if not needs_values and requirement.values:
@@ -148,6 +156,7 @@ def _selector_findings(name: str, selector: LabelSelector) -> list[Finding]:
                     "invalid-selector",
                     f"{subject(name)}: {path} uses {requirement.operator} with values {described(requirement.values)}. "
                     "Fix: remove values.",
+                    field,
                 )
             )
     return findings
@@ -164,6 +173,7 @@ def _semantic_findings(name: str, spec: PreemptionTolerationPolicySpec) -> list[
                 "target",
                 f"{subject(name)}: spec {problem} priorityClassName and priorityClassSelector. "
                 "Fix: set exactly one of them.",
+                ("spec",),
             )
         )
     if spec.priority_class_selector is not None:
@@ -176,6 +186,7 @@ def _semantic_findings(name: str, spec: PreemptionTolerationPolicySpec) -> list[
                 "no-effect",
                 f"{subject(name)}: spec sets neither minimumPreemptablePriority nor tolerationSeconds, so its "
                 "classes get no toleration. Fix: set minimumPreemptablePriority, e.g. 10000.",
+                ("spec",),
             )
         )
     findings += toleration_warnings(subject(name), minimum, seconds, minimum is not None, POLICY_SPEC)
@@ -213,10 +224,13 @@ def read_policy(obj: Mapping[str, Any]) -> PolicyParts:
                 "api-version",
                 f"{subject(name)}: apiVersion {_api_version_text(obj.get('apiVersion'))} is not served. "
                 f"Fix: use {API_VERSION}.",
+                ("apiVersion",),
             )
         )
     if name == "<unnamed>":
-        findings.append(error("name", f"{subject(name)}: metadata.name is missing. Fix: name the policy."))
+        findings.append(
+            error("name", f"{subject(name)}: metadata.name is missing. Fix: name the policy.", ("metadata",))
+        )
     spec = obj.get("spec")
     if not is_mapping(spec):
         findings.append(
@@ -225,6 +239,7 @@ def read_policy(obj: Mapping[str, Any]) -> PolicyParts:
                 f"{subject(name)}: spec is {'missing' if spec is None else described(spec)}, not a map. "
                 "Fix: add a spec with a target, e.g. spec: {priorityClassName: batch, minimumPreemptablePriority: "
                 "10000}.",
+                ("spec",),
             )
         )
         return PolicyParts(name, None, None, findings)
@@ -245,6 +260,7 @@ def read_policy(obj: Mapping[str, Any]) -> PolicyParts:
                 f"{subject(name)}: metadata.{'.'.join(map(str, d['loc']))} is {described(d.get('input'))}: "
                 f'{_problem_text(d["type"], d, d.get("input"))}. Fix: write labels and annotations as key: "value" '
                 "pairs of strings.",
+                ("metadata", *d["loc"]),
             )
             for d in invalid.errors()
         ]

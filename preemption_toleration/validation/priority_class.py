@@ -27,7 +27,16 @@ from preemption_toleration.core.intparse import (
     parse_go_int,
 )
 from preemption_toleration.core.shapes import is_mapping
-from preemption_toleration.validation.findings import Finding, described, error, kind_of_value, nearest, shown, warning
+from preemption_toleration.validation.findings import (
+    Field,
+    Finding,
+    described,
+    error,
+    kind_of_value,
+    nearest,
+    shown,
+    warning,
+)
 from preemption_toleration.validation.toleration_rules import (
     ANNOTATIONS,
     SYSTEM_CLASSES,
@@ -52,6 +61,10 @@ def subject(name: str) -> str:
     return f'PriorityClass "{name}"'
 
 
+def annotation(key: str) -> Field:
+    return ("metadata", "annotations", key)
+
+
 def invalid_integer(name: str, key: str, value: str, problem: IntProblem) -> Finding:
     """The refusal of an annotation value Go's strconv.ParseInt refuses (the admission policy's too)."""
     bits = KEY_BITS[key]
@@ -70,6 +83,7 @@ def invalid_integer(name: str, key: str, value: str, problem: IntProblem) -> Fin
         "invalid-integer",
         f'{subject(name)}: annotation {key}="{shown(value)}" is {describe_problem(problem, bits)}; '
         f"the scheduler would ignore this class's whole toleration policy. Fix: {fix}.",
+        annotation(key),
     )
 
 
@@ -77,6 +91,7 @@ def unknown_key(name: str, key: str, value: Any, suggestion: str) -> Finding:
     return error(
         "unknown-key",
         f"{subject(name)}: unknown annotation {key}={_value_text(value)}. Fix: did you mean {suggestion}?",
+        annotation(key),
     )
 
 
@@ -93,6 +108,7 @@ def toleration_overflow(name: str, value: str) -> Finding:
             f'{subject(name)}: toleration-seconds "{shown(value)}" is',
             f'use at most {MAX_TOLERATION_SECONDS}, or "-1" for forever',
         ),
+        annotation(TOLERATION_SECONDS),
     )
 
 
@@ -109,6 +125,7 @@ def _parse_all(name: str, annotations: Mapping[str, Any]) -> tuple[dict[str, int
                     "annotation-not-string",
                     f"{subject(name)}: annotation {key} is {_what(value)}, not a string; Kubernetes "
                     f"annotation values are strings. Fix: {_quote_fix(key, value)}.",
+                    annotation(key),
                 )
             )
             continue
@@ -122,6 +139,7 @@ def _parse_all(name: str, annotations: Mapping[str, Any]) -> tuple[dict[str, int
                 warning(
                     "non-canonical-integer",
                     f'{subject(name)}: {key}="{shown(value)}" is read as {parsed[key]}. Fix: write "{parsed[key]}".',
+                    annotation(key),
                 )
             )
     return parsed, findings
@@ -161,6 +179,7 @@ def _unknown_and_legacy_keys(name: str, annotations: Mapping[str, Any]) -> list[
                     "legacy-prefix",
                     f"{subject(name)}: {key}={_value_text(value)} is ignored (legacy prefix, read by nothing). "
                     f"Fix: rename it to {renamed}.",
+                    annotation(key),
                 )
             )
     return findings
@@ -178,6 +197,7 @@ def _effect_warnings(
                 "minimum-not-above-value",
                 f'{subject(name)}: minimum-preemptable-priority "{minimum}" is not above the class value '
                 f"{class_value}, so it has no effect. Fix: set it above {class_value}.",
+                annotation(MINIMUM_PREEMPTABLE_PRIORITY),
             )
         )
     findings += toleration_warnings(
@@ -208,6 +228,7 @@ def _server_rules(name: str, class_value: int | None) -> list[Finding]:
                 "reserved-name",
                 f"{subject(name)}: names starting with 'system-' are reserved for Kubernetes' own classes "
                 f"({', '.join(SYSTEM_CLASSES)}); the API server refuses it. Fix: rename the class.",
+                ("metadata", "name"),
             )
         ]
     if class_value is not None and class_value > HIGHEST_USER_PRIORITY:
@@ -216,6 +237,7 @@ def _server_rules(name: str, class_value: int | None) -> list[Finding]:
                 "value-out-of-range",
                 f"{subject(name)}: value {class_value} is above {HIGHEST_USER_PRIORITY}, the highest priority a "
                 f"user-defined class may have; the API server refuses it. Fix: use at most {HIGHEST_USER_PRIORITY}.",
+                ("value",),
             )
         ]
     return []
@@ -238,6 +260,7 @@ def _metadata_shape(name: str, metadata: Any) -> list[Finding]:
                 "invalid-metadata",
                 f"{subject(name)}: metadata is {_metadata_text(metadata)}; a PriorityClass "
                 "needs metadata with a name. Fix: write metadata: {name: ...}.",
+                ("metadata",),
             )
         ]
     findings = [
@@ -245,6 +268,7 @@ def _metadata_shape(name: str, metadata: Any) -> list[Finding]:
             "invalid-metadata",
             f"{subject(name)}: metadata.{part} is {described(metadata[part])}, not a map. "
             f"Fix: write {part} as key: value pairs.",
+            ("metadata", part),
         )
         for part in ("labels", "annotations")
         if metadata.get(part) is not None and not is_mapping(metadata[part])
@@ -260,6 +284,7 @@ def _metadata_shape(name: str, metadata: Any) -> list[Finding]:
                         "invalid-metadata",
                         f"{subject(name)}: metadata.{part} has the key "
                         f"{described(key)}, which is not a string. Fix: quote it: {_quoted(key)}.",
+                        ("metadata", part, str(key)),
                     )
                 )
             elif part == "labels" and not isinstance(value, str):
@@ -268,6 +293,7 @@ def _metadata_shape(name: str, metadata: Any) -> list[Finding]:
                         "invalid-metadata",
                         f"{subject(name)}: label {shown(key)} is {described(value)}, "
                         f"not a string. Fix: quote it: {_quoted(value)}.",
+                        ("metadata", part, key),
                     )
                 )
     return findings
@@ -345,6 +371,7 @@ def every_rule(priority_class: Mapping[str, Any]) -> list[Finding]:
                 "invalid-value",
                 f"{subject(name)}: value is {_class_value_text(class_value)}; a PriorityClass needs an integer "
                 f"value. Fix: {_class_value_fix(class_value)}.",
+                ("value",),
             )
         )
         class_value = None

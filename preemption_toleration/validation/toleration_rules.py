@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from preemption_toleration.api.base import MAX_TOLERATION_SECONDS
-from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY
-from preemption_toleration.validation.findings import Finding, warning
+from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
+from preemption_toleration.validation.findings import Field, Finding, warning
 
 SYSTEM_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
 HIGHEST_SYSTEM_PRIORITY = max(SYSTEM_CLASSES.values())
@@ -24,19 +24,28 @@ class Spelling:
     seconds: str
     quoted: bool
     minimum_to_add: str  # what a fix says to add: the whole annotation key, or the field
+    minimum_field: Field  # where each is written in the object
+    seconds_field: Field
 
     def value(self, number: int) -> str:
         return f'"{number}"' if self.quoted else str(number)
 
 
 ANNOTATIONS = Spelling(
-    "minimum-preemptable-priority", "toleration-seconds", quoted=True, minimum_to_add=MINIMUM_PREEMPTABLE_PRIORITY
+    "minimum-preemptable-priority",
+    "toleration-seconds",
+    quoted=True,
+    minimum_to_add=MINIMUM_PREEMPTABLE_PRIORITY,
+    minimum_field=("metadata", "annotations", MINIMUM_PREEMPTABLE_PRIORITY),
+    seconds_field=("metadata", "annotations", TOLERATION_SECONDS),
 )
 POLICY_SPEC = Spelling(
     "spec.minimumPreemptablePriority",
     "spec.tolerationSeconds",
     quoted=False,
     minimum_to_add="spec.minimumPreemptablePriority",
+    minimum_field=("spec", "minimumPreemptablePriority"),
+    seconds_field=("spec", "tolerationSeconds"),
 )
 
 
@@ -60,6 +69,7 @@ def toleration_warnings(
                 "toleration-without-minimum",
                 f"{subject}: {spelling.seconds} {spelling.value(seconds)} has no effect without {spelling.minimum}. "
                 f"Fix: set {spelling.minimum_to_add}, e.g. {spelling.value(10000)}.",
+                spelling.seconds_field,
             )
         )
     if seconds is not None and seconds < -1:
@@ -68,6 +78,7 @@ def toleration_warnings(
                 "negative-toleration",
                 f"{subject}: {spelling.seconds} {spelling.value(seconds)} means forever, like any negative value. "
                 f"Fix: write {spelling.value(-1)}.",
+                spelling.seconds_field,
             )
         )
     if minimum is not None and minimum > HIGHEST_SYSTEM_PRIORITY:
@@ -77,6 +88,7 @@ def toleration_warnings(
                 f"{subject}: {spelling.minimum} {spelling.value(minimum)} is above every system class "
                 f"({HIGHEST_SYSTEM_PRIORITY}): no pod may preempt these pods while tolerated. "
                 f"Fix: use at most {HIGHEST_SYSTEM_PRIORITY}.",
+                spelling.minimum_field,
             )
         )
     return findings

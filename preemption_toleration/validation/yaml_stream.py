@@ -18,15 +18,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
 import yaml
 from yaml.constructor import BaseConstructor
-from yaml.nodes import MappingNode, Node, ScalarNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from preemption_toleration.validation.findings import Finding, described, error, shown
+from preemption_toleration.validation.findings import Field, Finding, described, error, shown
 
 # Aliases may add this many nodes to a document beyond the nodes written: far more than any manifest's
 # anchors need, far less than a "billion laughs" expands to.
@@ -176,12 +176,44 @@ def alias_expansion(root: Node, limit: int) -> int | None:
 @dataclass
 class YamlDocument:
     """One document: its 1-based number in the file, the line it starts on, its content (None for an empty
-    document or one refused) and the problems of its text (repeated keys, aliases, a value not read)."""
+    document or one refused), the problems of its text (repeated keys, aliases, a value not read) with the
+    1-based line of each, and its composed nodes (kept while it is checked: they know the line of each key)."""
 
     index: int
     line: int
     content: Any
-    problems: list[Finding] = field(default_factory=list)
+    problems: list[tuple[int, Finding]] = field(default_factory=list)
+    node: Node | None = None
+    base_line: int = 0  # the 0-based line of the file where the run of the parser that read it started
+
+    def line_of(self, path: Field) -> int:
+        """The 1-based line of the deepest part of `path` written in the document (the document's own line
+        when none is)."""
+        if self.node is None or not path:
+            return self.line
+        return field_line(self.node, path) + 1 + self.base_line
+
+
+def field_line(root: Node, path: Sequence[str | int]) -> int:
+    """The 0-based line (counted from the run's start) of the key `path` leads to in a composed document, or
+    of the deepest part of it there is: keys are matched by their text (the last of repeated keys, as the
+    constructed map keeps), list positions by number."""
+    node, line = root, root.start_mark.line
+    for part in path:
+        if isinstance(node, MappingNode):
+            found = None
+            for key, value in node.value:
+                if isinstance(key, ScalarNode) and key.value == str(part):
+                    found = key, value
+            if found is None:
+                break
+            line, node = found[0].start_mark.line, found[1]
+        elif isinstance(node, SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line
+        else:
+            break
+    return line
 
 
 @dataclass
@@ -190,6 +222,7 @@ class YamlBreak:
     `---` line), None when nothing of the file after it was read."""
 
     index: int
+    line: int  # 1-based, where the error is (the run's first line when the parser did not say)
     problem: Finding
     resumed_line: int | None
 
@@ -212,14 +245,14 @@ def _syntax_problem(problem: Exception, base_line: int) -> tuple[str, int | None
     return text, None if mark is None else mark.line + base_line
 
 
-def _construction_problem(problem: Exception) -> str:
+def _construction_problem(problem: Exception, base_line: int) -> str:
     if isinstance(problem, RecursionError):
         return "invalid YAML: nested too deeply to read"
     if isinstance(problem, ValueError) and "digits" in str(problem):
         return "invalid YAML: a number too long to read"
     mark = getattr(problem, "problem_mark", None)
     reason = getattr(problem, "problem", None) or str(problem)
-    return f"invalid YAML{_where(mark, 0)}: {shown(reason, 120)}"
+    return f"invalid YAML{_where(mark, base_line)}: {shown(reason, 120)}"
 
 
 def _line_of_offset(stream: IO[bytes], offset: int, start: tuple[int, int]) -> int:
@@ -281,10 +314,11 @@ def read_documents(stream: IO[bytes]) -> Iterator[YamlDocument | YamlBreak]:
             resume = _next_separator(
                 stream, failed_at + (1 if produced == 0 and failed_at == base_line else 0), (start_offset, base_line)
             )
+        line = (base_line if failed_at is None else failed_at) + 1
         if resume is None:
-            yield YamlBreak(index + 1, problem, None)
+            yield YamlBreak(index + 1, line, problem, None)
             return
-        yield YamlBreak(index + 1, problem, resume[1] + 1)
+        yield YamlBreak(index + 1, line, problem, resume[1] + 1)
         index += 1  # the broken document
         start_offset, base_line = resume
 
@@ -299,21 +333,26 @@ def _document(loader: _Loader, node: Node, index: int, base_line: int, may_alias
                 if added is None
                 else f"its aliases expand it by more than {MAX_ALIAS_EXPANSION:,} nodes (an alias bomb)"
             )
-            return YamlDocument(index, line, None, [error("alias-expansion", f"document not read: {why}.")])
+            return YamlDocument(index, line, None, [(line, error("alias-expansion", f"document not read: {why}."))])
     loader.repeated = []
     try:
         content = loader.construct_document(node)
     except (yaml.YAMLError, RecursionError, ValueError) as problem:
         loader.constructed_objects, loader.recursive_objects, loader.state_generators = {}, {}, []
         loader.deep_construct = False
-        return YamlDocument(index, line, None, [error("yaml", _construction_problem(problem))])
+        mark = getattr(problem, "problem_mark", None)
+        at = line if mark is None else mark.line + 1 + base_line
+        return YamlDocument(index, line, None, [(at, error("yaml", _construction_problem(problem, base_line)))])
     problems = [
-        error(
-            "duplicate-key",
-            f"the key {described(key)} appears twice in one map (lines {first + base_line} and "
-            f"{again + base_line}); kubectl refuses it and other tools keep one of the values silently. "
-            "Fix: keep one.",
+        (
+            again + base_line,
+            error(
+                "duplicate-key",
+                f"the key {described(key)} appears twice in one map (lines {first + base_line} and "
+                f"{again + base_line}); kubectl refuses it and other tools keep one of the values silently. "
+                "Fix: keep one.",
+            ),
         )
         for key, first, again in loader.repeated
     ]
-    return YamlDocument(index, line, content, problems)
+    return YamlDocument(index, line, content, problems, node, base_line)

@@ -56,13 +56,13 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str]]
     return code, [line for line in lines[:-1] if ": note: " not in line]
 
 
-def test_rejects_10k_naming_class_key_and_value(tmp_path: Path, capsys) -> None:
+def test_rejects_10k_naming_class_key_and_value_on_the_annotations_line(tmp_path: Path, capsys) -> None:
     path = tmp_path / "classes.yaml"
     path.write_text(TEN_K)
     code, lines = run(capsys, "-f", str(path))
     assert code == 1
     [line] = lines
-    assert line.startswith(f"{path}:1: error: ")
+    assert line.startswith(f"{path}:6: error: ")
     assert 'PriorityClass "low-non-preempted"' in line
     assert "preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority" in line
     assert '"10k"' in line
@@ -88,12 +88,14 @@ def test_warnings_are_printed_but_exit_0(tmp_path: Path, capsys) -> None:
     assert run(capsys, "--warnings-as-errors", "-f", str(path))[0] == 1
 
 
-def test_document_numbers_in_multi_document_files(tmp_path: Path, capsys) -> None:
+def test_lines_of_the_file_in_multi_document_files(tmp_path: Path, capsys) -> None:
+    """The fourth document starts on line 26; its annotation is its sixth line: line 31 of the file, not
+    "document 4"."""
     path = tmp_path / "multi.yaml"
     path.write_text(EXAMPLES + "---\n" + TEN_K.replace("name: low-non-preempted", "name: low-10k"))
     code, lines = run(capsys, "-f", str(path))
     assert code == 1
-    assert [line.split(":")[1] for line in lines] == ["4"]
+    assert [line.split(":")[1] for line in lines] == ["31"]
 
 
 def test_directories_are_searched_recursively(tmp_path: Path, capsys) -> None:
@@ -109,7 +111,7 @@ def test_directories_are_searched_recursively(tmp_path: Path, capsys) -> None:
 def test_stdin(monkeypatch, capsys) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO(TEN_K))
     code, lines = run(capsys, "-f", "-")
-    assert code == 1 and lines[0].startswith("<stdin>:1: error:")
+    assert code == 1 and lines[0].startswith("<stdin>:6: error:")
 
 
 def test_malformed_yaml_is_an_error_with_its_location(tmp_path: Path, capsys) -> None:
@@ -118,7 +120,7 @@ def test_malformed_yaml_is_an_error_with_its_location(tmp_path: Path, capsys) ->
     code, lines = run(capsys, "-f", str(path))
     assert code == 1
     [line] = lines
-    assert line.startswith(f"{path}:4: error: invalid YAML at line ")
+    assert line.startswith(f"{path}:28: error: invalid YAML at line 28, column 1: ")
 
 
 def test_missing_file_is_an_error_not_a_traceback(tmp_path: Path, capsys) -> None:
@@ -161,7 +163,7 @@ spec:
     code, lines = run(capsys, "-f", str(path))
     assert code == 1
     [line] = lines
-    assert line.startswith(f"{path}:3: error:")
+    assert line.startswith(f"{path}:17: error:")  # the first line of the third document
     assert 'PriorityClass "batch" is already governed by PreemptionTolerationPolicy "first"' in line
 
 
@@ -187,23 +189,26 @@ spec:
 """
 
 MALFORMED = [
-    # (rule, manifest text, the one line printed after "PATH:1: error: ")
+    # (rule, manifest text, the line of the file, the one message printed after "PATH:LINE: error: ")
     (
         "labels that are a list, beside a selector policy",
         "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: low, labels: [a, b]}\nvalue: 8000\n"
         + SELECTOR_POLICY,
+        3,
         'PriorityClass "low": metadata.labels is ["a", "b"], not a map. Fix: write labels as key: value pairs.',
     ),
     (
         "an annotation key that is not a string",
         "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: low\n  annotations: {1: x}\n"
         "value: 8000\n",
+        5,
         'PriorityClass "low": metadata.annotations has the key 1, which is not a string. Fix: quote it: "1".',
     ),
     (
         "a label key that is not a string, beside a selector policy",
         "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: low\n  labels: {null: gold}\n"
         "value: 8000\n" + SELECTOR_POLICY,
+        5,
         'PriorityClass "low": metadata.labels has the key null, which is not a string. Fix: quote it: "null" '
         "(or remove it).",
     ),
@@ -211,30 +216,33 @@ MALFORMED = [
         "a label value that is not a string",
         "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: low\n  labels: {tier: 7}\n"
         "value: 8000\n" + SELECTOR_POLICY,
+        5,
         'PriorityClass "low": label tier is 7, not a string. Fix: quote it: "7".',
     ),
     (
         "an integer of more digits than Python reads",
         "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: big}\nvalue: " + "9" * 5000 + "\n",
+        1,
         "invalid YAML: a number too long to read",
     ),
     (
         "JSON nested deeper than the parser's stack",
         "[" * 5000 + "]" * 5000,
+        1,
         "invalid YAML at line 1: collections nested more than 1000 deep",
     ),
 ]
 
 
-@pytest.mark.parametrize(("rule", "text", "message"), MALFORMED, ids=[case[0] for case in MALFORMED])
+@pytest.mark.parametrize(("rule", "text", "line", "message"), MALFORMED, ids=[case[0] for case in MALFORMED])
 def test_malformed_manifests_are_errors_not_tracebacks(
-    tmp_path: Path, capsys, rule: str, text: str, message: str
+    tmp_path: Path, capsys, rule: str, text: str, line: int, message: str
 ) -> None:
     path = tmp_path / "manifest.yaml"
     path.write_text(text)
     code, lines = run(capsys, "--allow-empty", "-f", str(path))
     assert code == 1, rule
-    assert lines == [f"{path}:1: error: {message}"], rule
+    assert lines == [f"{path}:{line}: error: {message}"], rule
 
 
 def test_conflicts_follow_the_ownership_rule_oldest_then_by_name(tmp_path: Path, capsys) -> None:

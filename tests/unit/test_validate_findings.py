@@ -106,6 +106,30 @@ FINDINGS = [
         ['"low" (9000'],
     ),
     ("api-version", klass().replace("scheduling.k8s.io/v1", "v1"), E, ['apiVersion "v1"', "scheduling.k8s.io/v1"]),
+    (
+        "removed-api-version",
+        klass().replace("scheduling.k8s.io/v1", "scheduling.k8s.io/v1beta1"),
+        E,
+        [
+            "apiVersion scheduling.k8s.io/v1beta1 was removed in Kubernetes 1.22",
+            "Fix: apiVersion: scheduling.k8s.io/v1",
+        ],
+    ),
+    (
+        "removed-api-version",
+        klass().replace("scheduling.k8s.io/v1", "scheduling.k8s.io/v1alpha1"),
+        E,
+        [
+            "apiVersion scheduling.k8s.io/v1alpha1 was removed in Kubernetes 1.22",
+            "Fix: apiVersion: scheduling.k8s.io/v1",
+        ],
+    ),
+    (
+        "api-version",
+        klass().replace("scheduling.k8s.io/v1", "scheduling.k8s.io/v2"),
+        E,
+        ['apiVersion "scheduling.k8s.io/v2" does not serve PriorityClass', "Fix: apiVersion: scheduling.k8s.io/v1"],
+    ),
     ("annotation-not-string", klass(annotations=f"{MIN}: true"), E, ["is true, not a string", 'e.g. "10000"']),
     ("annotation-not-string", klass(annotations=f"{MIN}: null"), E, ["is null", "intended number in quotes"]),
     ("annotation-not-string", klass(annotations=f"{MIN}: [10000]"), E, ["is a list ([10000])"]),
@@ -153,6 +177,52 @@ def test_finding(rule: str, text: str, severity: Severity, words: list[str]) -> 
     ]
     assert found, [item.render() for item in findings_of(text)]
     assert any(all(word in finding.message for word in words) for finding in found), [f.message for f in found]
+
+
+# (what is placed, manifest text, rule, the line of the file its finding names): the line of the key the
+# finding is about where the rule knows it, else the document's first line; counted from the file's start.
+LINES = [
+    ("an annotation's value: the annotation's line", klass(annotations=f'{MIN}: "10k"'), "invalid-integer", 6),
+    ("a class's value: its line", klass(value="true"), "invalid-value", 5),
+    ("a removed apiVersion: its line", "# a class\n" + klass().replace("/v1", "/v1beta1"), "removed-api-version", 2),
+    ("a policy's field: its line", policy(minimum='"10000"'), "invalid-field", 7),
+    ("a policy's unknown field: its line", policy(target="priorityClassName: low\n  tolerance: 5"), "unknown-field", 7),
+    ("a missing target: the spec's line", policy(target="tolerationSeconds: 5"), "target", 5),
+    (
+        "an item of a list: the item's annotation",
+        "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClassList\nitems:\n- metadata: {name: fine}\n  value: 1\n"
+        f"- metadata:\n    name: bad\n    annotations:\n      {MIN}: '10k'\n  value: 1\n",
+        "invalid-integer",
+        9,
+    ),
+    (
+        "a document after a broken one: lines of the file, not of the parser's second run",
+        klass() + "---\nmetadata: [\n---\n" + klass(name="x", value="true"),
+        "invalid-value",
+        13,
+    ),
+    ("a repeated key: the repeat", klass() + "value: 9000\n", "duplicate-key", 6),
+    ("a name defined twice: the second name", klass() + "---\n" + klass(), "duplicate-name", 10),
+    (
+        "a conflict between documents: the policy's first line",
+        klass() + "---\n" + policy(name="a") + "---\n# the second\n" + policy(name="b"),
+        "conflict",
+        16,
+    ),
+    ("no field to name: the document's first line", "# header\n---\njust a string\n", "not-an-object", 3),
+]
+
+
+@pytest.mark.parametrize(("case", "text", "rule", "line"), LINES, ids=[case[0] for case in LINES])
+def test_findings_name_the_line_of_their_field(case: str, text: str, rule: str, line: int) -> None:
+    found = [item for item in findings_of(text) if item.finding.rule == rule]
+    assert [item.line for item in found] == [line], [item.render() for item in findings_of(text)]
+    assert found[0].render().startswith(f"manifest.yaml:{line}: "), case
+
+
+def test_a_name_defined_twice_names_the_line_of_the_first() -> None:
+    [item] = [item for item in findings_of(klass() + "---\n" + klass()) if item.finding.rule == "duplicate-name"]
+    assert "(first at manifest.yaml:1)" in item.finding.message
 
 
 @pytest.mark.parametrize("text", [klass(annotations=f'{MIN}: "10000"\n{TOL}: "600"'), policy(), BOMB_CLASS])
@@ -252,7 +322,7 @@ def test_a_too_deep_document_leaves_the_ones_before_and_after_it_checked(tmp_pat
     code, lines = cli(capsys, "-f", str(path))
     assert code == 1
     assert 'PriorityClass "low": annotation' in lines[0] and '="10k" is not a base-10 integer' in lines[0]
-    assert lines[1] == f"{path}:2: error: invalid YAML at line 12: collections nested more than 1000 deep"
+    assert lines[1] == f"{path}:12: error: invalid YAML at line 12: collections nested more than 1000 deep"
     assert lines[-1].startswith("summary: 1 file, 3 documents: 2 PriorityClasses and 0")
 
 
