@@ -12,7 +12,7 @@ from typing import Any
 
 from preemption_toleration.cli.failures import EXIT_USAGE, program_name
 from preemption_toleration.cli.options import add_kubeconfig_argument, dns_label, non_empty
-from preemption_toleration.core.explain import explain_class, explain_pod, render
+from preemption_toleration.core.explain import explain_class, explain_pod, explain_preemptor, is_pending, render
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -60,6 +60,21 @@ async def _governing_policy(api: Any, class_name: str) -> str | None:
     return owners.get(class_name)
 
 
+async def _as_preemptor(api: Any, pod: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """A pending pod's facts as a preemptor: the pods on nodes, of every namespace, that tolerate it."""
+    from kubernetes_asyncio import client
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    try:
+        pods = await client.CoreV1Api(api).list_pod_for_all_namespaces(field_selector="spec.nodeName!=")
+        classes = await client.SchedulingV1Api(api).list_priority_class()
+    except ApiException as error:  # a user who may read one namespace: the rest of the answer stands
+        listing = f"listing the pods of all namespaces was answered {error.status} {error.reason}"
+        return {"pending": True, "toleratedByUnknown": listing}
+    by_name = {c["metadata"]["name"]: c for c in api.sanitize_for_serialization(classes).get("items") or []}
+    return explain_preemptor(pod, api.sanitize_for_serialization(pods).get("items") or [], by_name, now)
+
+
 async def _explain(args: argparse.Namespace) -> dict[str, Any]:
     from kubernetes_asyncio import client
     from kubernetes_asyncio.client.exceptions import ApiException
@@ -82,7 +97,11 @@ async def _explain(args: argparse.Namespace) -> dict[str, Any]:
                         raise
                     raise SystemExit(f"pod {args.name}: its PriorityClass {class_name} does not exist") from error
             policy = await _governing_policy(api, class_name) if class_name else None
-            return explain_pod(pod, priority_class, policy, datetime.now(UTC))
+            now = datetime.now(UTC)
+            facts = explain_pod(pod, priority_class, policy, now)
+            if is_pending(pod):
+                facts.update(await _as_preemptor(api, pod, now))
+            return facts
         priority_class = api.sanitize_for_serialization(await scheduling.read_priority_class(args.name))
         return explain_class(priority_class, await _governing_policy(api, args.name))
     finally:

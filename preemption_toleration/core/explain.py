@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from preemption_toleration.core.annotations import PolicyParseError, name_of, parse_toleration_policy
-from preemption_toleration.core.pods import pod_priority, pod_ref, priority_class_name
-from preemption_toleration.core.protection import ProtectionKind, protection_of
+from preemption_toleration.core.annotations import (
+    POLICY_KEYS,
+    PolicyParseError,
+    annotations_of,
+    name_of,
+    parse_toleration_policy,
+)
+from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
+from preemption_toleration.core.pods import pod_priority, pod_ref, preempts_never, priority_class_name
+from preemption_toleration.core.protection import Protection, ProtectionKind, protection_of
 from preemption_toleration.core.times import rfc3339
+
+# Shown in text; `-o json` lists them all.
+LISTED_IN_TEXT = 20
+
+
+def has_toleration(priority_class: Mapping[str, Any]) -> bool:
+    """Whether the class has either annotation of a toleration. Without both, upstream still reads a policy
+    (minimum value + 1, 0 seconds) that refuses no preemptor: the class has no preemption toleration."""
+    return any(key in annotations_of(priority_class) for key in POLICY_KEYS)
 
 
 def explain_pod(
@@ -25,7 +41,13 @@ def explain_pod(
         "policy": policy,
         "protection": protection.kind.value,
         "reason": protection.reason,
+        "toleration": priority_class is not None and has_toleration(priority_class),
     }
+    if not facts["toleration"]:  # no value of upstream's defaults is shown: nobody set one
+        if facts["priorityClassName"]:
+            facts["reason"] = f"PriorityClass {facts['priorityClassName']} has no preemption toleration"
+        facts["mayPreemptNow"] = f"> {priority}"
+        return facts
     if protection.protected:
         assert protection.refuse_below is not None  # a protection always says below what
         facts["refusedPriorities"] = {"from": priority + 1, "to": protection.refuse_below - 1}
@@ -46,6 +68,10 @@ _MOMENT = datetime(2000, 1, 1, tzinfo=UTC)  # any moment will do: a class's prot
 def explain_class(priority_class: Mapping[str, Any], policy: str | None) -> dict[str, Any]:
     value = int(priority_class.get("value") or 0)
     facts: dict[str, Any] = {"kind": "PriorityClass", "name": name_of(priority_class), "value": value, "policy": policy}
+    facts["toleration"] = has_toleration(priority_class)
+    if not facts["toleration"]:  # no value of upstream's defaults is shown: nobody set one
+        facts.update(valid=True, protection=ProtectionKind.NONE.value)
+        return facts
     try:
         parsed = parse_toleration_policy(priority_class)
     except PolicyParseError as error:
@@ -77,6 +103,8 @@ def render(facts: Mapping[str, Any]) -> str:
     source = f' (PreemptionTolerationPolicy "{facts["policy"]}")' if facts.get("policy") else ""
     if facts["kind"] == "PriorityClass":
         head = f"PriorityClass {facts['name']} (value {facts['value']}){source}:"
+        if facts.get("toleration") is False:
+            return f"{head} no preemption toleration (neither of its annotations); {_ANY_HIGHER} may preempt its pods."
         if not facts["valid"]:
             return f"{head} {facts['reason']}; every higher priority may preempt its pods."
         if facts["protection"] == ProtectionKind.NONE.value and facts.get("protectedUntilScheduled"):
@@ -97,9 +125,18 @@ def render(facts: Mapping[str, Any]) -> str:
             f"{head} its pods refuse preemptors of priority {refused['from']} to {refused['to']} {when}; "
             f"priority {facts['minimumPreemptablePriority']} and above may preempt them at once."
         )
+    return _render_pod(facts, source) + _render_preemptor(facts)
+
+
+_ANY_HIGHER = "any higher priority with preemptionPolicy PreemptLowerPriority"
+
+
+def _render_pod(facts: Mapping[str, Any], source: str) -> str:
     class_name = facts["priorityClassName"] or "-"
     head = f"pod {facts['name']} (PriorityClass {class_name}, priority {facts['priority']}){source}:"
     kind = facts["protection"]
+    if facts.get("toleration") is False and facts["priorityClassName"]:
+        return f"{head} not protected: {facts['reason']}; {_ANY_HIGHER} may preempt it now."
     if kind == ProtectionKind.NONE.value:
         return f"{head} not protected ({facts['reason']}); every priority {facts['mayPreemptNow']} may preempt it now."
     refused = facts["refusedPriorities"]
@@ -111,3 +148,98 @@ def render(facts: Mapping[str, Any]) -> str:
     else:
         tail = f"refuses {span} until {facts['until']} ({facts['secondsLeft']} s left), then every higher priority may"
     return f"{head} {tail}; priorities {facts['mayPreemptNow']} may preempt it now."
+
+
+def is_pending(pod: Mapping[str, Any]) -> bool:
+    """Not on a node yet, and not finished: a pod the scheduler may preempt others for."""
+    return (
+        not (pod.get("spec") or {}).get("nodeName") and (pod.get("status") or {}).get("phase", "Pending") == "Pending"
+    )
+
+
+def _a_possible_victim(pod: Mapping[str, Any]) -> bool:
+    """On a node, not finished and not being deleted: a pod preemption may choose."""
+    phase = (pod.get("status") or {}).get("phase")
+    return (
+        bool((pod.get("spec") or {}).get("nodeName"))
+        and phase not in ("Succeeded", "Failed")
+        and not (pod.get("metadata") or {}).get("deletionTimestamp")
+    )
+
+
+def _victim_facts(victim: Mapping[str, Any], protection: Protection, now: datetime) -> dict[str, Any]:
+    facts: dict[str, Any] = {
+        "name": pod_ref(victim),
+        "priorityClassName": priority_class_name(victim),
+        "priority": pod_priority(victim),
+        "protection": protection.kind.value,
+    }
+    if protection.kind is ProtectionKind.UNTIL and protection.until is not None:
+        facts["until"] = rfc3339(protection.until)
+        facts["secondsLeft"] = protection.seconds_left(now)
+    return facts
+
+
+def tolerating_pods(
+    preemptor: Mapping[str, Any],
+    pods: Iterable[Mapping[str, Any]],
+    priority_classes: Mapping[str, Mapping[str, Any]],
+    now: datetime,
+) -> list[dict[str, Any]]:
+    """The pods of lower priority, on nodes, whose toleration refuses `preemptor` now (the exemption check
+    of upstream's plugin), with until when; by namespace and name. A pod whose class does not exist is
+    left out, as upstream skips its node."""
+    priority = pod_priority(preemptor)
+    found = []
+    for victim in pods:
+        if not _a_possible_victim(victim) or pod_priority(victim) >= priority:
+            continue
+        try:
+            exempt, protection = exemption(victim, preemptor, priority_classes, now)
+        except PriorityClassNotFound:
+            continue
+        if exempt and protection is not None:
+            found.append(_victim_facts(victim, protection, now))
+    return sorted(found, key=lambda facts: str(facts["name"]))
+
+
+def explain_preemptor(
+    preemptor: Mapping[str, Any],
+    pods: Iterable[Mapping[str, Any]],
+    priority_classes: Mapping[str, Mapping[str, Any]],
+    now: datetime,
+) -> dict[str, Any]:
+    """What a pending pod finds as a preemptor: the pods whose toleration protects them against it."""
+    if preempts_never(preemptor):
+        return {"pending": True, "preemptionPolicy": "Never"}
+    return {"pending": True, "toleratedBy": tolerating_pods(preemptor, pods, priority_classes, now)}
+
+
+def _render_preemptor(facts: Mapping[str, Any]) -> str:
+    if not facts.get("pending"):
+        return ""
+    if facts.get("preemptionPolicy") == "Never":
+        return "\nIt is pending, with preemptionPolicy Never: it preempts no pod."
+    if "toleratedBy" not in facts:
+        return f"\nIt is pending; which pods tolerate it is not known: {facts.get('toleratedByUnknown')}."
+    tolerating = facts["toleratedBy"]
+    if not tolerating:
+        return "\nIt is pending; no pod of lower priority tolerates preemption by it."
+    lines = [
+        f"\nIt is pending; {len(tolerating)} pod{'s' if len(tolerating) > 1 else ''} of lower priority "
+        f"tolerate{'' if len(tolerating) > 1 else 's'} preemption by it, so the scheduler may not preempt "
+        f"{'them' if len(tolerating) > 1 else 'it'} for it:"
+    ]
+    for victim in tolerating[:LISTED_IN_TEXT]:
+        if victim["protection"] == ProtectionKind.UNTIL.value:
+            span = f"until {victim['until']} ({victim['secondsLeft']} s left)"
+        elif victim["protection"] == ProtectionKind.FOREVER.value:
+            span = "forever"
+        else:
+            span = "until it is scheduled, then for its toleration-seconds"
+        lines.append(
+            f"  {victim['name']} (PriorityClass {victim['priorityClassName']}, priority {victim['priority']}): {span}"
+        )
+    if len(tolerating) > LISTED_IN_TEXT:
+        lines.append(f"  ... and {len(tolerating) - LISTED_IN_TEXT} more (-o json lists them all)")
+    return "\n".join(lines)

@@ -8,8 +8,11 @@ import subprocess
 import sys
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -18,7 +21,7 @@ from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.processes import free_port
 from tests.integration.components import OperatorProcess, install_crd
-from tests.integration.conftest import Kubectl
+from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import eventually, unique_name
 from tests.integration.objects import (
     MIN,
@@ -458,24 +461,39 @@ async def test_explain_reads_the_cluster(
     operator: OperatorProcess,
     cleanup: list,
     namespace: str,
+    make_node: MakeNode,
+    tmp_path: Path,
 ) -> None:
-    pc, ptp = unique_name("explained"), unique_name("policy")
-    cleanup += [("pc", pc), ("ptp", ptp)]
+    pc, ptp, high = unique_name("explained"), unique_name("policy"), unique_name("unannotated")
+    cleanup += [("pc", pc), ("ptp", ptp), ("pc", high)]
     apply_class_and_policy(kubectl, pc, ptp)
+    kubectl("apply", "-f", "-", input=class_manifest(high, 9000))
     await wait_annotations(api, pc, {MIN: "10000", TOL: "-1"})
-    await client.CoreV1Api(api).create_namespaced_pod(
-        namespace,
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": "p"},
-            "spec": {"priorityClassName": pc, "containers": [{"name": "c", "image": "pause"}]},
-        },
-    )
+    node = (await make_node()).metadata.name
 
-    def explain(*args: str) -> str:
+    def pod(name: str, class_name: str, **spec: str) -> dict[str, Any]:
+        containers = [{"name": "c", "image": "pause"}]
+        return {"metadata": {"name": name}, "spec": {"priorityClassName": class_name, "containers": containers, **spec}}
+
+    core = client.CoreV1Api(api)
+    await core.create_namespaced_pod(namespace, pod("p", pc, nodeName=node))
+    # a preemptor that stays pending: no scheduler has this name, so nothing preempts for it
+    await core.create_namespaced_pod(namespace, pod("waiting", high, schedulerName="nobody"))
+    # kubectl's flags as a plugin takes them: --context picks the cluster (the current context is elsewhere)
+    kubeconfig = yaml.safe_load(cluster.kubeconfig.read_text())
+    real_context = kubeconfig["current-context"]
+    kubeconfig["clusters"].append({"name": "elsewhere", "cluster": {"server": "https://127.0.0.1:1"}})
+    kubeconfig["contexts"].append({"name": "elsewhere", "context": {"cluster": "elsewhere", "user": "nobody"}})
+    kubeconfig["current-context"] = "elsewhere"
+    two_contexts = tmp_path / "kubeconfig"
+    two_contexts.write_text(yaml.safe_dump(kubeconfig))
+
+    def explain(*args: str, context: str | None = None) -> str:
+        chosen = ["--kubeconfig", str(cluster.kubeconfig)]
+        if context:
+            chosen = ["--kubeconfig", str(two_contexts), "--context", context]
         result = subprocess.run(
-            [sys.executable, "-m", "preemption_toleration", "explain", *args, "--kubeconfig", str(cluster.kubeconfig)],
+            [sys.executable, "-m", "preemption_toleration", "explain", *args, *chosen],
             capture_output=True,
             text=True,
             check=True,
@@ -492,6 +510,19 @@ async def test_explain_reads_the_cluster(
         "Forever",
         {"from": 8001, "to": 9999},
     )
+    # the pending preemptor: its class has no toleration (no invented minimum), and p tolerates it
+    said = explain("pod", "waiting", "-n", namespace, context=real_context).splitlines()
+    assert said[0] == (
+        f"pod {namespace}/waiting (PriorityClass {high}, priority 9000): not protected: PriorityClass {high} has "
+        "no preemption toleration; any higher priority with preemptionPolicy PreemptLowerPriority may preempt it now."
+    )
+    assert said[1].startswith("It is pending; ") and "of lower priority tolerate" in said[1]  # (others' pods too)
+    assert f"  {namespace}/p (PriorityClass {pc}, priority 8000): forever" in said[2:]
+    facts = json.loads(explain("pod", f"{namespace}/waiting", "-o", "json"))
+    assert "minimumPreemptablePriority" not in facts and facts["toleration"] is False
+    assert {"name": f"{namespace}/p", "priorityClassName": pc, "priority": 8000, "protection": "Forever"} in facts[
+        "toleratedBy"
+    ]
 
 
 async def test_metrics_count_what_the_operator_did(
