@@ -15,8 +15,6 @@ WIDTH = 120
 # Lines of fenced code that may be wider, because wrapping would change what they show: (page, start of the
 # line). Everything else, code included, is wrapped.
 WIDE_CODE_LINES = [
-    # the demo's transcript: a row of the `kubectl get ptp` table it prints
-    ("docs/quick-start.md", "batch-non-preempted  batch-non-preempted "),
     # the data-flow diagram (another page's drawing, not prose)
     ("docs/architecture.md", " kubectl / GitOps ──apply──▶"),
 ]
