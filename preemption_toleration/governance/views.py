@@ -31,12 +31,8 @@ class PolicyView:
 
     @property
     def ref(self) -> dict[str, Any]:
-        """Enough of the object to post Events about it."""
-        return {
-            "apiVersion": API_VERSION,
-            "kind": KIND,
-            "metadata": {"name": self.name, "uid": self.uid},
-        }
+        """The object reference an Event about it names (involvedObject; cluster-scoped: no namespace)."""
+        return {"apiVersion": API_VERSION, "kind": KIND, "name": self.name, "uid": self.uid}
 
 
 @dataclass(frozen=True)
@@ -57,11 +53,7 @@ class ClassView:
 
     @property
     def ref(self) -> dict[str, Any]:
-        return {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": self.name, "uid": self.uid},
-        }
+        return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "name": self.name, "uid": self.uid}
 
 
 EPOCH = "1970-01-01T00:00:00Z"

@@ -17,10 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import kopf
+from kubernetes_asyncio import client
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
 from preemption_toleration.governance.views import FIELD_MANAGER, class_view
 from preemption_toleration.kube.client import make_api_client
+from preemption_toleration.kube.events import ObjectEvents
 from preemption_toleration.kube.informer import Informer
 from preemption_toleration.kube.kopf_login import connection_info
 from preemption_toleration.operator.caches import OperatorCaches
@@ -29,6 +31,7 @@ from preemption_toleration.operator.reconciler import Reconciler, ReconcileResul
 from preemption_toleration.operator.resync import ResyncClock, resync_forever
 
 CLASSES = ("scheduling.k8s.io", "v1", "priorityclasses")
+EVENTS_COMPONENT = "preemption-toleration-operator"  # the "From" of its Events in kubectl describe
 POLICIES = (GROUP, VERSION, PLURAL)
 
 logger = logging.getLogger("preemption_toleration.operator")
@@ -57,11 +60,6 @@ class OperatorState:
     tasks: list[asyncio.Task[None]]
 
 
-def _post_event(ref: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
-    # kopf takes any mapping with apiVersion, kind and metadata, though its annotation says Body
-    kopf.event(dict(ref), type=event_type, reason=reason, message=message)  # type: ignore[arg-type]
-
-
 # kopf's delays between retries of a failed API request (5xx, 403, 429, connection errors). With its
 # default ones (54 s in all) an API server answering 503 for a minute, as during an upgrade, made kopf give
 # the error up: measured with a proxy, its CRD observer then failed and the whole operator exited. kopf
@@ -79,7 +77,9 @@ def apply_settings(settings: kopf.OperatorSettings, config: OperatorConfig) -> N
         prefix=GROUP, key="last-handled-configuration"
     )
     settings.peering.priority = config.peering_priority
-    settings.posting.level = logging.INFO
+    # Our Events are posted by ObjectEvents, where kubectl describe finds them (kube/events.py); kopf's own,
+    # its handlers' log lines ("Handler 'policy_changed' succeeded."), stay in the log.
+    settings.posting.enabled = False
     settings.watching.server_timeout = 300  # re-establish long watches before proxies cut them
     settings.watching.client_timeout = 330
     settings.networking.error_backoffs = API_RETRY_BACKOFFS
@@ -91,7 +91,8 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     apply_settings(settings, config)
     api = await make_api_client(config.kubeconfig)
     caches = OperatorCaches(api, config.field_manager, logger)
-    reconciler = Reconciler(api, config.field_manager, _post_event, logger, metrics=memo.metrics)
+    events = ObjectEvents(client.CoreV1Api(api), EVENTS_COMPONENT, logger)
+    reconciler = Reconciler(api, config.field_manager, events.post, logger, metrics=memo.metrics)
 
     clock = ResyncClock()
 
@@ -112,7 +113,11 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         count=lambda outcome: memo.metrics.resyncs.labels(outcome).inc(),
         logger=logger,
     )
-    tasks = [*caches.tasks(), asyncio.create_task(resync, name="resync")]
+    tasks = [
+        *caches.tasks(),
+        asyncio.create_task(resync, name="resync"),
+        asyncio.create_task(events.run(), name="events"),
+    ]
     memo.state = OperatorState(api, caches, reconciler, coalescer, tasks)
 
 

@@ -90,6 +90,16 @@ def ready(policy: dict[str, Any] | None) -> tuple[str | None, str | None, str]:
     return None, None, ""
 
 
+def described_events(kubectl: Callable[..., Any], kind: str, name: str) -> list[tuple[str, str, str, str]]:
+    """The Events `kubectl describe KIND NAME` lists: (type, reason, from, message) per row."""
+    lines = kubectl("describe", kind, name).stdout.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("Events:")), len(lines))
+    if lines[start:] and lines[start].split() == ["Events:", "<none>"]:
+        return []
+    rows = [line.split(None, 4) for line in lines[start + 3 :] if line.startswith("  ")]
+    return [(row[0], row[1], row[3], row[4]) for row in rows if len(row) == 5]
+
+
 async def wait_annotations(api: ApiClient, name: str, expected: dict[str, str]) -> dict[str, Any]:
     return await eventually(
         lambda: read_class(api, name),

@@ -28,6 +28,7 @@ from tests.integration.objects import (
     TOL,
     apply_class_and_policy,
     class_manifest,
+    described_events,
     ours,
     policy_manifest,
     read_class,
@@ -40,6 +41,7 @@ from tests.integration.objects import (
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
 RESYNC_SECONDS = 3
+OPERATOR_COMPONENT = "preemption-toleration-operator"
 METRICS_PORT = free_port()
 
 
@@ -332,7 +334,7 @@ async def test_invalid_policy_that_slipped_past_admission_is_reported(
     assert operator.process is not None and operator.process.poll() is None
 
 
-async def test_events_say_what_was_applied_and_why_not(
+async def test_kubectl_describe_shows_the_events_of_the_policy_and_of_the_class(
     api: ApiClient, kubectl: Kubectl, operator: OperatorProcess, cleanup: list
 ) -> None:
     pc, ptp = unique_name("evented"), unique_name("policy")
@@ -344,19 +346,41 @@ async def test_events_say_what_was_applied_and_why_not(
     kubectl("apply", "-f", "-", input=class_manifest(pc))
     await wait_ready(api, ptp, "True", "Applied")
 
-    async def reasons() -> list[tuple[str, str]]:
-        events = await client.CoreV1Api(api).list_namespaced_event(
-            "default", field_selector=f"involvedObject.name={ptp}"
-        )
-        return [(event.reason, event.message) for event in events.items]
+    async def described(kind: str, name: str) -> list[tuple[str, str, str, str]]:
+        return described_events(kubectl, kind, name)
 
-    found = await eventually(
-        reasons,
-        lambda r: {"PriorityClassNotFound", "Applied"} <= {x for x, _ in r},
-        timeout=30,
-        what="events on the policy",
+    not_found = (
+        "Warning",
+        "PriorityClassNotFound",
+        OPERATOR_COMPONENT,
+        f"PriorityClass {pc} does not exist; the policy is applied when it is created.",
     )
-    assert any(reason == "Applied" and pc in message for reason, message in found)
+    applied = (
+        "Normal",
+        "Applied",
+        OPERATOR_COMPONENT,
+        f"Applied minimum-preemptable-priority=10000 to PriorityClass {pc}.",
+    )
+    await eventually(
+        lambda: described("ptp", ptp),
+        lambda rows: not_found in rows and applied in rows,
+        timeout=30,
+        what=f"the Events under kubectl describe ptp {ptp}",
+    )
+
+    kubectl("delete", "ptp", ptp, "--wait=true", "--timeout=60s")
+    released = (
+        "Normal",
+        "Released",
+        OPERATOR_COMPONENT,
+        "Removed the toleration annotations: no policy governs this class any more.",
+    )
+    await eventually(
+        lambda: described("priorityclass", pc),
+        lambda rows: released in rows,
+        timeout=30,
+        what=f"the Events under kubectl describe priorityclass {pc}",
+    )
 
 
 async def test_two_replicas_with_peering_only_one_writes(

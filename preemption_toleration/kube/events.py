@@ -1,0 +1,89 @@
+"""Kubernetes Events about an object, written where `kubectl describe` finds them, off the caller's path.
+
+`kubectl describe` lists an object's Events with the field selector involvedObject.name, .namespace, .kind
+and .uid; for a cluster-scoped object (a PreemptionTolerationPolicy, a PriorityClass) it asks every
+namespace for involvedObject.namespace="" (kubectl's searchEvents). So such an Event names no namespace in
+its involvedObject and is stored in namespace "default", the only one the API server accepts for it (as
+client-go's recorder does for Nodes). kopf's own `kopf.event` writes "default" into involvedObject too,
+which no `kubectl describe` matches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes_asyncio import client
+
+from preemption_toleration.core.times import rfc3339
+from preemption_toleration.kube.client import API_ERRORS
+
+CLUSTER_SCOPED_EVENTS_NAMESPACE = "default"
+MAX_MESSAGE = 1024  # the API server's limit on an Event's message
+QUEUE_LIMIT = 1000
+REQUEST_TIMEOUT = 10.0
+
+
+def event_body(
+    ref: Mapping[str, Any], event_type: str, reason: str, message: str, component: str, now: datetime
+) -> dict[str, Any]:
+    """A core/v1 Event about `ref` (apiVersion, kind, name, uid, and namespace for a namespaced object)."""
+    involved = {key: ref[key] for key in ("apiVersion", "kind", "name", "uid", "namespace") if ref.get(key)}
+    namespace = involved.get("namespace") or CLUSTER_SCOPED_EVENTS_NAMESPACE
+    if len(message) > MAX_MESSAGE:
+        message = message[: MAX_MESSAGE - 1] + "…"
+    moment = rfc3339(now)
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": f"{involved.get('name', 'object')}.", "namespace": namespace},
+        "involvedObject": involved,
+        "type": event_type,
+        "reason": reason,
+        "message": message,
+        "source": {"component": component},  # the "From" column of kubectl describe
+        "reportingComponent": component,
+        "firstTimestamp": moment,
+        "lastTimestamp": moment,
+        "count": 1,
+    }
+
+
+class ObjectEvents:
+    """Posts Events from a bounded queue: `post` never waits on the API server, and a failed or dropped
+    Event is a log line, never an error of the caller's."""
+
+    def __init__(self, core: client.CoreV1Api, component: str, logger: logging.Logger) -> None:
+        self.core = core
+        self.component = component
+        self.logger = logger
+        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=QUEUE_LIMIT)
+
+    def post(self, ref: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
+        body = event_body(ref, event_type, reason, message, self.component, datetime.now(UTC))
+        try:
+            self.queue.put_nowait(body)
+        except asyncio.QueueFull:
+            self.logger.warning(
+                "event queue full; Event not posted", extra={"reason": reason, "object": ref.get("name")}
+            )
+
+    async def run(self) -> None:
+        """Posts queued Events for ever; no failure of one post ends the loop."""
+        while True:
+            body = await self.queue.get()
+            try:
+                await self.core.create_namespaced_event(
+                    body["metadata"]["namespace"], body, _request_timeout=REQUEST_TIMEOUT
+                )
+            except API_ERRORS as error:
+                self.logger.warning("could not post an Event", extra={**_about(body), "problem": str(error)[:200]})
+            except Exception:
+                self.logger.exception("could not post an Event", extra=_about(body))
+
+
+def _about(body: Mapping[str, Any]) -> dict[str, Any]:
+    return {"reason": body["reason"], "object": body["involvedObject"].get("name")}
