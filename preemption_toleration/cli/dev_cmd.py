@@ -20,7 +20,7 @@ from preemption_toleration.devcluster import (
     ensure_toolchain,
 )
 from preemption_toleration.devcluster.gomod import GoModError
-from preemption_toleration.devcluster.pin import pin_kwok, pin_release
+from preemption_toleration.devcluster.pin import pin_kustomize, pin_kwok, pin_release
 from preemption_toleration.devcluster.toolchain import DEFAULT_KUBERNETES_VERSION, VERSION_ENV
 
 DEFAULT_DIR = ".cluster"
@@ -62,7 +62,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     install = actions.add_parser(
         "install",
-        help="build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and KWOK (idempotent)",
+        help="build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, KWOK, helm and kustomize "
+        "(idempotent)",
     )
     _add_dir(install)
     _add_version(install, repeatable=True)
@@ -73,6 +74,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     pin.add_argument("version", nargs="?", help="the release, e.g. 1.36.3")
     pin.add_argument("--kwok", metavar="VERSION", help="pin KWOK, the node simulator, at VERSION (e.g. v0.8.0)")
+    pin.add_argument(
+        "--kustomize", metavar="VERSION", help="add a kustomize the tests render config/ with (e.g. v5.5.0)"
+    )
     pin.set_defaults(handler=_pin)
 
 
@@ -109,20 +113,29 @@ def _install(args: argparse.Namespace) -> int:
         except ToolchainError as error:
             print(f"error: {error}", file=sys.stderr)
             return 1
-        for name, path in vars(toolchain).items():
-            _say(f"{name}: {path}")
+        for name, value in vars(toolchain).items():
+            if isinstance(value, dict):  # one per version: kustomize
+                for version_name, path in value.items():
+                    _say(f"{name} {version_name}: {path}")
+            else:
+                _say(f"{name}: {value}")
     return 0
 
 
 def _pin(args: argparse.Namespace) -> int:
-    if args.version is None and args.kwok is None:
-        print("error: name a release (e.g. `ptol dev cluster pin 1.36.3`) or --kwok VERSION", file=sys.stderr)
+    if args.version is None and args.kwok is None and args.kustomize is None:
+        print(
+            "error: name a release (e.g. `ptol dev cluster pin 1.36.3`), --kwok VERSION or --kustomize VERSION",
+            file=sys.stderr,
+        )
         return 2
     try:
         if args.version is not None:
             _say(f"wrote {pin_release(args.version, _say)}")
         if args.kwok is not None:
             _say(f"wrote {pin_kwok(args.kwok, _say)}")
+        if args.kustomize is not None:
+            _say(f"wrote {pin_kustomize(args.kustomize, _say)}")
     except (ToolchainError, GoModError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -15,8 +15,13 @@ KUBERNETES_MODULE = "k8s.io/kubernetes"
 ETCD_SERVER_MODULE = "go.etcd.io/etcd/server/v3"
 KWOK_MODULE = "sigs.k8s.io/kwok"
 HELM_MODULE = "helm.sh/helm/v3"
+KUSTOMIZE_MODULE = "sigs.k8s.io/kustomize/kustomize/v5"
+# What kustomize's releases stamp into the binary (`kustomize version` then names the release).
+KUSTOMIZE_VERSION_VARIABLE = "sigs.k8s.io/kustomize/api/provenance.version"
 KUBERNETES_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
 BUILD_MODULE_PREFIX = "preemption-toleration.test/testbed"
+# The oldest `go` line a module with a `tool` directive may have.
+OLDEST_TOOL_GO = "1.24"
 
 _STAGING_REPLACE = re.compile(r"^\s*(k8s\.io/[A-Za-z0-9._-]+)\s*=>\s*\./staging/", re.MULTILINE)
 _GO_DIRECTIVE = re.compile(r"^go\s+(\d+\.\d+(?:\.\d+)?)\s*$", re.MULTILINE)
@@ -119,6 +124,26 @@ def kwok_build_go_mod(kwok: str, go: str) -> str:
     )
 
 
+def kustomize_tag(text: str) -> str:
+    """A kustomize release as its module version: `5.5.0` and `v5.5.0` are `v5.5.0`."""
+    match = re.match(r"^v?(5\.\d+\.\d+)$", text.strip())
+    if match is None:
+        raise GoModError(f"{text!r} is not a kustomize v5 release such as v5.5.0")
+    return f"v{match.group(1)}"
+
+
+def kustomize_build_go_mod(kustomize: str, go: str) -> str:
+    """go.mod of the module that builds kustomize `kustomize` (e.g. v5.5.0), which the tests render config/ with."""
+    return (
+        f"// Builds kustomize {kustomize}, which the tests render config/ with "
+        "(`ptol dev cluster pin --kustomize` writes this file).\n"
+        f"module {BUILD_MODULE_PREFIX}/kustomize-{kustomize}\n\n"
+        f"go {newest_go(go, OLDEST_TOOL_GO)}\n\n"
+        f"require {KUSTOMIZE_MODULE} {kustomize}\n\n"
+        f"tool {KUSTOMIZE_MODULE}\n"
+    )
+
+
 def required_version(build_go_mod: str, module: str) -> str:
     """The version a build module requires of `module` (a `require` line, or a line of a `require` block)."""
     line = rf"^(?:require)?\s*{re.escape(module)}\s+(v\S+)\s*(?://.*)?$"
@@ -151,3 +176,8 @@ def go_version_tuple(text: str) -> tuple[int, ...]:
     if match is None:
         raise GoModError(f"{text!r} is not a Go version")
     return tuple(int(part) for part in match.group(1).split("."))
+
+
+def newest_go(*versions: str) -> str:
+    """The newest of some `go` line versions: `newest_go("1.21", "1.24")` is "1.24"."""
+    return max(versions, key=go_version_tuple)

@@ -1,4 +1,5 @@
-"""`ptol dev cluster pin`: write the build modules of a Kubernetes release (or of KWOK) into `testbed/`.
+"""`ptol dev cluster pin`: write the build modules of a Kubernetes release (or of KWOK, or of a kustomize) into
+`testbed/`.
 
 go.mod is written from the release's own files (see `gomod`); `go mod tidy` then records every module's
 checksum in go.sum. Both are committed: a build checks every download against them.
@@ -36,6 +37,17 @@ def pin_kwok(version: str, progress: Progress = print) -> Path:
     source = _download(go, gomod.KWOK_MODULE, version, progress)
     go_mod = gomod.kwok_build_go_mod(version, gomod.go_directive((source / "go.mod").read_text()))
     module = testbed_dir() / "kwok"
+    _write_and_tidy(go, module, go_mod, progress)
+    return module
+
+
+def pin_kustomize(version: str, progress: Progress = print) -> Path:
+    """Write `testbed/kustomize-vX.Y.Z/` for kustomize `version` (e.g. v5.5.0); returns the folder."""
+    version = gomod.kustomize_tag(version)
+    go = GoCommand.find(progress)
+    source = _download(go, gomod.KUSTOMIZE_MODULE, version, progress)
+    go_mod = gomod.kustomize_build_go_mod(version, gomod.go_directive((source / "go.mod").read_text()))
+    module = testbed_dir() / f"kustomize-{version}"
     _write_and_tidy(go, module, go_mod, progress)
     return module
 

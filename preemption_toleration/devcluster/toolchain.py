@@ -3,7 +3,8 @@
 Each supported release has a build module in the repository's `testbed/` folder (go.mod and go.sum, written by
 `ptol dev cluster pin`): `testbed/kubernetes-vX.Y.Z/` builds kube-apiserver, kube-controller-manager,
 kube-scheduler and kubectl; its `etcd/` builds the etcd that release names; `testbed/kwok/` builds KWOK, the
-node simulator; `testbed/helm/` builds helm, which the chart's tests run. The machine's Go builds them with
+node simulator; `testbed/helm/` builds helm, which the chart's tests run; each `testbed/kustomize-vX.Y.Z/` builds
+a kustomize the tests render config/ with. The machine's Go builds them with
 CGO_ENABLED=0 and the release stamped in; every module's checksum is checked against the committed go.sum
 (`-mod=readonly`, then `go mod verify`). A build goes to a temporary directory in the cache and is renamed
 into place when complete, so a half-built cache is never used.
@@ -63,6 +64,8 @@ class Toolchain:
     kwok: Path
     kwok_stages: Path
     helm: Path
+    # the standalone kustomize of each release in testbed/, by version (`v5.5.0`), oldest first
+    kustomize: dict[str, Path]
 
 
 def testbed_dir() -> Path:
@@ -133,11 +136,30 @@ def _helm_build() -> _Build:
     return _Build(f"helm-{version}", ("helm",))
 
 
+def kustomize_versions() -> list[str]:
+    """The kustomize releases the repository has build modules for (`v5.4.3`), oldest first."""
+    found = [p.name.removeprefix("kustomize-") for p in testbed_dir().glob("kustomize-v*")]
+    return sorted(found, key=lambda tag: gomod.go_version_tuple(tag.removeprefix("v")))
+
+
+def _kustomize_build(version: str) -> _Build:
+    return _Build(f"kustomize-{version}", ("kustomize",))
+
+
+_Maker = Callable[["GoCommand", _Build, Progress], None]
+
+
+def _tool_builds() -> list[tuple[_Build, _Maker]]:
+    """The builds every release shares, each with the function that makes it."""
+    shared: list[tuple[_Build, _Maker]] = [(_kwok_build(), _build_kwok), (_helm_build(), _build_helm)]
+    return shared + [(_kustomize_build(version), _build_kustomize) for version in kustomize_versions()]
+
+
 def find_toolchain(version: str | None = None) -> Toolchain | None:
     """The built toolchain of that release (default: the selected one), or None when anything is missing."""
     version = selected_version(version)
     kubernetes, kwok, helm = _kubernetes_build(version), _kwok_build(), _helm_build()
-    if not (kubernetes.complete() and kwok.complete() and helm.complete()):
+    if not (kubernetes.complete() and all(build.complete() for build, _ in _tool_builds())):
         return None
     bins = kubernetes.directory
     return Toolchain(
@@ -150,6 +172,7 @@ def find_toolchain(version: str | None = None) -> Toolchain | None:
         kwok=kwok.directory / "kwok",
         kwok_stages=kwok.directory / "stages.yaml",
         helm=helm.directory / "helm",
+        kustomize={version: _kustomize_build(version).directory / "kustomize" for version in kustomize_versions()},
     )
 
 
@@ -166,12 +189,9 @@ def ensure_toolchain(progress: Progress = print, version: str | None = None) -> 
         kubernetes = _kubernetes_build(version)
         if not kubernetes.complete():
             _build_kubernetes(go, version, kubernetes, progress)
-        kwok = _kwok_build()
-        if not kwok.complete():
-            _build_kwok(go, kwok, progress)
-        helm = _helm_build()
-        if not helm.complete():
-            _build_helm(go, helm, progress)
+        for build, make in _tool_builds():
+            if not build.complete():
+                make(go, build, progress)
     found = find_toolchain(version)
     if found is None:
         raise ToolchainError(f"toolchain still incomplete after building; see {root}")
@@ -307,6 +327,22 @@ def _build_helm(go: GoCommand, target: _Build, progress: Progress) -> None:
         go.build(module, f"{gomod.HELM_MODULE}/cmd/helm", staging / "helm", ldflags, staging.parent)
         (staging / _STAMP).write_text(f"{gomod.HELM_MODULE} {version}\n")
     progress(f"cached helm {version} in {target.directory}")
+
+
+def _build_kustomize(go: GoCommand, target: _Build, progress: Progress) -> None:
+    module = testbed_dir() / target.name
+    version = target.name.removeprefix("kustomize-")
+    progress(f"building kustomize {version}, which the tests render config/ with")
+    go.prepare(module, f"kustomize {version}")
+    with _staging(target) as staging:
+        # what kustomize's releases stamp, so `kustomize version` names the release
+        ldflags = f"-X {gomod.KUSTOMIZE_VERSION_VARIABLE}=kustomize/{version}"
+        go.build(module, gomod.KUSTOMIZE_MODULE, staging / "kustomize", ldflags, staging.parent)
+        reported = _run_version(staging / "kustomize", "version")
+        if reported != version:
+            raise ToolchainError(f"the built kustomize reports {reported!r}, not {version}")
+        (staging / _STAMP).write_text(f"{gomod.KUSTOMIZE_MODULE} {version}\n")
+    progress(f"cached kustomize {version} in {target.directory}")
 
 
 @contextlib.contextmanager

@@ -63,6 +63,35 @@ def test_kwok_build_module_requires_kwok_and_builds_its_command() -> None:
     assert "\ntool sigs.k8s.io/kwok/cmd/kwok\n" in text
 
 
+def test_kustomize_build_module_requires_kustomize_and_builds_its_command() -> None:
+    text = gomod.kustomize_build_go_mod("v5.5.0", "1.22.7")
+    assert "module preemption-toleration.test/testbed/kustomize-v5.5.0\n" in text
+    assert "\ngo 1.24\n" in text, "a `tool` line needs go 1.24 in go.mod, whatever kustomize's own says"
+    assert gomod.required_version(text, gomod.KUSTOMIZE_MODULE) == "v5.5.0"
+    assert "\ntool sigs.k8s.io/kustomize/kustomize/v5\n" in text
+
+
+@pytest.mark.parametrize(
+    ("rule", "text", "expected"),
+    [("as the module tags it", "v5.4.3", "v5.4.3"), ("without the v", "5.5.0", "v5.5.0")],
+)
+def test_kustomize_tag(rule: str, text: str, expected: str) -> None:
+    assert gomod.kustomize_tag(text) == expected, rule
+
+
+@pytest.mark.parametrize("text", ["v4.5.7", "5.5", "latest", "kustomize/v5.5.0", ""])
+def test_kustomize_tag_refuses_what_is_no_kustomize_v5_release(text: str) -> None:
+    with pytest.raises(GoModError, match="is not a kustomize v5 release such as v5.5.0"):
+        gomod.kustomize_tag(text)
+
+
+@pytest.mark.parametrize(
+    ("versions", "expected"), [(("1.21", "1.24"), "1.24"), (("1.26.0", "1.24"), "1.26.0"), (("1.9", "1.10"), "1.10")]
+)
+def test_newest_go(versions: tuple[str, ...], expected: str) -> None:
+    assert gomod.newest_go(*versions) == expected
+
+
 def test_release_tags() -> None:
     release = Release.parse("1.37.2")
     assert (str(release), release.tag, release.staging_tag) == ("1.37.2", "v1.37.2", "v0.37.2")
@@ -159,6 +188,15 @@ def test_each_pinned_release_has_its_modules_and_their_checksums(version: str) -
     for folder in (module, module / "etcd"):
         sums = (folder / "go.sum").read_text()
         assert _sum_lines_are_well_formed(sums), folder
+
+
+def test_the_repository_pins_the_oldest_kustomizes_gitops_tools_bundle() -> None:
+    """v5.4.3 (Argo CD's) and v5.5.0 (kubectl 1.32's, Flux's): config/ must render with both."""
+    assert toolchain.kustomize_versions() == ["v5.4.3", "v5.5.0"]
+    for version in toolchain.kustomize_versions():
+        module = toolchain.testbed_dir() / f"kustomize-{version}"
+        assert gomod.required_version((module / "go.mod").read_text(), gomod.KUSTOMIZE_MODULE) == version
+        assert _sum_lines_are_well_formed((module / "go.sum").read_text()), module
 
 
 def _sum_lines_are_well_formed(sums: str) -> bool:
