@@ -15,6 +15,7 @@ from pathlib import Path
 from preemption_toleration.api.crd import crd_yaml
 from preemption_toleration.cli.chart_sources import CHART, chart_files
 from preemption_toleration.cli.failures import CommandError
+from preemption_toleration.cli.manifest_deletions import DELETIONS, PREFIX, deletion_files, listing_problems
 from preemption_toleration.cli.manifests_cmd import render, render_admission_policy
 from preemption_toleration.devcluster import ToolchainError, ensure_toolchain
 
@@ -120,14 +121,38 @@ def code_files(root: Path) -> dict[str, str]:
     }
 
 
+def rendered_files(helm: Path, root: Path) -> dict[str, str]:
+    """config/'s files rendered from the chart: the `RENDERED` ones and the variants' delete patches."""
+    files = {entry.path: rendered_file(helm, root, entry) for entry in RENDERED}
+    for deletions in DELETIONS:
+        show = ("--show-only", f"templates/{deletions.template}")
+        with_values = [arg for value in deletions.values for arg in ("--set", value)]
+        default = without_release(helm_template(helm, root, *show))
+        variant = without_release(helm_template(helm, root, *show, *with_values))
+        files |= deletion_files(deletions, default, variant, f"{CHART}/templates/{deletions.template}")
+    return files
+
+
 def all_files(helm: Path, root: Path) -> dict[str, str]:
     """Every generated file. The chart's generated templates are written before config/ is rendered
     from them, so the caller writes `code_files` first."""
-    return {**code_files(root), **{entry.path: rendered_file(helm, root, entry) for entry in RENDERED}}
+    return {**code_files(root), **rendered_files(helm, root)}
 
 
 def stale(expected: dict[str, str], root: Path) -> list[str]:
     return [path for path, text in expected.items() if not (root / path).is_file() or (root / path).read_text() != text]
+
+
+def unlisted(expected: dict[str, str], root: Path) -> list[str]:
+    """What to fix by hand about the variants' delete patches: each kustomization.yaml lists those generated
+    for its directory, and no other remains (see manifest_deletions)."""
+    problems = []
+    for directory in sorted({deletions.directory for deletions in DELETIONS}):
+        generated = {Path(path).name for path in expected if Path(path).parent == Path(directory)}
+        present = {path.name for path in (root / directory).glob(f"{PREFIX}*.yaml")}
+        kustomization = (root / directory / "kustomization.yaml").read_text()
+        problems += listing_problems(directory, kustomization, {n for n in generated if n.startswith(PREFIX)}, present)
+    return problems
 
 
 def register(dev_sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -154,15 +179,23 @@ def run(args: argparse.Namespace) -> int:
         print(f"ptol dev manifests: {error}", file=sys.stderr)
         return 2
     if args.check:
-        outdated = stale(all_files(helm, root), root)
+        expected = all_files(helm, root)
+        outdated = stale(expected, root)
         for path in outdated:
             print(f"not current: {path}", file=sys.stderr)
         if outdated:
             print("regenerate with `ptol dev manifests`", file=sys.stderr)
-        return 1 if outdated else 0
+        return _report(unlisted(expected, root)) or (1 if outdated else 0)
     _write(code_files(root), root)
-    _write({entry.path: rendered_file(helm, root, entry) for entry in RENDERED}, root)
-    return 0
+    rendered = rendered_files(helm, root)
+    _write(rendered, root)
+    return _report(unlisted(rendered, root))
+
+
+def _report(problems: list[str]) -> int:
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    return 1 if problems else 0
 
 
 def _write(files: dict[str, str], root: Path) -> None:
