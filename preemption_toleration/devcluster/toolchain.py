@@ -16,8 +16,10 @@ import contextlib
 import fcntl
 import json
 import os
+import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -184,7 +186,7 @@ def ensure_toolchain(progress: Progress = print, version: str | None = None) -> 
         return found
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
-    with _exclusive_lock(root / ".lock"):
+    with exclusive_lock(root / ".lock", progress):
         go = GoCommand.find(progress)
         kubernetes = _kubernetes_build(version)
         if not kubernetes.complete():
@@ -384,11 +386,56 @@ def _run_version(binary: Path, *args: str) -> str:
 
 
 @contextlib.contextmanager
-def _exclusive_lock(path: Path) -> Iterator[None]:
-    """Serialise builds between processes (e.g. two test runs starting at once)."""
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+def exclusive_lock(path: Path, progress: Progress) -> Iterator[None]:
+    """Serialise builds between processes (e.g. two test runs starting at once). The holder writes who it is
+    into the lock file; a process that must wait says so at once, naming the holder, and when its turn comes."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            waited = time.monotonic()
+            holder = describe_holder(path.read_text(errors="replace"), time.time())
+            progress(f"waiting for the build lock {path}, held by {holder}; going on when it is released")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            progress(f"took the build lock after waiting {_duration(time.monotonic() - waited)}")
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, holder_record(os.getpid(), command_line(sys.argv), time.time()).encode(), 0)
         try:
             yield
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            os.ftruncate(fd, 0)  # a lock file that names someone is held by them
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def holder_record(pid: int, command: str, since: float) -> str:
+    """What the holder of the build lock writes into it."""
+    return json.dumps({"pid": pid, "command": command, "since": since}) + "\n"
+
+
+def describe_holder(record: str, now: float) -> str:
+    """Who holds the build lock, from what it wrote: `pid 4242 (ptol dev cluster install) for 9 min`."""
+    try:
+        holder = json.loads(record)
+        pid, command, since = int(holder["pid"]), str(holder["command"]), float(holder["since"])
+    except (ValueError, TypeError, KeyError):  # an older ptol writes nothing; a new holder may not have yet
+        return "another process, which does not say which"
+    return f"pid {pid} ({command}) for {_duration(now - since)}"
+
+
+def command_line(argv: list[str]) -> str:
+    """The command a person typed, from `sys.argv`: `ptol dev cluster install`, `pytest tests/integration`."""
+    if not argv:
+        return "python"
+    program = Path(argv[0]).name
+    if program == "__main__.py":  # python -m PACKAGE
+        program = Path(argv[0]).parent.name
+    elif program == "-c":
+        program = "python -c"
+    return " ".join([program, *map(shlex.quote, argv[1:])])
+
+
+def _duration(seconds: float) -> str:
+    return f"{int(seconds)} s" if seconds < 120 else f"{int(seconds) // 60} min"
