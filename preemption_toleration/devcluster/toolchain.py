@@ -4,7 +4,7 @@ Each supported release has a build module in the repository's `testbed/` folder 
 `ptol dev cluster pin`): `testbed/kubernetes-vX.Y.Z/` builds kube-apiserver, kube-controller-manager,
 kube-scheduler and kubectl; its `etcd/` builds the etcd that release names; `testbed/kwok/` builds KWOK, the
 node simulator; `testbed/helm/` builds helm, which the chart's tests run; each `testbed/kustomize-vX.Y.Z/` builds
-a kustomize the tests render config/ with. The machine's Go builds them with
+a kustomize the tests render config/ with. The machine's Go (see `golang`) builds them with
 CGO_ENABLED=0 and the release stamped in; every module's checksum is checked against the committed go.sum
 (`-mod=readonly`, then `go mod verify`). A build goes to a temporary directory in the cache and is renamed
 into place when complete, so a half-built cache is never used.
@@ -27,13 +27,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from preemption_toleration.devcluster import gomod
+from preemption_toleration.devcluster import golang, gomod
 from preemption_toleration.devcluster.gomod import Release
 
 DEFAULT_KUBERNETES_VERSION = "1.37.2"
 VERSION_ENV = "PTOL_KUBERNETES_VERSION"
-# A Go new enough to fetch the toolchain a module asks for through the module proxy by itself.
-OLDEST_USABLE_GO = (1, 21)
 KWOK_STAGE_FILES = (
     # KWOK's "fast" stages (what kwokctl installs): nodes Ready at once with a Lease renewed, pods Running
     # and Ready once bound, deleted pods gone at once.
@@ -213,21 +211,12 @@ class GoCommand:
 
     @classmethod
     def find(cls, progress: Progress) -> GoCommand:
-        path = shutil.which("go")
-        wanted = ".".join(map(str, OLDEST_USABLE_GO))
-        if path is None:
-            raise ToolchainError(f"no `go` on PATH: install Go {wanted} or later to build the local control plane")
-        result = subprocess.run([path, "env", "GOVERSION"], capture_output=True, text=True, check=False)
+        """The machine's Go, else the one scripts/setup.sh installed into the environment (see `golang`)."""
         try:
-            version = gomod.go_version_tuple(result.stdout)
-        except gomod.GoModError:
-            raise ToolchainError(f"`{path} env GOVERSION` printed {result.stdout.strip()!r}: not a Go") from None
-        if version < OLDEST_USABLE_GO:
-            raise ToolchainError(
-                f"{path} is Go {'.'.join(map(str, version))}: install Go {wanted} or later "
-                "(it fetches the Go a release needs by itself)"
-            )
-        return cls(path, version, progress)
+            found = golang.find_go()
+        except golang.NoGoError as error:
+            raise ToolchainError(str(error)) from None
+        return cls(found.path, found.version, progress)
 
     def env(self, module: Path, *, work: Path | None = None, pinning: bool = False) -> dict[str, str]:
         # Outside a module (pinning downloads into a scratch directory) any Go does.
