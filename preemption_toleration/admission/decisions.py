@@ -21,11 +21,17 @@ from preemption_toleration.governance.views import (
     policy_view,
 )
 from preemption_toleration.validation.findings import Finding
-from preemption_toleration.validation.policy import read_policy
+from preemption_toleration.validation.policy import read_policy, subject
 from preemption_toleration.validation.priority_class import (
     ManagedAnnotations,
     check_managed_annotation_change,
     check_priority_class,
+)
+from preemption_toleration.validation.toleration_rules import (
+    POLICY_SPEC,
+    ClassValue,
+    minimum_without_effect,
+    unaffected,
 )
 
 
@@ -178,6 +184,21 @@ def _conflict(name: str, spec: Any, snapshot: Snapshot) -> str | None:
     return found[0].message if found else None
 
 
+def _without_effect(name: str, spec: Any, snapshot: Snapshot) -> list[str]:
+    """A warning when the policy's minimum holds back no preemptor of a class it would govern that the
+    cache knows (a class created later is judged by the operator's status)."""
+    minimum = spec.minimum_preemptable_priority
+    if minimum is None:
+        return []  # the policy's own rules warn (toleration-without-minimum, no-effect)
+    known = [
+        ClassValue(class_name, view.value)
+        for class_name in governed_names(spec, snapshot.classes, snapshot.labels)
+        if (view := snapshot.classes.get(class_name)) is not None
+    ]
+    low = unaffected(minimum, known)
+    return [minimum_without_effect(subject(name), minimum, low, POLICY_SPEC).message] if low else []
+
+
 def validate_policy(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionResponse:
     obj = request.object or {}
     old = request.old_object
@@ -193,6 +214,7 @@ def validate_policy(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionR
         return deny(
             request.uid, 422, " ".join(f.message for f in errors) or "The policy is invalid.", warnings=warnings
         )
+    warnings += _without_effect(parts.name, parts.spec, snapshot)
     conflict = _conflict(parts.name, parts.spec, snapshot)
     if conflict is not None:
         old_spec = read_policy(old).spec if old is not None else None

@@ -87,6 +87,14 @@ class Protection:
         return max(0, -(-left // NANOSECONDS_PER_SECOND))
 
 
+def holds_back_no_preemptor(priority: int, minimum: int | None) -> bool:
+    """A minimum-preemptable-priority that refuses no preemptor of pods of this priority (their class's
+    value): the scheduler preempts a pod only for a preemptor of higher priority, and upstream refuses only
+    preemptors below the minimum (check 5), so a toleration holds back priority < p < minimum, no priority
+    when the minimum is at most priority + 1. Unset (None), it is priority + 1 (the contract's default)."""
+    return minimum is None or minimum <= priority + 1
+
+
 def _from_nanoseconds(nanoseconds: int) -> datetime:
     return GO_ZERO_TIME + timedelta(microseconds=(nanoseconds - to_nanoseconds(GO_ZERO_TIME)) // 1000)
 
@@ -145,7 +153,7 @@ def protection_under(pod: Mapping[str, Any], toleration: ClassToleration | None,
             tolerating=tolerating,
         )
 
-    if minimum <= victim_priority + 1:
+    if holds_back_no_preemptor(victim_priority, minimum):
         return protection(
             ProtectionKind.NONE, f"minimum-preemptable-priority {minimum} admits every higher priority", refused=False
         )

@@ -13,7 +13,13 @@ from preemption_toleration.governance.ownership import PolicyIndex, conflicts_of
 from preemption_toleration.governance.plan import LabelIndex, governed_names
 from preemption_toleration.governance.views import EPOCH, ClassView, PolicyView, class_view, policy_view
 from preemption_toleration.validation.documents import Document, Located, ManifestCheck, is_priority_class
-from preemption_toleration.validation.findings import error, shown, warning
+from preemption_toleration.validation.findings import error, shown
+from preemption_toleration.validation.toleration_rules import (
+    POLICY_SPEC,
+    ClassValue,
+    minimum_without_effect,
+    unaffected,
+)
 
 
 def conflicts(documents: Sequence[Document]) -> list[Located]:
@@ -66,36 +72,23 @@ def _minimums(
     labels: LabelIndex,
     policies: Sequence[tuple[str, int, PolicyView]],
 ) -> list[Located]:
-    """A warning on each policy whose minimum is at or below the value of a class it claims, when the class
-    is in the input (as the annotation rule minimum-not-above-value: no effect there)."""
+    """A warning on each policy whose minimum holds back no preemptor of a class it claims, when the class
+    is in the input: the rule of the policy webhook and of the annotations (`minimum_without_effect`)."""
     found: list[Located] = []
     for source, position, policy in policies:
         spec = policy.spec
         if spec is None or spec.minimum_preemptable_priority is None:
-            continue
+            continue  # unset: the policy's own rules warn (toleration-without-minimum, no-effect)
         minimum = spec.minimum_preemptable_priority
-        low = [
-            (name, record)
+        claimed = [
+            ClassValue(name, record.value, f"{record.source}:{record.index}")
             for name in governed_names(spec, classes, labels)
-            if (record := check.classes.get(name)) is not None and record.value is not None and minimum <= record.value
+            if (record := check.classes.get(name)) is not None and record.value is not None
         ]
-        if not low:
-            continue
-        listed = ", ".join(f'"{name}" ({record.value}, {record.source}:{record.index})' for name, record in low[:5])
-        more = f" and {len(low) - 5} more" if len(low) > 5 else ""
-        highest = max(record.value or 0 for _, record in low)
-        found.append(
-            Located(
-                source,
-                position,
-                warning(
-                    "minimum-not-above-value",
-                    f'{POLICY_KIND} "{shown(policy.name)}": spec.minimumPreemptablePriority {minimum} is not above '
-                    f"the value of PriorityClass {listed}{more}, so it has no effect there. Fix: set it above "
-                    f"{highest}.",
-                ),
-            )
-        )
+        low = unaffected(minimum, claimed)
+        if low:
+            subject = f'{POLICY_KIND} "{shown(policy.name)}"'
+            found.append(Located(source, position, minimum_without_effect(subject, minimum, low, POLICY_SPEC)))
     return found
 
 

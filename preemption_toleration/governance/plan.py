@@ -16,10 +16,13 @@ from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY,
 from preemption_toleration.core.selectors import selector_matches
 from preemption_toleration.governance.ownership import age_order, selector_of
 from preemption_toleration.governance.views import ClassView, PolicyView
+from preemption_toleration.validation.toleration_rules import POLICY_SPEC, ClassValue, unaffected, without_effect_text
 
 
 class Reason(str, Enum):
     APPLIED = "Applied"
+    # applied, but its minimum holds back no preemptor of (some of) its classes (`minimum_without_effect`)
+    APPLIED_NO_EFFECT = "AppliedNoEffect"
     NOT_FOUND = "PriorityClassNotFound"
     CONFLICT = "Conflict"
     INVALID = "Invalid"
@@ -43,7 +46,7 @@ class PolicyOutcome:
 
     @property
     def ready(self) -> bool:
-        return self.reason is Reason.APPLIED
+        return self.reason in (Reason.APPLIED, Reason.APPLIED_NO_EFFECT)
 
 
 @dataclass(frozen=True)
@@ -195,9 +198,13 @@ def _outcome(
                 "gets the labels."
             )
         return PolicyOutcome(policy.name, Reason.NOT_FOUND, message, target)
-    return PolicyOutcome(
-        policy.name, Reason.APPLIED, _applied_message(existing, desired_annotations(spec)), target, governed
-    )
+    applied = _applied_message(existing, desired_annotations(spec))
+    minimum = spec.minimum_preemptable_priority
+    low = unaffected(minimum, [ClassValue(name, classes[name].value) for name in existing])
+    if low:
+        message = f"{applied} {without_effect_text(minimum, low, POLICY_SPEC)}"
+        return PolicyOutcome(policy.name, Reason.APPLIED_NO_EFFECT, message, target, governed)
+    return PolicyOutcome(policy.name, Reason.APPLIED, applied, target, governed)
 
 
 def _write_for(view: ClassView, desired: Mapping[str, str], policy_name: str | None) -> ClassWrite | None:

@@ -196,8 +196,8 @@ class Reconciler:
         await _bounded(write_class(write) for write in decided.writes)
 
         reasons = [outcome.reason.value for outcome in outcomes.values()]
-        for reason in ("Applied", "PriorityClassNotFound", "Conflict", "Invalid", "ApplyFailed"):
-            self.metrics.policies.labels(reason).set(reasons.count(reason))
+        for reason in Reason:
+            self.metrics.policies.labels(reason.value).set(reasons.count(reason.value))
 
         async def update_status(name: str, outcome: PolicyOutcome) -> None:
             policy = policy_by_name[name]

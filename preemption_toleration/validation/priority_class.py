@@ -26,6 +26,7 @@ from preemption_toleration.core.intparse import (
     is_canonical,
     parse_go_int,
 )
+from preemption_toleration.core.protection import holds_back_no_preemptor
 from preemption_toleration.core.shapes import is_mapping
 from preemption_toleration.validation.findings import (
     Field,
@@ -40,6 +41,8 @@ from preemption_toleration.validation.findings import (
 from preemption_toleration.validation.toleration_rules import (
     ANNOTATIONS,
     SYSTEM_CLASSES,
+    ClassValue,
+    minimum_without_effect,
     overflow_problem,
     toleration_warnings,
 )
@@ -191,15 +194,8 @@ def _effect_warnings(
     findings: list[Finding] = []
     minimum = parsed.get(MINIMUM_PREEMPTABLE_PRIORITY)
     seconds = parsed.get(TOLERATION_SECONDS)
-    if minimum is not None and isinstance(class_value, int) and minimum <= class_value:
-        findings.append(
-            warning(
-                "minimum-not-above-value",
-                f'{subject(name)}: minimum-preemptable-priority "{minimum}" is not above the class value '
-                f"{class_value}, so it has no effect. Fix: set it above {class_value}.",
-                annotation(MINIMUM_PREEMPTABLE_PRIORITY),
-            )
-        )
+    if minimum is not None and isinstance(class_value, int) and holds_back_no_preemptor(class_value, minimum):
+        findings.append(minimum_without_effect(subject(name), minimum, [ClassValue(None, class_value)], ANNOTATIONS))
     findings += toleration_warnings(
         subject(name), minimum, seconds, MINIMUM_PREEMPTABLE_PRIORITY in annotations, ANNOTATIONS
     )
@@ -347,7 +343,8 @@ def plainly_valid(priority_class: Mapping[str, Any]) -> bool:
     if MINIMUM_PREEMPTABLE_PRIORITY not in annotations:
         return TOLERATION_SECONDS not in annotations  # a toleration without a minimum is warned about
     minimum = annotations[MINIMUM_PREEMPTABLE_PRIORITY]
-    if not _plain_count(minimum) or int(minimum) <= value:  # nine digits: below every system class too
+    # nine digits: below every system class too
+    if not _plain_count(minimum) or holds_back_no_preemptor(value, int(minimum)):
         return False
     seconds = annotations.get(TOLERATION_SECONDS, "0")
     return seconds == "-1" or _plain_count(seconds)  # nine digits: far below MAX_TOLERATION_SECONDS

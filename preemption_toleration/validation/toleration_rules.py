@@ -1,15 +1,20 @@
 """The warnings about toleration values that PriorityClass annotations and policies share.
 
 Each kind of object names its two values its own way (annotation keys with quoted string values, or
-spec fields with numbers); the rules and their reasons are the same.
+spec fields with numbers); the rules and their reasons are the same. A minimum that holds back no
+preemptor (`minimum_without_effect`) is judged against the value of each class it is about: the class's own
+for its annotations, the classes a policy governs for a policy (`ptol validate` against those in its input,
+the policy webhook against those in its cache, the operator's status against those it governs).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from preemption_toleration.api.base import MAX_TOLERATION_SECONDS
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
+from preemption_toleration.core.protection import holds_back_no_preemptor
 from preemption_toleration.validation.findings import Field, Finding, warning
 
 SYSTEM_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
@@ -92,3 +97,56 @@ def toleration_warnings(
             )
         )
     return findings
+
+
+@dataclass(frozen=True)
+class ClassValue:
+    """A PriorityClass a minimum is about, as a message names it: `name` None is the class whose
+    annotations are judged; `where` is where the input defines it (`ptol validate`: path:line)."""
+
+    name: str | None
+    value: int
+    where: str = ""
+
+    def shown(self, first: bool = True) -> str:
+        """'PriorityClass "low" (value 8000)'; in a list, after the first, '"low" (value 8000)'."""
+        where = f", {self.where}" if self.where else ""
+        if self.name is None:
+            return f"this class (value {self.value}{where})"
+        kind = "PriorityClass " if first else ""
+        return f'{kind}"{self.name}" (value {self.value}{where})'
+
+
+SHOWN_CLASSES = 5
+
+
+def unaffected(minimum: int | None, classes: Iterable[ClassValue]) -> list[ClassValue]:
+    """The classes whose pods `minimum` protects against no preemptor (core's `holds_back_no_preemptor`)."""
+    return [found for found in classes if holds_back_no_preemptor(found.value, minimum)]
+
+
+def without_effect_text(minimum: int | None, classes: Sequence[ClassValue], spelling: Spelling) -> str:
+    """Why `minimum` has no effect on `classes` (each of them `unaffected`, at least one), and the fix."""
+    listed = ", ".join(found.shown(first=index == 0) for index, found in enumerate(classes[:SHOWN_CLASSES]))
+    if len(classes) > SHOWN_CLASSES:
+        listed += f" and {len(classes) - SHOWN_CLASSES} more"
+    its = "its" if len(classes) == 1 else "their"
+    fix = f"Fix: set it above {max(found.value for found in classes) + 1}."
+    if minimum is None:
+        return (
+            f"{spelling.minimum} is unset, so every higher priority may preempt the pods of {listed} at once, "
+            f"as without a toleration. {fix}"
+        )
+    return (
+        f"{spelling.minimum} {spelling.value(minimum)} has no effect on {listed}: it holds back only priorities "
+        f"below {minimum}, none of which can preempt {its} pods. {fix}"
+    )
+
+
+def minimum_without_effect(subject: str, minimum: int, classes: Sequence[ClassValue], spelling: Spelling) -> Finding:
+    """The warning on a minimum that holds back no preemptor of `classes` (each of them `unaffected`)."""
+    return warning(
+        "minimum-without-effect",
+        f"{subject}: {without_effect_text(minimum, classes, spelling)}",
+        spelling.minimum_field,
+    )

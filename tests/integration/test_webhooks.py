@@ -18,10 +18,13 @@ from tests.integration.objects import (
     MIN,
     TOL,
     class_manifest,
+    described_events,
     ours,
     policy_manifest,
     read_class,
+    ready,
     wait_annotations,
+    wait_ready,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -150,6 +153,54 @@ async def test_second_policy_for_a_governed_class_is_refused(
     result = await eventually(attempt, lambda r: r.returncode != 0, timeout=10, what="conflict refusal")
     message = denied(result, "policies.validate.preemption-toleration.dev")
     assert f'PriorityClass "{pc}" is already governed by PreemptionTolerationPolicy "{first}"' in message
+
+
+async def test_a_policy_without_effect_is_applied_with_a_warning_and_its_status_says_so(
+    api: ApiClient, components: RunProcess, alice: Kubectl, cleanup: list
+) -> None:
+    pc, ptp = unique_name("no-effect"), unique_name("policy")
+    cleanup += [("priorityclass", pc), ("ptp", ptp)]
+    alice("apply", "-f", "-", input=class_manifest(pc))  # value 8000
+    manifest = policy_manifest(
+        ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 100, "tolerationSeconds": -1}
+    )
+
+    async def apply(*dry_run: str) -> subprocess.CompletedProcess[str]:
+        return alice("apply", "-f", "-", *dry_run, input=manifest)
+
+    # a server-side dry run until the webhook's cache has the new class, then the policy itself
+    await eventually(
+        lambda: apply("--dry-run=server"), lambda r: "Warning:" in r.stderr, timeout=10, what="the no-effect warning"
+    )
+    result = await apply()
+    why = (
+        f'spec.minimumPreemptablePriority 100 has no effect on PriorityClass "{pc}" (value 8000): it holds back '
+        "only priorities below 100, none of which can preempt its pods. Fix: set it above 8001."
+    )
+    assert f"preemptiontolerationpolicy.preemption-toleration.dev/{ptp} created" in result.stdout
+    assert result.stderr == f'Warning: PreemptionTolerationPolicy "{ptp}": {why}\n'
+
+    policy = await wait_ready(api, ptp, "True", "AppliedNoEffect")
+    applied = f"Applied to PriorityClass {pc}: minimum-preemptable-priority=100, toleration-seconds=-1."
+    assert ready(policy)[2] == f"{applied} {why}"
+    assert alice("get", "ptp", ptp).stdout.splitlines()[1].split()[:6] == [
+        ptp,
+        pc,
+        "100",
+        "-1",
+        "True",
+        "AppliedNoEffect",
+    ]
+    await eventually(
+        lambda: _described(alice, ptp),
+        lambda rows: ("Warning", "AppliedNoEffect", "preemption-toleration-operator", ready(policy)[2]) in rows,
+        timeout=30,
+        what=f"the AppliedNoEffect Event under kubectl describe ptp {ptp}",
+    )
+
+
+async def _described(kubectl: Kubectl, ptp: str) -> list[tuple[str, str, str, str]]:
+    return described_events(kubectl, "ptp", ptp)
 
 
 async def test_hand_change_of_a_managed_annotation_is_refused_naming_the_policy(

@@ -14,8 +14,10 @@ from preemption_toleration.admission.decisions import (
 )
 from preemption_toleration.api.admission import MAX_WARNING_LENGTH, AdmissionReview, allow, split_text
 from preemption_toleration.core.annotations import LEGACY_PREFIX, PREFIX
-from preemption_toleration.governance.documents import conflicts
-from preemption_toleration.validation.documents import Document
+from preemption_toleration.governance.documents import between_documents, conflicts
+from preemption_toleration.governance.plan import plan
+from preemption_toleration.governance.views import class_view, policy_view
+from preemption_toleration.validation.documents import Document, ManifestCheck
 from tests.unit.admission_payloads import PTP_KIND, PTP_RESOURCE, review
 from tests.unit.kube_objects import priority_class
 
@@ -383,3 +385,92 @@ def test_ptol_validate_and_admission_give_one_conflict_message() -> None:
         'policy only: change "older" instead, or delete it first.'
     )
     assert decision.status.message == offline.finding.message == expected
+
+
+CLASSES = {
+    "batch": {**priority_class("batch", 8000), "metadata": {"name": "batch", "labels": {"tier": "batch"}}},
+    "batch-high": {
+        **priority_class("batch-high", 9000),
+        "metadata": {"name": "batch-high", "labels": {"tier": "batch"}},
+    },
+}
+NO_EFFECT = (
+    'PreemptionTolerationPolicy "p": spec.minimumPreemptablePriority 100 has no effect on PriorityClass "batch" '
+    "(value 8000): it holds back only priorities below 100, none of which can preempt its pods. Fix: set it "
+    "above 8001."
+)
+# (rule, spec, the warnings the policy webhook gives)
+NO_EFFECT_CASES = [
+    (
+        "a minimum below the class's value holds back nothing",
+        {"priorityClassName": "batch", "minimumPreemptablePriority": 100},
+        [NO_EFFECT],
+    ),
+    (
+        "a minimum of the class's value + 1 holds back nothing: that is the lowest priority that preempts",
+        {"priorityClassName": "batch", "minimumPreemptablePriority": 8001},
+        ['spec.minimumPreemptablePriority 8001 has no effect on PriorityClass "batch" (value 8000)'],
+    ),
+    (
+        "a minimum of value + 2 holds back priority value + 1",
+        {"priorityClassName": "batch", "minimumPreemptablePriority": 8002},
+        [],
+    ),
+    (
+        "a selector's classes are each judged, and only those without effect named",
+        {"priorityClassSelector": {"matchLabels": {"tier": "batch"}}, "minimumPreemptablePriority": 8500},
+        ['8500 has no effect on PriorityClass "batch-high" (value 9000): it holds back only priorities below 8500'],
+    ),
+    (
+        "several classes are named together, and the fix is above the highest",
+        {"priorityClassSelector": {"matchLabels": {"tier": "batch"}}, "minimumPreemptablePriority": 8000},
+        [
+            'has no effect on PriorityClass "batch" (value 8000), "batch-high" (value 9000): it holds back only '
+            "priorities below 8000, none of which can preempt their pods.",
+            "Fix: set it above 9001.",
+        ],
+    ),
+    ("a class not created yet is not judged", {"priorityClassName": "later", "minimumPreemptablePriority": 100}, []),
+    (
+        "no minimum: the policy's own rule warns, not this one",
+        {"priorityClassName": "batch", "tolerationSeconds": 60},
+        ["spec.tolerationSeconds 60 has no effect without spec.minimumPreemptablePriority"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("rule", "spec", "words"), NO_EFFECT_CASES, ids=[c[0] for c in NO_EFFECT_CASES])
+def test_a_policy_that_holds_back_no_preemptor_is_allowed_with_a_warning(rule, spec, words) -> None:
+    decision = validate_policy(policy_review(policy("p", spec)), snapshot_of({}, CLASSES))
+    warnings = decision.warnings or []
+    assert decision.allowed
+    assert len(warnings) == (1 if words else 0), warnings
+    assert all(word in warnings[0] for word in words), warnings
+    if words == [NO_EFFECT]:
+        assert decision.warnings == [NO_EFFECT]
+
+
+def offline(*bodies):
+    """What `ptol validate` finds between these documents of one file, policies.yaml."""
+    check = ManifestCheck()
+    list(check.check_objects(Document("policies.yaml", line, body) for line, body in enumerate(bodies, 1)))
+    return between_documents(check)
+
+
+def test_ptol_validate_admission_and_the_status_give_one_no_effect_message() -> None:
+    """One rule (core `holds_back_no_preemptor`), one message: offline, at admission, in the policy's status."""
+    spec = {"priorityClassName": "batch", "minimumPreemptablePriority": 100}
+    [found_offline] = [
+        found
+        for found in offline(CLASSES["batch"], policy("p", spec))
+        if found.finding.rule == "minimum-without-effect"
+    ]
+    decision = validate_policy(policy_review(policy("p", spec)), snapshot_of({}, CLASSES))
+    outcome = plan([policy_view(policy("p", spec))], [class_view(CLASSES["batch"])]).outcomes["p"]
+    assert found_offline.finding.message == NO_EFFECT.replace("(value 8000)", "(value 8000, policies.yaml:1)")
+    assert decision.warnings == [NO_EFFECT]
+    assert outcome.reason.value == "AppliedNoEffect" and outcome.ready
+    assert (
+        outcome.message
+        == "Applied to PriorityClass batch: minimum-preemptable-priority=100. " + NO_EFFECT.split('"p": ', 1)[1]
+    )

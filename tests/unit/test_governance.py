@@ -308,3 +308,62 @@ def test_the_first_claimant_of_one_class_is_the_owner_the_whole_plan_gives(rule,
     found = claimants(views, candidate)
     assert (found[0].name if found else None) == expected, rule
     assert plan(views, [candidate, klass("unrelated")]).owners.get("c") == expected, rule
+
+
+# (rule, spec, classes, Ready reason, the status message): a minimum holds back preemptors of priority
+# value < p < minimum, none when it is at most value + 1 or unset (core `holds_back_no_preemptor`).
+EFFECT_CASES = [
+    (
+        "a minimum below the class's value: applied, without effect",
+        {"priorityClassName": "low", "minimumPreemptablePriority": 100},
+        [klass("low")],
+        Reason.APPLIED_NO_EFFECT,
+        "Applied to PriorityClass low: minimum-preemptable-priority=100. spec.minimumPreemptablePriority 100 has no "
+        'effect on PriorityClass "low" (value 8000): it holds back only priorities below 100, none of which can '
+        "preempt its pods. Fix: set it above 8001.",
+    ),
+    (
+        "a minimum of value + 1, the lowest priority that preempts: without effect",
+        {"priorityClassName": "low", "minimumPreemptablePriority": 8001, "tolerationSeconds": -1},
+        [klass("low")],
+        Reason.APPLIED_NO_EFFECT,
+        "Applied to PriorityClass low: minimum-preemptable-priority=8001, toleration-seconds=-1. "
+        'spec.minimumPreemptablePriority 8001 has no effect on PriorityClass "low" (value 8000): it holds back '
+        "only priorities below 8001, none of which can preempt its pods. Fix: set it above 8001.",
+    ),
+    (
+        "a minimum of value + 2 holds back priority value + 1: applied",
+        {"priorityClassName": "low", "minimumPreemptablePriority": 8002},
+        [klass("low")],
+        Reason.APPLIED,
+        "Applied to PriorityClass low: minimum-preemptable-priority=8002.",
+    ),
+    (
+        "no minimum: its default, value + 1, holds back nothing",
+        {"priorityClassName": "low", "tolerationSeconds": 600},
+        [klass("low")],
+        Reason.APPLIED_NO_EFFECT,
+        "Applied to PriorityClass low: toleration-seconds=600. spec.minimumPreemptablePriority is unset, so every "
+        'higher priority may preempt the pods of PriorityClass "low" (value 8000) at once, as without a '
+        "toleration. Fix: set it above 8001.",
+    ),
+    (
+        "a selector: the classes without effect are named, the others protected",
+        {"priorityClassSelector": {"matchLabels": {"tier": "t"}}, "minimumPreemptablePriority": 8500},
+        [klass("a", labels={"tier": "t"}), klass("b", labels={"tier": "t"}, value=9000)],
+        Reason.APPLIED_NO_EFFECT,
+        "Applied to 2 PriorityClasses (a, b): minimum-preemptable-priority=8500. spec.minimumPreemptablePriority "
+        '8500 has no effect on PriorityClass "b" (value 9000): it holds back only priorities below 8500, none of '
+        "which can preempt its pods. Fix: set it above 9001.",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("rule", "spec", "classes", "reason", "message"), EFFECT_CASES, ids=[c[0] for c in EFFECT_CASES]
+)
+def test_a_policy_without_effect_is_ready_and_says_so(rule, spec, classes, reason, message) -> None:
+    outcome = plan([policy("p", spec)], classes).outcomes["p"]
+    assert (outcome.reason, outcome.message) == (reason, message)
+    condition = build_status(outcome, 1, None, NOW)["conditions"][0]
+    assert (condition["status"], condition["reason"], condition["message"]) == ("True", reason.value, message)

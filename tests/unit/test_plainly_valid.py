@@ -23,6 +23,7 @@ PLAIN = [
     ("forever", priority_class("low-non-preempted", 8000, "10000", "-1")),
     ("ten minutes", priority_class("low-10min", 8000, "10000", "600")),
     ("a minimum only", priority_class("low", 8000, "10000")),
+    ("the lowest minimum that refuses a preemptor", priority_class("low", 8000, "8002", "-1")),
     ("a toleration of 0", priority_class("low", 8000, "10000", "0")),
     ("a negative class value", priority_class("low", -5, "0", "600")),
     ("the highest user value", priority_class("top", 1_000_000_000)),
@@ -43,7 +44,8 @@ def test_the_classes_people_write_most_are_plainly_valid(case: str, klass: dict[
 
 NOT_PLAIN = [
     # (the rule, or the spelling the screen leaves to the rules, and a class)
-    ("minimum-not-above-value", priority_class("low", 8000, "8000", "-1")),
+    ("minimum-without-effect", priority_class("low", 8000, "8000", "-1")),
+    ("minimum-without-effect at value + 1", priority_class("low", 8000, "8001", "-1")),
     ("toleration-without-minimum", priority_class("low", 8000, None, "600")),
     ("negative-toleration", priority_class("low", 8000, "10000", "-2")),
     ("non-canonical-integer", priority_class("low", 8000, "010000", "-1")),

@@ -59,11 +59,21 @@ RULES = [
         [LEGACY_PREFIX + "toleration-seconds", "ignored", f"rename it to {TOL}"],
     ),
     (
-        "minimum-not-above-value",
+        "minimum-without-effect",
         priority_class("low", 8000, "8000", "-1"),
         W,
-        ['"8000"', "not above the class value 8000", "no effect"],
+        [
+            'PriorityClass "low": minimum-preemptable-priority "8000" has no effect on this class (value 8000): '
+            "it holds back only priorities below 8000, none of which can preempt its pods. Fix: set it above 8001."
+        ],
     ),
+    (  # the lowest priority that may preempt the class's pods is value + 1: a minimum there refuses nothing
+        "minimum-without-effect",
+        priority_class("low", 8000, "8001", "-1"),
+        W,
+        ['minimum-preemptable-priority "8001" has no effect on this class (value 8000)', "above 8001"],
+    ),
+    ("minimum-without-effect", priority_class("low", 8000, "100", "-1"), W, ['"100" has no effect']),
     (
         "toleration-without-minimum",
         priority_class("low", 8000, None, "600"),
@@ -132,6 +142,7 @@ CLEAN = [
     ("the system classes", priority_class("system-node-critical", 2000001000)),
     ("other annotations are not ours", priority_class("low", 8000, **{"example.com/owner": "team-a"})),
     ("the largest toleration that does not wrap", priority_class("low", 8000, "10000", "9223372036")),
+    ("the lowest minimum that refuses a preemptor: value + 2", priority_class("low", 8000, "8002", "-1")),
 ]
 
 

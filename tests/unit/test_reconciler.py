@@ -100,6 +100,27 @@ async def test_metrics_count_reconciles_writes_and_failures() -> None:
     assert value(fine, "ptol_operator_cache_objects", kind="priorityclasses") == 1
 
 
+async def test_a_policy_without_effect_is_applied_and_warned_about_in_an_event_and_counted() -> None:
+    recorder = Recorder()
+    policy = policy_view(
+        {
+            "apiVersion": "preemption-toleration.dev/v1alpha1",
+            "kind": "PreemptionTolerationPolicy",
+            "metadata": {"name": "p", "uid": "u1", "generation": 1, "creationTimestamp": "2026-11-01T00:00:00Z"},
+            "spec": {"priorityClassName": "low", "minimumPreemptablePriority": 100},
+        }
+    )
+    reconciler = recorder.reconciler()
+    await reconciler.reconcile([policy], [ClassView("low", 8000, uid="c1")], NOW)
+    [status] = recorder.statuses
+    condition = status["conditions"][0]
+    assert (condition["status"], condition["reason"]) == ("True", "AppliedNoEffect")
+    assert [reason for _, reason, _ in recorder.events] == ["Applied", "AppliedNoEffect"]
+    assert recorder.events[1][2] == condition["message"]
+    counted = reconciler.metrics.registry.get_sample_value("ptol_operator_policies", {"reason": "AppliedNoEffect"})
+    assert counted == 1
+
+
 class Server(Recorder):
     """Answers writes as the API server does: with the stored object, at a new resourceVersion."""
 

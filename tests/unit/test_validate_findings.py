@@ -92,18 +92,40 @@ FINDINGS = [
         ['PreemptionTolerationPolicy "p" is defined twice', "first at"],
     ),
     (
-        "minimum-not-above-value",
+        "minimum-without-effect",
         klass(value="8000") + "---\n" + policy(minimum="8000"),
         W,
-        ['spec.minimumPreemptablePriority 8000 is not above the value of PriorityClass "low" (8000', "above 8000"],
+        [
+            'PreemptionTolerationPolicy "p": spec.minimumPreemptablePriority 8000 has no effect on PriorityClass '
+            '"low" (value 8000, manifest.yaml:1): it holds back only priorities below 8000, none of which can '
+            "preempt its pods. Fix: set it above 8001."
+        ],
+    ),
+    (  # value + 1 is the lowest priority that may preempt the class's pods: a minimum there refuses nothing
+        "minimum-without-effect",
+        klass(value="8000") + "---\n" + policy(minimum="8001"),
+        W,
+        ['spec.minimumPreemptablePriority 8001 has no effect on PriorityClass "low" (value 8000', "above 8001"],
     ),
     (
-        "minimum-not-above-value",
+        "minimum-without-effect",
+        klass(name="a", value="9000", labels="{tier: gold}")
+        + "---\n"
+        + klass(name="b", value="7000", labels="{tier: gold}")
+        + "---\n"
+        + klass(name="c", value="8000", labels="{tier: gold}")
+        + "---\n"
+        + policy(target="priorityClassSelector: {matchLabels: {tier: gold}}", minimum="8001"),
+        W,
+        ['8001 has no effect on PriorityClass "a" (value 9000, manifest.yaml:1), "c" (value 8000', "above 9001"],
+    ),
+    (
+        "minimum-without-effect",
         klass(value="9000", labels="{tier: gold}")
         + "---\n"
         + policy(target="priorityClassSelector: {matchLabels: {tier: gold}}", minimum="9000"),
         W,
-        ['"low" (9000'],
+        ['PriorityClass "low" (value 9000'],
     ),
     ("api-version", klass().replace("scheduling.k8s.io/v1", "v1"), E, ['apiVersion "v1"', "scheduling.k8s.io/v1"]),
     (
