@@ -11,6 +11,7 @@ from preemption_toleration import (
     exempted_from_preemption,
     protection_of,
 )
+from preemption_toleration.core.protection import holds_back_no_preemptor
 from tests.unit.kube_objects import pod, priority_class
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
@@ -116,3 +117,27 @@ def test_the_toleration_parsed_once_gives_what_the_class_json_gives() -> None:
         invalid.class_name = "d"  # type: ignore[misc]
     with pytest.raises(PriorityClassNotFound):
         protection_under(pod("v", 8000, "gone"), None, NOW)
+
+
+# (rule, the class's value, minimum-preemptable-priority, no preemptor held back): only a priority above the
+# value preempts the class's pods, and only those below the minimum are held back.
+NO_PREEMPTOR_HELD_BACK = [
+    ("a minimum far below the value", 8000, 100, True),
+    ("a minimum equal to the value", 8000, 8000, True),
+    ("value + 1, the lowest priority that preempts: nothing below it preempts", 8000, 8001, True),
+    ("value + 2 holds back priority value + 1", 8000, 8002, False),
+    ("unset: the default, value + 1", 8000, None, True),
+    ("a negative value", -5, -4, True),
+    ("a negative value, value + 2", -5, -3, False),
+]
+
+
+@pytest.mark.parametrize(
+    ("rule", "value", "minimum", "none"), NO_PREEMPTOR_HELD_BACK, ids=[c[0] for c in NO_PREEMPTOR_HELD_BACK]
+)
+def test_holds_back_no_preemptor(rule, value, minimum, none) -> None:
+    assert holds_back_no_preemptor(value, minimum) is none
+    # what the protection of a pod of that class says, with a toleration that holds forever
+    klass = priority_class("c", value, None if minimum is None else str(minimum), "-1")
+    protection = protection_of(pod("v", value, "c"), klass, NOW)
+    assert protection.protected is not none
