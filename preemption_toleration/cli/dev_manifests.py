@@ -57,11 +57,6 @@ RENDERED = (
     Rendered("config/certmanager/certificate.yaml", "certificate.yaml", ("certificates.mode=cert-manager",)),
     Rendered("config/certmanager/webhook.yaml", "webhook.yaml", ("certificates.mode=cert-manager",)),
     Rendered("config/certmanager/rbac.yaml", "rbac-webhook.yaml", ("certificates.mode=cert-manager",)),
-    Rendered(
-        "config/certmanager/webhook-configurations.yaml",
-        "webhook-configurations.yaml",
-        ("certificates.mode=cert-manager",),
-    ),
     # config/steering: a managed cluster's install (no extender) with steering on, and the rights it adds
     Rendered("config/steering/webhook.yaml", "webhook.yaml", STEERING),
     Rendered("config/steering/rbac.yaml", "rbac-webhook.yaml", STEERING, without=(STEERING_RIGHTS,)),
@@ -72,7 +67,8 @@ RENDERED = (
 def helm_template(helm: Path, root: Path, *args: str) -> str:
     """`helm template` of the chart as release `preemption-toleration` in its namespace."""
     argv = [str(helm), "template", RELEASE, str(root / CHART), "--namespace", NAMESPACE]
-    argv += ["--kube-version", RENDER_KUBE_VERSION, *args]
+    # config/ names the image `preemption-toleration`, which config/default's `images:` points at a registry
+    argv += ["--kube-version", RENDER_KUBE_VERSION, "--set", f"image.repository={RELEASE}", *args]
     result = subprocess.run(argv, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise CommandError(f"`helm template {' '.join(args)}` failed: {' '.join(result.stderr.split())}")

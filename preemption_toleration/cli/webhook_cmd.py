@@ -144,6 +144,17 @@ def add_webhook_arguments(
     )
     env_option(
         parser,
+        "--extender-client-ca",
+        env="PTOL_EXTENDER_CLIENT_CA",
+        type=certificate_file,
+        metavar="FILE",
+        help="the CA certificate (PEM) that signs the client certificate kube-scheduler presents to the extender "
+        "endpoint, which answers no caller without one (403); default: the cluster's CA (the kubeconfig's, or "
+        "in a pod its ServiceAccount's ca.crt), which signs kube-scheduler's own certificate on kubeadm-style "
+        "control planes",
+    )
+    env_option(
+        parser,
         "--steering",
         env="PTOL_STEERING",
         default="off",
@@ -256,6 +267,51 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="register webhook configurations that call this URL (e.g. https://127.0.0.1:8443), removed "
         "on exit; for a local control plane",
     )
+    env_option(
+        parser,
+        "--register-service",
+        env="PTOL_REGISTER_SERVICE",
+        type=namespaced_name,
+        metavar="NAMESPACE/NAME",
+        help="once ready, register webhook configurations that call this Service (port 443), with the CA "
+        "of the server's certificate, and apply them again every 5 minutes; kept on exit (the other "
+        "replicas serve). Until a server is ready nothing is registered, so no write waits on it",
+    )
+    env_option(
+        parser,
+        "--register-owner",
+        env="PTOL_REGISTER_OWNER",
+        type=non_empty,
+        metavar="CLUSTERROLE",
+        help="the registered configurations are owned by this ClusterRole (the server's own), so that "
+        "deleting the install deletes them (Kubernetes' garbage collector)",
+    )
+    env_option(
+        parser,
+        "--admission-webhooks",
+        env="PTOL_ADMISSION_WEBHOOKS",
+        default="on",
+        type=choice("on", "off"),
+        help="register the PriorityClass and policy admission webhooks (on), or only the guard (off)",
+    )
+    env_option(
+        parser,
+        "--guard-failure-policy",
+        env="PTOL_GUARD_FAILURE_POLICY",
+        default="Ignore",
+        type=choice("Ignore", "Fail"),
+        help="the registered guard's failurePolicy: Ignore (a guard outage never blocks pod deletions) or "
+        "Fail (nothing the guard would judge goes through while it is down, drains included)",
+    )
+    env_list_option(
+        parser,
+        "--guard-skip-namespace",
+        env="PTOL_GUARD_SKIP_NAMESPACES",
+        dest="guard_skip_namespaces",
+        metavar="NAMESPACE",
+        help="a namespace the registered guard never judges (default kube-system; with --register-service the "
+        "Service's namespace is skipped too)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -274,6 +330,10 @@ def settings_from(args: argparse.Namespace) -> WebhookSettings:
         key_file=args.key_file,
         ca_file=args.ca_file,
         register_url=getattr(args, "register_url", None),
+        register_service=getattr(args, "register_service", None),
+        register_owner=getattr(args, "register_owner", None),
+        admission_webhooks=getattr(args, "admission_webhooks", "on") == "on",
+        guard_failure_policy=getattr(args, "guard_failure_policy", "Ignore"),
         tls_secret=args.tls_secret,
         guard_mode=args.guard,
         extender=args.extender == "on",
@@ -282,6 +342,7 @@ def settings_from(args: argparse.Namespace) -> WebhookSettings:
         eviction_preemptor_priority=args.eviction_preemptor_priority,
         service=args.service,
         steering=args.steering,
+        extender_client_ca=args.extender_client_ca,
         steering_namespace=args.steering_namespace,
     )
     if args.operator_identities:
@@ -290,12 +351,17 @@ def settings_from(args: argparse.Namespace) -> WebhookSettings:
         settings.preemptor_identities = list(args.preemptor_identities)
     if args.dns_names:
         settings.dns_names = list(args.dns_names)
+    if getattr(args, "guard_skip_namespaces", None):
+        settings.guard_skip_namespaces = list(args.guard_skip_namespaces)
     return settings
 
 
 def prepare(args: argparse.Namespace, command: str) -> bool:
     """Refuse flags that do not go together (False, with a message), else set up logging (True)."""
-    problem = tls_problem(args, registers=command == "run" or bool(getattr(args, "register_url", None)))
+    registers = command == "run" or bool(getattr(args, "register_url", None) or getattr(args, "register_service", None))
+    problem = tls_problem(args, registers=registers)
+    if problem is None and getattr(args, "register_url", None) and getattr(args, "register_service", None):
+        problem = "choose one of --register-url and --register-service (PTOL_REGISTER_URL, PTOL_REGISTER_SERVICE)"
     if problem is None and args.cert_file and args.key_file:
         problem = key_pair_problem(args.cert_file, args.key_file)
     if problem:

@@ -464,7 +464,7 @@ class LocalCluster:
             "leaderElection": {"leaderElect": False},
         }
         if extenders:
-            config["extenders"] = [dict(e) for e in extenders]
+            config["extenders"] = [self._with_client_certificate(e, kubeconfig) for e in extenders]
         config_file = self.directory / "scheduler-config.yaml"
         config_file.write_text(yaml.safe_dump(config))
 
@@ -484,6 +484,19 @@ class LocalCluster:
             )
 
         self._start_on_own_port("kube-scheduler", "scheduler", spawn, timeout)
+
+    @staticmethod
+    def _with_client_certificate(extender: Mapping[str, Any], kubeconfig: Path) -> dict[str, Any]:
+        """An HTTPS extender entry with the scheduler's own client certificate (that of its kubeconfig, signed
+        by the cluster's CA) as `certData`/`keyData`, unless the entry names one: as a kubeadm admin gives
+        kube-scheduler's identity to an extender that authenticates its caller."""
+        entry = dict(extender)
+        tls = dict(entry.get("tlsConfig") or {})
+        if entry.get("enableHTTPS") and "certData" not in tls and "certFile" not in tls:
+            user = yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]
+            tls["certData"], tls["keyData"] = user["client-certificate-data"], user["client-key-data"]
+            entry["tlsConfig"] = tls
+        return entry
 
     def _start_on_own_port(
         self, name: str, port_key: str, spawn: Callable[[int], None], timeout: float, *, scheme: str = "https"

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from preemption_toleration.devcluster.processes import end_with_starting_thread
@@ -20,13 +21,24 @@ class ComponentError(RuntimeError):
 
 class ComponentProcess:
     def __init__(
-        self, command: str, kubeconfig: str | Path, log_path: Path, *extra_args: str, log_level: str = "INFO"
+        self,
+        command: str,
+        kubeconfig: str | Path,
+        log_path: Path,
+        *extra_args: str,
+        log_level: str = "INFO",
+        launcher: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
     ) -> None:
+        """`launcher`: what runs `ptol` (default: this Python, with the checkout's package), e.g. a
+        `podman run` of the image (devcluster.image.run_argv); `env` is added to the launcher's environment."""
         self.command = command
         self.kubeconfig = kubeconfig
         self.log_path = log_path
         self.extra_args = extra_args
         self.log_level = log_level
+        self.launcher = tuple(launcher) or (sys.executable, "-m", "preemption_toleration")
+        self.env = dict(env or {})
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> int:
@@ -37,9 +49,7 @@ class ComponentProcess:
             start_of_this_run = log.tell()
             self.process = subprocess.Popen(
                 [
-                    sys.executable,
-                    "-m",
-                    "preemption_toleration",
+                    *self.launcher,
                     self.command,
                     "--kubeconfig",
                     str(self.kubeconfig),
@@ -47,7 +57,7 @@ class ComponentProcess:
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env={**os.environ, "PYTHONUNBUFFERED": "1", "PTOL_LOG_LEVEL": self.log_level},
+                env={**os.environ, "PYTHONUNBUFFERED": "1", "PTOL_LOG_LEVEL": self.log_level, **self.env},
                 # Started from the main thread (the tests, the benchmarks), it ends with its starter, even one
                 # killed with SIGKILL; from another thread (the demo's), that thread's end would stop it early.
                 preexec_fn=end_with_starting_thread if threading.current_thread() is threading.main_thread() else None,

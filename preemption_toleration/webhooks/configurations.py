@@ -34,6 +34,8 @@ GUARD_NAME = "preemption-toleration-guard"
 TIMEOUT_SECONDS = 5
 GUARD_TIMEOUT_SECONDS = 3
 GUARD_OPT_OUT_LABEL = "preemption-toleration.dev/guard"
+# Set by the API server on every namespace (1.21+): a namespace's name, for a selector.
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 _PRIORITY_CLASS_RULE = {
     "apiGroups": ["scheduling.k8s.io"],
@@ -177,11 +179,17 @@ def guard_configuration(
     client_config: Any,
     preemptor_identities: Collection[str] = DEFAULT_PREEMPTOR_IDENTITIES,
     every_eviction: bool = False,
+    failure_policy: str = "Ignore",
+    skipped_namespaces: Collection[str] = (),
 ) -> dict[str, Any]:
     """The guard's configuration, with the matchConditions built from the preemptor identities (the guard's
     own `--preemptor-identity` list): the API server calls it only for requests that may be preemptions
     (GA since Kubernetes 1.30, so on every supported release). `every_eviction`: the guard judges every
-    Eviction (its `--eviction-preemptor-priority` is set), so every Eviction is sent to it."""
+    Eviction (its `--eviction-preemptor-priority` is set), so every Eviction is sent to it. `failure_policy`:
+    Ignore by default (see the module's docstring); Fail where an admin chose it (`--guard-failure-policy`).
+    `skipped_namespaces`: namespaces the API server never sends it, by name (the server's own, kube-system),
+    besides those labelled to opt out."""
+    skipped = [{"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": sorted(set(skipped_namespaces))}]
     webhook: dict[str, Any] = {
         "name": "pods.guard.preemption-toleration.dev",
         "clientConfig": client_config(GUARD_PATH),
@@ -209,9 +217,12 @@ def guard_configuration(
             },
         ],
         "namespaceSelector": {
-            "matchExpressions": [{"key": GUARD_OPT_OUT_LABEL, "operator": "NotIn", "values": ["disabled"]}]
+            "matchExpressions": [
+                {"key": GUARD_OPT_OUT_LABEL, "operator": "NotIn", "values": ["disabled"]},
+                *(skipped if skipped_namespaces else []),
+            ]
         },
-        "failurePolicy": "Ignore",
+        "failurePolicy": failure_policy,
         "matchPolicy": "Equivalent",
         "sideEffects": "None",
         "timeoutSeconds": GUARD_TIMEOUT_SECONDS,
@@ -254,9 +265,9 @@ def service_manifests(
     preemptor_identities: Collection[str] = DEFAULT_PREEMPTOR_IDENTITIES,
     every_eviction: bool = False,
 ) -> list[dict[str, Any]]:
-    """The configurations calling the in-cluster Service; the caBundle is filled in later (by the
-    webhook's self-managed TLS, or cert-manager's CA injector). `preemptor_identities`, `every_eviction`:
-    see `guard_configuration`."""
+    """The configurations calling the in-cluster Service, as the server registers them there
+    (`--register-service`, which adds its CA as the caBundle): the guard skips the Service's namespace and
+    kube-system. `preemptor_identities`, `every_eviction`: see `guard_configuration`."""
 
     def client_config(path: str) -> dict[str, Any]:
         return service_client_config(namespace, service, path, ca_bundle)
@@ -264,22 +275,32 @@ def service_manifests(
     return [
         validating_configuration(client_config),
         mutating_configuration(client_config),
-        guard_configuration(client_config, preemptor_identities, every_eviction),
+        guard_configuration(
+            client_config, preemptor_identities, every_eviction, skipped_namespaces=(namespace, "kube-system")
+        ),
     ]
 
 
 EXTENDER_TIMEOUT = "2s"
 
 
-def scheduler_extender(url_prefix: str, ca_data: str, server_name: str | None = None) -> dict[str, Any]:
+def scheduler_extender(
+    url_prefix: str,
+    ca_data: str,
+    server_name: str | None = None,
+    client_certificate: tuple[str, str] | None = None,
+) -> dict[str, Any]:
     """The `extenders` entry of a KubeSchedulerConfiguration that sends preemptions to our server
-    (config/scheduler holds it in a whole file). `ca_data`: the base64 CA bundle.
+    (config/scheduler holds it in a whole file). `ca_data`: the base64 CA bundle; `client_certificate`: the
+    base64 certificate and key kube-scheduler presents (its own), which the server requires.
 
     ignorable: an extender outage lets the scheduler go on with its own victims (the guard still judges
     them); nodeCacheCapable: victims travel as UIDs, since the server keeps its own pod cache."""
     tls: dict[str, Any] = {"caData": ca_data}
     if server_name:
         tls["serverName"] = server_name
+    if client_certificate is not None:
+        tls["certData"], tls["keyData"] = client_certificate
     return {
         "urlPrefix": url_prefix,
         "preemptVerb": "preempt",

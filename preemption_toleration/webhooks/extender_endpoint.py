@@ -42,6 +42,16 @@ class ExtenderHooks:
     view: Callable[[], ExtenderView]
     preemptors: PreemptorRecord  # which preemptor each victim was named for, read by the guard
     held_back: HeldBack = not_kept
+    # the caller must have presented a client certificate, which the TLS layer verified against the CA of
+    # --extender-client-ca (a scheduler's); the server sets it, tests of the handler alone need not
+    authenticated: bool = False
+
+
+UNAUTHENTICATED = (
+    "the scheduler extender answers only a caller that presents a client certificate signed by the CA the "
+    "webhook server trusts for it (--extender-client-ca, by default the cluster's CA): give kube-scheduler's "
+    "own certificate as tlsConfig.certData and keyData in its extender entry"
+)
 
 
 class ExtenderEndpoint:
@@ -58,6 +68,8 @@ class ExtenderEndpoint:
         self.max_body_bytes = max_body_bytes
 
     async def handle(self, request: web.BaseRequest) -> web.Response:
+        if self.hooks.authenticated and not _client_certificate(request):
+            return json_answer({"error": UNAUTHENTICATED}, 403)
         try:
             body = await read_body(request, self.max_body_bytes)
         except BadRequest as problem:
@@ -114,3 +126,10 @@ class ExtenderEndpoint:
 def _bad_request(problem: str) -> Answer:
     logger.warning("bad extender request", extra={"endpoint": EXTENDER_PREEMPT_PATH, "problem": problem})
     return 400, {"error": problem}
+
+
+def _client_certificate(request: web.BaseRequest) -> bool:
+    """Whether the caller presented a client certificate; the TLS layer (CERT_OPTIONAL) has verified it
+    against the trusted CA, or refused the connection."""
+    transport = request.transport
+    return transport is not None and bool(transport.get_extra_info("peercert"))

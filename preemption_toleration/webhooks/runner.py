@@ -3,36 +3,29 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
 import os
 import socket
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from aiohttp import web
-from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration import pki
 from preemption_toleration.admission.decisions import AdmissionConfig
 from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES, GuardConfig
-from preemption_toleration.kube.client import APPLY_PATCH, make_api_client
+from preemption_toleration.kube.client import make_api_client
 from preemption_toleration.kube.informer import DEFAULT_PAGE_SIZE, DEFAULT_STALE_AFTER_SECONDS
 from preemption_toleration.logs import REGISTERED
 from preemption_toleration.webhooks.caches import AdmissionCaches
 from preemption_toleration.webhooks.configurations import (
-    GUARD_NAME,
-    NAME,
     guard_configuration,
-    mutating_configuration,
     scheduler_extender_of,
     url_client_config,
-    validating_configuration,
 )
 from preemption_toleration.webhooks.events import RefusalEvents
 from preemption_toleration.webhooks.extender_endpoint import ExtenderHooks
@@ -40,10 +33,17 @@ from preemption_toleration.webhooks.guard_endpoint import GuardHooks
 from preemption_toleration.webhooks.handling import DEFAULT_MAX_BODY_BYTES, HeldBack, not_kept
 from preemption_toleration.webhooks.metrics import WebhookMetrics
 from preemption_toleration.webhooks.nudger import Nudger
+from preemption_toleration.webhooks.registration import Registrar, Registration, RegistrationConflict, check_free
 from preemption_toleration.webhooks.secret_tls import SecretCertificates
 from preemption_toleration.webhooks.server import WebhookApp
 from preemption_toleration.webhooks.steerer import Steerer
-from preemption_toleration.webhooks.tls import FileCertificates, GeneratedCertificates, ServingCertificates, covers
+from preemption_toleration.webhooks.tls import (
+    FileCertificates,
+    GeneratedCertificates,
+    ServingCertificates,
+    covers,
+    trust_clients,
+)
 
 logger = logging.getLogger("preemption_toleration.webhooks")
 FIELD_MANAGER = "preemption-toleration-webhook"
@@ -79,56 +79,18 @@ class WebhookSettings:
     eviction_preemptor_priority: int | None = None
     # Register webhook configurations pointing at this URL (the local control plane); removed on exit.
     register_url: str | None = None
+    # Register webhook configurations calling this Service ("namespace/name"), once ready; kept on exit,
+    # owned by the ClusterRole `register_owner` (deleted with it).
+    register_service: str | None = None
+    register_owner: str | None = None
+    admission_webhooks: bool = True  # register the PriorityClass and policy webhooks (else only the guard)
+    guard_failure_policy: str = "Ignore"
+    guard_skip_namespaces: list[str] = field(default_factory=lambda: ["kube-system"])
+    # the CA that signs the scheduler's client certificate (the extender's caller); None: the cluster's CA
+    extender_client_ca: str | None = None
     # Steering (webhooks.steerer): off, "audit" (report what it would do) or "on"; its Leases' namespace
     steering: str = "off"
     steering_namespace: str = "default"
-
-
-async def register(
-    api: ApiClient,
-    base_url: str,
-    ca_bundle: bytes,
-    guard: bool,
-    preemptor_identities: Sequence[str] = DEFAULT_PREEMPTOR_IDENTITIES,
-    every_eviction: bool = False,
-) -> None:
-    def client_config(path: str) -> dict[str, Any]:
-        return url_client_config(base_url, path, ca_bundle)
-
-    admission = client.AdmissionregistrationV1Api(api)
-    await admission.patch_validating_webhook_configuration(
-        NAME,
-        validating_configuration(client_config),
-        field_manager=FIELD_MANAGER,
-        force=True,
-        _content_type=APPLY_PATCH,
-    )
-    await admission.patch_mutating_webhook_configuration(
-        NAME,
-        mutating_configuration(client_config),
-        field_manager=FIELD_MANAGER,
-        force=True,
-        _content_type=APPLY_PATCH,
-    )
-    if guard:
-        await admission.patch_validating_webhook_configuration(
-            GUARD_NAME,
-            guard_configuration(client_config, preemptor_identities, every_eviction),
-            field_manager=FIELD_MANAGER,
-            force=True,
-            _content_type=APPLY_PATCH,
-        )
-
-
-async def unregister(api: ApiClient) -> None:
-    admission = client.AdmissionregistrationV1Api(api)
-    for delete, name in (
-        (admission.delete_validating_webhook_configuration, GUARD_NAME),
-        (admission.delete_validating_webhook_configuration, NAME),
-        (admission.delete_mutating_webhook_configuration, NAME),
-    ):
-        with contextlib.suppress(ApiException):
-            await delete(name)
 
 
 class WebhookError(RuntimeError):
@@ -144,19 +106,13 @@ async def _certificates(api: ApiClient, settings: WebhookSettings) -> ServingCer
         names = [*pki.service_dns_names(settings.service, namespace), *settings.dns_names]
         certificates = SecretCertificates(api, namespace, secret, names, settings.ip_addresses)
         await certificates.setup()
-        await certificates.publish_ca_bundle()
         return certificates
     return GeneratedCertificates(settings.dns_names, settings.ip_addresses)
 
 
 def _registrable(certificates: ServingCertificates, url: str) -> bytes:
     """The caBundle to register `url` with; WebhookError if the API server could not trust the server there."""
-    ca_bundle = certificates.ca_bundle
-    if ca_bundle is None:
-        raise WebhookError(
-            "registering webhook configurations needs the CA that signed --cert-file: give it "
-            "with --ca-file (PTOL_TLS_CA_FILE)"
-        )
+    ca_bundle = _ca_bundle_of(certificates)
     host = urlsplit(url).hostname or ""
     if not covers(certificates.serving_pem, host):
         raise WebhookError(
@@ -316,6 +272,95 @@ def _start_steering(
     return steerer.refused
 
 
+def _trust_extender_clients(
+    settings: WebhookSettings, certificates: ServingCertificates, cluster_ca: str | None
+) -> None:
+    """The TLS layer verifies client certificates against --extender-client-ca, by default the CA of the
+    cluster this server talks to (its kubeconfig's, or in a pod its ServiceAccount's `ca.crt`), which signs
+    kube-scheduler's own client certificate on kubeadm-style control planes. Without any, no caller can
+    present a verified certificate, so the extender answers every call 403 (fails closed)."""
+    ca_file = settings.extender_client_ca or cluster_ca
+    if not ca_file:
+        logger.warning(
+            "the scheduler extender will refuse every call: no CA to verify its caller's client certificate "
+            "(the kubeconfig names no certificate authority); give --extender-client-ca (PTOL_EXTENDER_CLIENT_CA)"
+        )
+        return
+    trust_clients(certificates.context, str(ca_file))
+    logger.info("scheduler extender callers verified", extra={"clientCA": str(ca_file)})
+
+
+def registration_of(settings: WebhookSettings, bound_port: int | None = None) -> Registration | None:
+    """What the settings ask this server to register, if anything (pure). `bound_port`: the port it was given
+    when it asked for port 0."""
+    url = settings.register_url
+    if url is not None and bound_port is not None:
+        url = with_bound_port(url, bound_port)
+    service = None
+    if settings.register_service:
+        namespace, _, name = settings.register_service.partition("/")
+        service = (namespace, name)
+    if url is None and service is None:
+        return None
+    return Registration(
+        url=url,
+        service=service,
+        admission=settings.admission_webhooks,
+        guard=settings.guard_mode != "off",
+        guard_failure_policy=settings.guard_failure_policy,
+        preemptor_identities=list(settings.preemptor_identities),
+        every_eviction=settings.eviction_preemptor_priority is not None,
+        # in a cluster the server's own namespace too: the guard never judges the deletion of its own pods
+        guard_skipped_namespaces=tuple(sorted({*settings.guard_skip_namespaces, *(service[:1] if service else ())})),
+        owner_cluster_role=settings.register_owner,
+    )
+
+
+def _registrar(
+    api: ApiClient, settings: WebhookSettings, certificates: ServingCertificates, bound_port: int
+) -> Registrar | None:
+    """What registers this server's configurations, when its settings ask for it."""
+    registration = registration_of(settings, bound_port)
+    if registration is None:
+        return None
+    if registration.url is not None:
+        ca_bundle = _registrable(certificates, registration.url)
+        return Registrar(api, registration, lambda: ca_bundle)
+    return Registrar(api, registration, lambda: _ca_bundle_of(certificates))
+
+
+async def _check_registration_free(api: ApiClient) -> None:
+    """A local registration (`ptol run`) does not take over another's: WebhookError naming it, before this
+    server registers anything (and so before `ptol run --dev-cluster` touches the scheduler)."""
+    try:
+        await check_free(api)
+    except RegistrationConflict as conflict:
+        raise WebhookError(str(conflict)) from None
+
+
+def _ca_bundle_of(certificates: ServingCertificates) -> bytes:
+    ca_bundle = certificates.ca_bundle
+    if ca_bundle is None:
+        raise WebhookError(
+            "registering webhook configurations needs the CA that signed --cert-file: give it "
+            "with --ca-file (PTOL_TLS_CA_FILE)"
+        )
+    return ca_bundle
+
+
+def _log_extender_entry(registrar: Registrar, certificates: ServingCertificates, extender: bool) -> None:
+    """For a local registration: the extender entry a KubeSchedulerConfiguration needs to call this server."""
+    url = registrar.registration.url
+    if not extender or url is None:
+        return
+    ca_bundle = _ca_bundle_of(certificates)
+    registered_guard = guard_configuration(lambda path: url_client_config(url, path, ca_bundle))
+    logger.info(
+        "scheduler extender entry (KubeSchedulerConfiguration `extenders`)",
+        extra={"extender": scheduler_extender_of(registered_guard)},
+    )
+
+
 async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:
     api = await make_api_client(settings.kubeconfig)
     try:
@@ -350,7 +395,8 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
             tasks.append(asyncio.create_task(nudger.run(), name="expiry-nudges"))
             held_back = nudger.hold
             # The extender reads the guard's caches and tells it the preemptor of each victim it saw.
-            extender = ExtenderHooks(caches.extender_view, caches.preemptors, nudger.hold)
+            _trust_extender_clients(settings, certificates, api.configuration.ssl_ca_cert)
+            extender = ExtenderHooks(caches.extender_view, caches.preemptors, nudger.hold, authenticated=True)
         steer = _start_steering(api, caches, settings, metrics, tasks)
         guard = GuardHooks(caches.guard_snapshot, guard_config, events.record, held_back, settings.retry_hold, steer)
     tasks.append(asyncio.create_task(certificates.maintain(), name="certificates"))
@@ -367,7 +413,7 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
     runner = web.ServerRunner(app.build())
     await runner.setup()
     metrics_runner: web.ServerRunner | None = None
-    registered = False
+    registrar: Registrar | None = None
     try:
         site = web.TCPSite(runner, settings.host, settings.port, ssl_context=certificates.context)
         await site.start()
@@ -377,28 +423,20 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
         logger.info("webhook server listening", extra={"host": settings.host, "port": bound_port})
         if not await _synced_or_stopped(caches, stop):
             return
-        if settings.register_url is not None:
-            url = with_bound_port(settings.register_url, bound_port)
-            ca_bundle = _registrable(certificates, url)
-            await register(
-                api, url, ca_bundle, guard_enabled, settings.preemptor_identities, guard_config.judges_every_eviction
-            )
-            registered = True
-            logger.info(REGISTERED, extra={"url": url})
-            if extender is not None:
-                registered_guard = guard_configuration(
-                    lambda path: url_client_config(url, path, ca_bundle), settings.preemptor_identities
-                )
-                logger.info(
-                    "scheduler extender entry (KubeSchedulerConfiguration `extenders`)",
-                    extra={"extender": scheduler_extender_of(registered_guard)},
-                )
+        registrar = _registrar(api, settings, certificates, bound_port)
+        if registrar is not None:
+            if not registrar.registration.kept_on_exit:
+                await _check_registration_free(api)
+            await registrar.apply()
+            tasks.append(asyncio.create_task(registrar.maintain(), name="registration"))
+            logger.info(REGISTERED, extra={"calls": settings.register_service or registrar.registration.url})
+            _log_extender_entry(registrar, certificates, extender is not None)
         if ready is not None:
             ready.set()
         await stop.wait()
     finally:
-        if registered:
-            await unregister(api)
+        if registrar is not None:
+            await registrar.withdraw()
         await drain(app, runner, settings.shutdown_delay)
         await runner.cleanup()
         if metrics_runner is not None:

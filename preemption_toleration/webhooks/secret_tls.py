@@ -1,5 +1,5 @@
-"""Self-managed TLS for an in-cluster install: a CA and serving certificate kept in a Secret, the CA put
-into our webhook configurations' caBundle, the serving certificate renewed before expiry.
+"""Self-managed TLS for an in-cluster install: a CA and serving certificate kept in a Secret, the serving
+certificate renewed before expiry (the CA goes into the configurations the server registers, registration.py).
 
 Replicas share the Secret: the first one creates it (a replica that loses the creation race reads the
 winner's), each one loads what the Secret holds and picks up a renewal made by another.
@@ -18,7 +18,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration import pki
-from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME
+from preemption_toleration.webhooks.configurations import NAME
 from preemption_toleration.webhooks.tls import Issuer, load_pair, not_after, server_context
 
 logger = logging.getLogger("preemption_toleration.webhooks.tls")
@@ -42,16 +42,6 @@ def secret_body(name: str, namespace: str, ca: pki.CertKeyPair, serving: pki.Cer
         "metadata": {"name": name, "namespace": namespace, "labels": {"app.kubernetes.io/name": NAME}},
         "data": {key: base64.b64encode(value).decode() for key, value in values.items()},
     }
-
-
-def ca_bundle_patch(webhooks: list[Any], ca_bundle: bytes) -> list[dict[str, Any]]:
-    """JSON patch setting every webhook's caBundle, each guarded by a test of the webhook's name."""
-    encoded = base64.b64encode(ca_bundle).decode()
-    operations: list[dict[str, Any]] = []
-    for index, webhook in enumerate(webhooks):
-        operations.append({"op": "test", "path": f"/webhooks/{index}/name", "value": webhook.name})
-        operations.append({"op": "add", "path": f"/webhooks/{index}/clientConfig/caBundle", "value": encoded})
-    return operations
 
 
 class SecretCertificates:
@@ -126,28 +116,6 @@ class SecretCertificates:
         load_pair(self.context, serving.cert_pem, serving.key_pem)
         self.serving = serving
 
-    async def publish_ca_bundle(self) -> None:
-        admission = client.AdmissionregistrationV1Api(self.api)
-        for read, patch, name in (
-            (admission.read_validating_webhook_configuration, admission.patch_validating_webhook_configuration, NAME),
-            (admission.read_mutating_webhook_configuration, admission.patch_mutating_webhook_configuration, NAME),
-            (
-                admission.read_validating_webhook_configuration,
-                admission.patch_validating_webhook_configuration,
-                GUARD_NAME,
-            ),
-        ):
-            try:
-                configuration = await read(name)
-            except ApiException as error:
-                if error.status == 404:
-                    logger.warning("webhook configuration not found; caBundle not set", extra={"configuration": name})
-                    continue
-                raise
-            operations = ca_bundle_patch(configuration.webhooks or [], self.ca_bundle)
-            if operations:
-                await patch(name, operations, _content_type="application/json-patch+json")
-
     async def renew_or_reload(self, now: datetime.datetime | None = None) -> None:
         """Load a renewal another replica stored, or renew ourselves when due and store it."""
         assert self.issuer is not None and self.serving is not None, "setup() first"
@@ -166,11 +134,10 @@ class SecretCertificates:
             await asyncio.sleep(interval)
             try:
                 await self.renew_or_reload()
-                await self.publish_ca_bundle()
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # noqa: BLE001 - any failure: keep serving, try again next round
                 logger.warning("certificate maintenance failed", extra={"problem": repr(error)})
 
 
-__all__ = ["SecretCertificates", "ca_bundle_patch", "not_after", "secret_body"]
+__all__ = ["SecretCertificates", "not_after", "secret_body"]

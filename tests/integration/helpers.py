@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
+
+from preemption_toleration import pki
 
 T = TypeVar("T")
 
@@ -57,3 +62,23 @@ def with_value(args: list[str], flag: str, value: str) -> list[str]:
 def by_kind_and_name(text: str) -> dict[tuple[str, str], dict[str, Any]]:
     """The objects of a multi-document YAML text (what kustomize or helm renders), by kind and name."""
     return {(d["kind"], d["metadata"]["name"]): d for d in yaml.safe_load_all(text) if d}
+
+
+@functools.cache
+def _tls_files() -> dict[str, str]:
+    """A CA and a serving pair in files, standing for those the pod mounts (ptol reads them as it parses)."""
+    directory = Path(tempfile.mkdtemp(prefix="ptol-chart-tls-"))
+    ca = pki.generate_ca("test-ca")
+    serving = pki.issue_serving_cert(ca, "webhook", dns_names=["webhook"])
+    files = {"--ca-file": ca.cert_pem, "--cert-file": serving.cert_pem, "--key-file": serving.key_pem}
+    for flag, pem in files.items():
+        (directory / flag.strip("-")).write_bytes(pem)
+    return {flag: str(directory / flag.strip("-")) for flag in files}
+
+
+def with_local_tls_files(args: list[str]) -> list[str]:
+    """`args` with the certificate files the pod mounts replaced by local ones of the same kind."""
+    for flag, path in _tls_files().items():
+        if flag in args:
+            args = with_value(args, flag, path)
+    return args

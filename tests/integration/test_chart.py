@@ -14,16 +14,21 @@ import pytest
 import yaml
 
 from preemption_toleration.cli import dev_manifests
+from preemption_toleration.cli.main import build_parser
+from preemption_toleration.cli.webhook_cmd import settings_from
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES
 from preemption_toleration.webhooks.configurations import guard_match_expression
+from preemption_toleration.webhooks.registration import wanted_configurations
+from preemption_toleration.webhooks.runner import registration_of
 from tests.integration.components import INSTALL_NAMESPACE, ROOT, rbac_installed
 from tests.integration.conftest import Kubectl
-from tests.integration.helpers import by_kind_and_name
+from tests.integration.helpers import by_kind_and_name, with_local_tls_files
 
 pytestmark = pytest.mark.integration
 
 CHART = ROOT / "charts" / "preemption-toleration"
+IMAGE = ("--set", "image.repository=preemption-toleration")  # required: no image is published
 KUBE_VERSION = "1.37.2"
 # Kinds of other projects' CRDs, not installed on the local control plane.
 FOREIGN_KINDS = {"Issuer", "ClusterIssuer", "Certificate", "ServiceMonitor"}
@@ -42,6 +47,14 @@ def run_helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def template(helm: Path, *args: str) -> Objects:
+    """What an install of the chart amounts to: the objects helm renders, and the webhook configurations
+    the webhook server registers once ready, run with the rendered Deployment's arguments."""
+    objects = rendered(helm, *args)
+    return {**objects, **registered_by(objects)}
+
+
+def rendered(helm: Path, *args: str) -> Objects:
+    """The objects helm renders: never a webhook configuration (the server registers its own)."""
     result = run_helm(
         helm,
         "template",
@@ -51,10 +64,24 @@ def template(helm: Path, *args: str) -> Objects:
         INSTALL_NAMESPACE,
         "--kube-version",
         KUBE_VERSION,
+        *IMAGE,
         *args,
     )
     assert result.returncode == 0, result.stderr
-    return by_kind_and_name(result.stdout)
+    objects = by_kind_and_name(result.stdout)
+    assert not [kind for kind, _ in objects if kind.endswith("WebhookConfiguration")], "the server registers them"
+    return objects
+
+
+def registered_by(objects: Objects) -> Objects:
+    """The configurations the webhook server, given the rendered Deployment's arguments, registers."""
+    args = container(objects, WEBHOOK)["args"]
+    settings = settings_from(build_parser().parse_args(with_local_tls_files(args)))
+    registration = registration_of(settings)
+    assert registration is not None and registration.service == (INSTALL_NAMESPACE, WEBHOOK), args
+    assert registration.owner_cluster_role == WEBHOOK and ("ClusterRole", WEBHOOK) in objects
+    wanted, _ = wanted_configurations(registration, b"the server's CA")
+    return {(d["kind"], d["metadata"]["name"]): d for d in wanted}
 
 
 def container(objects: Objects, deployment: str) -> dict[str, Any]:
@@ -85,6 +112,13 @@ def _defaults(objects: Objects) -> None:
     assert args[:5] == ["webhook", "--tls-secret", f"{INSTALL_NAMESPACE}/webhook-tls", "--service", WEBHOOK]
     assert args[-2:] == ["--guard", "enforce"] and guard(objects)["failurePolicy"] == "Ignore"
     assert ("Role", "preemption-toleration-webhook-tls") in objects
+    # the rights to register its own configurations, by name, and to read its owner
+    assert _configuration_rights(objects) == {
+        f"{resource}/{name}:{verb}"
+        for resource in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations")
+        for name in ("preemption-toleration", "preemption-toleration-guard")
+        for verb in ("create", "patch", "delete")
+    }
     assert ("PodDisruptionBudget", WEBHOOK) in objects and ("ClusterKopfPeering", "preemption-toleration") in objects
     assert container(objects, WEBHOOK)["image"] == "preemption-toleration:0.1.0"  # the appVersion
     # a fail-closed webhook is not the first pod preempted: both components run in a class of the chart's
@@ -110,24 +144,41 @@ def _defaults(objects: Objects) -> None:
 def _cert_manager(objects: Objects) -> None:
     args = container(objects, WEBHOOK)["args"]
     assert "--cert-file" in args and "--tls-secret" not in args
-    for key in (*ADMISSION, GUARD):
-        annotations = objects[key]["metadata"]["annotations"]
-        assert annotations == {"cert-manager.io/inject-ca-from": f"{INSTALL_NAMESPACE}/{WEBHOOK}"}
-    assert objects[("Issuer", "preemption-toleration-selfsigned")]
-    assert objects[("Certificate", WEBHOOK)]["spec"]["dnsNames"][0] == f"{WEBHOOK}.{INSTALL_NAMESPACE}.svc"
-    # the rights self-managed TLS needs are gone: its Secret, and patching the configurations' caBundle
+    # the server registers the CA of the Secret cert-manager writes: a CA of its own, so a renewal of the
+    # serving certificate keeps the caBundle registered valid
+    assert args[args.index("--ca-file") + 1] == "/tls/ca.crt"
+    assert objects[("Issuer", "preemption-toleration-selfsigned")]["spec"] == {"selfSigned": {}}
+    ca = objects[("Certificate", "preemption-toleration-webhook-ca")]["spec"]
+    assert ca["isCA"] is True and ca["issuerRef"] == {"name": "preemption-toleration-selfsigned", "kind": "Issuer"}
+    assert objects[("Issuer", "preemption-toleration-ca")]["spec"] == {"ca": {"secretName": ca["secretName"]}}
+    serving = objects[("Certificate", WEBHOOK)]["spec"]
+    assert serving["issuerRef"] == {"name": "preemption-toleration-ca", "kind": "Issuer"}
+    assert serving["dnsNames"][0] == f"{WEBHOOK}.{INSTALL_NAMESPACE}.svc"
+    # the rights self-managed TLS needs are gone: its Secret
     assert ("Role", "preemption-toleration-webhook-tls") not in objects
-    rules = objects[("ClusterRole", WEBHOOK)]["rules"]
-    assert not [rule for rule in rules if "admissionregistration.k8s.io" in rule["apiGroups"]]
+
+
+def _configuration_rights(objects: Objects) -> set[str]:
+    """The webhook server's rights on webhook configurations, as "resource/name:verb"."""
+    return {
+        f"{resource}/{name}:{verb}"
+        for rule in objects[("ClusterRole", WEBHOOK)]["rules"]
+        if "admissionregistration.k8s.io" in rule["apiGroups"]
+        for resource in rule["resources"]
+        for name in rule.get("resourceNames", ["*"])
+        for verb in rule["verbs"]
+    }
 
 
 def _cluster_issuer(objects: Objects) -> None:
     assert ("Issuer", "preemption-toleration-selfsigned") not in objects
+    assert ("Certificate", "preemption-toleration-webhook-ca") not in objects
     assert objects[("Certificate", WEBHOOK)]["spec"]["issuerRef"] == {"name": "corp-ca", "kind": "ClusterIssuer"}
 
 
 def _audit_fail_closed(objects: Objects) -> None:
     assert container(objects, WEBHOOK)["args"][-2:] == ["--guard", "audit"]
+    assert "--guard-failure-policy" in container(objects, WEBHOOK)["args"]
     assert guard(objects)["failurePolicy"] == "Fail"
 
 
@@ -317,7 +368,7 @@ def test_helm_lint_passes(helm: Path, combination: str) -> None:
     args = [arg for arg in COMBINATIONS[combination][0] if not arg.startswith("monitoring.coreos.com")]
     if "--api-versions" in args:
         args.remove("--api-versions")
-    result = run_helm(helm, "lint", "--strict", str(CHART), "--kube-version", KUBE_VERSION, *args)
+    result = run_helm(helm, "lint", "--strict", str(CHART), "--kube-version", KUBE_VERSION, *IMAGE, *args)
     assert result.returncode == 0 and "0 chart(s) failed" in result.stdout, result.stdout + result.stderr
 
 
@@ -364,17 +415,39 @@ SCHEMA_REFUSALS = [
         "--steering=on must agree with the webhook server's rights: set guard.steering instead",
     ),
     ("guard.steering=on,guard.enabled=false", "guard.steering acts on the guard's refusals: it needs guard.enabled"),
+    # values that render an install that breaks
+    (
+        "webhook.replicas=1",
+        "minAvailable: 1 with webhook.replicas=1 allows no disruption, so node drains would hang",
+    ),
+    (
+        "webhook.podDisruptionBudget.minAvailable=2",
+        "minAvailable: 2 with webhook.replicas=2 allows no disruption, so node drains would hang",
+    ),
+    (
+        "webhook.podDisruptionBudget.minAvailable=100%",
+        "minAvailable: 100% of 2 replicas allows no disruption, so node drains would hang",
+    ),
+    ("webhook.podDisruptionBudget.minAvailable=150%", "minAvailable: 150% is more than every replica"),
+    ("webhook.metricsPort=8443", "webhook.metricsPort: 8443 is the webhook server's HTTPS port"),
 ]
 
 
 @pytest.mark.parametrize(("value", "message"), SCHEMA_REFUSALS, ids=[value for value, _ in SCHEMA_REFUSALS])
 def test_the_schema_refuses_a_mistyped_value_with_its_path(helm: Path, value: str, message: str) -> None:
-    result = run_helm(helm, "template", "x", str(CHART), "--kube-version", KUBE_VERSION, "--set", value)
+    result = run_helm(helm, "template", "x", str(CHART), "--kube-version", KUBE_VERSION, *IMAGE, "--set", value)
     assert result.returncode != 0 and message in result.stderr, result.stderr
 
 
+def test_the_chart_refuses_an_image_left_unnamed(helm: Path) -> None:
+    """No image is published: an install that names none would never run, so it is refused, saying what to set."""
+    result = run_helm(helm, "template", "x", str(CHART), "--kube-version", KUBE_VERSION)
+    assert result.returncode != 0, result.stdout
+    assert "image.repository: name the image you built from the Dockerfile and pushed" in result.stderr, result.stderr
+
+
 def test_the_chart_refuses_a_kubernetes_older_than_the_oldest_supported_minor(helm: Path) -> None:
-    result = run_helm(helm, "template", "x", str(CHART), "--kube-version", "1.34.3")
+    result = run_helm(helm, "template", "x", str(CHART), "--kube-version", "1.34.3", *IMAGE)
     assert result.returncode != 0 and "chart requires kubeVersion: >=1.35.0-0" in result.stderr, result.stderr
 
 
@@ -413,7 +486,7 @@ def test_kustomize_and_helm_install_the_same_objects(
     (Helm's is the release's, made by `--create-namespace`) and the marks of a Helm release."""
     kustomized = by_kind_and_name(kubectl("kustomize", str(ROOT / "config" / variant)).stdout)
     assert kustomized.pop(("Namespace", INSTALL_NAMESPACE))
-    charted = without_release_marks(template(helm, "--include-crds", *values))
+    charted = without_release_marks(rendered(helm, "--include-crds", *values))
     assert sorted(kustomized) == sorted(charted)
     for key, document in kustomized.items():
         assert document == charted[key], key
@@ -424,6 +497,6 @@ def test_the_admission_policy_component_is_the_charts_admission_policy(helm: Pat
         (ROOT / "config/components/validating-admission-policy/admission-policy.yaml").read_text()
     )
     charted = without_release_marks(
-        template(helm, "--set", "admissionPolicy.enabled=true", "--show-only", "templates/admission-policy.yaml")
+        rendered(helm, "--set", "admissionPolicy.enabled=true", "--show-only", "templates/admission-policy.yaml")
     )
     assert component == charted

@@ -10,13 +10,11 @@ reaches the Service's ClusterIP through the test bed's service proxy (as kube-pr
 from __future__ import annotations
 
 import json
-import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -24,75 +22,31 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.components import ComponentProcess
 from preemption_toleration.devcluster.processes import free_port
-from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME
-from tests.integration.components import INSTALL_NAMESPACE, ROOT, install_crd
+from preemption_toleration.webhooks.configurations import GUARD_NAME
+from tests.integration.chart import (
+    CHART,
+    CRD,
+    RELEASE,
+    SERVICE,
+    ca_bundles,
+    clean_slate,
+    container_args,
+    helm,
+    live,
+    refused_bad_class,
+    registered,
+    token_kubeconfig,
+)
+from tests.integration.components import INSTALL_NAMESPACE
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import eventually, unique_name, with_value
 from tests.integration.objects import MIN, TOL, apply_class_and_policy, class_manifest, ours, read_class
 from tests.integration.pods import create_bound
 
+UNPULLABLE = "registry.invalid/preemption-toleration"  # an image no node could pull
+
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
-
-RELEASE = "preemption-toleration"
-CHART = ROOT / "charts" / "preemption-toleration"
-CRD = "preemptiontolerationpolicies.preemption-toleration.dev"
-SERVICE = "preemption-toleration-webhook"
-CONFIGURATIONS = (
-    ("validatingwebhookconfiguration", NAME),
-    ("mutatingwebhookconfiguration", NAME),
-    ("validatingwebhookconfiguration", GUARD_NAME),
-)
-
-
-def helm(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
-    argv = [str(cluster.toolchain.helm), "--kubeconfig", str(cluster.kubeconfig), *args]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=180, check=False)
-
-
-def live(kubectl: Kubectl, *args: str) -> Any:
-    return json.loads(kubectl("get", *args, "-o", "json").stdout)
-
-
-def container_args(kubectl: Kubectl, deployment: str) -> list[str]:
-    found = live(kubectl, "deployment", deployment, "-n", INSTALL_NAMESPACE)
-    [container] = found["spec"]["template"]["spec"]["containers"]
-    return list(container["args"])
-
-
-def token_kubeconfig(cluster: LocalCluster, kubectl: Kubectl, account: str, path: Path) -> Path:
-    """A kubeconfig holding a token of the chart's ServiceAccount (TokenRequest), as a pod would mount."""
-    token = kubectl("create", "token", account, "-n", INSTALL_NAMESPACE, "--duration=1h").stdout.strip()
-    config = yaml.safe_load(cluster.kubeconfig.read_text())
-    config["users"][0]["user"] = {"token": token}
-    path.write_text(yaml.safe_dump(config))
-    path.chmod(0o600)
-    return path
-
-
-def ca_bundles(kubectl: Kubectl) -> list[str]:
-    return [
-        w.get("clientConfig", {}).get("caBundle", "")
-        for k, n in CONFIGURATIONS
-        for w in live(kubectl, k, n)["webhooks"]
-    ]
-
-
-@pytest.fixture
-def clean_slate(cluster: LocalCluster, kubectl: Kubectl) -> Iterator[None]:
-    """The CRD as a kustomize install left it, adopted by Helm as the chart's README says; nothing of
-    ours otherwise. Afterwards: no release left, whatever happened."""
-    install_crd(cluster)
-    for verb, extra in (
-        ("annotate", [f"meta.helm.sh/release-name={RELEASE}", f"meta.helm.sh/release-namespace={INSTALL_NAMESPACE}"]),
-        ("label", ["app.kubernetes.io/managed-by=Helm"]),
-    ):
-        kubectl(verb, "crd", CRD, "--overwrite", *extra)
-    kubectl("delete", "clusterkopfpeering", "preemption-toleration", "--ignore-not-found")
-    yield
-    helm(cluster, "uninstall", RELEASE, "--namespace", INSTALL_NAMESPACE, "--ignore-not-found", "--wait")
-    for kind, name in CONFIGURATIONS:
-        kubectl("delete", kind, name, "--ignore-not-found", check=False)
-    install_crd(cluster)  # the peering object the other modules' operators share
+__all__ = ["clean_slate"]  # a fixture
 
 
 @pytest.fixture
@@ -101,17 +55,6 @@ async def pods_namespace(api: ApiClient) -> AsyncIterator[str]:
     await client.CoreV1Api(api).create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
     yield name
     await client.CoreV1Api(api).delete_namespace(name)
-
-
-async def refused_bad_class(kubectl: Kubectl, name: str) -> str:
-    """kubectl's error for a PriorityClass with a bad annotation, once the webhook answers through the
-    Service (before, the API server reports that it could not call it)."""
-    bad = class_manifest(name, annotations={TOL: "abc"})
-
-    async def attempt() -> str:
-        return str(kubectl("apply", "-f", "-", input=bad, check=False).stderr)
-
-    return await eventually(attempt, lambda err: "denied the request" in err, timeout=60, what="the webhook's answer")
 
 
 async def test_helm_install_upgrade_and_uninstall_on_the_real_api_server(
@@ -123,10 +66,18 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_api_server(
     pods_namespace: str,
     tmp_path: Path,
 ) -> None:
-    installed = helm(cluster, "install", RELEASE, str(CHART), "--namespace", INSTALL_NAMESPACE, "--create-namespace")
+    image = ("--set", f"image.repository={UNPULLABLE}")
+    installed = helm(
+        cluster, "install", RELEASE, str(CHART), "--namespace", INSTALL_NAMESPACE, "--create-namespace", *image
+    )
     assert installed.returncode == 0, installed.stderr
     assert "It keeps, on purpose," in installed.stdout  # NOTES.txt: what uninstall leaves
-    assert all(live(kubectl, kind, name) for kind, name in CONFIGURATIONS)
+    assert "once a replica is ready" in installed.stdout  # NOTES.txt: when the webhooks become active
+    pc, ptp, bad = unique_name("chart-class"), unique_name("chart-policy"), unique_name("chart-bad")
+    # No server has been ready (its image cannot even be pulled): nothing is registered, and classes and
+    # policies apply as before the install.
+    assert registered(kubectl) == []
+    apply_class_and_policy(kubectl, pc, ptp)
 
     # the pods' processes: the Deployments' arguments, the chart's ServiceAccounts
     port, health, metrics, webhook_metrics = free_port(), free_port(), free_port(), free_port()
@@ -144,12 +95,14 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_api_server(
     operator = as_its_account("operator", *operator_args, "--resync-seconds", "3")
     service = live(kubectl, "service", SERVICE, "-n", INSTALL_NAMESPACE)
     cluster.route_service(service["spec"]["clusterIP"], 443, f"127.0.0.1:{port}")
-    pc, ptp, bad = unique_name("chart-class"), unique_name("chart-policy"), unique_name("chart-bad")
     try:
         webhook.wait_for("webhook server listening", webhook.start(), timeout=60)
         operator.start()
-        # the webhook put its CA in the chart's three configurations (self-managed TLS)
-        await eventually(lambda: _async(ca_bundles, kubectl), lambda bundles: all(bundles), timeout=30, what="caBundle")
+        # once ready, the server registered its three configurations, with its CA (self-managed TLS)
+        await eventually(
+            lambda: _async(registered, kubectl), lambda found: len(found) == 3, timeout=60, what="registration"
+        )
+        assert all(ca_bundles(kubectl))
 
         # admission, through the Service: a bad PriorityClass is refused with the webhook's message
         error = await refused_bad_class(kubectl, bad)
@@ -158,8 +111,7 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_api_server(
             f'PriorityClass "{bad}": annotation {TOL}="abc" is not a base-10 integer'
         ) in error
 
-        # the operator, with the chart's RBAC, writes a policy's annotations
-        apply_class_and_policy(kubectl, pc, ptp)
+        # the operator, with the chart's RBAC, writes the annotations of the policy applied before
         await eventually(
             lambda: read_class(api, pc), lambda c: ours(c) == {MIN: "10000", TOL: "-1"}, timeout=60, what="annotations"
         )
@@ -186,7 +138,8 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_api_server(
         for process in (webhook, operator):
             assert "forbidden" not in process.log().lower(), process.log()[-3000:]
 
-        # helm upgrade with changed values changes what it should, and keeps the caBundle the webhook wrote
+        # helm upgrade with changed values changes what it should; the webhook's pods, rolled with the new
+        # arguments, register the configurations they now ask for
         upgraded = helm(
             cluster,
             "upgrade",
@@ -194,6 +147,7 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_api_server(
             str(CHART),
             "--namespace",
             INSTALL_NAMESPACE,
+            *image,
             "--set",
             "guard.mode=audit",
             "--set",
@@ -204,22 +158,36 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_api_server(
             "admissionPolicy.enabled=true",
         )
         assert upgraded.returncode == 0, upgraded.stderr
-        assert live(kubectl, "validatingwebhookconfiguration", GUARD_NAME)["webhooks"][0]["failurePolicy"] == "Fail"
-        assert container_args(kubectl, SERVICE)[-2:] == ["--guard", "audit"]
+        webhook_args = container_args(kubectl, SERVICE)[1:]
+        assert webhook_args[webhook_args.index("--guard") + 1] == "audit"
+        assert webhook_args[webhook_args.index("--guard-failure-policy") + 1] == "Fail"
+        webhook.stop()
+        webhook_args = with_value(webhook_args, "--metrics-address", f"127.0.0.1:{webhook_metrics}")
+        webhook = as_its_account("webhook", *webhook_args, "--host", "127.0.0.1", "--port", str(port))
+        webhook.wait_for("webhook server listening", webhook.start(), timeout=60)
+        await eventually(
+            lambda: _async(live, kubectl, "validatingwebhookconfiguration", GUARD_NAME),
+            lambda guard: guard["webhooks"][0]["failurePolicy"] == "Fail",
+            timeout=60,
+            what="the guard registered with failurePolicy Fail",
+        )
         assert live(kubectl, "deployment", SERVICE, "-n", INSTALL_NAMESPACE)["spec"]["replicas"] == 3
         assert live(kubectl, "validatingadmissionpolicy", "preemption-toleration-priorityclasses")
-        assert all(ca_bundles(kubectl)), "helm upgrade must leave the caBundle the webhook wrote"
+        assert all(ca_bundles(kubectl))
         # both the webhook and the admission policy now refuse it (which one answers first varies)
         after = kubectl("apply", "-f", "-", input=class_manifest(bad, annotations={TOL: "abc"}), check=False).stderr
         assert f'PriorityClass "{bad}": annotation {TOL}="abc" is not a base-10 integer' in after, after
 
-        # helm uninstall: no webhook configuration left; the CRD and the policies kept, and it says so
+        # helm uninstall: the configurations the server registered go with its ClusterRole (the garbage
+        # collector); the CRD and the policies are kept, and it says so
+        webhook.stop()
         uninstalled = helm(cluster, "uninstall", RELEASE, "--namespace", INSTALL_NAMESPACE, "--wait")
         assert uninstalled.returncode == 0, uninstalled.stderr
         assert "These resources were kept due to the resource policy:" in uninstalled.stdout
         assert f"[CustomResourceDefinition] {CRD}" in uninstalled.stdout
-        for kind, name in CONFIGURATIONS:
-            assert kubectl("get", kind, name, check=False).returncode != 0, f"{kind}/{name} left behind"
+        await eventually(
+            lambda: _async(registered, kubectl), lambda found: found == [], timeout=60, what="configurations collected"
+        )
         assert kubectl(
             "get", "validatingadmissionpolicy", "preemption-toleration-priorityclasses", check=False
         ).returncode

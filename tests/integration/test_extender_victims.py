@@ -461,3 +461,48 @@ async def test_a_pod_that_tolerates_the_preemptor_uses_none_of_a_budget(
         lambda: read_pod(api, namespace, "pre"), lambda pod: node_of(pod) == nc, timeout=90, what="pre bound to nc"
     )
     assert await pod_names_on(api, namespace) == {"t1": nc, "e": nc, "t2": nd, "y": nd, "pre": nc}
+
+
+async def test_the_extender_answers_the_scheduler_and_no_caller_without_its_client_certificate(
+    api: ApiClient,
+    namespace: str,
+    make_node: MakeNode,
+    classes: dict[str, str],
+    extended: tuple[RunProcess, Server],
+    cluster: LocalCluster,
+    tmp_path: Path,
+) -> None:
+    """The extender endpoint trusts the cluster's CA for client certificates (`ptol run`'s default): a caller
+    without a certificate gets 403 and what to do, one with a certificate of another CA cannot even connect,
+    and kube-scheduler, presenting its own certificate (LocalCluster gives it as certData/keyData), is
+    served: a preemption goes through the extender."""
+    _, server = extended
+    url = f"{server.base}/extender/preempt"
+    body = {"pod": {"metadata": {"name": "x", "namespace": namespace, "uid": "u"}}, "nodeNameToMetaVictims": {}}
+    async with aiohttp.ClientSession() as session:
+        async with session.post(url, json=body, ssl=server.context) as response:
+            assert response.status == 403
+            assert "presents a client certificate signed by the CA" in (await response.json())["error"]
+        stranger_ca = pki.generate_ca("not-the-cluster-ca")
+        stranger = pki.issue_client_cert(stranger_ca, "system:kube-scheduler")
+        (tmp_path / "c.crt").write_bytes(stranger.cert_pem)
+        (tmp_path / "c.key").write_bytes(stranger.key_pem)
+        context = ssl.create_default_context(cadata=base64.b64decode(entry_ca(cluster)).decode())
+        context.load_cert_chain(tmp_path / "c.crt", tmp_path / "c.key")
+        with pytest.raises(aiohttp.ClientError):
+            async with session.post(url, json=body, ssl=context) as response:
+                await response.read()
+    # the scheduler's own calls are served: the extender chooses the victims of a preemption
+    before = sum((await server.extender_nodes()).values())
+    node = (await make_node(cpu="2", memory="8Gi")).metadata.name
+    await create_bound(api, namespace, "plain-auth", classes["low"], node, cpu="2")
+    preemptor = on_nodes(pod_body("high-auth", classes["high"], node, cpu="2"), node)
+    await client.CoreV1Api(api).create_namespaced_pod(namespace, preemptor)
+    await eventually(
+        lambda: read_pod(api, namespace, "high-auth"), lambda pod: node_of(pod) == node, timeout=90, what="bound"
+    )
+    assert sum((await server.extender_nodes()).values()) > before
+
+
+def entry_ca(cluster: LocalCluster) -> str:
+    return str(registered_extender(cluster)["tlsConfig"]["caData"])

@@ -13,13 +13,15 @@ import yaml
 from preemption_toleration.cli.main import build_parser
 from preemption_toleration.cli.webhook_cmd import tls_problem
 from preemption_toleration.devcluster import LocalCluster
+from preemption_toleration.webhooks.configurations import GUARD_NAME
 from tests.integration.components import INSTALL_NAMESPACE, OPERATOR_USER, ROOT, WEBHOOK_USER, rbac_installed
 from tests.integration.conftest import Kubectl
-from tests.integration.helpers import by_kind_and_name
+from tests.integration.helpers import by_kind_and_name, with_local_tls_files
 
 pytestmark = pytest.mark.integration
 
 NAMESPACE, OPERATOR, WEBHOOK = INSTALL_NAMESPACE, OPERATOR_USER, WEBHOOK_USER
+WEBHOOK_DEPLOYMENT = "preemption-toleration-webhook"
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +52,8 @@ def test_every_variant_renders_and_passes_a_server_side_dry_run(
     rendered = kubectl("kustomize", str(ROOT / "config" / variant)).stdout
     documents = [d for d in yaml.safe_load_all(rendered) if d]
     kept = [d for d in documents if d["kind"] not in CERT_MANAGER_KINDS]
-    assert kept and len(documents) - len(kept) == (2 if variant == "certmanager" else 0)
+    # cert-manager's: a self-signed Issuer, the CA Certificate, the CA's Issuer, the serving Certificate
+    assert kept and len(documents) - len(kept) == (4 if variant == "certmanager" else 0)
     result = kubectl("apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(kept))
     assert result.stdout.count("(server dry run)") == len(kept), (cluster.kubernetes_version, result.stdout)
 
@@ -80,8 +83,6 @@ def test_default_holds_the_deployments_the_service_and_a_policy_v1_budget(kubect
     assert kinds.count("Deployment") == 2 and "Service" in kinds
     [budget] = [d for d in documents if d["kind"] == "PodDisruptionBudget"]
     assert budget["apiVersion"] == "policy/v1"
-    [guard] = [d for d in documents if d["metadata"]["name"] == "preemption-toleration-guard"]
-    assert guard["webhooks"][0]["matchConditions"], "config/default carries the guard's matchConditions"
 
 
 def can(kubectl: Kubectl, user: str, verb: str, resource: str, *extra: str) -> bool:
@@ -98,6 +99,8 @@ ALLOWED = [
     (WEBHOOK, "create", "events", "-n", "team-a"),
     (WEBHOOK, "update", "secrets/webhook-tls", "-n", NAMESPACE),
     (WEBHOOK, "patch", "validatingwebhookconfigurations.admissionregistration.k8s.io/preemption-toleration-guard"),
+    (WEBHOOK, "create", "mutatingwebhookconfigurations.admissionregistration.k8s.io/preemption-toleration"),
+    (WEBHOOK, "get", "clusterroles.rbac.authorization.k8s.io/preemption-toleration-webhook"),
     (WEBHOOK, "patch", "pods", "--subresource=status", "-n", "team-a"),
 ]
 DENIED = [
@@ -112,6 +115,8 @@ DENIED = [
     (WEBHOOK, "get", "secrets/other", "-n", NAMESPACE),
     (WEBHOOK, "get", "secrets", "-n", "kube-system"),
     (WEBHOOK, "patch", "validatingwebhookconfigurations.admissionregistration.k8s.io/someone-else"),
+    (WEBHOOK, "create", "validatingwebhookconfigurations.admissionregistration.k8s.io"),
+    (WEBHOOK, "get", "clusterroles.rbac.authorization.k8s.io/cluster-admin"),
 ]
 
 
@@ -125,11 +130,22 @@ def test_service_accounts_may_do_nothing_else(installed: None, kubectl: Kubectl,
     assert not can(kubectl, *case)
 
 
-def test_certmanager_variant_renders_with_files_and_ca_injection(kubectl: Kubectl) -> None:
+def test_certmanager_variant_renders_with_files_and_its_ca(kubectl: Kubectl) -> None:
     rendered = kubectl("kustomize", str(ROOT / "config" / "certmanager")).stdout
-    assert rendered.count("cert-manager.io/inject-ca-from: preemption-toleration/preemption-toleration-webhook") == 3
     assert "- --cert-file" in rendered and "secretName: webhook-cert-manager-tls" in rendered
-    assert "kind: Certificate" in rendered
+    assert "- --ca-file\n        - /tls/ca.crt" in rendered  # the CA the server registers
+    assert "kind: Certificate" in rendered and "isCA: true" in rendered
+
+
+@pytest.mark.parametrize("variant", ["default", "certmanager", "steering"])
+def test_no_variant_applies_a_webhook_configuration(kubectl: Kubectl, variant: str) -> None:
+    """The server registers them once ready: an install whose server never starts leaves writes working."""
+    objects = by_kind_and_name(kubectl("kustomize", str(ROOT / "config" / variant)).stdout)
+    assert not [kind for kind, _ in objects if kind.endswith("WebhookConfiguration")]
+    [deployment] = [d for (kind, name), d in objects.items() if (kind, name) == ("Deployment", WEBHOOK_DEPLOYMENT)]
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--register-service") + 1] == f"{NAMESPACE}/{WEBHOOK_DEPLOYMENT}"
+    assert args[args.index("--register-owner") + 1] == WEBHOOK_DEPLOYMENT
 
 
 @pytest.mark.parametrize("variant", ["default", "certmanager"])
@@ -141,7 +157,8 @@ def test_container_arguments_are_ones_ptol_accepts(kubectl: Kubectl, variant: st
     for deployment in deployments:
         [container] = deployment["spec"]["template"]["spec"]["containers"]
         assert container["image"] == "preemption-toleration:0.1.0"  # what config/default's `images:` sets
-        args = build_parser().parse_args(container["args"])  # exits 2 on a flag or value ptol refuses
+        # exits 2 on a flag or value ptol refuses (the certificate files the pod mounts: local ones here)
+        args = build_parser().parse_args(with_local_tls_files(container["args"]))
         commands[deployment["metadata"]["name"]] = args.command
         if args.command == "webhook":
             assert tls_problem(args) is None
@@ -188,15 +205,8 @@ def test_what_a_security_reviewer_checks_in_the_rendered_install(kubectl: Kubect
     assert policies["preemption-toleration-operator"]["ingress"] == []
     webhook_args = deployments["preemption-toleration-webhook"]["containers"][0]["args"]
     assert "--metrics-address" in webhook_args
-    # the PriorityClass webhook fails closed, but only on the writes its matchConditions select
-    [pc_webhook] = [
-        w
-        for w in objects[("ValidatingWebhookConfiguration", "preemption-toleration")]["webhooks"]
-        if w["name"] == "priorityclasses.validate.preemption-toleration.dev"
-    ]
-    assert pc_webhook["failurePolicy"] == "Fail" and pc_webhook["matchConditions"]
-    # rights: with cert-manager, none on Secrets and none on the webhook configurations
+    # rights: on webhook configurations, only the server's own, by name; with cert-manager, none on Secrets
     rules = objects[("ClusterRole", "preemption-toleration-webhook")]["rules"]
-    writes_configurations = any("admissionregistration.k8s.io" in rule["apiGroups"] for rule in rules)
-    secret_role = ("Role", "preemption-toleration-webhook-tls") in objects
-    assert writes_configurations is secret_role is (variant == "default")
+    on_configurations = [rule for rule in rules if "admissionregistration.k8s.io" in rule["apiGroups"]]
+    assert [rule["resourceNames"] for rule in on_configurations] == [["preemption-toleration", GUARD_NAME]]
+    assert (("Role", "preemption-toleration-webhook-tls") in objects) is (variant == "default")

@@ -196,7 +196,7 @@ async def test_the_webhook_server_does_its_job_with_its_role_alone(
         node = (await make_node(cpu="2")).metadata.name
         await create_bound(api, namespace, "victim", pc, node, cpu="1")
 
-        # its Secret (create, get), and the CA in its configurations' caBundle (get, patch)
+        # its Secret (create, get), and its configurations registered with that CA (patch: server-side apply)
         secret = await eventually(
             lambda: _secret(api), lambda s: s is not None, timeout=60, what="the webhook-tls Secret"
         )

@@ -20,7 +20,7 @@ from kubernetes_asyncio.client import ApiClient
 from preemption_toleration.admission.decisions import snapshot_of
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.logs import REGISTERED
-from preemption_toleration.webhooks.runner import register, unregister
+from preemption_toleration.webhooks.registration import Registrar, Registration, unregister
 from preemption_toleration.webhooks.secret_tls import SecretCertificates
 from preemption_toleration.webhooks.server import WebhookApp
 from tests.integration.components import WebhookServer, install_crd
@@ -129,7 +129,7 @@ async def test_a_secret_certificate_renewed_under_load_fails_no_request(
     port = runner.addresses[0][1]
     base = f"https://127.0.0.1:{port}"
     try:
-        await register(api, base, certificates.ca_bundle, guard=False)
+        await Registrar(api, Registration(url=base, guard=False), lambda: certificates.ca_bundle).apply()
         first = certificates.serving_pem
         admission_load.start()
         await until_served(REQUESTS // 4, lambda: served(base, certificates.ca_bundle), "load before the renewal")
@@ -176,7 +176,9 @@ async def two_servers_one_stopped(
                 what=f"the server on {port} ready",
             )
         bases = [f"https://127.0.0.1:{port}" for port in ports]
-        await register(api, f"https://127.0.0.1:{proxy.port}", ca.cert_pem, guard=False)
+        await Registrar(
+            api, Registration(url=f"https://127.0.0.1:{proxy.port}", guard=False), lambda: ca.cert_pem
+        ).apply()
         load.start()
         for base in bases:  # the proxy runs in this loop: metrics are read from threads
             await until_served(REQUESTS // 8, lambda base=base: served(base, ca.cert_pem), f"load on {base}")

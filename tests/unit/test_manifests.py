@@ -30,8 +30,16 @@ def test_failure_policies_and_limits() -> None:
     }
     [guard_webhook] = guard["webhooks"]
     assert guard_webhook["timeoutSeconds"] == 3
+    # its namespaces opt out by label; the server's own and kube-system are skipped by name
     assert guard_webhook["namespaceSelector"] == {
-        "matchExpressions": [{"key": "preemption-toleration.dev/guard", "operator": "NotIn", "values": ["disabled"]}]
+        "matchExpressions": [
+            {"key": "preemption-toleration.dev/guard", "operator": "NotIn", "values": ["disabled"]},
+            {
+                "key": "kubernetes.io/metadata.name",
+                "operator": "NotIn",
+                "values": ["kube-system", "preemption-toleration"],
+            },
+        ]
     }
     for webhook in webhooks:
         assert webhook["sideEffects"] == "None" and 1 <= webhook["timeoutSeconds"] <= 10
@@ -41,13 +49,13 @@ def test_failure_policies_and_limits() -> None:
 # ------------------------------------------------------------------------- the guard's matchConditions
 
 
-def test_the_guard_carries_its_match_conditions_and_config_default_ships_them() -> None:
-    """Every supported release has matchConditions GA: the committed configuration carries them, and
-    config/default takes config/webhook as it is."""
+def test_the_guard_carries_its_match_conditions_and_config_default_leaves_registration_to_the_server() -> None:
+    """Every supported release has matchConditions GA: the configuration carries them. config/default applies
+    none of config/webhook: the server registers them once ready."""
     *_, guard = yaml.safe_load_all(COMMITTED.read_text())
     assert guard["webhooks"][0]["matchConditions"] == guard_match_conditions(DEFAULT_PREEMPTOR_IDENTITIES)
     default = yaml.safe_load((COMMITTED.parents[1] / "default" / "kustomization.yaml").read_text())
-    assert "../webhook" in default["resources"] and "components" not in default and "patches" not in default
+    assert "../webhook" not in default["resources"] and "components" not in default and "patches" not in default
 
 
 def test_match_conditions_are_few_and_well_named() -> None:
@@ -92,8 +100,9 @@ SCHEDULER_SAMPLE = COMMITTED.parents[1] / "scheduler" / "kube-scheduler-config.y
 
 
 def test_the_sample_scheduler_configuration_is_the_code_s_extender_entry() -> None:
-    """config/scheduler: ignorable (an outage falls back to the guard), a short httpTimeout, TLS with caData,
-    and the path the server serves; the same entry `ptol demo` and the tests give the real scheduler."""
+    """config/scheduler: ignorable (an outage falls back to the guard), a short httpTimeout, TLS with caData
+    and the scheduler's client certificate, and the path the server serves; the same entry `ptol demo` and the
+    tests give the real scheduler."""
     from preemption_toleration.api.paths import EXTENDER_PREEMPT_PATH
     from preemption_toleration.webhooks.configurations import scheduler_extender
 
@@ -101,7 +110,10 @@ def test_the_sample_scheduler_configuration_is_the_code_s_extender_entry() -> No
     assert sample["kind"] == "KubeSchedulerConfiguration"
     [entry] = sample["extenders"]
     service = "preemption-toleration-webhook.preemption-toleration.svc"
-    assert entry == scheduler_extender(f"https://{service}:443/extender", "REPLACE-WITH-BASE64-CA-BUNDLE", service)
+    client = ("REPLACE-WITH-BASE64-CLIENT-CERTIFICATE", "REPLACE-WITH-BASE64-CLIENT-KEY")
+    assert entry == scheduler_extender(
+        f"https://{service}:443/extender", "REPLACE-WITH-BASE64-CA-BUNDLE", service, client_certificate=client
+    )
     assert entry["ignorable"] is True and entry["httpTimeout"] == "2s" and entry["tlsConfig"]["caData"]
     assert f"{entry['urlPrefix'].split(':443')[1]}/{entry['preemptVerb']}" == EXTENDER_PREEMPT_PATH
 

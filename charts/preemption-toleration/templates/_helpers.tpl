@@ -16,19 +16,15 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 {{ include "ptol.release" (index . 0) }}
 {{- end }}
 
+{{/* No image of this project is published: the chart runs the one you build and push (docs/install.md). */}}
 {{- define "ptol.image" -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- $repository := required "image.repository: name the image you built from the Dockerfile and pushed, e.g. --set image.repository=registry.example.com/preemption-toleration (docs/install.md, Build the image)" .Values.image.repository -}}
+{{ $repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end }}
 
 {{/* The operator's identity: the webhooks let it change the annotations it manages. */}}
 {{- define "ptol.operatorIdentity" -}}
 system:serviceaccount:{{ .Release.Namespace }}:operator
-{{- end }}
-
-{{/* guard.preemptorIdentities as the items of a CEL list of strings (quotes and backslashes escaped;
-the schema refuses control characters). */}}
-{{- define "ptol.celIdentities" -}}
-{{- range $i, $identity := .Values.guard.preemptorIdentities }}{{ if $i }}, {{ end }}'{{ $identity | replace "\\" "\\\\" | replace "'" "\\'" }}'{{ end }}
 {{- end }}
 
 {{/* The flags the guard's configuration must agree with come from their own values, never extraArgs. */}}
@@ -43,6 +39,31 @@ the schema refuses control characters). */}}
 {{- end }}
 {{- if and (ne .Values.guard.steering "off") (not .Values.guard.enabled) }}
 {{- fail "guard.steering acts on the guard's refusals: it needs guard.enabled=true" }}
+{{- end }}
+{{- include "ptol.checkWebhookValues" . }}
+{{- end }}
+
+{{/* Values that would render an install that breaks: refused, each with what to set instead. */}}
+{{- define "ptol.checkWebhookValues" -}}
+{{- if eq (int .Values.webhook.metricsPort) 8443 }}
+{{- fail "webhook.metricsPort: 8443 is the webhook server's HTTPS port; choose another port for /metrics (default 8081)" }}
+{{- end }}
+{{- $budget := .Values.webhook.podDisruptionBudget }}
+{{- if $budget.enabled }}
+{{- $replicas := int .Values.webhook.replicas }}
+{{- $min := toString $budget.minAvailable }}
+{{- if hasSuffix "%" $min }}
+{{- $percent := int (trimSuffix "%" $min) }}
+{{- if gt $percent 100 }}
+{{- fail (printf "webhook.podDisruptionBudget.minAvailable: %s is more than every replica; give at most 100%%, or a number below webhook.replicas" $min) }}
+{{- end }}
+{{- /* Kubernetes rounds a percentage of minAvailable up */}}
+{{- if ge (int (ceil (divf (mul $percent $replicas) 100))) $replicas }}
+{{- fail (printf "webhook.podDisruptionBudget.minAvailable: %s of %d replicas allows no disruption, so node drains would hang; lower it, raise webhook.replicas, or set webhook.podDisruptionBudget.enabled=false" $min $replicas) }}
+{{- end }}
+{{- else if ge (int $min) $replicas }}
+{{- fail (printf "webhook.podDisruptionBudget.minAvailable: %s with webhook.replicas=%d allows no disruption, so node drains would hang; raise webhook.replicas, lower minAvailable, or set webhook.podDisruptionBudget.enabled=false" $min $replicas) }}
+{{- end }}
 {{- end }}
 {{- end }}
 
@@ -66,13 +87,5 @@ priorityClassName: {{ . }}
 {{- with .Values.imagePullSecrets }}
 imagePullSecrets:
   {{- toYaml . | nindent 2 }}
-{{- end }}
-{{- end }}
-
-{{/* cert-manager's CA injection, on each webhook configuration in cert-manager mode. */}}
-{{- define "ptol.caInjection" -}}
-{{- if eq .Values.certificates.mode "cert-manager" }}
-annotations:
-  cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/preemption-toleration-webhook
 {{- end }}
 {{- end }}

@@ -1,0 +1,97 @@
+"""Installing the chart on the local control plane, and running its pods' processes on loopback as the
+installed Deployments run them, with a token of the chart's ServiceAccounts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from preemption_toleration.devcluster import LocalCluster
+from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME
+from tests.integration.components import INSTALL_NAMESPACE, ROOT, install_crd
+from tests.integration.conftest import Kubectl
+from tests.integration.helpers import eventually
+from tests.integration.objects import TOL, class_manifest
+
+RELEASE = "preemption-toleration"
+CHART = ROOT / "charts" / "preemption-toleration"
+CRD = "preemptiontolerationpolicies.preemption-toleration.dev"
+SERVICE = "preemption-toleration-webhook"
+CONFIGURATIONS = (
+    ("validatingwebhookconfiguration", NAME),
+    ("mutatingwebhookconfiguration", NAME),
+    ("validatingwebhookconfiguration", GUARD_NAME),
+)
+
+
+def helm(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = [str(cluster.toolchain.helm), "--kubeconfig", str(cluster.kubeconfig), *args]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=180, check=False)
+
+
+def live(kubectl: Kubectl, *args: str) -> Any:
+    return json.loads(kubectl("get", *args, "-o", "json").stdout)
+
+
+def container_args(kubectl: Kubectl, deployment: str) -> list[str]:
+    found = live(kubectl, "deployment", deployment, "-n", INSTALL_NAMESPACE)
+    [container] = found["spec"]["template"]["spec"]["containers"]
+    return list(container["args"])
+
+
+def token_kubeconfig(cluster: LocalCluster, kubectl: Kubectl, account: str, path: Path) -> Path:
+    """A kubeconfig holding a token of the chart's ServiceAccount (TokenRequest), as a pod would mount."""
+    token = kubectl("create", "token", account, "-n", INSTALL_NAMESPACE, "--duration=1h").stdout.strip()
+    config = yaml.safe_load(cluster.kubeconfig.read_text())
+    config["users"][0]["user"] = {"token": token}
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return path
+
+
+def registered(kubectl: Kubectl) -> list[tuple[str, str]]:
+    """Which of the project's webhook configurations exist."""
+    return [(k, n) for k, n in CONFIGURATIONS if kubectl("get", k, n, check=False).returncode == 0]
+
+
+def ca_bundles(kubectl: Kubectl) -> list[str]:
+    return [
+        w.get("clientConfig", {}).get("caBundle", "")
+        for k, n in CONFIGURATIONS
+        for w in live(kubectl, k, n)["webhooks"]
+    ]
+
+
+@pytest.fixture
+def clean_slate(cluster: LocalCluster, kubectl: Kubectl) -> Iterator[None]:
+    """The CRD as a kustomize install left it, adopted by Helm as the chart's README says; nothing of
+    ours otherwise. Afterwards: no release left, whatever happened."""
+    install_crd(cluster)
+    for verb, extra in (
+        ("annotate", [f"meta.helm.sh/release-name={RELEASE}", f"meta.helm.sh/release-namespace={INSTALL_NAMESPACE}"]),
+        ("label", ["app.kubernetes.io/managed-by=Helm"]),
+    ):
+        kubectl(verb, "crd", CRD, "--overwrite", *extra)
+    kubectl("delete", "clusterkopfpeering", "preemption-toleration", "--ignore-not-found")
+    yield
+    helm(cluster, "uninstall", RELEASE, "--namespace", INSTALL_NAMESPACE, "--ignore-not-found", "--wait")
+    for kind, name in CONFIGURATIONS:
+        kubectl("delete", kind, name, "--ignore-not-found", check=False)
+    install_crd(cluster)  # the peering object the other modules' operators share
+
+
+async def refused_bad_class(kubectl: Kubectl, name: str) -> str:
+    """kubectl's error for a PriorityClass with a bad annotation, once the webhook answers through the
+    Service (before, the API server reports that it could not call it)."""
+    bad = class_manifest(name, annotations={TOL: "abc"})
+
+    async def attempt() -> str:
+        return str(kubectl("apply", "-f", "-", input=bad, check=False).stderr)
+
+    return await eventually(attempt, lambda err: "denied the request" in err, timeout=60, what="the webhook's answer")
