@@ -42,7 +42,7 @@ def between_documents(check: ManifestCheck) -> list[Located]:
     """The rules between the documents a streaming `ManifestCheck` read (`ptol validate`): a policy's
     minimum against the classes it governs, and conflicts between policies."""
     policies = [
-        (record.source, record.index, PolicyView(record.name, _created(record.created), 0, False, record.spec))
+        (record.source, record.line, PolicyView(record.name, _created(record.created), 0, False, record.spec))
         for record in check.policies.values()
         if record.spec is not None
     ]
@@ -81,7 +81,7 @@ def _minimums(
             continue  # unset: the policy's own rules warn (toleration-without-minimum, no-effect)
         minimum = spec.minimum_preemptable_priority
         claimed = [
-            ClassValue(name, record.value, f"{record.source}:{record.index}")
+            ClassValue(name, record.value, f"{record.source}:{record.line}")
             for name in governed_names(spec, classes, labels)
             if (record := check.classes.get(name)) is not None and record.value is not None
         ]

@@ -178,10 +178,6 @@ class ClassRecord:
     value: int | None
     labels: Mapping[str, str] | None  # shared between classes with the same labels
 
-    @property
-    def index(self) -> int:  # the place under its former name (governance.documents)
-        return self.line
-
 
 @dataclass(slots=True)
 class PolicyRecord:
@@ -190,10 +186,6 @@ class PolicyRecord:
     name: str
     spec: PreemptionTolerationPolicySpec | None  # None when the policy is invalid
     created: Any  # metadata.creationTimestamp as written (ownership: the oldest policy governs)
-
-    @property
-    def index(self) -> int:  # the place under its former name (governance.documents)
-        return self.line
 
 
 @dataclass
