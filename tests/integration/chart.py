@@ -3,6 +3,7 @@ installed Deployments run them, with a token of the chart's ServiceAccounts."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ import pytest
 import yaml
 
 from preemption_toleration.devcluster import LocalCluster
-from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME
+from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME, service_manifests
 from tests.integration.components import INSTALL_NAMESPACE, ROOT, install_crd
 from tests.integration.conftest import Kubectl
 from tests.integration.helpers import eventually
@@ -95,3 +96,20 @@ async def refused_bad_class(kubectl: Kubectl, name: str) -> str:
         return str(kubectl("apply", "-f", "-", input=bad, check=False).stderr)
 
     return await eventually(attempt, lambda err: "denied the request" in err, timeout=60, what="the webhook's answer")
+
+
+@contextlib.contextmanager
+def inert_release_configurations(kubectl: Kubectl) -> Iterator[None]:
+    """The three webhook configurations of an installed release, calling its Service (which does not exist
+    here), made inert (they match no object) so that nothing in the cluster waits on them; removed after."""
+    configurations = service_manifests()
+    for configuration in configurations:
+        for webhook in configuration["webhooks"]:
+            webhook["failurePolicy"] = "Ignore"
+            webhook["objectSelector"] = {"matchLabels": {"preemption-toleration.dev/test": "matches-nothing"}}
+    kubectl("apply", "-f", "-", input=yaml.safe_dump_all(configurations))
+    try:
+        yield
+    finally:
+        for kind, name in CONFIGURATIONS:
+            kubectl("delete", kind, name, "--ignore-not-found", check=False)

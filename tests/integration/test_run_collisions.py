@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from preemption_toleration.devcluster import LocalCluster
-from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME, service_manifests
+from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME
+from tests.integration.chart import inert_release_configurations
 from tests.integration.components import RunProcess, ptol_run
 from tests.integration.conftest import Kubectl
 
@@ -48,20 +49,9 @@ def test_a_second_ptol_run_is_refused_naming_the_first(
 
 @pytest.fixture
 def installed_release(kubectl: Kubectl) -> Iterator[None]:
-    """The configurations of an installed release (calling its Service), inert: they match no object."""
-    configurations = service_manifests()
-    for configuration in configurations:
-        for webhook in configuration["webhooks"]:
-            webhook["failurePolicy"] = "Ignore"
-            webhook["objectSelector"] = {"matchLabels": {"preemption-toleration.dev/test": "matches-nothing"}}
-    kubectl("apply", "-f", "-", input=yaml.safe_dump_all(configurations))
-    yield
-    for kind, name in (
-        ("validatingwebhookconfiguration", NAME),
-        ("mutatingwebhookconfiguration", NAME),
-        ("validatingwebhookconfiguration", GUARD_NAME),
-    ):
-        kubectl("delete", kind, name, "--ignore-not-found", check=False)
+    """The configurations of an installed release (calling its Service), inert."""
+    with inert_release_configurations(kubectl):
+        yield
 
 
 def test_ptol_run_beside_an_installed_release_is_refused_naming_its_configurations(

@@ -25,7 +25,8 @@ from preemption_toleration.core.annotations import PREEMPTOR_PRIORITY
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.components import ComponentProcess
 from preemption_toleration.devcluster.processes import free_port
-from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME, service_manifests
+from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME
+from tests.integration.chart import inert_release_configurations
 from tests.integration.components import INSTALL_NAMESPACE, OPERATOR_USER, ROOT, WEBHOOK_USER, rbac_installed
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import eventually, unique_name, with_value
@@ -150,21 +151,9 @@ async def test_the_operator_stopped_by_an_error_starts_again_and_does_its_job(
 
 @pytest.fixture
 def inert_configurations(kubectl: Kubectl) -> Iterator[None]:
-    """Our three webhook configurations, calling a Service that does not exist here, made inert (they match
-    no object) so that nothing in the cluster waits on them; the webhook server fills in their caBundle."""
-    configurations = service_manifests()
-    for configuration in configurations:
-        for webhook in configuration["webhooks"]:
-            webhook["failurePolicy"] = "Ignore"
-            webhook["objectSelector"] = {"matchLabels": {"preemption-toleration.dev/test": "matches-nothing"}}
-    kubectl("apply", "-f", "-", input=yaml.safe_dump_all(configurations))
-    yield
-    for kind, name in (
-        ("validatingwebhookconfiguration", NAME),
-        ("mutatingwebhookconfiguration", NAME),
-        ("validatingwebhookconfiguration", GUARD_NAME),
-    ):
-        kubectl("delete", kind, name, "--ignore-not-found", check=False)
+    """An installed release's configurations, inert; the webhook server registers its own over them."""
+    with inert_release_configurations(kubectl):
+        yield
 
 
 async def test_the_webhook_server_does_its_job_with_its_role_alone(
