@@ -39,6 +39,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         shutdown_delay="0",
         operator_identity_default="the kubeconfig's user, the CN of its client certificate; for a kubeconfig "
         f"with a token, {DEFAULT_OPERATOR_IDENTITY}, so name the token's user here",
+        # /metrics apart from the HTTPS port, as the Deployments serve it; a free port, logged
+        metrics_address="127.0.0.1:0",
     )
     add_operator_arguments(parser)
     env_option(

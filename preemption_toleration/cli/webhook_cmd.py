@@ -49,6 +49,7 @@ def add_webhook_arguments(
     port: str = "8443",
     shutdown_delay: str = "5",
     operator_identity_default: str = DEFAULT_OPERATOR_IDENTITY,
+    metrics_address: str | None = None,
 ) -> None:
     add_kubeconfig_argument(parser)
     env_option(parser, "--host", env="PTOL_WEBHOOK_HOST", default=host, type=non_empty, help="address to listen on")
@@ -177,10 +178,12 @@ def add_webhook_arguments(
         parser,
         "--metrics-address",
         env="PTOL_WEBHOOK_METRICS_ADDRESS",
+        default=metrics_address,
         type=host_and_port,
         metavar="HOST:PORT",
-        help="serve /metrics on http://HOST:PORT/metrics (e.g. 0.0.0.0:8081), a port of its own that a "
-        "NetworkPolicy can close, and no longer on the HTTPS port; default: on the HTTPS port",
+        help="serve /metrics on http://HOST:PORT/metrics (e.g. 0.0.0.0:8081; port 0: a free one, logged), a port "
+        "of its own that a NetworkPolicy can close, and no longer on the HTTPS port; default: "
+        + ("on the HTTPS port" if metrics_address is None else metrics_address),
     )
     env_option(
         parser,

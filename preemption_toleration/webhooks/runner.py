@@ -235,7 +235,8 @@ async def _serve_metrics(app: WebhookApp, address: str) -> web.ServerRunner:
     except BaseException:  # e.g. the port is taken: nothing of it left behind
         await runner.cleanup()
         raise
-    logger.info("metrics served apart", extra={"address": address})
+    bound = runner.addresses[0][1] if runner.addresses else port  # the port given for port 0
+    logger.info("metrics served apart", extra={"address": f"{host}:{bound}", "url": f"http://{host}:{bound}/metrics"})
     return runner
 
 

@@ -79,7 +79,11 @@ class RunProcess(OperatorProcess):
     command = "run"
 
     def __init__(self, cluster: LocalCluster, *extra_args: str) -> None:
-        super().__init__(cluster, *extra_args, log_name="ptol-run.log")
+        metrics_port = free_port()  # /metrics apart from the HTTPS port, as `ptol run` serves it
+        super().__init__(
+            cluster, "--metrics-address", f"127.0.0.1:{metrics_port}", *extra_args, log_name="ptol-run.log"
+        )
+        self.metrics_base = f"http://127.0.0.1:{metrics_port}"
 
     def start(self) -> int:
         since = super().start()

@@ -38,17 +38,19 @@ GUARANTEE_SECONDS = 20
 
 
 class Server:
-    """The webhook server `ptol run` runs, as the scheduler's extender entry names it."""
+    """The webhook server `ptol run` runs, as the scheduler's extender entry names it, and its /metrics (on a
+    port of its own, plain HTTP)."""
 
-    def __init__(self, entry: dict[str, Any]) -> None:
+    def __init__(self, entry: dict[str, Any], metrics_base: str) -> None:
         self.base = entry["urlPrefix"].rsplit("/extender", 1)[0]
         self.context = ssl.create_default_context(cadata=base64.b64decode(entry["tlsConfig"]["caData"]).decode())
+        self.metrics_base = metrics_base
 
     async def metric(self, name: str, label: str) -> dict[str, float]:
         """A counter's samples by one label, read from /metrics."""
         async with (
             aiohttp.ClientSession() as session,
-            session.get(f"{self.base}/metrics", ssl=self.context) as response,
+            session.get(f"{self.metrics_base}/metrics") as response,
         ):
             text = await response.text()
         found: dict[str, float] = {}
@@ -71,7 +73,7 @@ def extended(cluster: LocalCluster) -> Iterator[tuple[RunProcess, Server]]:
     with ptol_run(cluster) as process:
         entry = registered_extender(cluster)
         with scheduler_extended(cluster, entry):
-            yield process, Server(entry)
+            yield process, Server(entry, process.metrics_base)
 
 
 @pytest.fixture(scope="module")

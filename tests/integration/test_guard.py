@@ -152,14 +152,20 @@ async def test_eviction_with_the_preemptor_annotation_is_refused_without_it_evic
 
 
 async def test_only_requests_that_may_be_preemptions_reach_the_guard(
-    api: ApiClient, namespace: str, node: str, classes: dict[str, str], cluster: LocalCluster, kubectl: Kubectl
+    api: ApiClient,
+    namespace: str,
+    node: str,
+    classes: dict[str, str],
+    cluster: LocalCluster,
+    kubectl: Kubectl,
+    components: RunProcess,
 ) -> None:
     """The registered configuration carries the guard's matchConditions: the API server itself answers a
     user's DELETE and KWOK's status updates (as a kubelet's), and calls the guard for a preemption."""
     from tests.integration.components import registered_extender
     from tests.integration.test_extender_victims import Server
 
-    server = Server(registered_extender(cluster))
+    server = Server(registered_extender(cluster), components.metrics_base)
 
     async def guard_requests() -> float:
         return (await server.metric("ptol_webhook_requests_total", "endpoint")).get("guard", 0.0)

@@ -22,8 +22,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")
 
 @pytest.fixture(scope="module")
 def server(cluster: LocalCluster) -> Iterator[Server]:
-    with ptol_run(cluster, "--extender", "off"):
-        yield Server(registered_extender(cluster))
+    with ptol_run(cluster, "--extender", "off") as process:
+        yield Server(registered_extender(cluster), process.metrics_base)
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,12 @@ beside an installed release, is refused before it serves or touches anything, na
 
 from __future__ import annotations
 
+import re
+import ssl
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,9 +16,11 @@ import pytest
 import yaml
 
 from preemption_toleration.devcluster import LocalCluster
+from preemption_toleration.devcluster.components import ComponentProcess
+from preemption_toleration.logs import REGISTERED
 from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME
 from tests.integration.chart import inert_release_configurations
-from tests.integration.components import RunProcess, ptol_run
+from tests.integration.components import RunProcess, install_crd, ptol_run
 from tests.integration.conftest import Kubectl
 
 pytestmark = pytest.mark.integration
@@ -63,4 +69,32 @@ def test_ptol_run_beside_an_installed_release_is_refused_naming_its_configuratio
         f"validatingwebhookconfiguration {NAME} is registered for Service "
         "preemption-toleration/preemption-toleration-webhook: an installed release"
     ) in result.stderr
-    assert "Traceback" not in result.stderr and "422" not in result.stderr
+    # not the API server's raw refusal of a URL registration over a Service's (422)
+    assert "Traceback" not in result.stderr and "exactly one of url or service" not in result.stderr
+
+
+def test_ptol_run_serves_metrics_on_a_port_of_its_own(cluster: LocalCluster, kubectl: Kubectl, tmp_path: Path) -> None:
+    """As the Deployments do: /metrics on a free loopback port of its own (logged), not on the HTTPS port."""
+    install_crd(cluster)
+    process = ComponentProcess("run", cluster.kubeconfig, tmp_path / "run.log")
+    since = process.start()
+    try:
+        process.wait_for(REGISTERED, since, timeout=60)
+        [metrics_url] = re.findall(r"http://127\.0\.0\.1:\d+/metrics", process.log()[since:])
+        with urllib.request.urlopen(metrics_url, timeout=10) as response:
+            assert "ptol_webhook_requests_total" in response.read().decode()
+        registered = yaml.safe_load(kubectl("get", "validatingwebhookconfiguration", GUARD_NAME, "-o", "yaml").stdout)
+        https_base = registered["webhooks"][0]["clientConfig"]["url"].rsplit("/guard/", 1)[0]
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        with pytest.raises(urllib.error.HTTPError) as not_there:
+            urllib.request.urlopen(f"{https_base}/metrics", timeout=10, context=context)
+        assert not_there.value.code == 404
+    finally:
+        process.stop()
+        for kind, name in (
+            ("validatingwebhookconfiguration", NAME),
+            ("mutatingwebhookconfiguration", NAME),
+            ("validatingwebhookconfiguration", GUARD_NAME),
+        ):
+            kubectl("delete", kind, name, "--ignore-not-found", check=False)

@@ -15,6 +15,7 @@ from kubernetes_asyncio import client
 from preemption_toleration.devcluster import LocalCluster, ensure_namespace
 from preemption_toleration.devcluster.cluster import PROCESS_NAMES
 from preemption_toleration.devcluster.components import ComponentProcess
+from preemption_toleration.devcluster.processes import free_port
 from tests.integration.components import install_crd
 from tests.integration.helpers import eventually
 from tests.integration.objects import MIN, TOL, class_manifest
@@ -73,12 +74,15 @@ async def test_ptol_run_makes_the_local_scheduler_call_it_and_restores_it_on_exi
         check=True,
         input=class_manifest("protected", 8000, annotations={MIN: "10000", TOL: "-1"}),
     )
+    metrics_port = free_port()
     run = ComponentProcess(
         "run",
         own_cluster.kubeconfig,
         own_cluster.logs_dir / "ptol-run.log",
         "--dev-cluster",
         str(own_cluster.directory),
+        "--metrics-address",
+        f"127.0.0.1:{metrics_port}",
     )
     since = run.start()
     try:
@@ -86,7 +90,7 @@ async def test_ptol_run_makes_the_local_scheduler_call_it_and_restores_it_on_exi
         [entry] = extenders_of(own_cluster)
         assert entry["preemptVerb"] == "preempt" and entry["ignorable"] is True
         assert reread(own_cluster).running_components() == list(PROCESS_NAMES)
-        server = Server(entry)
+        server = Server(entry, f"http://127.0.0.1:{metrics_port}")
         async with await own_cluster.api_client() as api:
             await ensure_namespace(api, NAMESPACE)
             await create_bound(api, NAMESPACE, "train", "protected", "node-1", cpu="2")

@@ -37,8 +37,8 @@ GUARANTEE_SECONDS = 20
 
 @pytest.fixture(scope="module")
 def server(cluster: LocalCluster) -> Iterator[Server]:
-    with ptol_run(cluster, "--resync-seconds", "3"):
-        yield Server(registered_extender(cluster))
+    with ptol_run(cluster, "--resync-seconds", "3") as process:
+        yield Server(registered_extender(cluster), process.metrics_base)
 
 
 @pytest.fixture(scope="module")

@@ -44,7 +44,7 @@ __all__ = ["steering_classes"]  # a fixture
 @pytest.fixture(scope="module")
 def steering(cluster: LocalCluster) -> Iterator[tuple[RunProcess, Server]]:
     with ptol_run(cluster, "--extender", "off", "--steering", "on") as process:
-        yield process, Server(registered_extender(cluster))
+        yield process, Server(registered_extender(cluster), process.metrics_base)
 
 
 async def test_the_preemption_upstream_would_make_happens(

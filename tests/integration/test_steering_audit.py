@@ -20,8 +20,8 @@ __all__ = ["steering_classes"]  # a fixture
 
 @pytest.fixture(scope="module")
 def auditing(cluster: LocalCluster) -> Iterator[Server]:
-    with ptol_run(cluster, "--extender", "off", "--steering", "audit"):
-        yield Server(registered_extender(cluster))
+    with ptol_run(cluster, "--extender", "off", "--steering", "audit") as process:
+        yield Server(registered_extender(cluster), process.metrics_base)
 
 
 async def test_audit_mode_reports_the_plan_and_deletes_nothing(
