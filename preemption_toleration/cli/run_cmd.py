@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,14 +32,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "this machine's 127.0.0.1: for a real cluster, install the Helm chart or the manifests under config/ "
         "instead (docs/install.md).",
     )
-    # shut down at once: it unregisters its configurations first; the operator writes as the kubeconfig's user
+    # shut down at once: it unregisters its configurations first; the operator writes as a user of its own
     add_webhook_arguments(
         parser,
         host="127.0.0.1",
         port="0",
         shutdown_delay="0",
-        operator_identity_default="the kubeconfig's user, the CN of its client certificate; for a kubeconfig "
-        f"with a token, {DEFAULT_OPERATOR_IDENTITY}, so name the token's user here",
+        operator_identity_default="ptol-run:operator, whom the operator acts as where the kubeconfig's user may "
+        "impersonate (an admin); else the kubeconfig's user, the CN of its client certificate (for a kubeconfig "
+        f"with a token, {DEFAULT_OPERATOR_IDENTITY}, so name the token's user here)",
         # /metrics apart from the HTTPS port, as the Deployments serve it; a free port, logged
         metrics_address="127.0.0.1:0",
     )
@@ -57,26 +59,33 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 if TYPE_CHECKING:
+    from kubernetes_asyncio.client import ApiClient
+
     from preemption_toleration.devcluster import LocalCluster
+
+logger = logging.getLogger("preemption_toleration.run")
 
 
 async def run_all(args: argparse.Namespace, stop: asyncio.Event, local: LocalCluster | None = None) -> None:
     from preemption_toleration.kube.client import make_api_client
-    from preemption_toleration.kube.identity import client_certificate_user
     from preemption_toleration.operator.handlers import OperatorConfig
     from preemption_toleration.operator.runner import run_operator
     from preemption_toleration.webhooks.runner import run_webhook
 
     settings = settings_from(args)
     settings.register_url = f"https://127.0.0.1:{args.port}"
-    api = await make_api_client(args.kubeconfig)
-    user = client_certificate_user(api)
-    await api.close()
-    if user and not args.operator_identities:
-        settings.operator_identities = [user]  # the operator below writes as this kubeconfig's user
+    impersonate: str | None = None
+    if not args.operator_identities:
+        api = await make_api_client(args.kubeconfig)
+        try:
+            impersonate, identity = await _operator_identity(api)
+        finally:
+            await api.close()
+        if identity:
+            settings.operator_identities = [identity]
     webhook_ready = asyncio.Event()
     webhook = asyncio.create_task(run_webhook(settings, stop, webhook_ready))
-    config = OperatorConfig(kubeconfig=args.kubeconfig, resync_seconds=args.resync_seconds)
+    config = OperatorConfig(kubeconfig=args.kubeconfig, resync_seconds=args.resync_seconds, impersonate=impersonate)
     # kopf runs in a thread and event loop of its own (operator/supervision.py): whichever part ends first
     # ends them all.
     operator = asyncio.create_task(run_operator(config, stop, metrics_address=args.metrics))
@@ -88,6 +97,33 @@ async def run_all(args: argparse.Namespace, stop: asyncio.Event, local: LocalClu
     for result in results:
         if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
             raise result
+
+
+async def _operator_identity(api: ApiClient) -> tuple[str | None, str | None]:
+    """Whom the operator below writes as, and whom the webhooks take for the operator. Where the kubeconfig's
+    user may impersonate (an admin of a local control plane), the operator acts as a user of its own, so that
+    the same admin's hand edit of a managed annotation is refused, as in a cluster. Else it writes as the
+    kubeconfig's user (the CN of its client certificate), whose hand edits then pass and are put back."""
+    from preemption_toleration.kube.client import API_ERRORS
+    from preemption_toleration.kube.identity import (
+        RUN_OPERATOR_GROUP,
+        RUN_OPERATOR_USER,
+        client_certificate_user,
+        may_impersonate,
+    )
+
+    try:
+        if await may_impersonate(api, RUN_OPERATOR_USER, RUN_OPERATOR_GROUP):
+            return RUN_OPERATOR_USER, RUN_OPERATOR_USER
+    except API_ERRORS as error:
+        logger.warning("cannot ask whether the kubeconfig's user may impersonate", extra={"problem": repr(error)})
+    user = client_certificate_user(api)
+    logger.warning(
+        "the operator writes as the kubeconfig's user, so that user's hand edits of managed annotations pass "
+        "(and are put back): it may not impersonate",
+        extra={"user": user},
+    )
+    return None, user
 
 
 async def _configure_scheduler(

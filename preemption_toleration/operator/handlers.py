@@ -23,6 +23,7 @@ from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
 from preemption_toleration.governance.views import FIELD_MANAGER, class_view
 from preemption_toleration.kube.client import make_api_client
 from preemption_toleration.kube.events import ObjectEvents
+from preemption_toleration.kube.identity import RUN_OPERATOR_GROUP, impersonating
 from preemption_toleration.kube.informer import Informer
 from preemption_toleration.kube.kopf_login import connection_info
 from preemption_toleration.operator.caches import OperatorCaches
@@ -47,6 +48,9 @@ class OperatorConfig:
     peering_priority: int = field(default_factory=lambda: secrets.randbelow(10**9) + 1)
     # a pause before each reconcile, so that one `kubectl apply` of many policies shares it
     settle_seconds: float = 0.1
+    # `ptol run`: the operator's own writes act as this user (kube/identity.py), whom the webhooks take for
+    # the operator, so that an admin's hand edit made with the same kubeconfig is refused, not reverted
+    impersonate: str | None = None
 
 
 @dataclass
@@ -90,6 +94,8 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     config: OperatorConfig = memo.config
     apply_settings(settings, config)
     api = await make_api_client(config.kubeconfig)
+    if config.impersonate is not None:
+        impersonating(api, config.impersonate, RUN_OPERATOR_GROUP)
     caches = OperatorCaches(api, config.field_manager, logger)
     events = ObjectEvents(client.CoreV1Api(api), EVENTS_COMPONENT, logger)
     reconciler = Reconciler(api, config.field_manager, events.post, logger, metrics=memo.metrics)

@@ -265,3 +265,29 @@ async def test_a_label_change_that_makes_a_class_contested_is_applied_with_a_war
         f'"{by_label}" leaves it alone (Conflict). Fix: make one policy claim it.'
     ) in result.stderr
     assert ours(await read_class(api, pc)) == {MIN: "10000"}
+
+
+async def test_under_ptol_run_the_admin_s_own_hand_edit_is_refused_too(
+    api: ApiClient, components: RunProcess, kubectl: Kubectl, cleanup: list
+) -> None:
+    """`ptol run` runs with the admin's kubeconfig, and its operator writes as a user of its own
+    (impersonation): the admin's hand edit of a managed annotation is refused as anyone's, not admitted and
+    put back; the operator's own writes still pass."""
+    pc, ptp = unique_name("admin-edit"), unique_name("admin-policy")
+    cleanup += [("priorityclass", pc), ("ptp", ptp)]
+    kubectl("apply", "-f", "-", input=class_manifest(pc))
+    kubectl(
+        "apply",
+        "-f",
+        "-",
+        input=policy_manifest(
+            ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": 600}
+        ),
+    )
+    await wait_annotations(api, pc, {MIN: "10000", TOL: "600"})
+    result = kubectl("annotate", "--overwrite", "priorityclass", pc, f"{MIN}=9000", check=False)
+    message = denied(result, "priorityclasses.validate.preemption-toleration.dev")
+    assert f'but PreemptionTolerationPolicy "{ptp}" manages it. Fix: edit the policy instead' in message
+    # the policy edited instead: the operator's write passes
+    kubectl("patch", "ptp", ptp, "--type=merge", "-p", '{"spec": {"tolerationSeconds": 900}}')
+    await wait_annotations(api, pc, {MIN: "10000", TOL: "900"})

@@ -97,8 +97,10 @@ def _help_of(command: str, flag: str) -> str:
 
 
 def test_run_states_its_operator_identity_default() -> None:
-    """`ptol run` writes as the kubeconfig's user (run_cmd.run_all): its help says so, the webhook's does not."""
-    assert "default the kubeconfig's user" in _help_of("run", "--operator-identity")
+    """`ptol run`'s operator writes as ptol-run:operator where it may impersonate, else as the kubeconfig's user
+    (run_cmd.run_all): its help says so, the webhook's does not."""
+    assert "default ptol-run:operator" in _help_of("run", "--operator-identity")
+    assert "else the kubeconfig's user" in _help_of("run", "--operator-identity")
     assert "default system:serviceaccount:preemption-toleration:operator" in _help_of("webhook", "--operator-identity")
 
 
