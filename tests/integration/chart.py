@@ -87,15 +87,19 @@ def clean_slate(cluster: LocalCluster, kubectl: Kubectl) -> Iterator[None]:
     install_crd(cluster)  # the peering object the other modules' operators share
 
 
-async def refused_bad_class(kubectl: Kubectl, name: str) -> str:
+async def assert_bad_class_refused(kubectl: Kubectl, name: str) -> None:
     """kubectl's error for a PriorityClass with a bad annotation, once the webhook answers through the
-    Service (before, the API server reports that it could not call it)."""
+    Service (before, the API server reports that it could not call it), is the webhook's message."""
     bad = class_manifest(name, annotations={TOL: "abc"})
 
     async def attempt() -> str:
         return str(kubectl("apply", "-f", "-", input=bad, check=False).stderr)
 
-    return await eventually(attempt, lambda err: "denied the request" in err, timeout=60, what="the webhook's answer")
+    error = await eventually(attempt, lambda err: "denied the request" in err, timeout=60, what="the webhook's answer")
+    assert (
+        'admission webhook "priorityclasses.validate.preemption-toleration.dev" denied the request: '
+        f'PriorityClass "{name}": annotation {TOL}="abc" is not a base-10 integer'
+    ) in error
 
 
 @contextlib.contextmanager

@@ -206,22 +206,7 @@ async def _described(kubectl: Kubectl, ptp: str) -> list[tuple[str, str, str, st
 async def test_hand_change_of_a_managed_annotation_is_refused_naming_the_policy(
     api: ApiClient, components: RunProcess, alice: Kubectl, cleanup: list
 ) -> None:
-    pc, ptp = unique_name("managed"), unique_name("policy")
-    cleanup += [("priorityclass", pc), ("ptp", ptp)]
-    alice("apply", "-f", "-", input=class_manifest(pc))
-    alice(
-        "apply",
-        "-f",
-        "-",
-        input=policy_manifest(
-            ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": 600}
-        ),
-    )
-    await wait_annotations(api, pc, {MIN: "10000", TOL: "600"})
-
-    result = alice("annotate", "--overwrite", "priorityclass", pc, f"{MIN}=9000", check=False)
-    message = denied(result, "priorityclasses.validate.preemption-toleration.dev")
-    assert f'but PreemptionTolerationPolicy "{ptp}" manages it. Fix: edit the policy instead' in message
+    pc, ptp = await _hand_edit_refused(api, alice, cleanup, "managed")
     assert ours(await read_class(api, pc)) == {MIN: "10000", TOL: "600"}
     # other changes to the class stay possible
     alice("label", "priorityclass", pc, "team=ml")
@@ -273,10 +258,19 @@ async def test_under_ptol_run_the_admin_s_own_hand_edit_is_refused_too(
     """`ptol run` runs with the admin's kubeconfig, and its operator writes as a user of its own
     (impersonation): the admin's hand edit of a managed annotation is refused as anyone's, not admitted and
     put back; the operator's own writes still pass."""
-    pc, ptp = unique_name("admin-edit"), unique_name("admin-policy")
+    pc, ptp = await _hand_edit_refused(api, kubectl, cleanup, "admin-edit")
+    # the policy edited instead: the operator's write passes
+    kubectl("patch", "ptp", ptp, "--type=merge", "-p", '{"spec": {"tolerationSeconds": 900}}')
+    await wait_annotations(api, pc, {MIN: "10000", TOL: "900"})
+
+
+async def _hand_edit_refused(api: ApiClient, editor: Kubectl, cleanup: list, prefix: str) -> tuple[str, str]:
+    """`editor` applies a class and a policy governing it, then changes a managed annotation by hand: refused,
+    naming the policy. The class's and the policy's names."""
+    pc, ptp = unique_name(prefix), unique_name(f"{prefix}-policy")
     cleanup += [("priorityclass", pc), ("ptp", ptp)]
-    kubectl("apply", "-f", "-", input=class_manifest(pc))
-    kubectl(
+    editor("apply", "-f", "-", input=class_manifest(pc))
+    editor(
         "apply",
         "-f",
         "-",
@@ -285,9 +279,7 @@ async def test_under_ptol_run_the_admin_s_own_hand_edit_is_refused_too(
         ),
     )
     await wait_annotations(api, pc, {MIN: "10000", TOL: "600"})
-    result = kubectl("annotate", "--overwrite", "priorityclass", pc, f"{MIN}=9000", check=False)
+    result = editor("annotate", "--overwrite", "priorityclass", pc, f"{MIN}=9000", check=False)
     message = denied(result, "priorityclasses.validate.preemption-toleration.dev")
     assert f'but PreemptionTolerationPolicy "{ptp}" manages it. Fix: edit the policy instead' in message
-    # the policy edited instead: the operator's write passes
-    kubectl("patch", "ptp", ptp, "--type=merge", "-p", '{"spec": {"tolerationSeconds": 900}}')
-    await wait_annotations(api, pc, {MIN: "10000", TOL: "900"})
+    return pc, ptp
