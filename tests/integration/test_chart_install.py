@@ -115,17 +115,8 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_api_server(
         # the guard, through the Service: an Eviction by a preemptor of priority 9000 is refused
         node = (await make_node()).metadata.name
         await create_bound(api, pods_namespace, "protected", pc, node, cpu="1")
-        eviction = {
-            "apiVersion": "policy/v1",
-            "kind": "Eviction",
-            "metadata": {
-                "name": "protected",
-                "namespace": pods_namespace,
-                "annotations": {"preemption-toleration.scheduling.x-k8s.io/preemptor-priority": "9000"},
-            },
-        }
         with pytest.raises(ApiException) as refused:
-            await client.CoreV1Api(api).create_namespaced_pod_eviction("protected", pods_namespace, eviction)
+            await _evict_by_preemptor(api, pods_namespace, "protected")
         assert refused.value.status == 403
         assert json.loads(refused.value.body)["message"].startswith(
             'admission webhook "pods.guard.preemption-toleration.dev" denied the request: '
@@ -174,9 +165,21 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_api_server(
         after = kubectl("apply", "-f", "-", input=class_manifest(bad, annotations={TOL: "abc"}), check=False).stderr
         assert f'PriorityClass "{bad}": annotation {TOL}="abc" is not a base-10 integer' in after, after
 
+        # with the server down and the guard registered Fail, an eviction is refused for want of an answer,
+        # except in the release's own namespace, which the guard never judges (its own pods must drain)
+        webhook.stop()
+        await create_bound(api, pods_namespace, "unanswered", pc, node, cpu="100m")
+        with pytest.raises(ApiException) as unanswered:
+            await _evict_by_preemptor(api, pods_namespace, "unanswered")
+        assert (
+            'failed calling webhook "pods.guard.preemption-toleration.dev"'
+            in json.loads(unanswered.value.body)["message"]
+        )
+        await create_bound(api, INSTALL_NAMESPACE, "own", pc, node, cpu="100m")
+        await _evict_by_preemptor(api, INSTALL_NAMESPACE, "own")
+
         # helm uninstall: the configurations the server registered go with its ClusterRole (the garbage
         # collector); the CRD and the policies are kept, and it says so
-        webhook.stop()
         uninstalled = helm(cluster, "uninstall", RELEASE, "--namespace", INSTALL_NAMESPACE, "--wait")
         assert uninstalled.returncode == 0, uninstalled.stderr
         assert "These resources were kept due to the resource policy:" in uninstalled.stdout
@@ -198,6 +201,20 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_api_server(
         for name in (pc, bad):
             kubectl("delete", "priorityclass", name, "--ignore-not-found", check=False)
         kubectl("delete", "secret", "webhook-tls", "-n", INSTALL_NAMESPACE, "--ignore-not-found", check=False)
+
+
+async def _evict_by_preemptor(api: ApiClient, namespace: str, name: str) -> None:
+    """Evict the pod as a preemptor of priority 9000 would (the priority the guard judges is annotated)."""
+    eviction = {
+        "apiVersion": "policy/v1",
+        "kind": "Eviction",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "annotations": {"preemption-toleration.scheduling.x-k8s.io/preemptor-priority": "9000"},
+        },
+    }
+    await client.CoreV1Api(api).create_namespaced_pod_eviction(name, namespace, eviction)
 
 
 async def _async(function: Any, *args: Any) -> Any:
