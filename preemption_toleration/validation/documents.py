@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import IO, Any
@@ -68,8 +68,8 @@ class Located:
 
     @property
     def index(self) -> int:
-        """The place under its former name (governance.documents and the Documents of `check_documents`,
-        which carry no lines, pass a document's position here)."""
+        """The place under its former name (governance.documents, whose Documents carry no lines, passes a
+        document's position here)."""
         return self.line
 
     def render(self) -> str:
@@ -514,11 +514,3 @@ def load_documents(text: str, source: str) -> tuple[list[Document], list[Located
         else:
             documents.append(Document(source, item.index, content))
     return documents, problems
-
-
-def check_documents(documents: Sequence[Document]) -> list[Located]:
-    """Findings for every PriorityClass and PreemptionTolerationPolicy, each on its own, names defined twice
-    among them; the other rules between documents are governance's (governance.documents)."""
-    check = ManifestCheck()
-    located = list(check.check_objects(documents))
-    return located + check.finish()

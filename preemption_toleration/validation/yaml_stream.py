@@ -35,8 +35,6 @@ MAX_DEPTH = 1_000
 READ_SIZE = 1 << 20
 
 _BaseLoader: type[yaml.SafeLoader] | type[yaml.CSafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-WITH_LIBYAML = _BaseLoader is not yaml.SafeLoader
-_MERGE_TAG = "tag:yaml.org,2002:merge"
 _BRACKETS = re.compile(rb"[\[\]{}]")
 _COMPACT = re.compile(rb"(?:[-?][ \t]+){%d}" % (MAX_DEPTH // 2))
 _SEPARATOR = re.compile(rb"^---(?:[ \t\r\n]|$)")
