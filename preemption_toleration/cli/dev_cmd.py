@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from preemption_toleration.cli import dev_manifests
+from preemption_toleration.cli.failures import EXIT_USAGE
 from preemption_toleration.cli.kubernetes_release import kubernetes_release, variable_problem
 from preemption_toleration.cli.options import count, dns_label, quantity
 from preemption_toleration.devcluster import (
@@ -128,7 +129,7 @@ def _pin(args: argparse.Namespace) -> int:
             "error: name a release (e.g. `ptol dev cluster pin 1.36.3`), --kwok VERSION or --kustomize VERSION",
             file=sys.stderr,
         )
-        return 2
+        return EXIT_USAGE
     try:
         if args.version is not None:
             _say(f"wrote {pin_release(args.version, _say)}")

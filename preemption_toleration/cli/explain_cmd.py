@@ -10,7 +10,7 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from preemption_toleration.cli.failures import EXIT_USAGE, program_name
+from preemption_toleration.cli.failures import refused
 from preemption_toleration.cli.options import add_kubeconfig_argument, dns_label, non_empty
 from preemption_toleration.core.explain import explain_class, explain_pod, explain_preemptor, is_pending, render
 
@@ -129,8 +129,7 @@ def run(args: argparse.Namespace) -> int:
     from kubernetes_asyncio.client.exceptions import ApiException
 
     if problem := namespace_conflict(args):
-        print(f"{program_name()} explain: error: {problem}", file=sys.stderr)
-        return EXIT_USAGE
+        return refused("explain", problem)
     try:
         facts = asyncio.run(_explain(args))
     except ApiException as error:

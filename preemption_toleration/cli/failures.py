@@ -27,6 +27,12 @@ def program_name(argv0: str | None = None) -> str:
     return "ptol"
 
 
+def refused(command: str, problem: str, code: int = EXIT_USAGE) -> int:
+    """Says `ptol COMMAND: error: PROBLEM` on stderr and returns `code` (by default: a usage error)."""
+    print(f"{program_name()} {command}: error: {problem}", file=sys.stderr)
+    return code
+
+
 class CommandError(Exception):
     """A failure a command reports with its message and exit code."""
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
-from preemption_toleration.cli.failures import EXIT_USAGE, program_name
+from preemption_toleration.cli.failures import refused
 from preemption_toleration.devcluster.gomod import GoModError, Release
 from preemption_toleration.devcluster.toolchain import VERSION_ENV, supported_versions
 
@@ -38,6 +37,5 @@ def variable_problem(command: str) -> int | None:
     try:
         kubernetes_release(value)
     except argparse.ArgumentTypeError as error:
-        print(f"{program_name()} {command}: error: ${VERSION_ENV}: {error}", file=sys.stderr)
-        return EXIT_USAGE
+        return refused(command, f"${VERSION_ENV}: {error}")
     return None

@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from preemption_toleration.cli.failures import program_name, require_cluster_configuration
+from preemption_toleration.cli.failures import EXIT_USAGE, refused, require_cluster_configuration
 from preemption_toleration.cli.operator_cmd import add_operator_arguments
 from preemption_toleration.cli.options import add_logging_arguments, env_option, non_empty
 from preemption_toleration.cli.signals import run_until_signalled
@@ -153,30 +152,26 @@ async def _configure_scheduler(
 
 def run(args: argparse.Namespace) -> int:
     if not prepare(args, "run"):
-        return 2
+        return EXIT_USAGE
     local = None
     if args.dev_cluster:
         from preemption_toleration.cli.local_scheduler import attach
 
         if args.guard == "off":
-            print(
-                f"{program_name()} run: error: --dev-cluster needs the guard (--guard enforce or audit): its server "
-                "is the scheduler's extender",
-                file=sys.stderr,
+            return refused(
+                "run",
+                "--dev-cluster needs the guard (--guard enforce or audit): its server is the scheduler's extender",
             )
-            return 2
         if args.extender == "off":
-            print(
-                f"{program_name()} run: error: --dev-cluster needs the extender endpoint (--extender on): the "
-                "scheduler of the local control plane calls it",
-                file=sys.stderr,
+            return refused(
+                "run",
+                "--dev-cluster needs the extender endpoint (--extender on): the scheduler of the local control "
+                "plane calls it",
             )
-            return 2
 
         attached = attach(Path(args.dev_cluster), args.kubeconfig)
         if isinstance(attached, str):
-            print(f"{program_name()} run: error: {attached}", file=sys.stderr)
-            return 2
+            return refused("run", attached)
         local, args.kubeconfig = attached
     require_cluster_configuration(args.kubeconfig)
     return stopped_on_webhook_error("run", lambda: run_until_signalled(lambda stop: run_all(args, stop, local)))

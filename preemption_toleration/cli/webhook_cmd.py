@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from preemption_toleration.admission.decisions import AdmissionConfig
-from preemption_toleration.cli.failures import program_name, require_cluster_configuration
+from preemption_toleration.cli.failures import EXIT_FAILED, EXIT_USAGE, refused, require_cluster_configuration
 from preemption_toleration.cli.options import (
     add_kubeconfig_argument,
     add_logging_arguments,
@@ -368,7 +367,7 @@ def prepare(args: argparse.Namespace, command: str) -> bool:
     if problem is None and args.cert_file and args.key_file:
         problem = key_pair_problem(args.cert_file, args.key_file)
     if problem:
-        print(f"{program_name()} {command}: error: {problem}", file=sys.stderr)
+        refused(command, problem)
         return False
     configure_logging(args.log_level, args.log_format)
     return True
@@ -378,7 +377,7 @@ def run(args: argparse.Namespace) -> int:
     from preemption_toleration.webhooks.runner import run_webhook
 
     if not prepare(args, "webhook"):
-        return 2
+        return EXIT_USAGE
     require_cluster_configuration(args.kubeconfig)
     settings = settings_from(args)
     return stopped_on_webhook_error("webhook", lambda: run_until_signalled(lambda stop: run_webhook(settings, stop)))
@@ -391,5 +390,4 @@ def stopped_on_webhook_error(command: str, main: Callable[[], int]) -> int:
     try:
         return main()
     except WebhookError as error:
-        print(f"{program_name()} {command}: error: {error}", file=sys.stderr)
-        return 1
+        return refused(command, str(error), EXIT_FAILED)
