@@ -1,5 +1,6 @@
 """The README and docs/ hold together: every relative link reaches a file, every #anchor a heading of its
-target (GitHub's slugs), and prose lines stay within 120 characters."""
+target (GitHub's slugs), prose lines stay within 120 characters, and the two pages that say where the code is
+(docs/architecture.md, docs/development.md) name only paths that exist, and every package."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])  # docs/tasks/ too
 WIDTH = 120
 
 # Lines of fenced code that may be wider, because wrapping would change what they show: (page, start of the
@@ -169,3 +170,116 @@ def test_a_broken_link_and_a_long_line_are_reported(tmp_path: Path) -> None:
     assert len(problems) == 3, problems
     assert ["missing.md" in problems[0], "#unknown" in problems[1], "#nowhere" in problems[2]] == [True] * 3
     assert long_lines(page) == ["page.md:5: 121 characters"]
+
+
+# --- The pages that say where the code is (docs/architecture.md, docs/development.md) match the tree ---
+
+PACKAGE = ROOT / "preemption_toleration"
+MAPS = [ROOT / "docs" / "architecture.md", ROOT / "docs" / "development.md"]
+# A code span is taken for a path of this repository when it has a slash or ends in `.py`, holds nothing but
+# path characters, and starts where the tree does: at the package (`core/exemption.py`, `admission/`,
+# `preemption_toleration/logs.py`) or at the top of the repository (`tests/unit/…`, `config/…`).
+PATH_SPAN = re.compile(r"^[\w.-]+(/[\w.-]+)*/?$")
+# Spans that look like paths of the tree but name something else, with where it is.
+NOT_TREE_PATHS = {
+    "etcd/": "inside each testbed/kubernetes-v*/",
+    "kubernetes-v1.37.2/": "a cache directory of built binaries",
+    "kwok-v0.8.0/": "a cache directory of built binaries",
+    "preemption-toleration.scheduling.x-k8s.io/": "the annotations' prefix",
+    "hack/lib/etcd.sh": "in Kubernetes' own tree",
+}
+PLACEHOLDER = re.compile(r"X\.Y\.Z")
+
+
+def package_members() -> set[str]:
+    """Each package (a directory with `__init__.py`) and top-level module of preemption_toleration."""
+    return {
+        path.name if path.is_dir() else path.stem
+        for path in PACKAGE.iterdir()
+        if (path.is_dir() and (path / "__init__.py").exists())
+        or (path.suffix == ".py" and path.stem not in ("__init__", "__main__"))
+    }
+
+
+def named_paths(path: Path) -> list[str]:
+    """Every code span of `path`, in prose or code, that reads as a path of the tree."""
+    spans = {match.group(2).strip() for match in CODE_SPAN.finditer(path.read_text())}
+    found = []
+    for span in sorted(spans - NOT_TREE_PATHS.keys()):
+        if not PATH_SPAN.match(span) or ("/" not in span and not span.endswith(".py")):
+            continue
+        first = span.split("/")[0]
+        if span.endswith((".py", "/")) or (ROOT / first).exists() or first in package_members():
+            found.append(span)
+    return found
+
+
+def exists_in_tree(span: str) -> bool:
+    """`span` names a file or directory below the package, below the repository, or (a bare module name like
+    `test_image.py`) somewhere under tests/ or benchmarks/; `X.Y.Z` stands for any release."""
+    pattern = PLACEHOLDER.sub("*", span.rstrip("/"))
+    for base in (PACKAGE, ROOT):
+        if any(base.glob(pattern)):
+            return True
+    return "/" not in span and any(any((ROOT / top).rglob(span)) for top in ("tests", "benchmarks"))
+
+
+def layout_entries() -> list[str]:
+    """The paths of docs/development.md's Layout block: a line's first word, below the last unindented
+    directory when the line is indented by two; deeper lines go on the line before."""
+    text = (ROOT / "docs" / "development.md").read_text().split("## Layout", 1)[1]
+    block = text.split("```", 2)[1]
+    entries, parent = [], ""
+    for line in block.splitlines()[1:]:
+        indent = len(line) - len(line.lstrip(" "))
+        if not line.strip() or indent > 2:
+            continue
+        word = line.split()[0]
+        if indent == 0:
+            parent = word if word.endswith("/") else ""
+            entries.append(word)
+        else:
+            entries.append(parent + word)
+    return entries
+
+
+def layer_table_members() -> set[str]:
+    """The packages and modules in docs/architecture.md's table of layers (its second column)."""
+    text = (ROOT / "docs" / "architecture.md").read_text().split("## 8. Layers", 1)[1]
+    rows = [line.split("|") for line in text.splitlines() if re.match(r"^\|\s*\d+\s*\|", line)]
+    return {match.group(2) for row in rows for match in CODE_SPAN.finditer(row[2])}
+
+
+@pytest.mark.parametrize("page", MAPS, ids=relative)
+def test_every_path_a_map_names_exists(page: Path) -> None:
+    assert [span for span in named_paths(page) if not exists_in_tree(span)] == []
+
+
+def test_the_layout_names_existing_paths_and_every_package() -> None:
+    entries = layout_entries()
+    assert [entry for entry in entries if not (ROOT / entry.rstrip("/")).exists()] == []
+    named = {entry.split("/")[1].removesuffix(".py") for entry in entries if entry.startswith("preemption_toleration/")}
+    assert named - {""} == package_members(), "every package and module in docs/development.md's Layout"
+
+
+def test_the_layer_table_names_every_package() -> None:
+    assert layer_table_members() == package_members(), "every package and module in docs/architecture.md §8's table"
+
+
+@pytest.mark.parametrize(
+    "span, is_path",
+    [
+        ("core/exemption.py", True),
+        ("admission/", True),
+        ("preemption_toleration/logs.py", True),
+        ("records/pod.py", True),  # a package that does not exist is still a path, and then reported
+        ("tests/unit/test_layers.py", True),
+        ("kubectl get ptp", False),
+        ("k8s.io/kubernetes", False),
+        ("$XDG_CACHE_HOME/preemption-toleration", False),
+    ],
+)
+def test_paths_are_told_from_other_code_spans(tmp_path: Path, span: str, is_path: bool) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(f"# Page\n\nsee `{span}` here\n")
+    assert (named_paths(page) == [span]) is is_path
