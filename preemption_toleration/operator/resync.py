@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,14 +23,19 @@ PENDING_RETRY_SECONDS = 1.0  # a reconcile is already waiting or running: look a
 STANDBY_RECHECK_SECONDS = 10.0
 
 
+def _now() -> float:
+    """The running event loop's clock: monotonic, and virtual in the unit tests (looptime)."""
+    return asyncio.get_running_loop().time()
+
+
 @dataclass
 class ResyncClock:
-    """When the last reconcile started (time.monotonic()), whatever asked for it."""
+    """When the last reconcile started (on the event loop's clock), whatever asked for it."""
 
     last: float = 0.0
 
     def started(self) -> None:
-        self.last = time.monotonic()
+        self.last = _now()
 
 
 async def resync_forever(
@@ -46,11 +50,11 @@ async def resync_forever(
     logger: logging.Logger,
 ) -> None:
     """Runs until cancelled. `count` gets each period's outcome: ran, standby or failed."""
-    clock.last = max(clock.last, time.monotonic())  # the start reconciles everything (kopf resumes)
+    clock.last = max(clock.last, _now())  # the start reconciles everything (kopf resumes)
     was_active = True
     standby_until = 0.0  # a standby's next look at the peering
     while True:
-        wait = max(clock.last + period, standby_until) - time.monotonic()
+        wait = max(clock.last + period, standby_until) - _now()
         if wait > 0:
             await asyncio.sleep(wait)
             continue
@@ -64,10 +68,10 @@ async def resync_forever(
                     logger.info("resync " + ("resumed" if active else "paused"), extra={"reason": why_not or None})
                     was_active = active
                 if not active:
-                    standby_until = time.monotonic() + min(period, STANDBY_RECHECK_SECONDS)
+                    standby_until = _now() + min(period, STANDBY_RECHECK_SECONDS)
                     count("standby")
                     continue
-            asked = time.monotonic()
+            asked = _now()
             await reconcile()  # sets the clock when it starts; a reconcile that never does still counts
             clock.last = max(clock.last, asked)
             count("ran")

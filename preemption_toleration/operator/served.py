@@ -45,10 +45,10 @@ async def wait_until(
     *,
     timeout: float = WAIT_SECONDS,
     poll: float = POLL_SECONDS,
-    clock: Callable[[], float] = time.monotonic,
 ) -> bool:
     """True once `condition()` holds; False when `stop` is set or `timeout` seconds have passed first.
     An error of `condition()` counts as not holding yet."""
+    clock = asyncio.get_running_loop().time
     deadline = clock() + timeout
     while not stop.is_set():
         try:

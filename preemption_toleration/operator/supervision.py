@@ -16,7 +16,6 @@ import concurrent.futures
 import contextlib
 import logging
 import threading
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -36,13 +35,13 @@ async def keep_running(
     restarting: Callable[[Exception, float], None],
     backoffs: Sequence[float] = RESTART_BACKOFFS,
     healthy_after: float = HEALTHY_RUN_SECONDS,
-    clock: Callable[[], float] = time.monotonic,
 ) -> None:
     """Awaits `run_once()` again after each failure until `stop` is set. A run that ends without being
     stopped failed too, error or not (kopf also returns when one of its tasks ends without an error).
     `restarting(error, delay)` is told before each wait. One more failure in a row than `backoffs` has
     entries (runs shorter than `healthy_after`) is raised. A failure once `stop` is set is only logged:
     the stop was asked for, and kopf may take seconds to report a failure that came just before it."""
+    clock = asyncio.get_running_loop().time
     failures = 0
     while True:
         started = clock()

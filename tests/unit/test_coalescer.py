@@ -1,5 +1,5 @@
-"""Coalescing of reconcile triggers: a burst of requests costs a run or two, and every caller gets the
-result of a run that started after its request."""
+"""Coalescing of reconcile triggers: a burst of requests costs one run, and every caller gets the result of a
+run that started after its request. On looptime's virtual clock: each run lasts RUN_SECONDS exactly."""
 
 import asyncio
 
@@ -7,23 +7,32 @@ import pytest
 
 from preemption_toleration.operator.coalescer import Coalescer
 
+pytestmark = pytest.mark.looptime
+
+RUN_SECONDS = 1.0
+
+
+def now() -> float:
+    return asyncio.get_running_loop().time()
+
 
 class Work:
     def __init__(self, fail_on=()):
-        self.starts: list[int] = []  # the state each run saw
+        self.started_at = now()
+        self.starts: list[tuple[int, float]] = []  # the state each run saw, and when it started
         self.state = 0
         self.fail_on = set(fail_on)
 
     async def __call__(self) -> int:
         seen = self.state
-        self.starts.append(seen)
-        await asyncio.sleep(0.01)
+        self.starts.append((seen, now() - self.started_at))
+        await asyncio.sleep(RUN_SECONDS)
         if len(self.starts) in self.fail_on:
             raise RuntimeError(f"run {len(self.starts)} failed")
         return seen
 
 
-async def test_a_burst_of_requests_shares_runs() -> None:
+async def test_a_burst_of_requests_shares_one_run() -> None:
     work = Work()
     coalescer = Coalescer(work)
 
@@ -32,7 +41,7 @@ async def test_a_burst_of_requests_shares_runs() -> None:
         return await coalescer.request()
 
     results = await asyncio.gather(*(change_and_request(i) for i in range(1, 101)))
-    assert coalescer.runs <= 2
+    assert coalescer.runs == 1 and work.starts == [(100, 0)]
     assert all(result == 100 for result in results)  # every caller saw a run that saw every change
 
 
@@ -40,21 +49,22 @@ async def test_a_request_during_a_run_gets_a_later_run() -> None:
     work = Work()
     coalescer = Coalescer(work)
     first = asyncio.create_task(coalescer.request())
-    await asyncio.sleep(0.005)  # the first run is under way, having seen state 0
+    await asyncio.sleep(RUN_SECONDS / 2)  # the first run is under way, having seen state 0
     work.state = 1
     assert await coalescer.request() == 1
     assert await first == 0
-    assert work.starts == [0, 1]
+    assert work.starts == [(0, 0), (1, pytest.approx(RUN_SECONDS))]  # the second starts when the first ends
 
 
 async def test_settle_time_gathers_requests_made_just_after_the_first() -> None:
     work = Work()
-    coalescer = Coalescer(work, settle_seconds=0.05)
+    coalescer = Coalescer(work, settle_seconds=5)
     first = asyncio.create_task(coalescer.request())
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(4)
     work.state = 1
     second = asyncio.create_task(coalescer.request())
-    assert await asyncio.gather(first, second) == [1, 1] and coalescer.runs == 1
+    assert await asyncio.gather(first, second) == [1, 1]
+    assert coalescer.runs == 1 and work.starts == [(1, pytest.approx(5))]
 
 
 async def test_a_failed_run_raises_for_its_callers_and_the_next_run_goes_on() -> None:

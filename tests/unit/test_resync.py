@@ -1,5 +1,6 @@
 """The operator's one resync task: a reconcile per period, postponed by any other reconcile, never two at
-once, and alive after any failure."""
+once, and alive after any failure. On looptime's virtual clock: the periods are the real ones, and each
+test asserts when every run happened, to the second."""
 
 from __future__ import annotations
 
@@ -10,30 +11,60 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.kube.peering import Peering
-from preemption_toleration.operator.resync import ResyncClock, resync_forever
+from preemption_toleration.operator.resync import (
+    PENDING_RETRY_SECONDS,
+    STANDBY_RECHECK_SECONDS,
+    ResyncClock,
+    resync_forever,
+)
 
-PERIOD = 0.2
+pytestmark = pytest.mark.looptime
+
+PERIOD = 60.0
 logger = logging.getLogger("test-resync")
 
 
+def now() -> float:
+    return asyncio.get_running_loop().time()
+
+
 class Reconciles:
+    """The reconcile the resync asks for, and the outcomes it counts, each with when (seconds since
+    `start`)."""
+
     def __init__(self, failures: list[BaseException] | None = None) -> None:
-        self.runs = 0
+        self.start = now()
         self.failures = list(failures or [])
-        self.outcomes: Counter[str] = Counter()
+        self.times: list[float] = []
+        self.counted: list[tuple[str, float]] = []
+
+    @property
+    def runs(self) -> int:
+        return len(self.times)
+
+    @property
+    def outcomes(self) -> Counter[str]:
+        return Counter(outcome for outcome, _ in self.counted)
 
     async def __call__(self) -> None:
-        self.runs += 1
+        self.times.append(now() - self.start)
         if self.failures:
             raise self.failures.pop(0)
+
+    def count(self, outcome: str) -> None:
+        self.counted.append((outcome, now() - self.start))
 
 
 @asynccontextmanager
 async def resyncing(
-    reconciles: Reconciles, clock: ResyncClock, pending: Callable[[], bool] = lambda: False
+    reconciles: Reconciles,
+    clock: ResyncClock,
+    pending: Callable[[], bool] = lambda: False,
+    peering: Peering | None = None,  # standalone: always the active replica
 ) -> AsyncIterator[None]:
     task = asyncio.create_task(
         resync_forever(
@@ -42,8 +73,8 @@ async def resyncing(
             pending=pending,
             reconcile=reconciles,
             api=None,
-            peering=None,  # standalone: always the active replica
-            count=lambda outcome: reconciles.outcomes.update([outcome]),
+            peering=peering,
+            count=reconciles.count,
             logger=logger,
         )
     )
@@ -61,8 +92,8 @@ async def test_one_reconcile_per_period_and_none_at_start() -> None:
         await asyncio.sleep(PERIOD / 2)
         assert reconciles.runs == 0  # kopf's resume handlers reconcile at start
         await asyncio.sleep(PERIOD * 5)
-    assert 2 <= reconciles.runs <= 6
-    assert reconciles.outcomes == {"ran": reconciles.runs}
+    assert reconciles.times == pytest.approx([60, 120, 180, 240, 300])
+    assert reconciles.outcomes == {"ran": 5}
 
 
 async def test_a_reconcile_asked_by_another_trigger_counts_as_the_periods_resync() -> None:
@@ -71,17 +102,21 @@ async def test_a_reconcile_asked_by_another_trigger_counts_as_the_periods_resync
         for _ in range(12):  # events keep the operator reconciling more often than the period
             clock.started()
             await asyncio.sleep(PERIOD / 4)
-    assert reconciles.runs == 0
+        assert reconciles.runs == 0
+        await asyncio.sleep(PERIOD)  # the last of them, 15 s ago, counts as the next period's start
+    assert reconciles.times == pytest.approx([11 * PERIOD / 4 + PERIOD])
 
 
 async def test_no_resync_is_asked_while_a_reconcile_waits_or_runs() -> None:
     reconciles, busy = Reconciles(), [True]
     async with resyncing(reconciles, ResyncClock(), pending=lambda: busy[0]):
-        await asyncio.sleep(PERIOD * 3)
+        await asyncio.sleep(PERIOD * 3 + 0.5)
         assert reconciles.runs == 0
         busy[0] = False
-        await asyncio.sleep(1.5)  # the task looks again each second
-    assert reconciles.runs >= 1
+        await asyncio.sleep(PERIOD / 2)
+    # the task looks again each PENDING_RETRY_SECONDS once its period is due, and runs at the first look
+    # that finds nothing pending; that run starts the next period
+    assert reconciles.times == pytest.approx([PERIOD * 3 + PENDING_RETRY_SECONDS])
 
 
 async def test_a_failed_resync_is_counted_and_the_next_period_runs_again(caplog: Any) -> None:
@@ -89,9 +124,13 @@ async def test_a_failed_resync_is_counted_and_the_next_period_runs_again(caplog:
     reconciles = Reconciles([ApiException(status=503, reason="Service Unavailable"), unexpected])
     with caplog.at_level(logging.WARNING, logger="test-resync"):
         async with resyncing(reconciles, ResyncClock()):
-            await asyncio.sleep(PERIOD * 5)
-    assert reconciles.outcomes["failed"] == 2 and reconciles.outcomes["ran"] >= 1
-    assert [r.getMessage() for r in caplog.records][:2] == ["resync failed", "resync failed"]
+            await asyncio.sleep(PERIOD * 3 + 1)
+    assert reconciles.counted == [
+        ("failed", pytest.approx(60)),
+        ("failed", pytest.approx(120)),
+        ("ran", pytest.approx(180)),
+    ]
+    assert [r.getMessage() for r in caplog.records] == ["resync failed", "resync failed"]
     assert caplog.records[1].exc_info is not None and caplog.records[1].exc_info[1] is unexpected
 
 
@@ -105,30 +144,15 @@ async def test_a_standby_looks_again_soon_and_resyncs_once_it_is_the_active_repl
 
     monkeypatch.setattr("preemption_toleration.operator.resync.is_active", peering_says)
     reconciles = Reconciles()
-    task = asyncio.create_task(
-        resync_forever(
-            clock=ResyncClock(),
-            period=PERIOD,
-            pending=lambda: False,
-            reconcile=reconciles,
-            api=None,
-            peering=Peering("preemption-toleration", "me", 100),
-            count=lambda outcome: reconciles.outcomes.update([outcome]),
-            logger=logger,
-        )
-    )
     with caplog.at_level(logging.INFO, logger="test-resync"):
-        for _ in range(100):  # three looks as a standby, one period apart here (at most 10 s in general)
-            if reconciles.outcomes["standby"] == 3:
-                break
-            await asyncio.sleep(PERIOD / 4)
-        assert reconciles.outcomes == {"standby": 3} and reconciles.runs == 0
-        for _ in range(100):  # the next look finds this replica active, and it resyncs at once
-            if reconciles.runs:
-                break
-            await asyncio.sleep(PERIOD / 4)
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
-    assert reconciles.runs >= 1 and reconciles.outcomes["standby"] == 3
-    messages = [record.getMessage() for record in caplog.records]
-    assert messages == ["resync paused", "resync resumed"]
+        async with resyncing(reconciles, ResyncClock(), peering=Peering("preemption-toleration", "me", 100)):
+            await asyncio.sleep(PERIOD + 3 * STANDBY_RECHECK_SECONDS + 1)
+    # a standby looks again every STANDBY_RECHECK_SECONDS, not once a period, and the look that finds this
+    # replica active resyncs at once
+    assert reconciles.counted == [
+        ("standby", pytest.approx(60)),
+        ("standby", pytest.approx(70)),
+        ("standby", pytest.approx(80)),
+        ("ran", pytest.approx(90)),
+    ]
+    assert [record.getMessage() for record in caplog.records] == ["resync paused", "resync resumed"]

@@ -24,31 +24,31 @@ def answers(*results: bool | Exception) -> Callable[[], Awaitable[bool]]:
     return condition
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        self.now += 1.0  # each look at the clock is one poll later
-        return self.now
+POLL = 0.5
 
 
+@pytest.mark.looptime
 @pytest.mark.parametrize(
-    ("rule", "condition", "timeout", "expected"),
+    ("rule", "condition", "timeout", "expected", "seconds"),
     [
-        ("served at once", answers(True), 10.0, True),
-        ("served after a few polls", answers(False, False, True), 10.0, True),
-        ("an API error counts as not served yet", answers(ApiException(status=503), True), 10.0, True),
-        ("never served: gives up at the time limit", answers(False), 3.0, False),
-        ("a zero time limit asks once", answers(False, True), 0.0, False),
+        ("served at once", answers(True), 10.0, True, 0),
+        ("served after a few polls", answers(False, False, True), 10.0, True, 2 * POLL),
+        ("an API error counts as not served yet", answers(ApiException(status=503), True), 10.0, True, POLL),
+        ("never served: gives up at the time limit", answers(False), 3.0, False, 3.0),
+        ("a zero time limit asks once", answers(False, True), 0.0, False, 0),
     ],
 )
-async def test_wait_until(rule: str, condition: Callable[[], Awaitable[bool]], timeout: float, expected: bool) -> None:
-    result = await wait_until(condition, asyncio.Event(), timeout=timeout, poll=0.001, clock=FakeClock())
-    assert result is expected, rule
+async def test_wait_until(
+    rule: str, condition: Callable[[], Awaitable[bool]], timeout: float, expected: bool, seconds: float
+) -> None:
+    """On looptime's virtual clock: the answer, and how long it took to come, with the real poll."""
+    started = asyncio.get_running_loop().time()
+    result = await wait_until(condition, asyncio.Event(), timeout=timeout, poll=POLL)
+    assert (result, asyncio.get_running_loop().time() - started) == (expected, pytest.approx(seconds)), rule
 
 
+@pytest.mark.looptime
 async def test_a_stop_ends_the_wait_at_once() -> None:
     stop = asyncio.Event()
     stop.set()
-    assert await wait_until(answers(True), stop, timeout=10.0, poll=0.001) is False
+    assert await wait_until(answers(True), stop, timeout=10.0, poll=POLL) is False
