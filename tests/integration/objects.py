@@ -12,6 +12,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
+from tests.builders import policy, priority_class
 from tests.integration.helpers import eventually, unique_name
 
 MIN = "preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority"
@@ -25,26 +26,13 @@ def class_manifest(
     annotations: dict[str, str] | None = None,
     description: str = "test class",
 ) -> str:
-    return json.dumps(
-        {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": name, "labels": labels or {}, "annotations": annotations or {}},
-            "value": value,
-            "description": description,
-        }
-    )
+    """A PriorityClass as `kubectl apply -f -` reads it."""
+    return json.dumps(priority_class(name, value, labels=labels or {}, description=description, **(annotations or {})))
 
 
 def policy_manifest(name: str, spec: dict[str, Any]) -> str:
-    return json.dumps(
-        {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "PreemptionTolerationPolicy",
-            "metadata": {"name": name},
-            "spec": spec,
-        }
-    )
+    """A policy as `kubectl apply -f -` reads it."""
+    return json.dumps(policy(name, spec))
 
 
 def apply_class_and_policy(kubectl: Callable[..., object], pc: str, ptp: str) -> None:

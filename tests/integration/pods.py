@@ -10,40 +10,15 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from tests.builders import pod
 from tests.integration.helpers import eventually
 
 SETTLE_SECONDS = 12  # long enough for the scheduler to have tried, and been refused, several times
 
 
 def pod_body(name: str, class_name: str, node: str, cpu: str = "2") -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {
-            "priorityClassName": class_name,
-            "nodeSelector": {"kubernetes.io/hostname": node},
-            "terminationGracePeriodSeconds": 0,
-            "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}],
-        },
-    }
-
-
-def unpinned_pod(name: str, *, cpu: str, priority_class: str | None = None) -> client.V1Pod:
-    """A pod the scheduler may put on any node."""
-    return client.V1Pod(
-        metadata=client.V1ObjectMeta(name=name),
-        spec=client.V1PodSpec(
-            priority_class_name=priority_class,
-            containers=[
-                client.V1Container(
-                    name="main",
-                    image="pause",  # never pulled: KWOK only pretends to run it
-                    resources=client.V1ResourceRequirements(requests={"cpu": cpu}),
-                )
-            ],
-        ),
-    )
+    """A pod of this class kept to `node`, to create in a test's namespace; it ends at once when deleted."""
+    return pod(name, class_name=class_name, namespace=None, pinned_to=node, cpu=cpu, grace_seconds=0)
 
 
 async def read_pod(api: ApiClient, namespace: str, name: str) -> dict[str, Any] | None:

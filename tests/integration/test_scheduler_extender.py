@@ -11,10 +11,10 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.devcluster import LocalCluster
+from tests.builders import pod
 from tests.integration.conftest import MakeNode
 from tests.integration.helpers import eventually
 from tests.integration.objects import low_and_high
-from tests.integration.pods import unpinned_pod
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -64,7 +64,7 @@ async def test_scheduler_calls_extender_during_preemption(
     async with low_and_high(api) as (low, high):
         node = await make_node(cpu="2")
         for i in range(2):
-            await core.create_namespaced_pod(namespace, unpinned_pod(f"low-{i}", cpu="1", priority_class=low))
+            await core.create_namespaced_pod(namespace, pod(f"low-{i}", class_name=low, namespace=None, cpu="1"))
 
         async def pods() -> list[client.V1Pod]:
             return (await core.list_namespaced_pod(namespace)).items
@@ -74,7 +74,7 @@ async def test_scheduler_calls_extender_during_preemption(
             lambda items: len(items) == 2 and all(p.spec.node_name for p in items),
             what="two low pods bound",
         )
-        await core.create_namespaced_pod(namespace, unpinned_pod("high", cpu="2", priority_class=high))
+        await core.create_namespaced_pod(namespace, pod("high", class_name=high, namespace=None, cpu="2"))
         await eventually(
             pods,
             lambda items: [p.metadata.name for p in items if p.spec.node_name] == ["high"],

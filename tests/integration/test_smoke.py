@@ -15,10 +15,10 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.devcluster import LocalCluster
+from tests.builders import pod
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import eventually, unique_name
 from tests.integration.objects import low_and_high
-from tests.integration.pods import unpinned_pod
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -101,9 +101,9 @@ async def test_the_disruption_controller_fills_a_budget_and_an_eviction_that_bre
 ) -> None:
     core = client.CoreV1Api(api)
     await make_node(cpu="1")
-    pod = unpinned_pod("guarded", cpu="100m")
-    pod.metadata.labels = {"app": "guarded"}
-    await core.create_namespaced_pod(namespace, pod)
+    guarded = pod("guarded", namespace=None, cpu="100m")
+    guarded["metadata"]["labels"] = {"app": "guarded"}
+    await core.create_namespaced_pod(namespace, guarded)
     budget = {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
@@ -132,7 +132,7 @@ async def test_the_eviction_subresource_still_accepts_a_policy_v1beta1_body(
     send it, and the guard reads it."""
     core = client.CoreV1Api(api)
     await make_node(cpu="1")
-    await core.create_namespaced_pod(namespace, unpinned_pod("old-client", cpu="100m"))
+    await core.create_namespaced_pod(namespace, pod("old-client", namespace=None, cpu="100m"))
     await eventually(
         lambda: core.read_namespaced_pod("old-client", namespace),
         lambda p: p.status.phase == "Running",
@@ -252,17 +252,15 @@ async def test_kwok_runs_bound_pods_on_a_node_applied_with_kubectl(
 
 async def _a_pod_runs_on(api: ApiClient, namespace: str, node: client.V1Node) -> None:
     core = client.CoreV1Api(api)
-    body = unpinned_pod("p", cpu="500m")
-    body.spec.node_selector = {"kubernetes.io/hostname": node.metadata.name}
-    await core.create_namespaced_pod(namespace, body)
-    pod = await eventually(
+    await core.create_namespaced_pod(namespace, pod("p", namespace=None, pinned_to=node.metadata.name, cpu="500m"))
+    running = await eventually(
         lambda: core.read_namespaced_pod("p", namespace),
         lambda p: p.status.phase == "Running",
         what="pod Running",
     )
-    assert pod.spec.node_name == node.metadata.name
-    assert pod.spec.service_account_name == "default"
-    true_conditions = {c.type for c in pod.status.conditions if c.status == "True"}
+    assert running.spec.node_name == node.metadata.name
+    assert running.spec.service_account_name == "default"
+    true_conditions = {c.type for c in running.status.conditions if c.status == "True"}
     assert {"PodScheduled", "Initialized", "ContainersReady", "Ready"} <= true_conditions
     await core.delete_namespaced_pod("p", namespace)  # graceful: KWOK finishes it as a kubelet would
     await eventually(
@@ -277,7 +275,7 @@ async def test_scheduler_preempts_lower_priority_pods(api: ApiClient, namespace:
     async with low_and_high(api) as (low, high):
         node = await make_node(cpu="3")
         for i in range(3):
-            await core.create_namespaced_pod(namespace, unpinned_pod(f"low-{i}", cpu="1", priority_class=low))
+            await core.create_namespaced_pod(namespace, pod(f"low-{i}", class_name=low, namespace=None, cpu="1"))
 
         async def pods() -> list[client.V1Pod]:
             return (await core.list_namespaced_pod(namespace)).items
@@ -287,7 +285,7 @@ async def test_scheduler_preempts_lower_priority_pods(api: ApiClient, namespace:
             lambda items: len(items) == 3 and all(p.status.phase == "Running" for p in items),
             what="three low pods Running",
         )
-        await core.create_namespaced_pod(namespace, unpinned_pod("high", cpu="2", priority_class=high))
+        await core.create_namespaced_pod(namespace, pod("high", class_name=high, namespace=None, cpu="2"))
         final = await eventually(
             pods,
             lambda items: (

@@ -20,8 +20,8 @@ from preemption_toleration.core.intparse import IntParseError, go_int_pattern, p
 from preemption_toleration.validation.findings import Finding
 from preemption_toleration.validation.priority_class import check_priority_class
 from preemption_toleration.webhooks.admission_policy import admission_policy, admission_policy_binding, in_range
+from tests.builders import priority_class
 from tests.unit.admission_payloads import review
-from tests.unit.kube_objects import priority_class
 from tests.unit.test_admission_decisions import CONFIG, EMPTY
 from tests.unit.test_priority_class_rules import CLEAN, RULES
 

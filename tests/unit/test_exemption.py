@@ -11,7 +11,7 @@ from preemption_toleration.core.annotations import (
     TolerationPolicy,
     parse_toleration_policy,
 )
-from tests.unit.kube_objects import pod, priority_class
+from tests.builders import pod, priority_class
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 

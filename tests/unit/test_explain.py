@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from preemption_toleration.core.explain import LISTED_IN_TEXT, explain_class, explain_pod, explain_preemptor, render
-from tests.unit.kube_objects import pod, priority_class
+from tests.builders import pod, priority_class
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from preemption_toleration.core.annotations import LEGACY_PREFIX, PREFIX
 from preemption_toleration.validation.priority_class import check_priority_class, every_rule, plainly_valid
-from tests.unit.kube_objects import priority_class
+from tests.builders import priority_class
 from tests.unit.test_priority_class_rules import CLEAN, RULES
 
 MIN = PREFIX + "minimum-preemptable-priority"

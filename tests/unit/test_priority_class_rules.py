@@ -9,7 +9,7 @@ from preemption_toleration.validation import (
     check_managed_annotation_change,
     check_priority_class,
 )
-from tests.unit.kube_objects import priority_class
+from tests.builders import priority_class
 
 MIN = PREFIX + "minimum-preemptable-priority"
 TOL = PREFIX + "toleration-seconds"

@@ -32,11 +32,11 @@ from preemption_toleration.guard.record import PreemptorRecord
 from preemption_toleration.webhooks.extender_endpoint import ExtenderHooks
 from preemption_toleration.webhooks.guard_endpoint import GuardHooks
 from preemption_toleration.webhooks.server import WebhookApp
+from tests.builders import priority_class
 from tests.unit import test_extender as extender
 from tests.unit import test_guard as guard
 from tests.unit.admission_payloads import PTP_KIND, PTP_RESOURCE, review
 from tests.unit.guard_requests import ROWS
-from tests.unit.kube_objects import priority_class
 
 POLICY = {
     "apiVersion": "preemption-toleration.dev/v1alpha1",
