@@ -17,7 +17,7 @@ from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME, service_manifests
 from tests.integration.components import INSTALL_NAMESPACE, ROOT, install_crd
 from tests.integration.conftest import Kubectl
-from tests.integration.helpers import eventually
+from tests.integration.helpers import SLOW_SECONDS, START_SECONDS, eventually
 from tests.integration.objects import TOL, class_manifest
 
 RELEASE = "preemption-toleration"
@@ -33,7 +33,7 @@ CONFIGURATIONS = (
 
 def helm(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
     argv = [str(cluster.toolchain.helm), "--kubeconfig", str(cluster.kubeconfig), *args]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=180, check=False)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=SLOW_SECONDS, check=False)
 
 
 def live(kubectl: Kubectl, *args: str) -> Any:
@@ -95,7 +95,9 @@ async def assert_bad_class_refused(kubectl: Kubectl, name: str) -> None:
     async def attempt() -> str:
         return str(kubectl("apply", "-f", "-", input=bad, check=False).stderr)
 
-    error = await eventually(attempt, lambda err: "denied the request" in err, timeout=60, what="the webhook's answer")
+    error = await eventually(
+        attempt, lambda err: "denied the request" in err, timeout=START_SECONDS, what="the webhook's answer"
+    )
     assert (
         'admission webhook "priorityclasses.validate.preemption-toleration.dev" denied the request: '
         f'PriorityClass "{name}": annotation {TOL}="abc" is not a base-10 integer'

@@ -14,6 +14,7 @@ from preemption_toleration.devcluster.components import ComponentError, Componen
 from preemption_toleration.devcluster.processes import free_port
 from preemption_toleration.logs import REGISTERED
 from preemption_toleration.webhooks.configurations import GUARD_NAME, scheduler_extender_of
+from tests.integration.helpers import START_SECONDS
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "crds" / "preemptiontolerationpolicies.yaml"
@@ -30,7 +31,7 @@ def install_crd(cluster: LocalCluster) -> None:
     ):
         subprocess.run(cluster.kubectl_argv("apply", "-f", str(manifest)), check=True, capture_output=True)
         subprocess.run(
-            cluster.kubectl_argv("wait", "--for=condition=Established", "--timeout=60s", f"crd/{crd}"),
+            cluster.kubectl_argv("wait", "--for=condition=Established", f"--timeout={START_SECONDS}s", f"crd/{crd}"),
             check=True,
             capture_output=True,
         )
@@ -88,7 +89,7 @@ class RunProcess(OperatorProcess):
     def start(self) -> int:
         since = super().start()
         try:
-            self.wait_for(REGISTERED, since, timeout=60)
+            self.wait_for(REGISTERED, since, timeout=START_SECONDS)
         except ComponentError as error:
             raise AssertionError(f"{error}\n{self.log()[-3000:]}") from error
         return since

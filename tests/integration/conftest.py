@@ -36,7 +36,7 @@ from preemption_toleration.devcluster import (
     ensure_namespace,
     ensure_toolchain,
 )
-from tests.integration.helpers import unique_name
+from tests.integration.helpers import START_SECONDS, unique_name
 
 Kubectl = Callable[..., "subprocess.CompletedProcess[str]"]
 MakeNode = Callable[..., Awaitable[client.V1Node]]
@@ -97,7 +97,7 @@ def kubectl(cluster: LocalCluster) -> Kubectl:
             input=input,
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=START_SECONDS,
             check=False,
         )
         if check and result.returncode != 0:
@@ -114,7 +114,7 @@ def alice(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Ku
 
     def run(*args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
         argv = [str(cluster.toolchain.kubectl), "--kubeconfig", str(kubeconfig), *args]
-        result = subprocess.run(argv, input=input, capture_output=True, text=True, timeout=60, check=False)
+        result = subprocess.run(argv, input=input, capture_output=True, text=True, timeout=START_SECONDS, check=False)
         if check and result.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed:\n{result.stderr}")
         return result

@@ -19,6 +19,14 @@ from preemption_toleration import pki
 
 T = TypeVar("T")
 
+# How long a test waits, by what it waits for. Each is a bound, not a pause: a wait ends when its condition
+# holds, and these only say when to give up on a machine shared with other work.
+ANSWER_SECONDS = 10  # one request to a server that is up, a dry run answered with a warning
+REACTION_SECONDS = 30  # a running component acting on a change: annotations written, an Event, a refusal
+START_SECONDS = 60  # a process started and registered, a command run, a state reached after a restart
+SCHEDULING_SECONDS = 90  # the scheduler binding or preempting a pod, through its backoffs
+SLOW_SECONDS = 180  # a helm run, an image's process, a pod created while the control plane restarts
+
 
 def unique_name(hint: str) -> str:
     """A DNS-1123 name derived from `hint` with a random suffix."""
@@ -30,7 +38,7 @@ async def eventually(
     probe: Callable[[], Awaitable[T]],
     check: Callable[[T], bool],
     *,
-    timeout: float = 60.0,
+    timeout: float = START_SECONDS,
     interval: float = 0.5,
     what: str = "condition",
 ) -> T:

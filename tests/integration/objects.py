@@ -13,7 +13,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
 from tests.builders import policy, priority_class
-from tests.integration.helpers import eventually, unique_name
+from tests.integration.helpers import REACTION_SECONDS, eventually, unique_name
 
 MIN = "preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority"
 TOL = "preemption-toleration.scheduling.x-k8s.io/toleration-seconds"
@@ -92,7 +92,7 @@ async def wait_annotations(api: ApiClient, name: str, expected: dict[str, str]) 
     return await eventually(
         lambda: read_class(api, name),
         lambda pc: ours(pc) == expected,
-        timeout=30,
+        timeout=REACTION_SECONDS,
         what=f"annotations {expected} on {name}",
     )
 
@@ -101,7 +101,7 @@ async def wait_ready(api: ApiClient, name: str, status: str, reason: str) -> dic
     return await eventually(
         lambda: read_policy(api, name),
         lambda p: ready(p)[:2] == (status, reason),
-        timeout=30,
+        timeout=REACTION_SECONDS,
         what=f"policy {name} Ready={status} {reason}",
     )
 

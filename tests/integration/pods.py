@@ -11,7 +11,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from tests.builders import pod
-from tests.integration.helpers import eventually
+from tests.integration.helpers import SCHEDULING_SECONDS, eventually
 
 SETTLE_SECONDS = 12  # long enough for the scheduler to have tried, and been refused, several times
 
@@ -58,10 +58,16 @@ async def stays(api: ApiClient, namespace: str, victim: str, preemptor: str, nod
 
 async def preempts(api: ApiClient, namespace: str, victim: str, preemptor: str, node: str) -> None:
     await eventually(
-        lambda: read_pod(api, namespace, victim), lambda p: p is None, timeout=90, what=f"{victim} preempted"
+        lambda: read_pod(api, namespace, victim),
+        lambda p: p is None,
+        timeout=SCHEDULING_SECONDS,
+        what=f"{victim} preempted",
     )
     await eventually(
-        lambda: read_pod(api, namespace, preemptor), lambda p: node_of(p) == node, timeout=90, what=f"{preemptor} bound"
+        lambda: read_pod(api, namespace, preemptor),
+        lambda p: node_of(p) == node,
+        timeout=SCHEDULING_SECONDS,
+        what=f"{preemptor} bound",
     )
 
 

@@ -23,7 +23,7 @@ from preemption_toleration.webhooks.registration import wanted_configurations
 from preemption_toleration.webhooks.runner import registration_of
 from tests.integration.components import INSTALL_NAMESPACE, ROOT, rbac_installed
 from tests.integration.conftest import Kubectl
-from tests.integration.helpers import by_kind_and_name, with_local_tls_files
+from tests.integration.helpers import SLOW_SECONDS, by_kind_and_name, with_local_tls_files
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +43,7 @@ def helm(cluster: LocalCluster) -> Path:
 
 
 def run_helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(helm), *args], capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run([str(helm), *args], capture_output=True, text=True, timeout=SLOW_SECONDS, check=False)
 
 
 def template(helm: Path, *args: str) -> Objects:

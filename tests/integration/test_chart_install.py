@@ -39,7 +39,7 @@ from tests.integration.chart import (
 )
 from tests.integration.components import INSTALL_NAMESPACE
 from tests.integration.conftest import Kubectl, MakeNode
-from tests.integration.helpers import eventually, unique_name, with_value
+from tests.integration.helpers import START_SECONDS, eventually, unique_name, with_value
 from tests.integration.objects import MIN, TOL, apply_class_and_policy, class_manifest, ours, read_class
 from tests.integration.pods import create_bound
 
@@ -96,11 +96,14 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_api_server(
     service = live(kubectl, "service", SERVICE, "-n", INSTALL_NAMESPACE)
     cluster.route_service(service["spec"]["clusterIP"], 443, f"127.0.0.1:{port}")
     try:
-        webhook.wait_for("webhook server listening", webhook.start(), timeout=60)
+        webhook.wait_for("webhook server listening", webhook.start(), timeout=START_SECONDS)
         operator.start()
         # once ready, the server registered its three configurations, with its CA (self-managed TLS)
         await eventually(
-            lambda: _async(registered, kubectl), lambda found: len(found) == 3, timeout=60, what="registration"
+            lambda: _async(registered, kubectl),
+            lambda found: len(found) == 3,
+            timeout=START_SECONDS,
+            what="registration",
         )
         assert all(ca_bundles(kubectl))
 
@@ -109,7 +112,10 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_api_server(
 
         # the operator, with the chart's RBAC, writes the annotations of the policy applied before
         await eventually(
-            lambda: read_class(api, pc), lambda c: ours(c) == {MIN: "10000", TOL: "-1"}, timeout=60, what="annotations"
+            lambda: read_class(api, pc),
+            lambda c: ours(c) == {MIN: "10000", TOL: "-1"},
+            timeout=START_SECONDS,
+            what="annotations",
         )
 
         # the guard, through the Service: an Eviction by a preemptor of priority 9000 is refused
@@ -151,11 +157,11 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_api_server(
         webhook.stop()
         webhook_args = with_value(webhook_args, "--metrics-address", f"127.0.0.1:{webhook_metrics}")
         webhook = as_its_account("webhook", *webhook_args, "--host", "127.0.0.1", "--port", str(port))
-        webhook.wait_for("webhook server listening", webhook.start(), timeout=60)
+        webhook.wait_for("webhook server listening", webhook.start(), timeout=START_SECONDS)
         await eventually(
             lambda: _async(live, kubectl, "validatingwebhookconfiguration", GUARD_NAME),
             lambda guard: guard["webhooks"][0]["failurePolicy"] == "Fail",
-            timeout=60,
+            timeout=START_SECONDS,
             what="the guard registered with failurePolicy Fail",
         )
         assert live(kubectl, "deployment", SERVICE, "-n", INSTALL_NAMESPACE)["spec"]["replicas"] == 3
@@ -185,7 +191,10 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_api_server(
         assert "These resources were kept due to the resource policy:" in uninstalled.stdout
         assert f"[CustomResourceDefinition] {CRD}" in uninstalled.stdout
         await eventually(
-            lambda: _async(registered, kubectl), lambda found: found == [], timeout=60, what="configurations collected"
+            lambda: _async(registered, kubectl),
+            lambda found: found == [],
+            timeout=START_SECONDS,
+            what="configurations collected",
         )
         assert kubectl(
             "get", "validatingadmissionpolicy", "preemption-toleration-priorityclasses", check=False

@@ -12,6 +12,8 @@ from tests.integration.components import ROOT
 
 pytestmark = pytest.mark.integration
 
+DEMO_SECONDS = 600  # its own control plane started, every story played and everything stopped
+
 
 def test_demo_plays_the_stories_and_stops_everything(tmp_path: Path) -> None:
     directory = tmp_path / "demo"
@@ -29,7 +31,7 @@ def test_demo_plays_the_stories_and_stops_everything(tmp_path: Path) -> None:
         ],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=DEMO_SECONDS,
         cwd=ROOT,
         check=False,
     )

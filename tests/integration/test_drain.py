@@ -25,7 +25,7 @@ from preemption_toleration.core.pods import scheduled_since
 from preemption_toleration.devcluster import LocalCluster
 from tests.integration.components import RunProcess, ptol_run
 from tests.integration.conftest import Kubectl, MakeNode
-from tests.integration.helpers import eventually, unique_name
+from tests.integration.helpers import ANSWER_SECONDS, REACTION_SECONDS, eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest
 from tests.integration.pods import create_bound, read_pod, set_scheduled_at
 
@@ -104,7 +104,7 @@ async def _budget(api: ApiClient, namespace: str, name: str, app: str) -> None:
     await eventually(
         lambda: client.PolicyV1Api(api).read_namespaced_pod_disruption_budget(name, namespace),
         lambda b: b.status is not None and b.status.current_healthy == 1 and b.status.observed_generation == 1,
-        timeout=30,
+        timeout=REACTION_SECONDS,
         what="the budget counted by the disruption controller",
     )
 
@@ -124,7 +124,7 @@ async def _labelled_bound(api: ApiClient, namespace: str, name: str, node: str, 
     await eventually(
         lambda: read_pod(api, namespace, name),
         lambda p: ((p or {}).get("status") or {}).get("phase") == "Running",
-        timeout=30,
+        timeout=REACTION_SECONDS,
         what=f"{name} running",
     )
 
@@ -157,7 +157,7 @@ async def test_drain_waits_for_the_toleration_and_the_budget_and_says_why(
     await eventually(
         lambda: read_pod(api, namespace, "tolerating"),
         lambda p: p is None,
-        timeout=20,
+        timeout=REACTION_SECONDS,
         what="the tolerating pod evicted once its toleration ended",
     )
     assert datetime.now(UTC) >= end
@@ -198,7 +198,7 @@ async def test_drain_evicts_a_pod_whose_toleration_is_over_at_once(
     await eventually(
         lambda: read_pod(api, namespace, "over"),
         lambda p: _toleration_end(p) < datetime.now(UTC),
-        timeout=10,
+        timeout=ANSWER_SECONDS,
         what="the toleration over",
     )
     await asyncio.sleep(1)  # the guard's watch sees the rewritten time

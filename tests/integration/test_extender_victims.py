@@ -28,7 +28,7 @@ from preemption_toleration.devcluster.processes import free_port
 from preemption_toleration.webhooks.configurations import scheduler_extender
 from tests.integration.components import RunProcess, ptol_run, registered_extender, scheduler_extended
 from tests.integration.conftest import Kubectl, MakeNode
-from tests.integration.helpers import eventually, unique_name
+from tests.integration.helpers import REACTION_SECONDS, SCHEDULING_SECONDS, START_SECONDS, eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest
 from tests.integration.pods import SETTLE_SECONDS, create_bound, node_of, pod_body, read_pod, set_scheduled_at
 
@@ -131,7 +131,7 @@ async def test_a_preemptor_that_needs_a_protected_pod_deletes_nothing(
     await eventually(
         server.extender_nodes,
         lambda found: found.get("dropped", 0) > before,
-        timeout=60,
+        timeout=START_SECONDS,
         what="the extender left the node out",
     )
     for _ in range(SETTLE_SECONDS):
@@ -161,7 +161,7 @@ async def test_the_preemptor_goes_to_the_node_whose_victim_does_not_tolerate_it(
     await eventually(
         lambda: read_pod(api, namespace, "high"),
         lambda pod: node_of(pod) == node_b,
-        timeout=90,
+        timeout=SCHEDULING_SECONDS,
         what="high bound to node-b",
     )
     assert await pod_names_on(api, namespace) == {"protected": node_a, "high": node_b}
@@ -183,7 +183,10 @@ async def test_the_scheduler_preempts_a_plain_pod_instead_of_the_protected_one_i
     await create_bound(api, namespace, "plain-b", classes["low"], node, cpu="1")
     await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], node, cpu="1"))
     await eventually(
-        lambda: read_pod(api, namespace, "high"), lambda pod: node_of(pod) == node, timeout=90, what="high bound"
+        lambda: read_pod(api, namespace, "high"),
+        lambda pod: node_of(pod) == node,
+        timeout=SCHEDULING_SECONDS,
+        what="high bound",
     )
     left = await pod_names_on(api, namespace)
     assert left["protected"] == node
@@ -227,7 +230,10 @@ async def test_a_preemptor_held_back_by_a_time_limited_toleration_preempts_when_
     assert end <= deleted <= end + timedelta(seconds=3), f"preempted {(deleted - end).total_seconds():.1f} s after"
     assert (await server.metric("ptol_preemptor_nudges_total", "outcome")).get("nudged", 0) == nudged + 1
     await eventually(
-        lambda: read_pod(api, namespace, "high"), lambda pod: node_of(pod) == node, timeout=60, what="high bound"
+        lambda: read_pod(api, namespace, "high"),
+        lambda pod: node_of(pod) == node,
+        timeout=SCHEDULING_SECONDS,
+        what="high bound",
     )
 
 
@@ -254,7 +260,7 @@ async def test_the_guard_judges_against_the_preemptor_the_scheduler_works_on(
     await eventually(
         lambda: asyncio.to_thread(_extender_decisions_for, process, f"{namespace}/high"),
         bool,
-        timeout=60,
+        timeout=START_SECONDS,
         what="the extender called for high",
     )
     refused = kubectl(
@@ -310,7 +316,7 @@ async def test_an_extender_outage_leaves_scheduling_to_the_guard_alone(
     )
     since = extender.start()
     try:
-        extender.wait_for("webhook server listening", since, timeout=60)
+        extender.wait_for("webhook server listening", since, timeout=START_SECONDS)
         with scheduler_extended(
             cluster,
             scheduler_extender(f"https://127.0.0.1:{port}/extender", ca_data),
@@ -329,7 +335,7 @@ async def test_an_extender_outage_leaves_scheduling_to_the_guard_alone(
             await eventually(
                 server.refusals,
                 lambda count: count > refusals,
-                timeout=60,
+                timeout=START_SECONDS,
                 what="the guard refusing the protected victim",
             )
             assert node_of(await read_pod(api, namespace, "protected")) == node
@@ -364,7 +370,10 @@ async def bound(api: ApiClient, namespace: str, body: dict[str, Any]) -> None:
     await client.CoreV1Api(api).create_namespaced_pod(namespace, body)
     name, node = body["metadata"]["name"], body["spec"]["nodeSelector"]["kubernetes.io/hostname"]
     await eventually(
-        lambda: read_pod(api, namespace, name), lambda p: node_of(p) == node, timeout=30, what=f"{name} bound"
+        lambda: read_pod(api, namespace, name),
+        lambda p: node_of(p) == node,
+        timeout=REACTION_SECONDS,
+        what=f"{name} bound",
     )
 
 
@@ -388,7 +397,7 @@ async def budget_allows(api: ApiClient, namespace: str, min_available: int, allo
             and pdb.status.current_healthy == min_available + allowed
             and pdb.status.disruptions_allowed == allowed
         ),
-        timeout=60,
+        timeout=START_SECONDS,
         what=f"the budget allowing {allowed}",
     )
 
@@ -410,7 +419,10 @@ async def test_equal_priorities_are_ordered_by_start_time_as_upstream_does(
     await bound(api, namespace, pod_body("p", classes["prot"], node, cpu="1"))
     await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("pre", classes["pre"], node, cpu="1"))
     await eventually(
-        lambda: read_pod(api, namespace, "pre"), lambda pod: node_of(pod) == node, timeout=90, what="pre bound"
+        lambda: read_pod(api, namespace, "pre"),
+        lambda pod: node_of(pod) == node,
+        timeout=SCHEDULING_SECONDS,
+        what="pre bound",
     )
     assert await pod_names_on(api, namespace) == {"b": node, "p": node, "pre": node}
 
@@ -435,7 +447,10 @@ async def test_victims_are_returned_most_important_first_as_upstream_sorts_them(
         namespace, on_nodes(pod_body("pre", classes["pre"], na, cpu="3"), na, nb)
     )
     await eventually(
-        lambda: read_pod(api, namespace, "pre"), lambda pod: node_of(pod) == nb, timeout=90, what="pre bound to nb"
+        lambda: read_pod(api, namespace, "pre"),
+        lambda pod: node_of(pod) == nb,
+        timeout=SCHEDULING_SECONDS,
+        what="pre bound to nb",
     )
     assert await pod_names_on(api, namespace) == {"l": na, "h": na, "p": na, "k": nb, "pre": nb}
 
@@ -460,7 +475,10 @@ async def test_a_pod_that_tolerates_the_preemptor_uses_none_of_a_budget(
         namespace, on_nodes(pod_body("pre", classes["pre"], nc, cpu="1500m"), nc, nd)
     )
     await eventually(
-        lambda: read_pod(api, namespace, "pre"), lambda pod: node_of(pod) == nc, timeout=90, what="pre bound to nc"
+        lambda: read_pod(api, namespace, "pre"),
+        lambda pod: node_of(pod) == nc,
+        timeout=SCHEDULING_SECONDS,
+        what="pre bound to nc",
     )
     assert await pod_names_on(api, namespace) == {"t1": nc, "e": nc, "t2": nd, "y": nd, "pre": nc}
 
@@ -501,7 +519,10 @@ async def test_the_extender_answers_the_scheduler_and_no_caller_without_its_clie
     preemptor = on_nodes(pod_body("high-auth", classes["high"], node, cpu="2"), node)
     await client.CoreV1Api(api).create_namespaced_pod(namespace, preemptor)
     await eventually(
-        lambda: read_pod(api, namespace, "high-auth"), lambda pod: node_of(pod) == node, timeout=90, what="bound"
+        lambda: read_pod(api, namespace, "high-auth"),
+        lambda pod: node_of(pod) == node,
+        timeout=SCHEDULING_SECONDS,
+        what="bound",
     )
     assert sum((await server.extender_nodes()).values()) > before
 

@@ -18,7 +18,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from preemption_toleration.devcluster import LocalCluster
 from tests.integration.components import RunProcess, ptol_run
 from tests.integration.conftest import Kubectl, MakeNode
-from tests.integration.helpers import eventually, unique_name
+from tests.integration.helpers import REACTION_SECONDS, eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest, policy_manifest, wait_annotations
 from tests.integration.pods import (
     create_bound,
@@ -79,7 +79,10 @@ async def test_high_cannot_preempt_low_non_preempted_but_critical_can(
     await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], node))
     await stays(api, namespace, "victim", "high", node)
     [event] = await eventually(
-        lambda: events_of(api, namespace, "victim"), lambda e: len(e) == 1, timeout=30, what="our Event on the victim"
+        lambda: events_of(api, namespace, "victim"),
+        lambda e: len(e) == 1,
+        timeout=REACTION_SECONDS,
+        what="our Event on the victim",
     )
     assert event.type == "Warning" and event.source.component == "preemption-toleration-guard"
     assert f"pod {namespace}/victim (PriorityClass {classes['low-non-preempted']}, priority 8000)" in event.message
@@ -147,7 +150,10 @@ async def test_eviction_with_the_preemptor_annotation_is_refused_without_it_evic
 
     assert await _evict(api, namespace, "forever", {}) is None  # a drain, not a preemption
     await eventually(
-        lambda: read_pod(api, namespace, "forever"), lambda p: p is None, timeout=30, what="the evicted pod gone"
+        lambda: read_pod(api, namespace, "forever"),
+        lambda p: p is None,
+        timeout=REACTION_SECONDS,
+        what="the evicted pod gone",
     )
 
 

@@ -37,7 +37,7 @@ from tests.integration.chart import (
 )
 from tests.integration.components import INSTALL_NAMESPACE, ROOT
 from tests.integration.conftest import Kubectl
-from tests.integration.helpers import eventually, unique_name, with_value
+from tests.integration.helpers import SLOW_SECONDS, eventually, unique_name, with_value
 from tests.integration.objects import MIN, TOL, apply_class_and_policy, ours, read_class
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -136,10 +136,13 @@ async def test_the_image_serves_the_chart_s_webhooks_and_runs_its_operator(
         service = live(kubectl, "service", SERVICE, "-n", INSTALL_NAMESPACE)
         cluster.route_service(service["spec"]["clusterIP"], 443, f"127.0.0.1:{port}")
         try:
-            webhook.wait_for("webhook server listening", webhook.start(), timeout=120)
+            webhook.wait_for("webhook server listening", webhook.start(), timeout=SLOW_SECONDS)
             operator.start()
             await eventually(
-                lambda: _async(registered, kubectl), lambda found: len(found) == 3, timeout=90, what="registration"
+                lambda: _async(registered, kubectl),
+                lambda found: len(found) == 3,
+                timeout=SLOW_SECONDS,
+                what="registration",
             )
             assert all(ca_bundles(kubectl))
 
@@ -151,7 +154,7 @@ async def test_the_image_serves_the_chart_s_webhooks_and_runs_its_operator(
             await eventually(
                 lambda: read_class(api, pc),
                 lambda c: ours(c) == {MIN: "10000", TOL: "-1"},
-                timeout=90,
+                timeout=SLOW_SECONDS,
                 what="the class annotated by the operator in the container",
             )
             for process in (webhook, operator):
@@ -179,7 +182,7 @@ def test_the_image_runs_read_only_as_an_unprivileged_user(image: str) -> None:
     )
     environment = {"CONTAINERS_CONF": str(images.containers_conf())}
     result = subprocess.run(
-        [*argv, "-c", probe], capture_output=True, text=True, timeout=120, env={**os.environ, **environment}
+        [*argv, "-c", probe], capture_output=True, text=True, timeout=SLOW_SECONDS, env={**os.environ, **environment}
     )
     assert result.returncode == 0, result.stderr
     uid, gid, where, package_writable, tmp_writable, sources = result.stdout.split()
@@ -190,7 +193,7 @@ def test_the_image_runs_read_only_as_an_unprivileged_user(image: str) -> None:
         [*images.run_argv(image, unique_name("ptol-version"), [], {}), "--version"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=SLOW_SECONDS,
         env={**os.environ, **environment},
     )
     assert version.returncode == 0 and version.stdout.startswith("ptol "), version

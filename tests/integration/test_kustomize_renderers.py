@@ -17,6 +17,7 @@ import yaml
 from preemption_toleration.devcluster import ensure_toolchain, find_toolchain
 from preemption_toleration.devcluster.toolchain import kustomize_versions, selected_version, supported_versions
 from tests.integration.components import ROOT
+from tests.integration.helpers import START_SECONDS
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +53,7 @@ def renderer_argv(renderer: str) -> list[str]:
 def render(renderer: str, directory: Path) -> list[dict[str, Any]]:
     """The objects `renderer` renders from `directory`, in a fixed order (cached: the reference is read often)."""
     result = subprocess.run(
-        [*renderer_argv(renderer), str(directory)], capture_output=True, text=True, timeout=60, check=False
+        [*renderer_argv(renderer), str(directory)], capture_output=True, text=True, timeout=START_SECONDS, check=False
     )
     if result.returncode != 0:  # a panic's stack is long: its first lines name it
         pytest.fail(f"{renderer} cannot render {directory}:\n" + "\n".join(result.stderr.splitlines()[:12]))

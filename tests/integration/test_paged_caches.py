@@ -21,7 +21,7 @@ from preemption_toleration.core.annotations import PREEMPTOR
 from preemption_toleration.devcluster import LocalCluster
 from tests.integration.components import WebhookServer, install_crd
 from tests.integration.conftest import Kubectl, MakeNode
-from tests.integration.helpers import eventually, unique_name
+from tests.integration.helpers import START_SECONDS, eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest
 from tests.integration.pods import create_bound, read_pod
 
@@ -132,7 +132,7 @@ async def test_guard_decides_the_same_from_caches_listed_in_pages(
                 await eventually(
                     lambda webhook=webhook: get(f"{webhook.base}/readyz"),
                     lambda r: r[0] == 200,
-                    timeout=60,
+                    timeout=START_SECONDS,
                     what=f"{webhook.process.log_path.name} ready",
                 )
             questions = [

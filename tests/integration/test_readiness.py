@@ -16,6 +16,7 @@ import pytest
 
 from preemption_toleration.devcluster import LocalCluster
 from tests.integration.components import CRD_FILE, WebhookServer, install_crd
+from tests.integration.helpers import ANSWER_SECONDS, SLOW_SECONDS, START_SECONDS
 
 pytestmark = [pytest.mark.integration]
 
@@ -30,7 +31,7 @@ class Webhook(WebhookServer):
     def readyz(self) -> tuple[int, str]:
         try:
             with urllib.request.urlopen(
-                f"https://127.0.0.1:{self.port}/readyz", context=INSECURE, timeout=5
+                f"https://127.0.0.1:{self.port}/readyz", context=INSECURE, timeout=ANSWER_SECONDS
             ) as response:
                 return response.status, response.read().decode()
         except urllib.error.HTTPError as error:
@@ -79,7 +80,7 @@ def test_a_webhook_started_before_its_crd_waits_says_why_and_becomes_ready(
     cluster: LocalCluster, webhook_without_crd: Webhook
 ) -> None:
     webhook = webhook_without_crd
-    body = webhook.until("before the CRD", 503, timeout=60)
+    body = webhook.until("before the CRD", 503, timeout=START_SECONDS)
     assert body.startswith("caches are not ready: preemptiontolerationpolicies: not listed yet (last problem: 404")
     assert body.endswith("(the resource is not served: is its CRD installed?))")
     time.sleep(8)  # retried at 1, 2 and 4 s: the same failure
@@ -87,7 +88,7 @@ def test_a_webhook_started_before_its_crd_waits_says_why_and_becomes_ready(
     assert len([line for line in webhook.lines("watch failed") if "preemptiontolerationpolicies" in line]) == 1
     assert webhook.lines("heap frozen") == []  # only once every cache is listed
     install_crd(cluster)
-    assert webhook.until("after the CRD", 200, timeout=60) == "ok"
+    assert webhook.until("after the CRD", 200, timeout=START_SECONDS) == "ok"
     assert len(webhook.lines("watch recovered")) == 1
     # then the heap of a synced server leaves the garbage collector's full collections (gc_pause.py)
     frozen = webhook.eventually_lines("heap frozen")
@@ -110,14 +111,14 @@ def test_caches_without_a_watch_for_longer_than_the_bound_are_not_ready_until_it
     cluster: LocalCluster, stale_webhook: Webhook
 ) -> None:
     webhook = stale_webhook
-    assert webhook.until("at start", 200, timeout=60) == "ok"
+    assert webhook.until("at start", 200, timeout=START_SECONDS) == "ok"
     cluster.stop_apiserver()
     try:
-        body = webhook.until("with the API server down", 503, timeout=60)
+        body = webhook.until("with the API server down", 503, timeout=START_SECONDS)
         assert body.startswith("caches are not ready: ")
         assert "no successful list or watch for" in body and "(last problem: " in body
         for kind in ("priorityclasses", "preemptiontolerationpolicies", "pods", "nodes"):
             assert f"{kind}: no successful list or watch for" in body
     finally:
         cluster.start_apiserver()
-    assert webhook.until("with the API server back", 200, timeout=90) == "ok"
+    assert webhook.until("with the API server back", 200, timeout=SLOW_SECONDS) == "ok"

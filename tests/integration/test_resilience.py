@@ -17,7 +17,7 @@ from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.kube.informer import MAX_BACKOFF_SECONDS
 from tests.integration.components import RunProcess, ptol_run
 from tests.integration.conftest import Kubectl, MakeNode
-from tests.integration.helpers import denied, eventually, unique_name
+from tests.integration.helpers import REACTION_SECONDS, SLOW_SECONDS, START_SECONDS, denied, eventually, unique_name
 from tests.integration.objects import (
     MIN,
     TOL,
@@ -60,7 +60,9 @@ async def test_operator_webhooks_and_guard_resume_after_the_api_server_restarts(
         # 404, which stops kopf (it is started again); the window is short, so one restart rarely hits it.
         for _ in range(RESTARTS):
             cluster.restart_apiserver()
-            await eventually(lambda: _api_answers(api), bool, timeout=30, what="the API after the restart")
+            await eventually(
+                lambda: _api_answers(api), bool, timeout=REACTION_SECONDS, what="the API after the restart"
+            )
 
         # The operator: a class, then its policy, both created after the restart. (In this order the
         # mutating webhook has nothing to add, so the annotations can only come from the operator.)
@@ -68,7 +70,7 @@ async def test_operator_webhooks_and_guard_resume_after_the_api_server_restarts(
         await eventually(
             lambda: _annotations_within(api, after),
             bool,
-            timeout=60,
+            timeout=START_SECONDS,
             what="the operator applying a policy created after the restart",
         )
         await wait_ready(api, after, "True", "Applied")
@@ -93,7 +95,7 @@ async def test_operator_webhooks_and_guard_resume_after_the_api_server_restarts(
         node = (await make_node(cpu="3", memory="8Gi")).metadata.name
         # kube-scheduler's own watches back off after failing to reconnect to a restarted API server (client-go
         # waits up to 30 s plus as much jitter): once it binds the victim, its caches are current.
-        await create_bound(api, namespace, "victim", after, node, timeout=150)
+        await create_bound(api, namespace, "victim", after, node, timeout=SLOW_SECONDS)
         await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", high, node))
         await stays(api, namespace, "victim", "high", node)
         assert await events_of(api, namespace, "victim"), "the guard refused nothing: no PreemptionRefused Event"

@@ -22,6 +22,7 @@ from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME
 from tests.integration.chart import inert_release_configurations
 from tests.integration.components import RunProcess, install_crd, ptol_run
 from tests.integration.conftest import Kubectl
+from tests.integration.helpers import ANSWER_SECONDS, START_SECONDS
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.integration
 def second_run(cluster: LocalCluster, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     """`ptol run` as a user starts it, with the cluster's kubeconfig, until it exits (it must, at once)."""
     argv = [sys.executable, "-m", "preemption_toleration", "run", "--kubeconfig", str(cluster.kubeconfig)]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=tmp_path, check=False)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=START_SECONDS, cwd=tmp_path, check=False)
 
 
 @pytest.fixture
@@ -79,16 +80,16 @@ def test_ptol_run_serves_metrics_on_a_port_of_its_own(cluster: LocalCluster, kub
     process = ComponentProcess("run", cluster.kubeconfig, tmp_path / "run.log")
     since = process.start()
     try:
-        process.wait_for(REGISTERED, since, timeout=60)
+        process.wait_for(REGISTERED, since, timeout=START_SECONDS)
         [metrics_url] = re.findall(r"http://127\.0\.0\.1:\d+/metrics", process.log()[since:])
-        with urllib.request.urlopen(metrics_url, timeout=10) as response:
+        with urllib.request.urlopen(metrics_url, timeout=ANSWER_SECONDS) as response:
             assert "ptol_webhook_requests_total" in response.read().decode()
         registered = yaml.safe_load(kubectl("get", "validatingwebhookconfiguration", GUARD_NAME, "-o", "yaml").stdout)
         https_base = registered["webhooks"][0]["clientConfig"]["url"].rsplit("/guard/", 1)[0]
         context = ssl.create_default_context()
         context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
         with pytest.raises(urllib.error.HTTPError) as not_there:
-            urllib.request.urlopen(f"{https_base}/metrics", timeout=10, context=context)
+            urllib.request.urlopen(f"{https_base}/metrics", timeout=ANSWER_SECONDS, context=context)
         assert not_there.value.code == 404
     finally:
         process.stop()

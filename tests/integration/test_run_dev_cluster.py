@@ -17,7 +17,7 @@ from preemption_toleration.devcluster.cluster import PROCESS_NAMES
 from preemption_toleration.devcluster.components import ComponentProcess
 from preemption_toleration.devcluster.processes import free_port
 from tests.integration.components import install_crd
-from tests.integration.helpers import eventually
+from tests.integration.helpers import SLOW_SECONDS, START_SECONDS, eventually
 from tests.integration.objects import MIN, TOL, class_manifest
 from tests.integration.pods import create_bound, pod_body, stays
 from tests.integration.test_extender_victims import Server
@@ -86,7 +86,7 @@ async def test_ptol_run_makes_the_local_scheduler_call_it_and_restores_it_on_exi
     )
     since = run.start()
     try:
-        run.wait_for(SCHEDULER_IN_USE, since, timeout=120)
+        run.wait_for(SCHEDULER_IN_USE, since, timeout=SLOW_SECONDS)
         [entry] = extenders_of(own_cluster)
         assert entry["preemptVerb"] == "preempt" and entry["ignorable"] is True
         assert reread(own_cluster).running_components() == list(PROCESS_NAMES)
@@ -99,7 +99,7 @@ async def test_ptol_run_makes_the_local_scheduler_call_it_and_restores_it_on_exi
             await eventually(
                 server.extender_nodes,
                 lambda found: found.get("dropped", 0) > 0,
-                timeout=60,
+                timeout=START_SECONDS,
                 what="the extender left node-1 out",
             )
             await stays(api, NAMESPACE, "train", "high", "node-1")
@@ -114,7 +114,12 @@ async def test_ptol_run_makes_the_local_scheduler_call_it_and_restores_it_on_exi
 
 def test_ptol_run_refuses_a_kubeconfig_of_another_cluster(own_cluster: LocalCluster, cluster: LocalCluster) -> None:
     result = ptol(
-        "run", "--dev-cluster", str(own_cluster.directory), "--kubeconfig", str(cluster.kubeconfig), timeout=60
+        "run",
+        "--dev-cluster",
+        str(own_cluster.directory),
+        "--kubeconfig",
+        str(cluster.kubeconfig),
+        timeout=START_SECONDS,
     )
     assert result.returncode == 2
     assert result.stderr == (
@@ -126,7 +131,7 @@ def test_ptol_run_refuses_a_kubeconfig_of_another_cluster(own_cluster: LocalClus
 
 def test_ptol_run_leaves_a_cluster_that_belongs_to_its_starter_alone(cluster: LocalCluster) -> None:
     """The session's cluster is tied to the test process: a scheduler restarted by `ptol run` would outlive it."""
-    result = ptol("run", "--dev-cluster", str(cluster.directory), timeout=60)
+    result = ptol("run", "--dev-cluster", str(cluster.directory), timeout=START_SECONDS)
     assert result.returncode == 2
     assert result.stderr == (
         f"ptol run: error: --dev-cluster: the control plane in {cluster.directory} belongs to "
@@ -136,7 +141,7 @@ def test_ptol_run_leaves_a_cluster_that_belongs_to_its_starter_alone(cluster: Lo
 
 
 def test_ptol_run_needs_a_running_control_plane_in_the_directory(tmp_path: Path) -> None:
-    result = ptol("run", "--dev-cluster", str(tmp_path), timeout=60)
+    result = ptol("run", "--dev-cluster", str(tmp_path), timeout=START_SECONDS)
     assert result.returncode == 2
     assert result.stderr == (
         f"ptol run: error: --dev-cluster: no local control plane runs in {tmp_path} "

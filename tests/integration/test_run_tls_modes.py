@@ -15,7 +15,7 @@ from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.components import ComponentProcess
 from tests.integration.components import install_crd, ptol_run
 from tests.integration.conftest import Kubectl
-from tests.integration.helpers import denied, unique_name
+from tests.integration.helpers import SLOW_SECONDS, denied, unique_name
 from tests.integration.load import certificate_files
 from tests.integration.objects import MIN, class_manifest
 
@@ -62,7 +62,7 @@ def test_ptol_run_refuses_a_certificate_that_does_not_cover_its_url(cluster: Loc
     since = process.start()
     try:
         assert process.process is not None
-        code = process.process.wait(timeout=90)
+        code = process.process.wait(timeout=SLOW_SECONDS)
     finally:
         process.stop()
     output = process.log()[since:]

@@ -25,7 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from preemption_toleration.devcluster import LocalCluster
 from tests.integration.components import ptol_run, registered_extender, scheduler_extended
 from tests.integration.conftest import Kubectl, MakeNode
-from tests.integration.helpers import eventually, unique_name
+from tests.integration.helpers import SCHEDULING_SECONDS, eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest, policy_manifest, wait_annotations
 from tests.integration.pods import SETTLE_SECONDS, create_bound, node_of, pod_body, read_pod, stays
 from tests.integration.test_extender_victims import Server
@@ -133,7 +133,9 @@ async def test_a_node_with_a_protected_and_a_plain_victim(
     await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], node, cpu="3"))
 
     if older == "low":  # the plain pod is in the parallel batch: deleted, then the protected one is refused
-        await eventually(lambda: read_pod(api, namespace, "low"), lambda p: p is None, timeout=60, what="low deleted")
+        await eventually(
+            lambda: read_pod(api, namespace, "low"), lambda p: p is None, timeout=SCHEDULING_SECONDS, what="low deleted"
+        )
     for _ in range(SETTLE_SECONDS):
         assert node_of(await read_pod(api, namespace, "protected")) == node, "the protected pod was preempted"
         assert node_of(await read_pod(api, namespace, "high")) is None, "the preemptor was bound"

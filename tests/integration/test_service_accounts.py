@@ -29,7 +29,15 @@ from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME
 from tests.integration.chart import inert_release_configurations
 from tests.integration.components import INSTALL_NAMESPACE, OPERATOR_USER, ROOT, WEBHOOK_USER, rbac_installed
 from tests.integration.conftest import Kubectl, MakeNode
-from tests.integration.helpers import eventually, unique_name, with_value
+from tests.integration.helpers import (
+    ANSWER_SECONDS,
+    REACTION_SECONDS,
+    SLOW_SECONDS,
+    START_SECONDS,
+    eventually,
+    unique_name,
+    with_value,
+)
 from tests.integration.objects import (
     MIN,
     TOL,
@@ -87,7 +95,7 @@ async def test_the_operator_does_its_job_with_its_role_alone(
         await eventually(
             lambda: read_class(api, pc),
             lambda c: ours(c) == {MIN: "10000", TOL: "-1"},
-            timeout=60,
+            timeout=START_SECONDS,
             what="annotations applied by the operator's service account",
         )
         await wait_ready(api, ptp, "True", "Applied")  # its status subresource
@@ -95,8 +103,12 @@ async def test_the_operator_does_its_job_with_its_role_alone(
             "default", field_selector=f"involvedObject.name={ptp}"
         )
         assert "Applied" in {event.reason for event in events.items}
-        kubectl("delete", "ptp", ptp, "--wait=true", "--timeout=60s")  # its finalizer, removed by the operator
-        await eventually(lambda: read_class(api, pc), lambda c: ours(c) == {}, timeout=60, what="annotations released")
+        kubectl(
+            "delete", "ptp", ptp, "--wait=true", f"--timeout={START_SECONDS}s"
+        )  # its finalizer, removed by the operator
+        await eventually(
+            lambda: read_class(api, pc), lambda c: ours(c) == {}, timeout=START_SECONDS, what="annotations released"
+        )
         # the Deployment's liveness probe and the metrics it scrapes
         assert _get(f"http://127.0.0.1:{health}/healthz")[0] == 200
         status, text = _get(f"http://127.0.0.1:{metrics}/metrics")
@@ -129,13 +141,13 @@ async def test_the_operator_stopped_by_an_error_starts_again_and_does_its_job(
     operator.start()
     pc, ptp = unique_name("restart-class"), unique_name("restart-policy")
     try:
-        operator.wait_for("operator stopped by an error; starting it again", 0, timeout=60)
+        operator.wait_for("operator stopped by an error; starting it again", 0, timeout=START_SECONDS)
         kubeconfig.write_text(valid)
         apply_class_and_policy(kubectl, pc, ptp)
         await eventually(
             lambda: read_class(api, pc),
             lambda c: ours(c) == {MIN: "10000", TOL: "-1"},
-            timeout=90,
+            timeout=SLOW_SECONDS,
             what="annotations applied by the operator started again",
         )
         await wait_ready(api, ptp, "True", "Applied")
@@ -144,7 +156,7 @@ async def test_the_operator_stopped_by_an_error_starts_again_and_does_its_job(
         assert restarts >= 1, operator.log()[-3000:]
     finally:
         # its finalizer: removed by the operator, so before it stops
-        kubectl("delete", "ptp", ptp, "--ignore-not-found", "--wait=true", "--timeout=60s", check=False)
+        kubectl("delete", "ptp", ptp, "--ignore-not-found", "--wait=true", f"--timeout={START_SECONDS}s", check=False)
         operator.stop()
         kubectl("delete", "priorityclass", pc, "--ignore-not-found", check=False)
 
@@ -187,13 +199,13 @@ async def test_the_webhook_server_does_its_job_with_its_role_alone(
 
         # its Secret (create, get), and its configurations registered with that CA (patch: server-side apply)
         secret = await eventually(
-            lambda: _secret(api), lambda s: s is not None, timeout=60, what="the webhook-tls Secret"
+            lambda: _secret(api), lambda s: s is not None, timeout=START_SECONDS, what="the webhook-tls Secret"
         )
         ca = base64.b64decode(secret.data["ca.crt"])
         bundles = await eventually(
             lambda: _ca_bundles(kubectl),
             lambda b: b == {base64.b64encode(ca).decode()},
-            timeout=30,
+            timeout=REACTION_SECONDS,
             what="the CA in every configuration's caBundle",
         )
         assert len(bundles) == 1
@@ -204,7 +216,10 @@ async def test_the_webhook_server_does_its_job_with_its_role_alone(
         base = f"https://127.0.0.1:{port}"
         async with aiohttp.ClientSession() as session:
             await eventually(
-                lambda: _status(session, f"{base}/readyz", context), lambda s: s == 200, timeout=60, what="/readyz"
+                lambda: _status(session, f"{base}/readyz", context),
+                lambda s: s == 200,
+                timeout=START_SECONDS,
+                what="/readyz",
             )
 
             # a preemption of the protected pod: refused, and an Event on the victim (events create)
@@ -214,7 +229,9 @@ async def test_the_webhook_server_does_its_job_with_its_role_alone(
                 ) as response:
                     return (await response.json())["response"]
 
-            answer = await eventually(refuse, lambda r: not r["allowed"], timeout=30, what="the guard's refusal")
+            answer = await eventually(
+                refuse, lambda r: not r["allowed"], timeout=REACTION_SECONDS, what="the guard's refusal"
+            )
             # /metrics on its own port, as the Deployment serves it (for the NetworkPolicy to close)
             async with session.get(f"{base}/metrics", ssl=context) as response:
                 assert response.status == 404
@@ -227,7 +244,10 @@ async def test_the_webhook_server_does_its_job_with_its_role_alone(
         assert figures['ptol_webhook_cache_objects{kind="pods"}'] >= 1  # the victim, at least
         assert answer["status"]["message"].startswith(f"pod {namespace}/victim (PriorityClass {pc}, priority 8000)")
         await eventually(
-            lambda: events_of(api, namespace, "victim"), bool, timeout=30, what="the PreemptionRefused Event"
+            lambda: events_of(api, namespace, "victim"),
+            bool,
+            timeout=REACTION_SECONDS,
+            what="the PreemptionRefused Event",
         )
         assert webhook.running(), webhook.log()[-3000:]
         no_permission_errors(webhook)
@@ -246,7 +266,7 @@ def _samples(text: str) -> dict[str, float]:
 
 
 def _get(url: str) -> tuple[int, str]:
-    with urllib.request.urlopen(url, timeout=5) as response:
+    with urllib.request.urlopen(url, timeout=ANSWER_SECONDS) as response:
         return response.status, response.read().decode()
 
 

@@ -17,7 +17,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from preemption_toleration.devcluster import LocalCluster
 from tests.builders import pod
 from tests.integration.conftest import Kubectl, MakeNode
-from tests.integration.helpers import eventually, unique_name
+from tests.integration.helpers import REACTION_SECONDS, START_SECONDS, eventually, unique_name
 from tests.integration.objects import low_and_high
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -71,7 +71,7 @@ async def test_a_new_namespace_gets_its_default_service_account_from_the_control
         accounts = await eventually(
             lambda: client.CoreV1Api(api).list_namespaced_service_account(name),
             lambda found: [a.metadata.name for a in found.items] == ["default"],
-            timeout=30,
+            timeout=REACTION_SECONDS,
             what="the default ServiceAccount",
         )
         assert accounts.items[0].metadata.name == "default"
@@ -93,7 +93,7 @@ async def test_a_deleted_namespace_is_finished_by_the_namespace_controller(api: 
             raise
         return True
 
-    await eventually(still_there, lambda there: not there, timeout=60, what="the namespace gone")
+    await eventually(still_there, lambda there: not there, timeout=START_SECONDS, what="the namespace gone")
 
 
 async def test_the_disruption_controller_fills_a_budget_and_an_eviction_that_breaks_it_gets_429(
@@ -114,7 +114,7 @@ async def test_the_disruption_controller_fills_a_budget_and_an_eviction_that_bre
     status = await eventually(
         lambda: client.PolicyV1Api(api).read_namespaced_pod_disruption_budget("guarded", namespace),
         lambda b: b.status is not None and b.status.current_healthy == 1 and b.status.observed_generation == 1,
-        timeout=60,
+        timeout=START_SECONDS,
         what="the budget's status",
     )
     assert status.status.disruptions_allowed == 0

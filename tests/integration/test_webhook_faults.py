@@ -24,7 +24,7 @@ from preemption_toleration.webhooks.registration import Registrar, Registration,
 from preemption_toleration.webhooks.secret_tls import SecretCertificates
 from preemption_toleration.webhooks.server import WebhookApp
 from tests.integration.components import WebhookServer, install_crd
-from tests.integration.helpers import eventually
+from tests.integration.helpers import ANSWER_SECONDS, START_SECONDS, eventually
 from tests.integration.load import AdmissionLoad, RetryingProxy, certificate_files
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -35,7 +35,7 @@ REQUESTS = 5000  # admission requests the webhook must answer while the fault ha
 def served(base: str, ca_pem: bytes) -> float:
     """Admission requests a webhook server answered with 200 (its /metrics)."""
     context = ssl.create_default_context(cadata=ca_pem.decode())
-    with urllib.request.urlopen(f"{base}/metrics", context=context, timeout=10) as response:
+    with urllib.request.urlopen(f"{base}/metrics", context=context, timeout=ANSWER_SECONDS) as response:
         text = response.read().decode()
     return sum(
         float(value)
@@ -47,7 +47,7 @@ def serving_serial(port: int, ca_pem: bytes) -> int:
     """The serial number of the certificate a new TLS connection is served (verified against the CA)."""
     context = ssl.create_default_context(cadata=ca_pem.decode())
     with (
-        ssl.create_connection(("127.0.0.1", port), timeout=10) as raw,
+        ssl.create_connection(("127.0.0.1", port), timeout=ANSWER_SECONDS) as raw,
         context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
     ):
         der = tls.getpeercert(binary_form=True)
@@ -90,7 +90,7 @@ async def test_certificate_files_renewed_under_load_fail_no_request(
     webhook, port, base = server.process, server.port, server.base
     since = webhook.start()
     try:
-        webhook.wait_for(REGISTERED, since, timeout=60)
+        webhook.wait_for(REGISTERED, since, timeout=START_SECONDS)
         first_serial = serving_serial(port, ca.cert_pem)
         admission_load.start()
         await until_served(REQUESTS // 4, lambda: served(base, ca.cert_pem), "load before the renewal")
@@ -98,7 +98,7 @@ async def test_certificate_files_renewed_under_load_fail_no_request(
         await eventually(
             lambda: asyncio.to_thread(lambda: webhook.log()[since:].count("serving certificate loaded")),
             lambda count: count >= 2,
-            timeout=60,
+            timeout=START_SECONDS,
             what="the renewed files loaded",
         )
         before = served(base, ca.cert_pem)
@@ -172,7 +172,7 @@ async def two_servers_one_stopped(
             await eventually(
                 lambda port=port: asyncio.to_thread(_ready, port, ca.cert_pem),
                 bool,
-                timeout=60,
+                timeout=START_SECONDS,
                 what=f"the server on {port} ready",
             )
         bases = [f"https://127.0.0.1:{port}" for port in ports]
@@ -225,7 +225,9 @@ async def test_one_of_two_servers_killed_under_load_fails_only_what_it_was_answe
 def _ready(port: int, ca_pem: bytes) -> bool:
     context = ssl.create_default_context(cadata=ca_pem.decode())
     try:
-        with urllib.request.urlopen(f"https://127.0.0.1:{port}/readyz", context=context, timeout=5) as response:
+        with urllib.request.urlopen(
+            f"https://127.0.0.1:{port}/readyz", context=context, timeout=ANSWER_SECONDS
+        ) as response:
             return response.status == 200
     except OSError:
         return False

@@ -17,7 +17,7 @@ from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME
 from preemption_toleration.webhooks.registration import Registrar, Registration
 from preemption_toleration.webhooks.secret_tls import SecretCertificates
 from preemption_toleration.webhooks.tls import not_after
-from tests.integration.helpers import eventually, unique_name
+from tests.integration.helpers import START_SECONDS, eventually, unique_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -75,7 +75,7 @@ async def test_secret_holds_the_pair_and_the_ca_reaches_every_registered_webhook
         await eventually(
             lambda: _exists(admission.read_validating_webhook_configuration, GUARD_NAME),
             lambda exists: not exists,
-            timeout=60,
+            timeout=START_SECONDS,
             what="the guard's configuration collected with its owner",
         )
 

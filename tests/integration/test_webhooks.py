@@ -13,7 +13,7 @@ from kubernetes_asyncio.client import ApiClient
 from preemption_toleration.devcluster import LocalCluster
 from tests.integration.components import RunProcess, ptol_run
 from tests.integration.conftest import Kubectl
-from tests.integration.helpers import denied, eventually, unique_name
+from tests.integration.helpers import ANSWER_SECONDS, REACTION_SECONDS, denied, eventually, unique_name
 from tests.integration.objects import (
     MIN,
     TOL,
@@ -150,7 +150,7 @@ async def test_second_policy_for_a_governed_class_is_refused(
             check=False,
         )
 
-    result = await eventually(attempt, lambda r: r.returncode != 0, timeout=10, what="conflict refusal")
+    result = await eventually(attempt, lambda r: r.returncode != 0, timeout=ANSWER_SECONDS, what="conflict refusal")
     message = denied(result, "policies.validate.preemption-toleration.dev")
     assert f'PriorityClass "{pc}" is already governed by PreemptionTolerationPolicy "{first}"' in message
 
@@ -170,7 +170,10 @@ async def test_a_policy_without_effect_is_applied_with_a_warning_and_its_status_
 
     # a server-side dry run until the webhook's cache has the new class, then the policy itself
     await eventually(
-        lambda: apply("--dry-run=server"), lambda r: "Warning:" in r.stderr, timeout=10, what="the no-effect warning"
+        lambda: apply("--dry-run=server"),
+        lambda r: "Warning:" in r.stderr,
+        timeout=ANSWER_SECONDS,
+        what="the no-effect warning",
     )
     result = await apply()
     why = (
@@ -194,7 +197,7 @@ async def test_a_policy_without_effect_is_applied_with_a_warning_and_its_status_
     await eventually(
         lambda: _described(alice, ptp),
         lambda rows: ("Warning", "AppliedNoEffect", "preemption-toleration-operator", ready(policy)[2]) in rows,
-        timeout=30,
+        timeout=REACTION_SECONDS,
         what=f"the AppliedNoEffect Event under kubectl describe ptp {ptp}",
     )
 
@@ -241,7 +244,10 @@ async def test_a_label_change_that_makes_a_class_contested_is_applied_with_a_war
 
     # a server-side dry run until the webhook's cache has the new policy, then the change itself
     await eventually(
-        lambda: label("--dry-run=server"), lambda r: "Warning:" in r.stderr, timeout=10, what="the contested warning"
+        lambda: label("--dry-run=server"),
+        lambda r: "Warning:" in r.stderr,
+        timeout=ANSWER_SECONDS,
+        what="the contested warning",
     )
     result = await label()
     assert f"priorityclass.scheduling.k8s.io/{pc} labeled" in result.stdout
