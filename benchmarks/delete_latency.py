@@ -49,7 +49,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.devcluster import LocalCluster, create_node, ensure_namespace
-from preemption_toleration.webhooks.configurations import GUARD_NAME
+from preemption_toleration.manifests.webhook_configurations import GUARD_NAME
 
 NAMESPACE, NODE, WARMUP = "bench", "node-1", 2
 MODES = ("without", "with", "bare")

@@ -41,7 +41,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY as MIN
 from preemption_toleration.core.annotations import TOLERATION_SECONDS as TOL
 from preemption_toleration.devcluster import LocalCluster, create_node, ensure_namespace
-from preemption_toleration.webhooks.configurations import GUARD_NAME, scheduler_extender_of
+from preemption_toleration.manifests.scheduler_extender import scheduler_extender_of
+from preemption_toleration.manifests.webhook_configurations import GUARD_NAME
 
 NAMESPACE = "loop"
 CLASSES = {"high": (9000, {}), "protected-10min": (8000, {MIN: "10000", TOL: "600"})}

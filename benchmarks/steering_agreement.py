@@ -56,8 +56,9 @@ from preemption_toleration.extender.victims import NodeVictims, select_victims
 from preemption_toleration.inventory.budgets import BudgetIndex, split_by_budget_violation
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.kube.client import API_ERRORS
+from preemption_toleration.manifests.scheduler_extender import scheduler_extender_of
+from preemption_toleration.manifests.webhook_configurations import GUARD_NAME
 from preemption_toleration.steering.plan import eligible, pick_node
-from preemption_toleration.webhooks.configurations import GUARD_NAME, scheduler_extender_of
 
 GPU = "example.com/gpu"
 TOLERATION_SECONDS = 300

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from preemption_toleration.api.crd import crd_yaml
+from preemption_toleration.manifests.crd import crd_yaml
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

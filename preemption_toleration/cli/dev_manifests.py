@@ -1,138 +1,40 @@
 """`ptol dev manifests [--check]`: write every generated manifest of config/ and of the Helm chart, or check
-that the committed ones are current. One source for each object: the code builds the CRD, the webhook
-configurations and the ValidatingAdmissionPolicy (for config/ and the chart alike); the chart's templates
-hold the Deployments, the Service and the RBAC, and config/ holds them as helm renders them."""
+that the committed ones are current. What each file holds is the `manifests` package's (manifests/files.py);
+here helm runs, and the files are read and written."""
 
 from __future__ import annotations
 
 import argparse
-import re
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-from preemption_toleration.api.crd import crd_yaml
-from preemption_toleration.cli.chart_sources import CHART, chart_files
-from preemption_toleration.cli.failures import CommandError
-from preemption_toleration.cli.manifest_deletions import DELETIONS, PREFIX, deletion_files, listing_problems
-from preemption_toleration.cli.manifests_cmd import render, render_admission_policy
+from preemption_toleration.cli.failures import EXIT_USAGE, CommandError
 from preemption_toleration.devcluster import ToolchainError, ensure_toolchain
-
-RELEASE = "preemption-toleration"
-NAMESPACE = "preemption-toleration"
-# The Kubernetes release `helm template` renders for (the chart's kubeVersion must accept it).
-RENDER_KUBE_VERSION = "1.37.2"
-# Labels a Helm release adds; a kustomize install has no release.
-_RELEASE_LABEL = re.compile(
-    r"^\s*(app\.kubernetes\.io/instance|app\.kubernetes\.io/managed-by|helm\.sh/chart):.*\n", re.M
-)
-_SOURCE_LINE = re.compile(r"^(---\n)?# Source: .*\n", re.M)
+from preemption_toleration.manifests import files
+from preemption_toleration.manifests.chart import CHART
+from preemption_toleration.manifests.deletions import DELETIONS, PREFIX, listing_problems
+from preemption_toleration.manifests.rendered import helm_template_arguments, template_selection
 
 
-STEERING = ("guard.steering=on", "extender.enabled=false")
-STEERING_RIGHTS = "preemption-toleration-webhook-steering"  # the Role and RoleBinding steering adds
+def helm_renderer(helm: Path, root: Path) -> files.RenderTemplate:
+    """A chart template rendered by `helm template` with some values set."""
 
+    def render(template: str, values: tuple[str, ...]) -> str:
+        selection = template_selection(template, values)
+        argv = [str(helm), *helm_template_arguments(str(root / CHART), selection)]
+        result = subprocess.run(argv, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise CommandError(f"`helm template {' '.join(selection)}` failed: {' '.join(result.stderr.split())}")
+        return result.stdout
 
-@dataclass(frozen=True)
-class Rendered:
-    """A config/ file rendered from one chart template with some values set."""
-
-    path: str
-    template: str
-    values: tuple[str, ...] = ()
-    # the rendered documents kept: those whose `metadata.name` is in `only` (when given), not in `without`
-    only: tuple[str, ...] = ()
-    without: tuple[str, ...] = ()
-
-
-RENDERED = (
-    Rendered("config/rbac/operator.yaml", "rbac-operator.yaml"),
-    Rendered("config/rbac/webhook.yaml", "rbac-webhook.yaml"),
-    Rendered("config/manager/operator.yaml", "operator.yaml"),
-    Rendered("config/manager/webhook.yaml", "webhook.yaml"),
-    Rendered("config/manager/priority-class.yaml", "priority-class.yaml"),
-    Rendered("config/manager/network-policy.yaml", "networkpolicy.yaml"),
-    # config/certmanager patches config/default into what the chart renders in cert-manager mode
-    Rendered("config/certmanager/certificate.yaml", "certificate.yaml", ("certificates.mode=cert-manager",)),
-    Rendered("config/certmanager/webhook.yaml", "webhook.yaml", ("certificates.mode=cert-manager",)),
-    Rendered("config/certmanager/rbac.yaml", "rbac-webhook.yaml", ("certificates.mode=cert-manager",)),
-    # config/steering: a managed cluster's install (no extender) with steering on, and the rights it adds
-    Rendered("config/steering/webhook.yaml", "webhook.yaml", STEERING),
-    Rendered("config/steering/rbac.yaml", "rbac-webhook.yaml", STEERING, without=(STEERING_RIGHTS,)),
-    Rendered("config/steering/steering-rbac.yaml", "rbac-webhook.yaml", STEERING, only=(STEERING_RIGHTS,)),
-)
-
-
-def helm_template(helm: Path, root: Path, *args: str) -> str:
-    """`helm template` of the chart as release `preemption-toleration` in its namespace."""
-    argv = [str(helm), "template", RELEASE, str(root / CHART), "--namespace", NAMESPACE]
-    # config/ names the image `preemption-toleration`, which config/default's `images:` points at a registry
-    argv += ["--kube-version", RENDER_KUBE_VERSION, "--set", f"image.repository={RELEASE}", *args]
-    result = subprocess.run(argv, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        raise CommandError(f"`helm template {' '.join(args)}` failed: {' '.join(result.stderr.split())}")
-    return result.stdout
-
-
-def without_release(rendered: str) -> str:
-    """helm's output as a kustomize file: no `# Source:` lines, no release labels."""
-    documents = _SOURCE_LINE.sub(lambda match: match.group(1) or "", rendered)
-    return _RELEASE_LABEL.sub("", documents).removeprefix("---\n")
-
-
-def rendered_file(helm: Path, root: Path, entry: Rendered) -> str:
-    args = ["--show-only", f"templates/{entry.template}"]
-    for value in entry.values:
-        args += ["--set", value]
-    source = f"{CHART}/templates/{entry.template}" + (f" ({', '.join(entry.values)})" if entry.values else "")
-    header = f"# Generated by `ptol dev manifests` from {source}; do not edit.\n"
-    documents = without_release(helm_template(helm, root, *args))
-    if entry.only or entry.without:
-        documents = "---\n".join(
-            document for document in documents.split("---\n") if _kept(_name_of(document), entry.only, entry.without)
-        )
-    return header + documents
-
-
-def _name_of(document: str) -> str:
-    """The first `name:` under `metadata:` in a rendered document."""
-    found = re.search(r"^metadata:\n(?:  .*\n)*?  name: (\S+)", document, re.M)
-    return found.group(1) if found else ""
-
-
-def _kept(name: str, only: tuple[str, ...], without: tuple[str, ...]) -> bool:
-    return (not only or name in only) and name not in without
-
-
-def code_files(root: Path) -> dict[str, str]:
-    """What the code builds, by path from the repository's root."""
-    kopf_crd = (root / "config/crd/kopf-peering.yaml").read_text()
-    return {
-        "config/crd/preemptiontolerationpolicies.yaml": crd_yaml(),
-        "config/webhook/webhooks.yaml": render(),
-        "config/components/validating-admission-policy/admission-policy.yaml": render_admission_policy(),
-        f"{CHART}/crds/kopf-peering.yaml": kopf_crd,
-        **chart_files(),
-    }
-
-
-def rendered_files(helm: Path, root: Path) -> dict[str, str]:
-    """config/'s files rendered from the chart: the `RENDERED` ones and the variants' delete patches."""
-    files = {entry.path: rendered_file(helm, root, entry) for entry in RENDERED}
-    for deletions in DELETIONS:
-        show = ("--show-only", f"templates/{deletions.template}")
-        with_values = [arg for value in deletions.values for arg in ("--set", value)]
-        default = without_release(helm_template(helm, root, *show))
-        variant = without_release(helm_template(helm, root, *show, *with_values))
-        files |= deletion_files(deletions, default, variant, f"{CHART}/templates/{deletions.template}")
-    return files
+    return render
 
 
 def all_files(helm: Path, root: Path) -> dict[str, str]:
     """Every generated file. The chart's generated templates are written before config/ is rendered
-    from them, so the caller writes `code_files` first."""
-    return {**code_files(root), **rendered_files(helm, root)}
+    from them, so the caller writes `files.code_files()` first."""
+    return files.all_files(helm_renderer(helm, root))
 
 
 def stale(expected: dict[str, str], root: Path) -> list[str]:
@@ -141,7 +43,7 @@ def stale(expected: dict[str, str], root: Path) -> list[str]:
 
 def unlisted(expected: dict[str, str], root: Path) -> list[str]:
     """What to fix by hand about the variants' delete patches: each kustomization.yaml lists those generated
-    for its directory, and no other remains (see manifest_deletions)."""
+    for its directory, and no other remains (see manifests/deletions.py)."""
     problems = []
     for directory in sorted({deletions.directory for deletions in DELETIONS}):
         generated = {Path(path).name for path in expected if Path(path).parent == Path(directory)}
@@ -168,12 +70,12 @@ def run(args: argparse.Namespace) -> int:
     root = repository_root()
     if not (root / CHART).is_dir():
         print(f"ptol dev manifests: no {CHART} here; run it from a checkout of the repository", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     try:
         helm = ensure_toolchain(progress=lambda line: print(line, file=sys.stderr)).helm
     except ToolchainError as error:
         print(f"ptol dev manifests: {error}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     if args.check:
         expected = all_files(helm, root)
         outdated = stale(expected, root)
@@ -182,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
         if outdated:
             print("regenerate with `ptol dev manifests`", file=sys.stderr)
         return _report(unlisted(expected, root)) or (1 if outdated else 0)
-    _write(code_files(root), root)
-    rendered = rendered_files(helm, root)
+    _write(files.code_files(), root)
+    rendered = files.rendered_files(helm_renderer(helm, root))
     _write(rendered, root)
     return _report(unlisted(rendered, root))
 
@@ -194,8 +96,8 @@ def _report(problems: list[str]) -> int:
     return 1 if problems else 0
 
 
-def _write(files: dict[str, str], root: Path) -> None:
-    for path, text in files.items():
+def _write(generated: dict[str, str], root: Path) -> None:
+    for path, text in generated.items():
         target = root / path
         target.parent.mkdir(parents=True, exist_ok=True)
         if not target.is_file() or target.read_text() != text:

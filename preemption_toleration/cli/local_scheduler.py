@@ -17,7 +17,8 @@ from kubernetes_asyncio import client
 
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.kube.client import make_api_client
-from preemption_toleration.webhooks.configurations import GUARD_NAME, scheduler_extender_of
+from preemption_toleration.manifests.scheduler_extender import scheduler_extender_of
+from preemption_toleration.manifests.webhook_configurations import GUARD_NAME
 
 logger = logging.getLogger("preemption_toleration.run")
 

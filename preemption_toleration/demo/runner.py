@@ -17,15 +17,16 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from preemption_toleration.api.crd import crd_manifest
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
 from preemption_toleration.demo import objects
 from preemption_toleration.devcluster import LocalCluster, create_node, ensure_namespace, ensure_toolchain
 from preemption_toleration.devcluster.components import ComponentError, ComponentProcess
 from preemption_toleration.logs import REGISTERED
+from preemption_toleration.manifests.crd import crd_manifest
+from preemption_toleration.manifests.scheduler_extender import scheduler_extender_of
+from preemption_toleration.manifests.webhook_configurations import GUARD_NAME
 from preemption_toleration.validation.documents import load_documents
-from preemption_toleration.webhooks.configurations import GUARD_NAME, scheduler_extender_of
 
 Say = Callable[[str], None]
 REFUSED_WAIT_SECONDS = 10

@@ -21,12 +21,9 @@ from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES, 
 from preemption_toleration.kube.client import make_api_client
 from preemption_toleration.kube.informer import DEFAULT_PAGE_SIZE, DEFAULT_STALE_AFTER_SECONDS
 from preemption_toleration.logs import REGISTERED
+from preemption_toleration.manifests.scheduler_extender import scheduler_extender_of
+from preemption_toleration.manifests.webhook_configurations import guard_configuration, url_client_config
 from preemption_toleration.webhooks.caches import AdmissionCaches
-from preemption_toleration.webhooks.configurations import (
-    guard_configuration,
-    scheduler_extender_of,
-    url_client_config,
-)
 from preemption_toleration.webhooks.events import RefusalEvents
 from preemption_toleration.webhooks.extender_endpoint import ExtenderHooks
 from preemption_toleration.webhooks.guard_endpoint import GuardHooks

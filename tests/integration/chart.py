@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from preemption_toleration.devcluster import LocalCluster
-from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME, service_manifests
+from preemption_toleration.manifests.webhook_configurations import GUARD_NAME, NAME, service_manifests
 from tests.integration.components import INSTALL_NAMESPACE, ROOT, install_crd
 from tests.integration.conftest import Kubectl
 from tests.integration.helpers import SLOW_SECONDS, START_SECONDS, eventually

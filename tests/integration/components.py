@@ -13,7 +13,8 @@ from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.components import ComponentError, ComponentProcess
 from preemption_toleration.devcluster.processes import free_port
 from preemption_toleration.logs import REGISTERED
-from preemption_toleration.webhooks.configurations import GUARD_NAME, scheduler_extender_of
+from preemption_toleration.manifests.scheduler_extender import scheduler_extender_of
+from preemption_toleration.manifests.webhook_configurations import GUARD_NAME
 from tests.integration.helpers import START_SECONDS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,9 +21,9 @@ import pytest
 import yaml
 
 from preemption_toleration.devcluster import LocalCluster
+from preemption_toleration.manifests.admission_policy import POLICY_NAME, admission_policy_binding
+from preemption_toleration.manifests.webhook_configurations import NAME as WEBHOOK_CONFIGURATION
 from preemption_toleration.validation.priority_class import check_priority_class
-from preemption_toleration.webhooks.admission_policy import POLICY_NAME, admission_policy_binding
-from preemption_toleration.webhooks.configurations import NAME as WEBHOOK_CONFIGURATION
 from tests.integration.components import ROOT, RunProcess, install_crd, ptol_run
 from tests.integration.conftest import Kubectl
 from tests.integration.helpers import denied, unique_name

@@ -18,7 +18,7 @@ from preemption_toleration.cli.main import build_parser
 from preemption_toleration.cli.webhook_cmd import settings_from
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES
-from preemption_toleration.webhooks.configurations import guard_match_expression
+from preemption_toleration.manifests.webhook_configurations import guard_match_expression
 from preemption_toleration.webhooks.registration import wanted_configurations
 from preemption_toleration.webhooks.runner import registration_of
 from tests.integration.components import INSTALL_NAMESPACE, ROOT, rbac_installed

@@ -22,7 +22,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.components import ComponentProcess
 from preemption_toleration.devcluster.processes import free_port
-from preemption_toleration.webhooks.configurations import GUARD_NAME
+from preemption_toleration.manifests.webhook_configurations import GUARD_NAME
 from tests.integration.chart import (
     CHART,
     CRD,

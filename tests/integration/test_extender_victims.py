@@ -25,7 +25,7 @@ from preemption_toleration import pki
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.components import ComponentProcess
 from preemption_toleration.devcluster.processes import free_port
-from preemption_toleration.webhooks.configurations import scheduler_extender
+from preemption_toleration.manifests.scheduler_extender import scheduler_extender
 from tests.integration.components import RunProcess, ptol_run, registered_extender, scheduler_extended
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import REACTION_SECONDS, SCHEDULING_SECONDS, START_SECONDS, eventually, unique_name

@@ -13,7 +13,7 @@ import yaml
 from preemption_toleration.cli.main import build_parser
 from preemption_toleration.cli.webhook_cmd import tls_problem
 from preemption_toleration.devcluster import LocalCluster
-from preemption_toleration.webhooks.configurations import GUARD_NAME
+from preemption_toleration.manifests.webhook_configurations import GUARD_NAME
 from tests.integration.components import INSTALL_NAMESPACE, OPERATOR_USER, ROOT, WEBHOOK_USER, rbac_installed
 from tests.integration.conftest import Kubectl
 from tests.integration.helpers import by_kind_and_name, with_local_tls_files

@@ -18,7 +18,7 @@ import yaml
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.components import ComponentProcess
 from preemption_toleration.logs import REGISTERED
-from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME
+from preemption_toleration.manifests.webhook_configurations import GUARD_NAME, NAME
 from tests.integration.chart import inert_release_configurations
 from tests.integration.components import RunProcess, install_crd, ptol_run
 from tests.integration.conftest import Kubectl

@@ -25,7 +25,7 @@ from preemption_toleration.core.annotations import PREEMPTOR_PRIORITY
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.components import ComponentProcess
 from preemption_toleration.devcluster.processes import free_port
-from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME
+from preemption_toleration.manifests.webhook_configurations import GUARD_NAME, NAME
 from tests.integration.chart import inert_release_configurations
 from tests.integration.components import INSTALL_NAMESPACE, OPERATOR_USER, ROOT, WEBHOOK_USER, rbac_installed
 from tests.integration.conftest import Kubectl, MakeNode

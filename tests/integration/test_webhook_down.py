@@ -11,7 +11,7 @@ import pytest
 
 from preemption_toleration import pki
 from preemption_toleration.devcluster.processes import free_port
-from preemption_toleration.webhooks.configurations import url_client_config, validating_configuration
+from preemption_toleration.manifests.webhook_configurations import url_client_config, validating_configuration
 from tests.integration.conftest import Kubectl
 from tests.integration.helpers import unique_name
 from tests.integration.objects import TOL, class_manifest

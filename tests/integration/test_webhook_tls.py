@@ -13,7 +13,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME
+from preemption_toleration.manifests.webhook_configurations import GUARD_NAME, NAME
 from preemption_toleration.webhooks.registration import Registrar, Registration
 from preemption_toleration.webhooks.secret_tls import SecretCertificates
 from preemption_toleration.webhooks.tls import not_after

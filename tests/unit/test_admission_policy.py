@@ -17,9 +17,9 @@ from preemption_toleration.admission.decisions import validate_priority_class
 from preemption_toleration.api.admission import AdmissionReview
 from preemption_toleration.core.annotations import LEGACY_PREFIX, POLICY_KEYS, PREFIX
 from preemption_toleration.core.intparse import IntParseError, go_int_pattern, parse_go_int
+from preemption_toleration.manifests.admission_policy import admission_policy, admission_policy_binding, in_range
 from preemption_toleration.validation.findings import Finding
 from preemption_toleration.validation.priority_class import check_priority_class
-from preemption_toleration.webhooks.admission_policy import admission_policy, admission_policy_binding, in_range
 from tests.builders import priority_class
 from tests.unit.admission_payloads import review
 from tests.unit.test_admission_decisions import CONFIG, EMPTY

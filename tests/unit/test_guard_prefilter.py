@@ -12,7 +12,7 @@ from preemption_toleration.api.admission import AdmissionRequest, AdmissionRevie
 from preemption_toleration.core.annotations import PREEMPTOR_PRIORITY
 from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES, GuardConfig, GuardSnapshot, judge
 from preemption_toleration.guard.prefilter import may_be_preemption
-from preemption_toleration.webhooks.configurations import guard_match_conditions
+from preemption_toleration.manifests.webhook_configurations import guard_match_conditions
 from tests.unit.guard_requests import ROWS, SCHEDULER, USER, Row, delete, evict
 from tests.unit.test_guard import NOW, bound, pending, snapshot
 

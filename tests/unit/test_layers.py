@@ -19,6 +19,7 @@ LAYERS: list[set[str]] = [
     {"governance", "extender"},  # who governs a class, the plan; the extender's victim choice
     {"admission"},  # the admission decisions: a PriorityClass or policy request and the caches in, a response out
     {"guard", "steering"},  # the guard's decisions, inference, record and nudge plan; steering's plan
+    {"manifests"},  # every generated manifest: CRDs, webhook configurations, admission policy, chart sources
     {"pki", "kube"},  # I/O basics: certificates, the API client, informers
     {"operator", "webhooks"},  # the adapters: kopf handlers, the aiohttp server
     {"devcluster"},  # the local control plane (a dev and test harness)
@@ -26,6 +27,7 @@ LAYERS: list[set[str]] = [
     {"cli"},
 ]
 PURE = {"core", "logs", "api", "validation", "inventory", "governance", "extender", "admission", "guard", "steering"}
+PURE |= {"manifests"}  # builds manifests as dicts and text: writing them is the CLI's
 IO_LIBRARIES = {
     "aiohttp",
     "kubernetes_asyncio",

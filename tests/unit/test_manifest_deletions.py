@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from preemption_toleration.cli.manifest_deletions import DELETIONS, Deletions, deletion_files, listing_problems
+from preemption_toleration.manifests.deletions import DELETIONS, Deletions, deletion_files, listing_problems
 
 ENTRY = Deletions("config/certmanager", "rbac-webhook.yaml", ("certificates.mode=cert-manager",))
 SOURCE = "charts/preemption-toleration/templates/rbac-webhook.yaml"

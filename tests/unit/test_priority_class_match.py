@@ -13,7 +13,7 @@ import pytest
 from preemption_toleration.admission.decisions import AdmissionConfig, snapshot_of, validate_priority_class
 from preemption_toleration.api.admission import AdmissionReview
 from preemption_toleration.core.annotations import LEGACY_PREFIX, PREFIX
-from preemption_toleration.webhooks.configurations import priority_class_match_conditions
+from preemption_toleration.manifests.webhook_configurations import priority_class_match_conditions
 from tests.unit.admission_payloads import review
 from tests.unit.test_admission_decisions import policy
 

@@ -11,7 +11,7 @@ import pytest
 
 from preemption_toleration.cli.main import build_parser
 from preemption_toleration.cli.webhook_cmd import settings_from
-from preemption_toleration.webhooks.configurations import GUARD_NAME, NAME
+from preemption_toleration.manifests.webhook_configurations import GUARD_NAME, NAME
 from preemption_toleration.webhooks.registration import Registration, owner_reference, wanted_configurations
 from preemption_toleration.webhooks.runner import WebhookSettings, registration_of
 
