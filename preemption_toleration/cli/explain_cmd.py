@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from preemption_toleration.cli.failures import refused
-from preemption_toleration.cli.options import add_kubeconfig_argument, dns_label, non_empty
+from preemption_toleration.cli.options import KUBECONFIG, dns_label, non_empty
 from preemption_toleration.core.explain import explain_class, explain_pod, explain_preemptor, is_pending, render
 
 
@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "-o", "--output", choices=["text", "json"], default="text", help="plain words or JSON facts (default text)"
     )
-    add_kubeconfig_argument(parser)
+    KUBECONFIG.add_to(parser)
     parser.set_defaults(handler=run)
 
 

@@ -6,38 +6,90 @@ import argparse
 
 from preemption_toleration.cli.failures import require_cluster_configuration
 from preemption_toleration.cli.options import (
-    add_kubeconfig_argument,
-    add_logging_arguments,
-    env_option,
+    KUBECONFIG,
+    LOGGING_OPTIONS,
+    Option,
+    add_options,
     host_and_port,
     non_empty,
     peering_priority,
     resync_seconds,
+    settings_values,
     url,
 )
 from preemption_toleration.cli.signals import run_until_signalled
 from preemption_toleration.governance.views import FIELD_MANAGER
 from preemption_toleration.logs import configure_logging
 
+RESYNC_SECONDS = Option(
+    "--resync-seconds",
+    env="PTOL_RESYNC_SECONDS",
+    default="60",
+    type=resync_seconds,
+    help="how often everything is re-checked and failed writes retried",
+    setting="resync_seconds",
+    shown="S",
+    meaning="how often everything is re-checked and failed writes retried (1 to 86400)",
+)
+METRICS = Option(
+    "--metrics",
+    env="PTOL_OPERATOR_METRICS",
+    type=host_and_port,
+    metavar="HOST:PORT",
+    help="serve the operator's Prometheus metrics on http://HOST:PORT/metrics, e.g. 0.0.0.0:8081; default: off",
+    setting="metrics_address",
+    meaning="Prometheus `/metrics`, e.g. `0.0.0.0:8081`",
+)
+PEERING = Option(
+    "--peering",
+    env="PTOL_PEERING",
+    type=non_empty,
+    metavar="NAME",
+    help="kopf peering name for running several replicas, one active; default: standalone (run one replica only)",
+    setting="peering_name",
+    table_default="standalone",
+    meaning="kopf peering for several replicas, one active",
+)
+PEERING_PRIORITY = Option(
+    "--priority",
+    env="PTOL_PEERING_PRIORITY",
+    type=peering_priority,
+    help="peering priority, unique per replica: the highest one is active; replicas with equal "
+    "priorities all pause, so the default is a random one",
+    setting="peering_priority",
+    shown="N",
+    table_default="random",
+    meaning="peering priority; the highest live replica is active",
+)
+FIELD_MANAGER_OPTION = Option(
+    "--field-manager",
+    env="PTOL_FIELD_MANAGER",
+    default=FIELD_MANAGER,
+    type=non_empty,
+    help="server-side apply field manager",
+    setting="field_manager",
+    shown="NAME",
+)
+LIVENESS = Option(
+    "--liveness",
+    env="PTOL_OPERATOR_LIVENESS",
+    type=url("http"),
+    metavar="URL",
+    help="kopf liveness endpoint, e.g. http://0.0.0.0:8080/healthz; default: off",
+    setting="liveness_endpoint",
+    meaning="kopf liveness endpoint, e.g. `http://0.0.0.0:8080/healthz`",
+)
 
-def add_operator_arguments(parser: argparse.ArgumentParser) -> None:
-    """The operator's options other than --kubeconfig (shared with `ptol run`)."""
-    env_option(
-        parser,
-        "--resync-seconds",
-        env="PTOL_RESYNC_SECONDS",
-        default="60",
-        type=resync_seconds,
-        help="how often everything is re-checked and failed writes retried",
-    )
-    env_option(
-        parser,
-        "--metrics",
-        env="PTOL_OPERATOR_METRICS",
-        type=host_and_port,
-        metavar="HOST:PORT",
-        help="serve the operator's Prometheus metrics on http://HOST:PORT/metrics, e.g. 0.0.0.0:8081; default: off",
-    )
+# the operator's options that `ptol run` shares
+SHARED_WITH_RUN = (RESYNC_SECONDS, METRICS)
+# the fields of OperatorConfig, and run_operator's other arguments
+CONFIG_OPTIONS = (KUBECONFIG, PEERING_PRIORITY, RESYNC_SECONDS, FIELD_MANAGER_OPTION)
+RUN_OPTIONS = (PEERING, LIVENESS, METRICS)
+
+
+def operator_command_options() -> tuple[Option, ...]:
+    """Every option of `ptol operator`, in the order of its help."""
+    return (KUBECONFIG, PEERING, PEERING_PRIORITY, *SHARED_WITH_RUN, FIELD_MANAGER_OPTION, LIVENESS, *LOGGING_OPTIONS)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -47,41 +99,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Reconcile every PreemptionTolerationPolicy into the annotations of the PriorityClasses "
         "it governs. Each flag has an environment-variable equivalent, shown in brackets.",
     )
-    add_kubeconfig_argument(parser)
-    env_option(
-        parser,
-        "--peering",
-        env="PTOL_PEERING",
-        type=non_empty,
-        metavar="NAME",
-        help="kopf peering name for running several replicas, one active; default: standalone (run one replica only)",
-    )
-    env_option(
-        parser,
-        "--priority",
-        env="PTOL_PEERING_PRIORITY",
-        type=peering_priority,
-        help="peering priority, unique per replica: the highest one is active; replicas with equal "
-        "priorities all pause, so the default is a random one",
-    )
-    add_operator_arguments(parser)
-    env_option(
-        parser,
-        "--field-manager",
-        env="PTOL_FIELD_MANAGER",
-        default=FIELD_MANAGER,
-        type=non_empty,
-        help="server-side apply field manager",
-    )
-    env_option(
-        parser,
-        "--liveness",
-        env="PTOL_OPERATOR_LIVENESS",
-        type=url("http"),
-        metavar="URL",
-        help="kopf liveness endpoint, e.g. http://0.0.0.0:8080/healthz; default: off",
-    )
-    add_logging_arguments(parser)
+    add_options(parser, operator_command_options())
     parser.set_defaults(handler=run)
 
 
@@ -91,15 +109,5 @@ def run(args: argparse.Namespace) -> int:
 
     configure_logging(args.log_level, args.log_format)
     require_cluster_configuration(args.kubeconfig)  # else kopf's login would retry it every minute, forever
-    config = OperatorConfig(
-        kubeconfig=args.kubeconfig,
-        field_manager=args.field_manager,
-        resync_seconds=args.resync_seconds,
-    )
-    if args.priority is not None:
-        config.peering_priority = args.priority
-    return run_until_signalled(
-        lambda stop: run_operator(
-            config, stop, peering_name=args.peering, liveness_endpoint=args.liveness, metrics_address=args.metrics
-        )
-    )
+    config = OperatorConfig(**settings_values(args, CONFIG_OPTIONS))
+    return run_until_signalled(lambda stop: run_operator(config, stop, **settings_values(args, RUN_OPTIONS)))

@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -24,6 +25,68 @@ class _FromEnvironment(str):
     """A default that came from an environment variable, so that an error can name the variable."""
 
     env_var: str
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option, declared once: its flag, environment variable, value type, default and help; the settings
+    field it fills; and its row in the tables of docs/configuration.md (cli/option_table.py).
+
+    `repeatable`: a flag given any number of times, whose variable holds a comma-separated list.
+    `setting`: the field of the component's settings it fills (None: read from the arguments by hand);
+    `to_setting` converts the parsed value. A value of None or an empty list leaves the field's default.
+    `shown`, `table_default` and `meaning`: the table row's placeholder after the flag, its default (else
+    the default in backquotes, or "off") and its meaning (else the help)."""
+
+    flag: str
+    env: str
+    help: str
+    type: Callable[[str], Any] = str
+    default: str | None = None
+    metavar: str | None = None
+    dest: str | None = None
+    repeatable: bool = False
+    setting: str | None = None
+    to_setting: Callable[[Any], Any] | None = None
+    shown: str | None = None
+    table_default: str | None = None
+    meaning: str | None = None
+
+    @property
+    def attribute(self) -> str:
+        """Where argparse puts the value on the parsed arguments."""
+        return self.dest or self.flag.lstrip("-").replace("-", "_")
+
+    def add_to(self, parser: argparse.ArgumentParser) -> argparse.Action:
+        if self.repeatable:
+            return env_list_option(
+                parser, self.flag, env=self.env, dest=self.attribute, help=self.help, metavar=self.metavar or ""
+            )
+        return env_option(
+            parser, self.flag, env=self.env, default=self.default, type=self.type, help=self.help, metavar=self.metavar
+        )
+
+
+def add_options(parser: argparse.ArgumentParser, options: Iterable[Option]) -> None:
+    for option in options:
+        option.add_to(parser)
+
+
+def settings_values(args: argparse.Namespace, options: Iterable[Option]) -> dict[str, Any]:
+    """The settings fields the parsed `args` fill, by the options' `setting`; an option not given (None, or
+    an empty list) and not in `args` at all (another command's) leaves its field's default."""
+    values: dict[str, Any] = {}
+    for option in options:
+        value = getattr(args, option.attribute, None)
+        if option.setting is None or value is None or value == []:
+            continue
+        values[option.setting] = option.to_setting(value) if option.to_setting else value
+    return values
+
+
+def is_on(value: str) -> bool:
+    """An on/off option's value as a bool."""
+    return value == "on"
 
 
 def env_option(
@@ -265,27 +328,33 @@ def log_level(value: str) -> str:
 log_level.choices = LOG_LEVELS  # type: ignore[attr-defined]
 
 
-def add_logging_arguments(parser: argparse.ArgumentParser) -> None:
-    env_option(
-        parser,
+LOGGING_OPTIONS = (
+    Option(
         "--log-format",
         env="PTOL_LOG_FORMAT",
         default="text",
         type=choice(*LOG_FORMATS, ignore_case=True),
         help="log lines as key=value text or as JSON objects",
-    )
-    env_option(
-        parser, "--log-level", env="PTOL_LOG_LEVEL", default="INFO", type=log_level, help="the lowest level logged"
-    )
+        meaning="`text` (`key=value`) or `json` (one object per line)",
+    ),
+    Option(
+        "--log-level",
+        env="PTOL_LOG_LEVEL",
+        default="INFO",
+        type=log_level,
+        help="the lowest level logged",
+        meaning="`DEBUG`, `INFO`, `WARNING` (or `WARN`), `ERROR` or `CRITICAL`, in any case",
+    ),
+)
 
-
-def add_kubeconfig_argument(parser: argparse.ArgumentParser) -> None:
-    env_option(
-        parser,
-        "--kubeconfig",
-        env="KUBECONFIG",
-        help="kubeconfig file; default: ~/.kube/config, else the in-cluster service account",
-    )
+KUBECONFIG = Option(
+    "--kubeconfig",
+    env="KUBECONFIG",
+    help="kubeconfig file; default: ~/.kube/config, else the in-cluster service account",
+    setting="kubeconfig",
+    table_default="`~/.kube/config`, else in-cluster",
+    meaning="the cluster to talk to",
+)
 
 
 def env_vars_of(parser: argparse.ArgumentParser) -> dict[str, str]:

@@ -9,15 +9,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from preemption_toleration.cli.failures import EXIT_USAGE, refused, require_cluster_configuration
-from preemption_toleration.cli.operator_cmd import add_operator_arguments
-from preemption_toleration.cli.options import add_logging_arguments, env_option, non_empty
+from preemption_toleration.cli.operator_cmd import SHARED_WITH_RUN
+from preemption_toleration.cli.options import LOGGING_OPTIONS, Option, add_options, non_empty
 from preemption_toleration.cli.signals import run_until_signalled
-from preemption_toleration.cli.webhook_cmd import (
-    DEFAULT_OPERATOR_IDENTITY,
-    add_webhook_arguments,
-    prepare,
-    settings_from,
-    stopped_on_webhook_error,
+from preemption_toleration.cli.webhook_cmd import prepare, stopped_on_webhook_error
+from preemption_toleration.cli.webhook_options import DEFAULT_OPERATOR_IDENTITY, server_options, settings_from
+
+DEV_CLUSTER = Option(
+    "--dev-cluster",
+    env="PTOL_DEV_CLUSTER",
+    type=non_empty,
+    metavar="DIR",
+    help="the local control plane of `ptol dev cluster up --dir DIR`: use its kubeconfig, and restart "
+    "its kube-scheduler with this process as its extender (restored on exit)",
 )
 
 
@@ -32,28 +36,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "instead (docs/install.md).",
     )
     # shut down at once: it unregisters its configurations first; the operator writes as a user of its own
-    add_webhook_arguments(
+    add_options(
         parser,
-        host="127.0.0.1",
-        port="0",
-        shutdown_delay="0",
-        operator_identity_default="ptol-run:operator, whom the operator acts as where the kubeconfig's user may "
-        "impersonate (an admin); else the kubeconfig's user, the CN of its client certificate (for a kubeconfig "
-        f"with a token, {DEFAULT_OPERATOR_IDENTITY}, so name the token's user here)",
-        # /metrics apart from the HTTPS port, as the Deployments serve it; a free port, logged
-        metrics_address="127.0.0.1:0",
+        server_options(
+            host="127.0.0.1",
+            port="0",
+            shutdown_delay="0",
+            operator_identity_default="ptol-run:operator, whom the operator acts as where the kubeconfig's user may "
+            "impersonate (an admin); else the kubeconfig's user, the CN of its client certificate (for a kubeconfig "
+            f"with a token, {DEFAULT_OPERATOR_IDENTITY}, so name the token's user here)",
+            # /metrics apart from the HTTPS port, as the Deployments serve it; a free port, logged
+            metrics_address="127.0.0.1:0",
+        ),
     )
-    add_operator_arguments(parser)
-    env_option(
-        parser,
-        "--dev-cluster",
-        env="PTOL_DEV_CLUSTER",
-        type=non_empty,
-        metavar="DIR",
-        help="the local control plane of `ptol dev cluster up --dir DIR`: use its kubeconfig, and restart "
-        "its kube-scheduler with this process as its extender (restored on exit)",
-    )
-    add_logging_arguments(parser)
+    add_options(parser, (*SHARED_WITH_RUN, DEV_CLUSTER, *LOGGING_OPTIONS))
     parser.set_defaults(handler=run)
 
 

@@ -8,7 +8,6 @@ import logging
 import os
 import socket
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -17,9 +16,8 @@ from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration import pki
 from preemption_toleration.admission.decisions import AdmissionConfig
-from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES, GuardConfig
+from preemption_toleration.guard.decisions import GuardConfig
 from preemption_toleration.kube.client import make_api_client
-from preemption_toleration.kube.informer import DEFAULT_PAGE_SIZE, DEFAULT_STALE_AFTER_SECONDS
 from preemption_toleration.logs import REGISTERED
 from preemption_toleration.manifests.scheduler_extender import scheduler_extender_of
 from preemption_toleration.manifests.webhook_configurations import guard_configuration, url_client_config
@@ -27,12 +25,13 @@ from preemption_toleration.webhooks.caches import AdmissionCaches
 from preemption_toleration.webhooks.events import RefusalEvents
 from preemption_toleration.webhooks.extender_endpoint import ExtenderHooks
 from preemption_toleration.webhooks.guard_endpoint import GuardHooks
-from preemption_toleration.webhooks.handling import DEFAULT_MAX_BODY_BYTES, HeldBack, not_kept
+from preemption_toleration.webhooks.handling import HeldBack, not_kept
 from preemption_toleration.webhooks.metrics import WebhookMetrics
 from preemption_toleration.webhooks.nudger import Nudger
 from preemption_toleration.webhooks.registration import Registrar, Registration, RegistrationConflict, check_free
 from preemption_toleration.webhooks.secret_tls import SecretCertificates
 from preemption_toleration.webhooks.server import WebhookApp
+from preemption_toleration.webhooks.settings import WebhookError, WebhookSettings
 from preemption_toleration.webhooks.steerer import Steerer
 from preemption_toleration.webhooks.tls import (
     FileCertificates,
@@ -44,54 +43,6 @@ from preemption_toleration.webhooks.tls import (
 
 logger = logging.getLogger("preemption_toleration.webhooks")
 FIELD_MANAGER = "preemption-toleration-webhook"
-
-
-@dataclass
-class WebhookSettings:
-    kubeconfig: str | None = None
-    host: str = "0.0.0.0"
-    port: int = 8443
-    operator_identities: list[str] = field(default_factory=lambda: list(AdmissionConfig().operator_identities))
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
-    list_page_size: int = DEFAULT_PAGE_SIZE  # objects per page when the caches list
-    stale_after: float = DEFAULT_STALE_AFTER_SECONDS  # a cache without list or watch this long is not ready
-    shutdown_delay: float = 0.0  # on stop: seconds of draining (not ready, connections closed after answers)
-    cert_file: str | None = None  # with key_file: external certificates (cert-manager), reloaded on change
-    key_file: str | None = None
-    ca_file: str | None = None  # the CA of cert_file, for configurations this process registers
-    dns_names: list[str] = field(default_factory=lambda: ["localhost"])
-    ip_addresses: list[str] = field(default_factory=lambda: ["127.0.0.1"])
-    # Self-managed in-cluster TLS: "namespace/name" of the Secret that keeps the CA and serving pair;
-    # the certificate's names are those of `service` in that namespace.
-    tls_secret: str | None = None
-    service: str = "preemption-toleration-webhook"
-    # The eviction guard: off, "enforce" or "audit" (allow everything, report what would be refused).
-    guard_mode: str = "enforce"
-    extender: bool = True  # serve the scheduler extender endpoint (needs the guard's caches)
-    # "host:port": serve /metrics there (plain HTTP), not on the HTTPS port; None: beside the webhooks
-    metrics_address: str | None = None
-    preemptor_identities: list[str] = field(default_factory=lambda: list(DEFAULT_PREEMPTOR_IDENTITIES))
-    retry_hold: float = 1.0  # seconds to hold the refusal of a scheduler's immediate retry (guard.repeats)
-    # Opt-in: judge an Eviction that names no preemptor as a preemption by this priority (GuardConfig).
-    eviction_preemptor_priority: int | None = None
-    # Register webhook configurations pointing at this URL (the local control plane); removed on exit.
-    register_url: str | None = None
-    # Register webhook configurations calling this Service ("namespace/name"), once ready; kept on exit,
-    # owned by the ClusterRole `register_owner` (deleted with it).
-    register_service: str | None = None
-    register_owner: str | None = None
-    admission_webhooks: bool = True  # register the PriorityClass and policy webhooks (else only the guard)
-    guard_failure_policy: str = "Ignore"
-    guard_skip_namespaces: list[str] = field(default_factory=lambda: ["kube-system"])
-    # the CA that signs the scheduler's client certificate (the extender's caller); None: the cluster's CA
-    extender_client_ca: str | None = None
-    # Steering (webhooks.steerer): off, "audit" (report what it would do) or "on"; its Leases' namespace
-    steering: str = "off"
-    steering_namespace: str = "default"
-
-
-class WebhookError(RuntimeError):
-    """The server cannot do what its settings ask; the message says why and what to change."""
 
 
 async def _certificates(api: ApiClient, settings: WebhookSettings) -> ServingCertificates:

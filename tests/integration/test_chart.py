@@ -15,7 +15,7 @@ import yaml
 
 from preemption_toleration.cli import dev_manifests
 from preemption_toleration.cli.main import build_parser
-from preemption_toleration.cli.webhook_cmd import settings_from
+from preemption_toleration.cli.webhook_options import settings_from
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES
 from preemption_toleration.manifests.webhook_configurations import guard_match_expression

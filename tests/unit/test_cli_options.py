@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
 from preemption_toleration import pki
 from preemption_toleration.cli.main import build_parser, main
+from preemption_toleration.cli.operator_cmd import CONFIG_OPTIONS
+from preemption_toleration.cli.option_table import configuration_tables, with_tables
 from preemption_toleration.cli.options import env_vars_of, options_of
 from preemption_toleration.cli.webhook_cmd import tls_problem
+from preemption_toleration.cli.webhook_options import REGISTRATION_OPTIONS, server_options
+from preemption_toleration.operator.handlers import OperatorConfig
+from preemption_toleration.webhooks.settings import WebhookSettings
 
 # The option tables (docs/configuration.md) and the command reference (docs/cli.md: ptol run's own options)
 REFERENCE = [Path(__file__).resolve().parents[2] / "docs" / page for page in ("configuration.md", "cli.md")]
@@ -304,6 +310,24 @@ def test_every_component_flag_has_a_variable_listed_in_the_docs(command: str) ->
             assert any(f"`{default}`" in row or f"| {default} |" in row for row in rows), (
                 f"docs/configuration.md's row of {flag} does not give its default {default}"
             )
+
+
+def test_the_option_tables_of_the_docs_are_made_from_the_declarations() -> None:
+    page = REFERENCE[0].read_text()
+    assert with_tables(page, configuration_tables()) == page, (
+        "docs/configuration.md's option tables are stale: run "
+        "`python -m preemption_toleration.cli.option_table docs/configuration.md`"
+    )
+
+
+def test_every_setting_is_declared_by_one_option() -> None:
+    """A settings field the CLI cannot set is either internal (listed here) or an option forgotten."""
+    webhook = [option.setting for option in (*server_options(), *REGISTRATION_OPTIONS)]
+    assert sorted(webhook) == sorted({field.name for field in fields(WebhookSettings)} - {"ip_addresses"})
+    operator = [option.setting for option in CONFIG_OPTIONS]
+    assert sorted(operator) == sorted(
+        {field.name for field in fields(OperatorConfig)} - {"settle_seconds", "impersonate"}
+    )
 
 
 @pytest.fixture(scope="module")
