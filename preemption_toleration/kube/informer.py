@@ -56,7 +56,10 @@ def return_free_memory() -> None:
         _MALLOC_TRIM(0)
 
 
-def _version_number(version: object) -> int | None:
+def version_number(version: object) -> int | None:
+    """A resourceVersion as a number, None if it is not one. resourceVersions are opaque by contract but
+    etcd revisions in practice, ordered across a resource: callers that compare them fall back on not
+    comparing for None."""
     text = str(version or "")
     return int(text) if text.isdigit() and len(text) < 40 else None
 
@@ -222,9 +225,8 @@ class Informer:
         self.on_change = on_change
         self.page_size = page_size
         self.synced = asyncio.Event()
-        # The newest resourceVersion seen (a listing's, an event's, a bookmark's), for `caught_up`.
+        # The newest resourceVersion the store has seen (a listing's, an event's, a bookmark's), as a number.
         self.version = 0
-        self._advanced = asyncio.Event()
         self.relists = 0
         self.pages = 0
         self.failures = 0
@@ -315,30 +317,9 @@ class Informer:
         return version
 
     def _advance(self, version: object) -> None:
-        number = _version_number(version)
+        number = version_number(version)
         if number is not None and number > self.version:
             self.version = number
-            self._advanced.set()
-            self._advanced = asyncio.Event()
-
-    async def caught_up(self, version: object, timeout: float) -> bool:
-        """Waits until the cache has seen `version` (a resourceVersion another watch delivered) or later.
-
-        resourceVersions are opaque by contract but etcd revisions in practice, ordered across a
-        resource; one that is not a number is not waited for. False after `timeout` seconds."""
-        target = _version_number(version)
-        if target is None:
-            return True
-        deadline = asyncio.get_running_loop().time() + timeout
-        while self.version < target:
-            remaining = deadline - asyncio.get_running_loop().time()
-            if remaining <= 0:
-                return False
-            try:
-                await asyncio.wait_for(self._advanced.wait(), remaining)
-            except TimeoutError:
-                return False
-        return True
 
     def _apply(self, event: Mapping[str, Any]) -> str | None:
         """Applies one watch event; returns the resourceVersion it brings, if any."""
@@ -358,7 +339,7 @@ class Informer:
             self.store.put(raw)
         if kind in ("ADDED", "MODIFIED", "DELETED"):
             self._changed()
-        self._advance(version)  # after the store has it: a waiter reads the store next
+        self._advance(version)
         return str(version) if version else None
 
     async def _watch(self, resource_version: str) -> str:

@@ -1,10 +1,12 @@
-"""kopf wiring: the triggers of a reconcile, and the policies' lifecycle (finalizers, retries).
+"""kopf wiring: the policies' lifecycle (finalizers, retries) and the operator's other triggers of a reconcile.
 
-Every trigger asks for the same global reconcile (see reconciler.py), and triggers are coalesced: those
-that arrive while a reconcile waits or runs share the next one, which reads the operator's watch caches
-(caches.py) as they are then. A class event that shows the class as the last reconcile saw it (the echo
-of our own write) asks for nothing. No reconcile runs before both caches have listed everything, so the
-first one never mistakes a not-yet-listed policy for a deleted one and releases its classes.
+Every trigger asks for the same global reconcile (see reconciler.py): the policies' kopf handlers, the
+changes of classes that the operator's class watch reports (caches.py; kopf does not watch classes), and the
+resync (resync.py). Triggers are coalesced: those that arrive while a reconcile waits or runs share the
+next one, which reads the operator's watch caches as they are then. A class event that shows the class as
+the last reconcile saw it (the echo of our own write) asks for nothing. No reconcile runs before both
+caches have listed everything, so the first one never mistakes a not-yet-listed policy for a deleted one
+and releases its classes.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,18 +21,16 @@ import kopf
 from kubernetes_asyncio import client
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
-from preemption_toleration.governance.views import FIELD_MANAGER, class_view
+from preemption_toleration.governance.views import FIELD_MANAGER
 from preemption_toleration.kube.client import make_api_client
 from preemption_toleration.kube.events import ObjectEvents
 from preemption_toleration.kube.identity import RUN_OPERATOR_GROUP, impersonating
-from preemption_toleration.kube.informer import Informer
 from preemption_toleration.kube.kopf_login import connection_info
 from preemption_toleration.operator.caches import OperatorCaches
 from preemption_toleration.operator.coalescer import Coalescer
 from preemption_toleration.operator.reconciler import Reconciler, ReconcileResult
-from preemption_toleration.operator.resync import ResyncClock, resync_forever
+from preemption_toleration.operator.resync import ResyncClock, reconcile_on_changes, resync_forever
 
-CLASSES = ("scheduling.k8s.io", "v1", "priorityclasses")
 EVENTS_COMPONENT = "preemption-toleration-operator"  # the "From" of its Events in kubectl describe
 POLICIES = (GROUP, VERSION, PLURAL)
 
@@ -96,9 +95,16 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     api = await make_api_client(config.kubeconfig)
     if config.impersonate is not None:
         impersonating(api, config.impersonate, RUN_OPERATOR_GROUP)
-    caches = OperatorCaches(api, config.field_manager, logger)
     events = ObjectEvents(client.CoreV1Api(api), EVENTS_COMPONENT, logger)
     reconciler = Reconciler(api, config.field_manager, events.post, logger, metrics=memo.metrics)
+    class_changes = asyncio.Event()
+    caches = OperatorCaches(
+        api,
+        config.field_manager,
+        logger,
+        is_known=reconciler.is_known,
+        class_changed=lambda _: class_changes.set(),
+    )
 
     clock = ResyncClock()
 
@@ -119,8 +125,12 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         count=lambda outcome: memo.metrics.resyncs.labels(outcome).inc(),
         logger=logger,
     )
+    on_changes = reconcile_on_changes(
+        changes=class_changes, reconcile=coalescer.request, api=api, peering=memo.peering, logger=logger
+    )
     tasks = [
         *caches.tasks(),
+        asyncio.create_task(on_changes, name="class-changes"),
         asyncio.create_task(resync, name="resync"),
         asyncio.create_task(events.run(), name="events"),
     ]
@@ -148,9 +158,9 @@ async def close(memo: kopf.Memo, **_: Any) -> None:
         await state.api.close()
 
 
-async def _reconcile(memo: kopf.Memo, informer: Informer, body: Mapping[str, Any]) -> ReconcileResult:
+async def _reconcile(memo: kopf.Memo, body: kopf.Body) -> ReconcileResult:
     state: OperatorState = memo.state
-    await state.caches.caught_up(informer, body)
+    state.caches.offer_policy(body)  # the reconcile plans on this version at least
     return await state.coalescer.request()
 
 
@@ -161,28 +171,18 @@ def _raise_for_retry(result: ReconcileResult, policy: str) -> None:
         raise kopf.TemporaryError("; ".join(failures), delay=10)
 
 
-@kopf.on.event(*CLASSES, registry=registry)
-async def class_changed(body: kopf.Body, memo: kopf.Memo, **kwargs: Any) -> None:
-    state: OperatorState = memo.state
-    deleted = kwargs.get("type") == "DELETED"
-    if not deleted and state.reconciler.is_known(class_view(body, memo.config.field_manager)):
-        return
-    # Event handlers are not retried by kopf: a failure here is retried by the resync (resync.py).
-    await _reconcile(memo, state.caches.classes, body)
-
-
 @kopf.on.resume(*POLICIES, registry=registry)
 @kopf.on.create(*POLICIES, registry=registry)
 @kopf.on.update(*POLICIES, registry=registry)
 async def policy_changed(name: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    _raise_for_retry(await _reconcile(memo, memo.state.caches.policies, body), name)
+    _raise_for_retry(await _reconcile(memo, body), name)
 
 
 @kopf.on.delete(*POLICIES, registry=registry)
 async def policy_deleted(name: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     # Once the cache shows the policy as deleting, the plan releases its classes; the finalizer stays
     # until that has worked.
-    _raise_for_retry(await _reconcile(memo, memo.state.caches.policies, body), name)
+    _raise_for_retry(await _reconcile(memo, body), name)
 
 
 @kopf.on.probe(id="policies", registry=registry)

@@ -1,9 +1,10 @@
-"""The resync: one task per operator that asks for a reconcile once per period, the safety net that
-retries failed writes and repairs drift nobody was told about.
+"""The operator's triggers beside kopf's handlers: the reconcile after changes of the classes (which the
+operator's own watch follows, not kopf: caches.py), and the resync, one task per operator that asks for a
+reconcile once per period, the safety net that retries failed writes and repairs drift nobody was told about.
 
 A reconcile asked by any trigger counts as the period's resync, so a busy operator resyncs no more than
-it already reconciles. kopf pauses the handlers of a standby replica but not this task, so under peering
-it asks kopf's peering object first (`kube.peering.is_active`) and leaves the work to the active replica.
+it already reconciles. kopf pauses the handlers of a standby replica but not these tasks, so under peering
+they ask kopf's peering object first (`kube.peering.is_active`) and leave the work to the active replica.
 """
 
 from __future__ import annotations
@@ -85,3 +86,28 @@ async def resync_forever(
             clock.started()  # the loop must outlive any bug; it is counted and logged with its traceback
             count("failed")
             logger.exception("resync failed")
+
+
+async def reconcile_on_changes(
+    *,
+    changes: asyncio.Event,
+    reconcile: Callable[[], Awaitable[Any]],
+    api: Any,
+    peering: Peering | None,
+    logger: logging.Logger,
+) -> None:
+    """Runs until cancelled: one reconcile after each burst of changes (`changes` set once or many times),
+    on the active replica only. A failure is logged; the resync retries it."""
+    while True:
+        await changes.wait()
+        changes.clear()
+        try:
+            if peering is not None and not (await is_active(api, peering))[0]:
+                continue  # the active replica reconciles; the resync logs this replica's pause
+            await reconcile()
+        except asyncio.CancelledError:
+            raise
+        except API_ERRORS as error:
+            logger.warning("reconcile after a change failed", extra={"error": f"{type(error).__name__}: {error}"})
+        except Exception:
+            logger.exception("reconcile after a change failed")  # the loop must outlive any bug

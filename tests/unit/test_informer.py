@@ -125,21 +125,21 @@ async def test_json_lines_refuses_an_endless_line() -> None:
             pass
 
 
-async def test_caught_up_waits_for_the_version_another_watch_delivered() -> None:
-    import asyncio
-
-    api = FakeApi([pod("a")], [{"type": "MODIFIED", "object": pod("a", node="node-1", version="130")}])
-    index = PodIndex()
-    watcher = informer(api, index)
-    await watcher._list()  # at version 100
-    assert await watcher.caught_up("100", timeout=0.01)
-    waiting = asyncio.create_task(watcher.caught_up("130", timeout=5))
-    await asyncio.sleep(0.01)
-    assert not waiting.done()
+async def test_version_is_the_newest_the_store_has_seen() -> None:
+    """What the operator compares a kopf handler's object with (operator/caches.py)."""
+    api = FakeApi(
+        [pod("a")],
+        [
+            {"type": "MODIFIED", "object": pod("a", node="node-1", version="130")},
+            {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "140"}}},
+            {"type": "MODIFIED", "object": pod("a", node="node-2", version="not-a-number")},
+        ],
+    )
+    watcher = informer(api, PodIndex())
+    await watcher._list()
+    assert watcher.version == 100  # the listing's
     await watcher._watch("100")
-    assert await waiting and [p.name for p in index.on_node("node-1")] == ["a"]  # the store has it already
-    assert not await watcher.caught_up("131", timeout=0.01)
-    assert await watcher.caught_up("not-a-number", timeout=0.01)  # opaque versions are not waited for
+    assert watcher.version == 140  # an opaque version leaves it as it was
 
 
 class Clock:

@@ -19,6 +19,7 @@ from preemption_toleration.operator.resync import (
     PENDING_RETRY_SECONDS,
     STANDBY_RECHECK_SECONDS,
     ResyncClock,
+    reconcile_on_changes,
     resync_forever,
 )
 
@@ -156,3 +157,46 @@ async def test_a_standby_looks_again_soon_and_resyncs_once_it_is_the_active_repl
         ("ran", pytest.approx(90)),
     ]
     assert [record.getMessage() for record in caplog.records] == ["resync paused", "resync resumed"]
+
+
+@asynccontextmanager
+async def reconciling_on_changes(
+    reconciles: Reconciles, changes: asyncio.Event, peering: Peering | None = None
+) -> AsyncIterator[None]:
+    task = asyncio.create_task(
+        reconcile_on_changes(changes=changes, reconcile=reconciles, api=None, peering=peering, logger=logger)
+    )
+    try:
+        yield
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        assert task.cancelled(), "the task ended on its own"
+
+
+async def test_a_burst_of_changes_is_one_reconcile_and_a_failure_spares_the_next(caplog: Any) -> None:
+    reconciles, changes = Reconciles([RuntimeError("a bug")]), asyncio.Event()
+    with caplog.at_level(logging.WARNING, logger="test-resync"):
+        async with reconciling_on_changes(reconciles, changes):
+            for _ in range(100):
+                changes.set()
+            await asyncio.sleep(5)
+            changes.set()
+            await asyncio.sleep(5)
+    assert reconciles.times == pytest.approx([0, 5])
+    assert [record.getMessage() for record in caplog.records] == ["reconcile after a change failed"]
+
+
+async def test_changes_seen_by_a_standby_are_left_to_the_active_replica(monkeypatch: Any) -> None:
+    asked: list[float] = []
+
+    async def peering_says(api: Any, peering: Peering) -> tuple[bool, str]:
+        asked.append(now())
+        return False, "peers of the same or a higher priority are live: b"
+
+    monkeypatch.setattr("preemption_toleration.operator.resync.is_active", peering_says)
+    reconciles, changes = Reconciles(), asyncio.Event()
+    async with reconciling_on_changes(reconciles, changes, Peering("preemption-toleration", "me", 100)):
+        changes.set()
+        await asyncio.sleep(5)
+    assert reconciles.runs == 0 and len(asked) == 1
