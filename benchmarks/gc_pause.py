@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import save_results, shown
 from guard_latency import realistic_pod, snapshot_of
 
-from preemption_toleration.webhooks.runner import REFREEZE_EVERY_PAGES, PageFreezer, freeze_heap
+from preemption_toleration.webhooks.heap import REFREEZE_EVERY_PAGES, PageFreezer, freeze_heap
 
 COLLECTIONS = 5
 

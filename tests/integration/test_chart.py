@@ -20,7 +20,7 @@ from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES
 from preemption_toleration.manifests.webhook_configurations import guard_match_expression
 from preemption_toleration.webhooks.registration import wanted_configurations
-from preemption_toleration.webhooks.runner import registration_of
+from preemption_toleration.webhooks.self_registration import registration_of
 from tests.integration.components import INSTALL_NAMESPACE, ROOT, rbac_installed
 from tests.integration.conftest import Kubectl
 from tests.integration.helpers import SLOW_SECONDS, by_kind_and_name, with_local_tls_files

@@ -7,7 +7,8 @@ import logging
 
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.kube.informer import Informer
-from preemption_toleration.webhooks.runner import PageFreezer, _synced_or_stopped
+from preemption_toleration.webhooks.heap import PageFreezer
+from preemption_toleration.webhooks.runner import _synced_or_stopped
 
 
 def test_a_later_listing_freezes_every_few_pages() -> None:

@@ -13,7 +13,7 @@ from preemption_toleration.cli.main import build_parser
 from preemption_toleration.cli.webhook_options import settings_from
 from preemption_toleration.manifests.webhook_configurations import GUARD_NAME, NAME
 from preemption_toleration.webhooks.registration import Registration, owner_reference, wanted_configurations
-from preemption_toleration.webhooks.runner import registration_of
+from preemption_toleration.webhooks.self_registration import registration_of
 from preemption_toleration.webhooks.settings import WebhookSettings
 
 CA = b"-----BEGIN CERTIFICATE-----\nthe server's CA\n-----END CERTIFICATE-----\n"

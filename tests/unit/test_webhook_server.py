@@ -15,8 +15,8 @@ from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY 
 from preemption_toleration.core.annotations import TOLERATION_SECONDS as TOL
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.kube.informer import CacheStats
+from preemption_toleration.webhooks.draining import drain
 from preemption_toleration.webhooks.metrics import WebhookMetrics
-from preemption_toleration.webhooks.runner import drain
 from preemption_toleration.webhooks.server import WebhookApp
 from tests.unit.admission_payloads import review
 from tests.unit.kube_objects import priority_class
@@ -595,6 +595,6 @@ async def test_metrics_apart_are_served_on_their_own_server_only() -> None:
     ],
 )
 def test_a_registered_url_gets_the_bound_port_only_in_place_of_port_0(url: str, expected: str) -> None:
-    from preemption_toleration.webhooks.runner import with_bound_port
+    from preemption_toleration.webhooks.self_registration import with_bound_port
 
     assert with_bound_port(url, 8443) == expected
