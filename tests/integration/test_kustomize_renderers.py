@@ -1,7 +1,7 @@
 """config/ renders with every kustomize a user may bring, to the same objects: the one in each tested release's
 kubectl (`kubectl kustomize`), and the standalone releases testbed/ builds (`kustomize build`), the oldest that
 GitOps tools bundle (Argo CD and Flux render a kustomization with their own). kustomize v5.4 and v5.5 panic on
-a file that deletes two objects, which kubectl 1.35's renders (see cli/manifest_deletions.py)."""
+a file that deletes two objects, which kubectl 1.35's renders (see manifests/deletions.py)."""
 
 from __future__ import annotations
 

@@ -13,18 +13,18 @@ from preemption_toleration.manifests.webhook_configurations import guard_match_c
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "config" / "webhook" / "webhooks.yaml"
+GENERATED = code_files()
 
 
-@pytest.mark.parametrize("path", sorted(code_files()))
+@pytest.mark.parametrize("path", sorted(GENERATED))
 def test_the_committed_file_is_what_the_code_generates(path: str) -> None:
     """config/'s and the chart's files built by the code (the files rendered from the chart's templates by helm
     are checked in tests/integration/test_chart.py)."""
-    assert (ROOT / path).is_file() and (ROOT / path).read_text() == code_files()[path], "run `ptol dev manifests`"
+    assert (ROOT / path).is_file() and (ROOT / path).read_text() == GENERATED[path], "run `ptol dev manifests`"
 
 
 def test_the_kopf_peering_crd_is_one_source_for_config_and_the_chart() -> None:
-    generated = code_files()
-    assert generated["config/crd/kopf-peering.yaml"] == generated["charts/preemption-toleration/crds/kopf-peering.yaml"]
+    assert GENERATED["config/crd/kopf-peering.yaml"] == GENERATED["charts/preemption-toleration/crds/kopf-peering.yaml"]
 
 
 def test_failure_policies_and_limits() -> None:
