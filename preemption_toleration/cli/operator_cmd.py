@@ -9,7 +9,7 @@ from preemption_toleration.cli.options import (
     KUBECONFIG,
     LOGGING_OPTIONS,
     Option,
-    add_options,
+    add_command,
     host_and_port,
     non_empty,
     peering_priority,
@@ -27,7 +27,6 @@ RESYNC_SECONDS = Option(
     default="60",
     type=resync_seconds,
     help="how often everything is re-checked and failed writes retried",
-    setting="resync_seconds",
     shown="S",
     meaning="how often everything is re-checked and failed writes retried (1 to 86400)",
 )
@@ -93,14 +92,15 @@ def operator_command_options() -> tuple[Option, ...]:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
+    add_command(
+        subparsers,
         "operator",
+        operator_command_options(),
+        run,
         help="run the operator (policies -> PriorityClass annotations)",
         description="Reconcile every PreemptionTolerationPolicy into the annotations of the PriorityClasses "
         "it governs. Each flag has an environment-variable equivalent, shown in brackets.",
     )
-    add_options(parser, operator_command_options())
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -33,7 +33,7 @@ class Option:
     field it fills; and its row in the tables of docs/configuration.md (cli/option_table.py).
 
     `repeatable`: a flag given any number of times, whose variable holds a comma-separated list.
-    `setting`: the field of the component's settings it fills (None: read from the arguments by hand);
+    `setting`: the field of the component's settings it fills, if not the one argparse names after the flag;
     `to_setting` converts the parsed value. A value of None or an empty list leaves the field's default.
     `shown`, `table_default` and `meaning`: the table row's placeholder after the flag, its default (else
     the default in backquotes, or "off") and its meaning (else the help)."""
@@ -57,6 +57,10 @@ class Option:
         """Where argparse puts the value on the parsed arguments."""
         return self.dest or self.flag.lstrip("-").replace("-", "_")
 
+    @property
+    def settings_field(self) -> str:
+        return self.setting or self.attribute
+
     def add_to(self, parser: argparse.ArgumentParser) -> argparse.Action:
         if self.repeatable:
             return env_list_option(
@@ -72,15 +76,31 @@ def add_options(parser: argparse.ArgumentParser, options: Iterable[Option]) -> N
         option.add_to(parser)
 
 
+def add_command(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    options: Iterable[Option],
+    handler: Callable[[argparse.Namespace], int],
+    *,
+    help: str,
+    description: str,
+) -> argparse.ArgumentParser:
+    """The parser of command `name`, with `options`, run by `handler`."""
+    parser = subparsers.add_parser(name, help=help, description=description)
+    add_options(parser, options)
+    parser.set_defaults(handler=handler)
+    return parser
+
+
 def settings_values(args: argparse.Namespace, options: Iterable[Option]) -> dict[str, Any]:
-    """The settings fields the parsed `args` fill, by the options' `setting`; an option not given (None, or
-    an empty list) and not in `args` at all (another command's) leaves its field's default."""
+    """The settings fields the parsed `args` fill, by the options' `settings_field`; an option not given (None,
+    or an empty list) and not in `args` at all (another command's) leaves its field's default."""
     values: dict[str, Any] = {}
     for option in options:
         value = getattr(args, option.attribute, None)
-        if option.setting is None or value is None or value == []:
+        if value is None or value == []:
             continue
-        values[option.setting] = option.to_setting(value) if option.to_setting else value
+        values[option.settings_field] = option.to_setting(value) if option.to_setting else value
     return values
 
 
@@ -351,7 +371,6 @@ KUBECONFIG = Option(
     "--kubeconfig",
     env="KUBECONFIG",
     help="kubeconfig file; default: ~/.kube/config, else the in-cluster service account",
-    setting="kubeconfig",
     table_default="`~/.kube/config`, else in-cluster",
     meaning="the cluster to talk to",
 )

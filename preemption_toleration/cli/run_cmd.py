@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from preemption_toleration.cli.failures import EXIT_USAGE, refused, require_cluster_configuration
 from preemption_toleration.cli.operator_cmd import SHARED_WITH_RUN
-from preemption_toleration.cli.options import LOGGING_OPTIONS, Option, add_options, non_empty
+from preemption_toleration.cli.options import LOGGING_OPTIONS, Option, add_command, non_empty
 from preemption_toleration.cli.signals import run_until_signalled
 from preemption_toleration.cli.webhook_cmd import prepare, stopped_on_webhook_error
 from preemption_toleration.cli.webhook_options import DEFAULT_OPERATOR_IDENTITY, server_options, settings_from
@@ -25,9 +25,29 @@ DEV_CLUSTER = Option(
 )
 
 
+def run_command_options() -> tuple[Option, ...]:
+    """Every option of `ptol run`, in the order of its help: the webhook server's, with defaults of its own,
+    the operator's it shares, and --dev-cluster."""
+    # shut down at once: it unregisters its configurations first; the operator writes as a user of its own
+    server = server_options(
+        host="127.0.0.1",
+        port="0",
+        shutdown_delay="0",
+        operator_identity_default="ptol-run:operator, whom the operator acts as where the kubeconfig's user may "
+        "impersonate (an admin); else the kubeconfig's user, the CN of its client certificate (for a kubeconfig "
+        f"with a token, {DEFAULT_OPERATOR_IDENTITY}, so name the token's user here)",
+        # /metrics apart from the HTTPS port, as the Deployments serve it; a free port, logged
+        metrics_address="127.0.0.1:0",
+    )
+    return (*server, *SHARED_WITH_RUN, DEV_CLUSTER, *LOGGING_OPTIONS)
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
+    add_command(
+        subparsers,
         "run",
+        run_command_options(),
+        run,
         help="run the operator and the webhooks in one process (a control plane on this machine)",
         description="Run the operator and the webhook server in one process and register webhook "
         "configurations that call it at https://127.0.0.1 (removed on exit): for a control plane on this "
@@ -35,22 +55,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "this machine's 127.0.0.1: for a real cluster, install the Helm chart or the manifests under config/ "
         "instead (docs/install.md).",
     )
-    # shut down at once: it unregisters its configurations first; the operator writes as a user of its own
-    add_options(
-        parser,
-        server_options(
-            host="127.0.0.1",
-            port="0",
-            shutdown_delay="0",
-            operator_identity_default="ptol-run:operator, whom the operator acts as where the kubeconfig's user may "
-            "impersonate (an admin); else the kubeconfig's user, the CN of its client certificate (for a kubeconfig "
-            f"with a token, {DEFAULT_OPERATOR_IDENTITY}, so name the token's user here)",
-            # /metrics apart from the HTTPS port, as the Deployments serve it; a free port, logged
-            metrics_address="127.0.0.1:0",
-        ),
-    )
-    add_options(parser, (*SHARED_WITH_RUN, DEV_CLUSTER, *LOGGING_OPTIONS))
-    parser.set_defaults(handler=run)
 
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Callable
 
 from preemption_toleration.cli.failures import EXIT_FAILED, EXIT_USAGE, refused, require_cluster_configuration
-from preemption_toleration.cli.options import add_options
+from preemption_toleration.cli.options import add_command
 from preemption_toleration.cli.signals import run_until_signalled
 from preemption_toleration.cli.tls_files import key_pair_problem
 from preemption_toleration.cli.webhook_options import settings_from, webhook_command_options
@@ -35,14 +35,15 @@ def tls_problem(args: argparse.Namespace, registers: bool = False) -> str | None
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
+    add_command(
+        subparsers,
         "webhook",
+        webhook_command_options(),
+        run,
         help="serve the admission webhooks",
         description="Serve the validating and mutating admission webhooks over TLS, "
         "with /healthz, /readyz and /metrics on the same port (/metrics on its own with --metrics-address).",
     )
-    add_options(parser, webhook_command_options())
-    parser.set_defaults(handler=run)
 
 
 def prepare(args: argparse.Namespace, command: str) -> bool:

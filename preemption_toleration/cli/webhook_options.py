@@ -56,7 +56,6 @@ def server_options(
             default=host,
             type=non_empty,
             help="address to listen on",
-            setting="host",
             meaning="listen address",
         ),
         Option(
@@ -65,7 +64,6 @@ def server_options(
             default=port,
             type=port_number,
             help="HTTPS port; 0 picks a free one",
-            setting="port",
             meaning="HTTPS port (0: any free one)",
         ),
         Option(
@@ -76,8 +74,6 @@ def server_options(
             repeatable=True,
             help="user whose changes to managed annotations are allowed (the operator; default "
             f"{operator_identity_default})",
-            setting="operator_identities",
-            to_setting=list,
             table_default=f"`{DEFAULT_OPERATOR_IDENTITY}`",
             meaning="may change managed annotations",
         ),
@@ -87,7 +83,6 @@ def server_options(
             default=str(DEFAULT_MAX_BODY_BYTES),
             type=positive_integer,
             help="larger requests get a 400",
-            setting="max_body_bytes",
         ),
         Option(
             "--list-page-size",
@@ -95,7 +90,6 @@ def server_options(
             default=str(DEFAULT_PAGE_SIZE),
             type=positive_integer,
             help="objects per page when the caches list pods, nodes, classes and policies",
-            setting="list_page_size",
             meaning="objects per page when the caches list (`limit`/`continue`)",
         ),
         Option(
@@ -130,7 +124,6 @@ def server_options(
             env="PTOL_TLS_CERT_FILE",
             type=certificate_file,
             help="serving certificate (PEM), reloaded when it changes; needs --key-file; default: generate one",
-            setting="cert_file",
             meaning="an external serving certificate (PEM), reloaded when it changes; with `--key-file`",
         ),
         Option(
@@ -138,7 +131,6 @@ def server_options(
             env="PTOL_TLS_KEY_FILE",
             type=private_key_file,
             help="its key (PEM)",
-            setting="key_file",
             meaning="the key of `--cert-file` (PEM)",
         ),
         Option(
@@ -147,7 +139,6 @@ def server_options(
             type=certificate_file,
             help="the CA certificate (PEM) that signed --cert-file: the caBundle of the configurations this "
             "process registers (--register-url, ptol run)",
-            setting="ca_file",
             meaning="the CA that signed `--cert-file`: the caBundle of configurations this process registers "
             "(`--register-url`, `ptol run`), which need it",
         ),
@@ -158,8 +149,6 @@ def server_options(
             metavar="NAME",
             repeatable=True,
             help="SAN of a generated certificate (default localhost)",
-            setting="dns_names",
-            to_setting=list,
             table_default="`localhost`",
             meaning="SANs of a generated certificate",
         ),
@@ -184,7 +173,6 @@ def server_options(
             "kube-scheduler is configured to call it (the guard alone: the scheduler's own retries find a "
             "toleration's end); --guard off turns it off too",
             shown="on\\|off",
-            setting="extender",
             to_setting=is_on,
             meaning="the scheduler extender endpoint (`/extender/preempt`, part of the guard) and the expiry nudge it "
             "needs: `off` answers it 404 and writes no pod, for clusters whose kube-scheduler is not configured to "
@@ -201,7 +189,6 @@ def server_options(
             "extender endpoint, which answers no caller without one (403); default: the cluster's CA (the "
             "kubeconfig's, or in a pod its ServiceAccount's ca.crt), which signs kube-scheduler's own "
             "certificate on kubeadm-style control planes",
-            setting="extender_client_ca",
             table_default="the cluster's CA",
             meaning="the CA (PEM) that signs the client certificate kube-scheduler presents to `/extender/preempt`, "
             "which answers no caller without one (403); by default the CA of the cluster the server talks to (its "
@@ -218,7 +205,6 @@ def server_options(
             "the preemptor there (on); only report it (audit); or not (off). Needs the rights to delete pods, "
             "patch pods/status and keep Leases in --steering-namespace",
             shown="off\\|audit\\|on",
-            setting="steering",
             meaning="where kube-scheduler calls no extender (managed clusters): when the guard refuses the "
             "scheduler's victims, preempt those upstream's plugin would choose, on the node it would choose, and "
             "nominate the preemptor there (`on`); `audit` only reports the plan (log line, Event on the preemptor, "
@@ -232,7 +218,6 @@ def server_options(
             type=non_empty,
             help="namespace of the Leases by which replicas steer each preemptor once (default: the pod's "
             "namespace, POD_NAMESPACE, else default)",
-            setting="steering_namespace",
             shown="NS",
             table_default="`POD_NAMESPACE`, else `default`",
             meaning="namespace of the Leases by which replicas steer each preemptor once per minute",
@@ -244,7 +229,6 @@ def server_options(
             type=host_and_port,
             metavar="HOST:PORT",
             help=_METRICS_ADDRESS_HELP + ("on the HTTPS port" if metrics_address is None else metrics_address),
-            setting="metrics_address",
             table_default="`ptol webhook`: off, on the HTTPS port; `ptol run`: `127.0.0.1:0`, a free port, logged",
             meaning="serve `/metrics` on `http://HOST:PORT/metrics`, a port of its own that a NetworkPolicy can "
             "close, and no longer on the HTTPS port (the chart and `config/` use `0.0.0.0:8081`)",
@@ -271,8 +255,6 @@ def server_options(
             metavar="USER",
             repeatable=True,
             help="user whose pod deletions and DisruptionTarget marks are preemptions (default system:kube-scheduler)",
-            setting="preemptor_identities",
-            to_setting=list,
             table_default="`system:kube-scheduler`",
             meaning="whose deletions are preemptions",
         ),
@@ -285,7 +267,6 @@ def server_options(
             "preemption by a pod of priority N: a tolerating pod refuses it (429 with the seconds left, for a "
             "toleration that ends); the registered guard configuration then receives every Eviction; default: "
             "such Evictions are allowed",
-            setting="eviction_preemptor_priority",
             meaning="opt-in: judge an Eviction that names no preemptor (`kubectl drain`, the cluster autoscaler's or "
             "Karpenter's scale-down), by anyone, as a preemption by a pod of priority N (an integer from "
             "-2147483648 to 2147483647): a pod whose class refuses N is refused, 429 with the seconds left while a "
@@ -300,7 +281,6 @@ def server_options(
             metavar="NAMESPACE/NAME",
             help="self-managed TLS: keep the CA and serving certificate in this Secret, put the CA in our "
             "webhook configurations' caBundle, renew before expiry",
-            setting="tls_secret",
             meaning="self-managed TLS in a Secret",
         ),
         Option(
@@ -309,7 +289,6 @@ def server_options(
             default="preemption-toleration-webhook",
             type=non_empty,
             help="the webhook's Service, whose DNS names the self-managed certificate covers",
-            setting="service",
             shown="NAME",
             meaning="names of the self-managed certificate",
         ),
@@ -325,7 +304,6 @@ REGISTRATION_OPTIONS = (
         metavar="URL",
         help="register webhook configurations that call this URL (e.g. https://127.0.0.1:8443), removed "
         "on exit; for a local control plane",
-        setting="register_url",
         meaning="register configurations calling this URL (local use; a port of 0 in it stands for the port the "
         "server listens on), removed on exit",
     ),
@@ -337,7 +315,6 @@ REGISTRATION_OPTIONS = (
         help="once ready, register webhook configurations that call this Service (port 443), with the CA "
         "of the server's certificate, and apply them again every 5 minutes; kept on exit (the other "
         "replicas serve). Until a server is ready nothing is registered, so no write waits on it",
-        setting="register_service",
         meaning="once ready, register configurations calling this Service (port 443) with the server's CA, apply "
         "them again every 5 minutes, and keep them on exit (the other replicas serve); what the chart and "
         "`config/` set ([Webhooks registered once ready](install.md#webhooks-registered-once-ready))",
@@ -349,7 +326,6 @@ REGISTRATION_OPTIONS = (
         metavar="CLUSTERROLE",
         help="the registered configurations are owned by this ClusterRole (the server's own), so that "
         "deleting the install deletes them (Kubernetes' garbage collector)",
-        setting="register_owner",
         table_default="none",
         meaning="the ClusterRole that owns the registered configurations, so that deleting the install deletes "
         "them (the garbage collector)",
@@ -361,7 +337,6 @@ REGISTRATION_OPTIONS = (
         type=choice("on", "off"),
         help="register the PriorityClass and policy admission webhooks (on), or only the guard (off)",
         shown="on\\|off",
-        setting="admission_webhooks",
         to_setting=is_on,
         meaning="register the PriorityClass and policy webhooks; `off`: only the guard (a configuration "
         "registered earlier is deleted)",
@@ -374,7 +349,6 @@ REGISTRATION_OPTIONS = (
         help="the registered guard's failurePolicy: Ignore (a guard outage never blocks pod deletions) or "
         "Fail (nothing the guard would judge goes through while it is down, drains included)",
         shown="Ignore\\|Fail",
-        setting="guard_failure_policy",
         meaning="the registered guard's failurePolicy",
     ),
     Option(
@@ -385,8 +359,6 @@ REGISTRATION_OPTIONS = (
         repeatable=True,
         help="a namespace the registered guard never judges (default kube-system; with --register-service the "
         "Service's namespace is skipped too)",
-        setting="guard_skip_namespaces",
-        to_setting=list,
         table_default="`kube-system`",
         meaning="a namespace the registered guard never judges, by name; repeatable; with `--register-service`, "
         "the Service's namespace too",

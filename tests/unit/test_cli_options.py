@@ -322,9 +322,9 @@ def test_the_option_tables_of_the_docs_are_made_from_the_declarations() -> None:
 
 def test_every_setting_is_declared_by_one_option() -> None:
     """A settings field the CLI cannot set is either internal (listed here) or an option forgotten."""
-    webhook = [option.setting for option in (*server_options(), *REGISTRATION_OPTIONS)]
+    webhook = [option.settings_field for option in (*server_options(), *REGISTRATION_OPTIONS)]
     assert sorted(webhook) == sorted({field.name for field in fields(WebhookSettings)} - {"ip_addresses"})
-    operator = [option.setting for option in CONFIG_OPTIONS]
+    operator = [option.settings_field for option in CONFIG_OPTIONS]
     assert sorted(operator) == sorted(
         {field.name for field in fields(OperatorConfig)} - {"settle_seconds", "impersonate"}
     )
