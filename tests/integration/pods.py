@@ -13,8 +13,6 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from tests.builders import pod
 from tests.integration.helpers import SCHEDULING_SECONDS, eventually
 
-SETTLE_SECONDS = 12  # long enough for the scheduler to have tried, and been refused, several times
-
 
 def pod_body(name: str, class_name: str, node: str, cpu: str = "2") -> dict[str, Any]:
     """A pod of this class kept to `node`, to create in a test's namespace; it ends at once when deleted."""
@@ -48,12 +46,46 @@ async def events_of(api: ApiClient, namespace: str, pod: str) -> list[Any]:
     return [event for event in events.items if event.reason == "PreemptionRefused"]
 
 
-async def stays(api: ApiClient, namespace: str, victim: str, preemptor: str, node: str) -> None:
-    """The victim stays bound and the preemptor pending, for a while."""
-    for _ in range(SETTLE_SECONDS):
-        assert node_of(await read_pod(api, namespace, victim)) == node, f"{victim} was preempted"
+async def failed_attempts(api: ApiClient, namespace: str, pod_name: str) -> int:
+    """How many times the scheduler has failed to place the pod, by its FailedScheduling Event: 0, 1, or 2
+    for two or more (the scheduler writes a repeat as a series at the second failure, and counts later ones
+    only in its memory for up to 30 minutes)."""
+    events = await client.CoreV1Api(api).list_namespaced_event(
+        namespace, field_selector=f"involvedObject.name={pod_name},reason=FailedScheduling"
+    )
+    return max((event.series.count if event.series else event.count or 1 for event in events.items), default=0)
+
+
+async def stays(
+    api: ApiClient,
+    namespace: str,
+    victim: str,
+    preemptor: str,
+    node: str,
+    *,
+    attempts: int = 2,
+    spared: tuple[str, ...] = (),
+) -> None:
+    """The victim (and the `spared` pods) stay on `node`, not deleted, and the preemptor pending, until the
+    scheduler has failed to place the preemptor `attempts` times: once when its preemption chose no victim
+    (with our extender), twice when the guard refused the victim it chose (the scheduler tries again only
+    after a refusal, and would have bound the preemptor in the victim's place had it been deleted)."""
+
+    async def failures_while_in_place() -> int:
+        for name in (victim, *spared):
+            found = await read_pod(api, namespace, name)
+            assert node_of(found) == node, f"{name} was preempted"
+            assert not (found or {})["metadata"].get("deletionTimestamp"), f"{name} is being deleted"
         assert node_of(await read_pod(api, namespace, preemptor)) is None, f"{preemptor} was bound"
-        await asyncio.sleep(1)
+        return await failed_attempts(api, namespace, preemptor)
+
+    await eventually(
+        failures_while_in_place,
+        lambda failures: failures >= attempts,
+        timeout=SCHEDULING_SECONDS,
+        what=f"{attempts} failed attempts to schedule {preemptor}",
+    )
+    await failures_while_in_place()
 
 
 async def preempts(api: ApiClient, namespace: str, victim: str, preemptor: str, node: str) -> None:

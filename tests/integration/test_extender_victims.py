@@ -30,7 +30,7 @@ from tests.integration.components import RunProcess, ptol_run, registered_extend
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import REACTION_SECONDS, SCHEDULING_SECONDS, START_SECONDS, eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest
-from tests.integration.pods import SETTLE_SECONDS, create_bound, node_of, pod_body, read_pod, set_scheduled_at
+from tests.integration.pods import create_bound, node_of, pod_body, read_pod, set_scheduled_at, stays
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -134,9 +134,8 @@ async def test_a_preemptor_that_needs_a_protected_pod_deletes_nothing(
         timeout=START_SECONDS,
         what="the extender left the node out",
     )
-    for _ in range(SETTLE_SECONDS):
-        assert await pod_names_on(api, namespace) == {"plain": node, "protected": node, "high": None}
-        await asyncio.sleep(1)
+    await stays(api, namespace, "protected", "high", node, attempts=1, spared=("plain",))
+    assert await pod_names_on(api, namespace) == {"plain": node, "protected": node, "high": None}
     assert await server.refusals() == refusals, "no protected pod was even asked for"
 
 

@@ -102,7 +102,7 @@ async def test_ptol_run_makes_the_local_scheduler_call_it_and_restores_it_on_exi
                 timeout=START_SECONDS,
                 what="the extender left node-1 out",
             )
-            await stays(api, NAMESPACE, "train", "high", "node-1")
+            await stays(api, NAMESPACE, "train", "high", "node-1", attempts=1)
             assert await server.refusals() == 0
     finally:
         run.stop()

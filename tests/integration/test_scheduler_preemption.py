@@ -13,6 +13,7 @@ immediate retry (`--retry-hold-seconds`, 1 s by default).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import datetime, timedelta
 from typing import Any
@@ -27,12 +28,13 @@ from tests.integration.components import ptol_run, registered_extender, schedule
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import SCHEDULING_SECONDS, eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest, policy_manifest, wait_annotations
-from tests.integration.pods import SETTLE_SECONDS, create_bound, node_of, pod_body, read_pod, stays
+from tests.integration.pods import create_bound, node_of, pod_body, read_pod, stays
 from tests.integration.test_extender_victims import Server
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
 GUARANTEE_SECONDS = 20
+PACED_REFUSALS = 5  # enough of the scheduler's retries to tell one a second from tens
 
 
 @pytest.fixture(scope="module")
@@ -103,18 +105,25 @@ async def test_a_refused_victim_keeps_running_and_carries_no_disruption_target(
     rejections_before = webhook_rejections(kubectl)
     refusals_before = await refusals_by_kind(server)
     await create_bound(api, namespace, "victim", classes["protected"], node, cpu="2")
+    started = time.monotonic()
     await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], node, cpu="2"))
+    await eventually(
+        lambda: refusals_by_kind(server),
+        lambda found: found.get("status", 0) - refusals_before.get("status", 0) >= PACED_REFUSALS,
+        timeout=SCHEDULING_SECONDS,
+        what=f"{PACED_REFUSALS} refusals of the scheduler's status patch",
+    )
     await stays(api, namespace, "victim", "high", node)
 
     victim = await read_pod(api, namespace, "victim")
     assert disruption_targets(victim) == [], "a refused victim carries the scheduler's DisruptionTarget"
     assert ((victim or {}).get("status") or {}).get("phase") == "Running"
     refusals = await refusals_by_kind(server)
+    seconds = time.monotonic() - started
     refused = refusals.get("status", 0) - refusals_before.get("status", 0)
-    assert refused > 0, "the status patch was not refused"
     # The scheduler retries at once (asynchronous preemption), tens of times a second; the guard holds the
     # refusal of an immediate retry 1 s (--retry-hold-seconds), so about one attempt a second remains.
-    assert refused <= 2 * SETTLE_SECONDS + 2, f"{refused} refusals in about {SETTLE_SECONDS} s: the loop is not paced"
+    assert refused <= 2 * seconds + 2, f"{refused} refusals in {seconds:.1f} s: the loop is not paced"
     assert refusals.get("delete", 0) == refusals_before.get("delete", 0), "the scheduler got as far as a DELETE"
     rejections = webhook_rejections(kubectl)
     assert rejections.get("403", 0) > rejections_before.get("403", 0), "the API server saw no 403 from the guard"
@@ -136,12 +145,8 @@ async def test_a_node_with_a_protected_and_a_plain_victim(
         await eventually(
             lambda: read_pod(api, namespace, "low"), lambda p: p is None, timeout=SCHEDULING_SECONDS, what="low deleted"
         )
-    for _ in range(SETTLE_SECONDS):
-        assert node_of(await read_pod(api, namespace, "protected")) == node, "the protected pod was preempted"
-        assert node_of(await read_pod(api, namespace, "high")) is None, "the preemptor was bound"
-        if older == "protected":  # its refusal stops the batch: the plain pod is spared
-            assert node_of(await read_pod(api, namespace, "low")) == node, "the plain pod was deleted"
-        await asyncio.sleep(1)
+    # when the protected pod is the older, its refusal stops the batch: the plain pod is spared
+    await stays(api, namespace, "protected", "high", node, spared=("low",) if older == "protected" else ())
     for name in ("protected", "low"):
         assert disruption_targets(await read_pod(api, namespace, name)) == [], f"{name} carries DisruptionTarget"
 
