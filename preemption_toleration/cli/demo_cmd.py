@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from preemption_toleration.cli.kubernetes_release import variable_problem
-from preemption_toleration.cli.options import positive_integer
 from preemption_toleration.cli.signals import run_until_signalled
+from preemption_toleration.cli.values import positive_integer
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

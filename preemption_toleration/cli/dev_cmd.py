@@ -11,7 +11,7 @@ from pathlib import Path
 from preemption_toleration.cli import dev_manifests
 from preemption_toleration.cli.failures import EXIT_USAGE
 from preemption_toleration.cli.kubernetes_release import kubernetes_release, variable_problem
-from preemption_toleration.cli.options import count, dns_label, quantity
+from preemption_toleration.cli.values import count, dns_label, quantity
 from preemption_toleration.devcluster import (
     ClusterError,
     LocalCluster,

@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from preemption_toleration.cli.failures import refused
-from preemption_toleration.cli.options import KUBECONFIG, dns_label, non_empty
+from preemption_toleration.cli.options import KUBECONFIG
+from preemption_toleration.cli.values import dns_label, non_empty
 from preemption_toleration.core.explain import explain_class, explain_pod, explain_preemptor, is_pending, render
 
 

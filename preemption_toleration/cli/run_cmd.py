@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING
 
 from preemption_toleration.cli.failures import EXIT_USAGE, refused, require_cluster_configuration
 from preemption_toleration.cli.operator_cmd import SHARED_WITH_RUN
-from preemption_toleration.cli.options import LOGGING_OPTIONS, Option, add_command, non_empty
+from preemption_toleration.cli.options import LOGGING_OPTIONS, Option, add_command
 from preemption_toleration.cli.signals import run_until_signalled
+from preemption_toleration.cli.values import non_empty
 from preemption_toleration.cli.webhook_cmd import prepare, stopped_on_webhook_error
 from preemption_toleration.cli.webhook_options import DEFAULT_OPERATOR_IDENTITY, server_options, settings_from
 

@@ -7,10 +7,9 @@ import argparse
 import os
 
 from preemption_toleration.admission.decisions import AdmissionConfig
-from preemption_toleration.cli.options import (
-    KUBECONFIG,
-    LOGGING_OPTIONS,
-    Option,
+from preemption_toleration.cli.options import KUBECONFIG, LOGGING_OPTIONS, Option, settings_values
+from preemption_toleration.cli.tls_files import certificate_file, private_key_file
+from preemption_toleration.cli.values import (
     choice,
     hold_seconds,
     host_and_port,
@@ -21,10 +20,8 @@ from preemption_toleration.cli.options import (
     pod_priority,
     port_number,
     positive_integer,
-    settings_values,
     url,
 )
-from preemption_toleration.cli.tls_files import certificate_file, private_key_file
 from preemption_toleration.kube.informer import DEFAULT_PAGE_SIZE, DEFAULT_STALE_AFTER_SECONDS
 from preemption_toleration.webhooks.handling import DEFAULT_MAX_BODY_BYTES
 from preemption_toleration.webhooks.settings import WebhookSettings
