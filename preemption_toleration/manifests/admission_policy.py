@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from preemption_toleration.api.base import MAX_TOLERATION_SECONDS
+from preemption_toleration.api.resources import PRIORITY_CLASS_GROUP, PRIORITY_CLASS_PLURAL
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, POLICY_KEYS, PREFIX, TOLERATION_SECONDS
 from preemption_toleration.core.intparse import IntProblem, at_most_pattern, go_int_pattern, int_range
 from preemption_toleration.manifests.cel import cel_string
@@ -180,10 +181,10 @@ def admission_policy() -> dict[str, Any]:
             "matchConstraints": {
                 "resourceRules": [
                     {
-                        "apiGroups": ["scheduling.k8s.io"],
+                        "apiGroups": [PRIORITY_CLASS_GROUP],
                         "apiVersions": ["*"],
                         "operations": ["CREATE", "UPDATE"],
-                        "resources": ["priorityclasses"],
+                        "resources": [PRIORITY_CLASS_PLURAL],
                     }
                 ]
             },

@@ -24,6 +24,7 @@ from preemption_toleration.api.paths import (
     VALIDATE_PRIORITY_CLASSES_PATH,
 )
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
+from preemption_toleration.api.resources import PRIORITY_CLASS_GROUP, PRIORITY_CLASS_PLURAL
 from preemption_toleration.core.annotations import LEGACY_PREFIX, PREFIX
 from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES
 from preemption_toleration.guard.prefilter import PREEMPTION_MARK, PREEMPTOR_ANNOTATIONS
@@ -39,9 +40,9 @@ GUARD_OPT_OUT_LABEL = "preemption-toleration.dev/guard"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 _PRIORITY_CLASS_RULE = {
-    "apiGroups": ["scheduling.k8s.io"],
+    "apiGroups": [PRIORITY_CLASS_GROUP],
     "apiVersions": ["*"],
-    "resources": ["priorityclasses"],
+    "resources": [PRIORITY_CLASS_PLURAL],
     "scope": "Cluster",
 }
 _POLICY_RULE = {"apiGroups": [GROUP], "apiVersions": [VERSION], "resources": [PLURAL], "scope": "Cluster"}
