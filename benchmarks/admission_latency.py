@@ -29,7 +29,8 @@ from preemption_toleration.admission.decisions import (
 from preemption_toleration.api.admission import AdmissionRequest
 from preemption_toleration.governance.ownership import age_order, claims
 from preemption_toleration.governance.plan import plan
-from preemption_toleration.governance.views import class_view, policy_view
+from preemption_toleration.records.policy import policy_view
+from preemption_toleration.records.priority_class import class_view
 
 RESULTS = Path(__file__).resolve().parent / "results" / "admission_latency.json"
 SIZES = [(10, 10), (100, 200), (500, 1000), (1000, 3000)]  # (policies, classes)

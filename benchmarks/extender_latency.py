@@ -32,6 +32,7 @@ from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY,
 from preemption_toleration.extender.decisions import ExtenderView, NodeChoice, decide_preemption
 from preemption_toleration.inventory.budgets import BudgetIndex
 from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.records.priority_class import class_view
 
 PODS_PER_NODE = 110
 SMALL_NODE = "small-node"
@@ -102,7 +103,9 @@ def fill(size: int) -> tuple[ExtenderView, dict[str, list[str]]]:
         "spec": {"selector": {"matchLabels": {"app": "train"}}},
         "status": {"disruptionsAllowed": 0},
     }
-    return ExtenderView(index, nodes, CLASSES.get, BudgetIndex.of([budget])), by_node
+    return ExtenderView(
+        index, nodes, {name: class_view(body) for name, body in CLASSES.items()}, BudgetIndex.of([budget])
+    ), by_node
 
 
 def body(node: str, victims: list[str]) -> dict[str, Any]:

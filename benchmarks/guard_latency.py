@@ -27,10 +27,10 @@ from _common import save_results, shown, timed
 
 from preemption_toleration.admission.decisions import Snapshot
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
-from preemption_toleration.governance.views import class_view
 from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot
 from preemption_toleration.inventory.pods import PodIndex
-from preemption_toleration.inventory.slim import slim_node
+from preemption_toleration.records.node import slim_node
+from preemption_toleration.records.priority_class import class_view
 from preemption_toleration.webhooks.guard_endpoint import GUARD, GuardHooks
 from preemption_toleration.webhooks.server import WebhookApp
 

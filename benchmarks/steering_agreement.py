@@ -58,6 +58,7 @@ from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.kube.client import API_ERRORS
 from preemption_toleration.manifests.scheduler_extender import scheduler_extender_of
 from preemption_toleration.manifests.webhook_configurations import GUARD_NAME
+from preemption_toleration.records.priority_class import class_view
 from preemption_toleration.steering.plan import eligible, pick_node
 
 GPU = "example.com/gpu"
@@ -312,10 +313,12 @@ def predicted_ties(scenario: Scenario, way: str, now: datetime) -> tuple[set[str
                 "status": {"disruptionsAllowed": scenario.budget_allowed},
             }
         )
-    view = ExtenderView(index, nodes, classes.get, BudgetIndex.of(budgets))
+    view = ExtenderView(
+        index, nodes, {name: class_view(body) for name, body in classes.items()}, BudgetIndex.of(budgets)
+    )
     preemptor = index.get(("h", "preemptor"))
     assert preemptor is not None
-    exempt = ExemptionCheck(preemptor.as_json(), view, now)
+    exempt = ExemptionCheck(preemptor, view, now)
     candidates: dict[str, NodeVictims] = {}
     for name, node in nodes.items():
         if not eligible(preemptor, node):

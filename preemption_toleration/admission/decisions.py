@@ -12,14 +12,8 @@ from preemption_toleration.core.annotations import POLICY_KEYS, annotations_of
 from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.governance.ownership import PolicyIndex, conflicts_of
 from preemption_toleration.governance.plan import LabelIndex, desired_annotations, governed_names
-from preemption_toleration.governance.views import (
-    ClassView,
-    PolicyView,
-    class_labels_of,
-    class_name_of,
-    class_view,
-    policy_view,
-)
+from preemption_toleration.records.policy import PolicyView, policy_view
+from preemption_toleration.records.priority_class import ClassView, class_labels_of, class_name_of, class_view
 from preemption_toleration.validation.findings import Finding
 from preemption_toleration.validation.policy import read_policy, subject
 from preemption_toleration.validation.priority_class import (

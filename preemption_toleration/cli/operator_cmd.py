@@ -8,8 +8,8 @@ from preemption_toleration.cli.failures import require_cluster_configuration
 from preemption_toleration.cli.options import KUBECONFIG, LOGGING_OPTIONS, Option, add_command, settings_values
 from preemption_toleration.cli.signals import run_until_signalled
 from preemption_toleration.cli.values import host_and_port, non_empty, peering_priority, resync_seconds, url
-from preemption_toleration.governance.views import FIELD_MANAGER
 from preemption_toleration.logs import configure_logging
+from preemption_toleration.records.priority_class import FIELD_MANAGER
 
 RESYNC_SECONDS = Option(
     "--resync-seconds",

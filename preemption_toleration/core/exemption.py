@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from preemption_toleration.core.annotations import ClassToleration, class_toleration
-from preemption_toleration.core.pods import pod_priority, preempts_never, priority_class_name
+from preemption_toleration.core.pods import PodFacts, PodJson, PreemptorFacts, priority_class_name
 from preemption_toleration.core.protection import (
     NANOSECONDS_PER_SECOND,
     PriorityClassNotFound,
@@ -27,7 +27,6 @@ __all__ = [
     "PriorityClassNotFound",
     "exempted_from_preemption",
     "exemption",
-    "exemption_under",
     "require_aware",
     "to_nanoseconds",
     "toleration_deadline_ns",
@@ -40,47 +39,31 @@ def exempted_from_preemption(
     priority_classes: Mapping[str, Mapping[str, Any]],
     now: datetime,
 ) -> bool:
-    """The eight checks of architecture §2, in upstream's order."""
-    return exemption(victim, preemptor, priority_classes, now)[0]
+    """The eight checks of architecture §2, in upstream's order, on pods and classes as Kubernetes JSON
+    (upstream's signature, for the library and the contract's tables): `exemption` over `PodJson` views."""
+    victim_class = priority_classes.get(priority_class_name(victim))
+    toleration = class_toleration(victim_class) if victim_class is not None else None
+    return exemption(PodJson(victim), PodJson(preemptor), toleration, now)[0]
 
 
 def exemption(
-    victim: Mapping[str, Any],
-    preemptor: Mapping[str, Any],
-    priority_classes: Mapping[str, Mapping[str, Any]],
-    now: datetime,
+    victim: PodFacts, preemptor: PreemptorFacts, toleration: ClassToleration | None, now: datetime
 ) -> tuple[bool, Protection | None]:
-    """`exempted_from_preemption`, with the victim's protection when the checks reached it (4 to 8; None
-    when checks 1 to 3 decided), so that a caller that also reports it computes it once."""
+    """Whether `victim` is exempt from preemption by `preemptor` at `now`, with the victim's protection
+    when the checks reached it (4 to 8; None when checks 1 to 3 decided), so that a caller that also
+    reports it computes it once. `toleration` is the victim's class's, parsed once (a class record's);
+    None when the class is not known. The one entry point of the check: every caller passes records."""
     require_aware(now)
-    class_name = priority_class_name(victim)
-    if not class_name:  # 1
-        return False, None
-    victim_class = priority_classes.get(class_name)
-    if victim_class is None:  # 2
-        raise PriorityClassNotFound(class_name)
-    return exemption_under(victim, preemptor, class_toleration(victim_class), now)
-
-
-def exemption_under(
-    victim: Mapping[str, Any],
-    preemptor: Mapping[str, Any],
-    toleration: ClassToleration | None,
-    now: datetime,
-) -> tuple[bool, Protection | None]:
-    """`exemption` with the victim's class as its toleration, parsed once (`ClassToleration`; None when the
-    class is not known): what the guard reads from its cache."""
-    require_aware(now)
-    class_name = priority_class_name(victim)
+    class_name = victim.priority_class
     if not class_name:  # 1
         return False, None
     if toleration is None:  # 2
         raise PriorityClassNotFound(class_name)
-    if preempts_never(preemptor):  # 3
+    if preemptor.preempts_never:  # 3
         return True, None
     protection = protection_under(victim, toleration, now)
     if protection.minimum is None:  # 4: the policy does not parse
         return False, protection
-    if pod_priority(preemptor) >= protection.minimum:  # 5
+    if preemptor.priority >= protection.minimum:  # 5
         return False, protection
     return protection.tolerating, protection  # 6, 7, 8

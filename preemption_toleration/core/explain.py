@@ -10,11 +10,12 @@ from preemption_toleration.core.annotations import (
     POLICY_KEYS,
     PolicyParseError,
     annotations_of,
+    class_toleration,
     name_of,
     parse_toleration_policy,
 )
 from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
-from preemption_toleration.core.pods import pod_priority, pod_ref, preempts_never, priority_class_name
+from preemption_toleration.core.pods import PodJson, pod_priority, pod_ref, preempts_never, priority_class_name
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_of
 from preemption_toleration.core.times import rfc3339
 
@@ -190,12 +191,14 @@ def tolerating_pods(
     of upstream's plugin), with until when; by namespace and name. A pod whose class does not exist is
     left out, as upstream skips its node."""
     priority = pod_priority(preemptor)
+    tolerations = {name: class_toleration(body) for name, body in priority_classes.items()}
     found = []
     for victim in pods:
         if not _a_possible_victim(victim) or pod_priority(victim) >= priority:
             continue
         try:
-            exempt, protection = exemption(victim, preemptor, priority_classes, now)
+            toleration = tolerations.get(priority_class_name(victim))
+            exempt, protection = exemption(PodJson(victim), PodJson(preemptor), toleration, now)
         except PriorityClassNotFound:
             continue
         if exempt and protection is not None:

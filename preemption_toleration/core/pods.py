@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 # Go's zero time.Time: what a condition without lastTransitionTime decodes to.
 GO_ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
@@ -51,3 +51,46 @@ def scheduled_since(pod: Mapping[str, Any]) -> datetime | None:
             when = condition.get("lastTransitionTime")
             return GO_ZERO_TIME if not when else parse_time(str(when))
     return None
+
+
+class PreemptorFacts(Protocol):
+    """What the exemption check reads of a preemptor."""
+
+    @property
+    def priority(self) -> int: ...
+
+    @property
+    def preempts_never(self) -> bool: ...
+
+
+class PodFacts(PreemptorFacts, Protocol):
+    """What the contract reads of a victim: a pod record of `records.pod`, or `PodJson` over a pod's JSON."""
+
+    @property
+    def priority_class(self) -> str | None: ...
+
+    def scheduled_since(self) -> datetime | None: ...
+
+
+class PodJson:
+    """`PodFacts` read from a pod as Kubernetes JSON, as each is asked for (a view: nothing is copied)."""
+
+    __slots__ = ("body",)
+
+    def __init__(self, body: Mapping[str, Any]) -> None:
+        self.body = body
+
+    @property
+    def priority(self) -> int:
+        return pod_priority(self.body)
+
+    @property
+    def priority_class(self) -> str | None:
+        return priority_class_name(self.body) or None
+
+    @property
+    def preempts_never(self) -> bool:
+        return preempts_never(self.body)
+
+    def scheduled_since(self) -> datetime | None:
+        return scheduled_since(self.body)

@@ -15,12 +15,7 @@ from typing import Any
 
 from preemption_toleration.core.annotations import ClassToleration, class_toleration
 from preemption_toleration.core.intparse import wrap_int64
-from preemption_toleration.core.pods import (
-    GO_ZERO_TIME,
-    pod_priority,
-    priority_class_name,
-    scheduled_since,
-)
+from preemption_toleration.core.pods import GO_ZERO_TIME, PodFacts, PodJson
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 NANOSECONDS_PER_SECOND = 1_000_000_000
@@ -104,20 +99,19 @@ def protection_of(pod: Mapping[str, Any], priority_class: Mapping[str, Any] | No
 
     Raises PriorityClassNotFound when the pod names a class and `priority_class` is None.
     """
-    if priority_class is None or not priority_class_name(pod):  # a pod without a class reads none
-        return protection_under(pod, None, now)
-    return protection_under(pod, class_toleration(priority_class), now)
+    toleration = class_toleration(priority_class) if priority_class is not None else None
+    return protection_under(PodJson(pod), toleration, now)
 
 
-def protection_under(pod: Mapping[str, Any], toleration: ClassToleration | None, now: datetime) -> Protection:
-    """`protection_of` with the class's toleration as parsed once (`ClassToleration`, None when the class is
-    not known): what the guard reads from its cache.
+def protection_under(pod: PodFacts, toleration: ClassToleration | None, now: datetime) -> Protection:
+    """`protection_of` for a pod record, with its class's toleration as parsed once (a class record's
+    `ClassToleration`, None when the class is not known).
 
     Raises PriorityClassNotFound when the pod names a class and `toleration` is None.
     """
     require_aware(now)
-    victim_priority = pod_priority(pod)
-    class_name = priority_class_name(pod)
+    victim_priority = pod.priority
+    class_name = pod.priority_class
     if not class_name:
         return Protection(ProtectionKind.NONE, "the pod has no priorityClassName", victim_priority)
     if toleration is None:
@@ -137,7 +131,7 @@ def protection_under(pod: Mapping[str, Any], toleration: ClassToleration | None,
     if seconds < 0:
         tolerating = True
     else:
-        scheduled_at = scheduled_since(pod)
+        scheduled_at = pod.scheduled_since()
         deadline_ns = toleration_deadline_ns(scheduled_at, seconds) if scheduled_at is not None else None
         tolerating = deadline_ns is None or deadline_ns > to_nanoseconds(now)
 

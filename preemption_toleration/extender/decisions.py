@@ -15,17 +15,18 @@ class the cache does not know, when a victim is exempt, leaves the node out.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
 from typing import Any
 
 from preemption_toleration.api.extender import ExtenderPreemptionArgs, ExtenderPreemptionResult, MetaPod, MetaVictims
+from preemption_toleration.core.annotations import ClassToleration
 from preemption_toleration.core.constraints import unjudged_constraints
 from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
-from preemption_toleration.core.pods import pod_priority
-from preemption_toleration.core.protection import Protection, ProtectionKind, protection_of
+from preemption_toleration.core.pods import PodJson, PreemptorFacts, pod_priority
+from preemption_toleration.core.protection import Protection, ProtectionKind, protection_under
 from preemption_toleration.core.resources import allocatable, pod_requests
 from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.extender.victims import (
@@ -37,7 +38,8 @@ from preemption_toleration.extender.victims import (
 )
 from preemption_toleration.inventory.budgets import BudgetIndex, counted_by_a_budget, split_by_budget_violation
 from preemption_toleration.inventory.pods import PodIndex
-from preemption_toleration.inventory.slim import SlimPod
+from preemption_toleration.records.pod import SlimPod
+from preemption_toleration.records.priority_class import ClassView
 
 
 class NodeChoice(str, Enum):
@@ -63,12 +65,12 @@ class NodeOutcome:
 
 @dataclass(frozen=True)
 class ExtenderView:
-    """What the decision reads: the pod index, slim nodes, PriorityClasses as JSON by name, and the
+    """What the decision reads: the pod index, slim nodes, PriorityClass records by name, and the
     PodDisruptionBudgets."""
 
     pods: PodIndex
     nodes: Mapping[str, Mapping[str, Any]]
-    class_json: Callable[[str], Mapping[str, Any] | None]
+    classes: Mapping[str, ClassView]
     budgets: BudgetIndex = field(default_factory=BudgetIndex)
 
 
@@ -79,25 +81,19 @@ class PreemptDecision:
 
 
 class ExemptionCheck:
-    """`exempted_from_preemption` for slim pods of the cache, against one preemptor at one moment."""
+    """The exemption check for slim pods of the cache, against one preemptor at one moment."""
 
-    def __init__(self, preemptor: Mapping[str, Any], view: ExtenderView, now: datetime) -> None:
+    def __init__(self, preemptor: PreemptorFacts, view: ExtenderView, now: datetime) -> None:
         self.preemptor = preemptor
         self.view = view
         self.now = now
-        self.classes: dict[str, Mapping[str, Any]] = {}
         self.known: dict[str, bool] = {}  # by pod uid: each pod is judged once per call
         self.protections: dict[str, Protection] = {}  # by pod uid, as the judgement computed it
 
     def __call__(self, pod: SlimPod) -> bool:
         found = self.known.get(pod.uid)
         if found is None:
-            name = pod.priority_class or ""
-            if name and name not in self.classes:
-                class_json = self.view.class_json(name)
-                if class_json is not None:
-                    self.classes[name] = class_json
-            found, protection = exemption(pod.as_json(), self.preemptor, self.classes, self.now)
+            found, protection = exemption(pod, self.preemptor, self._toleration(pod), self.now)
             self.known[pod.uid] = found
             if protection is not None:
                 self.protections[pod.uid] = protection
@@ -109,10 +105,15 @@ class ExemptionCheck:
         for pod in pods:
             protection = self.protections.get(pod.uid)
             if protection is None:  # exempt by the preemptor's preemptionPolicy alone
-                protection = protection_of(pod.as_json(), self.classes.get(pod.priority_class or ""), self.now)
+                protection = protection_under(pod, self._toleration(pod), self.now)
             if protection.kind is ProtectionKind.UNTIL and protection.until is not None:
                 ends.append(protection.until)
         return min(ends, default=None)
+
+    def _toleration(self, pod: SlimPod) -> ClassToleration | None:
+        """The toleration of the pod's class, as its record parsed it; None when the cache has no such class."""
+        record = self.view.classes.get(pod.priority_class or "")
+        return record.toleration if record is not None else None
 
 
 def _by_uid(pods: Any) -> dict[str, SlimPod]:
@@ -254,7 +255,7 @@ def _unproposed_exemptions(
 
 
 def decide_preemption(args: ExtenderPreemptionArgs, view: ExtenderView, now: datetime) -> PreemptDecision:
-    exempt = ExemptionCheck(args.pod, view, now)
+    exempt = ExemptionCheck(PodJson(args.pod), view, now)
     preemptor = _Preemptor.of(args.pod)
     proposals = args.victim_uids()
     outcomes = tuple(_node_outcome(node, uids, preemptor, exempt, view) for node, (uids, _) in proposals.items())

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from preemption_toleration.core.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
-from preemption_toleration.inventory.slim import Requests, SlimPod
+from preemption_toleration.records.pod import Requests, SlimPod
 
 ALWAYS_CHECKED = (CPU, MEMORY, EPHEMERAL_STORAGE)
 TERMINAL_PHASES = ("Succeeded", "Failed")  # the scheduler's cache holds no such pods

@@ -11,7 +11,8 @@ from preemption_toleration.api.policy import KIND as POLICY_KIND
 from preemption_toleration.core.pods import parse_time
 from preemption_toleration.governance.ownership import PolicyIndex, conflicts_of
 from preemption_toleration.governance.plan import LabelIndex, governed_names
-from preemption_toleration.governance.views import EPOCH, ClassView, PolicyView, class_view, policy_view
+from preemption_toleration.records.policy import EPOCH, PolicyView, policy_view
+from preemption_toleration.records.priority_class import ClassView, class_view
 from preemption_toleration.validation.documents import Document, Located, ManifestCheck, is_priority_class
 from preemption_toleration.validation.findings import error, shown
 from preemption_toleration.validation.toleration_rules import (
@@ -93,7 +94,7 @@ def _minimums(
 
 
 def _created(timestamp: Any) -> Any:
-    """As views.policy_view reads it: a manifest without one (or with one that does not parse) is the oldest."""
+    """As `policy_view` reads it: a manifest without one (or with one that does not parse) is the oldest."""
     try:
         return parse_time(str(timestamp or EPOCH))
     except ValueError:

@@ -12,7 +12,8 @@ from typing import Any
 
 from preemption_toleration.api.policy import PreemptionTolerationPolicySpec
 from preemption_toleration.core.selectors import selector_matches
-from preemption_toleration.governance.views import ClassView, PolicyView
+from preemption_toleration.records.policy import PolicyView
+from preemption_toleration.records.priority_class import ClassView
 
 Selector = Mapping[str, Any]
 

@@ -15,7 +15,8 @@ from preemption_toleration.api.policy import LabelSelector, PreemptionToleration
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
 from preemption_toleration.core.selectors import selector_matches
 from preemption_toleration.governance.ownership import age_order, selector_of
-from preemption_toleration.governance.views import ClassView, PolicyView
+from preemption_toleration.records.policy import PolicyView
+from preemption_toleration.records.priority_class import ClassView
 from preemption_toleration.validation.toleration_rules import POLICY_SPEC, ClassValue, unaffected, without_effect_text
 
 

@@ -11,19 +11,19 @@ from typing import Any
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, allow, deny
 from preemption_toleration.api.pod import metadata_problem, victim_problem
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
-from preemption_toleration.core.exemption import PriorityClassNotFound, exemption_under
+from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
 from preemption_toleration.core.intparse import IntParseError, parse_go_int
-from preemption_toleration.core.pods import pod_priority, pod_ref, preempts_never, priority_class_name
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_under
-from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.governance.ownership import PolicyIndex
-from preemption_toleration.governance.views import ClassView, PolicyView
 from preemption_toleration.guard.inference import infer_preemptor
 from preemption_toleration.guard.record import PreemptorRecord
 from preemption_toleration.guard.waste import in_vain
 from preemption_toleration.inventory.budgets import BudgetIndex
 from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.records.pod import PodBody, PodRecord, SlimPod, priority_only
+from preemption_toleration.records.policy import PolicyView
+from preemption_toleration.records.priority_class import ClassView
 
 DEFAULT_PREEMPTOR_IDENTITIES = ("system:kube-scheduler",)
 
@@ -58,13 +58,6 @@ class GuardSnapshot:
     preemptors: PreemptorRecord | None = None  # what the extender's calls said; None: infer only
     budgets: BudgetIndex = field(default_factory=BudgetIndex)  # read only by the check of deletions in vain
 
-    def class_json(self, name: str) -> dict[str, Any] | None:
-        """The class as JSON, for the extender's checks (the guard reads `ClassView.toleration`)."""
-        view = self.classes.get(name)
-        if view is None:
-            return None
-        return {"metadata": {"name": name, "annotations": dict(view.annotations)}, "value": view.value}
-
     def owner(self, class_name: str) -> str | None:
         """The policy that governs a class (the oldest that claims it), read only for a refusal's message."""
         view = self.classes.get(class_name)
@@ -78,7 +71,7 @@ class Refusal:
     """A preemption the guard refused (or, in audit mode, would have refused)."""
 
     kind: str  # "delete", "eviction" or "status"
-    victim: Mapping[str, Any]
+    victim: PodRecord
     preemptor_priority: int
     preemptor: str | None
     protection: Protection
@@ -86,7 +79,7 @@ class Refusal:
     message: str
     audit: bool
     dry_run: bool
-    preemptor_pod: Mapping[str, Any] = field(default_factory=dict)  # as judged (priority only, when unnamed)
+    preemptor_pod: PodRecord | None = None  # as judged (priority only, when unnamed)
 
     @property
     def reason(self) -> str:
@@ -105,7 +98,7 @@ class Verdict:
     response: AdmissionResponse
     refusal: Refusal | None = None
     source: PreemptorSource | None = None  # how the preemptor was known, for a judged preemption
-    preemptor: Mapping[str, Any] | None = None  # the preemptor it was judged against
+    preemptor: PodRecord | None = None  # the preemptor it was judged against
 
 
 def request_problem(request: AdmissionRequest) -> str | None:
@@ -149,28 +142,26 @@ def marking_scheduler(pod: Mapping[str, Any] | None) -> str | None:
     return name if found and name else None
 
 
-def _explicit_preemptor(
-    eviction: Mapping[str, Any], snapshot: GuardSnapshot
-) -> tuple[Mapping[str, Any] | None, str | None]:
-    """The preemptor an Eviction names by annotation: (a pod-like object, or None; a problem)."""
+def _explicit_preemptor(eviction: Mapping[str, Any], snapshot: GuardSnapshot) -> tuple[PodRecord | None, str | None]:
+    """The preemptor an Eviction names by annotation: (its record, or None; a problem)."""
     annotations = (eviction.get("metadata") or {}).get("annotations") or {}
     if PREEMPTOR in annotations:
         namespace, _, name = str(annotations[PREEMPTOR]).partition("/")
         pod = snapshot.pods.get((namespace, name))
         if pod is None:
             return None, f"the preemptor {annotations[PREEMPTOR]} named by {PREEMPTOR} is not a known pod"
-        return pod.as_json(), None
+        return pod, None
     if PREEMPTOR_PRIORITY in annotations:
         try:
             priority = parse_go_int(str(annotations[PREEMPTOR_PRIORITY]), 32)
         except IntParseError as error:
             return None, f"{PREEMPTOR_PRIORITY}={annotations[PREEMPTOR_PRIORITY]!r}: {error}"
-        return {"spec": {"priority": priority}}, None
+        return priority_only(priority), None
     return None, None
 
 
 def describe(
-    victim: Mapping[str, Any],
+    victim: PodRecord,
     protection: Protection,
     preemptor_priority: int,
     preemptor: str | None,
@@ -180,7 +171,7 @@ def describe(
 ) -> str:
     """The refusal's message. `configured`: the preemptor is the guard's eviction-preemptor-priority, for an
     Eviction that names none (a drain), so the message says so, for the admin whose drain waits."""
-    class_name = priority_class_name(victim)
+    class_name = victim.priority_class or ""
     source = f'PreemptionTolerationPolicy "{policy}"' if policy else f"the annotations of PriorityClass {class_name}"
     who = f"{preemptor}, priority {preemptor_priority}" if preemptor else f"priority {preemptor_priority}"
     judged_as = (
@@ -190,7 +181,7 @@ def describe(
         else f"the preemptor ({who}) is below it"
     )
     head = (
-        f"pod {pod_ref(victim)} (PriorityClass {class_name}, priority {pod_priority(victim)}) tolerates "
+        f"pod {victim.ref} (PriorityClass {class_name}, priority {victim.priority}) tolerates "
         f"preemption by priorities below {protection.refuse_below} ({source}); {judged_as}"
     )
     if protection.kind is ProtectionKind.FOREVER:
@@ -216,18 +207,18 @@ def describe(
 def _judge(
     kind: str,
     request: AdmissionRequest,
-    victim: Mapping[str, Any],
-    preemptor: Mapping[str, Any],
+    victim: PodRecord,
+    preemptor: PodRecord,
     source: PreemptorSource,
     snapshot: GuardSnapshot,
     config: GuardConfig,
     now: datetime,
 ) -> Verdict:
-    class_name = priority_class_name(victim)
+    class_name = victim.priority_class or ""
     view = snapshot.classes.get(class_name)
     toleration = view.toleration if view is not None else None  # parsed when the class entered the cache
     try:
-        exempt, found = exemption_under(victim, preemptor, toleration, now)
+        exempt, found = exemption(victim, preemptor, toleration, now)
     except PriorityClassNotFound:
         # upstream skips the node; we cannot judge either
         return Verdict(allow(request.uid), source=source, preemptor=preemptor)
@@ -238,18 +229,18 @@ def _judge(
                 return wasted
         return Verdict(allow(request.uid), source=source, preemptor=preemptor)
     protection = found if found is not None else protection_under(victim, toleration, now)
-    preemptor_name = pod_ref(preemptor) if (preemptor.get("metadata") or {}).get("name") else None
-    if preempts_never(preemptor):  # exempt by upstream's check 3, whatever the victim's class says
-        who = f"{preemptor_name}, priority {pod_priority(preemptor)}" if preemptor_name else "the preemptor"
+    preemptor_name = preemptor.ref if preemptor.name else None
+    if preemptor.preempts_never:  # exempt by upstream's check 3, whatever the victim's class says
+        who = f"{preemptor_name}, priority {preemptor.priority}" if preemptor_name else "the preemptor"
         message = (
-            f"pod {pod_ref(victim)} may not be preempted by {who}: the preemptor has "
+            f"pod {victim.ref} may not be preempted by {who}: the preemptor has "
             "preemptionPolicy Never, so it preempts no pod."
         )
     else:
         message = describe(
             victim,
             protection,
-            pod_priority(preemptor),
+            preemptor.priority,
             preemptor_name,
             snapshot.owner(class_name),
             now,
@@ -260,7 +251,7 @@ def _judge(
     refusal = Refusal(
         kind,
         victim,
-        pod_priority(preemptor),
+        preemptor.priority,
         preemptor_name,
         protection,
         code,
@@ -280,29 +271,26 @@ def _judge(
 def _in_vain(
     kind: str,
     request: AdmissionRequest,
-    victim: Mapping[str, Any],
-    preemptor: Mapping[str, Any],
+    victim: PodRecord,
+    preemptor: PodRecord,
     source: PreemptorSource,
     snapshot: GuardSnapshot,
     now: datetime,
 ) -> Verdict | None:
     """A refusal of a victim upstream's plugin would not preempt on its node (`waste`), or None."""
-    node_name = str((victim.get("spec") or {}).get("nodeName") or "")
-    uid = str(as_mapping(victim.get("metadata")).get("uid") or "")
-    reason = in_vain(uid, node_name, preemptor, snapshot, now)
+    reason = in_vain(victim.uid, victim.node_name or "", preemptor, snapshot, now)
     if reason is None:
         return None
-    preemptor_name = pod_ref(preemptor)
+    preemptor_name = preemptor.ref
     message = (
-        f"pod {pod_ref(victim)} would be preempted in vain for {preemptor_name} (priority "
-        f"{pod_priority(preemptor)}): {reason}."
+        f"pod {victim.ref} would be preempted in vain for {preemptor_name} (priority {preemptor.priority}): {reason}."
     )
     # the victim itself tolerates nothing: the refusal is counted under protection "None"
-    protection = Protection(ProtectionKind.NONE, reason, pod_priority(victim))
+    protection = Protection(ProtectionKind.NONE, reason, victim.priority)
     refusal = Refusal(
         kind,
         victim,
-        pod_priority(preemptor),
+        preemptor.priority,
         preemptor_name,
         protection,
         403,
@@ -314,18 +302,13 @@ def _in_vain(
     return Verdict(deny(request.uid, 403, message, None), refusal, source, preemptor)
 
 
-def _cached_pod(snapshot: GuardSnapshot, namespace: str, name: str) -> dict[str, Any] | None:
-    pod = snapshot.pods.get((namespace, name))
-    return pod.as_json() if pod is not None else None
-
-
-def _victim(request: AdmissionRequest, snapshot: GuardSnapshot, namespace: str) -> dict[str, Any] | None:
+def _victim(request: AdmissionRequest, snapshot: GuardSnapshot, namespace: str) -> PodRecord | None:
     """The pod as the review carries it (`oldObject`), or as the cache has it when the review carries none.
     Whether the review carries one is all that counts: the server's reader leaves out the fields the guard
     does not read, so an object of only such fields arrives empty, and must be judged as it was sent."""
     if request.old_object is not None:
-        return request.old_object
-    return _cached_pod(snapshot, namespace, request.name)
+        return PodBody(request.old_object)
+    return snapshot.pods.get((namespace, request.name))
 
 
 def judge(
@@ -337,7 +320,7 @@ def judge(
     sub_resource = request.sub_resource or ""
 
     if request.operation == "CREATE" and sub_resource == "eviction":
-        victim = _cached_pod(snapshot, namespace, request.name)
+        victim: PodRecord | None = snapshot.pods.get((namespace, request.name))
         preemptor, problem = _explicit_preemptor(request.object or {}, snapshot)
         if victim is None:
             return Verdict(allow(request.uid))  # a pod we do not know
@@ -345,9 +328,9 @@ def judge(
             return Verdict(allow(request.uid, [f"not judged as a preemption: {problem}"]))
         if preemptor is not None:
             return _judge("eviction", request, victim, preemptor, PreemptorSource.NAMED, snapshot, config, now)
-        if config.eviction_preemptor_priority is None or not victim["spec"].get("nodeName"):
+        if config.eviction_preemptor_priority is None or not victim.node_name:
             return Verdict(allow(request.uid))  # not a preemption (a drain), unless configured; unbound: no victim
-        configured = {"spec": {"priority": config.eviction_preemptor_priority}}
+        configured = priority_only(config.eviction_preemptor_priority)
         return _judge("eviction", request, victim, configured, PreemptorSource.CONFIGURED, snapshot, config, now)
 
     if not by_preemptor:
@@ -355,7 +338,8 @@ def judge(
 
     if request.operation == "DELETE" and sub_resource == "":
         victim = _victim(request, snapshot, namespace)
-        kind, scheduler = "delete", marking_scheduler(victim)  # marked just before, when the mark was allowed
+        # marked just before, when the mark was allowed (a cached pod's record keeps no mark)
+        kind, scheduler = "delete", marking_scheduler(request.old_object)
     elif request.operation == "UPDATE" and sub_resource == "status":
         if not _has_preemption_mark(request.object) or _has_preemption_mark(request.old_object):
             return Verdict(allow(request.uid))
@@ -363,28 +347,26 @@ def judge(
         kind, scheduler = "status", marking_scheduler(request.object)
     else:
         return Verdict(allow(request.uid))
-    if not victim or not (victim.get("spec") or {}).get("nodeName"):
+    node_name = victim.node_name if victim is not None else None
+    if victim is None or not node_name:
         return Verdict(allow(request.uid))  # an unbound pod is nobody's victim
-    node_name = str(victim["spec"]["nodeName"])
     recorded = _recorded_preemptor(victim, node_name, snapshot, now)
     if recorded is not None:
         return _judge(kind, request, victim, recorded, PreemptorSource.RECORDED, snapshot, config, now)
-    inferred = infer_preemptor(pod_priority(victim), node_name, snapshot.pods, snapshot.nodes.get(node_name), scheduler)
+    inferred = infer_preemptor(victim.priority, node_name, snapshot.pods, snapshot.nodes.get(node_name), scheduler)
     if inferred is None:
         return Verdict(allow(request.uid))
-    return _judge(kind, request, victim, inferred.as_json(), PreemptorSource.INFERRED, snapshot, config, now)
+    return _judge(kind, request, victim, inferred, PreemptorSource.INFERRED, snapshot, config, now)
 
 
-def _recorded_preemptor(
-    victim: Mapping[str, Any], node_name: str, snapshot: GuardSnapshot, now: datetime
-) -> Mapping[str, Any] | None:
+def _recorded_preemptor(victim: PodRecord, node_name: str, snapshot: GuardSnapshot, now: datetime) -> SlimPod | None:
     """The preemptor an extender call named for this victim, as the cache sees it now, while it may still
     be preempting it: the same pod, pending, not deleting, of higher priority than the victim, and not
     nominated to another node. None otherwise, or without a record. Only a pod of the cache counts, so a
     call naming a pod that does not exist decides nothing."""
     if snapshot.preemptors is None:
         return None
-    record = snapshot.preemptors.lookup(str(as_mapping(victim.get("metadata")).get("uid") or ""), now)
+    record = snapshot.preemptors.lookup(victim.uid, now)
     cached = snapshot.pods.get(record.key) if record is not None else None
     if (
         record is None
@@ -392,8 +374,8 @@ def _recorded_preemptor(
         or cached.uid != record.uid
         or cached.node_name is not None
         or cached.deletion is not None
-        or cached.priority <= pod_priority(victim)
+        or cached.priority <= victim.priority
         or (cached.nominated_node is not None and cached.nominated_node != node_name)
     ):
         return None
-    return cached.as_json()
+    return cached

@@ -17,7 +17,7 @@ from typing import Any
 
 from preemption_toleration.guard.matching import could_run_on
 from preemption_toleration.inventory.pods import PodIndex
-from preemption_toleration.inventory.slim import DEFAULT_SCHEDULER, Constraints, SlimPod
+from preemption_toleration.records.pod import DEFAULT_SCHEDULER, Constraints, SlimPod
 
 
 def _scheduled_by(constraints: Constraints | None, scheduler: str | None) -> bool:

@@ -14,12 +14,10 @@ again a few times, a few seconds apart.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
 
-from preemption_toleration.core.shapes import as_mapping
+from preemption_toleration.records.pod import PodRecord
 
 # After the end, so that the retried attempt already finds the toleration over.
 MARGIN = timedelta(milliseconds=250)
@@ -46,10 +44,9 @@ class NudgePlan:
         self._fired: dict[str, datetime] = {}  # uid -> the last `until` handed out, to never plan it again
         self._queue: list[tuple[datetime, str]] = []  # (when, uid); entries no longer planned are skipped
 
-    def hold(self, preemptor: Mapping[str, Any], node: str, until: datetime, now: datetime) -> bool:
+    def hold(self, preemptor: PodRecord, node: str, until: datetime, now: datetime) -> bool:
         """Plans a nudge of `preemptor` once `until` has passed; False when nothing new is planned."""
-        metadata = as_mapping(preemptor.get("metadata"))
-        uid, name = str(metadata.get("uid") or ""), str(metadata.get("name") or "")
+        uid, name = preemptor.uid, preemptor.name
         if not uid or not name or not node or until <= now or self._fired.get(uid) == until:
             return False
         planned = self._planned.get(uid)
@@ -57,7 +54,7 @@ class NudgePlan:
             return False
         if planned is None and len(self._planned) >= self.capacity:
             return False
-        self._plan(Nudge(str(metadata.get("namespace") or ""), name, uid, until, node), until + self.margin)
+        self._plan(Nudge(preemptor.namespace, name, uid, until, node), until + self.margin)
         return True
 
     def retry(self, nudge: Nudge, now: datetime) -> bool:

@@ -10,12 +10,11 @@ victim against its recorded preemptor and infers a preemptor only for victims wi
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
-from preemption_toleration.core.shapes import as_mapping
+from preemption_toleration.records.pod import PodKey, PodRecord
 
 RECORD_SECONDS = 30
 MAX_RECORDED = 100_000  # victims; the oldest records go first beyond it
@@ -23,27 +22,11 @@ MAX_RECORDED = 100_000  # victims; the oldest records go first beyond it
 
 @dataclass(frozen=True)
 class RecordedPreemptor:
-    pod: Mapping[str, Any]  # what the exemption check and the messages read of the preemptor
+    """Which pod: the guard judges against the cache's record of it, while it is the same pod."""
+
+    key: PodKey
+    uid: str
     expires: datetime
-
-    @property
-    def key(self) -> tuple[str, str]:
-        metadata = as_mapping(self.pod.get("metadata"))
-        return str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
-
-    @property
-    def uid(self) -> str:
-        return str(as_mapping(self.pod.get("metadata")).get("uid") or "")
-
-
-def preemptor_summary(pod: Mapping[str, Any]) -> dict[str, Any]:
-    """The preemptor's name, uid, priority, class and preemption policy: all any decision reads of it."""
-    metadata = as_mapping(pod.get("metadata"))
-    spec = as_mapping(pod.get("spec"))
-    return {
-        "metadata": {key: metadata[key] for key in ("namespace", "name", "uid") if key in metadata},
-        "spec": {key: spec[key] for key in ("priority", "priorityClassName", "preemptionPolicy") if key in spec},
-    }
 
 
 class PreemptorRecord:
@@ -52,8 +35,8 @@ class PreemptorRecord:
         self.capacity = capacity
         self._records: OrderedDict[str, RecordedPreemptor] = OrderedDict()
 
-    def remember(self, preemptor: Mapping[str, Any], victim_uids: Iterable[str], now: datetime) -> None:
-        record = RecordedPreemptor(preemptor_summary(preemptor), now + self.lifetime)
+    def remember(self, preemptor: PodRecord, victim_uids: Iterable[str], now: datetime) -> None:
+        record = RecordedPreemptor(preemptor.key, preemptor.uid, now + self.lifetime)
         for uid in victim_uids:
             self._records.pop(uid, None)
             self._records[uid] = record  # newest last, so the oldest are dropped first

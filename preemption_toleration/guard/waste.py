@@ -15,15 +15,13 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from preemption_toleration.core.exemption import PriorityClassNotFound, exemption_under
+from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
 from preemption_toleration.core.resources import allocatable
-from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.extender.victims import importance, select_victims
 from preemption_toleration.inventory.budgets import split_by_budget_violation
-from preemption_toleration.inventory.slim import SlimPod
+from preemption_toleration.records.pod import PodRecord, SlimPod
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
     from typing import Any
 
     from preemption_toleration.guard.decisions import GuardSnapshot
@@ -34,21 +32,20 @@ def _names(pods: list[SlimPod]) -> str:
 
 
 def in_vain(
-    victim_uid: str, node_name: str, preemptor: Mapping[str, Any], snapshot: GuardSnapshot, now: datetime
+    victim_uid: str, node_name: str, preemptor: PodRecord, snapshot: GuardSnapshot, now: datetime
 ) -> str | None:
     """Why this victim of the scheduler would be deleted in vain, when pods of its node tolerate the
     preemptor; None when it would not (or no pod there tolerates the preemptor: the scheduler's choice is then
     upstream's), or when it cannot be judged (a node, class or preemptor the cache does not hold)."""
     pods = snapshot.pods
-    metadata = as_mapping(preemptor.get("metadata"))
-    cached = pods.get((str(metadata.get("namespace") or ""), str(metadata.get("name") or "")))
+    cached = pods.get(preemptor.key)
     node = snapshot.nodes.get(node_name)
     if cached is None or node is None:
         return None
 
     def exempt(pod: SlimPod) -> bool:
         view = snapshot.classes.get(pod.priority_class or "")
-        return exemption_under(pod.as_json(), preemptor, view.toleration if view is not None else None, now)[0]
+        return exemption(pod, preemptor, view.toleration if view is not None else None, now)[0]
 
     on_node = pods.on_node(node_name)
     victim = next((pod for pod in on_node if pod.uid == victim_uid), None)

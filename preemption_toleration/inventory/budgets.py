@@ -12,7 +12,7 @@ from typing import Any
 
 from preemption_toleration.core.selectors import selector_matches
 from preemption_toleration.core.shapes import as_int, as_mapping
-from preemption_toleration.inventory.slim import SlimPod
+from preemption_toleration.records.pod import SlimPod
 
 BudgetKey = tuple[str, str]  # (namespace, name)
 _VALUED = ("In", "NotIn")

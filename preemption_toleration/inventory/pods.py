@@ -12,7 +12,7 @@ import bisect
 from collections.abc import Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from preemption_toleration.inventory.slim import NO_CONSTRAINTS, Constraints, PodKey, Shared, SlimPod, pod_key, slim_pod
+from preemption_toleration.records.pod import NO_CONSTRAINTS, Constraints, PodKey, Shared, SlimPod, pod_key, slim_pod
 
 _EMPTY: Mapping[PodKey, SlimPod] = {}
 GONE_REMEMBERED = 4096  # UIDs of the latest deleted pods kept, to tell "deleted" from "not seen yet"

@@ -28,7 +28,7 @@ from preemption_toleration.extender.decisions import ExemptionCheck, ExtenderVie
 from preemption_toleration.extender.victims import NodeVictims, fits_as_is, importance, select_victims
 from preemption_toleration.guard.matching import could_run_on
 from preemption_toleration.inventory.budgets import split_by_budget_violation
-from preemption_toleration.inventory.slim import NO_CONSTRAINTS, SlimPod
+from preemption_toleration.records.pod import NO_CONSTRAINTS, SlimPod
 
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 INT32_OFFSET = 2**31  # kube-scheduler adds MaxInt32+1 to each priority before summing them
@@ -137,7 +137,7 @@ def plan_steering(preemptor: SlimPod, view: ExtenderView, now: datetime) -> Stee
     ):
         # kube-scheduler's PodEligibleToPreemptOthers: it waits for that node, where it binds the preemptor
         return NotSteered(Declined.IN_PROGRESS, f"a pod on its nominated node {nominated_node} is terminating")
-    exempt = ExemptionCheck(preemptor.as_json(), view, now)
+    exempt = ExemptionCheck(preemptor, view, now)
     requests = dict(preemptor.requests)
     candidates: dict[str, NodeVictims] = {}
     for name, node in view.nodes.items():

@@ -13,12 +13,10 @@ from kubernetes_asyncio.client import ApiClient
 from preemption_toleration.admission.decisions import Needs, Snapshot
 from preemption_toleration.api.policy import PLURAL
 from preemption_toleration.extender.decisions import ExtenderView
-from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
 from preemption_toleration.guard.decisions import GuardSnapshot
 from preemption_toleration.guard.record import PreemptorRecord
 from preemption_toleration.inventory.budgets import BudgetIndex
 from preemption_toleration.inventory.pods import PodIndex
-from preemption_toleration.inventory.slim import slim_node
 from preemption_toleration.kube import listers
 from preemption_toleration.kube.informer import (
     DEFAULT_PAGE_SIZE,
@@ -27,6 +25,9 @@ from preemption_toleration.kube.informer import (
     DictStore,
     Informer,
 )
+from preemption_toleration.records.node import slim_node
+from preemption_toleration.records.policy import PolicyView, policy_view
+from preemption_toleration.records.priority_class import ClassView, class_view
 
 
 class AdmissionCaches:
@@ -124,7 +125,7 @@ class AdmissionCaches:
         return ExtenderView(
             pods=self.pod_index,
             nodes=self.node_store.items,  # type: ignore[arg-type]
-            class_json=self.guard_snapshot().class_json,
+            classes=self.snapshot().classes,
             budgets=self.budget_index,
         )
 

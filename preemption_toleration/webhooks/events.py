@@ -43,17 +43,17 @@ def _now() -> str:
 
 
 def event_body(name: str, refusal: Refusal, count: int, first: str, last: str) -> dict[str, Any]:
-    metadata = refusal.victim.get("metadata") or {}
+    victim = refusal.victim
     return {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"name": name, "namespace": metadata.get("namespace")},
+        "metadata": {"name": name, "namespace": victim.namespace or None},
         "involvedObject": {
             "apiVersion": "v1",
             "kind": "Pod",
-            "name": metadata.get("name"),
-            "namespace": metadata.get("namespace"),
-            "uid": metadata.get("uid"),
+            "name": victim.name or None,
+            "namespace": victim.namespace or None,
+            "uid": victim.uid or None,
         },
         "reason": "PreemptionWouldBeRefused" if refusal.audit else "PreemptionRefused",
         "message": refusal.message,
@@ -95,18 +95,18 @@ class RefusalEvents:
                 logger.exception("could not post the refusal Event")
 
     async def _post(self, refusal: Refusal, count: int = 1) -> None:
-        metadata = refusal.victim.get("metadata") or {}
-        key = (metadata.get("namespace"), metadata.get("name"), metadata.get("uid"), refusal.audit, refusal.reason)
+        victim = refusal.victim
+        key = (victim.namespace, victim.name, victim.uid, refusal.audit, refusal.reason)
         aggregate = self.aggregates.get(key)
         now = time.monotonic()
         if aggregate is None:
             if len(self.aggregates) >= MAX_AGGREGATES:  # forget the least recently posted half
                 keep = sorted(self.aggregates.items(), key=lambda item: item[1].posted_at)[MAX_AGGREGATES // 2 :]
                 self.aggregates = dict(keep)
-            name = f"{metadata.get('name')}.ptol-{uuid.uuid4().hex[:10]}"
+            name = f"{victim.name or None}.ptol-{uuid.uuid4().hex[:10]}"
             first = _now()
             await self.core.create_namespaced_event(
-                metadata.get("namespace"), event_body(name, refusal, count, first, first)
+                victim.namespace or None, event_body(name, refusal, count, first, first)
             )
             self.aggregates[key] = _Aggregate(name, count, now, first)
             return
@@ -117,10 +117,10 @@ class RefusalEvents:
         body = event_body(aggregate.name, refusal, aggregate.count, aggregate.first, _now())
         patch = {key: body[key] for key in ("count", "lastTimestamp", "message")}
         try:
-            await self.core.patch_namespaced_event(aggregate.name, metadata.get("namespace"), patch)
+            await self.core.patch_namespaced_event(aggregate.name, victim.namespace or None, patch)
         except ApiException as error:
             if error.status != 404:
                 raise
             # The Event expired (the API server's --event-ttl, 1 h by default): write it again, whole, with
             # the count and first time so far, as kubectl describe would have shown them.
-            await self.core.create_namespaced_event(metadata.get("namespace"), body)
+            await self.core.create_namespaced_event(victim.namespace or None, body)

@@ -16,9 +16,9 @@ from preemption_toleration.admission.decisions import Needs
 from preemption_toleration.api.base import first_error
 from preemption_toleration.api.extender import ExtenderPreemptionArgs
 from preemption_toleration.api.paths import EXTENDER_PREEMPT_PATH
-from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.extender.decisions import ExtenderView, NodeChoice, decide_preemption
 from preemption_toleration.guard.record import PreemptorRecord
+from preemption_toleration.records.pod import PodBody
 from preemption_toleration.webhooks.handling import (
     Answer,
     BadRequest,
@@ -100,19 +100,19 @@ class ExtenderEndpoint:
         decision = decide_preemption(args, self.hooks.view(), now)
         named = {uid for uids, _ in args.victim_uids().values() for uid in uids}
         named.update(uid for outcome in decision.outcomes for uid in outcome.victims)
-        self.hooks.preemptors.remember(args.pod, named, now)
-        preemptor = as_mapping(args.pod.get("metadata"))
+        preemptor = PodBody(args.pod)
+        self.hooks.preemptors.remember(preemptor, named, now)
         held = [(o.held_until, o.node) for o in decision.outcomes if o.held_until is not None]
         if held:
             held_until, node = min(held)
-            self.hooks.held_back(args.pod, node, held_until)
+            self.hooks.held_back(preemptor, node, held_until)
         for outcome in decision.outcomes:
             self.metrics.child(self.metrics.extender_nodes, outcome.choice.value).inc()
             if outcome.choice is not NodeChoice.UNCHANGED:
                 logger.info(
                     "extender node decision",
                     extra={
-                        "preemptor": f"{preemptor.get('namespace')}/{preemptor.get('name')}",
+                        "preemptor": f"{preemptor.namespace or None}/{preemptor.name or None}",
                         "node": outcome.node,
                         "choice": outcome.choice.value,
                         "victims": list(outcome.victims),

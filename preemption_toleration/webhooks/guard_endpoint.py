@@ -27,6 +27,7 @@ from preemption_toleration.guard.decisions import (
 )
 from preemption_toleration.guard.prefilter import may_be_preemption
 from preemption_toleration.guard.repeats import RepeatFilter, RetryPacer
+from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.webhooks.handling import Endpoint, HeldBack, not_kept
 from preemption_toleration.webhooks.metrics import WebhookMetrics
 
@@ -43,7 +44,7 @@ class GuardHooks:
     held_back: HeldBack = not_kept  # the expiry nudge's plan
     retry_hold: float = 0.0  # seconds to hold the refusal of a scheduler's immediate retry (`RetryPacer`)
     # a refused scheduler write: its victim and the preemptor ("namespace/name") it was refused for
-    steer: Callable[[Mapping[str, Any], str | None], None] = lambda victim, preemptor: None
+    steer: Callable[[PodRecord, str | None], None] = lambda victim, preemptor: None
 
 
 def allowed(payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -119,8 +120,7 @@ class GuardEndpoint:
             self.metrics.refused(refusal.preemptor)
         # A scheduler retrying a protected victim asks many times a second: counted each time, reported
         # (log line, Event) the first time and then once per interval with the repeats it stands for.
-        metadata = as_mapping(refusal.victim.get("metadata"))
-        key = (metadata.get("uid"), refusal.kind, refusal.preemptor, refusal.reason, refusal.audit, refusal.dry_run)
+        key = (refusal.victim.uid, refusal.kind, refusal.preemptor, refusal.reason, refusal.audit, refusal.dry_run)
         count = self.refusal_reports.report(key, time.monotonic())
         if count is not None:
             logger.info(
@@ -143,8 +143,8 @@ class GuardEndpoint:
             and not refusal.dry_run
             and not refusal.audit
         ):
-            node = as_mapping(refusal.victim.get("spec")).get("nodeName")
-            if isinstance(node, str):
+            node = refusal.victim.node_name
+            if node is not None and refusal.preemptor_pod is not None:
                 self.hooks.held_back(refusal.preemptor_pod, node, until)
         return verdict.response
 

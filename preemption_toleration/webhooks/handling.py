@@ -14,6 +14,7 @@ from pydantic_core import from_json, to_json
 
 from preemption_toleration.admission.decisions import Needs, Snapshot
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse
+from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.webhooks.metrics import WebhookMetrics
 
 logger = logging.getLogger("preemption_toleration.webhooks")
@@ -23,10 +24,10 @@ DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024  # the API server's own request limit i
 Answer = tuple[int, dict[str, Any]]  # (HTTP status, JSON body)
 Decide = Callable[[AdmissionRequest, Snapshot], AdmissionResponse]
 # (preemptor, node, until): a time-limited toleration held the preemptor back on that node
-HeldBack = Callable[[Mapping[str, Any], str, datetime], None]
+HeldBack = Callable[[PodRecord, str, datetime], None]
 
 
-def not_kept(preemptor: Mapping[str, Any], node: str, until: datetime) -> None:
+def not_kept(preemptor: PodRecord, node: str, until: datetime) -> None:
     pass
 
 

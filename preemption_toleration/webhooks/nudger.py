@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,6 +31,7 @@ from preemption_toleration.core.times import rfc3339
 from preemption_toleration.guard.nudges import Nudge, NudgePlan
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.kube.client import API_ERRORS
+from preemption_toleration.records.pod import PodRecord
 
 logger = logging.getLogger("preemption_toleration.guard")
 MERGE_PATCH = "application/merge-patch+json"
@@ -60,7 +61,7 @@ class Nudger:
         self.plan = plan or NudgePlan()
         self._wake = asyncio.Event()
 
-    def hold(self, preemptor: Mapping[str, Any], node: str, until: datetime) -> None:
+    def hold(self, preemptor: PodRecord, node: str, until: datetime) -> None:
         """A time-limited toleration held `preemptor` back on `node` until `until` (on the request path)."""
         if self.plan.hold(preemptor, node, until, datetime.now(UTC)):
             self.count("planned")

@@ -8,7 +8,7 @@ import asyncio
 import logging
 import os
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -17,6 +17,7 @@ from kubernetes_asyncio.client import ApiClient
 from preemption_toleration.admission.decisions import AdmissionConfig
 from preemption_toleration.guard.decisions import GuardConfig
 from preemption_toleration.kube.client import make_api_client
+from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.webhooks.caches import AdmissionCaches
 from preemption_toleration.webhooks.certificates import serving_certificates, trust_extender_clients
 from preemption_toleration.webhooks.draining import drain
@@ -65,7 +66,7 @@ def _start_steering(
     settings: WebhookSettings,
     metrics: WebhookMetrics,
     tasks: list[asyncio.Task[Any]],
-) -> Callable[[Mapping[str, Any], str | None], None]:
+) -> Callable[[PodRecord, str | None], None]:
     """The steerer's worker, when steering is on or in audit; what the guard calls with a refused victim."""
     if settings.steering == "off":
         return lambda victim, preemptor: None

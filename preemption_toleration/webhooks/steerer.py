@@ -29,11 +29,10 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.extender.decisions import ExemptionCheck, ExtenderView
-from preemption_toleration.inventory.slim import DEFAULT_SCHEDULER, NO_CONSTRAINTS, SlimPod
 from preemption_toleration.kube.client import API_ERRORS
+from preemption_toleration.records.pod import DEFAULT_SCHEDULER, NO_CONSTRAINTS, PodRecord, SlimPod
 from preemption_toleration.steering.plan import (
     Declined,
     NotSteered,
@@ -67,14 +66,11 @@ class RefusedVictim:
     preemptor: str | None = None  # "namespace/name" the guard refused it for
 
 
-def refused_victim(victim: Mapping[str, Any]) -> RefusedVictim | None:
-    metadata = as_mapping(victim.get("metadata"))
-    node = as_mapping(victim.get("spec")).get("nodeName")
-    if not isinstance(node, str) or not node:
+def refused_victim(victim: PodRecord) -> RefusedVictim | None:
+    node = victim.node_name
+    if not node:
         return None
-    return RefusedVictim(
-        str(metadata.get("namespace") or ""), str(metadata.get("name") or ""), str(metadata.get("uid") or ""), node
-    )
+    return RefusedVictim(victim.namespace, victim.name, victim.uid, node)
 
 
 def scheduler_of(pod: SlimPod) -> str:
@@ -186,7 +182,7 @@ class Steerer:
 
     # --- the request path --------------------------------------------------------------------------------
 
-    def refused(self, victim: Mapping[str, Any], preemptor: str | None = None) -> None:
+    def refused(self, victim: PodRecord, preemptor: str | None = None) -> None:
         """The guard refused a scheduler's write on `victim`, judged against `preemptor`: look for the
         preemption to steer (no I/O)."""
         found = refused_victim(victim)
@@ -242,7 +238,7 @@ class Steerer:
             deleted in vain), or the victim tolerates it."""
             if item.preemptor == f"{candidate.namespace}/{candidate.name}":
                 return True
-            return ExemptionCheck(candidate.as_json(), view, now)(victim)
+            return ExemptionCheck(candidate, view, now)(victim)
 
         found = preemptor_of_refusal(item.node, victim.priority, view.pods.nominated_to(item.node), refused_for)
         if isinstance(found, NotSteered):

@@ -16,7 +16,7 @@ from kubernetes_asyncio.client import ApiClient
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.extender.decisions import ExtenderView
 from preemption_toleration.inventory.pods import PodIndex
-from preemption_toleration.inventory.slim import Shared, slim_pod
+from preemption_toleration.records.pod import Shared, slim_pod
 from preemption_toleration.steering.plan import SteeringPlan
 from preemption_toleration.webhooks.steerer import (
     ACTING,
@@ -168,7 +168,7 @@ async def test_two_replicas_never_act_twice_for_one_preemptor(api: ApiClient) ->
     plan = SteeringPlan(preemptor, "node-x", (), 0)
 
     def replica(holder: str) -> Steerer:
-        return Steerer(api, lambda: ExtenderView(PodIndex(), {}, lambda _: None), "on", "default", holder, print)
+        return Steerer(api, lambda: ExtenderView(PodIndex(), {}, {}), "on", "default", holder, print)
 
     now = datetime.now(UTC)
     claims = await asyncio.gather(*(replica(f"replica-{n}")._claim(plan, now) for n in range(2)))
@@ -197,7 +197,7 @@ async def test_done_leases_are_swept_after_a_while_and_unfinished_ones_kept(api:
                 "spec": {"holderIdentity": "r", "leaseDurationSeconds": 60, "renewTime": renewed},
             },
         )
-    steerer = Steerer(api, lambda: ExtenderView(PodIndex(), {}, lambda _: None), "on", "default", "r", print)
+    steerer = Steerer(api, lambda: ExtenderView(PodIndex(), {}, {}), "on", "default", "r", print)
     await steerer._sweep(datetime.now(UTC))
     left = {
         lease.metadata.name

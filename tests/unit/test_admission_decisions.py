@@ -16,7 +16,8 @@ from preemption_toleration.api.admission import MAX_WARNING_LENGTH, AdmissionRev
 from preemption_toleration.core.annotations import LEGACY_PREFIX, PREFIX
 from preemption_toleration.governance.documents import between_documents, conflicts
 from preemption_toleration.governance.plan import plan
-from preemption_toleration.governance.views import class_view, policy_view
+from preemption_toleration.records.policy import policy_view
+from preemption_toleration.records.priority_class import class_view
 from preemption_toleration.validation.documents import Document, ManifestCheck
 from tests.unit.admission_payloads import PTP_KIND, PTP_RESOURCE, review
 from tests.unit.kube_objects import priority_class

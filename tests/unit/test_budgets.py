@@ -10,7 +10,7 @@ import pytest
 from preemption_toleration.extender.decisions import ExtenderView, NodeChoice, decide_preemption
 from preemption_toleration.inventory.budgets import BudgetIndex, split_by_budget_violation
 from preemption_toleration.inventory.pods import PodIndex
-from tests.unit.test_extender import CLASSES, NOW, args, node, pod
+from tests.unit.test_extender import CLASS_RECORDS, NOW, args, node, pod
 
 
 def labelled(name: str, klass: str = "low", labels: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
@@ -102,7 +102,7 @@ def test_split_by_budget_violation(
 
 
 def _decide(pods: list[dict[str, Any]], budgets: list[dict[str, Any]], cpu: str) -> tuple[Any, dict[str, Any]]:
-    view = ExtenderView(PodIndex.of(pods), {"node-a": node("node-a", cpu="4")}, CLASSES.get, BudgetIndex.of(budgets))
+    view = ExtenderView(PodIndex.of(pods), {"node-a": node("node-a", cpu="4")}, CLASS_RECORDS, BudgetIndex.of(budgets))
     decision = decide_preemption(args(pod("high", "high", cpu=cpu, node=None), {"node-a": ["p"]}), view, NOW)
     return decision.outcomes[0], decision.result.to_wire()["NodeNameToMetaVictims"]["node-a"]
 

@@ -11,6 +11,7 @@ from preemption_toleration.core.annotations import TOLERATION_SECONDS as TOL
 from preemption_toleration.extender.decisions import ExtenderView, NodeChoice, decide_preemption
 from preemption_toleration.inventory.budgets import BudgetIndex
 from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.records.priority_class import class_view
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 CLASSES = {
@@ -30,6 +31,7 @@ for _name, _value in UPSTREAM_CLASSES.items():
 for _name, _value in {"u-prot": 900, "u-exempt": 1050}.items():
     CLASSES[_name] = {"metadata": {"name": _name, "annotations": {MIN: "5000", TOL: "-1"}}, "value": _value}
 PRIORITY = {name: body["value"] for name, body in CLASSES.items()}
+CLASS_RECORDS = {name: class_view(body) for name, body in CLASSES.items()}
 
 
 def pod(name, klass, cpu="1", node="node-a", scheduled="2026-11-22T11:00:00Z", started=None, labels=None, **extra):
@@ -67,7 +69,7 @@ NODE_A = (node("node-a"),)
 
 
 def view(pods, nodes=NODE_A):
-    return ExtenderView(PodIndex.of(pods), {n["metadata"]["name"]: n for n in nodes}, CLASSES.get)
+    return ExtenderView(PodIndex.of(pods), {n["metadata"]["name"]: n for n in nodes}, CLASS_RECORDS)
 
 
 def args(preemptor, proposals, meta=True):
@@ -270,7 +272,7 @@ def test_victims_are_sorted_again_after_the_budget_violating_ones_are_reprieved(
         pod("p", "u-prot", node="na"),
     ]
     nodes = {"na": node("na", cpu="4")}
-    extender_view = ExtenderView(PodIndex.of(pods), nodes, CLASSES.get, BudgetIndex.of([budget("b", 0, grp="a")]))
+    extender_view = ExtenderView(PodIndex.of(pods), nodes, CLASS_RECORDS, BudgetIndex.of([budget("b", 0, grp="a")]))
     decision = decide_preemption(args(pod("pre", "u-pre", cpu="3", node=None), {"na": ["h", "p"]}), extender_view, NOW)
     assert decision.result.to_wire()["NodeNameToMetaVictims"] == {
         "na": {"Pods": [{"UID": "uid-h"}, {"UID": "uid-l"}], "NumPDBViolations": 1}
@@ -288,7 +290,7 @@ def _exempt_under_budget(preemptor):
     extender_view = ExtenderView(
         PodIndex.of(EXEMPT_UNDER_BUDGET),
         {"nc": node("nc", cpu="3500m")},
-        CLASSES.get,
+        CLASS_RECORDS,
         BudgetIndex.of([budget("b", 1, grp="a")]),
     )
     proposal = ExtenderPreemptionArgs.model_validate(
@@ -325,7 +327,7 @@ def test_a_preemptor_the_project_cannot_judge_keeps_the_schedulers_victims_count
 def test_a_victim_deleted_since_the_schedulers_dry_run_is_said_to_be_deleted() -> None:
     index = PodIndex.of([pod("p", "low-non-preempted"), pod("gone", "low")])
     index.remove(pod("gone", "low"))
-    extender_view = ExtenderView(index, {"node-a": node("node-a")}, CLASSES.get)
+    extender_view = ExtenderView(index, {"node-a": node("node-a")}, CLASS_RECORDS)
     decision = decide_preemption(args(HIGH_1CPU, {"node-a": ["p", "gone", "ghost"]}), extender_view, NOW)
     [outcome] = decision.outcomes
     assert outcome.choice is NodeChoice.UNKNOWN

@@ -9,11 +9,12 @@ import pytest
 
 from preemption_toleration.api.admission import AdmissionReview
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
-from preemption_toleration.governance.views import class_view, policy_view
 from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, PreemptorSource, judge, marking_scheduler
 from preemption_toleration.guard.inference import infer_preemptor
 from preemption_toleration.guard.matching import could_run_on
 from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.records.policy import policy_view
+from preemption_toleration.records.priority_class import class_view
 from tests.unit.admission_payloads import review
 from tests.unit.kube_objects import pod, priority_class
 
@@ -420,7 +421,7 @@ def test_a_mark_names_the_scheduler_whose_pods_are_the_candidates() -> None:
     gang = marked(victim)
     gang["status"]["conditions"][-1]["message"] = "gang-scheduler: preempting to accommodate a higher priority pod"
     by_gang = judge(pod_request(gang, old=victim, operation="UPDATE", sub_resource="status"), state, GuardConfig(), NOW)
-    assert by_gang.response.allowed and by_gang.preemptor["metadata"]["name"] == "critical"
+    assert by_gang.response.allowed and by_gang.preemptor.name == "critical"
     # the DELETE after an allowed mark carries it in its oldObject: the same scheduler's pods
     assert judge(pod_request(None, old=gang), state, GuardConfig(), NOW).response.allowed
     assert not judge(pod_request(None, old=marked(victim)), state, GuardConfig(), NOW).response.allowed
@@ -632,8 +633,8 @@ def test_eviction_preemptor_priority_in_audit_mode_allows_and_reports() -> None:
 
 
 def test_a_decision_reads_the_toleration_parsed_when_the_class_entered_the_cache(monkeypatch) -> None:
-    """The guard parses a class's annotations once, as its view is built for the cache: a decision neither
-    parses them again nor builds the class's JSON."""
+    """The guard parses a class's annotations once, as its record is built for the cache: a decision does
+    not parse them again."""
     from preemption_toleration.core import annotations
 
     victim = bound("victim", 8000, "low-non-preempted-10min", ago=timedelta(seconds=100))
@@ -643,6 +644,5 @@ def test_a_decision_reads_the_toleration_parsed_when_the_class_entered_the_cache
         raise AssertionError("parsed again in a decision")
 
     monkeypatch.setattr(annotations, "_parsed", never)
-    monkeypatch.setattr(GuardSnapshot, "class_json", never)
     verdict = judge(pod_request(None, old=victim), state, GuardConfig(), NOW)
     assert verdict.response.status.code == 403 and verdict.refusal.protection.seconds_left(NOW) == 500

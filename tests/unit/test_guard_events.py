@@ -7,6 +7,7 @@ import asyncio
 
 from preemption_toleration.core.protection import Protection, ProtectionKind
 from preemption_toleration.guard.decisions import Refusal
+from preemption_toleration.records.pod import PodBody
 from preemption_toleration.webhooks import events as events_module
 from preemption_toleration.webhooks.events import RefusalEvents
 
@@ -24,7 +25,7 @@ class FakeCore:
 
 
 def refusal(dry_run=False, audit=False) -> Refusal:
-    victim = {"metadata": {"name": "victim", "namespace": "team", "uid": "u1"}}
+    victim = PodBody({"metadata": {"name": "victim", "namespace": "team", "uid": "u1"}})
     protection = Protection(ProtectionKind.FOREVER, "forever", 8000, refuse_below=10000, toleration_seconds=-1)
     return Refusal("delete", victim, 9000, "team/high", protection, 403, "pod team/victim ...", audit, dry_run)
 

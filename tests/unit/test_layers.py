@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "preemption_toleration"
 LAYERS: list[set[str]] = [
     {"core", "logs"},  # the contract itself; standard library only
     {"api"},  # pydantic models of what we accept and produce
-    {"validation", "inventory"},  # admission rules; slim pods, nodes and budgets and their indexes
+    {"validation", "records", "inventory"},  # admission rules; records of pods, nodes, classes, policies; indexes
     {"governance", "extender"},  # who governs a class, the plan; the extender's victim choice
     {"admission"},  # the admission decisions: a PriorityClass or policy request and the caches in, a response out
     {"guard", "steering"},  # the guard's decisions, inference, record and nudge plan; steering's plan
@@ -26,7 +26,10 @@ LAYERS: list[set[str]] = [
     {"demo"},
     {"cli"},
 ]
-PURE = {"core", "logs", "api", "validation", "inventory", "governance", "extender", "admission", "guard", "steering"}
+PURE = {
+    *("core", "logs", "api", "validation", "records", "inventory"),
+    *("governance", "extender", "admission", "guard", "steering"),
+}
 PURE |= {"manifests"}  # builds manifests as dicts and text: writing them is the CLI's
 IO_LIBRARIES = {
     "aiohttp",

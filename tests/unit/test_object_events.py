@@ -12,9 +12,10 @@ from datetime import UTC, datetime
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from preemption_toleration.governance.views import ClassView, policy_view
 from preemption_toleration.kube import events as events_module
 from preemption_toleration.kube.events import ObjectEvents, event_body
+from preemption_toleration.records.policy import policy_view
+from preemption_toleration.records.priority_class import ClassView
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 POLICY = policy_view(

@@ -6,7 +6,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from preemption_toleration.governance.ownership import PolicyIndex, age_order, claims
-from preemption_toleration.governance.views import ClassView, policy_view
+from preemption_toleration.records.policy import policy_view
+from preemption_toleration.records.priority_class import ClassView
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 

@@ -2,10 +2,11 @@
 change a watch brings."""
 
 import sys
+from datetime import UTC, datetime
 
 from preemption_toleration.guard.inference import infer_preemptor
 from preemption_toleration.inventory.pods import PodIndex
-from preemption_toleration.inventory.slim import Shared, slim_pod
+from preemption_toleration.records.pod import PodBody, Shared, slim_pod
 
 
 def raw_pod(name, priority=8000, node=None, namespace="team", created="2026-11-22T11:00:00Z", **spec):
@@ -46,16 +47,22 @@ def names(pods):
     return sorted(pod.name for pod in pods)
 
 
-def test_slim_pod_keeps_what_decisions_read_and_gives_it_back_as_json() -> None:
-    pod = slim_pod(raw_pod("a", 9000, node="node-1", priorityClassName="high", preemptionPolicy="Never"), Shared())
-    assert pod.as_json() == {
-        "metadata": {"namespace": "team", "name": "a", "uid": "uid-a"},  # creation time: for pending pods
-        "spec": {"priority": 9000, "priorityClassName": "high", "preemptionPolicy": "Never", "nodeName": "node-1"},
-        "status": {
-            "phase": "Pending",
-            "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-22T11:30:00Z"}],
-        },
-    }
+def test_slim_pod_keeps_what_decisions_read_and_reads_as_its_json_does() -> None:
+    body = raw_pod("a", 9000, node="node-1", priorityClassName="high", preemptionPolicy="Never")
+    pod, view = slim_pod(body, Shared()), PodBody(body)
+    assert (pod.key, pod.uid, pod.ref, pod.priority, pod.priority_class, pod.preempts_never, pod.node_name) == (
+        ("team", "a"),
+        "uid-a",
+        "team/a",
+        9000,
+        "high",
+        True,
+        "node-1",
+    )
+    assert pod.created == "" and pod.phase == "Pending"  # creation time: for pending pods
+    assert pod.scheduled_since() == view.scheduled_since() == datetime(2026, 11, 22, 11, 30, tzinfo=UTC)
+    for field in ("key", "uid", "ref", "priority", "priority_class", "preempts_never", "node_name", "deletion"):
+        assert getattr(pod, field) == getattr(view, field), field
     assert pod.requests == (("cpu", 500), ("memory", 2**30))
     assert pod.constraints is None  # a bound pod is never a preemptor: its constraints are dropped
 

@@ -88,15 +88,17 @@ def test_agrees_with_exempted_from_preemption() -> None:
         assert protection.refuses(priority) is expected, (minimum, toleration, ago, priority)
 
 
-def test_the_toleration_parsed_once_gives_what_the_class_json_gives() -> None:
-    """`protection_under` and `exemption_under` (a class's ClassToleration, as a cache keeps it, or the
-    ClassView's own) answer as `protection_of` and `exemption` do on the class's JSON, parse errors included."""
+def test_the_records_give_what_the_json_gives() -> None:
+    """`protection_under` and `exemption` on records (a pod's, and its class's ClassToleration as the class
+    record parsed it) answer as `protection_of` and `exempted_from_preemption` do on the JSON, parse errors
+    included."""
     from dataclasses import FrozenInstanceError
 
     from preemption_toleration.core.annotations import ClassToleration, class_toleration
-    from preemption_toleration.core.exemption import exemption, exemption_under
+    from preemption_toleration.core.exemption import exemption
     from preemption_toleration.core.protection import protection_under
-    from preemption_toleration.governance.views import class_view
+    from preemption_toleration.records.pod import Shared, slim_pod
+    from preemption_toleration.records.priority_class import class_view
 
     annotations = [("10000", "-1"), ("10000", "600"), ("10000", None), (None, "600"), ("x", "-1"), ("10000", "1e3")]
     ages = [None, timedelta(seconds=599), timedelta(seconds=600)]
@@ -106,8 +108,11 @@ def test_the_toleration_parsed_once_gives_what_the_class_json_gives() -> None:
         assert class_view(victim_class).toleration == parsed
         victim = pod("v", 8000, "c", None if ago is None else NOW - ago)
         preemptor = pod("p", priority)
-        assert protection_under(victim, parsed, NOW) == protection_of(victim, victim_class, NOW)
-        assert exemption_under(victim, preemptor, parsed, NOW) == exemption(victim, preemptor, {"c": victim_class}, NOW)
+        victim_record, preemptor_record = slim_pod(victim, Shared()), slim_pod(preemptor, Shared())
+        assert protection_under(victim_record, parsed, NOW) == protection_of(victim, victim_class, NOW)
+        exempt, protection = exemption(victim_record, preemptor_record, parsed, NOW)
+        assert exempt is exempted_from_preemption(victim, preemptor, {"c": victim_class}, NOW)
+        assert protection in (None, protection_of(victim, victim_class, NOW))
     invalid = class_toleration(priority_class("c", 8000, "10k", "-1"))
     assert invalid == ClassToleration(
         "c", None, "preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority", "10k"
@@ -116,7 +121,7 @@ def test_the_toleration_parsed_once_gives_what_the_class_json_gives() -> None:
     with pytest.raises(FrozenInstanceError):
         invalid.class_name = "d"  # type: ignore[misc]
     with pytest.raises(PriorityClassNotFound):
-        protection_under(pod("v", 8000, "gone"), None, NOW)
+        protection_under(slim_pod(pod("v", 8000, "gone"), Shared()), None, NOW)
 
 
 # (rule, the class's value, minimum-preemptable-priority, no preemptor held back): only a priority above the

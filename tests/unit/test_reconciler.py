@@ -9,8 +9,9 @@ from datetime import UTC, datetime
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY as MIN
-from preemption_toleration.governance.views import ClassView, policy_view
 from preemption_toleration.operator.reconciler import Reconciler
+from preemption_toleration.records.policy import policy_view
+from preemption_toleration.records.priority_class import ClassView
 
 NOW = datetime(2026, 11, 22, tzinfo=UTC)
 

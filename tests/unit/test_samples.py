@@ -9,7 +9,8 @@ import yaml
 
 from preemption_toleration.demo.objects import sample_objects
 from preemption_toleration.governance.plan import plan
-from preemption_toleration.governance.views import class_view, policy_view
+from preemption_toleration.records.policy import policy_view
+from preemption_toleration.records.priority_class import class_view
 
 SAMPLES = Path(__file__).resolve().parents[2] / "config" / "samples"
 

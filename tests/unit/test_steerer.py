@@ -3,7 +3,7 @@ it, the Lease that claims a preemptor and records the plan, and the plan read ba
 
 from datetime import UTC, datetime
 
-from preemption_toleration.inventory.slim import Shared, slim_pod
+from preemption_toleration.records.pod import PodBody, Shared, slim_pod
 from preemption_toleration.steering.plan import SteeringPlan
 from preemption_toleration.webhooks.steerer import (
     ACTING,
@@ -52,8 +52,8 @@ def test_a_lease_with_a_damaged_victim_list_yields_only_whole_entries() -> None:
 
 
 def test_a_refused_victim_needs_a_node() -> None:
-    assert refused_victim(pod("a", "low", node=None)) is None
-    found = refused_victim(pod("a", "low"))
+    assert refused_victim(PodBody(pod("a", "low", node=None))) is None
+    found = refused_victim(PodBody(pod("a", "low")))
     assert found is not None and (found.namespace, found.name, found.uid, found.node) == (
         "team",
         "a",

@@ -9,7 +9,7 @@ from preemption_toleration.extender.decisions import ExtenderView
 from preemption_toleration.extender.victims import NodeVictims
 from preemption_toleration.inventory.budgets import BudgetIndex
 from preemption_toleration.inventory.pods import PodIndex
-from preemption_toleration.inventory.slim import Shared, slim_pod
+from preemption_toleration.records.pod import Shared, slim_pod
 from preemption_toleration.steering.plan import (
     Declined,
     NotSteered,
@@ -18,7 +18,7 @@ from preemption_toleration.steering.plan import (
     plan_steering,
     preemptor_of_refusal,
 )
-from tests.unit.test_extender import CLASSES, budget, node, pod
+from tests.unit.test_extender import CLASS_RECORDS, budget, node, pod
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 SHARED = Shared()
@@ -37,7 +37,7 @@ def two_full_nodes(**preemptor_spec):
 
 def steer(pods, preemptor, nodes, budgets=()):
     index = PodIndex.of([*pods, preemptor])
-    view = ExtenderView(index, {n["metadata"]["name"]: n for n in nodes}, CLASSES.get, BudgetIndex.of(budgets))
+    view = ExtenderView(index, {n["metadata"]["name"]: n for n in nodes}, CLASS_RECORDS, BudgetIndex.of(budgets))
     return plan_steering(index.get(("team", preemptor["metadata"]["name"])), view, NOW)
 
 

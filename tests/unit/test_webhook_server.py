@@ -258,7 +258,7 @@ async def extender_http() -> AsyncIterator[TestClient]:
     from preemption_toleration.inventory.pods import PodIndex
     from preemption_toleration.webhooks.extender_endpoint import ExtenderHooks
     from preemption_toleration.webhooks.guard_endpoint import GuardHooks
-    from tests.unit.test_extender import CLASSES, node, pod
+    from tests.unit.test_extender import CLASS_RECORDS, CLASSES, node, pod
 
     READY["value"] = True
     # scheduled a minute before this test runs (not at import: the suite may run long before it gets here)
@@ -282,7 +282,7 @@ async def extender_http() -> AsyncIterator[TestClient]:
     reported: list[tuple[str, int]] = []
 
     def hold(preemptor, node, until) -> None:
-        held.append((preemptor["metadata"]["name"], node, until))
+        held.append((preemptor.name, node, until))
 
     guard = GuardHooks(
         lambda: GuardSnapshot(pods=pods, nodes=nodes, classes=classes_of(CLASSES), preemptors=record),
@@ -290,7 +290,7 @@ async def extender_http() -> AsyncIterator[TestClient]:
         lambda refusal, count: reported.append((refusal.message, count)),
         hold,
     )
-    extender = ExtenderHooks(lambda: ExtenderView(pods, nodes, CLASSES.get), record, hold)
+    extender = ExtenderHooks(lambda: ExtenderView(pods, nodes, CLASS_RECORDS), record, hold)
     metrics = WebhookMetrics()
     app = WebhookApp(lambda: snapshot_of({}, {}), not_ready, metrics=metrics, guard=guard, extender=extender)
     async with webhook_client(app) as test_client:
@@ -303,7 +303,7 @@ async def extender_http() -> AsyncIterator[TestClient]:
 
 
 def classes_of(bodies):
-    from preemption_toleration.governance.views import class_view
+    from preemption_toleration.records.priority_class import class_view
 
     return {name: class_view(body) for name, body in bodies.items()}
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
 
 from preemption_toleration.core.constraints import unjudged_constraints
-from preemption_toleration.core.pods import parse_time
+from preemption_toleration.core.pods import GO_ZERO_TIME, PodJson, parse_time
 from preemption_toleration.core.resources import pod_requests
 from preemption_toleration.core.shapes import as_int, as_mapping
 
@@ -110,9 +111,85 @@ class Shared:
         )
 
 
-class SlimPod:
-    """What the guard and the extender read of a pod. `as_json()` gives it back in the shape of the API's
-    JSON, for the pure checks of `core` that take pods as mappings."""
+class PodRecord(Protocol):
+    """What the decisions read of any pod: a `SlimPod` of the caches, or a `PodBody` of a request. The
+    contract's checks read the part `core.pods.PodFacts` names."""
+
+    @property
+    def key(self) -> PodKey: ...
+    @property
+    def uid(self) -> str: ...
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def ref(self) -> str: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def priority_class(self) -> str | None: ...
+    @property
+    def preempts_never(self) -> bool: ...
+    @property
+    def node_name(self) -> str | None: ...
+    @property
+    def deletion(self) -> str | None: ...
+    def scheduled_since(self) -> datetime | None: ...
+
+
+class _Named:
+    """A pod's namespace, name and reference, from its `key`."""
+
+    __slots__ = ()
+    key: PodKey
+
+    @property
+    def namespace(self) -> str:
+        return self.key[0]
+
+    @property
+    def name(self) -> str:
+        return self.key[1]
+
+    @property
+    def ref(self) -> str:
+        """ "namespace/name", as messages and logs name a pod (`core.pods.pod_ref`)."""
+        namespace, name = self.key
+        return f"{namespace}/{name or '?'}" if namespace else name or "?"
+
+
+class PodBody(_Named, PodJson):
+    """A `PodRecord` over a pod's JSON as a request carries it (a victim in a review, the preemptor of an
+    extender call), read as each field is asked for: a request's pod is read once, never copied."""
+
+    __slots__ = ()
+
+    @property
+    def key(self) -> PodKey:  # type: ignore[override]
+        return pod_key(self.body)
+
+    @property
+    def uid(self) -> str:
+        return str(as_mapping(self.body.get("metadata")).get("uid") or "")
+
+    @property
+    def node_name(self) -> str | None:
+        return _text(as_mapping(self.body.get("spec")).get("nodeName"))
+
+    @property
+    def deletion(self) -> str | None:
+        deletion = as_mapping(self.body.get("metadata")).get("deletionTimestamp")
+        return str(deletion) if deletion else None
+
+
+def priority_only(priority: int) -> PodBody:
+    """A preemptor known by its priority alone (an Eviction's annotation, the guard's configured one)."""
+    return PodBody({"spec": {"priority": priority}})
+
+
+class SlimPod(_Named):
+    """What the guard and the extender read of a pod of the caches: a `PodRecord` of a few hundred bytes."""
 
     __slots__ = (
         "key",
@@ -179,47 +256,20 @@ class SlimPod:
         return dict(zip(pairs[::2], pairs[1::2], strict=True)) if pairs else NO_LABELS
 
     @property
-    def namespace(self) -> str:
-        return self.key[0]
-
-    @property
-    def name(self) -> str:
-        return self.key[1]
-
-    @property
     def pending_candidate(self) -> bool:
         """Unbound, not terminating and allowed to preempt: a pod the scheduler may be preempting for."""
         return self.node_name is None and self.deletion is None and not self.preempts_never
 
+    def scheduled_since(self) -> datetime | None:
+        """lastTransitionTime of the PodScheduled=True condition; None when the pod is not scheduled (as
+        `core.pods.scheduled_since` reads a pod's JSON)."""
+        if self.scheduled != "True":
+            return None
+        return GO_ZERO_TIME if not self.scheduled_at else parse_time(str(self.scheduled_at))
+
     def queue_order(self) -> tuple[int, str, str, str]:
         """The scheduler's queue order: highest priority first, then the oldest (RFC 3339 sorts by time)."""
         return (-self.priority, self.created, self.key[0], self.key[1])
-
-    def as_json(self) -> dict[str, Any]:
-        metadata: dict[str, Any] = {"namespace": self.key[0], "name": self.key[1], "uid": self.uid}
-        if self.created:
-            metadata["creationTimestamp"] = self.created
-        if self.deletion:
-            metadata["deletionTimestamp"] = self.deletion
-        spec: dict[str, Any] = dict((self.constraints or NO_CONSTRAINTS).pod["spec"])
-        spec["priority"] = self.priority
-        if self.priority_class:
-            spec["priorityClassName"] = self.priority_class
-        if self.preempts_never:
-            spec["preemptionPolicy"] = "Never"
-        if self.node_name:
-            spec["nodeName"] = self.node_name
-        status: dict[str, Any] = {"conditions": []}
-        if self.phase:
-            status["phase"] = self.phase
-        if self.nominated_node:
-            status["nominatedNodeName"] = self.nominated_node
-        if self.scheduled is not None:
-            condition = {"type": "PodScheduled", "status": self.scheduled}
-            if self.scheduled_at is not None:
-                condition["lastTransitionTime"] = self.scheduled_at
-            status["conditions"].append(condition)
-        return {"metadata": metadata, "spec": spec, "status": status}
 
 
 def pod_key(pod: Mapping[str, Any]) -> PodKey:
@@ -272,20 +322,3 @@ def slim_pod(pod: Mapping[str, Any], shared: Shared) -> SlimPod:
         label_pairs=shared.labels_of(metadata) if node_name else (),  # only a bound pod is a victim
         started=_epoch_seconds(status.get("startTime")) if node_name else None,
     )
-
-
-def slim_node(node: Mapping[str, Any]) -> dict[str, Any]:
-    """Name, labels, taints, whether it is cordoned, and allocatable resources: what matching and fitting
-    read."""
-    metadata = as_mapping(node.get("metadata"))
-    spec = as_mapping(node.get("spec"))
-    status = as_mapping(node.get("status"))
-    slim: dict[str, Any] = {
-        "metadata": {"name": metadata.get("name"), "labels": metadata.get("labels") or {}},
-        "spec": {"taints": spec.get("taints") or []},
-    }
-    if spec.get("unschedulable") is True:
-        slim["spec"]["unschedulable"] = True
-    if status.get("allocatable"):
-        slim["status"] = {"allocatable": status["allocatable"]}
-    return slim
