@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import ssl
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import aiohttp
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.components import ComponentError, ComponentProcess
@@ -162,3 +168,55 @@ def scheduler_extended(
         yield
     finally:
         cluster.restart_scheduler(after or [])
+
+
+class Server:
+    """The webhook server `ptol run` runs, as the scheduler's extender entry names it, and its /metrics (on a
+    port of its own, plain HTTP)."""
+
+    def __init__(self, entry: dict[str, Any], metrics_base: str) -> None:
+        self.base = entry["urlPrefix"].rsplit("/extender", 1)[0]
+        self.context = ssl.create_default_context(cadata=base64.b64decode(entry["tlsConfig"]["caData"]).decode())
+        self.metrics_base = metrics_base
+
+    @classmethod
+    def of(cls, process: RunProcess) -> Server:
+        """The server of this `ptol run`, by the guard configuration it registered."""
+        return cls(registered_extender(process.cluster), process.metrics_base)
+
+    async def metric(self, name: str, label: str) -> dict[str, float]:
+        """A counter's samples by one label, read from /metrics."""
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"{self.metrics_base}/metrics") as response,
+        ):
+            text = await response.text()
+        found: dict[str, float] = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == name:
+                    found[sample.labels[label]] = found.get(sample.labels[label], 0) + sample.value
+        return found
+
+    async def extender_nodes(self) -> dict[str, float]:
+        return await self.metric("ptol_extender_nodes_total", "choice")
+
+    async def refusals(self) -> float:
+        return sum((await self.metric("ptol_guard_refusals_total", "kind")).values())
+
+
+def ptol_run_fixture(*flags: str, extended: bool = False) -> Any:
+    """A module's `ptol run` with the flags its tests need, as a module-scoped fixture (`components =
+    ptol_run_fixture("--resync-seconds", "3")`); with `extended`, the scheduler asks it as its extender
+    meanwhile."""
+
+    @pytest.fixture(scope="module")
+    def components(cluster: LocalCluster) -> Iterator[RunProcess]:
+        with ptol_run(cluster, *flags) as process:
+            if extended:
+                with scheduler_extended(cluster):
+                    yield process
+            else:
+                yield process
+
+    return components

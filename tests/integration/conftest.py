@@ -8,7 +8,9 @@ Fixtures:
 - `make_node`: creates simulated Nodes for one test and deletes them after;
 - `kubectl`: runs the cluster's kubectl with the admin kubeconfig;
 - `alice`: runs kubectl as another cluster admin, who is not the operator (so managed annotations are hers
-  to be refused).
+  to be refused);
+- `server`: the webhook server of a module's `ptol run`, the module's `components` fixture (made by
+  `components.ptol_run_fixture` with the flags the module needs).
 
 Async tests must run in the session's event loop (the `api` client lives there): mark them
 `pytest.mark.asyncio(loop_scope="session")`, as the modules here do with `pytestmark`.
@@ -36,6 +38,7 @@ from preemption_toleration.devcluster import (
     ensure_namespace,
     ensure_toolchain,
 )
+from tests.integration.components import RunProcess, Server
 from tests.integration.helpers import START_SECONDS, unique_name
 
 Kubectl = Callable[..., "subprocess.CompletedProcess[str]"]
@@ -120,3 +123,9 @@ def alice(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Ku
         return result
 
     return run
+
+
+@pytest.fixture(scope="module")
+def server(components: RunProcess) -> Server:
+    """The webhook server of the module's `ptol run` (its `components` fixture) and its /metrics."""
+    return Server.of(components)

@@ -24,7 +24,7 @@ from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.manifests.admission_policy import POLICY_NAME, admission_policy_binding
 from preemption_toleration.manifests.webhook_configurations import NAME as WEBHOOK_CONFIGURATION
 from preemption_toleration.validation.priority_class import check_priority_class
-from tests.integration.components import ROOT, RunProcess, install_crd, ptol_run
+from tests.integration.components import ROOT, RunProcess, install_crd, ptol_run_fixture
 from tests.integration.conftest import Kubectl
 from tests.integration.helpers import denied, unique_name
 from tests.integration.objects import MIN, TOL, policy_manifest
@@ -83,10 +83,7 @@ def webhook_down(admission_policy: None, kubectl: Kubectl) -> None:
     assert not found.stdout.strip(), "the webhook is registered: run this module's tests in file order"
 
 
-@pytest.fixture(scope="module")
-def webhook(cluster: LocalCluster) -> Iterator[RunProcess]:
-    with ptol_run(cluster, "--resync-seconds", "3") as process:
-        yield process
+components = ptol_run_fixture("--resync-seconds", "3")
 
 
 # ------------------------------------------------------------------------- the table, live
@@ -269,7 +266,7 @@ def test_valid_policies_pass_the_crd_rules(webhook_down: None, kubectl: Kubectl)
 
 @pytest.mark.parametrize("row", TABLE)
 def test_the_webhook_alone_refuses_each_row_and_passes_the_rest(
-    webhook: RunProcess, kubectl: Kubectl, created: list[str], row: tuple[str, dict[str, Any], Any, list[str]]
+    components: RunProcess, kubectl: Kubectl, created: list[str], row: tuple[str, dict[str, Any], Any, list[str]]
 ) -> None:
     rule, klass, severity, words = row
     live = _renamed(klass, "webhook")  # not labelled: the policy's binding does not match it
@@ -287,12 +284,12 @@ def test_the_webhook_alone_refuses_each_row_and_passes_the_rest(
 
 @pytest.mark.parametrize(("case", "klass"), CLEAN, ids=[c[0] for c in CLEAN])
 def test_the_webhook_passes_every_valid_class(
-    webhook: RunProcess, kubectl: Kubectl, created: list[str], case: str, klass: dict[str, Any]
+    components: RunProcess, kubectl: Kubectl, created: list[str], case: str, klass: dict[str, Any]
 ) -> None:
     valid_class_passes(kubectl, created, "webhook", klass)
 
 
 def test_the_webhook_judges_long_values_as_the_policy(
-    webhook: RunProcess, kubectl: Kubectl, created: list[str]
+    components: RunProcess, kubectl: Kubectl, created: list[str]
 ) -> None:
     long_values_are_judged_alike(kubectl, created, "webhook")

@@ -20,10 +20,11 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.core.pods import scheduled_since
 from preemption_toleration.devcluster import LocalCluster
-from tests.integration.components import RunProcess, ptol_run
+from tests.integration.components import RunProcess, ptol_run_fixture
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import ANSWER_SECONDS, REACTION_SECONDS, eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest
@@ -36,10 +37,7 @@ TOLERATION_SECONDS = 30
 GUARD_WEBHOOK = "pods.guard.preemption-toleration.dev"
 
 
-@pytest.fixture(scope="module")
-def components(cluster: LocalCluster) -> Iterator[RunProcess]:
-    with ptol_run(cluster, "--eviction-preemptor-priority", str(DRAIN_PRIORITY)) as process:
-        yield process
+components = ptol_run_fixture("--eviction-preemptor-priority", str(DRAIN_PRIORITY))
 
 
 @pytest.fixture(scope="module")
@@ -189,6 +187,19 @@ async def test_drain_waits_for_the_toleration_and_the_budget_and_says_why(
     ), drain.output
 
 
+async def _evictable(api: ApiClient, namespace: str, name: str) -> bool:
+    """Whether the guard lets an eviction of the pod through now: a server-side dry run, which it judges as
+    it would the eviction (and reports no refusal of)."""
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": namespace}}
+    try:
+        await client.CoreV1Api(api).create_namespaced_pod_eviction(name, namespace, eviction, dry_run="All")
+    except ApiException as error:
+        if error.status in (403, 429):
+            return False
+        raise
+    return True
+
+
 async def test_drain_evicts_a_pod_whose_toleration_is_over_at_once(
     api: ApiClient, namespace: str, node: str, tolerating_class: str, cluster: LocalCluster
 ) -> None:
@@ -201,7 +212,9 @@ async def test_drain_evicts_a_pod_whose_toleration_is_over_at_once(
         timeout=ANSWER_SECONDS,
         what="the toleration over",
     )
-    await asyncio.sleep(1)  # the guard's watch sees the rewritten time
+    await eventually(  # the guard's watch has seen the rewritten time
+        lambda: _evictable(api, namespace, "over"), bool, timeout=REACTION_SECONDS, what="the guard letting it go"
+    )
 
     drain = Drain(cluster, node, timeout="30s")
     await drain.start()

@@ -19,14 +19,13 @@ import aiohttp
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
-from prometheus_client.parser import text_string_to_metric_families
 
 from preemption_toleration import pki
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.components import ComponentProcess
 from preemption_toleration.devcluster.processes import free_port
 from preemption_toleration.manifests.scheduler_extender import scheduler_extender
-from tests.integration.components import RunProcess, ptol_run, registered_extender, scheduler_extended
+from tests.integration.components import RunProcess, Server, ptol_run_fixture, registered_extender, scheduler_extended
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import REACTION_SECONDS, SCHEDULING_SECONDS, START_SECONDS, eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest
@@ -37,47 +36,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")
 GUARANTEE_SECONDS = 20
 
 
-class Server:
-    """The webhook server `ptol run` runs, as the scheduler's extender entry names it, and its /metrics (on a
-    port of its own, plain HTTP)."""
-
-    def __init__(self, entry: dict[str, Any], metrics_base: str) -> None:
-        self.base = entry["urlPrefix"].rsplit("/extender", 1)[0]
-        self.context = ssl.create_default_context(cadata=base64.b64decode(entry["tlsConfig"]["caData"]).decode())
-        self.metrics_base = metrics_base
-
-    async def metric(self, name: str, label: str) -> dict[str, float]:
-        """A counter's samples by one label, read from /metrics."""
-        async with (
-            aiohttp.ClientSession() as session,
-            session.get(f"{self.metrics_base}/metrics") as response,
-        ):
-            text = await response.text()
-        found: dict[str, float] = {}
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                if sample.name == name:
-                    found[sample.labels[label]] = found.get(sample.labels[label], 0) + sample.value
-        return found
-
-    async def extender_nodes(self) -> dict[str, float]:
-        return await self.metric("ptol_extender_nodes_total", "choice")
-
-    async def refusals(self) -> float:
-        return sum((await self.metric("ptol_guard_refusals_total", "kind")).values())
+components = ptol_run_fixture(extended=True)  # the scheduler with config/scheduler's entry (ignorable, HTTPS)
 
 
 @pytest.fixture(scope="module")
-def extended(cluster: LocalCluster) -> Iterator[tuple[RunProcess, Server]]:
-    """`ptol run`, and the scheduler configured with config/scheduler's extender entry (ignorable, HTTPS)."""
-    with ptol_run(cluster) as process:
-        entry = registered_extender(cluster)
-        with scheduler_extended(cluster, entry):
-            yield process, Server(entry, process.metrics_base)
-
-
-@pytest.fixture(scope="module")
-def classes(extended: tuple[RunProcess, Server], kubectl: Kubectl) -> Iterator[dict[str, str]]:
+def classes(components: RunProcess, kubectl: Kubectl) -> Iterator[dict[str, str]]:
     suffix = unique_name("x").split("-")[-1]
     roles = {"critical": 10000, "high": 9000, "low": 8000, "protected": 8000, "protected-low": 7000, "guaranteed": 8000}
     names = {role: f"{role}-{suffix}" for role in roles}
@@ -116,12 +79,11 @@ async def test_a_preemptor_that_needs_a_protected_pod_deletes_nothing(
     namespace: str,
     make_node: MakeNode,
     classes: dict[str, str],
-    extended: tuple[RunProcess, Server],
+    server: Server,
 ) -> None:
     """Case a (the guard alone's known limit): one node of 3 CPUs, a plain and a protected pod of 1 CPU, a
     preemptor of 3 CPUs. As with upstream's plugin, the node is no candidate: nothing is deleted and the
     preemptor stays pending."""
-    _, server = extended
     node = (await make_node(cpu="3", memory="8Gi")).metadata.name
     before = (await server.extender_nodes()).get("dropped", 0)
     refusals = await server.refusals()
@@ -144,12 +106,11 @@ async def test_the_preemptor_goes_to_the_node_whose_victim_does_not_tolerate_it(
     namespace: str,
     make_node: MakeNode,
     classes: dict[str, str],
-    extended: tuple[RunProcess, Server],
+    server: Server,
 ) -> None:
     """Case b: node-a holds a protected pod of the lowest priority, which the stock scheduler would pick;
     node-b holds a plain pod. high preempts the plain pod on node-b, and the protected pod never receives
     a DELETE: the guard refuses nothing."""
-    _, server = extended
     node_a = (await make_node(cpu="2", memory="8Gi")).metadata.name
     node_b = (await make_node(cpu="2", memory="8Gi")).metadata.name
     refusals = await server.refusals()
@@ -172,7 +133,7 @@ async def test_the_scheduler_preempts_a_plain_pod_instead_of_the_protected_one_i
     namespace: str,
     make_node: MakeNode,
     classes: dict[str, str],
-    extended: tuple[RunProcess, Server],
+    server: Server,
 ) -> None:
     """Case c: the stock scheduler would preempt the protected pod (the lowest priority); the extender
     gives it one of the plain pods instead, which is the one preempted."""
@@ -214,12 +175,11 @@ async def test_a_preemptor_held_back_by_a_time_limited_toleration_preempts_when_
     namespace: str,
     make_node: MakeNode,
     classes: dict[str, str],
-    extended: tuple[RunProcess, Server],
+    server: Server,
 ) -> None:
     """Case d: a 20 s guarantee ends, and high preempts the pod within 3 s of the end, counted from the
     victim's PodScheduled time plus 20 s: the expiry nudge re-queues high, instead of the scheduler's
     periodic retry a minute or more later."""
-    _, server = extended
     node = (await make_node(cpu="3", memory="8Gi")).metadata.name
     victim = await create_bound(api, namespace, "victim", classes["guaranteed"], node, cpu="2")
     end = _scheduled_at(victim) + timedelta(seconds=GUARANTEE_SECONDS)
@@ -241,14 +201,15 @@ async def test_the_guard_judges_against_the_preemptor_the_scheduler_works_on(
     namespace: str,
     make_node: MakeNode,
     classes: dict[str, str],
-    extended: tuple[RunProcess, Server],
+    components: RunProcess,
+    server: Server,
     kubectl: Kubectl,
 ) -> None:
     """Case g: critical pends for an unrelated reason (64 CPUs), while the scheduler works on high, which
     the victim tolerates. The extender leaves the node out; should the scheduler delete the victim anyway
     (an ignored extender answer, played here by a DELETE as the scheduler), the guard refuses it for high,
     where inference alone would name critical and allow it."""
-    process, server = extended
+    process = components
     node = (await make_node(cpu="3", memory="8Gi")).metadata.name
     await create_bound(api, namespace, "victim", classes["protected"], node, cpu="2")
     await client.CoreV1Api(api).create_namespaced_pod(
@@ -291,13 +252,12 @@ async def test_an_extender_outage_leaves_scheduling_to_the_guard_alone(
     namespace: str,
     make_node: MakeNode,
     classes: dict[str, str],
-    extended: tuple[RunProcess, Server],
+    server: Server,
     cluster: LocalCluster,
     tmp_path: Path,
 ) -> None:
     """Case f: the scheduler's extender is a second `ptol webhook`, killed with SIGKILL. Scheduling goes on
     (the extender is ignorable), and the guard of `ptol run` still refuses the protected victim."""
-    _, server = extended
     cert, key, ca_data = _serving_files(tmp_path)
     port = free_port()
     extender = ComponentProcess(
@@ -348,7 +308,7 @@ async def test_an_extender_outage_leaves_scheduling_to_the_guard_alone(
 
 
 @pytest.fixture(scope="module")
-def upstream_classes(extended: tuple[RunProcess, Server], kubectl: Kubectl) -> Iterator[dict[str, str]]:
+def upstream_classes(components: RunProcess, kubectl: Kubectl) -> Iterator[dict[str, str]]:
     suffix = unique_name("u").split("-")[-1]
     values = {"low": 1000, "mid": 1050, "high": 1100, "pre": 1200, "top": 1300, "prot": 900, "exempt": 1050}
     names = {role: f"u{role}-{suffix}" for role in values}
@@ -487,7 +447,7 @@ async def test_the_extender_answers_the_scheduler_and_no_caller_without_its_clie
     namespace: str,
     make_node: MakeNode,
     classes: dict[str, str],
-    extended: tuple[RunProcess, Server],
+    server: Server,
     cluster: LocalCluster,
     tmp_path: Path,
 ) -> None:
@@ -495,7 +455,6 @@ async def test_the_extender_answers_the_scheduler_and_no_caller_without_its_clie
     without a certificate gets 403 and what to do, one with a certificate of another CA cannot even connect,
     and kube-scheduler, presenting its own certificate (LocalCluster gives it as certData/keyData), is
     served: a preemption goes through the extender."""
-    _, server = extended
     url = f"{server.base}/extender/preempt"
     body = {"pod": {"metadata": {"name": "x", "namespace": namespace, "uid": "u"}}, "nodeNameToMetaVictims": {}}
     async with aiohttp.ClientSession() as session:

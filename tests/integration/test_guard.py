@@ -16,7 +16,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.devcluster import LocalCluster
-from tests.integration.components import RunProcess, ptol_run
+from tests.integration.components import RunProcess, Server, ptol_run_fixture
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import REACTION_SECONDS, eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest, policy_manifest, wait_annotations
@@ -33,10 +33,7 @@ from tests.integration.pods import (
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
 
-@pytest.fixture(scope="module")
-def components(cluster: LocalCluster) -> Iterator[RunProcess]:
-    with ptol_run(cluster, "--resync-seconds", "3") as process:
-        yield process
+components = ptol_run_fixture("--resync-seconds", "3")
 
 
 @pytest.fixture(scope="module")
@@ -168,10 +165,7 @@ async def test_only_requests_that_may_be_preemptions_reach_the_guard(
 ) -> None:
     """The registered configuration carries the guard's matchConditions: the API server itself answers a
     user's DELETE and KWOK's status updates (as a kubelet's), and calls the guard for a preemption."""
-    from tests.integration.components import registered_extender
-    from tests.integration.test_extender_victims import Server
-
-    server = Server(registered_extender(cluster), components.metrics_base)
+    server = Server.of(components)
 
     async def guard_requests() -> float:
         return (await server.metric("ptol_webhook_requests_total", "endpoint")).get("guard", 0.0)

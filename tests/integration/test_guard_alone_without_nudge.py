@@ -9,21 +9,16 @@ from collections.abc import Iterator
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from preemption_toleration.devcluster import LocalCluster
-from tests.integration.components import ptol_run, registered_extender
+from tests.integration.components import Server, ptol_run_fixture
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import unique_name
 from tests.integration.objects import MIN, TOL, class_manifest
-from tests.integration.test_extender_victims import Server
 from tests.integration.test_scheduler_preemption import GUARANTEE_SECONDS, seconds_late
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
 
-@pytest.fixture(scope="module")
-def server(cluster: LocalCluster) -> Iterator[Server]:
-    with ptol_run(cluster, "--extender", "off") as process:
-        yield Server(registered_extender(cluster), process.metrics_base)
+components = ptol_run_fixture("--extender", "off")
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ The operator's resync is set far beyond the test, so what it does afterwards com
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 
 import pytest
 from kubernetes_asyncio import client
@@ -15,7 +14,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.kube.informer import MAX_BACKOFF_SECONDS
-from tests.integration.components import RunProcess, ptol_run
+from tests.integration.components import RunProcess, ptol_run_fixture
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import REACTION_SECONDS, SLOW_SECONDS, START_SECONDS, denied, eventually, unique_name
 from tests.integration.objects import (
@@ -33,10 +32,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")
 RESTARTS = 3
 
 
-@pytest.fixture(scope="module")
-def components(cluster: LocalCluster) -> Iterator[RunProcess]:
-    with ptol_run(cluster, "--resync-seconds", "3600") as process:
-        yield process
+components = ptol_run_fixture("--resync-seconds", "3600")
 
 
 async def test_operator_webhooks_and_guard_resume_after_the_api_server_restarts(

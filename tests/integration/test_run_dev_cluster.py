@@ -16,11 +16,10 @@ from preemption_toleration.devcluster import LocalCluster, ensure_namespace
 from preemption_toleration.devcluster.cluster import PROCESS_NAMES
 from preemption_toleration.devcluster.components import ComponentProcess
 from preemption_toleration.devcluster.processes import free_port
-from tests.integration.components import install_crd
+from tests.integration.components import Server, install_crd
 from tests.integration.helpers import SLOW_SECONDS, START_SECONDS, eventually
 from tests.integration.objects import MIN, TOL, class_manifest
 from tests.integration.pods import create_bound, pod_body, stays
-from tests.integration.test_extender_victims import Server
 
 pytestmark = [pytest.mark.integration]
 

@@ -24,12 +24,11 @@ from kubernetes_asyncio.client import ApiClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from preemption_toleration.devcluster import LocalCluster
-from tests.integration.components import ptol_run, registered_extender, scheduler_extended
+from tests.integration.components import Server, ptol_run_fixture, registered_extender, scheduler_extended
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import SCHEDULING_SECONDS, eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest, policy_manifest, wait_annotations
 from tests.integration.pods import create_bound, node_of, pod_body, read_pod, stays
-from tests.integration.test_extender_victims import Server
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -37,10 +36,7 @@ GUARANTEE_SECONDS = 20
 PACED_REFUSALS = 5  # enough of the scheduler's retries to tell one a second from tens
 
 
-@pytest.fixture(scope="module")
-def server(cluster: LocalCluster) -> Iterator[Server]:
-    with ptol_run(cluster, "--resync-seconds", "3") as process:
-        yield Server(registered_extender(cluster), process.metrics_base)
+components = ptol_run_fixture("--resync-seconds", "3")
 
 
 @pytest.fixture(scope="module")

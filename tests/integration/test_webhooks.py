@@ -10,8 +10,7 @@ from collections.abc import Iterator
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from preemption_toleration.devcluster import LocalCluster
-from tests.integration.components import RunProcess, ptol_run
+from tests.integration.components import RunProcess, ptol_run_fixture
 from tests.integration.conftest import Kubectl
 from tests.integration.helpers import ANSWER_SECONDS, REACTION_SECONDS, denied, eventually, unique_name
 from tests.integration.objects import (
@@ -32,10 +31,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")
 LEGACY = "preemption-toleration.scheduling.sigs.k8s.io/toleration-seconds"
 
 
-@pytest.fixture(scope="module")
-def components(cluster: LocalCluster) -> Iterator[RunProcess]:
-    with ptol_run(cluster, "--resync-seconds", "3") as process:
-        yield process
+components = ptol_run_fixture("--resync-seconds", "3")
 
 
 @pytest.fixture
