@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from preemption_toleration.admission.decisions import Snapshot
-from preemption_toleration.api.admission import ADMISSION_VERSIONS, AdmissionRequest, AdmissionResponse
+from preemption_toleration.api.admission import ADMISSION_VERSIONS, AdmissionRequest
 from preemption_toleration.api.guard_review import read_guard_review
 from preemption_toleration.api.paths import GUARD_PATH
 from preemption_toleration.core.protection import ProtectionKind
@@ -28,7 +27,7 @@ from preemption_toleration.guard.decisions import (
 from preemption_toleration.guard.prefilter import may_be_preemption
 from preemption_toleration.guard.repeats import RepeatFilter, RetryPacer
 from preemption_toleration.records.pod import PodRecord
-from preemption_toleration.webhooks.handling import Endpoint, HeldBack, not_kept
+from preemption_toleration.webhooks.handling import Endpoint, HeldBack, Reply, not_kept
 from preemption_toleration.webhooks.metrics import WebhookMetrics
 
 logger = logging.getLogger("preemption_toleration.webhooks")
@@ -47,15 +46,6 @@ class GuardHooks:
     steer: Callable[[PodRecord, str | None], None] = lambda victim, preemptor: None
 
 
-def allowed(payload: Mapping[str, Any]) -> dict[str, Any]:
-    """An "allowed" answer to a review checked by `GuardEndpoint.not_a_preemption`."""
-    return {
-        "apiVersion": payload["apiVersion"],
-        "kind": "AdmissionReview",
-        "response": {"uid": payload["request"]["uid"], "allowed": True},
-    }
-
-
 class GuardEndpoint:
     """The guard's side of the admission endpoint it is served as (`endpoint`)."""
 
@@ -64,7 +54,6 @@ class GuardEndpoint:
         self.metrics = metrics
         self.refusal_reports = RepeatFilter()
         self.retry_pacer = RetryPacer(hooks.retry_hold)
-        self.hold = 0.0  # set by `decide` for the answer being returned; taken by the server's handler
 
     def endpoint(self) -> Endpoint:
         return Endpoint(
@@ -72,17 +61,13 @@ class GuardEndpoint:
             GUARD,
             "",
             "pods",
-            self.decide,
+            self.handle,
             request_problem,
             read_guard_review,
             "all",
             allows=self.not_a_preemption,
-            logs=False,  # `decide` logs its judgements, repeats folded
+            logs=False,  # `handle` logs its judgements, repeats folded
         )
-
-    def take_hold(self) -> float:
-        hold, self.hold = self.hold, 0.0
-        return hold
 
     def not_a_preemption(self, payload: Mapping[str, Any]) -> bool:
         """The guard's fast path: a well-formed review of a pod request that cannot be a preemption is
@@ -102,7 +87,9 @@ class GuardEndpoint:
         config = self.hooks.config
         return not may_be_preemption(request, config.preemptor_identities, config.judges_every_eviction)
 
-    def decide(self, request: AdmissionRequest, _: Snapshot) -> AdmissionResponse:
+    def handle(self, request: AdmissionRequest) -> Reply:
+        """The guard's verdict on a pod request, from its own caches' snapshot, with the hold of a
+        refused immediate retry."""
         snapshot = self.hooks.snapshot()
         verdict = judge(request, snapshot, self.hooks.config)
         if verdict.source is not None:
@@ -113,7 +100,7 @@ class GuardEndpoint:
         if refusal is None:
             if verdict.response.warnings:
                 logger.info("preemption allowed with warnings", extra=_fields(request, verdict))
-            return verdict.response
+            return Reply(verdict.response)
         mode = "audit" if refusal.audit else "enforce"
         self.metrics.guard_refusals.inc(refusal.kind, refusal.reason, mode)
         if refusal.preemptor:
@@ -133,8 +120,9 @@ class GuardEndpoint:
                 },
             )
             self.hooks.on_refusal(refusal, count)
+        hold = 0.0
         if refusal.kind in ("delete", "status") and not refusal.audit and not refusal.dry_run:
-            self.hold = self.retry_pacer.hold(key, time.monotonic())
+            hold = self.retry_pacer.hold(key, time.monotonic())
             self.hooks.steer(refusal.victim, refusal.preemptor)
         until = refusal.protection.until
         if (
@@ -146,7 +134,7 @@ class GuardEndpoint:
             node = refusal.victim.node_name
             if node is not None and refusal.preemptor_pod is not None:
                 self.hooks.held_back(refusal.preemptor_pod, node, until)
-        return verdict.response
+        return Reply(verdict.response, hold)
 
 
 def _remember_marking_preemptor(request: AdmissionRequest, verdict: Verdict, snapshot: GuardSnapshot) -> None:

@@ -1,5 +1,5 @@
-"""What every endpoint's request handling shares: the admission endpoint's record, reading a body and its
-JSON, JSON answers, and the 400 and 503 answers any endpoint may give."""
+"""What every endpoint's request handling shares: the admission endpoint's record and its handler's reply,
+reading a body and its JSON, JSON answers, and the 400 and 503 answers any endpoint may give."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 from pydantic_core import from_json, to_json
 
-from preemption_toleration.admission.decisions import Needs, Snapshot
+from preemption_toleration.admission.decisions import Needs
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse
 from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.webhooks.metrics import WebhookMetrics
@@ -22,7 +22,20 @@ logger = logging.getLogger("preemption_toleration.webhooks")
 DEFAULT_MAX_BODY_BYTES = 3 * 1024 * 1024  # the API server's own request limit is 3 MiB
 
 Answer = tuple[int, dict[str, Any]]  # (HTTP status, JSON body)
-Decide = Callable[[AdmissionRequest, Snapshot], AdmissionResponse]
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A handler's verdict on one review: the response, and how many seconds the server holds it before
+    sending it (the guard's refusal of a scheduler's immediate retry, `RetryPacer`; 0: at once)."""
+
+    response: AdmissionResponse
+    hold: float = 0.0
+
+
+# A review's handler (controller-runtime's `Handler.Handle(ctx, Request) Response`): a decoded, checked
+# request in, a verdict out. It reads the caches it needs itself; the HTTP wrapper decodes and encodes.
+Handle = Callable[[AdmissionRequest], Reply]
 # (preemptor, node, until): a time-limited toleration held the preemptor back on that node
 HeldBack = Callable[[PodRecord, str, datetime], None]
 
@@ -33,19 +46,28 @@ def not_kept(preemptor: PodRecord, node: str, until: datetime) -> None:
 
 @dataclass(frozen=True)
 class Endpoint:
-    """An AdmissionReview endpoint: the resource it judges and how."""
+    """An AdmissionReview endpoint: the resource it judges and its handler."""
 
     path: str
     name: str
     group: str
     resource: str
-    decide: Decide
+    handle: Handle
     check: Callable[[AdmissionRequest], str | None] | None = None  # what makes a request unreadable to it
     read: Callable[[bytes], Any] = from_json  # the body's JSON; ValueError when it is not JSON
     needs: Needs = "admission"  # the caches its decisions read
     # a review it allows from its raw JSON, before any model is built (the guard's fast path)
     allows: Callable[[Mapping[str, Any]], bool] | None = None
     logs: bool = True  # False: it logs its own judgements
+
+
+def allowed(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """An "allowed" answer to a review an endpoint's fast path (`Endpoint.allows`) let through."""
+    return {
+        "apiVersion": payload["apiVersion"],
+        "kind": "AdmissionReview",
+        "response": {"uid": payload["request"]["uid"], "allowed": True},
+    }
 
 
 class BadRequest(Exception):

@@ -43,12 +43,14 @@ from preemption_toleration.api.paths import (
 from preemption_toleration.api.policy import GROUP, PLURAL
 from preemption_toleration.guard.repeats import RetryPacer
 from preemption_toleration.webhooks.extender_endpoint import EXTENDER, ExtenderEndpoint, ExtenderHooks
-from preemption_toleration.webhooks.guard_endpoint import GUARD, GuardEndpoint, GuardHooks, allowed
+from preemption_toleration.webhooks.guard_endpoint import GuardEndpoint, GuardHooks
 from preemption_toleration.webhooks.handling import (
     DEFAULT_MAX_BODY_BYTES,
     Answer,
     BadRequest,
     Endpoint,
+    Reply,
+    allowed,
     decode,
     read_body,
     unexpected,
@@ -63,23 +65,30 @@ Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 AnyResponse = TypeVar("AnyResponse", bound=web.StreamResponse)
 
 
-def endpoints(config: AdmissionConfig) -> list[Endpoint]:
+def endpoints(config: AdmissionConfig, snapshot: Callable[[], Snapshot]) -> list[Endpoint]:
+    """The PriorityClass and policy endpoints, each a handler over the caches' snapshot."""
     return [
         Endpoint(
             VALIDATE_PRIORITY_CLASSES_PATH,
             "validate-priorityclasses",
             "scheduling.k8s.io",
             "priorityclasses",
-            lambda request, snapshot: validate_priority_class(request, snapshot, config),
+            lambda request: Reply(validate_priority_class(request, snapshot(), config)),
         ),
         Endpoint(
             MUTATE_PRIORITY_CLASSES_PATH,
             "mutate-priorityclasses",
             "scheduling.k8s.io",
             "priorityclasses",
-            mutate_priority_class,
+            lambda request: Reply(mutate_priority_class(request, snapshot())),
         ),
-        Endpoint(VALIDATE_POLICIES_PATH, "validate-policies", GROUP, PLURAL, validate_policy),
+        Endpoint(
+            VALIDATE_POLICIES_PATH,
+            "validate-policies",
+            GROUP,
+            PLURAL,
+            lambda request: Reply(validate_policy(request, snapshot())),
+        ),
     ]
 
 
@@ -131,7 +140,7 @@ class WebhookApp:
         # connection is ended by the client after an answer, never by us while a request may be on its way
         # (which the API server would report as a failed webhook call).
         self.draining = False
-        admission = endpoints(self.config)
+        admission = endpoints(self.config, snapshot)
         if self.guard_endpoint is not None:
             admission.append(self.guard_endpoint.endpoint())
         self.routes: tuple[Endpoint, ...] = tuple(admission)  # the admission endpoints
@@ -211,7 +220,6 @@ class WebhookApp:
     def _handler(self, endpoint: Endpoint) -> Handler:
         """One coroutine per request, reading, judging and counting (each layer more costs about 1 µs)."""
         name, latency = endpoint.name, self.metrics.latency.series(endpoint.name)
-        guard = self.guard_endpoint if endpoint.name == GUARD else None  # it may hold its answer
 
         async def handle(request: web.BaseRequest) -> web.Response:
             started = time.perf_counter()
@@ -220,10 +228,7 @@ class WebhookApp:
             except BadRequest as problem:
                 status, answer = self._bad_request(endpoint, str(problem))
             else:
-                if guard is not None:
-                    guard.hold = 0.0
-                status, answer = self.answer(endpoint, body)
-                hold = guard.take_hold() if guard is not None else 0.0  # before any await: this request's
+                status, answer, hold = self.reply(endpoint, body)
                 if hold > 0 and not self.draining:
                     await asyncio.sleep(hold)
                     started += hold  # pacing, not work: the request's latency metric leaves it out
@@ -280,15 +285,21 @@ class WebhookApp:
         return 400, {"error": problem}
 
     def answer(self, endpoint: Endpoint, body: bytes) -> Answer:
-        """An AdmissionReview body in, (HTTP status, answer) out: 200 with the review's response, 400 with
-        the reason for input that is not a review this endpoint judges, 503 before the caches sync. A judged
-        review's response is the AdmissionResponse model (the fast path's, a dict): `_review_answer` writes
-        either."""
+        """An AdmissionReview body in, (HTTP status, answer) out: `reply` without the hold."""
+        status, answer, _ = self.reply(endpoint, body)
+        return status, answer
+
+    def reply(self, endpoint: Endpoint, body: bytes) -> tuple[int, Any, float]:
+        """An AdmissionReview body in, (HTTP status, answer, seconds to hold it) out: 200 with the review's
+        response, 400 with the reason for input that is not a review this endpoint judges, 503 before the
+        caches sync. The body is decoded and the answer encoded here, once; the endpoint's handler takes
+        the checked request and returns its verdict. A judged review's response is the AdmissionResponse
+        model (the fast path's, a dict): `_review_answer` writes either."""
         try:
             payload = decode(body, read=endpoint.read)
             if endpoint.allows is not None and endpoint.allows(payload):
                 self.metrics.decisions.inc(endpoint.name, "allowed")
-                return 200, allowed(payload)
+                return 200, allowed(payload), 0.0
             review = _review(payload)
             admission = review.request
             if (admission.resource.group, admission.resource.resource) != (endpoint.group, endpoint.resource):
@@ -301,17 +312,18 @@ class WebhookApp:
             if problem is not None:
                 raise BadRequest(problem)
         except BadRequest as problem:
-            return self._bad_request(endpoint, str(problem))
+            return (*self._bad_request(endpoint, str(problem)), 0.0)
         if answer := unready(self.problems(endpoint.needs)):
-            return answer
+            return (*answer, 0.0)
         try:
-            decision = endpoint.decide(admission, self.snapshot())
+            verdict = endpoint.handle(admission)
         except Exception as error:  # noqa: BLE001 - a bug must not become a 500; counted and logged
-            return unexpected(self.metrics, endpoint.name, error)
+            return (*unexpected(self.metrics, endpoint.name, error), 0.0)
+        decision = verdict.response
         self._count(endpoint, decision)
         if endpoint.logs:
             self._log(endpoint, admission, decision)
-        return 200, review_response(review.api_version, decision)
+        return 200, review_response(review.api_version, decision), verdict.hold
 
     def _count(self, endpoint: Endpoint, decision: AdmissionResponse) -> None:
         count = self.metrics.decisions.inc
