@@ -19,8 +19,8 @@ from preemption_toleration.governance.plan import plan
 from preemption_toleration.records.policy import policy_view
 from preemption_toleration.records.priority_class import class_view
 from preemption_toleration.validation.documents import Document, ManifestCheck
+from tests.builders import priority_class
 from tests.unit.admission_payloads import PTP_KIND, PTP_RESOURCE, review
-from tests.unit.kube_objects import priority_class
 
 MIN, TOL = PREFIX + "minimum-preemptable-priority", PREFIX + "toleration-seconds"
 OPERATOR = "system:serviceaccount:preemption-toleration:operator"

@@ -12,6 +12,7 @@ from preemption_toleration.extender.decisions import ExtenderView, NodeChoice, d
 from preemption_toleration.inventory.budgets import BudgetIndex
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.records.priority_class import class_view
+from tests import builders
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 CLASSES = {
@@ -62,7 +63,7 @@ def pod(name, klass, cpu="1", node="node-a", scheduled="2026-11-22T11:00:00Z", s
 
 
 def node(name, cpu="3", pods="110"):
-    return {"metadata": {"name": name}, "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": pods}}}
+    return builders.node(name, cpu=cpu, pods=pods)
 
 
 NODE_A = (node("node-a"),)

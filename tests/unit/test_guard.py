@@ -15,8 +15,9 @@ from preemption_toleration.guard.matching import could_run_on
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.records.policy import policy_view
 from preemption_toleration.records.priority_class import class_view
+from tests import builders
+from tests.builders import pod, priority_class
 from tests.unit.admission_payloads import review
-from tests.unit.kube_objects import pod, priority_class
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 POD_RESOURCE = {"group": "", "version": "v1", "resource": "pods"}
@@ -39,7 +40,7 @@ def pending(name, priority, namespace="team", created="2026-11-22T11:00:00Z", **
 
 
 def node(name="node-1", labels=None, taints=None):
-    return {"metadata": {"name": name, "labels": labels or {}}, "spec": {"taints": taints or []}}
+    return builders.node(name, labels=labels, taints=taints)
 
 
 # ------------------------------------------------------------------------- compatibility and inference

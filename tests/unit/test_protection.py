@@ -12,7 +12,7 @@ from preemption_toleration import (
     protection_of,
 )
 from preemption_toleration.core.protection import holds_back_no_preemptor
-from tests.unit.kube_objects import pod, priority_class
+from tests.builders import pod, priority_class
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 

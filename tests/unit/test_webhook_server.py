@@ -18,8 +18,8 @@ from preemption_toleration.kube.informer import CacheStats
 from preemption_toleration.webhooks.draining import drain
 from preemption_toleration.webhooks.metrics import WebhookMetrics
 from preemption_toleration.webhooks.server import WebhookApp
+from tests.builders import priority_class
 from tests.unit.admission_payloads import review
-from tests.unit.kube_objects import priority_class
 from tests.unit.webhook_client import webhook_client
 
 READY = {"value": True}
