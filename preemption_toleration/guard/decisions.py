@@ -17,6 +17,7 @@ from preemption_toleration.core.protection import Protection, ProtectionKind, pr
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.governance.ownership import PolicyIndex
 from preemption_toleration.guard.inference import infer_preemptor
+from preemption_toleration.guard.prefilter import PREEMPTION_MARK, PREEMPTOR_ANNOTATIONS, has_mark, is_preemption
 from preemption_toleration.guard.record import PreemptorRecord
 from preemption_toleration.guard.waste import in_vain
 from preemption_toleration.inventory.budgets import BudgetIndex
@@ -112,20 +113,39 @@ def request_problem(request: AdmissionRequest) -> str | None:
     return None
 
 
+class _CheckedFacts:
+    """The preemption rule's facts (`prefilter.RequestFacts`) of a checked request."""
+
+    __slots__ = ("request",)
+
+    def __init__(self, request: AdmissionRequest) -> None:
+        self.request = request
+
+    @property
+    def operation(self) -> str:
+        return self.request.operation
+
+    @property
+    def sub_resource(self) -> str:
+        return self.request.sub_resource or ""
+
+    def username(self) -> str:
+        return self.request.user_info.username
+
+    def names_preemptor(self) -> bool:
+        annotations = ((self.request.object or {}).get("metadata") or {}).get("annotations") or {}
+        return any(key in annotations for key in PREEMPTOR_ANNOTATIONS)
+
+    def newly_marked(self) -> bool:
+        return has_mark(self.request.object) and not has_mark(self.request.old_object)
+
+
 def _preemption_mark(pod: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    """The scheduler's `DisruptionTarget=True`/`PreemptionByScheduler` condition on `pod`, if any."""
+    """The scheduler's PREEMPTION_MARK condition on `pod`, if any."""
     for condition in ((pod or {}).get("status") or {}).get("conditions") or []:
-        if (condition.get("type"), condition.get("status"), condition.get("reason")) == (
-            "DisruptionTarget",
-            "True",
-            "PreemptionByScheduler",
-        ):
+        if (condition.get("type"), condition.get("status"), condition.get("reason")) == PREEMPTION_MARK:
             return condition  # type: ignore[no-any-return]
     return None
-
-
-def _has_preemption_mark(pod: Mapping[str, Any] | None) -> bool:
-    return _preemption_mark(pod) is not None
 
 
 _MARK_MESSAGE = ": preempting to accommodate a higher priority "  # after the scheduler's name, 1.26 to 1.37
@@ -315,11 +335,11 @@ def judge(
     request: AdmissionRequest, snapshot: GuardSnapshot, config: GuardConfig, now: datetime | None = None
 ) -> Verdict:
     now = now or datetime.now(UTC)
+    if not is_preemption(_CheckedFacts(request), config.preemptor_identities, config.judges_every_eviction):
+        return Verdict(allow(request.uid))  # users, controllers, drains, unmarked status updates
     namespace = request.namespace or ""
-    by_preemptor = request.user_info.username in config.preemptor_identities
-    sub_resource = request.sub_resource or ""
 
-    if request.operation == "CREATE" and sub_resource == "eviction":
+    if request.operation == "CREATE":  # an Eviction (the rule admits no other CREATE)
         victim: PodRecord | None = snapshot.pods.get((namespace, request.name))
         preemptor, problem = _explicit_preemptor(request.object or {}, snapshot)
         if victim is None:
@@ -333,20 +353,12 @@ def judge(
         configured = priority_only(config.eviction_preemptor_priority)
         return _judge("eviction", request, victim, configured, PreemptorSource.CONFIGURED, snapshot, config, now)
 
-    if not by_preemptor:
-        return Verdict(allow(request.uid))  # users, controllers, drains: not preemptions
-
-    if request.operation == "DELETE" and sub_resource == "":
-        victim = _victim(request, snapshot, namespace)
+    victim = _victim(request, snapshot, namespace)
+    if request.operation == "DELETE":
         # marked just before, when the mark was allowed (a cached pod's record keeps no mark)
         kind, scheduler = "delete", marking_scheduler(request.old_object)
-    elif request.operation == "UPDATE" and sub_resource == "status":
-        if not _has_preemption_mark(request.object) or _has_preemption_mark(request.old_object):
-            return Verdict(allow(request.uid))
-        victim = _victim(request, snapshot, namespace)
+    else:  # a status update that newly marks the pod
         kind, scheduler = "status", marking_scheduler(request.object)
-    else:
-        return Verdict(allow(request.uid))
     node_name = victim.node_name if victim is not None else None
     if victim is None or not node_name:
         return Verdict(allow(request.uid))  # an unbound pod is nobody's victim

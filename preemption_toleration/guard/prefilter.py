@@ -1,17 +1,19 @@
-"""Can a guard request be a preemption at all? Read from the raw AdmissionReview request, before parsing.
+"""Is a guard request a preemption? The rule, written once (`is_preemption`), and its reading of the raw
+AdmissionReview request, before parsing (`may_be_preemption`).
 
 Most requests the guard receives (kubelet status updates, deletions by users and controllers, drains)
-cannot be preemptions; the server may allow them at once. The rule is `judge`'s (see docs/eviction-guard.md),
-and the guard's matchConditions say the same in CEL. Pure, stdlib only, never raises.
+cannot be preemptions; the server may allow them at once. `judge` asks the same rule of the checked request
+(see docs/eviction-guard.md), and the guard's matchConditions say it in CEL, tested against `is_preemption`
+row by row. Pure, stdlib only, never raises.
 
-The answer is conservative: False only when the request certainly is not a preemption; True (run the
+The raw reading is conservative: False only when the request certainly is not a preemption; True (run the
 full parse and judgement) also when a field the rule reads has a JSON type the API server never sends.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
 from preemption_toleration.core.shapes import is_mapping
@@ -43,6 +45,50 @@ def _string(value: Any) -> str | _Unreadable:
     return value if isinstance(value, str) else _UNREADABLE
 
 
+class RequestFacts(Protocol):
+    """What the rule reads of a pod request. A method raises `Unreadable` when the field it reads has a
+    JSON type the API server never sends (the raw reading's "maybe")."""
+
+    @property
+    def operation(self) -> str: ...
+
+    @property
+    def sub_resource(self) -> str: ...
+
+    def username(self) -> str: ...
+
+    def names_preemptor(self) -> bool:
+        """The request's object (an Eviction) carries one of PREEMPTOR_ANNOTATIONS."""
+        ...
+
+    def newly_marked(self) -> bool:
+        """The request's object carries PREEMPTION_MARK and its oldObject does not."""
+        ...
+
+
+class Unreadable(Exception):
+    """A field the rule reads has a JSON type the API server never sends."""
+
+
+def is_preemption(facts: RequestFacts, preemptor_identities: Collection[str], every_eviction: bool = False) -> bool:
+    """The rule: an Eviction that names its preemptor (whoever asks; with `every_eviction`, any Eviction),
+    or, by a preemptor identity, a DELETE or a status update that newly marks the pod as the scheduler's
+    victim. Reads each fact only when the answer depends on it."""
+    operation, sub_resource = facts.operation, facts.sub_resource
+    if operation == "CREATE" and sub_resource == "eviction":  # whoever asks: the Eviction names its preemptor
+        return every_eviction or facts.names_preemptor()
+    if (operation, sub_resource) not in (("DELETE", ""), ("UPDATE", "status")):
+        return False
+    if facts.username() not in preemptor_identities:
+        return False
+    return operation == "DELETE" or facts.newly_marked()
+
+
+def has_mark(pod: Any) -> bool:
+    """Whether a checked pod (JSON) carries PREEMPTION_MARK."""
+    return _marked(pod) is True
+
+
 def _names_preemptor(eviction: Any) -> bool:
     annotations = _get(_get(eviction, "metadata"), "annotations")
     if annotations is None:
@@ -68,27 +114,41 @@ def _marked(pod: Any) -> bool | None:
     return None if unreadable else False
 
 
+class _RawFacts:
+    """`RequestFacts` of the raw JSON of a request, unchecked."""
+
+    __slots__ = ("operation", "request", "sub_resource")
+
+    def __init__(self, request: Any) -> None:
+        if not is_mapping(request):
+            raise Unreadable
+        operation, sub_resource = request.get("operation"), _string(request.get("subResource"))
+        if not isinstance(operation, str) or isinstance(sub_resource, _Unreadable):
+            raise Unreadable
+        self.request = request
+        self.operation: str = operation
+        self.sub_resource: str = sub_resource
+
+    def username(self) -> str:
+        username = _string(_get(self.request.get("userInfo"), "username"))
+        if isinstance(username, _Unreadable):
+            raise Unreadable
+        return username
+
+    def names_preemptor(self) -> bool:
+        return _names_preemptor(self.request.get("object"))
+
+    def newly_marked(self) -> bool:
+        marked = _marked(self.request.get("object"))
+        if marked is None:
+            raise Unreadable
+        return marked and _marked(self.request.get("oldObject")) is not True
+
+
 def may_be_preemption(request: Any, preemptor_identities: Collection[str], every_eviction: bool = False) -> bool:
     """Whether `request` (the `request` of an AdmissionReview, JSON-decoded, unchecked) may be a preemption.
     `every_eviction`: an Eviction that names no preemptor is judged too (`GuardConfig.judges_every_eviction`)."""
-    if not is_mapping(request):
+    try:
+        return is_preemption(_RawFacts(request), preemptor_identities, every_eviction)
+    except Unreadable:
         return True
-    operation = request.get("operation")
-    sub_resource = _string(request.get("subResource"))
-    if not isinstance(operation, str) or isinstance(sub_resource, _Unreadable):
-        return True
-    if operation == "CREATE" and sub_resource == "eviction":  # whoever asks: the Eviction names its preemptor
-        return every_eviction or _names_preemptor(request.get("object"))
-    if (operation, sub_resource) not in (("DELETE", ""), ("UPDATE", "status")):
-        return False
-    username = _string(_get(request.get("userInfo"), "username"))
-    if isinstance(username, _Unreadable):
-        return True
-    if username not in preemptor_identities:
-        return False
-    if operation == "DELETE":
-        return True
-    marked = _marked(request.get("object"))  # a status update: does it newly mark the pod?
-    if marked is None:
-        return True
-    return marked and _marked(request.get("oldObject")) is not True

@@ -3,13 +3,14 @@ request, and what they let skip the guard, `judge` allows even when the victim i
 
 from __future__ import annotations
 
+from itertools import product
 from typing import Any
 
 import cel
 import pytest
 
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionReview
-from preemption_toleration.core.annotations import PREEMPTOR_PRIORITY
+from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
 from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES, GuardConfig, GuardSnapshot, judge
 from preemption_toleration.guard.prefilter import may_be_preemption
 from preemption_toleration.manifests.webhook_configurations import guard_match_conditions
@@ -134,3 +135,76 @@ def test_with_the_option_an_unannotated_eviction_of_the_protected_victim_is_refu
     config = GuardConfig(eviction_preemptor_priority=9000)
     verdict = judge(parsed(row), protected_state(), config, NOW)
     assert config.judges_every_eviction and not verdict.response.allowed and verdict.response.status.code == 403
+
+
+def _grid() -> list[dict[str, Any]]:
+    """Requests over every value each fact of the rule reads, in the shapes API servers send (an empty
+    subResource absent): operation, subresource, user, the object's annotations, and the marks of object
+    and oldObject."""
+    marked = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+    other = {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager"}
+    annotations = [None, {PREEMPTOR: "team/high"}, {PREEMPTOR_PRIORITY: "9000"}, {"unrelated": "x"}]
+    conditions = [None, [marked], [{"type": "Ready", "status": "True"}, other]]
+    requests = []
+    for operation, sub_resource, user in product(
+        ("CREATE", "DELETE", "UPDATE", "CONNECT"), (None, "eviction", "status", "binding"), (SCHEDULER, USER)
+    ):
+        for notes, new, old in product(annotations, conditions, conditions):
+            obj: dict[str, Any] = {"metadata": {"name": "victim", "namespace": "team"}}
+            if notes is not None:
+                obj["metadata"]["annotations"] = notes
+            if new is not None:
+                obj["status"] = {"conditions": new}
+            old_object = {"metadata": {"name": "victim"}, "status": {"conditions": old}} if old else None
+            request: dict[str, Any] = {
+                "operation": operation,
+                "userInfo": {"username": user},
+                "object": obj,
+                "oldObject": old_object,
+            }
+            if sub_resource is not None:
+                request["subResource"] = sub_resource
+            requests.append(request)
+    return requests
+
+
+@pytest.mark.parametrize("every_eviction", [False, True])
+@pytest.mark.parametrize(
+    "identities", [DEFAULT_PREEMPTOR_IDENTITIES, ODD_IDENTITIES, ()], ids=["default", "odd", "none"]
+)
+def test_the_match_conditions_are_the_rule_row_by_row(identities: tuple[str, ...], every_eviction: bool) -> None:
+    """The CEL of the matchConditions and `is_preemption` (which the prefilter and `judge` both ask) give
+    the same answer on every combination of the facts the rule reads."""
+    conditions = [cel.compile(c["expression"]) for c in guard_match_conditions(identities, every_eviction)]
+    answers = set()
+    for request in _grid():
+        variables = {"request": request, "object": request["object"], "oldObject": request["oldObject"]}
+        said = all(condition.execute(variables) for condition in conditions)
+        assert said is may_be_preemption(request, identities, every_eviction), request
+        answers.add(said)
+    assert answers == {True, False}
+
+
+def test_judge_asks_the_rule() -> None:
+    """What the rule says is no preemption, `judge` allows unjudged, whatever the victim tolerates."""
+    victim = bound("victim", 8000, "low-non-preempted")
+    state = snapshot(victim, pending("high-1", 9000))
+    for request in _grid():
+        if may_be_preemption(request, DEFAULT_PREEMPTOR_IDENTITIES):
+            continue
+        review = AdmissionReview.model_validate(
+            {
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "request": {
+                    **request,
+                    "uid": "u",
+                    "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                    "resource": {"group": "", "version": "v1", "resource": "pods"},
+                    "name": "victim",
+                    "namespace": "team",
+                },
+            }
+        )
+        verdict = judge(review.request, state, GuardConfig(), NOW)
+        assert verdict.response.allowed and verdict.source is None and not verdict.response.warnings, request
