@@ -185,6 +185,10 @@ def test_the_match_conditions_are_the_rule_row_by_row(identities: tuple[str, ...
     assert answers == {True, False}
 
 
+POD = {"group": "", "version": "v1", "kind": "Pod"}
+PODS = {"group": "", "version": "v1", "resource": "pods"}
+
+
 def test_judge_asks_the_rule() -> None:
     """What the rule says is no preemption, `judge` allows unjudged, whatever the victim tolerates."""
     victim = bound("victim", 8000, "low-non-preempted")
@@ -192,19 +196,8 @@ def test_judge_asks_the_rule() -> None:
     for request in _grid():
         if may_be_preemption(request, DEFAULT_PREEMPTOR_IDENTITIES):
             continue
-        review = AdmissionReview.model_validate(
-            {
-                "apiVersion": "admission.k8s.io/v1",
-                "kind": "AdmissionReview",
-                "request": {
-                    **request,
-                    "uid": "u",
-                    "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                    "resource": {"group": "", "version": "v1", "resource": "pods"},
-                    "name": "victim",
-                    "namespace": "team",
-                },
-            }
+        checked = AdmissionRequest.model_validate(
+            {**request, "uid": "u", "kind": POD, "resource": PODS, "name": "victim", "namespace": "team"}
         )
-        verdict = judge(review.request, state, GuardConfig(), NOW)
+        verdict = judge(checked, state, GuardConfig(), NOW)
         assert verdict.response.allowed and verdict.source is None and not verdict.response.warnings, request
