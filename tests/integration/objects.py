@@ -35,17 +35,12 @@ def policy_manifest(name: str, spec: dict[str, Any]) -> str:
     return json.dumps(policy(name, spec))
 
 
-def apply_class_and_policy(kubectl: Callable[..., object], pc: str, ptp: str) -> None:
-    """`kubectl apply` of class `pc`, then of policy `ptp` for it: never preempted below priority 10000."""
+def apply_class_and_policy(kubectl: Callable[..., object], pc: str, ptp: str, *, toleration_seconds: int = -1) -> None:
+    """`kubectl apply` of class `pc`, then of policy `ptp` for it: not preempted below priority 10000 (for
+    `toleration_seconds` of running time; by default for ever)."""
+    spec = {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": toleration_seconds}
     kubectl("apply", "-f", "-", input=class_manifest(pc))
-    kubectl(
-        "apply",
-        "-f",
-        "-",
-        input=policy_manifest(
-            ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
-        ),
-    )
+    kubectl("apply", "-f", "-", input=policy_manifest(ptp, spec))
 
 
 async def read_class(api: ApiClient, name: str) -> dict[str, Any] | None:
@@ -112,9 +107,7 @@ async def low_and_high(api: ApiClient) -> AsyncIterator[tuple[str, str]]:
     scheduling = client.SchedulingV1Api(api)
     low, high = unique_name("low"), unique_name("high")
     for name, value in ((low, 1000), (high, 2000)):
-        await scheduling.create_priority_class(
-            client.V1PriorityClass(metadata=client.V1ObjectMeta(name=name), value=value)
-        )
+        await scheduling.create_priority_class(priority_class(name, value))
     try:
         yield low, high
     finally:

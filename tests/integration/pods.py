@@ -32,13 +32,34 @@ def node_of(pod: dict[str, Any] | None) -> str | None:
     return ((pod or {}).get("spec") or {}).get("nodeName")
 
 
-async def create_bound(
-    api: ApiClient, namespace: str, name: str, class_name: str, node: str, cpu: str = "2", timeout: float = 30
+async def until_bound(
+    api: ApiClient, namespace: str, name: str, node: str, *, timeout: float = SCHEDULING_SECONDS
 ) -> dict[str, Any]:
-    await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body(name, class_name, node, cpu))
-    return await eventually(
-        lambda: read_pod(api, namespace, name), lambda p: node_of(p) == node, timeout=timeout, what=f"{name} bound"
+    """The pod, once bound to `node`."""
+    found = await eventually(
+        lambda: read_pod(api, namespace, name), lambda p: node_of(p) == node, timeout=timeout, what=f"{name} on {node}"
     )
+    assert found is not None
+    return found
+
+
+async def until_gone(api: ApiClient, namespace: str, name: str, *, timeout: float = SCHEDULING_SECONDS) -> None:
+    """Returns once the pod is deleted (preempted, evicted)."""
+    await eventually(lambda: read_pod(api, namespace, name), lambda p: p is None, timeout=timeout, what=f"{name} gone")
+
+
+async def create_bound(
+    api: ApiClient,
+    namespace: str,
+    name: str,
+    class_name: str,
+    node: str,
+    cpu: str = "2",
+    timeout: float = SCHEDULING_SECONDS,
+) -> dict[str, Any]:
+    """A pod of this class created on `node`, once bound there."""
+    await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body(name, class_name, node, cpu))
+    return await until_bound(api, namespace, name, node, timeout=timeout)
 
 
 async def events_of(api: ApiClient, namespace: str, pod: str) -> list[Any]:
@@ -89,18 +110,9 @@ async def stays(
 
 
 async def preempts(api: ApiClient, namespace: str, victim: str, preemptor: str, node: str) -> None:
-    await eventually(
-        lambda: read_pod(api, namespace, victim),
-        lambda p: p is None,
-        timeout=SCHEDULING_SECONDS,
-        what=f"{victim} preempted",
-    )
-    await eventually(
-        lambda: read_pod(api, namespace, preemptor),
-        lambda p: node_of(p) == node,
-        timeout=SCHEDULING_SECONDS,
-        what=f"{preemptor} bound",
-    )
+    """The victim is preempted and the preemptor bound to its node."""
+    await until_gone(api, namespace, victim)
+    await until_bound(api, namespace, preemptor, node)
 
 
 async def set_scheduled_at(

@@ -13,7 +13,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from tests.integration.conftest import Kubectl, MakeNode
-from tests.integration.helpers import eventually, unique_name
+from tests.integration.helpers import START_SECONDS, eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest
 from tests.integration.pods import create_bound, pod_body
 from tests.integration.test_extender_victims import on_nodes
@@ -48,7 +48,7 @@ async def events(api: ApiClient, namespace: str, name: str, reason: str) -> list
     return [event for event in found.items if event.reason == reason]
 
 
-async def event_of(api: ApiClient, namespace: str, name: str, reason: str, timeout: float = 60) -> Any:
+async def event_of(api: ApiClient, namespace: str, name: str, reason: str, timeout: float = START_SECONDS) -> Any:
     found = await eventually(
         lambda: events(api, namespace, name, reason), bool, timeout=timeout, what=f"a {reason} Event on {name}"
     )

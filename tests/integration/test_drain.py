@@ -28,7 +28,7 @@ from tests.integration.components import RunProcess, ptol_run_fixture
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import ANSWER_SECONDS, REACTION_SECONDS, eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest
-from tests.integration.pods import create_bound, read_pod, set_scheduled_at
+from tests.integration.pods import create_bound, read_pod, set_scheduled_at, until_gone
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -152,12 +152,7 @@ async def test_drain_waits_for_the_toleration_and_the_budget_and_says_why(
         assert await read_pod(api, namespace, "budgeted") is not None, "evicted against its budget"
         await asyncio.sleep(1)
     # Then the next retry evicts the tolerating pod; the budget still holds the other.
-    await eventually(
-        lambda: read_pod(api, namespace, "tolerating"),
-        lambda p: p is None,
-        timeout=REACTION_SECONDS,
-        what="the tolerating pod evicted once its toleration ended",
-    )
+    await until_gone(api, namespace, "tolerating", timeout=REACTION_SECONDS)
     assert datetime.now(UTC) >= end
     assert drain.running and await read_pod(api, namespace, "budgeted") is not None, "the budget did not hold"
 

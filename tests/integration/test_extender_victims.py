@@ -27,9 +27,9 @@ from preemption_toleration.devcluster.processes import free_port
 from preemption_toleration.manifests.scheduler_extender import scheduler_extender
 from tests.integration.components import RunProcess, Server, ptol_run_fixture, registered_extender, scheduler_extended
 from tests.integration.conftest import Kubectl, MakeNode
-from tests.integration.helpers import REACTION_SECONDS, SCHEDULING_SECONDS, START_SECONDS, eventually, unique_name
+from tests.integration.helpers import REACTION_SECONDS, START_SECONDS, eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest
-from tests.integration.pods import create_bound, node_of, pod_body, read_pod, set_scheduled_at, stays
+from tests.integration.pods import create_bound, node_of, pod_body, read_pod, set_scheduled_at, stays, until_bound
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -118,12 +118,7 @@ async def test_the_preemptor_goes_to_the_node_whose_victim_does_not_tolerate_it(
     await create_bound(api, namespace, "plain", classes["low"], node_b, cpu="2")
     high = on_nodes(pod_body("high", classes["high"], node_a, cpu="2"), node_a, node_b)
     await client.CoreV1Api(api).create_namespaced_pod(namespace, high)
-    await eventually(
-        lambda: read_pod(api, namespace, "high"),
-        lambda pod: node_of(pod) == node_b,
-        timeout=SCHEDULING_SECONDS,
-        what="high bound to node-b",
-    )
+    await until_bound(api, namespace, "high", node_b)
     assert await pod_names_on(api, namespace) == {"protected": node_a, "high": node_b}
     assert await server.refusals() == refusals
 
@@ -142,12 +137,7 @@ async def test_the_scheduler_preempts_a_plain_pod_instead_of_the_protected_one_i
     await create_bound(api, namespace, "plain-a", classes["low"], node, cpu="1")
     await create_bound(api, namespace, "plain-b", classes["low"], node, cpu="1")
     await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], node, cpu="1"))
-    await eventually(
-        lambda: read_pod(api, namespace, "high"),
-        lambda pod: node_of(pod) == node,
-        timeout=SCHEDULING_SECONDS,
-        what="high bound",
-    )
+    await until_bound(api, namespace, "high", node)
     left = await pod_names_on(api, namespace)
     assert left["protected"] == node
     assert sorted(name for name in left if name.startswith("plain")) in (["plain-a"], ["plain-b"])
@@ -188,12 +178,7 @@ async def test_a_preemptor_held_back_by_a_time_limited_toleration_preempts_when_
     deleted = await _deleted_at(api, namespace, "victim", timeout=GUARANTEE_SECONDS + 60)
     assert end <= deleted <= end + timedelta(seconds=3), f"preempted {(deleted - end).total_seconds():.1f} s after"
     assert (await server.metric("ptol_preemptor_nudges_total", "outcome")).get("nudged", 0) == nudged + 1
-    await eventually(
-        lambda: read_pod(api, namespace, "high"),
-        lambda pod: node_of(pod) == node,
-        timeout=SCHEDULING_SECONDS,
-        what="high bound",
-    )
+    await until_bound(api, namespace, "high", node)
 
 
 async def test_the_guard_judges_against_the_preemptor_the_scheduler_works_on(
@@ -328,12 +313,7 @@ def labelled(body: dict[str, Any], **labels: str) -> dict[str, Any]:
 async def bound(api: ApiClient, namespace: str, body: dict[str, Any]) -> None:
     await client.CoreV1Api(api).create_namespaced_pod(namespace, body)
     name, node = body["metadata"]["name"], body["spec"]["nodeSelector"]["kubernetes.io/hostname"]
-    await eventually(
-        lambda: read_pod(api, namespace, name),
-        lambda p: node_of(p) == node,
-        timeout=REACTION_SECONDS,
-        what=f"{name} bound",
-    )
+    await until_bound(api, namespace, name, node, timeout=REACTION_SECONDS)
 
 
 async def budget_allows(api: ApiClient, namespace: str, min_available: int, allowed: int, **selector: str) -> None:
@@ -377,12 +357,7 @@ async def test_equal_priorities_are_ordered_by_start_time_as_upstream_does(
         )
     await bound(api, namespace, pod_body("p", classes["prot"], node, cpu="1"))
     await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("pre", classes["pre"], node, cpu="1"))
-    await eventually(
-        lambda: read_pod(api, namespace, "pre"),
-        lambda pod: node_of(pod) == node,
-        timeout=SCHEDULING_SECONDS,
-        what="pre bound",
-    )
+    await until_bound(api, namespace, "pre", node)
     assert await pod_names_on(api, namespace) == {"b": node, "p": node, "pre": node}
 
 
@@ -405,12 +380,7 @@ async def test_victims_are_returned_most_important_first_as_upstream_sorts_them(
     await client.CoreV1Api(api).create_namespaced_pod(
         namespace, on_nodes(pod_body("pre", classes["pre"], na, cpu="3"), na, nb)
     )
-    await eventually(
-        lambda: read_pod(api, namespace, "pre"),
-        lambda pod: node_of(pod) == nb,
-        timeout=SCHEDULING_SECONDS,
-        what="pre bound to nb",
-    )
+    await until_bound(api, namespace, "pre", nb)
     assert await pod_names_on(api, namespace) == {"l": na, "h": na, "p": na, "k": nb, "pre": nb}
 
 
@@ -433,12 +403,7 @@ async def test_a_pod_that_tolerates_the_preemptor_uses_none_of_a_budget(
     await client.CoreV1Api(api).create_namespaced_pod(
         namespace, on_nodes(pod_body("pre", classes["pre"], nc, cpu="1500m"), nc, nd)
     )
-    await eventually(
-        lambda: read_pod(api, namespace, "pre"),
-        lambda pod: node_of(pod) == nc,
-        timeout=SCHEDULING_SECONDS,
-        what="pre bound to nc",
-    )
+    await until_bound(api, namespace, "pre", nc)
     assert await pod_names_on(api, namespace) == {"t1": nc, "e": nc, "t2": nd, "y": nd, "pre": nc}
 
 
@@ -476,12 +441,7 @@ async def test_the_extender_answers_the_scheduler_and_no_caller_without_its_clie
     await create_bound(api, namespace, "plain-auth", classes["low"], node, cpu="2")
     preemptor = on_nodes(pod_body("high-auth", classes["high"], node, cpu="2"), node)
     await client.CoreV1Api(api).create_namespaced_pod(namespace, preemptor)
-    await eventually(
-        lambda: read_pod(api, namespace, "high-auth"),
-        lambda pod: node_of(pod) == node,
-        timeout=SCHEDULING_SECONDS,
-        what="bound",
-    )
+    await until_bound(api, namespace, "high-auth", node)
     assert sum((await server.extender_nodes()).values()) > before
 
 

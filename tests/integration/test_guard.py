@@ -28,6 +28,7 @@ from tests.integration.pods import (
     read_pod,
     set_scheduled_at,
     stays,
+    until_gone,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -146,12 +147,7 @@ async def test_eviction_with_the_preemptor_annotation_is_refused_without_it_evic
     assert "the toleration has no end" in json.loads(refused.body)["message"]
 
     assert await _evict(api, namespace, "forever", {}) is None  # a drain, not a preemption
-    await eventually(
-        lambda: read_pod(api, namespace, "forever"),
-        lambda p: p is None,
-        timeout=REACTION_SECONDS,
-        what="the evicted pod gone",
-    )
+    await until_gone(api, namespace, "forever", timeout=REACTION_SECONDS)
 
 
 async def test_only_requests_that_may_be_preemptions_reach_the_guard(

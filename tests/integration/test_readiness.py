@@ -16,7 +16,7 @@ import pytest
 
 from preemption_toleration.devcluster import LocalCluster
 from tests.integration.components import CRD_FILE, WebhookServer, install_crd
-from tests.integration.helpers import ANSWER_SECONDS, SLOW_SECONDS, START_SECONDS
+from tests.integration.helpers import ANSWER_SECONDS, REACTION_SECONDS, SLOW_SECONDS, START_SECONDS
 
 pytestmark = [pytest.mark.integration]
 
@@ -53,7 +53,7 @@ class Webhook(WebhookServer):
     def lines(self, text: str) -> list[str]:
         return [line for line in self.process.log()[self.since :].splitlines() if text in line]
 
-    def eventually_lines(self, text: str, timeout: float = 30) -> list[str]:
+    def eventually_lines(self, text: str, timeout: float = REACTION_SECONDS) -> list[str]:
         deadline = time.monotonic() + timeout
         while not (found := self.lines(text)) and time.monotonic() < deadline:
             time.sleep(0.3)

@@ -27,7 +27,7 @@ SCHEDULER_IN_USE = "local kube-scheduler restarted with this process as its exte
 NAMESPACE = "work"
 
 
-def ptol(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+def ptol(*args: str, timeout: float = SLOW_SECONDS) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "preemption_toleration", *args],
         capture_output=True,

@@ -28,7 +28,7 @@ from tests.integration.components import Server, ptol_run_fixture, registered_ex
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import SCHEDULING_SECONDS, eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest, policy_manifest, wait_annotations
-from tests.integration.pods import create_bound, node_of, pod_body, read_pod, stays
+from tests.integration.pods import create_bound, node_of, pod_body, read_pod, stays, until_gone
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -138,9 +138,7 @@ async def test_a_node_with_a_protected_and_a_plain_victim(
     await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], node, cpu="3"))
 
     if older == "low":  # the plain pod is in the parallel batch: deleted, then the protected one is refused
-        await eventually(
-            lambda: read_pod(api, namespace, "low"), lambda p: p is None, timeout=SCHEDULING_SECONDS, what="low deleted"
-        )
+        await until_gone(api, namespace, "low")
     # when the protected pod is the older, its refusal stops the batch: the plain pod is spared
     await stays(api, namespace, "protected", "high", node, spared=("low",) if older == "protected" else ())
     for name in ("protected", "low"):

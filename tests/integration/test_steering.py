@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -30,37 +29,31 @@ from preemption_toleration.webhooks.steerer import (
     VICTIMS,
     Steerer,
 )
-from tests.integration.components import RunProcess, ptol_run, registered_extender
+from tests.integration.components import RunProcess, Server, ptol_run_fixture
 from tests.integration.conftest import MakeNode
-from tests.integration.helpers import eventually, unique_name
-from tests.integration.pods import create_bound, node_of, read_pod
+from tests.integration.helpers import REACTION_SECONDS, eventually, unique_name
+from tests.integration.pods import create_bound, read_pod, until_bound, until_gone
 from tests.integration.steering import event_of, events, steering_classes, two_full_nodes
-from tests.integration.test_extender_victims import Server, pod_names_on
+from tests.integration.test_extender_victims import pod_names_on
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 __all__ = ["steering_classes"]  # a fixture
 
 
-@pytest.fixture(scope="module")
-def steering(cluster: LocalCluster) -> Iterator[tuple[RunProcess, Server]]:
-    with ptol_run(cluster, "--extender", "off", "--steering", "on") as process:
-        yield process, Server(registered_extender(cluster), process.metrics_base)
+components = ptol_run_fixture("--extender", "off", "--steering", "on")
 
 
 async def test_the_preemption_upstream_would_make_happens(
     api: ApiClient,
     namespace: str,
     make_node: MakeNode,
-    steering: tuple[RunProcess, Server],
+    server: Server,
     steering_classes: dict[str, str],
 ) -> None:
-    _, server = steering
     node_a, node_b, preemptor = await two_full_nodes(api, namespace, make_node, steering_classes)
     created = time.monotonic()
     await client.CoreV1Api(api).create_namespaced_pod(namespace, preemptor)
-    await eventually(
-        lambda: read_pod(api, namespace, "high"), lambda pod: node_of(pod) == node_b, timeout=60, what="high on node-b"
-    )
+    await until_bound(api, namespace, "high", node_b)
     print(f"bound to node-b {time.monotonic() - created:.1f} s after its creation")
     assert await pod_names_on(api, namespace) == {"protected": node_a, "high": node_b}
     steered = await event_of(api, namespace, "high", "PreemptionSteered")
@@ -74,10 +67,9 @@ async def test_a_preemptor_with_constraints_the_project_does_not_judge_is_not_st
     api: ApiClient,
     namespace: str,
     make_node: MakeNode,
-    steering: tuple[RunProcess, Server],
+    server: Server,
     steering_classes: dict[str, str],
 ) -> None:
-    _, server = steering
     node_a, node_b, preemptor = await two_full_nodes(api, namespace, make_node, steering_classes)
     preemptor["spec"]["affinity"]["podAntiAffinity"] = {
         "requiredDuringSchedulingIgnoredDuringExecution": [
@@ -96,14 +88,14 @@ async def test_a_restart_in_the_middle_finishes_the_action_and_deletes_no_other_
     api: ApiClient,
     namespace: str,
     make_node: MakeNode,
-    steering: tuple[RunProcess, Server],
+    components: RunProcess,
     steering_classes: dict[str, str],
     cluster: LocalCluster,
 ) -> None:
     """A replica claimed a preemptor and stopped in the middle: its Lease says "acting", with two victims.
     One of them was deleted already and a new pod of the same name runs now. After a restart, the server
     deletes the other victim, not the new pod, and nominates the preemptor, which the scheduler binds."""
-    process, _ = steering
+    process = components
     node = (await make_node(cpu="2", memory="8Gi")).metadata.name
     plain = await create_bound(api, namespace, "plain", steering_classes["low"], node, cpu="1")
     again = await create_bound(api, namespace, "again", steering_classes["low"], node, cpu="1")
@@ -142,13 +134,11 @@ async def test_a_restart_in_the_middle_finishes_the_action_and_deletes_no_other_
     try:
         process.stop()
         process.start()
-        await eventually(
-            lambda: read_pod(api, namespace, "plain"), lambda pod: pod is None, timeout=60, what="plain deleted"
-        )
+        await until_gone(api, namespace, "plain")
         pending = await eventually(
             lambda: read_pod(api, namespace, "pending"),
             lambda pod: (pod or {}).get("status", {}).get("nominatedNodeName") == node,
-            timeout=30,
+            timeout=REACTION_SECONDS,
             what="pending nominated",
         )
         assert pending["metadata"]["uid"] == uid

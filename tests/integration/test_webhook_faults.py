@@ -24,7 +24,7 @@ from preemption_toleration.webhooks.registration import Registrar, Registration,
 from preemption_toleration.webhooks.secret_tls import SecretCertificates
 from preemption_toleration.webhooks.server import WebhookApp
 from tests.integration.components import WebhookServer, install_crd
-from tests.integration.helpers import ANSWER_SECONDS, START_SECONDS, eventually
+from tests.integration.helpers import ANSWER_SECONDS, SLOW_SECONDS, START_SECONDS, eventually
 from tests.integration.load import AdmissionLoad, RetryingProxy, certificate_files
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -55,7 +55,7 @@ def serving_serial(port: int, ca_pem: bytes) -> int:
     return x509.load_der_x509_certificate(der).serial_number
 
 
-async def until_served(count: float, probe, what: str, timeout: float = 180) -> float:
+async def until_served(count: float, probe, what: str, timeout: float = SLOW_SECONDS) -> float:
     return await eventually(
         lambda: asyncio.to_thread(probe), lambda found: found >= count, timeout=timeout, interval=0.5, what=what
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 from kubernetes_asyncio.client import ApiClient
@@ -16,6 +16,7 @@ from tests.integration.helpers import ANSWER_SECONDS, REACTION_SECONDS, denied, 
 from tests.integration.objects import (
     MIN,
     TOL,
+    apply_class_and_policy,
     class_manifest,
     described_events,
     ours,
@@ -32,6 +33,17 @@ LEGACY = "preemption-toleration.scheduling.sigs.k8s.io/toleration-seconds"
 
 
 components = ptol_run_fixture("--resync-seconds", "3")
+
+
+async def warned_then_done(
+    run: Callable[..., Awaitable[subprocess.CompletedProcess[str]]], warning: str
+) -> subprocess.CompletedProcess[str]:
+    """`run("--dry-run=server")` until the webhook warns (its cache has what the warning is about), then
+    `run()` itself: what it printed."""
+    await eventually(
+        lambda: run("--dry-run=server"), lambda r: "Warning:" in r.stderr, timeout=ANSWER_SECONDS, what=warning
+    )
+    return await run()
 
 
 @pytest.fixture
@@ -165,13 +177,7 @@ async def test_a_policy_without_effect_is_applied_with_a_warning_and_its_status_
         return alice("apply", "-f", "-", *dry_run, input=manifest)
 
     # a server-side dry run until the webhook's cache has the new class, then the policy itself
-    await eventually(
-        lambda: apply("--dry-run=server"),
-        lambda r: "Warning:" in r.stderr,
-        timeout=ANSWER_SECONDS,
-        what="the no-effect warning",
-    )
-    result = await apply()
+    result = await warned_then_done(apply, "the no-effect warning")
     why = (
         f'spec.minimumPreemptablePriority 100 has no effect on PriorityClass "{pc}" (value 8000): it holds back '
         "only priorities below 100, none of which can preempt its pods. Fix: set it above 8001."
@@ -239,13 +245,7 @@ async def test_a_label_change_that_makes_a_class_contested_is_applied_with_a_war
         return alice("label", "--overwrite", "priorityclass", pc, f"tier={tier}", *dry_run)
 
     # a server-side dry run until the webhook's cache has the new policy, then the change itself
-    await eventually(
-        lambda: label("--dry-run=server"),
-        lambda r: "Warning:" in r.stderr,
-        timeout=ANSWER_SECONDS,
-        what="the contested warning",
-    )
-    result = await label()
+    result = await warned_then_done(label, "the contested warning")
     assert f"priorityclass.scheduling.k8s.io/{pc} labeled" in result.stdout
     assert (
         f'Warning: PriorityClass "{pc}" is claimed by 2 policies: "{by_name}" (the oldest) governs it, '
@@ -271,15 +271,7 @@ async def _hand_edit_refused(api: ApiClient, editor: Kubectl, cleanup: list, pre
     naming the policy. The class's and the policy's names."""
     pc, ptp = unique_name(prefix), unique_name(f"{prefix}-policy")
     cleanup += [("priorityclass", pc), ("ptp", ptp)]
-    editor("apply", "-f", "-", input=class_manifest(pc))
-    editor(
-        "apply",
-        "-f",
-        "-",
-        input=policy_manifest(
-            ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": 600}
-        ),
-    )
+    apply_class_and_policy(editor, pc, ptp, toleration_seconds=600)
     await wait_annotations(api, pc, {MIN: "10000", TOL: "600"})
     result = editor("annotate", "--overwrite", "priorityclass", pc, f"{MIN}=9000", check=False)
     message = denied(result, "priorityclasses.validate.preemption-toleration.dev")
