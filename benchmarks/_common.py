@@ -2,6 +2,10 @@
 
 Every benchmark saves its figures to benchmarks/results/<name>.json with `save_results`, which adds the
 machine description: figures from different machines or days are then never compared by mistake.
+
+Importing it also puts the repository root on the path of a benchmark run as a script (`python
+benchmarks/X.py`), for the builders of the objects it creates, which it shares with the tests
+(`tests/builders.py`): import it before them.
 """
 
 from __future__ import annotations
@@ -11,12 +15,16 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
+if str(REPOSITORY_ROOT) not in sys.path:
+    sys.path.append(str(REPOSITORY_ROOT))
 
 
 def _memory_total_bytes() -> int | None:

@@ -32,11 +32,12 @@ from _cluster import api_client, bounded, install_crd, local_cluster, metric_sum
 from _common import save_results, shown
 from kubernetes_asyncio import client
 
-from preemption_toleration.api.policy import API_VERSION, GROUP, KIND, PLURAL, VERSION
+from preemption_toleration.api.policy import GROUP, KIND, PLURAL, VERSION
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.components import ComponentProcess
 from preemption_toleration.devcluster.processes import free_port
+from tests.builders import policy, priority_class
 
 SIZES = ((10, 30), (100, 300), (1000, 3000))
 QUICK = ((10, 30),)
@@ -52,15 +53,9 @@ async def create_classes(cluster: LocalCluster, policies: int, classes: int) -> 
         scheduling = client.SchedulingV1Api(api)
 
         async def create(i: int) -> None:
-            body = {
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "value": 8000,
-                "metadata": {
-                    "name": f"burst-{i:04d}",
-                    "labels": {"team": f"t{i % policies}", "bench": "operator-burst"},
-                },
-            }
+            body = priority_class(
+                f"burst-{i:04d}", 8000, labels={"team": f"t{i % policies}", "bench": "operator-burst"}
+            )
             await with_retries(lambda: raw(scheduling.create_priority_class(body, _preload_content=False)))
 
         await bounded(range(classes), create, IN_FLIGHT)
@@ -71,16 +66,12 @@ async def create_policies(cluster: LocalCluster, policies: int) -> None:
         custom = client.CustomObjectsApi(api)
 
         async def create(i: int) -> None:
-            body = {
-                "apiVersion": API_VERSION,
-                "kind": KIND,
-                "metadata": {"name": f"burst-{i:04d}"},
-                "spec": {
-                    "priorityClassSelector": {"matchLabels": {"team": f"t{i}"}},
-                    "minimumPreemptablePriority": MINIMUM,
-                    "tolerationSeconds": TOLERATION,
-                },
+            spec = {
+                "priorityClassSelector": {"matchLabels": {"team": f"t{i}"}},
+                "minimumPreemptablePriority": MINIMUM,
+                "tolerationSeconds": TOLERATION,
             }
+            body = policy(f"burst-{i:04d}", spec)
             await with_retries(
                 lambda: raw(custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, body, _preload_content=False))
             )

@@ -43,6 +43,7 @@ from preemption_toleration.core.annotations import TOLERATION_SECONDS as TOL
 from preemption_toleration.devcluster import LocalCluster, create_node, ensure_namespace
 from preemption_toleration.manifests.scheduler_extender import scheduler_extender_of
 from preemption_toleration.manifests.webhook_configurations import GUARD_NAME
+from tests.builders import pod
 
 NAMESPACE = "loop"
 CLASSES = {"high": (9000, {}), "protected-10min": (8000, {MIN: "10000", TOL: "600"})}
@@ -135,16 +136,9 @@ async def prepare(api: ApiClient) -> None:
         )
 
 
-def _pod(name: str, class_name: str, node: str, cpu: str) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name},
-        "spec": {
-            "priorityClassName": class_name,
-            "nodeSelector": {"kubernetes.io/hostname": node},
-            "terminationGracePeriodSeconds": 0,
-            "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}],
-        },
-    }
+def pinned_pod(name: str, class_name: str, node: str) -> dict[str, Any]:
+    """A pod of 2 CPUs kept to the phase's node, deleted at once when preempted."""
+    return pod(name, class_name=class_name, namespace=None, pinned_to=node, cpu="2", grace_seconds=0)
 
 
 async def start_loop(api: ApiClient, phase: int, with_preemptor: bool) -> tuple[str, str]:
@@ -153,16 +147,16 @@ async def start_loop(api: ApiClient, phase: int, with_preemptor: bool) -> tuple[
     node = f"loop-node-{phase}"
     await create_node(api, node, cpu="2", memory="8Gi", pods="110")
     victim = f"victim-{phase}"
-    await core.create_namespaced_pod(NAMESPACE, _pod(victim, "protected-10min", node, "2"))
+    await core.create_namespaced_pod(NAMESPACE, pinned_pod(victim, "protected-10min", node))
     for _ in range(300):
-        pod = await core.read_namespaced_pod(victim, NAMESPACE)
-        if pod.status.phase == "Running":
+        found = await core.read_namespaced_pod(victim, NAMESPACE)
+        if found.status.phase == "Running":
             break
         await asyncio.sleep(0.1)
     else:
         raise SystemExit(f"{victim} did not run within 30 s")
     if with_preemptor:
-        await core.create_namespaced_pod(NAMESPACE, _pod(f"preemptor-{phase}", "high", node, "2"))
+        await core.create_namespaced_pod(NAMESPACE, pinned_pod(f"preemptor-{phase}", "high", node))
     return victim, node
 
 
