@@ -69,13 +69,20 @@ async def node(make_node: MakeNode) -> AsyncIterator[str]:
     yield created.metadata.name
 
 
+async def high_held_back(
+    api: ApiClient, namespace: str, node: str, classes: dict[str, str], role: str, annotations: dict[str, str]
+) -> None:
+    """A victim of the class of `role`, once its policy has annotated it, stays in the way of `high`."""
+    await wait_annotations(api, classes[role], annotations)
+    await create_bound(api, namespace, "victim", classes[role], node)
+    await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], node))
+    await stays(api, namespace, "victim", "high", node)
+
+
 async def test_high_cannot_preempt_low_non_preempted_but_critical_can(
     api: ApiClient, namespace: str, node: str, classes: dict[str, str]
 ) -> None:
-    await wait_annotations(api, classes["low-non-preempted"], {MIN: "10000", TOL: "-1"})
-    await create_bound(api, namespace, "victim", classes["low-non-preempted"], node)
-    await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], node))
-    await stays(api, namespace, "victim", "high", node)
+    await high_held_back(api, namespace, node, classes, "low-non-preempted", {MIN: "10000", TOL: "-1"})
     [event] = await eventually(
         lambda: events_of(api, namespace, "victim"),
         lambda e: len(e) == 1,
@@ -102,10 +109,7 @@ async def test_high_preempts_a_plain_low_pod(
 async def test_guaranteed_running_time_then_preemption(
     api: ApiClient, namespace: str, node: str, classes: dict[str, str]
 ) -> None:
-    await wait_annotations(api, classes["low-non-preempted-10min"], {MIN: "10000", TOL: "600"})
-    await create_bound(api, namespace, "victim", classes["low-non-preempted-10min"], node)
-    await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], node))
-    await stays(api, namespace, "victim", "high", node)
+    await high_held_back(api, namespace, node, classes, "low-non-preempted-10min", {MIN: "10000", TOL: "600"})
 
     # As upstream's test does: move the PodScheduled time more than 600 s into the past.
     await set_scheduled_at(api, namespace, "victim", datetime.now(UTC) - timedelta(seconds=601))
