@@ -6,6 +6,7 @@ import asyncio
 import pytest
 
 from preemption_toleration.operator.coalescer import Coalescer
+from tests.unit.virtual_clock import running_loop_is_current  # noqa: F401 - an autouse fixture
 
 pytestmark = pytest.mark.looptime
 

@@ -22,6 +22,7 @@ from preemption_toleration.operator.resync import (
     reconcile_on_changes,
     resync_forever,
 )
+from tests.unit.virtual_clock import running_loop_is_current  # noqa: F401 - an autouse fixture
 
 pytestmark = pytest.mark.looptime
 

@@ -9,6 +9,7 @@ import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.operator.served import wait_until
+from tests.unit.virtual_clock import running_loop_is_current  # noqa: F401 - an autouse fixture
 
 
 def answers(*results: bool | Exception) -> Callable[[], Awaitable[bool]]:

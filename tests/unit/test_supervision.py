@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from preemption_toleration.operator.supervision import HEALTHY_RUN_SECONDS, keep_running, run_in_own_loop
+from tests.unit.virtual_clock import running_loop_is_current  # noqa: F401 - an autouse fixture
 
 Outcome = Exception | str | None  # raised; "stop": the stop is set and the run ends; None: it just ends
 
