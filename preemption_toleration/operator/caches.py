@@ -24,9 +24,10 @@ from typing import Any
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.api.policy import PLURAL
-from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
 from preemption_toleration.kube import listers
 from preemption_toleration.kube.informer import DictStore, Informer, object_name, version_number
+from preemption_toleration.records.policy import PolicyView, policy_view
+from preemption_toleration.records.priority_class import ClassView, class_view
 
 
 class ClassStore(DictStore[ClassView]):

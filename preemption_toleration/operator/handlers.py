@@ -21,7 +21,6 @@ import kopf
 from kubernetes_asyncio import client
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
-from preemption_toleration.governance.views import FIELD_MANAGER
 from preemption_toleration.kube.client import make_api_client
 from preemption_toleration.kube.events import ObjectEvents
 from preemption_toleration.kube.identity import RUN_OPERATOR_GROUP, impersonating
@@ -30,6 +29,7 @@ from preemption_toleration.operator.caches import OperatorCaches
 from preemption_toleration.operator.coalescer import Coalescer
 from preemption_toleration.operator.reconciler import Reconciler, ReconcileResult
 from preemption_toleration.operator.resync import ResyncClock, reconcile_on_changes, resync_forever
+from preemption_toleration.records.priority_class import FIELD_MANAGER
 
 EVENTS_COMPONENT = "preemption-toleration-operator"  # the "From" of its Events in kubectl describe
 POLICIES = (GROUP, VERSION, PLURAL)

@@ -31,10 +31,11 @@ from preemption_toleration.governance.plan import (
     plan,
 )
 from preemption_toleration.governance.status import READY, build_status, status_differs
-from preemption_toleration.governance.views import ClassView, PolicyView, class_view, policy_view
 from preemption_toleration.kube.client import API_ERRORS
 from preemption_toleration.operator.metrics import OperatorMetrics
 from preemption_toleration.operator.writes import apply_class_annotations, patch_policy_status
+from preemption_toleration.records.policy import PolicyView, policy_view
+from preemption_toleration.records.priority_class import ClassView, class_view
 
 # (object reference, type "Normal"/"Warning", reason, message)
 EventPoster = Callable[[Mapping[str, Any], str, str, str], None]

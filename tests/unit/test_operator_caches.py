@@ -9,8 +9,8 @@ from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
-from preemption_toleration.governance.views import ClassView
 from preemption_toleration.operator.caches import ClassStore, OperatorCaches, PolicyStore
+from preemption_toleration.records.priority_class import ClassView
 
 MANAGER = "ptol-operator"
 
