@@ -6,9 +6,9 @@ import asyncio
 import pytest
 
 from preemption_toleration.operator.coalescer import Coalescer
-from tests.unit.virtual_clock import running_loop_is_current  # noqa: F401 - an autouse fixture
+from tests.unit.virtual_clock import VIRTUAL_CLOCK, running_loop_is_current  # noqa: F401 - an autouse fixture
 
-pytestmark = pytest.mark.looptime
+pytestmark = VIRTUAL_CLOCK
 
 RUN_SECONDS = 1.0
 

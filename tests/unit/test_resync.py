@@ -22,9 +22,9 @@ from preemption_toleration.operator.resync import (
     reconcile_on_changes,
     resync_forever,
 )
-from tests.unit.virtual_clock import running_loop_is_current  # noqa: F401 - an autouse fixture
+from tests.unit.virtual_clock import VIRTUAL_CLOCK, running_loop_is_current  # noqa: F401 - an autouse fixture
 
-pytestmark = pytest.mark.looptime
+pytestmark = VIRTUAL_CLOCK
 
 PERIOD = 60.0
 logger = logging.getLogger("test-resync")

@@ -9,7 +9,9 @@ import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.operator.served import wait_until
-from tests.unit.virtual_clock import running_loop_is_current  # noqa: F401 - an autouse fixture
+from tests.unit.virtual_clock import ON_OWN_LOOP, running_loop_is_current  # noqa: F401 - an autouse fixture
+
+pytestmark = ON_OWN_LOOP
 
 
 def answers(*results: bool | Exception) -> Callable[[], Awaitable[bool]]:

@@ -9,7 +9,9 @@ import threading
 import pytest
 
 from preemption_toleration.operator.supervision import HEALTHY_RUN_SECONDS, keep_running, run_in_own_loop
-from tests.unit.virtual_clock import running_loop_is_current  # noqa: F401 - an autouse fixture
+from tests.unit.virtual_clock import ON_OWN_LOOP, running_loop_is_current  # noqa: F401 - an autouse fixture
+
+pytestmark = ON_OWN_LOOP
 
 Outcome = Exception | str | None  # raised; "stop": the stop is set and the run ends; None: it just ends
 
