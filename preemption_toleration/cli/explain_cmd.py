@@ -46,7 +46,8 @@ async def _governing_policy(api: Any, class_name: str) -> str | None:
 
     from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
     from preemption_toleration.governance.plan import plan
-    from preemption_toleration.governance.views import class_view, policy_view
+    from preemption_toleration.records.policy import policy_view
+    from preemption_toleration.records.priority_class import class_view
 
     try:
         policies = await client.CustomObjectsApi(api).list_cluster_custom_object(GROUP, VERSION, PLURAL)

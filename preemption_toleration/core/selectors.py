@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
 NUMERIC_OPERATORS = ("Gt", "Lt")  # node selector requirements only
 
 

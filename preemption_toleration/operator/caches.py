@@ -24,6 +24,7 @@ from typing import Any
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.api.policy import PLURAL
+from preemption_toleration.api.resources import PRIORITY_CLASS_PLURAL
 from preemption_toleration.kube import listers
 from preemption_toleration.kube.informer import DictStore, Informer, object_name, version_number
 from preemption_toleration.records.policy import PolicyView, policy_view
@@ -103,7 +104,7 @@ class OperatorCaches:
     ) -> None:
         self.class_store = ClassStore(field_manager, is_known, class_changed)
         self.policy_store = PolicyStore()
-        self.classes = Informer("priorityclasses", listers.priority_classes(api), self.class_store, logger)
+        self.classes = Informer(PRIORITY_CLASS_PLURAL, listers.priority_classes(api), self.class_store, logger)
         self.policies = Informer(PLURAL, listers.policies(api), self.policy_store, logger)
 
     def tasks(self) -> list[asyncio.Task[None]]:

@@ -21,6 +21,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.api.policy import PLURAL
+from preemption_toleration.api.resources import PRIORITY_CLASS_PLURAL
 from preemption_toleration.governance.ownership import claims
 from preemption_toleration.governance.plan import (
     ClassWrite,
@@ -154,7 +155,7 @@ class Reconciler:
             self.known_classes = {view.name: view for view in classes}
             result = await self._reconcile(policies, classes, now or datetime.now(UTC))
         self.metrics.reconciles.labels("failed" if result.failures else "ok").inc()
-        self.metrics.objects.labels("priorityclasses").set(len(classes))
+        self.metrics.objects.labels(PRIORITY_CLASS_PLURAL).set(len(classes))
         self.metrics.objects.labels(PLURAL).set(len(policies))
         return result
 

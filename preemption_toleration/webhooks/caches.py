@@ -12,6 +12,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.admission.decisions import Needs, Snapshot
 from preemption_toleration.api.policy import PLURAL
+from preemption_toleration.api.resources import PRIORITY_CLASS_PLURAL
 from preemption_toleration.extender.decisions import ExtenderView
 from preemption_toleration.guard.decisions import GuardSnapshot
 from preemption_toleration.guard.record import PreemptorRecord
@@ -64,7 +65,7 @@ class AdmissionCaches:
                 page_size=page_size,
             )
         self.classes = Informer(
-            "priorityclasses",
+            PRIORITY_CLASS_PLURAL,
             listers.priority_classes(api),
             self.class_store,
             logger,

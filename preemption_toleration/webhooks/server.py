@@ -41,6 +41,7 @@ from preemption_toleration.api.paths import (
     VALIDATE_PRIORITY_CLASSES_PATH,
 )
 from preemption_toleration.api.policy import GROUP, PLURAL
+from preemption_toleration.api.resources import PRIORITY_CLASSES
 from preemption_toleration.guard.repeats import RetryPacer
 from preemption_toleration.webhooks.extender_endpoint import EXTENDER, ExtenderEndpoint, ExtenderHooks
 from preemption_toleration.webhooks.guard_endpoint import GuardEndpoint, GuardHooks
@@ -71,15 +72,13 @@ def endpoints(config: AdmissionConfig, snapshot: Callable[[], Snapshot]) -> list
         Endpoint(
             VALIDATE_PRIORITY_CLASSES_PATH,
             "validate-priorityclasses",
-            "scheduling.k8s.io",
-            "priorityclasses",
+            *PRIORITY_CLASSES,
             lambda request: Reply(validate_priority_class(request, snapshot(), config)),
         ),
         Endpoint(
             MUTATE_PRIORITY_CLASSES_PATH,
             "mutate-priorityclasses",
-            "scheduling.k8s.io",
-            "priorityclasses",
+            *PRIORITY_CLASSES,
             lambda request: Reply(mutate_priority_class(request, snapshot())),
         ),
         Endpoint(
