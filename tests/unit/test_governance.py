@@ -11,26 +11,17 @@ from preemption_toleration.governance.plan import ClassWrite, Reason, plan
 from preemption_toleration.governance.status import build_status, status_differs
 from preemption_toleration.records.policy import policy_view
 from preemption_toleration.records.priority_class import FIELD_MANAGER, ClassView, class_view, owned_annotation_keys
+from tests import builders
+from tests.builders import rfc3339
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
 
 def policy(name, spec, age_rank=0, deleting=False):
-    metadata = {
-        "name": name,
-        "generation": 1,
-        "creationTimestamp": (T0 + timedelta(minutes=age_rank)).strftime("%Y-%m-%dT%H:%M:%SZ"),
-    }
+    times = {"creationTimestamp": rfc3339(T0 + timedelta(minutes=age_rank))}
     if deleting:
-        metadata["deletionTimestamp"] = "2026-11-02T00:00:00Z"
-    return policy_view(
-        {
-            "apiVersion": "preemption-toleration.dev/v1alpha1",
-            "kind": "PreemptionTolerationPolicy",
-            "metadata": metadata,
-            "spec": spec,
-        }
-    )
+        times["deletionTimestamp"] = "2026-11-02T00:00:00Z"
+    return policy_view(builders.policy(name, spec, generation=1, **times))
 
 
 def klass(name, annotations=None, owned=(), labels=None, value=8000):

@@ -8,6 +8,8 @@ import pytest
 from preemption_toleration.governance.ownership import PolicyIndex, age_order, claims
 from preemption_toleration.records.policy import policy_view
 from preemption_toleration.records.priority_class import ClassView
+from tests import builders
+from tests.builders import rfc3339
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
@@ -74,17 +76,10 @@ CLASSES = [
 
 
 def policy(name, target, minutes, deleting=False):
-    metadata = {"name": name, "creationTimestamp": (T0 + timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    times = {"creationTimestamp": rfc3339(T0 + timedelta(minutes=minutes))}
     if deleting:
-        metadata["deletionTimestamp"] = "2026-11-02T00:00:00Z"
-    return policy_view(
-        {
-            "apiVersion": "preemption-toleration.dev/v1alpha1",
-            "kind": "PreemptionTolerationPolicy",
-            "metadata": metadata,
-            "spec": {**target, "tolerationSeconds": 60},
-        }
-    )
+        times["deletionTimestamp"] = "2026-11-02T00:00:00Z"
+    return policy_view(builders.policy(name, {**target, "tolerationSeconds": 60}, **times))
 
 
 POLICIES = [policy(f"p{i:02d}", target, minutes=(7 * i) % len(TARGETS)) for i, (_, target) in enumerate(TARGETS)]
