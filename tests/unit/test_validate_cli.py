@@ -14,35 +14,26 @@ from preemption_toleration.cli.validate_inputs import glob_pattern
 
 ROOT = Path(__file__).resolve().parents[2]
 
-TEN_K = """\
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata:
-  name: low-non-preempted
-  annotations:
-    preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority: "10k"
-value: 8000
-"""
+ANNOTATION_PREFIX = "preemption-toleration.scheduling.x-k8s.io/"
 
-EXAMPLES = """\
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata:
-  name: low-non-preempted
-  annotations:
-    preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority: "10000"
-    preemption-toleration.scheduling.x-k8s.io/toleration-seconds: "-1"
-value: 8000
----
-apiVersion: scheduling.k8s.io/v1
-kind: PriorityClass
-metadata:
-  name: low-non-preempted-10min
-  annotations:
-    preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority: "10000"
-    preemption-toleration.scheduling.x-k8s.io/toleration-seconds: "600"
-value: 8000
----
+
+def class_manifest(name: str, annotations: dict[str, str]) -> str:
+    """A PriorityClass of value 8000 as one YAML document, its annotations quoted and in the order given."""
+    lines = "".join(f'    {ANNOTATION_PREFIX}{key}: "{value}"\n' for key, value in annotations.items())
+    return (
+        f"apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata:\n  name: {name}\n"
+        f"  annotations:\n{lines}value: 8000\n"
+    )
+
+
+# The annotation line of the value that does not parse is line 6.
+TEN_K = class_manifest("low-non-preempted", {"minimum-preemptable-priority": "10k"})
+EXAMPLES = (
+    class_manifest("low-non-preempted", {"minimum-preemptable-priority": "10000", "toleration-seconds": "-1"})
+    + "---\n"
+    + class_manifest("low-non-preempted-10min", {"minimum-preemptable-priority": "10000", "toleration-seconds": "600"})
+    + "---\n"
+    + """\
 apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -50,6 +41,7 @@ metadata:
 data:
   minimum-preemptable-priority: "10k"
 """
+)
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str]]:
