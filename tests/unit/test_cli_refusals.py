@@ -15,6 +15,14 @@ from preemption_toleration.cli.main import main
 from preemption_toleration.devcluster.toolchain import supported_versions
 
 
+def usage_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
+    """What `ptol argv` writes to stderr as it exits with argparse's usage error, code 2."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    return capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("argv", "usage", "line"),
     [
@@ -41,10 +49,7 @@ from preemption_toleration.devcluster.toolchain import supported_versions
 def test_a_usage_error_shows_the_usage_of_the_subcommand_called(
     capsys: pytest.CaptureFixture[str], argv: list[str], usage: str, line: str
 ) -> None:
-    with pytest.raises(SystemExit) as exited:
-        main(argv)
-    err = capsys.readouterr().err
-    assert exited.value.code == 2
+    err = usage_error(capsys, argv)
     assert err.startswith(usage)
     assert err.splitlines()[-1] == line
 
@@ -52,64 +57,50 @@ def test_a_usage_error_shows_the_usage_of_the_subcommand_called(
 SUPPORTED = ", ".join(supported_versions())
 
 
+NOT_A_COUNT = "is not a count: a whole number, 0 or more"
+NOT_A_QUANTITY = "is not a Kubernetes quantity such as 4, 500m or 8Gi"
+UP = ["dev", "cluster", "up"]
+
+
 @pytest.mark.parametrize(
-    ("argv", "line"),
+    ("argv", "reason"),
     [
+        pytest.param([*UP, "--nodes", "-1"], NOT_A_COUNT, id="a negative count of nodes"),
+        pytest.param([*UP, "--nodes", "x"], NOT_A_COUNT, id="a count that is not a number"),
+        pytest.param([*UP, "--node-cpu", "abc"], NOT_A_QUANTITY, id="a CPU capacity that is not a quantity"),
         pytest.param(
-            ["dev", "cluster", "up", "--nodes", "-1"],
-            "ptol dev cluster up: error: argument --nodes: '-1' is not a count: a whole number, 0 or more",
-            id="a negative count of nodes",
+            [*UP, "--node-memory", "8GB"], NOT_A_QUANTITY, id="a memory capacity with a suffix Kubernetes does not know"
         ),
         pytest.param(
-            ["dev", "cluster", "up", "--nodes", "x"],
-            "ptol dev cluster up: error: argument --nodes: 'x' is not a count: a whole number, 0 or more",
-            id="a count that is not a number",
-        ),
-        pytest.param(
-            ["dev", "cluster", "up", "--node-cpu", "abc"],
-            "ptol dev cluster up: error: argument --node-cpu: 'abc' is not a Kubernetes quantity such as 4, 500m "
-            "or 8Gi",
-            id="a CPU capacity that is not a quantity",
-        ),
-        pytest.param(
-            ["dev", "cluster", "up", "--node-memory", "8GB"],
-            "ptol dev cluster up: error: argument --node-memory: '8GB' is not a Kubernetes quantity such as 4, 500m "
-            "or 8Gi",
-            id="a memory capacity with a suffix Kubernetes does not know",
-        ),
-        pytest.param(
-            ["dev", "cluster", "up", "--node-cpu", "0"],
-            "ptol dev cluster up: error: argument --node-cpu: '0' is not more than 0: give a quantity such as 4, 500m "
-            "or 8Gi",
+            [*UP, "--node-cpu", "0"],
+            "is not more than 0: give a quantity such as 4, 500m or 8Gi",
             id="a capacity of nothing",
         ),
         pytest.param(
-            ["dev", "cluster", "up", "--namespace", "Team_A"],
-            "ptol dev cluster up: error: argument --namespace: 'Team_A' is not a namespace name (up to 63 lower-case "
-            "letters, digits and '-', starting and ending with a letter or digit)",
+            [*UP, "--namespace", "Team_A"],
+            "is not a namespace name (up to 63 lower-case letters, digits and '-', starting and ending with a letter "
+            "or digit)",
             id="a namespace the API server would refuse",
         ),
         pytest.param(
-            ["dev", "cluster", "up", "--kubernetes-version", "1.2.3"],
-            "ptol dev cluster up: error: argument --kubernetes-version: '1.2.3' is not a Kubernetes release this "
-            f"repository pins; supported: {SUPPORTED} (`ptol dev cluster pin 1.2.3` adds one)",
+            [*UP, "--kubernetes-version", "1.2.3"],
+            f"is not a Kubernetes release this repository pins; supported: {SUPPORTED} (`ptol dev cluster pin 1.2.3` "
+            "adds one)",
             id="a release that is not pinned, with the pinned ones",
         ),
         pytest.param(
             ["dev", "cluster", "install", "--kubernetes-version", "1.37.2", "--kubernetes-version", "1.37"],
-            "ptol dev cluster install: error: argument --kubernetes-version: '1.37' is not a Kubernetes release "
-            f"such as 1.37.2; supported: {SUPPORTED}",
+            f"is not a Kubernetes release such as 1.37.2; supported: {SUPPORTED}",
             id="a release that is not X.Y.Z, with the pinned ones",
         ),
     ],
 )
-def test_values_refused_before_any_work(capsys: pytest.CaptureFixture[str], argv: list[str], line: str) -> None:
-    with pytest.raises(SystemExit) as exited:
-        main(argv)
-    err = capsys.readouterr().err
-    assert exited.value.code == 2
-    assert err.startswith(f"usage: ptol {' '.join(argv[:3])} [-h]")
-    assert err.splitlines()[-1] == line
+def test_values_refused_before_any_work(capsys: pytest.CaptureFixture[str], argv: list[str], reason: str) -> None:
+    """The last option given is the one refused, by its name and value."""
+    subcommand = " ".join(argv[:3])
+    err = usage_error(capsys, argv)
+    assert err.startswith(f"usage: ptol {subcommand} [-h]")
+    assert err.splitlines()[-1] == f"ptol {subcommand}: error: argument {argv[-2]}: '{argv[-1]}' {reason}"
 
 
 @pytest.mark.parametrize(
@@ -243,10 +234,7 @@ def test_tls_files_that_cannot_be_served_are_refused_before_the_server_starts(
         monkeypatch.setenv(name, value.format(dir=tls_dir))
     options = {flag: path for flag, path in {**SERVABLE, **flags}.items() if path is not None}
     argv = [command, *(word.format(dir=tls_dir) for option in options.items() for word in option)]
-    with pytest.raises(SystemExit) as exited:
-        main(argv)
-    err = capsys.readouterr().err
-    assert exited.value.code == 2
+    err = usage_error(capsys, argv)
     assert err.startswith(f"usage: ptol {command} [-h]")
     assert err.splitlines()[-1] == f"ptol {command}: error: " + line.format(dir=tls_dir)
 
