@@ -4,6 +4,7 @@ subcommand that was called, and one line saying what is wrong and what to give i
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import serialization
@@ -165,34 +166,19 @@ NOT_A_KEY = (
 SERVABLE = {"--cert-file": "{dir}/tls.crt", "--key-file": "{dir}/tls.key", "--ca-file": "{dir}/ca.crt"}
 
 
+def refused_file(flag: str, file: str, reason: str, rule: str) -> Any:
+    """A case that gives `flag` this file of the TLS directory, refused with the flag, the path and `reason`."""
+    return pytest.param({}, {flag: f"{{dir}}/{file}"}, f"argument {flag}: {{dir}}/{file} {reason}", id=rule)
+
+
 @pytest.mark.parametrize("command", ["webhook", "run"])
 @pytest.mark.parametrize(
     ("env", "flags", "line"),
     [
-        pytest.param(
-            {},
-            {"--cert-file": "{dir}/notes.txt"},
-            "argument --cert-file: {dir}/notes.txt " + NOT_A_CERTIFICATE,
-            id="a certificate that is not PEM",
-        ),
-        pytest.param(
-            {},
-            {"--cert-file": "{dir}/tls.key"},
-            "argument --cert-file: {dir}/tls.key " + NOT_A_CERTIFICATE,
-            id="the key given as the certificate",
-        ),
-        pytest.param(
-            {},
-            {"--key-file": "{dir}/empty"},
-            "argument --key-file: {dir}/empty " + NOT_A_KEY,
-            id="an empty key file",
-        ),
-        pytest.param(
-            {},
-            {"--key-file": "{dir}/tls.crt"},
-            "argument --key-file: {dir}/tls.crt " + NOT_A_KEY,
-            id="the certificate given as the key",
-        ),
+        refused_file("--cert-file", "notes.txt", NOT_A_CERTIFICATE, "a certificate that is not PEM"),
+        refused_file("--cert-file", "tls.key", NOT_A_CERTIFICATE, "the key given as the certificate"),
+        refused_file("--key-file", "empty", NOT_A_KEY, "an empty key file"),
+        refused_file("--key-file", "tls.crt", NOT_A_KEY, "the certificate given as the key"),
         pytest.param(
             {},
             {"--key-file": "{dir}/encrypted.key"},
@@ -200,12 +186,7 @@ SERVABLE = {"--cert-file": "{dir}/tls.crt", "--key-file": "{dir}/tls.key", "--ca
             "(`openssl pkey -in {dir}/encrypted.key -out KEY`)",
             id="an encrypted key, whose password the server cannot ask for",
         ),
-        pytest.param(
-            {},
-            {"--ca-file": "{dir}/notes.txt"},
-            "argument --ca-file: {dir}/notes.txt " + NOT_A_CERTIFICATE,
-            id="a CA that is not PEM",
-        ),
+        refused_file("--ca-file", "notes.txt", NOT_A_CERTIFICATE, "a CA that is not PEM"),
         pytest.param(
             {},
             {"--cert-file": "{dir}/missing.crt"},
