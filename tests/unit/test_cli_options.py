@@ -129,120 +129,120 @@ def test_option_values(
     assert getattr(parse(monkeypatch, env, argv), attribute) == expected, rule
 
 
+def refused(rule: str, command_line: str, flag: str, reason: str) -> tuple[str, dict[str, str], list[str], str]:
+    """A row: `command_line` ("VARIABLE=value ptol command" or "ptol command --flag value") is refused with
+    the flag, the value and `reason`, and the variable when the value came from one."""
+    words = command_line.split()
+    ptol = words.index("ptol")
+    env = dict(assignment.split("=", 1) for assignment in words[:ptol])
+    argv = words[ptol + 1 :]
+    if not env:
+        return rule, env, argv, f"argument {flag}: '{argv[-1]}' {reason}"
+    [(variable, value)] = env.items()
+    return rule, env, argv, f"argument {flag}: '{value}' {reason} (from ${variable})"
+
+
 @pytest.mark.parametrize(
     "rule, env, argv, message",
     [
-        (
+        refused(
             "port not a number, from the variable",
-            {"PTOL_WEBHOOK_PORT": "abc"},
-            ["webhook"],
-            "argument --port: 'abc' is not a port number (0 to 65535) (from $PTOL_WEBHOOK_PORT)",
+            "PTOL_WEBHOOK_PORT=abc ptol webhook",
+            "--port",
+            "is not a port number (0 to 65535)",
         ),
-        (
+        refused(
             "eviction preemptor priority beyond a PriorityClass value, from the variable",
-            {"PTOL_EVICTION_PREEMPTOR_PRIORITY": "2147483648"},
-            ["webhook"],
-            "argument --eviction-preemptor-priority: '2147483648' is not a priority (an integer from -2147483648 to "
-            "2147483647) (from $PTOL_EVICTION_PREEMPTOR_PRIORITY)",
+            "PTOL_EVICTION_PREEMPTOR_PRIORITY=2147483648 ptol webhook",
+            "--eviction-preemptor-priority",
+            "is not a priority (an integer from -2147483648 to 2147483647)",
         ),
-        (
+        refused(
             "eviction preemptor priority not an integer",
-            {},
-            ["run", "--eviction-preemptor-priority", "9k"],
-            "argument --eviction-preemptor-priority: '9k' is not a priority "
-            "(an integer from -2147483648 to 2147483647)",
+            "ptol run --eviction-preemptor-priority 9k",
+            "--eviction-preemptor-priority",
+            "is not a priority (an integer from -2147483648 to 2147483647)",
         ),
-        (
+        refused(
             "port out of range, from the flag",
-            {},
-            ["webhook", "--port", "70000"],
-            "argument --port: '70000' is not a port number (0 to 65535)",
+            "ptol webhook --port 70000",
+            "--port",
+            "is not a port number (0 to 65535)",
         ),
-        (
+        refused(
             "guard mode not a choice, from the variable",
-            {"PTOL_GUARD": "enforced"},
-            ["webhook"],
-            "argument --guard: 'enforced' is not one of enforce, audit, off (from $PTOL_GUARD)",
+            "PTOL_GUARD=enforced ptol webhook",
+            "--guard",
+            "is not one of enforce, audit, off",
         ),
-        (
-            "zero resync",
-            {"PTOL_RESYNC_SECONDS": "0"},
-            ["operator"],
-            "argument --resync-seconds: '0' must be from 1 to 86400 seconds (from $PTOL_RESYNC_SECONDS)",
+        refused(
+            "zero resync", "PTOL_RESYNC_SECONDS=0 ptol operator", "--resync-seconds", "must be from 1 to 86400 seconds"
         ),
-        (
+        refused(
             "a resync too small to be meant",
-            {},
-            ["operator", "--resync-seconds", "1e-9"],
-            "argument --resync-seconds: '1e-9' must be from 1 to 86400 seconds",
+            "ptol operator --resync-seconds 1e-9",
+            "--resync-seconds",
+            "must be from 1 to 86400 seconds",
         ),
-        (
+        refused(
             "liveness port out of range",
-            {},
-            ["operator", "--liveness", "http://0.0.0.0:99999/healthz"],
-            "argument --liveness: 'http://0.0.0.0:99999/healthz' has a port that is not a number from 0 to 65535",
+            "ptol operator --liveness http://0.0.0.0:99999/healthz",
+            "--liveness",
+            "has a port that is not a number from 0 to 65535",
         ),
-        (
+        refused(
             "a hold the guard's webhook timeout would cut short",
-            {},
-            ["webhook", "--retry-hold-seconds", "3"],
-            "argument --retry-hold-seconds: '3' must be from 0 to 2 seconds",
+            "ptol webhook --retry-hold-seconds 3",
+            "--retry-hold-seconds",
+            "must be from 0 to 2 seconds",
         ),
-        (
-            "resync not a number",
-            {},
-            ["run", "--resync-seconds", "1m"],
-            "argument --resync-seconds: '1m' is not a number of seconds",
+        refused(
+            "resync not a number", "ptol run --resync-seconds 1m", "--resync-seconds", "is not a number of seconds"
         ),
-        (
+        refused(
             "negative body limit",
-            {"PTOL_MAX_BODY_BYTES": "-1"},
-            ["webhook"],
-            "argument --max-body-bytes: '-1' is not a positive integer (from $PTOL_MAX_BODY_BYTES)",
+            "PTOL_MAX_BODY_BYTES=-1 ptol webhook",
+            "--max-body-bytes",
+            "is not a positive integer",
         ),
-        (
+        refused(
             "metrics without a port",
-            {"PTOL_OPERATOR_METRICS": "0.0.0.0"},
-            ["operator"],
-            "argument --metrics: '0.0.0.0' is not HOST:PORT (e.g. 0.0.0.0:8081) (from $PTOL_OPERATOR_METRICS)",
+            "PTOL_OPERATOR_METRICS=0.0.0.0 ptol operator",
+            "--metrics",
+            "is not HOST:PORT (e.g. 0.0.0.0:8081)",
         ),
-        (
+        refused(
             "liveness not a URL",
-            {},
-            ["operator", "--liveness", "8080"],
-            "argument --liveness: '8080' is not a URL starting with http:// and a host",
+            "ptol operator --liveness 8080",
+            "--liveness",
+            "is not a URL starting with http:// and a host",
         ),
-        (
+        refused(
             "register URL must be https",
-            {"PTOL_REGISTER_URL": "http://127.0.0.1:8443"},
-            ["webhook"],
-            "argument --register-url: 'http://127.0.0.1:8443' is not a URL starting with https:// and a host "
-            "(from $PTOL_REGISTER_URL)",
+            "PTOL_REGISTER_URL=http://127.0.0.1:8443 ptol webhook",
+            "--register-url",
+            "is not a URL starting with https:// and a host",
         ),
-        (
+        refused(
             "secret without a namespace",
-            {},
-            ["webhook", "--tls-secret", "webhook-tls"],
-            "argument --tls-secret: 'webhook-tls' is not NAMESPACE/NAME",
+            "ptol webhook --tls-secret webhook-tls",
+            "--tls-secret",
+            "is not NAMESPACE/NAME",
         ),
-        (
+        refused(
             "peering priority zero",
-            {"PTOL_PEERING_PRIORITY": "0"},
-            ["operator"],
-            "argument --priority: '0' is not a peering priority (an integer from 1 to 2147483647) "
-            "(from $PTOL_PEERING_PRIORITY)",
+            "PTOL_PEERING_PRIORITY=0 ptol operator",
+            "--priority",
+            "is not a peering priority (an integer from 1 to 2147483647)",
         ),
-        (
-            "log format not a choice",
-            {"PTOL_LOG_FORMAT": "jsn"},
-            ["operator"],
-            "argument --log-format: 'jsn' is not one of text, json (from $PTOL_LOG_FORMAT)",
+        refused(
+            "log format not a choice", "PTOL_LOG_FORMAT=jsn ptol operator", "--log-format", "is not one of text, json"
         ),
-        (
+        refused(
             "log level not a level",
-            {},
-            ["webhook", "--log-level", "verbose"],
-            "argument --log-level: 'verbose' is not one of DEBUG, INFO, WARNING, ERROR, CRITICAL",
+            "ptol webhook --log-level verbose",
+            "--log-level",
+            "is not one of DEBUG, INFO, WARNING, ERROR, CRITICAL",
         ),
         (
             "empty identity flag",
