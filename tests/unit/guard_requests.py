@@ -168,21 +168,18 @@ def drop(mapping: dict[str, Any], key: str) -> dict[str, Any]:
     return {k: v for k, v in mapping.items() if k != key}
 
 
+EVICTION_VERSIONS = ("policy/v1", "policy/v1beta1")
+
 ROWS = [
     # Evictions name their preemptor by annotation, whoever sends them.
-    Row("eviction policy/v1 names the preemptor's priority", evict({PREEMPTOR_PRIORITY: "9000"}), True, refused=True),
-    Row(
-        "eviction policy/v1beta1 names the preemptor's priority",
-        evict({PREEMPTOR_PRIORITY: "9000"}, "policy/v1beta1"),
-        True,
-        refused=True,
-    ),
-    Row("eviction policy/v1 names the preemptor pod", evict({PREEMPTOR: "team/high-1"}), True, refused=True),
-    Row(
-        "eviction policy/v1beta1 names the preemptor pod",
-        evict({PREEMPTOR: "team/high-1"}, "policy/v1beta1"),
-        True,
-        refused=True,
+    # Both Eviction versions the API server serves name the preemptor alike, by its priority or by the pod.
+    *(
+        Row(f"eviction {version} names {named}", evict(annotations, version), True, refused=True)
+        for version in EVICTION_VERSIONS
+        for named, annotations in [
+            ("the preemptor's priority", {PREEMPTOR_PRIORITY: "9000"}),
+            ("the preemptor pod", {PREEMPTOR: "team/high-1"}),
+        ]
     ),
     Row("eviction names both", evict({PREEMPTOR: "team/high-1", PREEMPTOR_PRIORITY: "9000"}), True, refused=True),
     Row(
