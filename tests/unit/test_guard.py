@@ -222,16 +222,17 @@ def eviction(version="policy/v1", **annotations):
 EVICTION_KIND = {"group": "policy", "version": "v1", "kind": "Eviction"}
 
 
+def eviction_request(version="policy/v1", **annotations):
+    """alice's Eviction of team/victim (a CREATE of pods/eviction) with these annotations."""
+    return pod_request(
+        eviction(version, **annotations), operation="CREATE", sub_resource="eviction", user="alice", kind=EVICTION_KIND
+    )
+
+
 @pytest.mark.parametrize("version", ["policy/v1", "policy/v1beta1"])
 def test_eviction_with_preemptor_priority_of_a_forever_protected_pod_is_403(version) -> None:
     victim = bound("victim", 8000, "low-non-preempted")
-    request = pod_request(
-        eviction(version, **{PREEMPTOR_PRIORITY: "9000"}),
-        operation="CREATE",
-        sub_resource="eviction",
-        user="alice",
-        kind=EVICTION_KIND,
-    )
+    request = eviction_request(version, **{PREEMPTOR_PRIORITY: "9000"})
     verdict = judge(request, snapshot(victim), GuardConfig(), NOW)
     assert not verdict.response.allowed and verdict.response.status.code == 403
     assert verdict.response.status.message == (
@@ -244,13 +245,7 @@ def test_eviction_with_preemptor_priority_of_a_forever_protected_pod_is_403(vers
 def test_eviction_refused_for_a_time_limited_toleration_is_429_with_seconds_left() -> None:
     victim = bound("victim", 8000, "low-non-preempted-10min", ago=timedelta(seconds=100))
     preemptor = pending("high-1", 9000)
-    request = pod_request(
-        eviction(**{PREEMPTOR: "team/high-1"}),
-        operation="CREATE",
-        sub_resource="eviction",
-        user="alice",
-        kind=EVICTION_KIND,
-    )
+    request = eviction_request(**{PREEMPTOR: "team/high-1"})
     verdict = judge(request, snapshot(victim, preemptor), GuardConfig(), NOW)
     assert verdict.response.status.code == 429
     message = verdict.response.status.message
@@ -261,20 +256,8 @@ def test_eviction_refused_for_a_time_limited_toleration_is_429_with_seconds_left
 
 
 ALLOWED = [
-    (
-        "eviction without the annotation is a drain, not a preemption",
-        lambda: pod_request(eviction(), operation="CREATE", sub_resource="eviction", user="alice", kind=EVICTION_KIND),
-    ),
-    (
-        "preemptor at the minimum",
-        lambda: pod_request(
-            eviction(**{PREEMPTOR_PRIORITY: "10000"}),
-            operation="CREATE",
-            sub_resource="eviction",
-            user="alice",
-            kind=EVICTION_KIND,
-        ),
-    ),
+    ("eviction without the annotation is a drain, not a preemption", eviction_request),
+    ("preemptor at the minimum", lambda: eviction_request(**{PREEMPTOR_PRIORITY: "10000"})),
     ("delete by a user", lambda: pod_request(None, old=bound("victim", 8000, "low-non-preempted"), user="alice")),
 ]
 
@@ -287,13 +270,7 @@ def test_allowed(rule, make) -> None:
 
 
 def test_bad_preemptor_priority_is_not_judged_and_says_why() -> None:
-    request = pod_request(
-        eviction(**{PREEMPTOR_PRIORITY: "9k"}),
-        operation="CREATE",
-        sub_resource="eviction",
-        user="alice",
-        kind=EVICTION_KIND,
-    )
+    request = eviction_request(**{PREEMPTOR_PRIORITY: "9k"})
     verdict = judge(request, snapshot(bound("victim", 8000, "low-non-preempted")), GuardConfig(), NOW)
     assert verdict.response.allowed and "9k" in verdict.response.warnings[0]
 
@@ -449,13 +426,7 @@ def test_audit_mode_allows_and_reports() -> None:
 
 def test_not_scheduled_victim_message() -> None:
     victim = bound("victim", 8000, "low-non-preempted-10min", ago=None)
-    request = pod_request(
-        eviction(**{PREEMPTOR_PRIORITY: "9000"}),
-        operation="CREATE",
-        sub_resource="eviction",
-        user="alice",
-        kind=EVICTION_KIND,
-    )
+    request = eviction_request(**{PREEMPTOR_PRIORITY: "9000"})
     verdict = judge(request, snapshot(victim), GuardConfig(), NOW)
     assert verdict.response.status.code == 403
     assert (
@@ -467,13 +438,7 @@ def test_not_scheduled_victim_message() -> None:
 def test_annotated_preemptor_with_preemption_policy_never_is_refused_with_a_clear_message() -> None:
     victim = bound("victim", 8000, "low")
     never = pending("never", 9000, preemptionPolicy="Never")
-    request = pod_request(
-        eviction(**{PREEMPTOR: "team/never"}),
-        operation="CREATE",
-        sub_resource="eviction",
-        user="alice",
-        kind=EVICTION_KIND,
-    )
+    request = eviction_request(**{PREEMPTOR: "team/never"})
     verdict = judge(request, snapshot(victim, never), GuardConfig(), NOW)
     assert verdict.response.status.code == 403
     assert verdict.response.status.message == (
@@ -606,13 +571,7 @@ def test_eviction_preemptor_priority(rule, option, annotations, class_name, ago,
         request = pod_request(None, old=victim, user="alice")
     else:
         version = "policy/v1beta1" if kind == "eviction-v1beta1" else "policy/v1"
-        request = pod_request(
-            eviction(version, **annotations),
-            operation="CREATE",
-            sub_resource="eviction",
-            user="alice",
-            kind=EVICTION_KIND,
-        )
+        request = eviction_request(version, **annotations)
     verdict = judge(request, snapshot(victim), GuardConfig(eviction_preemptor_priority=option), NOW)
     if code is None:
         assert verdict.response.allowed and verdict.refusal is None, rule
@@ -627,7 +586,7 @@ def test_eviction_preemptor_priority(rule, option, annotations, class_name, ago,
 
 def test_eviction_preemptor_priority_in_audit_mode_allows_and_reports() -> None:
     victim = bound("victim", 8000, "low-non-preempted-10min", ago=timedelta(seconds=100))
-    request = pod_request(eviction(), operation="CREATE", sub_resource="eviction", user="alice", kind=EVICTION_KIND)
+    request = eviction_request()
     verdict = judge(request, snapshot(victim), GuardConfig(audit=True, eviction_preemptor_priority=9000), NOW)
     assert verdict.response.allowed and verdict.refusal is not None and verdict.refusal.code == 429
     assert verdict.response.warnings[0].startswith("audit: would refuse: pod team/victim")
