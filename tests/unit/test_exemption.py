@@ -146,18 +146,33 @@ def test_check_2_comes_before_preemption_policy() -> None:
         exempted_from_preemption(pod("v", 1000, "gone"), pod("p", 1001, preemption_policy="Never"), CLASSES, NOW)
 
 
-def test_pod_scheduled_false_counts_as_not_scheduled() -> None:
+@pytest.mark.parametrize(
+    ("condition", "exempted"),
+    [
+        pytest.param(
+            {"type": "PodScheduled", "status": "False", "lastTransitionTime": "2020-01-01T00:00:00Z"},
+            True,
+            id="PodScheduled False counts as not scheduled",
+        ),
+        pytest.param(
+            {"type": "PodScheduled", "status": "True"},
+            False,
+            id="scheduled without a transition time is Go's zero time",
+        ),
+        pytest.param(
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-22T13:59:51.5+02:00"},
+            True,
+            id="fractional and offset times are read",
+        ),
+    ],
+)
+def test_when_the_victim_was_scheduled_is_read_from_its_pod_scheduled_condition(
+    condition: dict[str, str], exempted: bool
+) -> None:
+    """The victim's class tolerates 10 s; the preemptor is below its minimum."""
     victim = pod("v", 1000, "ten-seconds")
-    victim["status"]["conditions"] = [
-        {"type": "PodScheduled", "status": "False", "lastTransitionTime": "2020-01-01T00:00:00Z"}
-    ]
-    assert exempted_from_preemption(victim, pod("p", 1009), CLASSES, NOW) is True
-
-
-def test_scheduled_without_transition_time_is_go_zero_time() -> None:
-    victim = pod("v", 1000, "ten-seconds")
-    victim["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"}]
-    assert exempted_from_preemption(victim, pod("p", 1009), CLASSES, NOW) is False
+    victim["status"]["conditions"] = [condition]
+    assert exempted_from_preemption(victim, pod("p", 1009), CLASSES, NOW) is exempted
 
 
 def test_toleration_above_9223372036_wraps_into_no_toleration_like_upstream() -> None:
@@ -167,14 +182,6 @@ def test_toleration_above_9223372036_wraps_into_no_toleration_like_upstream() ->
     }
     assert exempted_from_preemption(pod("v", 1000, "max", NOW), pod("p", 1005), classes, NOW) is True
     assert exempted_from_preemption(pod("v", 1000, "over", NOW), pod("p", 1005), classes, NOW) is False
-
-
-def test_fractional_and_offset_times_are_read() -> None:
-    victim = pod("v", 1000, "ten-seconds")
-    victim["status"]["conditions"] = [
-        {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-22T13:59:51.5+02:00"}
-    ]
-    assert exempted_from_preemption(victim, pod("p", 1009), CLASSES, NOW) is True
 
 
 def test_now_must_be_timezone_aware() -> None:
