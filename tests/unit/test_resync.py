@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Coroutine
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import pytest
@@ -62,30 +62,34 @@ class Reconciles:
 
 
 @asynccontextmanager
-async def resyncing(
-    reconciles: Reconciles,
-    clock: ResyncClock,
-    pending: Callable[[], bool] = lambda: False,
-    peering: Peering | None = None,  # standalone: always the active replica
-) -> AsyncIterator[None]:
-    task = asyncio.create_task(
-        resync_forever(
-            clock=clock,
-            period=PERIOD,
-            pending=pending,
-            reconcile=reconciles,
-            api=None,
-            peering=peering,
-            count=reconciles.count,
-            logger=logger,
-        )
-    )
+async def running(loop: Coroutine[Any, Any, None], what: str) -> AsyncIterator[None]:
+    """Runs `loop` as a task while the block runs, then cancels it: it must not have ended on its own."""
+    task = asyncio.create_task(loop)
     try:
         yield
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-        assert task.cancelled(), "the resync task ended on its own"
+        assert task.cancelled(), f"{what} ended on its own"
+
+
+def resyncing(
+    reconciles: Reconciles,
+    clock: ResyncClock,
+    pending: Callable[[], bool] = lambda: False,
+    peering: Peering | None = None,  # standalone: always the active replica
+) -> AbstractAsyncContextManager[None]:
+    resync = resync_forever(
+        clock=clock,
+        period=PERIOD,
+        pending=pending,
+        reconcile=reconciles,
+        api=None,
+        peering=peering,
+        count=reconciles.count,
+        logger=logger,
+    )
+    return running(resync, "the resync task")
 
 
 async def test_one_reconcile_per_period_and_none_at_start() -> None:
@@ -160,19 +164,11 @@ async def test_a_standby_looks_again_soon_and_resyncs_once_it_is_the_active_repl
     assert [record.getMessage() for record in caplog.records] == ["resync paused", "resync resumed"]
 
 
-@asynccontextmanager
-async def reconciling_on_changes(
+def reconciling_on_changes(
     reconciles: Reconciles, changes: asyncio.Event, peering: Peering | None = None
-) -> AsyncIterator[None]:
-    task = asyncio.create_task(
-        reconcile_on_changes(changes=changes, reconcile=reconciles, api=None, peering=peering, logger=logger)
-    )
-    try:
-        yield
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        assert task.cancelled(), "the task ended on its own"
+) -> AbstractAsyncContextManager[None]:
+    loop = reconcile_on_changes(changes=changes, reconcile=reconciles, api=None, peering=peering, logger=logger)
+    return running(loop, "the task")
 
 
 async def test_a_burst_of_changes_is_one_reconcile_and_a_failure_spares_the_next(caplog: Any) -> None:
