@@ -25,8 +25,10 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.core.shapes import as_mapping
+from preemption_toleration.manifests import kopf_peering
 
-KOPF_GROUP, KOPF_VERSION, CLUSTER_PEERINGS = "kopf.dev", "v1", "clusterkopfpeerings"
+# the kopf.dev peering resource, as the manifests declare it
+KOPF_GROUP, KOPF_VERSION, CLUSTER_PEERINGS = kopf_peering.GROUP, kopf_peering.VERSION, kopf_peering.PLURAL
 DEFAULT_LIFETIME_SECONDS = 60  # kopf's default for a peer that does not say
 REQUEST_TIMEOUT_SECONDS = 15  # the client sets none: a half-open connection would stall the resync for good
 
