@@ -81,6 +81,12 @@ def object_name(raw: Mapping[str, Any]) -> str:
     return str(metadata.get("name") or "") if isinstance(metadata, Mapping) else ""
 
 
+def resource_version(raw: Mapping[str, Any]) -> object:
+    """The object's metadata.resourceVersion as sent (None when absent or the metadata is not an object)."""
+    metadata = raw.get("metadata")
+    return metadata.get("resourceVersion") if isinstance(metadata, Mapping) else None
+
+
 class DictStore(Generic[V]):
     """`items`: key -> slim value, for resources of modest count (classes, policies, nodes)."""
 
@@ -331,8 +337,7 @@ class Informer:
             if raw.get("code") == 410:
                 raise WatchExpired(str(raw.get("message") or "expired"))
             raise ApiException(status=raw.get("code") or 500, reason=str(raw.get("message") or "watch error"))
-        metadata = raw.get("metadata")
-        version = metadata.get("resourceVersion") if isinstance(metadata, Mapping) else None
+        version = resource_version(raw)
         if kind == "DELETED":
             self.store.remove(raw)
         elif kind in ("ADDED", "MODIFIED"):

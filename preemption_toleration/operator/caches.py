@@ -26,7 +26,7 @@ from kubernetes_asyncio.client import ApiClient
 from preemption_toleration.api.policy import PLURAL
 from preemption_toleration.api.resources import PRIORITY_CLASS_PLURAL
 from preemption_toleration.kube import listers
-from preemption_toleration.kube.informer import DictStore, Informer, object_name, version_number
+from preemption_toleration.kube.informer import DictStore, Informer, object_name, resource_version, version_number
 from preemption_toleration.records.policy import PolicyView, policy_view
 from preemption_toleration.records.priority_class import ClassView, class_view
 
@@ -60,11 +60,6 @@ class ClassStore(DictStore[ClassView]):
             self.changed(None)
 
 
-def _resource_version(raw: Mapping[str, Any]) -> object:
-    metadata = raw.get("metadata")
-    return metadata.get("resourceVersion") if isinstance(metadata, Mapping) else None
-
-
 def _not_older(version: object, than: PolicyView) -> bool:
     mine, theirs = version_number(version), version_number(than.resource_version)
     return mine is None or theirs is None or mine >= theirs
@@ -88,7 +83,7 @@ class PolicyStore(DictStore[PolicyView]):
     def remove(self, raw: Mapping[str, Any]) -> None:
         key = self.key(raw)
         held = self.items.get(key)
-        if held is not None and _not_older(_resource_version(raw), held):
+        if held is not None and _not_older(resource_version(raw), held):
             del self.items[key]
 
 
@@ -119,7 +114,7 @@ class OperatorCaches:
     def offer_policy(self, body: Mapping[str, Any]) -> None:
         """A policy as a kopf handler got it: kept if the watch has not delivered its version yet (the
         watch delivers versions in order, so one it has passed is in the store, or a later one is)."""
-        number = version_number(_resource_version(body))
+        number = version_number(resource_version(body))
         if number is not None and number > self.policies.version and object_name(body):
             self.policy_store.put(body)
 
