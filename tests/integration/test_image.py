@@ -40,7 +40,7 @@ from tests.integration.conftest import Kubectl
 from tests.integration.helpers import SLOW_SECONDS, eventually, unique_name, with_value
 from tests.integration.objects import MIN, TOL, apply_class_and_policy, ours, read_class
 
-pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
+pytestmark = [pytest.mark.integration]
 __all__ = ["clean_slate"]  # a fixture
 
 OPERATOR = "preemption-toleration-operator"
@@ -78,6 +78,7 @@ def containers() -> Iterator[list[str]]:
             images.podman("rm", "--force", "--ignore", name, check=False)
 
 
+@pytest.mark.asyncio(loop_scope="session")
 async def test_the_image_serves_the_chart_s_webhooks_and_runs_its_operator(
     image: str, api: ApiClient, cluster: LocalCluster, kubectl: Kubectl, clean_slate: None, tmp_path: Path
 ) -> None:

@@ -13,6 +13,7 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from preemption_toleration.devcluster import LocalCluster
 from tests.integration.components import CRD_FILE, WebhookServer, install_crd
@@ -22,7 +23,7 @@ pytestmark = [pytest.mark.integration]
 
 INSECURE = ssl.create_default_context()  # the webhook's generated certificate
 INSECURE.check_hostname, INSECURE.verify_mode = False, ssl.CERT_NONE
-POLICIES = "preemptiontolerationpolicies.preemption-toleration.dev"
+POLICY_CACHE = "preemptiontolerationpolicies"
 
 
 class Webhook(WebhookServer):
@@ -39,16 +40,34 @@ class Webhook(WebhookServer):
         except OSError as error:
             return 0, str(error)
 
-    def until(self, check: str, wanted: int, timeout: float) -> str:
-        """Polls /readyz until it answers `wanted`; returns the body."""
+    def until(self, check: str, wanted: int, timeout: float, starting: str = "") -> str:
+        """Polls /readyz until it answers `wanted` with a body `starting` so; returns the body."""
         deadline = time.monotonic() + timeout
         status, body = self.readyz()
-        while status != wanted:
+        while status != wanted or not body.startswith(starting):
             assert self.process.running(), f"ptol webhook exited; log:\n{self.process.log()[-3000:]}"
             assert time.monotonic() < deadline, f"{check}: /readyz still answers {status} {body!r}"
             time.sleep(0.3)
             status, body = self.readyz()
         return body
+
+    def until_failures(self, resource: str, wanted: int, timeout: float) -> None:
+        """Polls /metrics until the cache of `resource` counts `wanted` failed listings or watches."""
+        deadline = time.monotonic() + timeout
+        while (failures := self.watch_failures(resource)) < wanted:
+            assert time.monotonic() < deadline, f"{resource}: {failures} failed listings, not {wanted}"
+            time.sleep(0.3)
+
+    def watch_failures(self, resource: str) -> float:
+        url = f"https://127.0.0.1:{self.port}/metrics"
+        with urllib.request.urlopen(url, context=INSECURE, timeout=ANSWER_SECONDS) as response:
+            text = response.read().decode()
+        return sum(
+            sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if sample.name == "ptol_webhook_cache_watch_failures_total" and sample.labels["kind"] == resource
+        )
 
     def lines(self, text: str) -> list[str]:
         return [line for line in self.process.log()[self.since :].splitlines() if text in line]
@@ -80,10 +99,11 @@ def test_a_webhook_started_before_its_crd_waits_says_why_and_becomes_ready(
     cluster: LocalCluster, webhook_without_crd: Webhook
 ) -> None:
     webhook = webhook_without_crd
-    body = webhook.until("before the CRD", 503, timeout=START_SECONDS)
-    assert body.startswith("caches are not ready: preemptiontolerationpolicies: not listed yet (last problem: 404")
+    # the other caches list in their own time; then only the policies' cache keeps /readyz at 503
+    policies_missing = "caches are not ready: preemptiontolerationpolicies: not listed yet (last problem: 404"
+    body = webhook.until("before the CRD", 503, timeout=START_SECONDS, starting=policies_missing)
     assert body.endswith("(the resource is not served: is its CRD installed?))")
-    time.sleep(8)  # retried at 1, 2 and 4 s: the same failure
+    webhook.until_failures(POLICY_CACHE, 4, timeout=START_SECONDS)  # retried after 1, 2 and 4 s
     assert webhook.process.running()
     assert len([line for line in webhook.lines("watch failed") if "preemptiontolerationpolicies" in line]) == 1
     assert webhook.lines("heap frozen") == []  # only once every cache is listed
