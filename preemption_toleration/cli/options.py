@@ -69,6 +69,18 @@ class Option:
         )
 
 
+def flag_value(default: object) -> str | None:
+    """A settings field's default as a flag spells it, for an option's `default`: on/off for a bool, a whole number
+    of seconds without its ".0"; None (no default) stays None."""
+    if default is None:
+        return None
+    if isinstance(default, bool):
+        return "on" if default else "off"
+    if isinstance(default, float) and default.is_integer():
+        return str(int(default))
+    return str(default)
+
+
 def add_options(parser: argparse.ArgumentParser, options: Iterable[Option]) -> None:
     for option in options:
         option.add_to(parser)

@@ -14,7 +14,14 @@ from preemption_toleration.cli.options import LOGGING_OPTIONS, Option, add_comma
 from preemption_toleration.cli.signals import run_until_signalled
 from preemption_toleration.cli.values import non_empty
 from preemption_toleration.cli.webhook_cmd import prepare, stopped_on_webhook_error
-from preemption_toleration.cli.webhook_options import DEFAULT_OPERATOR_IDENTITY, server_options, settings_from
+from preemption_toleration.cli.webhook_options import (
+    DEFAULT_OPERATOR_IDENTITY,
+    RUN_DEFAULTS,
+    server_options,
+    settings_from,
+)
+from preemption_toleration.kube.identity import RUN_OPERATOR_USER
+from preemption_toleration.webhooks.settings import local_run_defaults
 
 DEV_CLUSTER = Option(
     "--dev-cluster",
@@ -29,16 +36,11 @@ DEV_CLUSTER = Option(
 def run_command_options() -> tuple[Option, ...]:
     """Every option of `ptol run`, in the order of its help: the webhook server's, with defaults of its own,
     the operator's it shares, and --dev-cluster."""
-    # shut down at once: it unregisters its configurations first; the operator writes as a user of its own
     server = server_options(
-        host="127.0.0.1",
-        port="0",
-        shutdown_delay="0",
-        operator_identity_default="ptol-run:operator, whom the operator acts as where the kubeconfig's user may "
+        RUN_DEFAULTS,
+        operator_identity_default=f"{RUN_OPERATOR_USER}, whom the operator acts as where the kubeconfig's user may "
         "impersonate (an admin); else the kubeconfig's user, the CN of its client certificate (for a kubeconfig "
         f"with a token, {DEFAULT_OPERATOR_IDENTITY}, so name the token's user here)",
-        # /metrics apart from the HTTPS port, as the Deployments serve it; a free port, logged
-        metrics_address="127.0.0.1:0",
     )
     return (*server, *SHARED_WITH_RUN, DEV_CLUSTER, *LOGGING_OPTIONS)
 
@@ -72,7 +74,7 @@ async def run_all(args: argparse.Namespace, stop: asyncio.Event, local: LocalClu
     from preemption_toleration.operator.runner import run_operator
     from preemption_toleration.webhooks.runner import run_webhook
 
-    settings = settings_from(args)
+    settings = settings_from(args, local_run_defaults())
     settings.register_url = f"https://127.0.0.1:{args.port}"
     impersonate: str | None = None
     if not args.operator_identities:

@@ -1,13 +1,15 @@
 """The webhook server's options, each declared once: `ptol webhook` and `ptol run` add them to their parsers,
-`settings_from` reads them into a WebhookSettings, and docs/configuration.md's table is made from them."""
+`settings_from` reads them into a WebhookSettings, and docs/configuration.md's table is made from them. Their
+defaults are the settings' (webhooks/settings.py): WebhookSettings' own for `ptol webhook`, `local_run_defaults`
+for `ptol run`."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 
-from preemption_toleration.admission.decisions import AdmissionConfig
-from preemption_toleration.cli.options import KUBECONFIG, LOGGING_OPTIONS, Option, settings_values
+from preemption_toleration.cli.options import KUBECONFIG, LOGGING_OPTIONS, Option, flag_value, settings_values
 from preemption_toleration.cli.tls_files import certificate_file, private_key_file
 from preemption_toleration.cli.values import (
     choice,
@@ -22,13 +24,18 @@ from preemption_toleration.cli.values import (
     positive_integer,
     url,
 )
-from preemption_toleration.kube.informer import DEFAULT_PAGE_SIZE, DEFAULT_STALE_AFTER_SECONDS
-from preemption_toleration.webhooks.handling import DEFAULT_MAX_BODY_BYTES
-from preemption_toleration.webhooks.settings import WebhookSettings
+from preemption_toleration.webhooks.settings import WebhookSettings, local_run_defaults
+
+
+def _listed(values: list[str]) -> str:
+    return ", ".join(values)
+
 
 GUARD_MODES = ("enforce", "audit", "off")
 STEERING_MODES = ("off", "audit", "on")
-DEFAULT_OPERATOR_IDENTITY = next(iter(AdmissionConfig().operator_identities))
+WEBHOOK_DEFAULTS = WebhookSettings()  # read only: `ptol webhook`'s defaults, for the help and the docs' table
+RUN_DEFAULTS = local_run_defaults()
+DEFAULT_OPERATOR_IDENTITY = _listed(WEBHOOK_DEFAULTS.operator_identities)
 _METRICS_ADDRESS_HELP = (
     "serve /metrics on http://HOST:PORT/metrics (e.g. 0.0.0.0:8081; port 0: a free one, logged), a port "
     "of its own that a NetworkPolicy can close, and no longer on the HTTPS port; default: "
@@ -36,21 +43,19 @@ _METRICS_ADDRESS_HELP = (
 
 
 def server_options(
+    defaults: WebhookSettings = WEBHOOK_DEFAULTS,
     *,
-    host: str = "0.0.0.0",
-    port: str = "8443",
-    shutdown_delay: str = "5",
     operator_identity_default: str = DEFAULT_OPERATOR_IDENTITY,
-    metrics_address: str | None = None,
 ) -> tuple[Option, ...]:
-    """The options of the server itself, which `ptol webhook` and `ptol run` share (with the defaults of each),
-    in the order of their help."""
+    """The options of the server itself, which `ptol webhook` and `ptol run` share, with the `defaults` of each
+    (`operator_identity_default`: how its help names whom the webhooks take for the operator by default), in the
+    order of their help."""
     return (
         KUBECONFIG,
         Option(
             "--host",
             env="PTOL_WEBHOOK_HOST",
-            default=host,
+            default=flag_value(defaults.host),
             type=non_empty,
             help="address to listen on",
             meaning="listen address",
@@ -58,7 +63,7 @@ def server_options(
         Option(
             "--port",
             env="PTOL_WEBHOOK_PORT",
-            default=port,
+            default=flag_value(defaults.port),
             type=port_number,
             help="HTTPS port; 0 picks a free one",
             meaning="HTTPS port (0: any free one)",
@@ -77,14 +82,14 @@ def server_options(
         Option(
             "--max-body-bytes",
             env="PTOL_MAX_BODY_BYTES",
-            default=str(DEFAULT_MAX_BODY_BYTES),
+            default=flag_value(defaults.max_body_bytes),
             type=positive_integer,
             help="larger requests get a 400",
         ),
         Option(
             "--list-page-size",
             env="PTOL_LIST_PAGE_SIZE",
-            default=str(DEFAULT_PAGE_SIZE),
+            default=flag_value(defaults.list_page_size),
             type=positive_integer,
             help="objects per page when the caches list pods, nodes, classes and policies",
             meaning="objects per page when the caches list (`limit`/`continue`)",
@@ -92,7 +97,7 @@ def server_options(
         Option(
             "--cache-staleness-seconds",
             env="PTOL_CACHE_STALENESS_SECONDS",
-            default=str(int(DEFAULT_STALE_AFTER_SECONDS)),
+            default=flag_value(defaults.stale_after),
             type=positive_integer,
             help="a cache whose watch is down and that has had no successful list or watch for this long "
             "is too stale to decide from: /readyz and the decisions that read it answer 503",
@@ -104,13 +109,14 @@ def server_options(
         Option(
             "--shutdown-delay-seconds",
             env="PTOL_SHUTDOWN_DELAY_SECONDS",
-            default=shutdown_delay,
+            default=flag_value(defaults.shutdown_delay),
             type=non_negative_integer,
             help="on SIGTERM or SIGINT, drain this long before closing: /readyz answers 503 and each answer "
             "closes its connection, until none is left",
             setting="shutdown_delay",
             to_setting=float,
-            table_default="`5` (`ptol run`: 0, it unregisters first)",
+            table_default=f"`{flag_value(WEBHOOK_DEFAULTS.shutdown_delay)}` "
+            f"(`ptol run`: {flag_value(RUN_DEFAULTS.shutdown_delay)}, it unregisters first)",
             meaning="on SIGTERM or SIGINT, drain at most this long before closing: `/readyz` answers 503 and every "
             "answer carries `Connection: close`, until no client connection is left (then up to 1 s more, no "
             "longer listening, for the connections already accepted); keep it below the pod's "
@@ -145,14 +151,14 @@ def server_options(
             dest="dns_names",
             metavar="NAME",
             repeatable=True,
-            help="SAN of a generated certificate (default localhost)",
-            table_default="`localhost`",
+            help=f"SAN of a generated certificate (default {_listed(defaults.dns_names)})",
+            table_default=f"`{_listed(WEBHOOK_DEFAULTS.dns_names)}`",
             meaning="SANs of a generated certificate",
         ),
         Option(
             "--guard",
             env="PTOL_GUARD",
-            default="enforce",
+            default=flag_value(defaults.guard_mode),
             type=choice(*GUARD_MODES),
             help="the eviction guard: refuse protected preemptions (enforce), only report them (audit), "
             "or not serve it (off)",
@@ -163,7 +169,7 @@ def server_options(
         Option(
             "--extender",
             env="PTOL_EXTENDER",
-            default="on",
+            default=flag_value(defaults.extender),
             type=choice("on", "off"),
             help="the scheduler extender endpoint (/extender/preempt), which reads the guard's caches, and the "
             "expiry nudge it needs: serve them (on), or (off) answer it 404 and write no pod, where no "
@@ -195,7 +201,7 @@ def server_options(
         Option(
             "--steering",
             env="PTOL_STEERING",
-            default="off",
+            default=flag_value(defaults.steering),
             type=choice(*STEERING_MODES),
             help="where the scheduler calls no extender (managed clusters): when the guard refuses the scheduler's "
             "victims, preempt the ones upstream's plugin would choose, on the node it would choose, and nominate "
@@ -211,29 +217,30 @@ def server_options(
         Option(
             "--steering-namespace",
             env="PTOL_STEERING_NAMESPACE",
-            default=os.environ.get("POD_NAMESPACE") or "default",
+            default=os.environ.get("POD_NAMESPACE") or defaults.steering_namespace,
             type=non_empty,
             help="namespace of the Leases by which replicas steer each preemptor once (default: the pod's "
-            "namespace, POD_NAMESPACE, else default)",
+            f"namespace, POD_NAMESPACE, else {defaults.steering_namespace})",
             shown="NS",
-            table_default="`POD_NAMESPACE`, else `default`",
+            table_default=f"`POD_NAMESPACE`, else `{WEBHOOK_DEFAULTS.steering_namespace}`",
             meaning="namespace of the Leases by which replicas steer each preemptor once per minute",
         ),
         Option(
             "--metrics-address",
             env="PTOL_WEBHOOK_METRICS_ADDRESS",
-            default=metrics_address,
+            default=flag_value(defaults.metrics_address),
             type=host_and_port,
             metavar="HOST:PORT",
-            help=_METRICS_ADDRESS_HELP + ("on the HTTPS port" if metrics_address is None else metrics_address),
-            table_default="`ptol webhook`: off, on the HTTPS port; `ptol run`: `127.0.0.1:0`, a free port, logged",
+            help=_METRICS_ADDRESS_HELP + (defaults.metrics_address or "on the HTTPS port"),
+            table_default=f"`ptol webhook`: {flag_value(WEBHOOK_DEFAULTS.metrics_address) or 'off'}, on the HTTPS "
+            f"port; `ptol run`: `{RUN_DEFAULTS.metrics_address}`, a free port, logged",
             meaning="serve `/metrics` on `http://HOST:PORT/metrics`, a port of its own that a NetworkPolicy can "
             "close, and no longer on the HTTPS port (the chart and `config/` use `0.0.0.0:8081`)",
         ),
         Option(
             "--retry-hold-seconds",
             env="PTOL_RETRY_HOLD_SECONDS",
-            default="1",
+            default=flag_value(defaults.retry_hold),
             type=hold_seconds,
             help="hold the guard's refusal of a scheduler retrying the same victim at once (asynchronous "
             "preemption) this long, so the retries come about once per hold; 0 answers at once",
@@ -251,8 +258,9 @@ def server_options(
             dest="preemptor_identities",
             metavar="USER",
             repeatable=True,
-            help="user whose pod deletions and DisruptionTarget marks are preemptions (default system:kube-scheduler)",
-            table_default="`system:kube-scheduler`",
+            help="user whose pod deletions and DisruptionTarget marks are preemptions "
+            f"(default {_listed(defaults.preemptor_identities)})",
+            table_default=f"`{_listed(WEBHOOK_DEFAULTS.preemptor_identities)}`",
             meaning="whose deletions are preemptions",
         ),
         Option(
@@ -283,7 +291,7 @@ def server_options(
         Option(
             "--service",
             env="PTOL_WEBHOOK_SERVICE",
-            default="preemption-toleration-webhook",
+            default=flag_value(defaults.service),
             type=non_empty,
             help="the webhook's Service, whose DNS names the self-managed certificate covers",
             shown="NAME",
@@ -330,7 +338,7 @@ REGISTRATION_OPTIONS = (
     Option(
         "--admission-webhooks",
         env="PTOL_ADMISSION_WEBHOOKS",
-        default="on",
+        default=flag_value(WEBHOOK_DEFAULTS.admission_webhooks),
         type=choice("on", "off"),
         help="register the PriorityClass and policy admission webhooks (on), or only the guard (off)",
         shown="on\\|off",
@@ -341,7 +349,7 @@ REGISTRATION_OPTIONS = (
     Option(
         "--guard-failure-policy",
         env="PTOL_GUARD_FAILURE_POLICY",
-        default="Ignore",
+        default=flag_value(WEBHOOK_DEFAULTS.guard_failure_policy),
         type=choice("Ignore", "Fail"),
         help="the registered guard's failurePolicy: Ignore (a guard outage never blocks pod deletions) or "
         "Fail (nothing the guard would judge goes through while it is down, drains included)",
@@ -354,9 +362,10 @@ REGISTRATION_OPTIONS = (
         dest="guard_skip_namespaces",
         metavar="NAMESPACE",
         repeatable=True,
-        help="a namespace the registered guard never judges (default kube-system; with --register-service the "
-        "Service's namespace is skipped too)",
-        table_default="`kube-system`",
+        help="a namespace the registered guard never judges "
+        f"(default {_listed(WEBHOOK_DEFAULTS.guard_skip_namespaces)}; with --register-service the Service's namespace "
+        "is skipped too)",
+        table_default=f"`{_listed(WEBHOOK_DEFAULTS.guard_skip_namespaces)}`",
         meaning="a namespace the registered guard never judges, by name; repeatable; with `--register-service`, "
         "the Service's namespace too",
     ),
@@ -368,6 +377,8 @@ def webhook_command_options() -> tuple[Option, ...]:
     return (*server_options(), *LOGGING_OPTIONS, *REGISTRATION_OPTIONS)
 
 
-def settings_from(args: argparse.Namespace) -> WebhookSettings:
-    """The server's settings from the parsed options of `ptol webhook` or `ptol run`."""
-    return WebhookSettings(**settings_values(args, (*server_options(), *REGISTRATION_OPTIONS)))
+def settings_from(args: argparse.Namespace, defaults: WebhookSettings | None = None) -> WebhookSettings:
+    """The server's settings from the parsed options of `ptol webhook` or `ptol run` (whose `defaults` are
+    `local_run_defaults()`): an option not given leaves the field of `defaults`."""
+    given = settings_values(args, (*server_options(), *REGISTRATION_OPTIONS))
+    return dataclasses.replace(defaults or WebhookSettings(), **given)

@@ -1,5 +1,8 @@
 """The webhook server's settings (the options of `ptol webhook` and `ptol run`, cli/webhook_options.py), and the
-error that says the server cannot do what they ask."""
+error that says the server cannot do what they ask.
+
+The fields' defaults are the only place they are written: those of `ptol webhook`, a server in a cluster. Its
+options take their defaults from here, and `ptol run` from `local_run_defaults`."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ class WebhookSettings:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     list_page_size: int = DEFAULT_PAGE_SIZE  # objects per page when the caches list
     stale_after: float = DEFAULT_STALE_AFTER_SECONDS  # a cache without list or watch this long is not ready
-    shutdown_delay: float = 0.0  # on stop: seconds of draining (not ready, connections closed after answers)
+    shutdown_delay: float = 5.0  # on stop: seconds of draining (not ready, connections closed after answers)
     cert_file: str | None = None  # with key_file: external certificates (cert-manager), reloaded on change
     key_file: str | None = None
     ca_file: str | None = None  # the CA of cert_file, for configurations this process registers
@@ -53,6 +56,13 @@ class WebhookSettings:
     # Steering (webhooks.steerer): off, "audit" (report what it would do) or "on"; its Leases' namespace
     steering: str = "off"
     steering_namespace: str = "default"
+
+
+def local_run_defaults() -> WebhookSettings:
+    """`ptol run`'s defaults, for a control plane on this machine: loopback and a free port; no draining, since
+    it unregisters its configurations first; /metrics on a free loopback port of its own (logged), apart from the
+    HTTPS port as the Deployments serve it."""
+    return WebhookSettings(host="127.0.0.1", port=0, shutdown_delay=0.0, metrics_address="127.0.0.1:0")
 
 
 class WebhookError(RuntimeError):

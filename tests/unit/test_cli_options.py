@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 import pytest
@@ -13,11 +13,11 @@ from preemption_toleration import pki
 from preemption_toleration.cli.main import build_parser, main
 from preemption_toleration.cli.operator_cmd import CONFIG_OPTIONS
 from preemption_toleration.cli.option_table import configuration_tables, with_tables
-from preemption_toleration.cli.options import env_vars_of, options_of
+from preemption_toleration.cli.options import env_vars_of, options_of, settings_values
 from preemption_toleration.cli.webhook_cmd import tls_problem
-from preemption_toleration.cli.webhook_options import REGISTRATION_OPTIONS, server_options
+from preemption_toleration.cli.webhook_options import REGISTRATION_OPTIONS, server_options, settings_from
 from preemption_toleration.operator.handlers import OperatorConfig
-from preemption_toleration.webhooks.settings import WebhookSettings
+from preemption_toleration.webhooks.settings import WebhookSettings, local_run_defaults
 
 # The option tables (docs/configuration.md) and the command reference (docs/cli.md: ptol run's own options)
 REFERENCE = [Path(__file__).resolve().parents[2] / "docs" / page for page in ("configuration.md", "cli.md")]
@@ -328,6 +328,25 @@ def test_every_setting_is_declared_by_one_option() -> None:
     assert sorted(operator) == sorted(
         {field.name for field in fields(OperatorConfig)} - {"settle_seconds", "impersonate"}
     )
+
+
+@pytest.mark.parametrize(
+    ("command", "defaults"), [("webhook", WebhookSettings()), ("run", local_run_defaults())], ids=["webhook", "run"]
+)
+def test_a_command_line_without_flags_gives_the_settings_defaults(command: str, defaults: WebhookSettings) -> None:
+    """The options take their defaults from the settings' (one declaration): none of them differs."""
+    args = build_parser().parse_args([command, "--kubeconfig", "kubeconfig"])
+    given = settings_values(args, (*server_options(), *REGISTRATION_OPTIONS))
+    assert {name: value for name, value in given.items() if getattr(defaults, name) != value} == {
+        "kubeconfig": "kubeconfig"
+    }
+    assert settings_from(args, defaults) == replace(defaults, kubeconfig="kubeconfig")
+
+
+def test_the_operator_command_line_without_flags_gives_the_configuration_defaults() -> None:
+    given = settings_values(build_parser().parse_args(["operator"]), CONFIG_OPTIONS)
+    defaults = OperatorConfig()
+    assert {name: value for name, value in given.items() if getattr(defaults, name) != value} == {}
 
 
 @pytest.fixture(scope="module")
