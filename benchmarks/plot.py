@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,15 +138,22 @@ def load(path: Path) -> dict[str, Any]:
 
 
 def memory_chart(runs: Sequence[dict[str, Any]]) -> Chart:
-    """Steady and peak RSS per cluster size over every run given (a later run's row wins for a size), and the
-    target line from the empty cluster's steady RSS."""
-    by_pods: dict[int, dict[str, Any]] = {}
+    """Steady and peak RSS per cluster size over every run given (a later run's rows win for a size; the
+    median of a run's rounds, of the checkout it ran from, not of a --baseline's), and the target line from
+    the empty cluster's steady RSS."""
+    by_pods: dict[int, tuple[float, float]] = {}
     for run in sorted(runs, key=lambda run: str(run["machine"]["date"])):
-        by_pods |= {int(row["pods"]): row for row in run["rows"] if row.get("steady_rss")}
+        rows = [row for row in run["rows"] if row.get("steady_rss") and row.get("code", "current") == "current"]
+        for pods in {int(row["pods"]) for row in rows}:
+            rounds = [row for row in rows if row["pods"] == pods]
+            by_pods[pods] = (
+                statistics.median(row["steady_rss"] for row in rounds) / MIB,
+                statistics.median(row["peak_rss"] for row in rounds) / MIB,
+            )
     sizes = sorted(by_pods)
-    steady = [(float(pods), by_pods[pods]["steady_rss"] / MIB) for pods in sizes]
-    peak = [(float(pods), by_pods[pods]["peak_rss"] / MIB) for pods in sizes]
-    empty = by_pods[0]["steady_rss"] / MIB
+    steady = [(float(pods), by_pods[pods][0]) for pods in sizes]
+    peak = [(float(pods), by_pods[pods][1]) for pods in sizes]
+    empty = by_pods[0][0]
     target = [(0.0, empty), (float(sizes[-1]), empty + sizes[-1] * 1024 / MIB)]
     return Chart(
         title="ptol webhook memory against the pods in the cluster",

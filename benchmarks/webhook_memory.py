@@ -16,7 +16,11 @@ the size and time of the API server's own list of all pods, its RSS and the size
 (etcd's default quota is 2 GiB). Targets: peak <= 1.5 x steady, and steady <=
 empty-cluster RSS + 1 KB per pod. Saves benchmarks/results/webhook_memory.json. Run:
 
-    .venv/bin/python benchmarks/webhook_memory.py [--quick] [--max 150000] [--dir DIR]
+    .venv/bin/python benchmarks/webhook_memory.py [--quick] [--max 150000 | --sizes 0,2000,5000] [--dir DIR]
+        [--baseline CHECKOUT --rounds 3]
+
+--baseline compares two versions side by side: the `ptol webhook` of another checkout (an older commit, e.g. a
+`git worktree`) runs against the same pods as this checkout's, the two alternately, --rounds times per N.
 
 --quick measures N = 0 and 2,000 (about a minute). The default stops at 50,000 (about 10 minutes on two
 cores): measured there, the API server holds about 8 GB of RSS for 50,000 such pods and etcd about 18 KB per
@@ -31,6 +35,7 @@ import datetime
 import hashlib
 import ssl
 import statistics
+import sys
 import threading
 import time
 import urllib.request
@@ -278,17 +283,32 @@ def is_ready(port: int) -> bool:
         return False
 
 
-def measure_webhook(cluster: LocalCluster, pods: int, ready_timeout: float) -> dict[str, Any]:
+def baseline_launch(checkout: Path) -> tuple[tuple[str, ...], dict[str, str]]:
+    """What runs the `ptol` of another checkout with this Python: its package first on the path, and no
+    current directory on it (-P), which would otherwise put this checkout's package first."""
+    return (sys.executable, "-P", "-m", "preemption_toleration"), {"PYTHONPATH": str(checkout.resolve())}
+
+
+def measure_webhook(
+    cluster: LocalCluster,
+    pods: int,
+    ready_timeout: float,
+    log_name: str,
+    launch: tuple[tuple[str, ...], dict[str, str]] = ((), {}),
+) -> dict[str, Any]:
     port = free_port()
+    launcher, env = launch
     webhook = ComponentProcess(
         "webhook",
         cluster.kubeconfig,
-        cluster.logs_dir / f"webhook-{pods}.log",
+        cluster.logs_dir / log_name,
         "--host",
         "127.0.0.1",
         "--port",
         str(port),
         log_level="WARNING",
+        launcher=launcher,
+        env=env,
     )
     started = time.monotonic()
     webhook.start()
@@ -332,7 +352,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help=f"N = {', '.join(map(str, QUICK))} only")
     parser.add_argument("--max", type=int, default=50_000, help="largest N (default 50000; 150000 adds the last step)")
     parser.add_argument("--nodes", type=int, default=NODES, help="simulated Nodes the pods are bound to")
+    parser.add_argument("--sizes", help="comma-separated N to measure, instead of the ladder up to --max")
     parser.add_argument("--ready-timeout", type=float, default=600.0, help="seconds to wait for /readyz")
+    parser.add_argument("--baseline", type=Path, help="a checkout whose webhook is measured alternately with this one")
+    parser.add_argument("--rounds", type=int, default=1, help="measurements per N of each checkout's webhook")
     parser.add_argument("--dir", help="cluster directory to keep (default: a temporary one)")
     parser.add_argument(
         "--save-as",
@@ -341,11 +364,16 @@ def main() -> None:
         help="results file benchmarks/results/NAME.json, e.g. to keep a baseline run apart",
     )
     args = parser.parse_args()
-    sizes = list(QUICK) if args.quick else sorted({n for n in LADDER if n <= args.max} | {args.max})
+    if args.sizes:
+        sizes = sorted({int(n) for n in args.sizes.split(",")})
+    else:
+        sizes = list(QUICK) if args.quick else sorted({n for n in LADDER if n <= args.max} | {args.max})
+    launches = {"current": ((), {})} | ({"baseline": baseline_launch(args.baseline)} if args.baseline else {})
     rows: list[dict[str, Any]] = []
     print(
-        f"{'pods':>7} {'create s':>8} {'ready s':>7} {'steady MiB':>10} {'peak MiB':>8} {'peak/st':>7} "
-        f"{'B/pod':>6} {'pod JSON B':>10} {'list MB':>8} {'list s':>6} {'apisrv MiB':>10} {'etcd MB':>7}"
+        f"{'pods':>7} {'code':>8} {'round':>5} {'create s':>8} {'ready s':>7} {'steady MiB':>10} {'peak MiB':>8} "
+        f"{'peak/st':>7} {'B/pod':>6} {'pod JSON B':>10} {'list MB':>8} {'list s':>6} {'apisrv MiB':>10} "
+        f"{'etcd MB':>7}"
     )
     with local_cluster(args.dir) as cluster:
         install_crd(cluster)
@@ -354,39 +382,71 @@ def main() -> None:
         for pods in sizes:
             started = time.monotonic()
             asyncio.run(populate(cluster, created, pods, args.nodes))
-            row: dict[str, Any] = {"pods": pods, "create_seconds": round(time.monotonic() - started, 1)}
+            create_seconds = round(time.monotonic() - started, 1)
             created = pods
-            row |= measure_webhook(cluster, pods, args.ready_timeout)
-            row |= asyncio.run(api_figures(cluster, pods))
-            row["apiserver_rss"] = rss_of(cluster, "kube-apiserver")
-            row["etcd_db_bytes"] = (cluster.directory / "etcd" / "member" / "snap" / "db").stat().st_size
-            baseline = rows[0].get("steady_rss") if rows else None
-            if row.get("steady_rss"):
-                row["peak_over_steady"] = round(row["peak_rss"] / row["steady_rss"], 2)
-                if baseline and pods:
-                    row["bytes_per_pod"] = round((row["steady_rss"] - baseline) / pods)
-            rows.append(row)
-            print(
-                f"{pods:>7} {row['create_seconds']:>8} {fmt(row.get('ready_seconds')):>7} "
-                f"{mib(row.get('steady_rss')):>10} {mib(row.get('peak_rss')):>8} "
-                f"{fmt(row.get('peak_over_steady')):>7} {fmt(row.get('bytes_per_pod')):>6} "
-                f"{fmt(row['pod_json_bytes']):>10} {row['list_bytes'] / 1e6:>8.1f} {row['list_seconds']:>6} "
-                f"{mib(row['apiserver_rss']):>10} {row['etcd_db_bytes'] / 1e6:>7.0f}  {row.get('problem', '')}",
-                flush=True,
-            )
+            measured = []
+            for round_number in range(1, args.rounds + 1):
+                for code, launch in launches.items():  # alternately, so that the machine's load falls on both
+                    row: dict[str, Any] = {"pods": pods, "code": code, "round": round_number}
+                    log_name = f"webhook-{code}-{pods}-{round_number}.log"
+                    measured.append(row | measure_webhook(cluster, pods, args.ready_timeout, log_name, launch))
+            shared = {"create_seconds": create_seconds} | asyncio.run(api_figures(cluster, pods))
+            shared["apiserver_rss"] = rss_of(cluster, "kube-apiserver")
+            shared["etcd_db_bytes"] = (cluster.directory / "etcd" / "member" / "snap" / "db").stat().st_size
+            for row in measured:
+                row |= shared
+                empty = next((r for r in rows if r["code"] == row["code"] and r["round"] == row["round"]), None)
+                if row.get("steady_rss"):
+                    row["peak_over_steady"] = round(row["peak_rss"] / row["steady_rss"], 2)
+                    if empty and empty.get("steady_rss") and pods:
+                        row["bytes_per_pod"] = round((row["steady_rss"] - empty["steady_rss"]) / pods)
+                rows.append(row)
+                print(
+                    f"{pods:>7} {row['code']:>8} {row['round']:>5} {row['create_seconds']:>8} "
+                    f"{fmt(row.get('ready_seconds')):>7} {mib(row.get('steady_rss')):>10} "
+                    f"{mib(row.get('peak_rss')):>8} {fmt(row.get('peak_over_steady')):>7} "
+                    f"{fmt(row.get('bytes_per_pod')):>6} {fmt(row['pod_json_bytes']):>10} "
+                    f"{row['list_bytes'] / 1e6:>8.1f} {row['list_seconds']:>6} {mib(row['apiserver_rss']):>10} "
+                    f"{row['etcd_db_bytes'] / 1e6:>7.0f}  {row.get('problem', '')}",
+                    flush=True,
+                )
     print("targets: peak <= 1.5 x steady; steady <= empty-cluster RSS + 1024 B per pod")
-    for row in rows[1:]:
-        if "peak_over_steady" in row:
+    for row in rows:
+        if row["code"] == "current" and row["pods"] and "peak_over_steady" in row:
             print(
-                f"  N={row['pods']}: peak/steady {row['peak_over_steady']} "
+                f"  N={row['pods']} round {row['round']}: peak/steady {row['peak_over_steady']} "
                 f"({'met' if row['peak_over_steady'] <= 1.5 else 'missed'}), {row.get('bytes_per_pod')} B/pod "
                 f"({'met' if row.get('bytes_per_pod', 1 << 30) <= 1024 else 'missed'})"
             )
+    if args.baseline:
+        print_comparison(rows)
     path = save_results(
         args.save_as,
-        {"nodes": args.nodes, "pending_fraction": 1 / PENDING_EVERY, "steady_seconds": STEADY_SECONDS, "rows": rows},
+        {
+            "nodes": args.nodes,
+            "pending_fraction": 1 / PENDING_EVERY,
+            "steady_seconds": STEADY_SECONDS,
+            "baseline": str(args.baseline) if args.baseline else None,
+            "rows": rows,
+        },
     )
     print(f"saved to {shown(path)}")
+
+
+def print_comparison(rows: list[dict[str, Any]]) -> None:
+    """Per N, this checkout's median steady RSS, peak RSS and time to ready over the baseline's."""
+    print("this checkout over the baseline (medians of the rounds): steady RSS, peak RSS, time to ready")
+    for pods in sorted({row["pods"] for row in rows}):
+
+        def median(code: str, key: str, pods: int = pods) -> float | None:
+            values = [row[key] for row in rows if row["pods"] == pods and row["code"] == code and row.get(key)]
+            return statistics.median(values) if values else None
+
+        ratios = []
+        for key in ("steady_rss", "peak_rss", "ready_seconds"):
+            current, baseline = median("current", key), median("baseline", key)
+            ratios.append(f"{current / baseline:.3f}x" if current and baseline else "-")
+        print(f"  N={pods}: " + ", ".join(ratios))
 
 
 def fmt(value: object) -> str:
