@@ -10,6 +10,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -25,7 +26,9 @@ ANSWER_SECONDS = 10  # one request to a server that is up, a dry run answered wi
 REACTION_SECONDS = 30  # a running component acting on a change: annotations written, an Event, a refusal
 START_SECONDS = 60  # a process started and registered, a command run, a state reached after a restart
 SCHEDULING_SECONDS = 90  # the scheduler binding or preempting a pod, through its backoffs
-SLOW_SECONDS = 180  # a helm run, an image's process, a pod created while the control plane restarts
+# a helm run, an image's process, a pod created while the control plane restarts, a burst of 50 policies worked
+# through after a fault
+SLOW_SECONDS = 180
 
 
 def unique_name(hint: str) -> str:
@@ -51,6 +54,13 @@ async def eventually(
         if time.monotonic() >= deadline:
             raise AssertionError(f"{what} not reached after {timeout:.0f} s; last: {result!r}")
         await asyncio.sleep(interval)
+
+
+async def past_the_second_of(timestamp: str) -> None:
+    """Returns once the clock has passed the second of an API `timestamp`, such as a creationTimestamp: those
+    have whole seconds, so an object created after this is younger by its timestamp too, not only by its name."""
+    next_second = datetime.fromisoformat(timestamp).astimezone(UTC) + timedelta(seconds=1)
+    await asyncio.sleep(max(0.0, (next_second - datetime.now(UTC)).total_seconds()))
 
 
 def denied(result: subprocess.CompletedProcess[str], webhook: str) -> str:

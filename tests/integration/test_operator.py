@@ -22,7 +22,14 @@ from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.processes import free_port
 from tests.integration.components import OperatorProcess, install_crd
 from tests.integration.conftest import Kubectl, MakeNode
-from tests.integration.helpers import eventually, unique_name
+from tests.integration.helpers import (
+    ANSWER_SECONDS,
+    REACTION_SECONDS,
+    START_SECONDS,
+    eventually,
+    past_the_second_of,
+    unique_name,
+)
 from tests.integration.objects import (
     MIN,
     TOL,
@@ -141,13 +148,13 @@ async def test_policy_changes_and_removal_of_a_field_and_deletion(
     policy = await eventually(
         lambda: read_policy(api, ptp),
         lambda p: p["status"].get("observedGeneration") == 3,
-        timeout=30,
+        timeout=REACTION_SECONDS,
         what="status of generation 3",
     )
     assert ready(policy)[:2] == ("True", "Applied")
     assert policy["status"]["priorityClasses"] == [{"name": pc, "minimumPreemptablePriority": 9500}]
 
-    kubectl("delete", "ptp", ptp, "--wait=true", "--timeout=30s")
+    kubectl("delete", "ptp", ptp, "--wait=true", f"--timeout={REACTION_SECONDS}s")
     released = await wait_annotations(api, pc, {})
     left = released["metadata"]["annotations"]
     left.pop("kubectl.kubernetes.io/last-applied-configuration", None)
@@ -203,7 +210,7 @@ async def test_selector_governs_classes_that_gain_the_label_and_releases_those_t
     policy = await eventually(
         lambda: read_policy(api, ptp),
         lambda p: len(p["status"]["priorityClasses"]) == 2,
-        timeout=30,
+        timeout=REACTION_SECONDS,
         what="status listing both classes",
     )
     assert sorted(c["name"] for c in policy["status"]["priorityClasses"]) == sorted([first, second])
@@ -214,7 +221,7 @@ async def test_selector_governs_classes_that_gain_the_label_and_releases_those_t
     await eventually(
         lambda: read_policy(api, ptp),
         lambda p: [c["name"] for c in p["status"]["priorityClasses"]] == [second],
-        timeout=30,
+        timeout=REACTION_SECONDS,
         what="status lists only the labelled class",
     )
 
@@ -239,8 +246,7 @@ async def test_two_policies_on_one_class_older_wins_without_flapping(
     pc, older, newer = unique_name("contested"), unique_name("older"), unique_name("newer")
     cleanup += [("pc", pc), ("ptp", older), ("ptp", newer)]
     apply_class_and_policy(kubectl, pc, older)
-    await wait_ready(api, older, "True", "Applied")
-    await asyncio.sleep(1.1)  # creation timestamps have second resolution
+    await past_the_second_of((await wait_ready(api, older, "True", "Applied"))["metadata"]["creationTimestamp"])
     kubectl(
         "apply",
         "-f",
@@ -253,7 +259,7 @@ async def test_two_policies_on_one_class_older_wins_without_flapping(
     policy = await wait_ready(api, newer, "False", "Conflict")
     assert f'PreemptionTolerationPolicy "{older}"' in ready(policy)[2]
     settled = await wait_annotations(api, pc, {MIN: "10000", TOL: "-1"})
-    await asyncio.sleep(3 * RESYNC_SECONDS + 2)  # several resync periods
+    await _resyncs_run(3)
     assert (await read_class(api, pc))["metadata"]["resourceVersion"] == settled["metadata"]["resourceVersion"]
     assert ready(await read_policy(api, older))[:2] == ("True", "Applied")
 
@@ -306,7 +312,7 @@ async def test_restarted_operator_writes_nothing_when_state_matches(
     restarted = await eventually(
         _reconciles_since_start,
         lambda figures: figures.get("reconciles", 0) >= 2,
-        timeout=60,
+        timeout=START_SECONDS,
         what="two reconciles of the restarted operator",
     )
     assert (restarted["writes"], restarted["status"]) == (0, 0)
@@ -364,11 +370,11 @@ async def test_kubectl_describe_shows_the_events_of_the_policy_and_of_the_class(
     await eventually(
         lambda: described("ptp", ptp),
         lambda rows: not_found in rows and applied in rows,
-        timeout=30,
+        timeout=REACTION_SECONDS,
         what=f"the Events under kubectl describe ptp {ptp}",
     )
 
-    kubectl("delete", "ptp", ptp, "--wait=true", "--timeout=60s")
+    kubectl("delete", "ptp", ptp, "--wait=true", f"--timeout={REACTION_SECONDS}s")
     released = (
         "Normal",
         "Released",
@@ -378,7 +384,7 @@ async def test_kubectl_describe_shows_the_events_of_the_policy_and_of_the_class(
     await eventually(
         lambda: described("priorityclass", pc),
         lambda rows: released in rows,
-        timeout=30,
+        timeout=REACTION_SECONDS,
         what=f"the Events under kubectl describe priorityclass {pc}",
     )
 
@@ -415,17 +421,17 @@ async def test_two_replicas_with_peering_only_one_writes(
         await eventually(
             lambda: asyncio.sleep(0, active.log()),
             lambda log: working in log,
-            timeout=60,
+            timeout=START_SECONDS,
             what="the active replica working",
         )
         standby.start()
+        # its first resync has found the active replica in the peering: it watches, and leaves the work
         await eventually(
             lambda: asyncio.sleep(0, standby.log()),
-            lambda log: "Initial authentication has finished" in log,
-            timeout=60,
-            what="the standby replica started",
+            lambda log: "resync paused" in log,
+            timeout=START_SECONDS,
+            what="the standby replica standing by",
         )
-        await asyncio.sleep(3)
         kubectl("apply", "-f", "-", input=class_manifest(pc))
         kubectl(
             "apply",
@@ -437,17 +443,21 @@ async def test_two_replicas_with_peering_only_one_writes(
         await eventually(
             lambda: asyncio.sleep(0, active.log()),
             lambda log: " applied" in log,
-            timeout=15,
+            timeout=REACTION_SECONDS,
             what="the active replica logging its write",
         )
         assert working not in standby.log() and " applied" not in standby.log()
         # one resync task per replica: the active one reconciles each period, the standby leaves it alone
-        await asyncio.sleep(5)
-        active_resyncs = await _resyncs(ports["active"])
-        standby_resyncs = await _resyncs(ports["standby"])
-        assert active_resyncs.get("ran", 0) >= 1 and "standby" not in active_resyncs, active_resyncs
-        assert standby_resyncs.get("standby", 0) >= 1 and "ran" not in standby_resyncs, standby_resyncs
-        assert "resync paused" in standby.log() and "a higher priority are live" in standby.log()
+        active_resyncs = await _resyncs_run(1, ports["active"])
+        standby_resyncs = await eventually(
+            lambda: _resyncs(ports["standby"]),
+            lambda resyncs: resyncs.get("standby", 0) >= 1,
+            timeout=REACTION_SECONDS,
+            what="the standby replica's resync standing by",
+        )
+        assert "standby" not in active_resyncs, active_resyncs
+        assert "ran" not in standby_resyncs, standby_resyncs
+        assert "a higher priority are live" in standby.log()
 
         active.stop()  # a clean exit leaves the peering: the standby takes over
         kubectl(
@@ -461,16 +471,10 @@ async def test_two_replicas_with_peering_only_one_writes(
         await eventually(
             lambda: asyncio.sleep(0, standby.log()),
             lambda log: working in log and " applied" in log,
-            timeout=15,
+            timeout=REACTION_SECONDS,
             what="the standby replica working and writing",
         )
-        ran_before = standby_resyncs.get("ran", 0)
-        await eventually(
-            lambda: _resyncs(ports["standby"]),
-            lambda resyncs: resyncs.get("ran", 0) > ran_before,
-            timeout=15,
-            what="the new active replica's resync running",
-        )
+        await _resyncs_run(1, ports["standby"])  # the new active replica's
         assert "resync resumed" in standby.log()
     finally:
         active.stop()
@@ -571,7 +575,7 @@ async def test_metrics_count_what_the_operator_did(
 
 
 def _scrape() -> str:
-    with urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=10) as response:
+    with urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=ANSWER_SECONDS) as response:
         return str(response.read().decode())
 
 
@@ -579,7 +583,7 @@ async def _resyncs(port: int) -> dict[str, float]:
     """An operator's resync periods by outcome (ran, standby, failed)."""
 
     def scrape() -> str:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=ANSWER_SECONDS) as response:
             return str(response.read().decode())
 
     prefix = 'ptol_operator_resyncs_total{outcome="'
@@ -588,6 +592,18 @@ async def _resyncs(port: int) -> dict[str, float]:
         for key, value in _samples(await asyncio.to_thread(scrape)).items()
         if key.startswith(prefix)
     }
+
+
+async def _resyncs_run(count: int, port: int = METRICS_PORT) -> dict[str, float]:
+    """Returns once `count` more resyncs of the operator serving /metrics on `port` have reconciled (a reconcile
+    under way counts: with 2, one started and ended after this call), with its resyncs by outcome."""
+    before = (await _resyncs(port)).get("ran", 0)
+    return await eventually(
+        lambda: _resyncs(port),
+        lambda resyncs: resyncs.get("ran", 0) >= before + count,
+        timeout=REACTION_SECONDS + count * RESYNC_SECONDS,
+        what=f"{count} more resyncs run",
+    )
 
 
 def _samples(text: str) -> dict[str, float]:
@@ -630,7 +646,7 @@ async def test_a_burst_of_policies_is_written_once_per_class(
     for i, name in enumerate(classes):
         kubectl("apply", "-f", "-", input=class_manifest(name, labels={label: f"t{i // 3}"}))
     # quiet first: what earlier tests left behind (releases, deletions) is done
-    before = await eventually(_stable_figures, _idle, timeout=60, what="the operator idle")
+    before = await eventually(_figures_across_a_resync, _idle, timeout=START_SECONDS, what="the operator idle")
     manifests = [
         json.loads(
             policy_manifest(
@@ -650,7 +666,7 @@ async def test_a_burst_of_policies_is_written_once_per_class(
         await wait_annotations(api, name, {MIN: "10000", TOL: "600"})
     for name in policies:
         await wait_ready(api, name, "True", "Applied")
-    await asyncio.sleep(2 * RESYNC_SECONDS)  # resyncs run, and must find nothing to write
+    await _resyncs_run(2)  # a whole resync, which must find nothing to write
     after = await _operator_figures()
     writes, patches = after["writes"] - before[1]["writes"], after["status"] - before[1]["status"]
     assert writes == len(classes)
@@ -661,11 +677,11 @@ async def test_a_burst_of_policies_is_written_once_per_class(
 
 
 def _idle(pair: tuple[dict[str, float], dict[str, float]]) -> bool:
-    """Nothing written across a resync period (its resync reconciles, and finds nothing to write)."""
+    """Nothing written across a whole resync (which reconciles, and finds nothing to write)."""
     return all(pair[0][key] == pair[1][key] for key in ("writes", "status"))
 
 
-async def _stable_figures() -> tuple[dict[str, float], dict[str, float]]:
+async def _figures_across_a_resync() -> tuple[dict[str, float], dict[str, float]]:
     first = await _operator_figures()
-    await asyncio.sleep(RESYNC_SECONDS + 1)
+    await _resyncs_run(2)
     return first, await _operator_figures()
