@@ -410,6 +410,7 @@ def main() -> None:
                     f"{row['etcd_db_bytes'] / 1e6:>7.0f}  {row.get('problem', '')}",
                     flush=True,
                 )
+            save(args, rows)  # after each N: a run stopped at a larger N keeps what it measured
     print("targets: peak <= 1.5 x steady; steady <= empty-cluster RSS + 1024 B per pod")
     for row in rows:
         if row["code"] == "current" and row["pods"] and "peak_over_steady" in row:
@@ -420,7 +421,11 @@ def main() -> None:
             )
     if args.baseline:
         print_comparison(rows)
-    path = save_results(
+    print(f"saved to {shown(save(args, rows))}")
+
+
+def save(args: argparse.Namespace, rows: list[dict[str, Any]]) -> Path:
+    return save_results(
         args.save_as,
         {
             "nodes": args.nodes,
@@ -430,7 +435,6 @@ def main() -> None:
             "rows": rows,
         },
     )
-    print(f"saved to {shown(path)}")
 
 
 def print_comparison(rows: list[dict[str, Any]]) -> None:
