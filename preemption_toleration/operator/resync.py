@@ -19,8 +19,8 @@ from preemption_toleration.kube.client import API_ERRORS
 from preemption_toleration.kube.peering import Peering, is_active
 
 PENDING_RETRY_SECONDS = 1.0  # a reconcile is already waiting or running: look again this soon
-# A standby asks the peering this often (or once per period, if shorter): kopf may not resume a replica's
-# objects again when it takes over, so its first resync should not wait a whole period.
+# A standby asks the peering this often (or once per period, if shorter): kopf resumes each object once per
+# process, not again when a replica takes over, so the new active's first resync should not wait a period.
 STANDBY_RECHECK_SECONDS = 10.0
 
 
