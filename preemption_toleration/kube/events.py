@@ -6,6 +6,12 @@ namespace for involvedObject.namespace="" (kubectl's searchEvents). So such an E
 its involvedObject and is stored in namespace "default", the only one the API server accepts for it (as
 client-go's recorder does for Nodes). kopf's own `kopf.event` writes "default" into involvedObject too,
 which no `kubectl describe` matches.
+
+A burst of policies writes thousands of classes, one Event each, at the pace of the operator's writes (16 in
+flight), so Events are posted as many at once, from a queue that holds a burst of 10,000. One poster kept
+up with one request's latency only (92 of 900 Events posted when a 300 x 900 burst had converged), and a
+queue of 1,000 dropped two thirds of a 3,000-class burst's. The API server's answer is read as bytes: the
+client's model of an Event costs the operator's loop about 60 times what parsing its JSON does.
 """
 
 from __future__ import annotations
@@ -17,13 +23,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.kube.client import API_ERRORS
 
 CLUSTER_SCOPED_EVENTS_NAMESPACE = "default"
 MAX_MESSAGE = 1024  # the API server's limit on an Event's message
-QUEUE_LIMIT = 1000
+POSTERS = 16  # Events posted at once: as many as the operator's class writes in flight, one Event each
+QUEUE_LIMIT = 10_000  # Events waiting (about 1.3 KB each, 13 MB full); beyond it one is dropped, with a log line
 REQUEST_TIMEOUT = 10.0
 
 
@@ -53,8 +61,8 @@ def event_body(
 
 
 class ObjectEvents:
-    """Posts Events from a bounded queue: `post` never waits on the API server, and a failed or dropped
-    Event is a log line, never an error of the caller's."""
+    """Posts Events from a bounded queue, `POSTERS` at once: `post` never waits on the API server, and a
+    failed or dropped Event is a log line, never an error of the caller's."""
 
     def __init__(self, core: client.CoreV1Api, component: str, logger: logging.Logger) -> None:
         self.core = core
@@ -72,17 +80,26 @@ class ObjectEvents:
             )
 
     async def run(self) -> None:
-        """Posts queued Events for ever; no failure of one post ends the loop."""
+        """Posts queued Events for ever, `POSTERS` at once; no failure of one post ends it."""
+        await asyncio.gather(*(self._post_queued() for _ in range(POSTERS)))
+
+    async def _post_queued(self) -> None:
         while True:
             body = await self.queue.get()
             try:
-                await self.core.create_namespaced_event(
-                    body["metadata"]["namespace"], body, _request_timeout=REQUEST_TIMEOUT
-                )
+                await self._post(body)
             except API_ERRORS as error:
                 self.logger.warning("could not post an Event", extra={**_about(body), "problem": str(error)[:200]})
             except Exception:
                 self.logger.exception("could not post an Event", extra=_about(body))
+
+    async def _post(self, body: dict[str, Any]) -> None:
+        response = await self.core.create_namespaced_event(
+            body["metadata"]["namespace"], body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+        )
+        answer = await response.read()  # read whole, so that the connection goes back to the pool
+        if response.status >= 400:
+            raise ApiException(status=response.status, reason=answer.decode(errors="replace")[:200])
 
 
 def _about(body: Mapping[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,8 @@ check is tests/integration/test_operator.py (`kubectl describe ptp` and `kubectl
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 
 import pytest
@@ -66,37 +68,98 @@ def test_a_message_above_the_api_servers_limit_is_cut_to_it() -> None:
     assert len(body["message"]) == 1024 and body["message"].endswith("…")
 
 
-class FakeCore:
-    def __init__(self, failures: list[BaseException]) -> None:
-        self.failures = failures
-        self.created: list[tuple[str, dict]] = []
+class Answer:
+    """What the client returns for a call with `_preload_content=False`: the status and the body's bytes."""
 
-    async def create_namespaced_event(self, namespace, body, _request_timeout=None):
-        if self.failures:
-            raise self.failures.pop(0)
-        self.created.append((namespace, body))
+    def __init__(self, status: int, body: bytes = b"{}") -> None:
+        self.status = status
+        self.body = body
+
+    async def read(self) -> bytes:
+        return self.body
+
+
+class FakeCore:
+    """The API server's Events endpoint: answers, or raises, each post in turn; holds every post while
+    `gate` is closed."""
+
+    def __init__(self, failures: list[BaseException | Answer] | None = None) -> None:
+        self.failures = failures or []
+        self.created: list[tuple[str, dict]] = []
+        self.gate = asyncio.Event()
+        self.gate.set()
+        self.in_flight = self.most_in_flight = 0
+
+    async def create_namespaced_event(self, namespace, body, _preload_content=True, _request_timeout=None):
+        assert _preload_content is False  # the answer is read as bytes, never built into a model
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await self.gate.wait()
+        finally:
+            self.in_flight -= 1
+        failure = self.failures.pop(0) if self.failures else Answer(201)
+        if isinstance(failure, BaseException):
+            raise failure
+        if failure.status < 400:
+            self.created.append((namespace, body))
+        return failure
+
+
+@asynccontextmanager
+async def posting(events: ObjectEvents) -> AsyncIterator[None]:
+    """The posters run inside the block, and are stopped after it."""
+    task = asyncio.create_task(events.run())
+    try:
+        yield
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    for _ in range(500):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("not within 5 s")
 
 
 async def test_a_failed_post_is_logged_and_the_next_one_is_posted(caplog) -> None:
-    core = FakeCore([ApiException(status=403, reason="Forbidden"), RuntimeError("bug")])
+    core = FakeCore(
+        [ApiException(status=403, reason="Forbidden"), Answer(422, b"Event is invalid"), RuntimeError("bug")]
+    )
     events = ObjectEvents(core, "c", logging.getLogger("test.events"))  # type: ignore[arg-type]
-    for reason in ("Refused", "Broken", "Applied"):
+    for reason in ("Refused", "Invalid", "Broken", "Applied"):
         events.post(POLICY.ref, "Normal", reason, "m")
-    task = asyncio.create_task(events.run())
-    try:
-        for _ in range(100):
-            if core.created:
-                break
-            await asyncio.sleep(0.01)
-    finally:
-        task.cancel()
+    async with posting(events):
+        await until(lambda: len(core.created) == 1 and len(caplog.records) == 3)
     assert [(namespace, body["reason"]) for namespace, body in core.created] == [("default", "Applied")]
-    assert [record.getMessage() for record in caplog.records] == ["could not post an Event"] * 2
+    assert [record.getMessage() for record in caplog.records] == ["could not post an Event"] * 3
+    assert "Event is invalid" in caplog.records[1].problem
+
+
+async def test_a_burst_is_posted_whole_and_as_many_at_once_as_the_writes() -> None:
+    """A 1,000 x 3,000 burst writes 3,000 classes, one Event each, 16 writes at a time: every Event is
+    queued, and they are posted 16 at once."""
+    core = FakeCore()
+    core.gate.clear()
+    events = ObjectEvents(core, "c", logging.getLogger("test.events"))  # type: ignore[arg-type]
+    for i in range(3000):
+        events.post(POLICY.ref, "Normal", "Applied", f"Applied to PriorityClass burst-{i:04d}.")
+    assert events.queue.qsize() == 3000  # none dropped
+    async with posting(events):
+        await until(lambda: core.in_flight == 16)
+        await asyncio.sleep(0.05)
+        assert core.in_flight == events_module.POSTERS == 16  # no more
+        core.gate.set()
+        await until(lambda: len(core.created) == 3000)
+    assert core.most_in_flight == 16 and events.queue.empty()
 
 
 def test_a_full_queue_drops_the_event_with_a_log_line(monkeypatch, caplog) -> None:
     monkeypatch.setattr(events_module, "QUEUE_LIMIT", 1)
-    events = ObjectEvents(FakeCore([]), "c", logging.getLogger("test.events"))  # type: ignore[arg-type]
+    events = ObjectEvents(FakeCore(), "c", logging.getLogger("test.events"))  # type: ignore[arg-type]
     events.post(POLICY.ref, "Normal", "Applied", "first")
     events.post(POLICY.ref, "Normal", "Applied", "second")
     assert events.queue.qsize() == 1
