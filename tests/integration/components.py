@@ -6,8 +6,8 @@ import base64
 import json
 import ssl
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -205,15 +205,29 @@ class Server:
         return sum((await self.metric("ptol_guard_refusals_total", "kind")).values())
 
 
-def ptol_run_fixture(*flags: str, extended: bool = False) -> Any:
-    """A module's `ptol run` with the flags its tests need, as a module-scoped fixture (`components =
-    ptol_run_fixture("--resync-seconds", "3")`); with `extended`, the scheduler asks it as its extender
-    meanwhile."""
+EXTENDER_MODES = {False: "guard alone", True: "with the extender"}  # the test ids of `extended=(False, True)`
 
-    @pytest.fixture(scope="module")
-    def components(cluster: LocalCluster) -> Iterator[RunProcess]:
-        with ptol_run(cluster, *flags) as process:
-            if extended:
+
+def ptol_run_fixture(
+    *flags: str,
+    extended: bool | tuple[bool, ...] = False,
+    before: Callable[[LocalCluster], AbstractContextManager[object]] | None = None,
+) -> Any:
+    """A module's `ptol run` with the flags its tests need, as a module-scoped fixture (`components =
+    ptol_run_fixture("--resync-seconds", "3")`). With `extended`, the scheduler asks it as its extender meanwhile;
+    with `(False, True)`, the module's tests run twice, with the guard alone and with the extender (the fixture's
+    param). `before(cluster)` is entered before `ptol run` starts and left after it stops: objects that predate
+    the webhooks."""
+    modes = extended if isinstance(extended, tuple) else (extended,)
+
+    @pytest.fixture(
+        scope="module",
+        params=list(modes) if len(modes) > 1 else None,
+        ids=[EXTENDER_MODES[mode] for mode in modes] if len(modes) > 1 else None,
+    )
+    def components(cluster: LocalCluster, request: pytest.FixtureRequest) -> Iterator[RunProcess]:
+        with before(cluster) if before else nullcontext(), ptol_run(cluster, *flags) as process:
+            if getattr(request, "param", modes[0]):
                 with scheduler_extended(cluster):
                     yield process
             else:

@@ -9,7 +9,9 @@ webhook would refuse them), as in a cluster where they predate the installation.
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -17,7 +19,8 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.devcluster import LocalCluster
-from tests.integration.components import RunProcess, ptol_run, scheduler_extended
+from tests.builders import priority_class
+from tests.integration.components import RunProcess, ptol_run_fixture
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import unique_name
 from tests.integration.objects import MIN, TOL, class_manifest
@@ -29,29 +32,32 @@ SUFFIX = unique_name("u").split("-")[-1]
 UNPARSABLE = f"victims-unparsable-{SUFFIX}"
 
 
-@pytest.fixture(scope="module", params=["guard alone", "with the extender"])
-def components(cluster: LocalCluster, kubectl: Kubectl, request: pytest.FixtureRequest) -> Iterator[RunProcess]:
-    kubectl("apply", "-f", "-", input=class_manifest(UNPARSABLE, 1000, annotations={MIN: "a"}))
-    for priority in (1010, 1009, 1005, 1001):
-        kubectl("apply", "-f", "-", input=class_manifest(f"p{priority}-{SUFFIX}", priority))
+@contextmanager
+def scenario_classes(cluster: LocalCluster) -> Iterator[None]:
+    """The unparsable class and the preemptors' classes, made before `ptol run` registers its webhooks and
+    deleted after it stops."""
+    classes = [priority_class(UNPARSABLE, 1000, "a")]
+    classes += [priority_class(f"p{priority}-{SUFFIX}", priority) for priority in (1010, 1009, 1005, 1001)]
     # The Priority admission plugin takes a pod's preemptionPolicy from its class.
-    never = json.loads(class_manifest(f"p1001-never-{SUFFIX}", 1001))
-    never["preemptionPolicy"] = "Never"
-    kubectl("apply", "-f", "-", input=json.dumps(never))
-    with ptol_run(cluster, "--resync-seconds", "3") as process:
-        if request.param == "with the extender":
-            with scheduler_extended(cluster):
-                yield process
-        else:
-            yield process
-    for name in [UNPARSABLE, f"p1001-never-{SUFFIX}"] + [f"p{p}-{SUFFIX}" for p in (1010, 1009, 1005, 1001)]:
-        kubectl("delete", "priorityclass", name, "--ignore-not-found", check=False)
+    classes.append({**priority_class(f"p1001-never-{SUFFIX}", 1001), "preemptionPolicy": "Never"})
+    listed = json.dumps({"apiVersion": "v1", "kind": "List", "items": classes})
+    subprocess.run(cluster.kubectl_argv("apply", "-f", "-"), input=listed, text=True, capture_output=True, check=True)
+    try:
+        yield
+    finally:
+        names = [body["metadata"]["name"] for body in classes]
+        subprocess.run(
+            cluster.kubectl_argv("delete", "priorityclass", *names, "--ignore-not-found"), capture_output=True
+        )
+
+
+components = ptol_run_fixture("--resync-seconds", "3", extended=(False, True), before=scenario_classes)
 
 
 @pytest.fixture
 def extended(components: RunProcess, request: pytest.FixtureRequest) -> bool:
     """Whether the scheduler asks our extender in this run of the module (the parameter of `components`)."""
-    return bool(request.node.callspec.params["components"] == "with the extender")
+    return bool(request.node.callspec.params["components"])
 
 
 @pytest.fixture
