@@ -1,32 +1,70 @@
-"""The guard's reading of an AdmissionReview body: only the fields it reads become Python objects.
+"""The guard's reading of an AdmissionReview body: one pass, building Python objects only for the fields the
+guard reads, with their types checked in the same pass.
 
 A scheduler's DELETE carries its whole victim: 8 KB for a realistic pod, three quarters of it
 managedFields, containers and their status, none of which the guard reads. pydantic-core still parses
 every byte (so a body that is not JSON, or nests deeper than 200 levels, is refused as before), but builds
-no Python object for a field this schema leaves out: 18 µs instead of 28 for `from_json` on such a body.
+no Python object for a field these schemas leave out.
 
-It reads in one pass with the types of the fields the guard reads of a pod checked as well (`VictimFields`):
-every review the API server sends passes, and is returned as a `CheckedReview`, which spares the request
-its separate type check (`request_problem`). A body that fails that pass is read again with every level
-accepting any JSON value, so this reader refuses nothing but invalid JSON: a field of the wrong type
-reaches the checks after it (`AdmissionReview`, `victim_problem`) and gets their message. The kept
-keys are derived from those checks: the AdmissionReview model's fields, by alias and by name, and
-`VICTIM_KEYS` for `request.object` and `request.oldObject`. A field the guard starts to read must be
-checked there, and is then kept here.
+`read_checked_review` reads a review with the AdmissionReview model's fields and constraints, as plain
+dicts (no model instance), and the fields the guard reads of its pods (`VictimFields`). Every review the
+API server sends passes; the guard makes its record of it (`guard.request`). A body that fails it is read
+again by `read_review_leniently`, every level accepting any JSON value, which refuses nothing but invalid
+JSON: the guard's fast path reads that JSON, and the checks after it (`AdmissionReview`, `victim_problem`)
+say what is wrong. The lenient reading keeps the keys those checks read: the model's fields, by alias and
+by name, and `VICTIM_KEYS` for `request.object` and `request.oldObject`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, Required, Union
 
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
-from typing_extensions import TypedDict
+from pydantic import AliasChoices, BaseModel, Field, TypeAdapter, ValidationError
+from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
 
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionReview
 from preemption_toleration.api.pod import VICTIM_KEYS, VictimFields
 
-_typed_dict: Any = TypedDict  # built from key lists, which a type checker cannot follow
+# Types built from models and key lists at run time, which a type checker cannot follow
+_typed_dict: Any = TypedDict
+_annotated: Any = Annotated
+_required: Any = Required
+
+
+def _fields_of(model: type[BaseModel], replaced: Mapping[str, Any] | None = None) -> Any:
+    """`model`'s fields as a TypedDict, which pydantic-core validates into plain dicts: the same types and
+    constraints, each field stored under its name and read by its alias or its name (as the model, which
+    populates by name, reads it); an optional field the body leaves out stays out (its reader gives the
+    model's default). Nested models become TypedDicts too; `replaced` gives fields another type."""
+    fields: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        annotation = (replaced or {}).get(name, info.annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            annotation = _fields_of(annotation)
+        read_as = Field(validation_alias=AliasChoices(info.alias or name, name))
+        typed = _annotated[(annotation, *info.metadata, read_as)]
+        fields[name] = _required[typed] if info.is_required() else typed
+    return _typed_dict(f"{model.__name__}Fields", fields, total=False)
+
+
+_CHECKED: TypeAdapter[Any] = TypeAdapter(
+    _fields_of(
+        AdmissionReview,
+        {"request": _fields_of(AdmissionRequest, dict.fromkeys(("object", "old_object"), VictimFields | None))},
+    )
+)
+
+
+def read_checked_review(body: bytes) -> dict[str, Any] | None:
+    """`body` as an AdmissionReview the guard may judge: the review model's fields by their Python names
+    (`api_version`, `request.user_info`...) and its pods' fields the guard reads, each of its type. None when
+    the body is not JSON, not such a review, or a field the guard reads of a pod has the wrong type."""
+    try:
+        review: dict[str, Any] = _CHECKED.validate_json(body)
+    except ValidationError:
+        return None
+    return review
 
 
 def _or_any_value(kept: Any) -> Any:
@@ -63,45 +101,10 @@ _REVIEW: TypeAdapter[Any] = TypeAdapter(
 )
 
 
-# The same reading, with the pods' read fields type-checked in the same pass (VictimFields, which holds an
-# Eviction's metadata too): what `request_problem` would check after, for the reviews the API server sends.
-_CHECKED_POD = VictimFields | None
-_CHECKED: TypeAdapter[Any] = TypeAdapter(
-    _typed_dict(
-        "CheckedReview",
-        {
-            **dict.fromkeys(sorted(_model_keys(AdmissionReview)), Any),
-            **_nested(
-                AdmissionReview,
-                ("request",),
-                _typed_dict(
-                    "CheckedRequest",
-                    {
-                        **dict.fromkeys(sorted(_model_keys(AdmissionRequest)), Any),
-                        **_nested(AdmissionRequest, ("object", "old_object"), _CHECKED_POD),
-                    },
-                    total=False,
-                ),
-            ),
-        },
-        total=False,
-    )
-)
-
-
-class CheckedReview(dict[str, Any]):
-    """A review read with its pods' fields type-checked: `request_problem` has nothing to find in it."""
-
-
-def read_guard_review(body: bytes) -> Any:
+def read_review_leniently(body: bytes) -> Any:
     """The JSON value of `body`, its objects cut to what the guard reads when they stand where an
-    AdmissionReview has them: a `CheckedReview` when the fields the guard reads of its pods have the right
-    types (every review the API server sends), else as read, for the checks after it to say what is wrong.
+    AdmissionReview has them, each as the JSON has it, for the checks after it to say what is wrong.
     Raises ValueError with the parser's message when `body` is not JSON."""
-    try:
-        return CheckedReview(_CHECKED.validate_json(body))
-    except ValidationError:
-        pass  # not JSON, or a field of the wrong type: read it leniently, for the later checks' messages
     try:
         return _REVIEW.validate_json(body)
     except ValidationError as error:

@@ -8,8 +8,7 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
-from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, allow, deny
-from preemption_toleration.api.pod import metadata_problem, victim_problem
+from preemption_toleration.api.admission import AdmissionResponse, allow, deny
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
 from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
 from preemption_toleration.core.intparse import IntParseError, parse_go_int
@@ -17,12 +16,13 @@ from preemption_toleration.core.protection import Protection, ProtectionKind, pr
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.governance.ownership import PolicyIndex
 from preemption_toleration.guard.inference import infer_preemptor
-from preemption_toleration.guard.prefilter import PREEMPTION_MARK, PREEMPTOR_ANNOTATIONS, has_mark, is_preemption
+from preemption_toleration.guard.prefilter import PREEMPTION_MARK, is_preemption
 from preemption_toleration.guard.record import PreemptorRecord
+from preemption_toleration.guard.request import GuardRequest
 from preemption_toleration.guard.waste import in_vain
 from preemption_toleration.inventory.budgets import BudgetIndex
 from preemption_toleration.inventory.pods import PodIndex
-from preemption_toleration.records.pod import PodBody, PodRecord, SlimPod, priority_only
+from preemption_toleration.records.pod import PodRecord, SlimPod, priority_only
 from preemption_toleration.records.policy import PolicyView
 from preemption_toleration.records.priority_class import ClassView
 
@@ -102,44 +102,6 @@ class Verdict:
     preemptor: PodRecord | None = None  # the preemptor it was judged against
 
 
-def request_problem(request: AdmissionRequest) -> str | None:
-    """What makes a pod request unreadable to the guard (a field it reads has the wrong type), or None.
-    The API server never sends such a pod; a broken or forged client gets told what is wrong."""
-    if request.sub_resource == "eviction":
-        return metadata_problem(request.object, "request.object") if request.object is not None else None
-    for value, where in ((request.object, "request.object"), (request.old_object, "request.oldObject")):
-        if value is not None and (problem := victim_problem(value, where)) is not None:
-            return problem
-    return None
-
-
-class _CheckedFacts:
-    """The preemption rule's facts (`prefilter.RequestFacts`) of a checked request."""
-
-    __slots__ = ("request",)
-
-    def __init__(self, request: AdmissionRequest) -> None:
-        self.request = request
-
-    @property
-    def operation(self) -> str:
-        return self.request.operation
-
-    @property
-    def sub_resource(self) -> str:
-        return self.request.sub_resource or ""
-
-    def username(self) -> str:
-        return self.request.user_info.username
-
-    def names_preemptor(self) -> bool:
-        annotations = ((self.request.object or {}).get("metadata") or {}).get("annotations") or {}
-        return any(key in annotations for key in PREEMPTOR_ANNOTATIONS)
-
-    def newly_marked(self) -> bool:
-        return has_mark(self.request.object) and not has_mark(self.request.old_object)
-
-
 def _preemption_mark(pod: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     """The scheduler's PREEMPTION_MARK condition on `pod`, if any."""
     for condition in ((pod or {}).get("status") or {}).get("conditions") or []:
@@ -162,9 +124,8 @@ def marking_scheduler(pod: Mapping[str, Any] | None) -> str | None:
     return name if found and name else None
 
 
-def _explicit_preemptor(eviction: Mapping[str, Any], snapshot: GuardSnapshot) -> tuple[PodRecord | None, str | None]:
+def _explicit_preemptor(annotations: Mapping[str, Any], snapshot: GuardSnapshot) -> tuple[PodRecord | None, str | None]:
     """The preemptor an Eviction names by annotation: (its record, or None; a problem)."""
-    annotations = (eviction.get("metadata") or {}).get("annotations") or {}
     if PREEMPTOR in annotations:
         namespace, _, name = str(annotations[PREEMPTOR]).partition("/")
         pod = snapshot.pods.get((namespace, name))
@@ -226,7 +187,7 @@ def describe(
 
 def _judge(
     kind: str,
-    request: AdmissionRequest,
+    request: GuardRequest,
     victim: PodRecord,
     preemptor: PodRecord,
     source: PreemptorSource,
@@ -277,7 +238,7 @@ def _judge(
         code,
         message,
         config.audit,
-        bool(request.dry_run),
+        request.dry_run,
         preemptor,
     )
     if config.audit:
@@ -290,7 +251,7 @@ def _judge(
 
 def _in_vain(
     kind: str,
-    request: AdmissionRequest,
+    request: GuardRequest,
     victim: PodRecord,
     preemptor: PodRecord,
     source: PreemptorSource,
@@ -316,32 +277,29 @@ def _in_vain(
         403,
         message,
         False,
-        bool(request.dry_run),
+        request.dry_run,
         preemptor,
     )
     return Verdict(deny(request.uid, 403, message, None), refusal, source, preemptor)
 
 
-def _victim(request: AdmissionRequest, snapshot: GuardSnapshot, namespace: str) -> PodRecord | None:
+def _victim(request: GuardRequest, snapshot: GuardSnapshot, namespace: str) -> PodRecord | None:
     """The pod as the review carries it (`oldObject`), or as the cache has it when the review carries none.
     Whether the review carries one is all that counts: the server's reader leaves out the fields the guard
     does not read, so an object of only such fields arrives empty, and must be judged as it was sent."""
-    if request.old_object is not None:
-        return PodBody(request.old_object)
-    return snapshot.pods.get((namespace, request.name))
+    victim = request.victim
+    return victim if victim is not None else snapshot.pods.get((namespace, request.name))
 
 
-def judge(
-    request: AdmissionRequest, snapshot: GuardSnapshot, config: GuardConfig, now: datetime | None = None
-) -> Verdict:
+def judge(request: GuardRequest, snapshot: GuardSnapshot, config: GuardConfig, now: datetime | None = None) -> Verdict:
     now = now or datetime.now(UTC)
-    if not is_preemption(_CheckedFacts(request), config.preemptor_identities, config.judges_every_eviction):
+    if not is_preemption(request, config.preemptor_identities, config.judges_every_eviction):
         return Verdict(allow(request.uid))  # users, controllers, drains, unmarked status updates
     namespace = request.namespace or ""
 
     if request.operation == "CREATE":  # an Eviction (the rule admits no other CREATE)
         victim: PodRecord | None = snapshot.pods.get((namespace, request.name))
-        preemptor, problem = _explicit_preemptor(request.object or {}, snapshot)
+        preemptor, problem = _explicit_preemptor(request.annotations, snapshot)
         if victim is None:
             return Verdict(allow(request.uid))  # a pod we do not know
         if problem is not None:

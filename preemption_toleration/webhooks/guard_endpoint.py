@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from preemption_toleration.api.admission import ADMISSION_VERSIONS, AdmissionRequest
-from preemption_toleration.api.guard_review import read_guard_review
+from preemption_toleration.api.admission import ADMISSION_VERSIONS
 from preemption_toleration.api.paths import GUARD_PATH
 from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.core.shapes import as_mapping, is_mapping
@@ -22,10 +21,10 @@ from preemption_toleration.guard.decisions import (
     Refusal,
     Verdict,
     judge,
-    request_problem,
 )
-from preemption_toleration.guard.prefilter import may_be_preemption
+from preemption_toleration.guard.prefilter import is_preemption, may_be_preemption
 from preemption_toleration.guard.repeats import RepeatFilter, RetryPacer
+from preemption_toleration.guard.request import GuardRequest, guard_request, read_guard_request, request_problem
 from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.webhooks.handling import Endpoint, HeldBack, Reply, not_kept
 from preemption_toleration.webhooks.metrics import WebhookMetrics
@@ -55,27 +54,33 @@ class GuardEndpoint:
         self.refusal_reports = RepeatFilter()
         self.retry_pacer = RetryPacer(hooks.retry_hold)
 
-    def endpoint(self) -> Endpoint:
+    def endpoint(self) -> Endpoint[GuardRequest]:
         return Endpoint(
             GUARD_PATH,
             GUARD,
             "",
             "pods",
             self.handle,
+            guard_request,
             request_problem,
-            read_guard_review,
+            read_guard_request,  # a review the API server sends: read once, into the record `handle` takes
+            GuardRequest,
             "all",
             allows=self.not_a_preemption,
-            logs=False,  # `handle` logs its judgements, repeats folded
         )
 
-    def not_a_preemption(self, payload: Mapping[str, Any]) -> bool:
+    def not_a_preemption(self, review: GuardRequest | Mapping[str, Any]) -> bool:
         """The guard's fast path: a well-formed review of a pod request that cannot be a preemption is
-        allowed from the raw JSON, before any model is built (and whether or not the caches are synced)."""
-        request = payload.get("request")
+        allowed as read, before anything else is checked (and whether or not the caches are synced)."""
+        config = self.hooks.config
+        if isinstance(review, GuardRequest):  # read and checked in one pass
+            if (review.group, review.resource) != ("", "pods"):
+                return False
+            return not is_preemption(review, config.preemptor_identities, config.judges_every_eviction)
+        request = review.get("request")
         if (
-            payload.get("apiVersion") not in ADMISSION_VERSIONS
-            or payload.get("kind") != "AdmissionReview"
+            review.get("apiVersion") not in ADMISSION_VERSIONS
+            or review.get("kind") != "AdmissionReview"
             or not is_mapping(request)
         ):
             return False
@@ -84,10 +89,9 @@ class GuardEndpoint:
             return False
         if (resource.get("group") or "", resource.get("resource")) != ("", "pods"):
             return False
-        config = self.hooks.config
         return not may_be_preemption(request, config.preemptor_identities, config.judges_every_eviction)
 
-    def handle(self, request: AdmissionRequest) -> Reply:
+    def handle(self, request: GuardRequest) -> Reply:
         """The guard's verdict on a pod request, from its own caches' snapshot, with the hold of a
         refused immediate retry."""
         snapshot = self.hooks.snapshot()
@@ -137,7 +141,7 @@ class GuardEndpoint:
         return Reply(verdict.response, hold)
 
 
-def _remember_marking_preemptor(request: AdmissionRequest, verdict: Verdict, snapshot: GuardSnapshot) -> None:
+def _remember_marking_preemptor(request: GuardRequest, verdict: Verdict, snapshot: GuardSnapshot) -> None:
     """The scheduler marks a victim (`DisruptionTarget`), then deletes it: the DELETE is judged against
     the preemptor the allowed mark was judged against, not guessed again, so a guess that changes in
     between (another pod now pending) cannot refuse the DELETE and leave the pod marked but running."""
@@ -148,7 +152,7 @@ def _remember_marking_preemptor(request: AdmissionRequest, verdict: Verdict, sna
         snapshot.preemptors.remember(verdict.preemptor, [victim_uid], datetime.now(UTC))
 
 
-def _fields(request: AdmissionRequest, verdict: Verdict) -> dict[str, Any]:
+def _fields(request: GuardRequest, verdict: Verdict) -> dict[str, Any]:
     refusal, response = verdict.refusal, verdict.response
     return {
         "kind": refusal.kind if refusal is not None else request.operation.lower(),
@@ -157,5 +161,5 @@ def _fields(request: AdmissionRequest, verdict: Verdict) -> dict[str, Any]:
         "preemptorSource": verdict.source.value if verdict.source else None,
         "denial": refusal.message if refusal is not None else None,
         "warnings": response.warnings,
-        "dryRun": bool(request.dry_run),
+        "dryRun": request.dry_run,
     }

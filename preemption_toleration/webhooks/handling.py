@@ -4,16 +4,16 @@ reading a body and its JSON, JSON answers, and the 400 and 503 answers any endpo
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from aiohttp import web
 from pydantic_core import from_json, to_json
 
 from preemption_toleration.admission.decisions import Needs
-from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse
+from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, AdmissionReview
 from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.webhooks.metrics import WebhookMetrics
 
@@ -35,7 +35,7 @@ class Reply:
 
 # A review's handler (controller-runtime's `Handler.Handle(ctx, Request) Response`): a decoded, checked
 # request in, a verdict out. It reads the caches it needs itself; the HTTP wrapper decodes and encodes.
-Handle = Callable[[AdmissionRequest], Reply]
+RequestT = TypeVar("RequestT")
 # (preemptor, node, until): a time-limited toleration held the preemptor back on that node
 HeldBack = Callable[[PodRecord, str, datetime], None]
 
@@ -44,30 +44,53 @@ def not_kept(preemptor: PodRecord, node: str, until: datetime) -> None:
     pass
 
 
+class Decoded(Protocol):
+    """A request an endpoint's reader decoded and checked in the same pass (the guard's record): what the
+    server reads of it. The answer repeats the review's apiVersion."""
+
+    api_version: str
+    uid: str
+    group: str
+    resource: str
+    operation: str
+
+    @property
+    def object(self) -> object: ...
+
+
 @dataclass(frozen=True)
-class Endpoint:
-    """An AdmissionReview endpoint: the resource it judges and its handler."""
+class Endpoint(Generic[RequestT]):
+    """An AdmissionReview endpoint: the resource it judges, its handler, and how its body is read."""
 
     path: str
     name: str
     group: str
     resource: str
-    handle: Handle
+    handle: Callable[[RequestT], Reply]
+    request: Callable[[AdmissionReview], RequestT]  # the handler's request, of a review read whole and checked
     check: Callable[[AdmissionRequest], str | None] | None = None  # what makes a request unreadable to it
-    read: Callable[[bytes], Any] = from_json  # the body's JSON; ValueError when it is not JSON
+    # The body's JSON (ValueError when it is not JSON), or, for a review its one pass decoded and checked
+    # every field of, the handler's request itself, of the type `decoded`.
+    read: Callable[[bytes], Any] = from_json
+    decoded: type[Decoded] | None = None
     needs: Needs = "admission"  # the caches its decisions read
-    # a review it allows from its raw JSON, before any model is built (the guard's fast path)
-    allows: Callable[[Mapping[str, Any]], bool] | None = None
-    logs: bool = True  # False: it logs its own judgements
+    # a review it allows as read (the raw JSON or the decoded request), unjudged (the guard's fast path)
+    allows: Callable[[Any], bool] | None = None
 
 
-def allowed(payload: Mapping[str, Any]) -> dict[str, Any]:
+def allowed(api_version: str, uid: str) -> dict[str, Any]:
     """An "allowed" answer to a review an endpoint's fast path (`Endpoint.allows`) let through."""
-    return {
-        "apiVersion": payload["apiVersion"],
-        "kind": "AdmissionReview",
-        "response": {"uid": payload["request"]["uid"], "allowed": True},
-    }
+    return {"apiVersion": api_version, "kind": "AdmissionReview", "response": {"uid": uid, "allowed": True}}
+
+
+def target_problem(endpoint: Endpoint[Any], group: str, resource: str, operation: str, has_object: bool) -> str | None:
+    """What makes a checked review one the endpoint does not judge: another resource, or a CREATE or UPDATE
+    without its object."""
+    if (group, resource) != (endpoint.group, endpoint.resource):
+        return f"{endpoint.path} judges {endpoint.group}/{endpoint.resource}, not {group or 'core'}/{resource}"
+    if operation in ("CREATE", "UPDATE") and not has_object:
+        return f"a {operation} request needs request.object"
+    return None
 
 
 class BadRequest(Exception):
@@ -84,14 +107,20 @@ async def read_body(request: web.BaseRequest, max_bytes: int) -> bytes:
 
 
 def decode(
-    body: bytes, expected: str = "an AdmissionReview", read: Callable[[bytes], Any] = from_json
-) -> dict[str, Any]:
+    body: bytes,
+    expected: str = "an AdmissionReview",
+    read: Callable[[bytes], Any] = from_json,
+    decoded: type[Decoded] | None = None,
+) -> Any:
+    """The JSON object of `body`, as `read` reads it, or the request of type `decoded` it read."""
     try:
         # pydantic-core's parser (`read` is one of its readers): about twice as fast as the json module's,
         # and it refuses nesting deeper than 200 levels with an error instead of exhausting the stack.
         payload = read(body)
     except ValueError as error:
         raise BadRequest(f"request body is not JSON: {error}") from error
+    if decoded is not None and isinstance(payload, decoded):
+        return payload
     if not isinstance(payload, dict):
         raise BadRequest(f"request body is a JSON {type(payload).__name__}, not {expected} object")
     return payload

@@ -33,7 +33,6 @@ from preemption_toleration.admission.decisions import (
 )
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, AdmissionReview, review_response
 from preemption_toleration.api.base import first_error
-from preemption_toleration.api.guard_review import CheckedReview
 from preemption_toleration.api.paths import (
     EXTENDER_PREEMPT_PATH,
     MUTATE_PRIORITY_CLASSES_PATH,
@@ -49,11 +48,13 @@ from preemption_toleration.webhooks.handling import (
     DEFAULT_MAX_BODY_BYTES,
     Answer,
     BadRequest,
+    Decoded,
     Endpoint,
     Reply,
     allowed,
     decode,
     read_body,
+    target_problem,
     unexpected,
     unready,
 )
@@ -66,29 +67,73 @@ Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 AnyResponse = TypeVar("AnyResponse", bound=web.StreamResponse)
 
 
-def endpoints(config: AdmissionConfig, snapshot: Callable[[], Snapshot]) -> list[Endpoint]:
+def endpoints(config: AdmissionConfig, snapshot: Callable[[], Snapshot]) -> list[Endpoint[AdmissionRequest]]:
     """The PriorityClass and policy endpoints, each a handler over the caches' snapshot."""
     return [
         Endpoint(
             VALIDATE_PRIORITY_CLASSES_PATH,
             "validate-priorityclasses",
             *PRIORITY_CLASSES,
-            lambda request: Reply(validate_priority_class(request, snapshot(), config)),
+            _logged(
+                VALIDATE_PRIORITY_CLASSES_PATH, lambda request: validate_priority_class(request, snapshot(), config)
+            ),
+            _request,
         ),
         Endpoint(
             MUTATE_PRIORITY_CLASSES_PATH,
             "mutate-priorityclasses",
             *PRIORITY_CLASSES,
-            lambda request: Reply(mutate_priority_class(request, snapshot())),
+            _logged(MUTATE_PRIORITY_CLASSES_PATH, lambda request: mutate_priority_class(request, snapshot())),
+            _request,
         ),
         Endpoint(
             VALIDATE_POLICIES_PATH,
             "validate-policies",
             GROUP,
             PLURAL,
-            lambda request: Reply(validate_policy(request, snapshot())),
+            _logged(VALIDATE_POLICIES_PATH, lambda request: validate_policy(request, snapshot())),
+            _request,
         ),
     ]
+
+
+def _request(review: AdmissionReview) -> AdmissionRequest:
+    return review.request
+
+
+def _logged(path: str, decide: Callable[[AdmissionRequest], AdmissionResponse]) -> Callable[[AdmissionRequest], Reply]:
+    """An admission endpoint's handler: its decision, logged."""
+
+    def handle(request: AdmissionRequest) -> Reply:
+        decision = decide(request)
+        _log(path, request, decision)
+        return Reply(decision)
+
+    return handle
+
+
+def _log(path: str, admission: AdmissionRequest, decision: AdmissionResponse) -> None:
+    """Refusals and warnings at INFO; a plain mutation (a new class given its policy's annotations, the
+    webhook's routine work, counted in the metrics) at DEBUG."""
+    level = logging.INFO
+    if decision.allowed and not decision.warnings:
+        if not decision.patch or not logger.isEnabledFor(logging.DEBUG):
+            return
+        level = logging.DEBUG
+    logger.log(
+        level,
+        "admission decision",
+        extra={
+            "endpoint": path,
+            "operation": admission.operation,
+            "object": admission.name,
+            "user": admission.user_info.username,
+            "allowed": decision.allowed,
+            "denial": decision.status.message if decision.status else None,
+            "warnings": decision.warnings,
+            "dryRun": bool(admission.dry_run),
+        },
+    )
 
 
 _REVIEW_VALIDATOR = AdmissionReview.__pydantic_validator__  # what model_validate calls, without its 0.3 µs of setup
@@ -139,10 +184,10 @@ class WebhookApp:
         # connection is ended by the client after an answer, never by us while a request may be on its way
         # (which the API server would report as a failed webhook call).
         self.draining = False
-        admission = endpoints(self.config, snapshot)
+        admission: list[Endpoint[Any]] = [*endpoints(self.config, snapshot)]
         if self.guard_endpoint is not None:
             admission.append(self.guard_endpoint.endpoint())
-        self.routes: tuple[Endpoint, ...] = tuple(admission)  # the admission endpoints
+        self.routes: tuple[Endpoint[Any], ...] = tuple(admission)  # the admission endpoints
         # path -> method -> handler; each handler does its own draining check (no middleware)
         self._table: dict[str, dict[str, Handler]] = {
             endpoint.path: {hdrs.METH_POST: self._handler(endpoint)} for endpoint in admission
@@ -216,7 +261,7 @@ class WebhookApp:
         request.writer.output_size = 0  # the answer's size counts from its status line
         return await handler(request)
 
-    def _handler(self, endpoint: Endpoint) -> Handler:
+    def _handler(self, endpoint: Endpoint[Any]) -> Handler:
         """One coroutine per request, reading, judging and counting (each layer more costs about 1 µs)."""
         name, latency = endpoint.name, self.metrics.latency.series(endpoint.name)
 
@@ -279,82 +324,70 @@ class WebhookApp:
         return self.extender_endpoint.preempt(body)
 
     @staticmethod
-    def _bad_request(endpoint: Endpoint, problem: str) -> Answer:
+    def _bad_request(endpoint: Endpoint[Any], problem: str) -> Answer:
         logger.warning("bad admission request", extra={"endpoint": endpoint.path, "problem": problem})
         return 400, {"error": problem}
 
-    def answer(self, endpoint: Endpoint, body: bytes) -> Answer:
+    def answer(self, endpoint: Endpoint[Any], body: bytes) -> Answer:
         """An AdmissionReview body in, (HTTP status, answer) out: `reply` without the hold."""
         status, answer, _ = self.reply(endpoint, body)
         return status, answer
 
-    def reply(self, endpoint: Endpoint, body: bytes) -> tuple[int, Any, float]:
+    def reply(self, endpoint: Endpoint[Any], body: bytes) -> tuple[int, Any, float]:
         """An AdmissionReview body in, (HTTP status, answer, seconds to hold it) out: 200 with the review's
         response, 400 with the reason for input that is not a review this endpoint judges, 503 before the
         caches sync. The body is decoded and the answer encoded here, once; the endpoint's handler takes
-        the checked request and returns its verdict. A judged review's response is the AdmissionResponse
-        model (the fast path's, a dict): `_review_answer` writes either."""
+        its request and returns its verdict. A judged review's response is the AdmissionResponse model (the
+        fast path's, a dict): `_review_answer` writes either."""
         try:
-            payload = decode(body, read=endpoint.read)
+            payload = decode(body, read=endpoint.read, decoded=endpoint.decoded)
+            decoded = endpoint.decoded is not None and isinstance(payload, endpoint.decoded)
             if endpoint.allows is not None and endpoint.allows(payload):
                 self.metrics.decisions.inc(endpoint.name, "allowed")
-                return 200, allowed(payload), 0.0
-            review = _review(payload)
-            admission = review.request
-            if (admission.resource.group, admission.resource.resource) != (endpoint.group, endpoint.resource):
-                got = f"{admission.resource.group or 'core'}/{admission.resource.resource}"
-                raise BadRequest(f"{endpoint.path} judges {endpoint.group}/{endpoint.resource}, not {got}")
-            if admission.operation in ("CREATE", "UPDATE") and not isinstance(admission.object, dict):
-                raise BadRequest(f"a {admission.operation} request needs request.object")
-            checked = isinstance(payload, CheckedReview)  # its pods' fields were checked as it was read
-            problem = endpoint.check(admission) if endpoint.check is not None and not checked else None
-            if problem is not None:
-                raise BadRequest(problem)
+                if decoded:
+                    return 200, allowed(payload.api_version, payload.uid), 0.0
+                return 200, allowed(payload["apiVersion"], payload["request"]["uid"]), 0.0
+            request, api_version = self._decoded(endpoint, payload) if decoded else self._checked(endpoint, payload)
         except BadRequest as problem:
             return (*self._bad_request(endpoint, str(problem)), 0.0)
         if answer := unready(self.problems(endpoint.needs)):
             return (*answer, 0.0)
         try:
-            verdict = endpoint.handle(admission)
+            verdict = endpoint.handle(request)
         except Exception as error:  # noqa: BLE001 - a bug must not become a 500; counted and logged
             return (*unexpected(self.metrics, endpoint.name, error), 0.0)
-        decision = verdict.response
-        self._count(endpoint, decision)
-        if endpoint.logs:
-            self._log(endpoint, admission, decision)
-        return 200, review_response(review.api_version, decision), verdict.hold
+        self._count(endpoint, verdict.response)
+        return 200, review_response(api_version, verdict.response), verdict.hold
 
-    def _count(self, endpoint: Endpoint, decision: AdmissionResponse) -> None:
+    @staticmethod
+    def _decoded(endpoint: Endpoint[Any], request: Decoded) -> tuple[Any, str]:
+        """(the handler's request, the review's apiVersion) of a review the endpoint's reader decoded and
+        checked in one pass."""
+        has_object = isinstance(request.object, Mapping)
+        if problem := target_problem(endpoint, request.group, request.resource, request.operation, has_object):
+            raise BadRequest(problem)
+        return request, request.api_version
+
+    @staticmethod
+    def _checked(endpoint: Endpoint[Any], payload: dict[str, Any]) -> tuple[Any, str]:
+        """(the handler's request, the review's apiVersion) of a review's JSON, checked here."""
+        review = _review(payload)
+        admission = review.request
+        resource = admission.resource
+        has_object = isinstance(admission.object, dict)
+        if problem := target_problem(endpoint, resource.group, resource.resource, admission.operation, has_object):
+            raise BadRequest(problem)
+        if endpoint.check is not None and (problem := endpoint.check(admission)) is not None:
+            raise BadRequest(problem)
+        return endpoint.request(review), review.api_version
+
+    def _count(self, endpoint: Endpoint[Any], decision: AdmissionResponse) -> None:
         count = self.metrics.decisions.inc
         count(endpoint.name, "allowed" if decision.allowed else "denied")
         if decision.patch:
             count(endpoint.name, "mutated")
         if decision.warnings:
             count(endpoint.name, "warned")
-
-    @staticmethod
-    def _log(endpoint: Endpoint, admission: AdmissionRequest, decision: AdmissionResponse) -> None:
-        """Refusals and warnings at INFO; a plain mutation (a new class given its policy's annotations, the
-        webhook's routine work, counted in the metrics) at DEBUG."""
-        level = logging.INFO
-        if decision.allowed and not decision.warnings:
-            if not decision.patch or not logger.isEnabledFor(logging.DEBUG):
-                return
-            level = logging.DEBUG
-        logger.log(
-            level,
-            "admission decision",
-            extra={
-                "endpoint": endpoint.path,
-                "operation": admission.operation,
-                "object": admission.name,
-                "user": admission.user_info.username,
-                "allowed": decision.allowed,
-                "denial": decision.status.message if decision.status else None,
-                "warnings": decision.warnings,
-                "dryRun": bool(admission.dry_run),
-            },
-        )
 
     async def _healthz(self, _: web.BaseRequest) -> web.Response:
         return web.Response(text="ok")

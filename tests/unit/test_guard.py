@@ -3,15 +3,16 @@
 Includes the payloads current API servers send (policy/v1 Eviction, the DisruptionTarget status update).
 """
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from preemption_toleration.api.admission import AdmissionReview
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
 from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, PreemptorSource, judge, marking_scheduler
 from preemption_toleration.guard.inference import infer_preemptor
 from preemption_toleration.guard.matching import could_run_on
+from preemption_toleration.guard.request import GuardRequest, read_guard_request
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.records.policy import policy_view
 from preemption_toleration.records.priority_class import class_view
@@ -207,7 +208,9 @@ def pod_request(
     payload["request"].update(namespace="team", name=name, dryRun=dry_run)
     if sub_resource:
         payload["request"]["subResource"] = sub_resource
-    return AdmissionReview.model_validate(payload).request
+    request = read_guard_request(json.dumps(payload).encode())  # as the server reads it
+    assert isinstance(request, GuardRequest)
+    return request
 
 
 def eviction(version="policy/v1", **annotations):

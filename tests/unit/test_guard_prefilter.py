@@ -9,10 +9,11 @@ from typing import Any
 import cel
 import pytest
 
-from preemption_toleration.api.admission import AdmissionRequest, AdmissionReview
+from preemption_toleration.api.admission import AdmissionReview
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
 from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES, GuardConfig, GuardSnapshot, judge
 from preemption_toleration.guard.prefilter import may_be_preemption
+from preemption_toleration.guard.request import GuardRequest, guard_request
 from preemption_toleration.manifests.webhook_configurations import guard_match_conditions
 from tests.unit.guard_requests import ROWS, SCHEDULER, USER, Row, delete, evict
 from tests.unit.test_guard import NOW, bound, pending, snapshot
@@ -78,10 +79,14 @@ def test_without_identities_only_annotated_evictions_reach_the_guard() -> None:
 # ------------------------------------------------------------------------- the fast path never skips a refusal
 
 
-def parsed(row: Row) -> AdmissionRequest:
-    return AdmissionReview.model_validate(
-        {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": row.request}
-    ).request
+def parsed(row: Row) -> GuardRequest:
+    return checked(row.request)
+
+
+def checked(request: dict[str, Any]) -> GuardRequest:
+    """The guard's record of a request, read whole and checked."""
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+    return guard_request(AdmissionReview.model_validate(review))
 
 
 def protected_state() -> GuardSnapshot:
@@ -196,8 +201,6 @@ def test_judge_asks_the_rule() -> None:
     for request in _grid():
         if may_be_preemption(request, DEFAULT_PREEMPTOR_IDENTITIES):
             continue
-        checked = AdmissionRequest.model_validate(
-            {**request, "uid": "u", "kind": POD, "resource": PODS, "name": "victim", "namespace": "team"}
-        )
-        verdict = judge(checked, state, GuardConfig(), NOW)
+        fields = {**request, "uid": "u", "kind": POD, "resource": PODS, "name": "victim", "namespace": "team"}
+        verdict = judge(checked(fields), state, GuardConfig(), NOW)
         assert verdict.response.allowed and verdict.source is None and not verdict.response.warnings, request

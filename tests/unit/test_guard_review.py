@@ -1,5 +1,6 @@
-"""The guard's body reader: the fields the guard reads are kept as the JSON has them, the rest are left out,
-and a body that is not JSON is refused with the same message as pydantic-core's `from_json`."""
+"""The guard's body reader: a review the API server sends is read in one pass into the guard's record, with the
+fields the guard reads and their types; any other JSON is read leniently, the fields the guard reads kept as the
+JSON has them and the rest left out; a body that is not JSON is refused with `from_json`'s message."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from typing import Any
 import pytest
 from pydantic_core import from_json
 
-from preemption_toleration.api.guard_review import CheckedReview, read_guard_review
+from preemption_toleration.api.admission import AdmissionReview
+from preemption_toleration.api.guard_review import read_review_leniently
 from preemption_toleration.api.pod import VICTIM_KEYS
+from preemption_toleration.guard.request import GuardRequest, guard_request, read_guard_request
 
 # One value per key the guard reads of a pod; VICTIM_KEYS names them.
 READ: dict[str, dict[str, Any]] = {
@@ -69,7 +72,7 @@ REQUEST = {
     "options": {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"},
 }
 
-CHECKED_READ = {  # READ as the checked reading keeps it: of a condition, only the keys the guard reads
+CHECKED_READ = {  # READ as the one pass keeps it: of a condition, only the keys the guard reads
     **READ,
     "status": {**READ["status"], "conditions": [{"type": "PodScheduled", "status": "True"}]},
 }
@@ -78,13 +81,14 @@ KEPT = [
     # (rule, body, what the guard gets)
     (
         "a victim keeps the fields the guard reads; managedFields, containers and their status are left out",
-        review(REQUEST),
+        review({**REQUEST, "uid": 1}),
         {
             "apiVersion": "admission.k8s.io/v1",
             "kind": "AdmissionReview",
             "request": {
                 **{key: value for key, value in REQUEST.items() if key not in ("requestKind", "options")},
-                "oldObject": CHECKED_READ,
+                "uid": 1,
+                "oldObject": READ,
             },
         },
     ),
@@ -149,33 +153,76 @@ KEPT = [
 
 
 @pytest.mark.parametrize(("rule", "body", "expected"), KEPT, ids=[case[0] for case in KEPT])
-def test_the_guard_gets_the_fields_it_reads(rule: str, body: bytes, expected: Any) -> None:
-    assert read_guard_review(body) == expected, rule
+def test_read_leniently_the_guard_gets_the_fields_it_reads(rule: str, body: bytes, expected: Any) -> None:
+    assert read_review_leniently(body) == expected, rule
+    assert read_guard_request(body) == expected, rule
 
 
-CHECKED = [
-    # (rule, body, whether the fields the guard reads of its pods were type-checked in the reading)
-    ("a scheduler's DELETE as the API server sends it", review(REQUEST), True),
-    ("an Eviction with its metadata", review({"operation": "CREATE", "object": {"metadata": {"name": "v"}}}), True),
-    ("a priority of the wrong type", review({"oldObject": {"spec": {"priority": "8000"}}}), False),
-    ("a priority beyond int32", review({"oldObject": {"spec": {"priority": 2**31}}}), False),
-    ("a time that is not RFC 3339", review({"oldObject": {"metadata": {"creationTimestamp": "today"}}}), False),
-    (
-        "a condition's message that is not a string",
-        review({"object": {"status": {"conditions": [{"message": 1}]}}}),
+def test_a_review_the_api_server_sends_is_read_into_the_guards_record() -> None:
+    request = read_guard_request(review(REQUEST))
+    assert isinstance(request, GuardRequest)
+    assert request.old_object == CHECKED_READ
+    assert (request.api_version, request.uid, request.operation, request.user, request.dry_run) == (
+        "admission.k8s.io/v1",
+        "u-1",
+        "DELETE",
+        "system:kube-scheduler",
         False,
+    )
+
+
+def fields(request: GuardRequest) -> dict[str, Any]:
+    return {name: getattr(request, name) for name in GuardRequest.__slots__}
+
+
+AS_READ_WHOLE = [
+    ("a DELETE as the API server sends it", REQUEST),
+    (
+        "fields it may leave out: the model's defaults",
+        {key: REQUEST[key] for key in ("uid", "kind", "resource", "operation")},
     ),
-    ("an object that is not an object", review({"object": "text"}), False),
-    ("a request that is not an object", review([1]), False),
+    (
+        "a group, a subresource, a dry run",
+        {**REQUEST, "resource": {**REQUEST["resource"], "group": "g"}, "subResource": "status", "dryRun": True},
+    ),
+    (
+        "keys by their Python names",
+        {**{key: REQUEST[key] for key in ("uid", "kind", "resource", "operation")}, "user_info": {}, "dry_run": None},
+    ),
+    ("both spellings: the alias counts", {**REQUEST, "sub_resource": "status", "subResource": "eviction"}),
 ]
 
 
-@pytest.mark.parametrize(("rule", "body", "checked"), CHECKED, ids=[case[0] for case in CHECKED])
-def test_a_review_is_marked_checked_only_when_its_pods_read_fields_have_their_types(
-    rule: str, body: bytes, checked: bool
-) -> None:
-    """A checked review skips `request_problem`; any other is read as it is, for it to say what is wrong."""
-    assert isinstance(read_guard_review(body), CheckedReview) is checked, rule
+@pytest.mark.parametrize(("rule", "request_"), AS_READ_WHOLE, ids=[case[0] for case in AS_READ_WHOLE])
+def test_the_record_read_in_one_pass_is_the_record_of_the_review_read_whole(rule: str, request_: Any) -> None:
+    """The one pass reads the review model's fields with its types and defaults: the record is the one of the
+    review read whole and checked, but for the pods' fields the guard does not read."""
+    body = review(request_)
+    request = read_guard_request(body)
+    assert isinstance(request, GuardRequest), rule
+    whole = guard_request(AdmissionReview.model_validate_json(body))
+    assert {**fields(request), "old_object": None} == {**fields(whole), "old_object": None}, rule
+    assert (request.old_object is None) is (whole.old_object is None), rule
+
+
+NOT_READ_IN_ONE_PASS = [
+    ("a priority of the wrong type", {**REQUEST, "oldObject": {"spec": {"priority": "8000"}}}),
+    ("a priority beyond int32", {**REQUEST, "oldObject": {"spec": {"priority": 2**31}}}),
+    ("a time that is not RFC 3339", {**REQUEST, "oldObject": {"metadata": {"creationTimestamp": "today"}}}),
+    ("a condition's message that is not a string", {**REQUEST, "object": {"status": {"conditions": [{"message": 1}]}}}),
+    ("an object that is not an object", {**REQUEST, "object": "text"}),
+    ("an empty uid", {**REQUEST, "uid": ""}),
+    ("an operation the model does not know", {**REQUEST, "operation": "PATCH"}),
+    ("no resource", {key: value for key, value in REQUEST.items() if key != "resource"}),
+    ("a user name that is not a string", {**REQUEST, "userInfo": {"username": 7}}),
+]
+
+
+@pytest.mark.parametrize(("rule", "request_"), NOT_READ_IN_ONE_PASS, ids=[case[0] for case in NOT_READ_IN_ONE_PASS])
+def test_a_review_with_a_field_of_the_wrong_type_is_read_leniently(rule: str, request_: Any) -> None:
+    """Not the guard's record: its JSON, for the fast path and the checks to say what is wrong."""
+    body = review(request_)
+    assert read_guard_request(body) == read_review_leniently(body), rule
 
 
 NOT_JSON = [
@@ -195,5 +242,5 @@ def test_a_body_that_is_not_json_is_refused_with_the_parsers_message(rule: str, 
     with pytest.raises(ValueError) as full:
         from_json(body)
     with pytest.raises(ValueError) as guard:
-        read_guard_review(body)
+        read_guard_request(body)
     assert str(guard.value) == str(full.value), rule
