@@ -35,6 +35,7 @@ import datetime
 import hashlib
 import ssl
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -431,10 +432,16 @@ def save(args: argparse.Namespace, rows: list[dict[str, Any]]) -> Path:
             "nodes": args.nodes,
             "pending_fraction": 1 / PENDING_EVERY,
             "steady_seconds": STEADY_SECONDS,
-            "baseline": str(args.baseline) if args.baseline else None,
+            "baseline": commit_of(args.baseline) if args.baseline else None,
             "rows": rows,
         },
     )
+
+
+def commit_of(checkout: Path) -> str:
+    """The checkout's commit, which the results name rather than a path of this machine."""
+    found = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return found.stdout.strip() or checkout.name
 
 
 def print_comparison(rows: list[dict[str, Any]]) -> None:
