@@ -204,10 +204,12 @@ def _judge(
         # upstream skips the node; we cannot judge either
         return Verdict(allow(request.uid), source=source, preemptor=preemptor)
     if not exempt:
-        if config.refuse_in_vain and kind in ("delete", "status") and not config.audit:
-            wasted = _in_vain(kind, request, victim, preemptor, source, snapshot, now)
-            if wasted is not None:
-                return wasted
+        checks_waste = config.refuse_in_vain and kind in ("delete", "status") and not config.audit
+        wasted = _in_vain(victim, preemptor, snapshot, now) if checks_waste else None
+        if wasted is not None:
+            protection, message = wasted
+            refusal = _refusal(kind, request, victim, preemptor, protection, 403, message, audit=False)
+            return Verdict(deny(request.uid, 403, message, None), refusal, source, preemptor)
         return Verdict(allow(request.uid), source=source, preemptor=preemptor)
     protection = found if found is not None else protection_under(victim, toleration, now)
     preemptor_name = preemptor.ref if preemptor.name else None
@@ -229,18 +231,7 @@ def _judge(
         )
     seconds_left = protection.seconds_left(now)
     code = 429 if kind == "eviction" and seconds_left is not None else 403
-    refusal = Refusal(
-        kind,
-        victim,
-        preemptor.priority,
-        preemptor_name,
-        protection,
-        code,
-        message,
-        config.audit,
-        request.dry_run,
-        preemptor,
-    )
+    refusal = _refusal(kind, request, victim, preemptor, protection, code, message, config.audit)
     if config.audit:
         return Verdict(allow(request.uid, [f"audit: would refuse: {message}"]), refusal, source, preemptor)
     if code == 429:
@@ -249,38 +240,36 @@ def _judge(
     return Verdict(response, refusal, source, preemptor)
 
 
-def _in_vain(
+def _refusal(
     kind: str,
     request: GuardRequest,
     victim: PodRecord,
     preemptor: PodRecord,
-    source: PreemptorSource,
-    snapshot: GuardSnapshot,
-    now: datetime,
-) -> Verdict | None:
-    """A refusal of a victim upstream's plugin would not preempt on its node (`waste`), or None."""
+    protection: Protection,
+    code: int,
+    message: str,
+    audit: bool,
+) -> Refusal:
+    """The refusal of `victim` to `preemptor` (named when it has a name)."""
+    preemptor_name = preemptor.ref if preemptor.name else None
+    return Refusal(
+        kind, victim, preemptor.priority, preemptor_name, protection, code, message, audit, request.dry_run, preemptor
+    )
+
+
+def _in_vain(
+    victim: PodRecord, preemptor: PodRecord, snapshot: GuardSnapshot, now: datetime
+) -> tuple[Protection, str] | None:
+    """The protection and message of the refusal of a victim upstream's plugin would not preempt on its node
+    (`waste`), or None."""
     reason = in_vain(victim.uid, victim.node_name or "", preemptor, snapshot, now)
     if reason is None:
         return None
-    preemptor_name = preemptor.ref
     message = (
-        f"pod {victim.ref} would be preempted in vain for {preemptor_name} (priority {preemptor.priority}): {reason}."
+        f"pod {victim.ref} would be preempted in vain for {preemptor.ref} (priority {preemptor.priority}): {reason}."
     )
     # the victim itself tolerates nothing: the refusal is counted under protection "None"
-    protection = Protection(ProtectionKind.NONE, reason, victim.priority)
-    refusal = Refusal(
-        kind,
-        victim,
-        preemptor.priority,
-        preemptor_name,
-        protection,
-        403,
-        message,
-        False,
-        request.dry_run,
-        preemptor,
-    )
-    return Verdict(deny(request.uid, 403, message, None), refusal, source, preemptor)
+    return Protection(ProtectionKind.NONE, reason, victim.priority), message
 
 
 def _victim(request: GuardRequest, snapshot: GuardSnapshot, namespace: str) -> PodRecord | None:
