@@ -419,7 +419,7 @@ async def test_two_replicas_with_peering_only_one_writes(
         working = "Resuming operations after the pause"  # kopf: this replica is the active one
         active.start()
         await eventually(
-            lambda: asyncio.sleep(0, active.log()),
+            lambda: asyncio.to_thread(active.log),
             lambda log: working in log,
             timeout=START_SECONDS,
             what="the active replica working",
@@ -427,7 +427,7 @@ async def test_two_replicas_with_peering_only_one_writes(
         standby.start()
         # its first resync has found the active replica in the peering: it watches, and leaves the work
         await eventually(
-            lambda: asyncio.sleep(0, standby.log()),
+            lambda: asyncio.to_thread(standby.log),
             lambda log: "resync paused" in log,
             timeout=START_SECONDS,
             what="the standby replica standing by",
@@ -441,7 +441,7 @@ async def test_two_replicas_with_peering_only_one_writes(
         )
         await wait_annotations(api, pc, {MIN: "10000"})
         await eventually(
-            lambda: asyncio.sleep(0, active.log()),
+            lambda: asyncio.to_thread(active.log),
             lambda log: " applied" in log,
             timeout=REACTION_SECONDS,
             what="the active replica logging its write",
@@ -469,7 +469,7 @@ async def test_two_replicas_with_peering_only_one_writes(
         await wait_annotations(api, pc, {MIN: "9999"})
         # the write can be seen in the API a moment before the standby has logged it
         await eventually(
-            lambda: asyncio.sleep(0, standby.log()),
+            lambda: asyncio.to_thread(standby.log),
             lambda log: working in log and " applied" in log,
             timeout=REACTION_SECONDS,
             what="the standby replica working and writing",
