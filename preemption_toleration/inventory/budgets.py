@@ -116,11 +116,18 @@ class BudgetIndex:
 
 
 def counted_by_a_budget(pod: SlimPod, budgets: BudgetIndex) -> bool:
-    """Whether the scheduler's split would use one of a budget's disruptions for this pod."""
+    """Whether the scheduler's split would spend one of a budget's remaining disruptions on this pod. A
+    budget with none left makes every pod it selects violating, whichever other pods are on the node, so a
+    pod under it changes no other pod's count."""
     if not pod.label_pairs:
         return False
+    spendable = [
+        b for b in budgets.in_namespace(pod.namespace) if b.disruptions_allowed > 0 and pod.name not in b.disrupted_pods
+    ]
+    if not spendable:
+        return False
     labels = pod.labels
-    return any(b.selects(labels) and pod.name not in b.disrupted_pods for b in budgets.in_namespace(pod.namespace))
+    return any(b.selects(labels) for b in spendable)
 
 
 def split_by_budget_violation(pods: Sequence[SlimPod], budgets: BudgetIndex) -> tuple[list[SlimPod], list[SlimPod]]:

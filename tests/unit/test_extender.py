@@ -287,12 +287,12 @@ EXEMPT_UNDER_BUDGET = [
 ]
 
 
-def _exempt_under_budget(preemptor):
+def _exempt_under_budget(preemptor, allowed=1):
     extender_view = ExtenderView(
         PodIndex.of(EXEMPT_UNDER_BUDGET),
         {"nc": node("nc", cpu="3500m")},
         CLASS_RECORDS,
-        BudgetIndex.of([budget("b", 1, grp="a")]),
+        BudgetIndex.of([budget("b", allowed, grp="a")]),
     )
     proposal = ExtenderPreemptionArgs.model_validate(
         {"Pod": preemptor, "NodeNameToMetaVictims": {"nc": {"Pods": [{"UID": "uid-x"}], "NumPDBViolations": 1}}}
@@ -308,6 +308,17 @@ def test_a_pod_that_tolerates_the_preemptor_uses_none_of_a_budget() -> None:
     assert outcome.choice is NodeChoice.RECOUNTED
     assert decision.result.to_wire()["NodeNameToMetaVictims"] == {
         "nc": {"Pods": [{"UID": "uid-x"}], "NumPDBViolations": 0}
+    }
+
+
+def test_a_pod_that_tolerates_the_preemptor_under_a_budget_with_no_disruption_left_changes_no_count() -> None:
+    """The budget has no disruption left, so x is violating with or without e: the scheduler's choice and
+    count stand, and the node's pods are not chosen again."""
+    decision = _exempt_under_budget(pod("pre", "u-pre", cpu="1500m", node=None), allowed=0)
+    [outcome] = decision.outcomes
+    assert outcome.choice is NodeChoice.UNCHANGED
+    assert decision.result.to_wire()["NodeNameToMetaVictims"] == {
+        "nc": {"Pods": [{"UID": "uid-x"}], "NumPDBViolations": 1}
     }
 
 
