@@ -21,6 +21,14 @@ APPLY_PATCH = "application/apply-patch+yaml"  # the content type of a server-sid
 API_ERRORS: tuple[type[BaseException], ...] = (ApiException, aiohttp.ClientError, OSError, asyncio.TimeoutError)
 
 
+async def raise_for_status(response: aiohttp.ClientResponse) -> None:
+    """The ApiException the client raises for an error status, for an answer read without the client's model
+    (`_preload_content=False`, which leaves every status to the caller)."""
+    if response.status >= 400:
+        text = (await response.read()).decode(errors="replace").strip()
+        raise ApiException(status=response.status, reason=text[:200] or response.reason)
+
+
 def kubeconfig_path(explicit: str | None = None) -> str | None:
     """The kubeconfig to use, or None to use the in-cluster service account."""
     from_env = os.environ.get("KUBECONFIG")

@@ -23,10 +23,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.core.times import rfc3339
-from preemption_toleration.kube.client import API_ERRORS
+from preemption_toleration.kube.client import API_ERRORS, raise_for_status
 
 CLUSTER_SCOPED_EVENTS_NAMESPACE = "default"
 MAX_MESSAGE = 1024  # the API server's limit on an Event's message
@@ -97,9 +96,8 @@ class ObjectEvents:
         response = await self.core.create_namespaced_event(
             body["metadata"]["namespace"], body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
         )
-        answer = await response.read()  # read whole, so that the connection goes back to the pool
-        if response.status >= 400:
-            raise ApiException(status=response.status, reason=answer.decode(errors="replace")[:200])
+        await raise_for_status(response)
+        await response.read()  # read whole, so that the connection goes back to the pool
 
 
 def _about(body: Mapping[str, Any]) -> dict[str, Any]:

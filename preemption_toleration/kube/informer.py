@@ -21,6 +21,8 @@ from typing import Any, Generic, Protocol, TypeVar
 import aiohttp
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from preemption_toleration.kube.client import raise_for_status
+
 V = TypeVar("V")
 ListFunction = Callable[..., Awaitable[Any]]
 
@@ -126,12 +128,6 @@ class CacheStats:
 
 class WatchExpired(Exception):
     """The watch's resourceVersion is too old (410 Gone): only a fresh listing can resume."""
-
-
-async def _raise_for_status(response: aiohttp.ClientResponse) -> None:
-    if response.status >= 400:
-        text = (await response.text()).strip()
-        raise ApiException(status=response.status, reason=text[:200] or response.reason)
 
 
 async def json_lines(response: aiohttp.ClientResponse, limit: int = MAX_EVENT_BYTES) -> AsyncIterator[Any]:
@@ -297,7 +293,7 @@ class Informer:
                 paging["_continue"] = token
             response = await self.list_function(_preload_content=False, _request_timeout=LIST_TIMEOUT_SECONDS, **paging)
             async with response:
-                await _raise_for_status(response)
+                await raise_for_status(response)
                 body = await response.read()
             self._contact()
             # Each item is slimmed as soon as it is decoded: no page of decoded objects is ever held.
@@ -358,7 +354,7 @@ class Informer:
             _request_timeout=WATCH_READ_TIMEOUT,
         )
         async with response:
-            await _raise_for_status(response)
+            await raise_for_status(response)
             self._contact()
             self._recovered()
             self.watching = True
