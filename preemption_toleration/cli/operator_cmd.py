@@ -5,16 +5,23 @@ from __future__ import annotations
 import argparse
 
 from preemption_toleration.cli.failures import require_cluster_configuration
-from preemption_toleration.cli.options import KUBECONFIG, LOGGING_OPTIONS, Option, add_command, settings_values
+from preemption_toleration.cli.options import (
+    KUBECONFIG,
+    LOGGING_OPTIONS,
+    Option,
+    add_command,
+    flag_value,
+    settings_values,
+)
 from preemption_toleration.cli.signals import run_until_signalled
 from preemption_toleration.cli.values import host_and_port, non_empty, peering_priority, resync_seconds, url
 from preemption_toleration.logs import configure_logging
-from preemption_toleration.records.priority_class import FIELD_MANAGER
+from preemption_toleration.operator.config import OPERATOR_DEFAULTS
 
 RESYNC_SECONDS = Option(
     "--resync-seconds",
     env="PTOL_RESYNC_SECONDS",
-    default="60",
+    default=flag_value(OPERATOR_DEFAULTS.resync_seconds),
     type=resync_seconds,
     help="how often everything is re-checked and failed writes retried",
     shown="S",
@@ -53,7 +60,7 @@ PEERING_PRIORITY = Option(
 FIELD_MANAGER_OPTION = Option(
     "--field-manager",
     env="PTOL_FIELD_MANAGER",
-    default=FIELD_MANAGER,
+    default=OPERATOR_DEFAULTS.field_manager,
     type=non_empty,
     help="server-side apply field manager",
     setting="field_manager",
@@ -94,7 +101,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from preemption_toleration.operator.handlers import OperatorConfig
+    from preemption_toleration.operator.config import OperatorConfig
     from preemption_toleration.operator.runner import run_operator
 
     configure_logging(args.log_level, args.log_format)

@@ -70,7 +70,7 @@ logger = logging.getLogger("preemption_toleration.run")
 
 async def run_all(args: argparse.Namespace, stop: asyncio.Event, local: LocalCluster | None = None) -> None:
     from preemption_toleration.kube.client import make_api_client
-    from preemption_toleration.operator.handlers import OperatorConfig
+    from preemption_toleration.operator.config import OperatorConfig
     from preemption_toleration.operator.runner import run_operator
     from preemption_toleration.webhooks.runner import run_webhook
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import kopf
@@ -27,29 +26,15 @@ from preemption_toleration.kube.identity import RUN_OPERATOR_GROUP, impersonatin
 from preemption_toleration.kube.kopf_login import connection_info
 from preemption_toleration.operator.caches import OperatorCaches
 from preemption_toleration.operator.coalescer import Coalescer
+from preemption_toleration.operator.config import OperatorConfig
 from preemption_toleration.operator.reconciler import Reconciler, ReconcileResult
 from preemption_toleration.operator.resync import ResyncClock, reconcile_on_changes, resync_forever
-from preemption_toleration.records.priority_class import FIELD_MANAGER
 
 EVENTS_COMPONENT = "preemption-toleration-operator"  # the "From" of its Events in kubectl describe
 POLICIES = (GROUP, VERSION, PLURAL)
 
 logger = logging.getLogger("preemption_toleration.operator")
 registry = kopf.OperatorRegistry()
-
-
-@dataclass
-class OperatorConfig:
-    kubeconfig: str | None = None
-    field_manager: str = FIELD_MANAGER
-    resync_seconds: float = 60.0
-    # unique per replica, so that exactly one is active: random unless set (replicas with equal ones all pause)
-    peering_priority: int = field(default_factory=lambda: secrets.randbelow(10**9) + 1)
-    # a pause before each reconcile, so that one `kubectl apply` of many policies shares it
-    settle_seconds: float = 0.1
-    # `ptol run`: the operator's own writes act as this user (kube/identity.py), whom the webhooks take for
-    # the operator, so that an admin's hand edit made with the same kubeconfig is refused, not reverted
-    impersonate: str | None = None
 
 
 @dataclass

@@ -10,7 +10,8 @@ import kopf
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
 from preemption_toleration.kube.peering import CLUSTER_PEERINGS, KOPF_GROUP, KOPF_VERSION, Peering, new_identity
-from preemption_toleration.operator.handlers import OperatorConfig, registry
+from preemption_toleration.operator.config import OperatorConfig
+from preemption_toleration.operator.handlers import registry
 from preemption_toleration.operator.metrics import OperatorMetrics, serve_metrics
 from preemption_toleration.operator.served import CustomResource, wait_until_served
 from preemption_toleration.operator.supervision import keep_running, run_in_own_loop

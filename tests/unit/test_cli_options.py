@@ -16,7 +16,7 @@ from preemption_toleration.cli.option_table import configuration_tables, with_ta
 from preemption_toleration.cli.options import env_vars_of, options_of, settings_values
 from preemption_toleration.cli.webhook_cmd import tls_problem
 from preemption_toleration.cli.webhook_options import REGISTRATION_OPTIONS, server_options, settings_from
-from preemption_toleration.operator.handlers import OperatorConfig
+from preemption_toleration.operator.config import OperatorConfig
 from preemption_toleration.webhooks.settings import WebhookSettings, local_run_defaults
 
 # The option tables (docs/configuration.md) and the command reference (docs/cli.md: ptol run's own options)

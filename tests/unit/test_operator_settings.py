@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import kopf
 
-from preemption_toleration.operator.handlers import OperatorConfig, apply_settings
+from preemption_toleration.operator.config import OperatorConfig
+from preemption_toleration.operator.handlers import apply_settings
 
 KOPF_SILENT_WATCH_RESTART_SECONDS = 70  # kopf's settings.watching.inactivity_timeout
 
