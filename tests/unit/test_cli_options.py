@@ -13,7 +13,7 @@ from preemption_toleration import pki
 from preemption_toleration.cli.main import build_parser, main
 from preemption_toleration.cli.operator_cmd import CONFIG_OPTIONS
 from preemption_toleration.cli.option_table import configuration_tables, with_tables
-from preemption_toleration.cli.options import env_vars_of, options_of, settings_values
+from preemption_toleration.cli.options import env_vars_of, flag_value, options_of, settings_values
 from preemption_toleration.cli.webhook_cmd import tls_problem
 from preemption_toleration.cli.webhook_options import REGISTRATION_OPTIONS, server_options, settings_from
 from preemption_toleration.operator.config import OperatorConfig
@@ -427,3 +427,18 @@ def test_errors_name_the_plugin_when_run_as_kubectl_ptol(
     monkeypatch.setattr(sys, "argv", ["/usr/local/bin/kubectl-ptol"])
     assert main(["run", "--dev-cluster", ".cluster", "--guard", "off"]) == 2
     assert capsys.readouterr().err.startswith("kubectl ptol run: error: --dev-cluster needs the guard")
+
+
+def test_the_command_reference_gives_ptol_runs_own_defaults() -> None:
+    """docs/cli.md's `ptol run` row spells each default in which `ptol run` differs from `ptol webhook`, as
+    `local_run_defaults()` declares it (the one source): a changed default makes the row stale."""
+    (row,) = [line for line in REFERENCE[1].read_text().splitlines() if line.startswith("| `ptol run` |")]
+    webhook, run = WebhookSettings(), local_run_defaults()
+    differing = [
+        (option.flag, flag_value(getattr(run, option.settings_field)))
+        for option in server_options()
+        if getattr(run, option.settings_field) != getattr(webhook, option.settings_field)
+    ]
+    assert differing, "ptol run has defaults of its own"
+    for flag, value in differing:
+        assert f"{flag} {value}" in row, f"docs/cli.md's ptol run row does not give {flag} {value}"
