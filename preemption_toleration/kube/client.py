@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,15 @@ async def raise_for_status(response: aiohttp.ClientResponse) -> None:
     if response.status >= 400:
         text = (await response.read()).decode(errors="replace").strip()
         raise ApiException(status=response.status, reason=text[:200] or response.reason)
+
+
+async def answer_of(request: Awaitable[aiohttp.ClientResponse]) -> bytes:
+    """The body of a call made with `_preload_content=False`, read whole (so that its connection goes back to
+    the pool): the client's model of the answer costs CPU that a caller reading JSON, or nothing, need not
+    spend. An error status raises the client's ApiException, as a call with the model does."""
+    response = await request
+    await raise_for_status(response)
+    return await response.read()
 
 
 def kubeconfig_path(explicit: str | None = None) -> str | None:

@@ -25,7 +25,7 @@ from typing import Any
 from kubernetes_asyncio import client
 
 from preemption_toleration.core.times import rfc3339
-from preemption_toleration.kube.client import API_ERRORS, raise_for_status
+from preemption_toleration.kube.client import API_ERRORS, answer_of
 
 CLUSTER_SCOPED_EVENTS_NAMESPACE = "default"
 MAX_MESSAGE = 1024  # the API server's limit on an Event's message
@@ -93,11 +93,11 @@ class ObjectEvents:
                 self.logger.exception("could not post an Event", extra=_about(body))
 
     async def _post(self, body: dict[str, Any]) -> None:
-        response = await self.core.create_namespaced_event(
-            body["metadata"]["namespace"], body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+        await answer_of(
+            self.core.create_namespaced_event(
+                body["metadata"]["namespace"], body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+            )
         )
-        await raise_for_status(response)
-        await response.read()  # read whole, so that the connection goes back to the pool
 
 
 def _about(body: Mapping[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.guard.decisions import Refusal
-from preemption_toleration.kube.client import API_ERRORS
+from preemption_toleration.kube.client import API_ERRORS, answer_of
 
 logger = logging.getLogger("preemption_toleration.guard")
 COMPONENT = "preemption-toleration-guard"
@@ -105,8 +105,10 @@ class RefusalEvents:
                 self.aggregates = dict(keep)
             name = f"{victim.name or None}.ptol-{uuid.uuid4().hex[:10]}"
             first = _now()
-            await self.core.create_namespaced_event(
-                victim.namespace or None, event_body(name, refusal, count, first, first)
+            await answer_of(
+                self.core.create_namespaced_event(
+                    victim.namespace or None, event_body(name, refusal, count, first, first), _preload_content=False
+                )
             )
             self.aggregates[key] = _Aggregate(name, count, now, first)
             return
@@ -117,10 +119,11 @@ class RefusalEvents:
         body = event_body(aggregate.name, refusal, aggregate.count, aggregate.first, _now())
         patch = {key: body[key] for key in ("count", "lastTimestamp", "message")}
         try:
-            await self.core.patch_namespaced_event(aggregate.name, victim.namespace or None, patch)
+            namespace = victim.namespace or None
+            await answer_of(self.core.patch_namespaced_event(aggregate.name, namespace, patch, _preload_content=False))
         except ApiException as error:
             if error.status != 404:
                 raise
             # The Event expired (the API server's --event-ttl, 1 h by default): write it again, whole, with
             # the count and first time so far, as kubectl describe would have shown them.
-            await self.core.create_namespaced_event(victim.namespace or None, body)
+            await answer_of(self.core.create_namespaced_event(victim.namespace or None, body, _preload_content=False))

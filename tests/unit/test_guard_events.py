@@ -12,16 +12,30 @@ from preemption_toleration.webhooks import events as events_module
 from preemption_toleration.webhooks.events import RefusalEvents
 
 
+class Answer:
+    """The API server's answer as the client hands it over when asked not to build its model."""
+
+    def __init__(self, status: int = 201) -> None:
+        self.status, self.reason = status, "Created" if status < 400 else "Not Found"
+
+    async def read(self) -> bytes:
+        return b"{}"
+
+
 class FakeCore:
     def __init__(self) -> None:
         self.created: list[dict] = []
         self.patched: list[tuple[str, dict]] = []
 
-    async def create_namespaced_event(self, namespace, body):
+    async def create_namespaced_event(self, namespace, body, _preload_content=True):
+        assert _preload_content is False, "the answer's model is not built"
         self.created.append(body)
+        return Answer(201)
 
-    async def patch_namespaced_event(self, name, namespace, body):
+    async def patch_namespaced_event(self, name, namespace, body, _preload_content=True):
+        assert _preload_content is False, "the answer's model is not built"
         self.patched.append((name, body))
+        return Answer(200)
 
 
 def refusal(dry_run=False, audit=False) -> Refusal:
@@ -72,12 +86,10 @@ class ExpiringCore(FakeCore):
         super().__init__()
         self.expired = False
 
-    async def patch_namespaced_event(self, name, namespace, body):
+    async def patch_namespaced_event(self, name, namespace, body, _preload_content=True):
         if self.expired:
-            from kubernetes_asyncio.client.exceptions import ApiException
-
-            raise ApiException(status=404, reason="Not Found")
-        await super().patch_namespaced_event(name, namespace, body)
+            return Answer(404)
+        return await super().patch_namespaced_event(name, namespace, body, _preload_content)
 
 
 def recorder_with(core, clock) -> RefusalEvents:
@@ -109,10 +121,10 @@ class BrokenCore(FakeCore):
         super().__init__()
         self.failures = [__import__("aiohttp").ServerDisconnectedError(), RuntimeError("a bug")]
 
-    async def create_namespaced_event(self, namespace, body):
+    async def create_namespaced_event(self, namespace, body, _preload_content=True):
         if self.failures:
             raise self.failures.pop(0)
-        await super().create_namespaced_event(namespace, body)
+        return await super().create_namespaced_event(namespace, body, _preload_content)
 
 
 async def test_no_failure_of_a_post_ends_the_event_loop() -> None:
