@@ -13,7 +13,6 @@ from typing import Any
 
 import aiohttp
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.components import ComponentError, ComponentProcess
@@ -22,6 +21,7 @@ from preemption_toleration.logs import REGISTERED
 from preemption_toleration.manifests.scheduler_extender import scheduler_extender_of
 from preemption_toleration.manifests.webhook_configurations import GUARD_NAME
 from tests.integration.helpers import START_SECONDS
+from tests.integration.metrics import by_label
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "crds" / "preemptiontolerationpolicies.yaml"
@@ -190,13 +190,7 @@ class Server:
             aiohttp.ClientSession() as session,
             session.get(f"{self.metrics_base}/metrics") as response,
         ):
-            text = await response.text()
-        found: dict[str, float] = {}
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                if sample.name == name:
-                    found[sample.labels[label]] = found.get(sample.labels[label], 0) + sample.value
-        return found
+            return by_label(await response.text(), name, label)
 
     async def extender_nodes(self) -> dict[str, float]:
         return await self.metric("ptol_extender_nodes_total", "choice")

@@ -6,7 +6,6 @@ import asyncio
 import json
 import subprocess
 import sys
-import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,13 +22,13 @@ from preemption_toleration.devcluster.processes import free_port
 from tests.integration.components import OperatorProcess, install_crd
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import (
-    ANSWER_SECONDS,
     REACTION_SECONDS,
     START_SECONDS,
     eventually,
     past_the_second_of,
     unique_name,
 )
+from tests.integration.metrics import by_label, scrape, total
 from tests.integration.objects import (
     MIN,
     TOL,
@@ -565,33 +564,17 @@ async def test_metrics_count_what_the_operator_did(
     await wait_annotations(api, pc, {MIN: "10000"})
 
     text = await asyncio.to_thread(_scrape)
-    applied = [
-        line
-        for line in text.splitlines()
-        if line.startswith('ptol_operator_writes_total{action="applied",result="ok"}')
-    ]
-    assert applied and float(applied[0].split()[-1]) >= 1
-    assert 'ptol_operator_reconciles_total{result="ok"}' in text
+    assert total(text, "ptol_operator_writes_total", action="applied", result="ok") >= 1
+    assert "ok" in by_label(text, "ptol_operator_reconciles_total", "result")
 
 
-def _scrape() -> str:
-    with urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=ANSWER_SECONDS) as response:
-        return str(response.read().decode())
+def _scrape(port: int = METRICS_PORT) -> str:
+    return scrape(f"http://127.0.0.1:{port}/metrics")
 
 
 async def _resyncs(port: int) -> dict[str, float]:
     """An operator's resync periods by outcome (ran, standby, failed)."""
-
-    def scrape() -> str:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=ANSWER_SECONDS) as response:
-            return str(response.read().decode())
-
-    prefix = 'ptol_operator_resyncs_total{outcome="'
-    return {
-        key[len(prefix) : -2]: value
-        for key, value in _samples(await asyncio.to_thread(scrape)).items()
-        if key.startswith(prefix)
-    }
+    return by_label(await asyncio.to_thread(_scrape, port), "ptol_operator_resyncs_total", "outcome")
 
 
 async def _resyncs_run(count: int, port: int = METRICS_PORT) -> dict[str, float]:
@@ -606,31 +589,23 @@ async def _resyncs_run(count: int, port: int = METRICS_PORT) -> dict[str, float]
     )
 
 
-def _samples(text: str) -> dict[str, float]:
-    return {
-        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line.startswith("ptol_operator_")
-    }
-
-
 async def _reconciles_since_start() -> dict[str, float]:
     """The operator's figures with its successful reconciles; empty while its metrics do not answer yet."""
     try:
-        return _figures(_samples(await asyncio.to_thread(_scrape)))
+        return _figures(await asyncio.to_thread(_scrape))
     except OSError:
         return {}
 
 
 async def _operator_figures() -> dict[str, float]:
-    return _figures(_samples(await asyncio.to_thread(_scrape)))
+    return _figures(await asyncio.to_thread(_scrape))
 
 
-def _figures(samples: dict[str, float]) -> dict[str, float]:
+def _figures(text: str) -> dict[str, float]:
     return {
-        "reconciles": samples.get('ptol_operator_reconciles_total{result="ok"}', 0.0),
-        "writes": sum(v for k, v in samples.items() if k.startswith("ptol_operator_writes_total")),
-        "status": samples.get("ptol_operator_status_patches_total", 0.0),
+        "reconciles": total(text, "ptol_operator_reconciles_total", result="ok"),
+        "writes": total(text, "ptol_operator_writes_total"),
+        "status": total(text, "ptol_operator_status_patches_total"),
     }
 
 

@@ -13,11 +13,11 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from preemption_toleration.devcluster import LocalCluster
 from tests.integration.components import CRD_FILE, WebhookServer, install_crd
 from tests.integration.helpers import ANSWER_SECONDS, REACTION_SECONDS, SLOW_SECONDS, START_SECONDS
+from tests.integration.metrics import scrape, total
 
 pytestmark = [pytest.mark.integration]
 
@@ -59,15 +59,8 @@ class Webhook(WebhookServer):
             time.sleep(0.3)
 
     def watch_failures(self, resource: str) -> float:
-        url = f"https://127.0.0.1:{self.port}/metrics"
-        with urllib.request.urlopen(url, context=INSECURE, timeout=ANSWER_SECONDS) as response:
-            text = response.read().decode()
-        return sum(
-            sample.value
-            for family in text_string_to_metric_families(text)
-            for sample in family.samples
-            if sample.name == "ptol_webhook_cache_watch_failures_total" and sample.labels["kind"] == resource
-        )
+        text = scrape(f"https://127.0.0.1:{self.port}/metrics", INSECURE)
+        return total(text, "ptol_webhook_cache_watch_failures_total", kind=resource)
 
     def lines(self, text: str) -> list[str]:
         return [line for line in self.process.log()[self.since :].splitlines() if text in line]

@@ -12,7 +12,6 @@ immediate retry (`--retry-hold-seconds`, 1 s by default).
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import datetime, timedelta
@@ -21,12 +20,12 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
-from prometheus_client.parser import text_string_to_metric_families
 
 from preemption_toleration.devcluster import LocalCluster
 from tests.integration.components import Server, ptol_run_fixture, registered_extender, scheduler_extended
 from tests.integration.conftest import Kubectl, MakeNode
-from tests.integration.helpers import SCHEDULING_SECONDS, eventually, unique_name
+from tests.integration.helpers import SCHEDULING_SECONDS, eventually, past_the_second_of, unique_name
+from tests.integration.metrics import samples
 from tests.integration.objects import MIN, TOL, class_manifest, policy_manifest, wait_annotations
 from tests.integration.pods import create_bound, node_of, pod_body, read_pod, stays, until_gone
 
@@ -71,11 +70,10 @@ def webhook_rejections(kubectl: Kubectl) -> dict[str, float]:
     """The API server's count of the guard's refusals, by the code it passed on to the client."""
     text = kubectl("get", "--raw", "/metrics").stdout
     found: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == "apiserver_admission_webhook_rejection_count_total" and "guard" in sample.labels["name"]:
-                code = sample.labels["rejection_code"]
-                found[code] = found.get(code, 0) + sample.value
+    for sample in samples(text, "apiserver_admission_webhook_rejection_count_total"):
+        if "guard" in sample.labels["name"]:
+            code = sample.labels["rejection_code"]
+            found[code] = found.get(code, 0) + sample.value
     return found
 
 
@@ -87,12 +85,12 @@ async def started(api: ApiClient, namespace: str, name: str, class_name: str, no
     """A pod of 1 CPU bound to `node` and started (the scheduler orders victims by their start time, which
     the API has to the second: the next pod is started at least a second later)."""
     await create_bound(api, namespace, name, class_name, node, cpu="1")
-    await eventually(
+    pod = await eventually(
         lambda: read_pod(api, namespace, name),
         lambda p: bool(((p or {}).get("status") or {}).get("startTime")),
         what=f"{name} started",
     )
-    await asyncio.sleep(1.1)
+    await past_the_second_of(pod["status"]["startTime"])
 
 
 async def test_a_refused_victim_keeps_running_and_carries_no_disruption_target(

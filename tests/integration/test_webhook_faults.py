@@ -5,7 +5,6 @@ processes behind one address killed under load. No admission request may fail.""
 from __future__ import annotations
 
 import asyncio
-import re
 import signal
 import ssl
 import time
@@ -26,6 +25,7 @@ from preemption_toleration.webhooks.server import WebhookApp
 from tests.integration.components import WebhookServer, install_crd
 from tests.integration.helpers import ANSWER_SECONDS, SLOW_SECONDS, START_SECONDS, eventually
 from tests.integration.load import AdmissionLoad, RetryingProxy, certificate_files
+from tests.integration.metrics import scrape, total
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -34,13 +34,8 @@ REQUESTS = 5000  # admission requests the webhook must answer while the fault ha
 
 def served(base: str, ca_pem: bytes) -> float:
     """Admission requests a webhook server answered with 200 (its /metrics)."""
-    context = ssl.create_default_context(cadata=ca_pem.decode())
-    with urllib.request.urlopen(f"{base}/metrics", context=context, timeout=ANSWER_SECONDS) as response:
-        text = response.read().decode()
-    return sum(
-        float(value)
-        for value in re.findall(r'^ptol_webhook_requests_total\{code="200",[^}]*\} (\S+)$', text, re.MULTILINE)
-    )
+    text = scrape(f"{base}/metrics", ssl.create_default_context(cadata=ca_pem.decode()))
+    return total(text, "ptol_webhook_requests_total", code="200")
 
 
 def serving_serial(port: int, ca_pem: bytes) -> int:

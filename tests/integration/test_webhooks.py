@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 from collections.abc import Awaitable, Callable, Iterator
@@ -12,7 +11,14 @@ from kubernetes_asyncio.client import ApiClient
 
 from tests.integration.components import RunProcess, ptol_run_fixture
 from tests.integration.conftest import Kubectl
-from tests.integration.helpers import ANSWER_SECONDS, REACTION_SECONDS, denied, eventually, unique_name
+from tests.integration.helpers import (
+    ANSWER_SECONDS,
+    REACTION_SECONDS,
+    denied,
+    eventually,
+    past_the_second_of,
+    unique_name,
+)
 from tests.integration.objects import (
     MIN,
     TOL,
@@ -22,6 +28,7 @@ from tests.integration.objects import (
     ours,
     policy_manifest,
     read_class,
+    read_policy,
     ready,
     wait_annotations,
     wait_ready,
@@ -231,7 +238,10 @@ async def test_a_label_change_that_makes_a_class_contested_is_applied_with_a_war
         input=policy_manifest(by_name, {"priorityClassName": pc, "minimumPreemptablePriority": 10000}),
     )
     await wait_annotations(api, pc, {MIN: "10000"})
-    await asyncio.sleep(1.1)  # creation times have whole seconds; equal ones are ordered by name
+    # creation times have whole seconds, and equal ones are ordered by name: by_label must be the younger
+    created = await read_policy(api, by_name)
+    assert created is not None
+    await past_the_second_of(created["metadata"]["creationTimestamp"])
     alice(
         "apply",
         "-f",
