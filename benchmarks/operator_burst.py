@@ -11,7 +11,15 @@ status patches (ptol_operator_status_patches_total) over the burst, and the Even
 policies (stored in the namespace `default`), counted once their number has not grown for --settle seconds
 after quiet: Events are posted off the writes' path and may trail them; "events s" is when the last of
 them was seen (polled every second; "at quiet": none came after). Then the operator is restarted and the
-writes it makes once resumed are counted.
+writes it makes once resumed are counted. The API server's own count of the write requests over the burst
+(apiserver_request_total, by verb and resource: the operator's, kopf's and the benchmark's creates) is shown too.
+
+With --floor, the same cluster then measures what the burst's requests cost the API server alone, with the
+operator stopped: C other classes and P other policies are created, and the benchmark itself sends the
+burst's requests, as the operator sent them: C server-side applies of the annotations the operator wrote
+(copied from burst-0000), each with one Event, 16 of each in flight, then P status patches (copied from
+burst-0000's status), 16 in flight. "floor s" is their time; "/ floor" is converged over it: on a machine
+whose 2 cores the API server and etcd already fill, the floor, not the operator, sets the convergence.
 
 Targets: one write per class that needs a change (writes == C), <= 2 status patches per policy, one Event
 per real change (none dropped), all posted by the time the operator is quiet ("at quiet"), 100 x 300
@@ -19,7 +27,7 @@ converged in <= 5 s and 1,000 x 3,000 in <= 30 s, no write after a restart.
 A size that does not converge within --timeout is reported as "not converged" with how far it got.
 Saves benchmarks/results/operator_burst.json. Run:
 
-    .venv/bin/python benchmarks/operator_burst.py [--quick] [--sizes 10x30,100x300] [--timeout 120]
+    .venv/bin/python benchmarks/operator_burst.py [--quick] [--sizes 10x30,100x300] [--timeout 120] [--floor]
 """
 
 from __future__ import annotations
@@ -27,19 +35,26 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import subprocess
 import time
 from collections import Counter
+from datetime import UTC, datetime
 from typing import Any
 
 from _cluster import api_client, bounded, install_crd, local_cluster, metric_sum, raw, scrape, with_retries
 from _common import save_results, shown
 from kubernetes_asyncio import client
+from prometheus_client.parser import text_string_to_metric_families
 
 from preemption_toleration.api.policy import GROUP, KIND, PLURAL, VERSION
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.components import ComponentProcess
 from preemption_toleration.devcluster.processes import free_port
+from preemption_toleration.kube.client import APPLY_PATCH
+from preemption_toleration.kube.events import event_body
+from preemption_toleration.operator.reconciler import WRITE_CONCURRENCY
+from preemption_toleration.operator.writes import MERGE_PATCH
 from tests.builders import policy, priority_class
 
 SIZES = ((10, 30), (100, 300), (1000, 3000))
@@ -120,6 +135,96 @@ async def our_events(cluster: LocalCluster) -> dict[str, dict[str, Any]]:
         if e["involvedObject"].get("kind") in ("PriorityClass", KIND)
         and e["involvedObject"].get("name", "").startswith("burst-")
     }
+
+
+async def floor_seconds(cluster: LocalCluster, policies: int, classes: int) -> float:
+    """The time the burst's requests take the API server alone, sent as the operator sends them (see --floor);
+    the objects written are new ones, made before the clock starts."""
+    async with await api_client(cluster, IN_FLIGHT) as api:
+        scheduling, custom, core = client.SchedulingV1Api(api), client.CustomObjectsApi(api), client.CoreV1Api(api)
+        written = json.loads(await raw(scheduling.read_priority_class("burst-0000", _preload_content=False)))
+        annotations = {
+            key: value
+            for key, value in written["metadata"]["annotations"].items()
+            if key in DESIRED or "preemption-toleration" in key
+        }
+        status = json.loads(
+            await raw(custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, "burst-0000", _preload_content=False))
+        )["status"]
+
+        async def create_class(i: int) -> None:
+            body = priority_class(f"floor-{i:04d}", 8000, labels={"bench": "operator-burst-floor"})
+            await with_retries(lambda: raw(scheduling.create_priority_class(body, _preload_content=False)))
+
+        async def create_policy(i: int) -> None:
+            body = policy(f"floor-{i:04d}", {"priorityClassName": f"floor-absent-{i:04d}"})
+            await with_retries(
+                lambda: raw(custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, body, _preload_content=False))
+            )
+
+        await bounded(range(classes), create_class, IN_FLIGHT)
+        await bounded(range(policies), create_policy, IN_FLIGHT)
+
+        async def apply(i: int) -> None:
+            body = {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": f"floor-{i:04d}", "annotations": annotations},
+            }
+            await raw(
+                scheduling.patch_priority_class(
+                    f"floor-{i:04d}",
+                    body,
+                    field_manager="floor",
+                    force=True,
+                    _content_type=APPLY_PATCH,
+                    _preload_content=False,
+                )
+            )
+
+        async def post_event(i: int) -> None:
+            ref = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "name": f"floor-{i:04d}"}
+            body = event_body(ref, "Normal", "Applied", "floor", "operator-burst-floor", datetime.now(UTC))
+            await raw(core.create_namespaced_event(body["metadata"]["namespace"], body, _preload_content=False))
+
+        async def patch_status(i: int) -> None:
+            await raw(
+                custom.patch_cluster_custom_object_status(
+                    GROUP,
+                    VERSION,
+                    PLURAL,
+                    f"floor-{i:04d}",
+                    {"status": status},
+                    _content_type=MERGE_PATCH,
+                    _preload_content=False,
+                )
+            )
+
+        started = time.monotonic()
+        await asyncio.gather(
+            bounded(range(classes), apply, WRITE_CONCURRENCY), bounded(range(classes), post_event, WRITE_CONCURRENCY)
+        )
+        await bounded(range(policies), patch_status, WRITE_CONCURRENCY)
+        return round(time.monotonic() - started, 2)
+
+
+WRITE_VERBS = ("POST", "PUT", "PATCH", "APPLY", "DELETE")
+
+
+def written_requests(cluster: LocalCluster) -> Counter[str]:
+    """The API server's count of the requests that write (its apiserver_request_total), by verb and resource:
+    "APPLY priorityclasses", "PATCH preemptiontolerationpolicies/status"."""
+    text = subprocess.run(
+        cluster.kubectl_argv("get", "--raw", "/metrics"), capture_output=True, text=True, check=True
+    ).stdout
+    found: Counter[str] = Counter()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = sample.labels
+            if sample.name == "apiserver_request_total" and labels.get("verb") in WRITE_VERBS:
+                resource = labels["resource"] + (f"/{labels['subresource']}" if labels.get("subresource") else "")
+                found[f"{labels['verb']} {resource}"] += int(sample.value)
+    return found
 
 
 def summarize_events(events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -233,6 +338,7 @@ def run_size(policies: int, classes: int, args: argparse.Namespace) -> dict[str,
             if not operator.start_and_settle(quiet=2.0, timeout=120):
                 return row | {"problem": "operator not ready"}
             before, events_before = operator.counters(), asyncio.run(our_events(cluster))
+            requests_before = written_requests(cluster)
             started = time.monotonic()
             asyncio.run(create_policies(cluster, policies))
             row["create_seconds"] = round(time.monotonic() - started, 2)
@@ -242,6 +348,7 @@ def run_size(policies: int, classes: int, args: argparse.Namespace) -> dict[str,
             after = operator.counters()
             row |= {key: after[key] - before[key] for key in after}
             row |= follow_events(cluster, events_before, started, args)
+            row["written_requests"] = dict(sorted((written_requests(cluster) - requests_before).items()))
             events_after = asyncio.run(our_events(cluster))
             if "converged_seconds" not in row:
                 return row
@@ -256,9 +363,17 @@ def run_size(policies: int, classes: int, args: argparse.Namespace) -> dict[str,
                 "reconciles": restart["reconciles"],
                 "events": len(set(asyncio.run(our_events(cluster))) - set(events_after)),
             }
+            if args.floor:
+                operator.process.stop()
+                row["floor_seconds"] = asyncio.run(floor_seconds(cluster, policies, classes))
         finally:
             operator.process.stop()
     return row
+
+
+def floor_columns(row: dict[str, Any]) -> str:
+    floor, converged = row.get("floor_seconds"), row.get("converged_seconds")
+    return f"{floor:>7} {converged / floor:>7.2f} " if floor and converged else ""
 
 
 def parse_sizes(text: str) -> list[tuple[int, int]]:
@@ -282,6 +397,11 @@ def main() -> None:
         "after which the operator counts as done (after the burst and after the restart)",
     )
     parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also time the burst's requests sent by the benchmark, the operator stopped (the API server's floor)",
+    )
+    parser.add_argument(
         "--save-as",
         default="operator_burst",
         metavar="NAME",
@@ -292,6 +412,7 @@ def main() -> None:
     print(
         f"{'size':>11} {'converged s':>11} {'quiet s':>7} {'writes':>6} {'/class':>6} {'patches':>7} "
         f"{'/policy':>7} {'events':>6} {'/change':>7} {'events s':>8} {'reconciles':>10} {'restart writes':>14}"
+        + (f" {'floor s':>7} {'/ floor':>7}" if args.floor else "")
     )
     rows = []
     for policies, classes in sizes:
@@ -310,9 +431,12 @@ def main() -> None:
             f"{row.get('status_patches', 0) / policies:>7.2f} {events:>6} {events / classes:>7.2f} "
             f"{row.get('events_seconds') or 'at quiet'!s:>8} "
             f"{row.get('reconciles', 0):>10.0f} {(row.get('restart') or {}).get('writes', '-')!s:>14} "
-            f"{row.get('problem', '')}",
+            + floor_columns(row)
+            + f"{row.get('problem', '')}",
             flush=True,
         )
+        if row.get("written_requests"):
+            print(f"{'':>13}writes the API server counted (the benchmark's creates too): {row['written_requests']}")
         if row.get("events"):
             print(
                 f"{'':>13}{row['events_at_quiet']} events when quiet; by reason {row['events']['by_reason']}, "
