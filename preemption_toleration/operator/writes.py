@@ -18,7 +18,7 @@ MERGE_PATCH = "application/merge-patch+json"
 async def apply_class_annotations(api: ApiClient, body: Mapping[str, Any], field_manager: str) -> dict[str, Any]:
     """Server-side apply of our annotation keys; `force` takes back keys someone changed by hand. Returns the
     class as the server stored it, read as JSON: the client's model of it, turned back into a dict, cost about
-    a millisecond of the operator's CPU per write, which a burst of thousands of writes is bound by."""
+    a millisecond of the operator's CPU per write, thousands of them in a burst of policies."""
     answer = answer_of(
         client.SchedulingV1Api(api).patch_priority_class(
             name=body["metadata"]["name"],
