@@ -15,7 +15,7 @@ writes it makes once resumed are counted. The API server's own count of the writ
 (apiserver_request_total, by verb and resource: the operator's, kopf's and the benchmark's creates) is shown too.
 
 With --floor, the same cluster then measures what the burst's requests cost the API server alone, with the
-operator stopped: C other classes and P other policies are created, and the benchmark itself sends the
+operator stopped: C other classes and P other policies (floor-NNNN) are created, and the benchmark itself sends the
 burst's requests, as the operator sent them: C server-side applies of the annotations the operator wrote
 (copied from burst-0000), each with one Event, 16 of each in flight, then P status patches (copied from
 burst-0000's status), 16 in flight. "floor s" is their time; "/ floor" is converged over it: on a machine
@@ -66,20 +66,20 @@ DESIRED = {MINIMUM_PREEMPTABLE_PRIORITY: str(MINIMUM), TOLERATION_SECONDS: str(T
 IN_FLIGHT, POLL_SECONDS, EVENTS_POLL_SECONDS = 64, 0.5, 1.0
 
 
-async def create_classes(cluster: LocalCluster, policies: int, classes: int) -> None:
+async def create_classes(cluster: LocalCluster, policies: int, classes: int, prefix: str = "burst") -> None:
     async with await api_client(cluster, IN_FLIGHT) as api:
         scheduling = client.SchedulingV1Api(api)
 
         async def create(i: int) -> None:
             body = priority_class(
-                f"burst-{i:04d}", 8000, labels={"team": f"t{i % policies}", "bench": "operator-burst"}
+                f"{prefix}-{i:04d}", 8000, labels={"team": f"t{i % policies}", "bench": "operator-burst"}
             )
             await with_retries(lambda: raw(scheduling.create_priority_class(body, _preload_content=False)))
 
         await bounded(range(classes), create, IN_FLIGHT)
 
 
-async def create_policies(cluster: LocalCluster, policies: int) -> None:
+async def create_policies(cluster: LocalCluster, policies: int, prefix: str = "burst") -> None:
     async with await api_client(cluster, IN_FLIGHT) as api:
         custom = client.CustomObjectsApi(api)
 
@@ -89,7 +89,7 @@ async def create_policies(cluster: LocalCluster, policies: int) -> None:
                 "minimumPreemptablePriority": MINIMUM,
                 "tolerationSeconds": TOLERATION,
             }
-            body = policy(f"burst-{i:04d}", spec)
+            body = policy(f"{prefix}-{i:04d}", spec)
             await with_retries(
                 lambda: raw(custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, body, _preload_content=False))
             )
@@ -139,7 +139,9 @@ async def our_events(cluster: LocalCluster) -> dict[str, dict[str, Any]]:
 
 async def floor_seconds(cluster: LocalCluster, policies: int, classes: int) -> float:
     """The time the burst's requests take the API server alone, sent as the operator sends them (see --floor);
-    the objects written are new ones, made before the clock starts."""
+    the objects written are new ones, made before the clock starts (the operator is stopped: none is governed)."""
+    await create_classes(cluster, policies, classes, prefix="floor")
+    await create_policies(cluster, policies, prefix="floor")
     async with await api_client(cluster, IN_FLIGHT) as api:
         scheduling, custom, core = client.SchedulingV1Api(api), client.CustomObjectsApi(api), client.CoreV1Api(api)
         written = json.loads(await raw(scheduling.read_priority_class("burst-0000", _preload_content=False)))
@@ -151,19 +153,6 @@ async def floor_seconds(cluster: LocalCluster, policies: int, classes: int) -> f
         status = json.loads(
             await raw(custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, "burst-0000", _preload_content=False))
         )["status"]
-
-        async def create_class(i: int) -> None:
-            body = priority_class(f"floor-{i:04d}", 8000, labels={"bench": "operator-burst-floor"})
-            await with_retries(lambda: raw(scheduling.create_priority_class(body, _preload_content=False)))
-
-        async def create_policy(i: int) -> None:
-            body = policy(f"floor-{i:04d}", {"priorityClassName": f"floor-absent-{i:04d}"})
-            await with_retries(
-                lambda: raw(custom.create_cluster_custom_object(GROUP, VERSION, PLURAL, body, _preload_content=False))
-            )
-
-        await bounded(range(classes), create_class, IN_FLIGHT)
-        await bounded(range(policies), create_policy, IN_FLIGHT)
 
         async def apply(i: int) -> None:
             body = {
