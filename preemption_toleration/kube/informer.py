@@ -58,14 +58,6 @@ def return_free_memory() -> None:
         _MALLOC_TRIM(0)
 
 
-def version_number(version: object) -> int | None:
-    """A resourceVersion as a number, None if it is not one. resourceVersions are opaque by contract but
-    etcd revisions in practice, ordered across a resource: callers that compare them fall back on not
-    comparing for None."""
-    text = str(version or "")
-    return int(text) if text.isdigit() and len(text) < 40 else None
-
-
 class Store(Protocol):
     """Where an informer keeps what it saw: one slim record per object, under the object's key."""
 
@@ -227,8 +219,6 @@ class Informer:
         self.on_change = on_change
         self.page_size = page_size
         self.synced = asyncio.Event()
-        # The newest resourceVersion the store has seen (a listing's, an event's, a bookmark's), as a number.
-        self.version = 0
         self.relists = 0
         self.pages = 0
         self.failures = 0
@@ -314,14 +304,7 @@ class Informer:
         self._recovered()
         self.synced.set()
         self._changed()
-        version = str(metadata.get("resourceVersion") or "")
-        self._advance(version)
-        return version
-
-    def _advance(self, version: object) -> None:
-        number = version_number(version)
-        if number is not None and number > self.version:
-            self.version = number
+        return str(metadata.get("resourceVersion") or "")
 
     def _apply(self, event: Mapping[str, Any]) -> str | None:
         """Applies one watch event; returns the resourceVersion it brings, if any."""
@@ -340,7 +323,6 @@ class Informer:
             self.store.put(raw)
         if kind in ("ADDED", "MODIFIED", "DELETED"):
             self._changed()
-        self._advance(version)
         return str(version) if version else None
 
     async def _watch(self, resource_version: str) -> str:

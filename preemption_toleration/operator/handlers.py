@@ -3,10 +3,10 @@
 Every trigger asks for the same global reconcile (see reconciler.py): the policies' kopf handlers, the
 changes of classes that the operator's class watch reports (caches.py; kopf does not watch classes), and the
 resync (resync.py). Triggers are coalesced: those that arrive while a reconcile waits or runs share the
-next one, which reads the operator's watch caches as they are then. A class event that shows the class as
-the last reconcile saw it (the echo of our own write) asks for nothing. No reconcile runs before both
-caches have listed everything, so the first one never mistakes a not-yet-listed policy for a deleted one
-and releases its classes.
+next one, which reads the operator's caches as they are then. A class event that shows the class as the
+last reconcile saw it (the echo of our own write) asks for nothing. No reconcile runs before both caches
+have listed everything, so the first one never mistakes a not-yet-listed policy for a deleted one and
+releases its classes. The policies' handlers and cache share kopf's one watch of them (policy_stream.py).
 """
 
 from __future__ import annotations
@@ -23,12 +23,13 @@ from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
 from preemption_toleration.kube.client import make_api_client
 from preemption_toleration.kube.events import ObjectEvents
 from preemption_toleration.kube.identity import RUN_OPERATOR_GROUP, impersonating
+from preemption_toleration.kube.informer import DEFAULT_PAGE_SIZE as LIST_PAGE_SIZE
 from preemption_toleration.kube.kopf_login import connection_info
-from preemption_toleration.operator.caches import OperatorCaches
+from preemption_toleration.operator.caches import OperatorCaches, PolicyFeed
 from preemption_toleration.operator.coalescer import Coalescer
 from preemption_toleration.operator.config import OperatorConfig
 from preemption_toleration.operator.reconciler import Reconciler, ReconcileResult
-from preemption_toleration.operator.resync import ResyncClock, reconcile_on_changes, resync_forever
+from preemption_toleration.operator.resync import ResyncClock, reconcile_on_changes, resync_forever, standby_reason
 
 EVENTS_COMPONENT = "preemption-toleration-operator"  # the "From" of its Events in kubectl describe
 POLICIES = (GROUP, VERSION, PLURAL)
@@ -70,6 +71,11 @@ def apply_settings(settings: kopf.OperatorSettings, config: OperatorConfig) -> N
     settings.posting.enabled = False
     settings.watching.server_timeout = 300  # re-establish long watches before proxies cut them
     settings.watching.client_timeout = 330
+    settings.watching.chunk_size = LIST_PAGE_SIZE  # list the policies in pages, as the other caches do
+    # Every handler awaits a reconcile, which waits for the end of the listing that kopf's watcher is
+    # streaming (policy_stream.py): a cap on kopf's workers would let the handlers of a listing's first
+    # objects hold up the watcher before it reaches that end.
+    settings.queueing.worker_limit = None
     settings.networking.error_backoffs = API_RETRY_BACKOFFS
 
 
@@ -83,10 +89,12 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     events = ObjectEvents(client.CoreV1Api(api), EVENTS_COMPONENT, logger)
     reconciler = Reconciler(api, config.field_manager, events.post, logger, metrics=memo.metrics)
     class_changes = asyncio.Event()
+    policies: PolicyFeed = memo.policies
     caches = OperatorCaches(
         api,
         config.field_manager,
         logger,
+        policies=policies,
         is_known=reconciler.is_known,
         class_changed=lambda _: class_changes.set(),
     )
@@ -100,19 +108,17 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         return await reconciler.reconcile(policies, classes)
 
     coalescer = Coalescer(reconcile, config.settle_seconds)
+    paused = standby_reason(policies) if memo.peered else None
     resync = resync_forever(
         clock=clock,
         period=config.resync_seconds,
         pending=lambda: coalescer.pending,
         reconcile=coalescer.request,
-        api=api,
-        peering=memo.peering,
+        paused=paused,
         count=lambda outcome: memo.metrics.resyncs.labels(outcome).inc(),
         logger=logger,
     )
-    on_changes = reconcile_on_changes(
-        changes=class_changes, reconcile=coalescer.request, api=api, peering=memo.peering, logger=logger
-    )
+    on_changes = reconcile_on_changes(changes=class_changes, reconcile=coalescer.request, paused=paused, logger=logger)
     tasks = [
         *caches.tasks(),
         asyncio.create_task(on_changes, name="class-changes"),
@@ -143,10 +149,9 @@ async def close(memo: kopf.Memo, **_: Any) -> None:
         await state.api.close()
 
 
-async def _reconcile(memo: kopf.Memo, body: kopf.Body) -> ReconcileResult:
+async def _reconcile(memo: kopf.Memo) -> ReconcileResult:
     state: OperatorState = memo.state
-    state.caches.offer_policy(body)  # the reconcile plans on this version at least
-    return await state.coalescer.request()
+    return await state.coalescer.request()  # the cache has this handler's version of the policy, or a later one
 
 
 def _raise_for_retry(result: ReconcileResult, policy: str) -> None:
@@ -159,17 +164,17 @@ def _raise_for_retry(result: ReconcileResult, policy: str) -> None:
 @kopf.on.resume(*POLICIES, registry=registry)
 @kopf.on.create(*POLICIES, registry=registry)
 @kopf.on.update(*POLICIES, registry=registry)
-async def policy_changed(name: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    _raise_for_retry(await _reconcile(memo, body), name)
+async def policy_changed(name: str, memo: kopf.Memo, **_: Any) -> None:
+    _raise_for_retry(await _reconcile(memo), name)
 
 
 @kopf.on.delete(*POLICIES, registry=registry)
-async def policy_deleted(name: str, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+async def policy_deleted(name: str, memo: kopf.Memo, **_: Any) -> None:
     # Once the cache shows the policy as deleting, the plan releases its classes; the finalizer stays
     # until that has worked.
-    _raise_for_retry(await _reconcile(memo, body), name)
+    _raise_for_retry(await _reconcile(memo), name)
 
 
 @kopf.on.probe(id="policies", registry=registry)
 async def policy_count(memo: kopf.Memo, **_: Any) -> int:
-    return len(memo.state.caches.policy_store)
+    return len(memo.state.caches.policies.store)

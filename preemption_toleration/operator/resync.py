@@ -4,7 +4,9 @@ reconcile once per period, the safety net that retries failed writes and repairs
 
 A reconcile asked by any trigger counts as the period's resync, so a busy operator resyncs no more than
 it already reconciles. kopf pauses the handlers of a standby replica but not these tasks, so under peering
-they ask kopf's peering object first (`kube.peering.is_active`) and leave the work to the active replica.
+they ask `paused` first and leave the work to the active replica: kopf stops the watch of policies it
+shares with the operator while it pauses (policy_stream.py), so a replica whose stream is not live past a
+complete listing stands by.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from preemption_toleration.kube.client import API_ERRORS
-from preemption_toleration.kube.peering import Peering, is_active
+from preemption_toleration.operator.caches import PolicyFeed
 
 PENDING_RETRY_SECONDS = 1.0  # a reconcile is already waiting or running: look again this soon
-# A standby asks the peering this often (or once per period, if shorter): kopf resumes each object once per
+# A standby looks again this often (or once per period, if shorter): kopf resumes each object once per
 # process, not again when a replica takes over, so the new active's first resync should not wait a period.
 STANDBY_RECHECK_SECONDS = 10.0
 
@@ -27,6 +29,17 @@ STANDBY_RECHECK_SECONDS = 10.0
 def _now() -> float:
     """The running event loop's clock: monotonic, and virtual in the unit tests (looptime)."""
     return asyncio.get_running_loop().time()
+
+
+def standby_reason(policies: PolicyFeed) -> Callable[[], str | None]:
+    """Why a peered replica stands by now (None: it is the active one), read from its stream of policies."""
+
+    def reason() -> str | None:
+        if policies.listed.is_set():
+            return None
+        return "kopf has paused the watch of policies (a live peer of the same or a higher priority) or lists them"
+
+    return reason
 
 
 @dataclass
@@ -45,15 +58,15 @@ async def resync_forever(
     period: float,
     pending: Callable[[], bool],
     reconcile: Callable[[], Awaitable[Any]],
-    api: Any,
-    peering: Peering | None,
+    paused: Callable[[], str | None] | None,
     count: Callable[[str], None],
     logger: logging.Logger,
 ) -> None:
-    """Runs until cancelled. `count` gets each period's outcome: ran, standby or failed."""
+    """Runs until cancelled. `count` gets each period's outcome: ran, standby or failed. `paused`: None for a
+    replica that runs alone, else why it stands by now (None: it is the active one)."""
     clock.last = max(clock.last, _now())  # the start reconciles everything (kopf resumes)
     was_active = True
-    standby_until = 0.0  # a standby's next look at the peering
+    standby_until = 0.0  # a standby's next look
     while True:
         wait = max(clock.last + period, standby_until) - _now()
         if wait > 0:
@@ -63,10 +76,11 @@ async def resync_forever(
             await asyncio.sleep(PENDING_RETRY_SECONDS)
             continue
         try:
-            if peering is not None:
-                active, why_not = await is_active(api, peering)
+            if paused is not None:
+                why_not = paused()
+                active = why_not is None
                 if active != was_active:
-                    logger.info("resync " + ("resumed" if active else "paused"), extra={"reason": why_not or None})
+                    logger.info("resync " + ("resumed" if active else "paused"), extra={"reason": why_not})
                     was_active = active
                 if not active:
                     standby_until = _now() + min(period, STANDBY_RECHECK_SECONDS)
@@ -92,8 +106,7 @@ async def reconcile_on_changes(
     *,
     changes: asyncio.Event,
     reconcile: Callable[[], Awaitable[Any]],
-    api: Any,
-    peering: Peering | None,
+    paused: Callable[[], str | None] | None,
     logger: logging.Logger,
 ) -> None:
     """Runs until cancelled: one reconcile after each burst of changes (`changes` set once or many times),
@@ -102,7 +115,7 @@ async def reconcile_on_changes(
         await changes.wait()
         changes.clear()
         try:
-            if peering is not None and not (await is_active(api, peering))[0]:
+            if paused is not None and paused() is not None:
                 continue  # the active replica reconciles; the resync logs this replica's pause
             await reconcile()
         except asyncio.CancelledError:

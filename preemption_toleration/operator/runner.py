@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
+import socket
+from datetime import UTC, datetime
 from typing import Any, cast
 
 import kopf
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
-from preemption_toleration.kube.peering import CLUSTER_PEERINGS, KOPF_GROUP, KOPF_VERSION, Peering, new_identity
+from preemption_toleration.manifests import kopf_peering
+from preemption_toleration.operator import policy_stream
+from preemption_toleration.operator.caches import PolicyFeed
 from preemption_toleration.operator.config import OperatorConfig
 from preemption_toleration.operator.handlers import registry
 from preemption_toleration.operator.metrics import OperatorMetrics, serve_metrics
@@ -30,6 +35,13 @@ class NoSignalsWarning(logging.Filter):
 _NO_SIGNALS_WARNING = NoSignalsWarning()  # one instance: adding it again changes nothing
 
 
+def new_identity() -> str:
+    """A name for this replica in the peering: its host name (a pod's name, in a pod), the start time and
+    a random suffix, so that a restarted replica is never mistaken for the one before it. kopf's own
+    default starts with the user's name, which a container user without a passwd entry (ours) has not."""
+    return f"{socket.gethostname()}/{datetime.now(UTC):%Y%m%d%H%M%S}/{secrets.token_hex(3)}"
+
+
 async def run_operator(
     config: OperatorConfig,
     stop: asyncio.Event,
@@ -40,9 +52,8 @@ async def run_operator(
 ) -> None:
     """Run until `stop` is set. Without a peering name the operator runs standalone (one replica only).
     kopf runs in a thread and event loop of its own, and again after a failure (supervision.py)."""
+    policy_stream.install()  # before anything else: an unsupported kopf stops the start here
     metrics = OperatorMetrics()  # runtime state: kept out of the configuration, handed to kopf's memo
-    # This replica's place in the peering, known to us (not only to kopf) so the resync can ask it.
-    peering = Peering(peering_name, new_identity(), config.peering_priority) if peering_name else None
     logging.getLogger("kopf._core.reactor.running").addFilter(_NO_SIGNALS_WARNING)
     metrics_runner = None
     if metrics_address:
@@ -50,8 +61,8 @@ async def run_operator(
         metrics_runner = await serve_metrics(metrics, host.strip("[]") or "0.0.0.0", int(port))
 
     watched = [CustomResource(GROUP, VERSION, PLURAL)]
-    if peering is not None:
-        watched.append(CustomResource(KOPF_GROUP, KOPF_VERSION, CLUSTER_PEERINGS))
+    if peering_name is not None:
+        watched.append(CustomResource(kopf_peering.GROUP, kopf_peering.VERSION, kopf_peering.PLURAL))
     runs = 0
 
     async def run_once() -> None:
@@ -60,7 +71,7 @@ async def run_operator(
         if runs > 1:  # after a stop: kopf discovers resources only at its start (served.py)
             await wait_until_served(config.kubeconfig, watched, stop)
         await run_in_own_loop(
-            lambda own_stop: _operator(config, metrics, peering, own_stop, liveness_endpoint), stop, "operator"
+            lambda own_stop: _operator(config, metrics, peering_name, own_stop, liveness_endpoint), stop, "operator"
         )
 
     def restarting(error: Exception, delay: float) -> None:
@@ -80,19 +91,21 @@ async def run_operator(
 async def _operator(
     config: OperatorConfig,
     metrics: OperatorMetrics,
-    peering: Peering | None,
+    peering_name: str | None,
     stop_flag: asyncio.Event,
     liveness_endpoint: str | None,
 ) -> None:
-    await kopf.operator(
-        registry=registry,
-        clusterwide=True,
-        standalone=peering is None,
-        peering_name=peering.name if peering else None,
-        # kopf types identities as a private NewType of str, which it does not export
-        identity=cast(Any, peering.identity) if peering else None,
-        priority=config.peering_priority,
-        memo=kopf.Memo(config=config, metrics=metrics, peering=peering),
-        stop_flag=stop_flag,
-        liveness_endpoint=liveness_endpoint,
-    )
+    policies = PolicyFeed()  # one per run: a new kopf lists the policies again
+    with policy_stream.sharing(policies):
+        await kopf.operator(
+            registry=registry,
+            clusterwide=True,
+            standalone=peering_name is None,
+            peering_name=peering_name,
+            # kopf types identities as a private NewType of str, which it does not export
+            identity=cast(Any, new_identity()),
+            priority=config.peering_priority,
+            memo=kopf.Memo(config=config, metrics=metrics, policies=policies, peered=peering_name is not None),
+            stop_flag=stop_flag,
+            liveness_endpoint=liveness_endpoint,
+        )

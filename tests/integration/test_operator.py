@@ -456,7 +456,7 @@ async def test_two_replicas_with_peering_only_one_writes(
         )
         assert "standby" not in active_resyncs, active_resyncs
         assert "ran" not in standby_resyncs, standby_resyncs
-        assert "a higher priority are live" in standby.log()
+        assert "a live peer of the same or a higher priority" in standby.log()
 
         active.stop()  # a clean exit leaves the peering: the standby takes over
         kubectl(

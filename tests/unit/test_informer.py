@@ -125,23 +125,6 @@ async def test_json_lines_refuses_an_endless_line() -> None:
             pass
 
 
-async def test_version_is_the_newest_the_store_has_seen() -> None:
-    """What the operator compares a kopf handler's object with (operator/caches.py)."""
-    api = FakeApi(
-        [pod("a")],
-        [
-            {"type": "MODIFIED", "object": pod("a", node="node-1", version="130")},
-            {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "140"}}},
-            {"type": "MODIFIED", "object": pod("a", node="node-2", version="not-a-number")},
-        ],
-    )
-    watcher = informer(api, PodIndex())
-    await watcher._list()
-    assert watcher.version == 100  # the listing's
-    await watcher._watch("100")
-    assert watcher.version == 140  # an opaque version leaves it as it was
-
-
 class Clock:
     def __init__(self) -> None:
         self.now = 1000.0

@@ -1,15 +1,16 @@
 """The operator's one store of classes and policies (operator/caches.py): each class event parsed once and
-reported unless it is the echo of what the last reconcile planned on; policies from the watch and from
-kopf's handlers, the newer version winning."""
+reported unless it is the echo of what the last reconcile planned on; policies from kopf's stream, listed
+only once a listing is complete, and pruned of what a new listing no longer shows."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
-from preemption_toleration.operator.caches import ClassStore, OperatorCaches, PolicyStore
+from preemption_toleration.operator.caches import ClassStore, OperatorCaches, PolicyFeed
 from preemption_toleration.records.priority_class import ClassView
 
 MANAGER = "ptol-operator"
@@ -64,22 +65,76 @@ def test_a_removed_or_pruned_class_is_reported_once_and_a_prune_that_removes_not
     assert last.reported == [None, None] and list(store.items) == ["b"]
 
 
-def test_a_policy_view_never_replaces_a_newer_one_and_a_deletion_removes_only_older_ones() -> None:
-    store = PolicyStore()
-    store.put(policy("p", "5", target="new"))
-    store.put(policy("p", "3", target="old"))  # a late event of the other stream
-    assert store.items["p"].resource_version == "5"
-    store.remove(policy("p", "4"))  # the deletion of an earlier object of the same name
-    assert "p" in store.items
-    store.remove(policy("p", "6"))
-    assert "p" not in store.items
+def listed(*objects: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"type": None, "object": obj} for obj in objects]  # kopf marks a listing's objects with type None
 
 
-async def test_a_handlers_policy_is_kept_only_if_the_watch_has_not_delivered_its_version() -> None:
+def test_the_policies_are_listed_only_once_the_listing_is_complete_and_the_stream_is_live() -> None:
+    feed = PolicyFeed()
+    assert not feed.listed.is_set()  # no stream yet: a standby replica's, which kopf never lets list
+    feed.stream_started()
+    for event in listed(policy("a", "5"), policy("b", "6")):
+        feed.take(event)
+    assert not feed.listed.is_set() and sorted(feed.store.items) == ["a", "b"]
+    feed.listing_complete()
+    assert feed.listed.is_set()
+    feed.stream_ended()  # a break, or kopf pausing a replica: what the store holds may go stale
+    assert not feed.listed.is_set()
+
+
+def test_an_empty_listing_is_complete_too_and_prunes_everything() -> None:
+    feed = PolicyFeed()
+    feed.stream_started()
+    feed.take({"type": "ADDED", "object": policy("a", "5")})
+    feed.stream_ended()
+    feed.stream_started()
+    feed.listing_complete()
+    assert feed.listed.is_set() and feed.store.items == {}
+
+
+def test_a_new_listing_prunes_the_policies_deleted_while_no_stream_was_live() -> None:
+    feed = PolicyFeed()
+    feed.stream_started()
+    for event in listed(policy("kept", "5"), policy("deleted-meanwhile", "6")):
+        feed.take(event)
+    feed.listing_complete()
+    feed.take({"type": "ADDED", "object": policy("added-later", "7")})
+    feed.stream_ended()
+    feed.stream_started()  # e.g. after 410 Gone, or when a standby takes over
+    for event in listed(policy("kept", "8"), policy("added-later", "7")):
+        feed.take(event)
+    assert "deleted-meanwhile" in feed.store.items  # until the listing is complete
+    feed.listing_complete()
+    assert sorted(feed.store.items) == ["added-later", "kept"]
+    assert feed.store.items["kept"].resource_version == "8"
+
+
+def test_watch_events_change_and_delete_and_events_without_an_object_are_left_to_kopf() -> None:
+    feed = PolicyFeed()
+    feed.stream_started()
+    feed.listing_complete()
+    feed.take({"type": "ADDED", "object": policy("p", "5", target="old")})
+    feed.take({"type": "MODIFIED", "object": policy("p", "6", target="new")})
+    feed.take({"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "9"}}})
+    feed.take({"type": "ERROR", "object": {"code": 500}})
+    assert feed.store.items["p"].resource_version == "6"
+    feed.take({"type": "DELETED", "object": policy("p", "7")})
+    assert feed.store.items == {}
+
+
+async def test_the_reconcile_reads_the_feeds_policies_once_classes_and_policies_are_listed() -> None:
+    feed = PolicyFeed()
     async with ApiClient() as api:
-        caches = OperatorCaches(api, MANAGER, logging.getLogger("test"), is_known=lambda _: False, class_changed=print)
-        caches.policies.version = 10  # the watch has delivered everything up to 10
-        caches.offer_policy(policy("seen", "9"))  # in the store already, or gone since
-        caches.offer_policy(policy("ahead", "11"))
+        caches = OperatorCaches(
+            api, MANAGER, logging.getLogger("test"), policies=feed, is_known=lambda _: False, class_changed=print
+        )
+        caches.classes.synced.set()
+        synced = asyncio.create_task(caches.synced())
+        await asyncio.sleep(0)
+        assert not synced.done()
+        feed.stream_started()
+        feed.take(listed(policy("a", "5"))[0])
+        feed.listing_complete()
+        await asyncio.wait_for(synced, 1)
         policies, _ = caches.contents()
-    assert [view.name for view in policies] == ["ahead"]
+    assert [view.name for view in policies] == ["a"]

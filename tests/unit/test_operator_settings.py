@@ -26,3 +26,13 @@ def test_api_retries_outlast_a_silent_watch_but_not_a_lasting_error() -> None:
 def test_peering_priorities_are_random_unless_set() -> None:
     priorities = {OperatorConfig().peering_priority for _ in range(20)}
     assert len(priorities) > 15 and all(p >= 1 for p in priorities)
+
+
+def test_kopf_lists_the_policies_in_pages_and_never_caps_its_workers() -> None:
+    settings = kopf.OperatorSettings()
+    settings.queueing.worker_limit = 4
+    apply_settings(settings, OperatorConfig())
+    assert settings.watching.chunk_size == 100
+    # a cap would let the handlers of a listing's first policies, each waiting for the listing's end,
+    # hold up the watcher that streams it
+    assert settings.queueing.worker_limit is None

@@ -14,13 +14,14 @@ from typing import Any
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from preemption_toleration.kube.peering import Peering
+from preemption_toleration.operator.caches import PolicyFeed
 from preemption_toleration.operator.resync import (
     PENDING_RETRY_SECONDS,
     STANDBY_RECHECK_SECONDS,
     ResyncClock,
     reconcile_on_changes,
     resync_forever,
+    standby_reason,
 )
 from tests.unit.virtual_clock import VIRTUAL_CLOCK, running_loop_is_current  # noqa: F401 - an autouse fixture
 
@@ -77,15 +78,14 @@ def resyncing(
     reconciles: Reconciles,
     clock: ResyncClock,
     pending: Callable[[], bool] = lambda: False,
-    peering: Peering | None = None,  # standalone: always the active replica
+    paused: Callable[[], str | None] | None = None,  # standalone: always the active replica
 ) -> AbstractAsyncContextManager[None]:
     resync = resync_forever(
         clock=clock,
         period=PERIOD,
         pending=pending,
         reconcile=reconciles,
-        api=None,
-        peering=peering,
+        paused=paused,
         count=reconciles.count,
         logger=logger,
     )
@@ -140,18 +140,15 @@ async def test_a_failed_resync_is_counted_and_the_next_period_runs_again(caplog:
     assert caplog.records[1].exc_info is not None and caplog.records[1].exc_info[1] is unexpected
 
 
-async def test_a_standby_looks_again_soon_and_resyncs_once_it_is_the_active_replica(
-    caplog: Any, monkeypatch: Any
-) -> None:
-    answers = [(False, "peers of the same or a higher priority are live: b")] * 3
+async def test_a_standby_looks_again_soon_and_resyncs_once_it_is_the_active_replica(caplog: Any) -> None:
+    answers: list[str | None] = ["paused by a peer"] * 3
 
-    async def peering_says(api: Any, peering: Peering) -> tuple[bool, str]:
-        return answers.pop(0) if answers else (True, "")
+    def paused() -> str | None:
+        return answers.pop(0) if answers else None
 
-    monkeypatch.setattr("preemption_toleration.operator.resync.is_active", peering_says)
     reconciles = Reconciles()
     with caplog.at_level(logging.INFO, logger="test-resync"):
-        async with resyncing(reconciles, ResyncClock(), peering=Peering("preemption-toleration", "me", 100)):
+        async with resyncing(reconciles, ResyncClock(), paused=paused):
             await asyncio.sleep(PERIOD + 3 * STANDBY_RECHECK_SECONDS + 1)
     # a standby looks again every STANDBY_RECHECK_SECONDS, not once a period, and the look that finds this
     # replica active resyncs at once
@@ -162,12 +159,25 @@ async def test_a_standby_looks_again_soon_and_resyncs_once_it_is_the_active_repl
         ("ran", pytest.approx(90)),
     ]
     assert [record.getMessage() for record in caplog.records] == ["resync paused", "resync resumed"]
+    assert [getattr(record, "reason", None) for record in caplog.records] == ["paused by a peer", None]
+
+
+async def test_a_peered_replica_stands_by_unless_its_stream_of_policies_is_live_past_a_listing() -> None:
+    feed = PolicyFeed()
+    reason = standby_reason(feed)
+    assert reason() is not None and "paused" in str(reason())
+    feed.stream_started()
+    assert reason() is not None
+    feed.listing_complete()
+    assert reason() is None
+    feed.stream_ended()
+    assert reason() is not None
 
 
 def reconciling_on_changes(
-    reconciles: Reconciles, changes: asyncio.Event, peering: Peering | None = None
+    reconciles: Reconciles, changes: asyncio.Event, paused: Callable[[], str | None] | None = None
 ) -> AbstractAsyncContextManager[None]:
-    loop = reconcile_on_changes(changes=changes, reconcile=reconciles, api=None, peering=peering, logger=logger)
+    loop = reconcile_on_changes(changes=changes, reconcile=reconciles, paused=paused, logger=logger)
     return running(loop, "the task")
 
 
@@ -184,16 +194,15 @@ async def test_a_burst_of_changes_is_one_reconcile_and_a_failure_spares_the_next
     assert [record.getMessage() for record in caplog.records] == ["reconcile after a change failed"]
 
 
-async def test_changes_seen_by_a_standby_are_left_to_the_active_replica(monkeypatch: Any) -> None:
+async def test_changes_seen_by_a_standby_are_left_to_the_active_replica() -> None:
     asked: list[float] = []
 
-    async def peering_says(api: Any, peering: Peering) -> tuple[bool, str]:
+    def paused() -> str | None:
         asked.append(now())
-        return False, "peers of the same or a higher priority are live: b"
+        return "paused by a peer"
 
-    monkeypatch.setattr("preemption_toleration.operator.resync.is_active", peering_says)
     reconciles, changes = Reconciles(), asyncio.Event()
-    async with reconciling_on_changes(reconciles, changes, Peering("preemption-toleration", "me", 100)):
+    async with reconciling_on_changes(reconciles, changes, paused):
         changes.set()
         await asyncio.sleep(5)
     assert reconciles.runs == 0 and len(asked) == 1
