@@ -33,6 +33,7 @@ from preemption_toleration.manifests.yaml_text import dump_manifests
 
 NAME = "preemption-toleration"
 GUARD_NAME = "preemption-toleration-guard"
+GUARD_WEBHOOK = "pods.guard.preemption-toleration.dev"  # the webhook's name, in kubectl's "denied the request"
 TIMEOUT_SECONDS = 5
 GUARD_TIMEOUT_SECONDS = 3
 GUARD_OPT_OUT_LABEL = "preemption-toleration.dev/guard"
@@ -190,7 +191,7 @@ def guard_configuration(
     besides those labelled to opt out."""
     skipped = [{"key": NAMESPACE_NAME_LABEL, "operator": "NotIn", "values": sorted(set(skipped_namespaces))}]
     webhook: dict[str, Any] = {
-        "name": "pods.guard.preemption-toleration.dev",
+        "name": GUARD_WEBHOOK,
         "clientConfig": client_config(GUARD_PATH),
         "rules": [
             {

@@ -23,6 +23,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.core.pods import scheduled_since
 from preemption_toleration.devcluster import LocalCluster
+from preemption_toleration.manifests.webhook_configurations import GUARD_WEBHOOK
 from tests.integration.components import RunProcess, ptol_run_fixture
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import ANSWER_SECONDS, REACTION_SECONDS, eventually, unique_name
@@ -33,7 +34,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")
 
 DRAIN_PRIORITY = 9000  # the guard's --eviction-preemptor-priority
 TOLERATION_SECONDS = 30
-GUARD_WEBHOOK = "pods.guard.preemption-toleration.dev"
 
 
 components = ptol_run_fixture("--eviction-preemptor-priority", str(DRAIN_PRIORITY))

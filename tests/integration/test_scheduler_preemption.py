@@ -22,10 +22,11 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.devcluster import LocalCluster
+from preemption_toleration.manifests.webhook_configurations import GUARD_WEBHOOK
 from tests.integration.components import Server, ptol_run_fixture, registered_extender, scheduler_extended
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import SCHEDULING_SECONDS, eventually, past_the_second_of, unique_name
-from tests.integration.metrics import samples
+from tests.integration.metrics import by_label
 from tests.integration.objects import MIN, TOL, class_manifest, policy_manifest, wait_annotations
 from tests.integration.pods import create_bound, node_of, pod_body, read_pod, stays, until_gone
 
@@ -69,12 +70,7 @@ def disruption_targets(pod: dict[str, Any] | None) -> list[dict[str, Any]]:
 def webhook_rejections(kubectl: Kubectl) -> dict[str, float]:
     """The API server's count of the guard's refusals, by the code it passed on to the client."""
     text = kubectl("get", "--raw", "/metrics").stdout
-    found: dict[str, float] = {}
-    for sample in samples(text, "apiserver_admission_webhook_rejection_count_total"):
-        if "guard" in sample.labels["name"]:
-            code = sample.labels["rejection_code"]
-            found[code] = found.get(code, 0) + sample.value
-    return found
+    return by_label(text, "apiserver_admission_webhook_rejection_count_total", "rejection_code", name=GUARD_WEBHOOK)
 
 
 async def refusals_by_kind(server: Server) -> dict[str, float]:

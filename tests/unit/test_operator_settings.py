@@ -6,6 +6,7 @@ import kopf
 
 from preemption_toleration.operator.config import OperatorConfig
 from preemption_toleration.operator.handlers import apply_settings
+from preemption_toleration.operator.runner import new_identity
 
 KOPF_SILENT_WATCH_RESTART_SECONDS = 70  # kopf's settings.watching.inactivity_timeout
 
@@ -36,3 +37,7 @@ def test_kopf_lists_the_policies_in_pages_and_never_caps_its_workers() -> None:
     # a cap would let the handlers of a listing's first policies, each waiting for the listing's end,
     # hold up the watcher that streams it
     assert settings.queueing.worker_limit is None
+
+
+def test_replicas_on_one_host_join_the_peering_under_identities_of_their_own() -> None:
+    assert len({new_identity() for _ in range(50)}) == 50
