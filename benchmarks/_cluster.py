@@ -7,10 +7,8 @@ retries, and reading a Prometheus /metrics page.
 from __future__ import annotations
 
 import asyncio
-import ssl
 import subprocess
 import tempfile
-import urllib.request
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -20,7 +18,6 @@ import aiohttp
 from kubernetes_asyncio import config
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.client.exceptions import ApiException
-from prometheus_client.parser import text_string_to_metric_families
 
 from preemption_toleration.api.policy import GROUP, PLURAL
 from preemption_toleration.devcluster import LocalCluster, find_toolchain
@@ -101,26 +98,3 @@ async def raw(call: Awaitable[aiohttp.ClientResponse]) -> bytes:
     if response.status >= 400:
         raise ApiException(status=response.status, reason=body.decode(errors="replace")[:300])
     return body
-
-
-def scrape(url: str, timeout: float = 5.0, context: ssl.SSLContext | None = None) -> dict[str, float]:
-    """A Prometheus text page as {"name{label=value,...}": value}; counters keep their `_total` name."""
-    with urllib.request.urlopen(url, timeout=timeout, context=context) as response:
-        text = response.read().decode()
-    samples: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            labels = ",".join(f"{key}={value}" for key, value in sorted(sample.labels.items()))
-            samples[f"{sample.name}{{{labels}}}"] = sample.value
-    return samples
-
-
-def metric_sum(samples: dict[str, float], name: str, **labels: str) -> float:
-    """The sum of the samples of `name` whose labels include `labels`."""
-    wanted = [f"{key}={value}" for key, value in labels.items()]
-    total = 0.0
-    for key, value in samples.items():
-        sample_name, _, rest = key.partition("{")
-        if sample_name == name and all(item in rest.rstrip("}").split(",") for item in wanted):
-            total += value
-    return total

@@ -22,14 +22,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import _common  # noqa: F401 - puts the repository root on the path, for tests.metrics
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
-from prometheus_client.parser import text_string_to_metric_families
 
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.components import ComponentProcess
 from preemption_toleration.devcluster.processes import free_port
 from preemption_toleration.logs import REGISTERED
+from tests.metrics import total
 
 BENCHMARKS = Path(__file__).resolve().parent
 ROOT = BENCHMARKS.parent
@@ -165,12 +166,11 @@ def served(base: str, endpoint: str) -> tuple[float, float]:
     status, text = https(f"{base}/metrics")
     if status != 200:
         raise RuntimeError(f"{base}/metrics answered {status}")
-    totals = {"ptol_webhook_requests_total": 0.0, "ptol_webhook_request_seconds_sum": 0.0}
-    for family in text_string_to_metric_families(text.decode()):
-        for sample in family.samples:
-            if sample.name in totals and sample.labels.get("endpoint") == endpoint:
-                totals[sample.name] += sample.value
-    return totals["ptol_webhook_requests_total"], totals["ptol_webhook_request_seconds_sum"]
+    page = text.decode()
+    return (
+        total(page, "ptol_webhook_requests_total", endpoint=endpoint),
+        total(page, "ptol_webhook_request_seconds_sum", endpoint=endpoint),
+    )
 
 
 def review(

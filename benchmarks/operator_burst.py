@@ -41,10 +41,9 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
-from _cluster import api_client, bounded, install_crd, local_cluster, metric_sum, raw, scrape, with_retries
+from _cluster import api_client, bounded, install_crd, local_cluster, raw, with_retries
 from _common import save_results, shown
 from kubernetes_asyncio import client
-from prometheus_client.parser import text_string_to_metric_families
 
 from preemption_toleration.api.policy import GROUP, KIND, PLURAL, VERSION
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
@@ -56,6 +55,7 @@ from preemption_toleration.kube.events import event_body
 from preemption_toleration.operator.reconciler import WRITE_CONCURRENCY
 from preemption_toleration.operator.writes import MERGE_PATCH
 from tests.builders import policy, priority_class
+from tests.metrics import samples, scrape, total
 
 SIZES = ((10, 30), (100, 300), (1000, 3000))
 QUICK = ((10, 30),)
@@ -207,12 +207,11 @@ def written_requests(cluster: LocalCluster) -> Counter[str]:
         cluster.kubectl_argv("get", "--raw", "/metrics"), capture_output=True, text=True, check=True
     ).stdout
     found: Counter[str] = Counter()
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            labels = sample.labels
-            if sample.name == "apiserver_request_total" and labels.get("verb") in WRITE_VERBS:
-                resource = labels["resource"] + (f"/{labels['subresource']}" if labels.get("subresource") else "")
-                found[f"{labels['verb']} {resource}"] += int(sample.value)
+    for sample in samples(text, "apiserver_request_total"):
+        labels = sample.labels
+        if labels.get("verb") in WRITE_VERBS:
+            resource = labels["resource"] + (f"/{labels['subresource']}" if labels.get("subresource") else "")
+            found[f"{labels['verb']} {resource}"] += int(sample.value)
     return found
 
 
@@ -242,12 +241,12 @@ class Operator:
         )
 
     def counters(self) -> dict[str, float]:
-        samples = scrape(f"http://127.0.0.1:{self.port}/metrics")
+        text = scrape(f"http://127.0.0.1:{self.port}/metrics", timeout=5)
         return {
-            "writes": metric_sum(samples, "ptol_operator_writes_total", result="ok"),
-            "failed_writes": metric_sum(samples, "ptol_operator_writes_total", result="failed"),
-            "status_patches": metric_sum(samples, "ptol_operator_status_patches_total"),
-            "reconciles": metric_sum(samples, "ptol_operator_reconciles_total"),
+            "writes": total(text, "ptol_operator_writes_total", result="ok"),
+            "failed_writes": total(text, "ptol_operator_writes_total", result="failed"),
+            "status_patches": total(text, "ptol_operator_status_patches_total"),
+            "reconciles": total(text, "ptol_operator_reconciles_total"),
         }
 
     def start_and_settle(self, quiet: float, timeout: float, need_reconcile: bool = False) -> bool:

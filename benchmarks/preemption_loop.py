@@ -36,7 +36,6 @@ from _common import save_results, shown
 from _webhook_bench import cpu_seconds, https, install_crd, ptol_webhook
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
-from prometheus_client.parser import text_string_to_metric_families
 
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY as MIN
 from preemption_toleration.core.annotations import TOLERATION_SECONDS as TOL
@@ -44,21 +43,11 @@ from preemption_toleration.devcluster import LocalCluster, create_node, ensure_n
 from preemption_toleration.manifests.scheduler_extender import scheduler_extender_of
 from preemption_toleration.manifests.webhook_configurations import GUARD_NAME
 from tests.builders import pod
+from tests.metrics import total
 
 NAMESPACE = "loop"
 CLASSES = {"high": (9000, {}), "protected-10min": (8000, {MIN: "10000", TOL: "600"})}
 METRICS_READER = "bench-metrics-reader"
-
-
-def _counters(text: str, name: str, label: str | None = None) -> dict[str, float]:
-    """A counter's samples summed by one label (or all under "")."""
-    found: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == name:
-                key = sample.labels.get(label, "") if label else ""
-                found[key] = found.get(key, 0.0) + sample.value
-    return found
 
 
 def _kubectl(cluster: LocalCluster, *args: str, input: str | None = None) -> str:
@@ -112,10 +101,10 @@ class Probe:
         apiserver = _kubectl(self.cluster, "get", "--raw", "/metrics")
         [pid] = [status.pid for status in self.cluster.status() if status.name == "kube-scheduler"]
         figures = {
-            "scheduler_attempts": sum(_counters(scheduler, "scheduler_schedule_attempts_total").values()),
-            "preemption_attempts": sum(_counters(scheduler, "scheduler_preemption_attempts_total").values()),
+            "scheduler_attempts": total(scheduler, "scheduler_schedule_attempts_total"),
+            "preemption_attempts": total(scheduler, "scheduler_preemption_attempts_total"),
             "scheduler_cpu_s": cpu_seconds(pid) if pid else 0.0,
-            "apiserver_requests": sum(_counters(apiserver, "apiserver_request_total").values()),
+            "apiserver_requests": total(apiserver, "apiserver_request_total"),
             "guard_requests": 0.0,
             "guard_refusals": 0.0,
         }
@@ -123,8 +112,8 @@ class Probe:
             status, text = https(f"{guard}/metrics")
             if status == 200:
                 page = text.decode()
-                figures["guard_requests"] = _counters(page, "ptol_webhook_requests_total", "endpoint").get("guard", 0.0)
-                figures["guard_refusals"] = sum(_counters(page, "ptol_guard_refusals_total").values())
+                figures["guard_requests"] = total(page, "ptol_webhook_requests_total", endpoint="guard")
+                figures["guard_refusals"] = total(page, "ptol_guard_refusals_total")
         return figures
 
 

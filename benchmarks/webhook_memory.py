@@ -43,7 +43,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from _cluster import api_client, bounded, install_crd, local_cluster, metric_sum, raw, scrape, with_retries
+from _cluster import api_client, bounded, install_crd, local_cluster, raw, with_retries
 from _common import save_results, shown
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -51,6 +51,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from preemption_toleration.devcluster import LocalCluster, create_node, ensure_namespace
 from preemption_toleration.devcluster.components import ComponentProcess
 from preemption_toleration.devcluster.processes import free_port
+from tests.metrics import scrape, total
 
 LADDER = (0, 10_000, 50_000, 150_000)
 QUICK = (0, 2_000)
@@ -323,9 +324,8 @@ def measure_webhook(
             time.sleep(SAMPLE_SECONDS)
         ready_at = time.monotonic()
         time.sleep(STEADY_SECONDS)
-        cached = metric_sum(
-            scrape(f"https://127.0.0.1:{port}/metrics", context=INSECURE), "ptol_webhook_cache_objects", kind="pods"
-        )
+        page = scrape(f"https://127.0.0.1:{port}/metrics", context=INSECURE, timeout=5)
+        cached = total(page, "ptol_webhook_cache_objects", kind="pods")
         peak = read_kib(webhook.process.pid, "VmHWM")[0] * 1024
     finally:
         sampler.stopped.set()

@@ -21,7 +21,7 @@ from preemption_toleration.logs import REGISTERED
 from preemption_toleration.manifests.scheduler_extender import scheduler_extender_of
 from preemption_toleration.manifests.webhook_configurations import GUARD_NAME
 from tests.integration.helpers import START_SECONDS
-from tests.integration.metrics import by_label
+from tests.metrics import by_label
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "crds" / "preemptiontolerationpolicies.yaml"

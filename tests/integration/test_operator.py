@@ -28,7 +28,6 @@ from tests.integration.helpers import (
     past_the_second_of,
     unique_name,
 )
-from tests.integration.metrics import by_label, scrape, total
 from tests.integration.objects import (
     MIN,
     TOL,
@@ -43,6 +42,7 @@ from tests.integration.objects import (
     wait_annotations,
     wait_ready,
 )
+from tests.metrics import by_label, scrape, total
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 

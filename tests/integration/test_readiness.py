@@ -17,7 +17,7 @@ import pytest
 from preemption_toleration.devcluster import LocalCluster
 from tests.integration.components import CRD_FILE, WebhookServer, install_crd
 from tests.integration.helpers import ANSWER_SECONDS, REACTION_SECONDS, SLOW_SECONDS, START_SECONDS
-from tests.integration.metrics import scrape, total
+from tests.metrics import scrape, total
 
 pytestmark = [pytest.mark.integration]
 

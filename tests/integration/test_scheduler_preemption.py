@@ -26,9 +26,9 @@ from preemption_toleration.manifests.webhook_configurations import GUARD_WEBHOOK
 from tests.integration.components import Server, ptol_run_fixture, registered_extender, scheduler_extended
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import SCHEDULING_SECONDS, eventually, past_the_second_of, unique_name
-from tests.integration.metrics import by_label
 from tests.integration.objects import MIN, TOL, class_manifest, policy_manifest, wait_annotations
 from tests.integration.pods import create_bound, node_of, pod_body, read_pod, stays, until_gone
+from tests.metrics import by_label
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 

@@ -25,7 +25,7 @@ from preemption_toleration.webhooks.server import WebhookApp
 from tests.integration.components import WebhookServer, install_crd
 from tests.integration.helpers import ANSWER_SECONDS, SLOW_SECONDS, START_SECONDS, eventually
 from tests.integration.load import AdmissionLoad, RetryingProxy, certificate_files
-from tests.integration.metrics import scrape, total
+from tests.metrics import scrape, total
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
