@@ -12,7 +12,8 @@ policies (stored in the namespace `default`), counted once their number has not 
 after quiet: Events are posted off the writes' path and may trail them; "events s" is when the last of
 them was seen (polled every second; "at quiet": none came after). Then the operator is restarted and the
 writes it makes once resumed are counted. The API server's own count of the write requests over the burst
-(apiserver_request_total, by verb and resource: the operator's, kopf's and the benchmark's creates) is shown too.
+(apiserver_request_total, by verb and resource: the operator's, kopf's and the benchmark's creates) is shown too,
+and the CPU seconds the operator and each control-plane process used from the burst's start until it was quiet.
 
 With --floor, the same cluster then measures what the burst's requests cost the API server alone, with the
 operator stopped: C other classes and P other policies (floor-NNNN) are created, and the benchmark itself sends the
@@ -43,6 +44,7 @@ from typing import Any
 
 from _cluster import api_client, bounded, install_crd, local_cluster, raw, with_retries
 from _common import save_results, shown
+from _webhook_bench import cpu_seconds
 from kubernetes_asyncio import client
 
 from preemption_toleration.api.policy import GROUP, KIND, PLURAL, VERSION
@@ -316,6 +318,14 @@ def follow_events(
     return {"events_at_quiet": at_quiet, "events_seconds": last_seen, "events": summarize_events(events)}
 
 
+def cpu_by_process(cluster: LocalCluster, operator: Operator) -> dict[str, float]:
+    """The CPU seconds (user and system) used so far by the operator and by each control-plane process."""
+    pids = {status.name: status.pid for status in cluster.status() if status.running}
+    assert operator.process.process is not None
+    pids["operator"] = operator.process.process.pid
+    return {name: cpu_seconds(pid) for name, pid in pids.items()}
+
+
 def run_size(policies: int, classes: int, args: argparse.Namespace) -> dict[str, Any]:
     row: dict[str, Any] = {"policies": policies, "classes": classes}
     with local_cluster() as cluster:
@@ -326,15 +336,16 @@ def run_size(policies: int, classes: int, args: argparse.Namespace) -> dict[str,
             if not operator.start_and_settle(quiet=2.0, timeout=120):
                 return row | {"problem": "operator not ready"}
             before, events_before = operator.counters(), asyncio.run(our_events(cluster))
-            requests_before = written_requests(cluster)
+            requests_before, cpu_before = written_requests(cluster), cpu_by_process(cluster, operator)
             started = time.monotonic()
             asyncio.run(create_policies(cluster, policies))
             row["create_seconds"] = round(time.monotonic() - started, 2)
             row |= follow_burst(cluster, operator, (classes, policies), started, args)
             if "problem" in row:
                 return row
-            after = operator.counters()
+            after, cpu_after = operator.counters(), cpu_by_process(cluster, operator)
             row |= {key: after[key] - before[key] for key in after}
+            row["cpu_seconds"] = {name: round(cpu_after[name] - cpu_before[name], 1) for name in cpu_after}
             row |= follow_events(cluster, events_before, started, args)
             row["written_requests"] = dict(sorted((written_requests(cluster) - requests_before).items()))
             events_after = asyncio.run(our_events(cluster))
@@ -423,6 +434,8 @@ def main() -> None:
             + f"{row.get('problem', '')}",
             flush=True,
         )
+        if row.get("cpu_seconds"):
+            print(f"{'':>13}CPU seconds from the burst's start to quiet: {row['cpu_seconds']}")
         if row.get("written_requests"):
             print(f"{'':>13}writes the API server counted (the benchmark's creates too): {row['written_requests']}")
         if row.get("events"):
