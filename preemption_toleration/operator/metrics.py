@@ -26,8 +26,8 @@ class OperatorMetrics:
         )
         self.resyncs = Counter(
             "ptol_operator_resyncs_total",
-            "Resyncs, by outcome: ran (a reconcile), standby (another replica is active; a standby looks again "
-            "every 10 s), failed.",
+            "Resyncs, by outcome: ran (a reconcile), standby (another replica is active, or this one lists the "
+            "policies again; a standby looks again every 10 s), failed.",
             ["outcome"],
             registry=self.registry,
         )
