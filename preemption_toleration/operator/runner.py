@@ -54,6 +54,9 @@ async def run_operator(
     kopf runs in a thread and event loop of its own, and again after a failure (supervision.py)."""
     policy_stream.install()  # before anything else: an unsupported kopf stops the start here
     metrics = OperatorMetrics()  # runtime state: kept out of the configuration, handed to kopf's memo
+    # One identity for every run of kopf in this process: a run after a failure finds its own entry in the
+    # peering, not a live peer of the same priority, which would pause it until the entry expired.
+    identity = new_identity()
     logging.getLogger("kopf._core.reactor.running").addFilter(_NO_SIGNALS_WARNING)
     metrics_runner = None
     if metrics_address:
@@ -71,7 +74,9 @@ async def run_operator(
         if runs > 1:  # after a stop: kopf discovers resources only at its start (served.py)
             await wait_until_served(config.kubeconfig, watched, stop)
         await run_in_own_loop(
-            lambda own_stop: _operator(config, metrics, peering_name, own_stop, liveness_endpoint), stop, "operator"
+            lambda own_stop: _operator(config, metrics, peering_name, identity, own_stop, liveness_endpoint),
+            stop,
+            "operator",
         )
 
     def restarting(error: Exception, delay: float) -> None:
@@ -92,6 +97,7 @@ async def _operator(
     config: OperatorConfig,
     metrics: OperatorMetrics,
     peering_name: str | None,
+    identity: str,
     stop_flag: asyncio.Event,
     liveness_endpoint: str | None,
 ) -> None:
@@ -103,7 +109,7 @@ async def _operator(
             standalone=peering_name is None,
             peering_name=peering_name,
             # kopf types identities as a private NewType of str, which it does not export
-            identity=cast(Any, new_identity()),
+            identity=cast(Any, identity),
             priority=config.peering_priority,
             memo=kopf.Memo(config=config, metrics=metrics, policies=policies, peered=peering_name is not None),
             stop_flag=stop_flag,
