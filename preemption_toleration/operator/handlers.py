@@ -108,7 +108,8 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         return await reconciler.reconcile(policies, classes)
 
     coalescer = Coalescer(reconcile, config.settle_seconds)
-    paused = standby_reason(policies) if memo.peered else None
+    # kopf has set `standalone` from the operator's arguments (no peering name) before any startup handler
+    paused = None if settings.peering.standalone else standby_reason(policies)
     resync = resync_forever(
         clock=clock,
         period=config.resync_seconds,

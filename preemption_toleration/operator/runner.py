@@ -111,7 +111,7 @@ async def _operator(
             # kopf types identities as a private NewType of str, which it does not export
             identity=cast(Any, identity),
             priority=config.peering_priority,
-            memo=kopf.Memo(config=config, metrics=metrics, policies=policies, peered=peering_name is not None),
+            memo=kopf.Memo(config=config, metrics=metrics, policies=policies),
             stop_flag=stop_flag,
             liveness_endpoint=liveness_endpoint,
         )

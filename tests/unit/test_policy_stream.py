@@ -13,18 +13,14 @@ from kopf._cogs.clients import watching
 from kopf._cogs.structs.references import Resource
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
+from preemption_toleration.manifests import kopf_peering
 from preemption_toleration.operator import policy_stream
 from preemption_toleration.operator.caches import PolicyFeed
+from tests.builders import policy
 
 POLICIES = Resource(GROUP, VERSION, PLURAL)
-PEERINGS = Resource("kopf.dev", "v1", "clusterkopfpeerings")
-
-
-def policy(name: str, version: str) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "resourceVersion": version, "creationTimestamp": "2026-11-01T00:00:00Z"},
-        "spec": {"priorityClassName": "batch", "minimumPreemptablePriority": 10000},
-    }
+PEERINGS = Resource(kopf_peering.GROUP, kopf_peering.VERSION, kopf_peering.PLURAL)
+SPEC = {"priorityClassName": "batch", "minimumPreemptablePriority": 10000}
 
 
 class OneStream:
@@ -51,7 +47,8 @@ async def kopf_reads(resource: Resource) -> list[Any]:
 
 async def test_kopf_gets_every_event_and_the_feed_has_each_policy_before_kopf_does(monkeypatch: Any) -> None:
     feed = PolicyFeed()
-    stream = OneStream([policy("a", "5")], [{"type": "ADDED", "object": policy("b", "6")}])
+    added = {"type": "ADDED", "object": policy("b", SPEC, resourceVersion="6")}
+    stream = OneStream([policy("a", SPEC, resourceVersion="5")], [added])
     monkeypatch.setattr(watching, "continuous_watch", stream)
     policy_stream.install()
     seen_by_feed: list[list[str]] = []
@@ -77,7 +74,7 @@ async def test_kopf_gets_every_event_and_the_feed_has_each_policy_before_kopf_do
 
 async def test_other_resources_and_operators_without_a_feed_pass_through_untouched(monkeypatch: Any) -> None:
     feed = PolicyFeed()
-    monkeypatch.setattr(watching, "continuous_watch", OneStream([policy("a", "5")], []))
+    monkeypatch.setattr(watching, "continuous_watch", OneStream([policy("a", SPEC, resourceVersion="5")], []))
     policy_stream.install()
     with policy_stream.sharing(feed):
         peerings = await kopf_reads(PEERINGS)
