@@ -219,6 +219,7 @@ class Informer:
         self.on_change = on_change
         self.page_size = page_size
         self.synced = asyncio.Event()
+        self.changes = 0  # listings and watch events applied: a generation of the store
         self.relists = 0
         self.pages = 0
         self.failures = 0
@@ -231,6 +232,7 @@ class Informer:
         self.problem: str | None = None
 
     def _changed(self) -> None:
+        self.changes += 1
         if self.on_change:
             self.on_change()
 

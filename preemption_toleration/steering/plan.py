@@ -7,16 +7,22 @@ preemption that fails keeps it). So the preemptor of a refused victim is the pen
 victim's node whose priority is above the victim's and whom the victim tolerates. Several such pods: no
 evidence of which one, no steering.
 
-The plan: every node where the preemptor can be shown to fit once victims are gone (node selector,
+The plan: the nodes where the preemptor can be shown to fit once victims are gone (node selector,
 required node affinity, taints, a cordon, resources and the pod count; nothing else is judged, so a
 preemptor with other constraints is declined), the victims upstream's `SelectVictimsOnNode` chooses there
 (`extender.victims`), and the node kube-scheduler's `pickOneNodeForPreemption` picks among them. A
 preemptor that fits somewhere without preemption is declined: the scheduler will place it itself.
+
+The search is bounded as the scheduler bounds its own dry run (`GetOffsetAndNumCandidates`,
+`DryRunPreemption`): nodes are tried from an offset, and the search stops once it has max(10 % of the
+nodes, 100) candidates, one of them without a budget violation. It is a generator that yields after each
+node, so that its caller can give the event loop back between slices of the work: each node is read whole
+within one step, and the chosen node is read again at the end, since the others may have changed meanwhile.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
@@ -32,6 +38,9 @@ from preemption_toleration.records.pod import NO_CONSTRAINTS, SlimPod
 
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 INT32_OFFSET = 2**31  # kube-scheduler adds MaxInt32+1 to each priority before summing them
+# DefaultPreemption's defaults (`minCandidateNodesPercentage`, `minCandidateNodesAbsolute`)
+MIN_CANDIDATE_NODES_PERCENTAGE = 10
+MIN_CANDIDATE_NODES_ABSOLUTE = 100
 
 
 class Declined(str, Enum):
@@ -41,6 +50,8 @@ class Declined(str, Enum):
     FITS = "fits"  # it fits somewhere as the cluster is: the scheduler will place it
     IN_PROGRESS = "in-progress"  # a victim on its nominated node is terminating: the scheduler is preempting
     NO_NODE = "no-node"  # no node where it fits without a pod that tolerates it
+    CHANGED = "changed"  # the chosen node changed while the plan was made: planned again at the next refusal
+    STALE_CACHE = "stale-cache"  # a cache is not current (`problems()`): nothing is planned or done from it
 
 
 @dataclass(frozen=True)
@@ -125,7 +136,47 @@ def pick_node(candidates: Mapping[str, NodeVictims]) -> str:
     return remaining[0]
 
 
-def plan_steering(preemptor: SlimPod, view: ExtenderView, now: datetime) -> SteeringPlan | NotSteered:
+def candidates_wanted(nodes: int) -> int:
+    """How many candidate nodes kube-scheduler's dry run looks for (`GetOffsetAndNumCandidates`): 10 % of
+    the nodes, at least 100, at most all of them."""
+    wanted = nodes * MIN_CANDIDATE_NODES_PERCENTAGE // 100
+    return min(max(wanted, MIN_CANDIDATE_NODES_ABSOLUTE), nodes)
+
+
+NodeResult = NodeVictims | NotSteered | None  # victims there; FITS (no preemption needed); no candidate
+
+
+def _on_node(preemptor: SlimPod, name: str, view: ExtenderView, exempt: ExemptionCheck) -> NodeResult:
+    """The preemptor on one node, as the cache holds it now (no await: the node is read at one moment)."""
+    node = view.nodes.get(name)
+    if node is None or not eligible(preemptor, node):
+        return None
+    on_node = view.pods.on_node(name)
+    nominated = [pod for pod in view.pods.nominated_to(name) if pod.uid != preemptor.uid]
+    node_allocatable = allocatable(node)
+    requests = dict(preemptor.requests)
+    if fits_as_is(preemptor.priority, requests, on_node, nominated, node_allocatable):
+        return NotSteered(Declined.FITS, f"it fits on {name} without preemption")
+    try:
+        return select_victims(
+            preemptor.priority,
+            requests,
+            on_node,
+            nominated,
+            node_allocatable,
+            exempt,
+            lambda pods: split_by_budget_violation(pods, view.budgets),
+        )
+    except PriorityClassNotFound:  # upstream leaves such a node out
+        return None
+
+
+Search = Generator[None, None, "SteeringPlan | NotSteered"]
+
+
+def search_plan(preemptor: SlimPod, view: ExtenderView, now: datetime, offset: int = 0) -> Search:
+    """The plan, one node per step (`next()`), as the scheduler's bounded dry run would find it starting at
+    node `offset` of the cache's nodes; the plan or the reason it declines is the generator's return value."""
     unjudged = (preemptor.constraints or NO_CONSTRAINTS).unjudged
     if unjudged:
         return NotSteered(
@@ -138,32 +189,41 @@ def plan_steering(preemptor: SlimPod, view: ExtenderView, now: datetime) -> Stee
         # kube-scheduler's PodEligibleToPreemptOthers: it waits for that node, where it binds the preemptor
         return NotSteered(Declined.IN_PROGRESS, f"a pod on its nominated node {nominated_node} is terminating")
     exempt = ExemptionCheck(preemptor, view, now)
-    requests = dict(preemptor.requests)
+    names = list(view.nodes)  # the node names of the moment; each node is read when its turn comes
+    wanted = candidates_wanted(len(names))
     candidates: dict[str, NodeVictims] = {}
-    for name, node in view.nodes.items():
-        if not eligible(preemptor, node):
-            continue
-        on_node = view.pods.on_node(name)
-        nominated = [pod for pod in view.pods.nominated_to(name) if pod.uid != preemptor.uid]
-        node_allocatable = allocatable(node)
-        if fits_as_is(preemptor.priority, requests, on_node, nominated, node_allocatable):
-            return NotSteered(Declined.FITS, f"it fits on {name} without preemption")
-        try:
-            chosen = select_victims(
-                preemptor.priority,
-                requests,
-                on_node,
-                nominated,
-                node_allocatable,
-                exempt,
-                lambda pods: split_by_budget_violation(pods, view.budgets),
-            )
-        except PriorityClassNotFound:  # upstream leaves such a node out
-            continue
-        if chosen is not None:
-            candidates[name] = chosen
+    without_violation = 0
+    for step in range(len(names)):
+        yield
+        name = names[(offset + step) % len(names)]
+        found = _on_node(preemptor, name, view, exempt)
+        if isinstance(found, NotSteered):
+            return found
+        if found is not None:
+            candidates[name] = found
+            without_violation += found.num_pdb_violations == 0
+            if without_violation and len(candidates) >= wanted:
+                break
     if not candidates:
         return NotSteered(Declined.NO_NODE, "no node where it fits without a pod that tolerates it")
+    yield
     chosen_node = pick_node(candidates)
-    best = candidates[chosen_node]
-    return SteeringPlan(preemptor, chosen_node, best.victims, best.num_pdb_violations)
+    now_there = _on_node(preemptor, chosen_node, view, exempt)
+    if isinstance(now_there, NotSteered):
+        return now_there
+    if now_there is None or [pod.uid for pod in now_there.victims] != [
+        pod.uid for pod in candidates[chosen_node].victims
+    ]:
+        return NotSteered(Declined.CHANGED, f"node {chosen_node} changed while the plan was made")
+    return SteeringPlan(preemptor, chosen_node, now_there.victims, now_there.num_pdb_violations)
+
+
+def plan_steering(preemptor: SlimPod, view: ExtenderView, now: datetime, offset: int = 0) -> SteeringPlan | NotSteered:
+    """The whole search at once (`search_plan`)."""
+    search = search_plan(preemptor, view, now, offset)
+    while True:
+        try:
+            next(search)
+        except StopIteration as done:
+            result: SteeringPlan | NotSteered = done.value
+            return result

@@ -97,6 +97,10 @@ class AdmissionCaches:
         an upgrade of the image alone, must not take the admission webhooks and the guard down)."""
         return list(self._needed["all"])
 
+    def generation(self) -> int:
+        """A number that changes whenever any cache does (steering plans again only then)."""
+        return sum(informer.changes for informer in self.informers())
+
     @property
     def synced(self) -> bool:
         return all(informer.synced.is_set() for informer in self.required())

@@ -20,8 +20,10 @@ from preemption_toleration.extender.decisions import ExtenderView, NodeChoice, d
 from preemption_toleration.guard.record import PreemptorRecord
 from preemption_toleration.records.pod import PodBody
 from preemption_toleration.webhooks.handling import (
+    CLIENT_CLOSED_REQUEST,
     Answer,
     BadRequest,
+    ClientGone,
     HeldBack,
     decode,
     json_answer,
@@ -72,6 +74,8 @@ class ExtenderEndpoint:
             return json_answer({"error": UNAUTHENTICATED}, 403)
         try:
             body = await read_body(request, self.max_body_bytes)
+        except ClientGone:
+            return web.Response(status=CLIENT_CLOSED_REQUEST)
         except BadRequest as problem:
             status, answer = _bad_request(str(problem))
             return json_answer(answer, status)

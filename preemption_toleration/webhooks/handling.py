@@ -97,6 +97,13 @@ class BadRequest(Exception):
     pass
 
 
+class ClientGone(Exception):
+    """The client hung up before its whole body arrived: nobody is left to answer."""
+
+
+CLIENT_CLOSED_REQUEST = 499  # the status counted for it (nginx's), never sent
+
+
 async def read_body(request: web.BaseRequest, max_bytes: int) -> bytes:
     if request.content_length is not None and request.content_length > max_bytes:
         raise BadRequest(f"request body of {request.content_length} bytes exceeds the limit of {max_bytes} bytes")
@@ -104,6 +111,10 @@ async def read_body(request: web.BaseRequest, max_bytes: int) -> bytes:
         return await request.read()  # the whole body, however it arrives; the app's limit stops a huge one
     except web.HTTPRequestEntityTooLarge as error:
         raise BadRequest(f"request body exceeds the limit of {max_bytes} bytes") from error
+    except ConnectionResetError as error:
+        # the client's doing (an API server that gave up waiting, say), not ours: one quiet line
+        logger.info("client hung up in the middle of its request", extra={"path": request.path, "problem": str(error)})
+        raise ClientGone() from error
 
 
 def decode(

@@ -7,7 +7,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -62,8 +62,17 @@ class WebhookMetrics:
             "Refused preemptions steering considered, by outcome: steered, audited (audit mode), claimed-elsewhere "
             "(another replica acted within the window), overtaken (bound before steering acted), resumed (finished "
             "after a restart), failed, or declined: no-evidence, ambiguous, unjudged (constraints the project does "
-            "not judge), fits, no-node, in-progress (the scheduler's own preemption is under way).",
+            "not judge), fits, no-node, in-progress (the scheduler's own preemption is under way), changed (the "
+            "chosen node changed while planned), stale-cache (a cache is not current: nothing planned), unchanged "
+            "(declined before and no cache changed since: not planned again).",
             ["outcome"],
+            registry=self.registry,
+        )
+        self.steering_plans = Histogram(
+            "ptol_steering_plan_seconds",
+            "Event-loop time each steering plan took, in slices between which the loop answers requests "
+            "(its count: plans made).",
+            buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
             registry=self.registry,
         )
         self.preemptor_sources = HotCounter(

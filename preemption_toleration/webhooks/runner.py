@@ -78,6 +78,9 @@ def _start_steering(
         settings.steering_namespace,
         holder,
         lambda outcome: metrics.steering.labels(outcome).inc(),
+        problems=lambda: caches.problems("all"),
+        generation=caches.generation,
+        planned=metrics.steering_plans.observe,
     )
     tasks.append(asyncio.create_task(steerer.run(), name="steering"))
     return steerer.refused

@@ -45,9 +45,11 @@ from preemption_toleration.guard.repeats import RetryPacer
 from preemption_toleration.webhooks.extender_endpoint import EXTENDER, ExtenderEndpoint, ExtenderHooks
 from preemption_toleration.webhooks.guard_endpoint import GuardEndpoint, GuardHooks
 from preemption_toleration.webhooks.handling import (
+    CLIENT_CLOSED_REQUEST,
     DEFAULT_MAX_BODY_BYTES,
     Answer,
     BadRequest,
+    ClientGone,
     Decoded,
     Endpoint,
     Reply,
@@ -269,6 +271,8 @@ class WebhookApp:
             started = time.perf_counter()
             try:
                 body = await read_body(request, self.max_body_bytes)
+            except ClientGone:
+                return self._counted(name, latency, started, web.Response(status=CLIENT_CLOSED_REQUEST))
             except BadRequest as problem:
                 status, answer = self._bad_request(endpoint, str(problem))
             else:

@@ -14,9 +14,11 @@ from preemption_toleration.steering.plan import (
     Declined,
     NotSteered,
     SteeringPlan,
+    candidates_wanted,
     pick_node,
     plan_steering,
     preemptor_of_refusal,
+    search_plan,
 )
 from tests.unit.test_extender import CLASS_RECORDS, budget, node, pod
 
@@ -157,3 +159,95 @@ EVIDENCE = [
 def test_the_preemptor_is_known_only_from_the_schedulers_nomination(rule, pods, expected) -> None:
     found = preemptor_of_refusal("node-a", 8000, pods, lambda p: p.name != "other")
     assert (found.reason if isinstance(found, NotSteered) else found.name) == expected, rule
+
+
+WANTED = [
+    ("fewer than 100 nodes: all of them", 40, 40),
+    ("100 nodes: all of them", 100, 100),
+    ("at least 100", 500, 100),
+    ("10 % of 5,000", 5000, 500),
+    ("10 % rounded down", 1999, 199),
+    ("no node", 0, 0),
+]
+
+
+@pytest.mark.parametrize(("rule", "nodes", "expected"), WANTED, ids=[case[0] for case in WANTED])
+def test_candidates_wanted_as_the_schedulers_dry_run(rule, nodes, expected) -> None:
+    assert candidates_wanted(nodes) == expected, rule
+
+
+def many_plain_nodes(count, protected=()):
+    """`count` full nodes of 2 CPUs named n000..., each with one plain pod of 2 CPUs (a protected one on the
+    nodes `protected` names), and a preemptor of 2 CPUs."""
+    pods, nodes = [], []
+    for index in range(count):
+        name = f"n{index:03d}"
+        klass = "low-non-preempted" if name in protected else "low"
+        pods.append(pod(f"p{index:03d}", klass, cpu="2", node=name))
+        nodes.append(node(name, cpu="2"))
+    return pods, pod("high", "high", cpu="2", node=None), nodes
+
+
+def searched(pods, preemptor, nodes, offset=0):
+    """The search's result and the nodes it tried (one step each, then one for the final choice)."""
+    index = PodIndex.of([*pods, preemptor])
+    view = ExtenderView(index, {n["metadata"]["name"]: n for n in nodes}, CLASS_RECORDS)
+    search = search_plan(index.get(("team", "high")), view, NOW, offset)
+    steps = 0
+    while True:
+        try:
+            next(search)
+        except StopIteration as done:
+            return done.value, steps
+        steps += 1
+
+
+def test_the_search_stops_at_the_schedulers_number_of_candidates() -> None:
+    """500 nodes, each a candidate: the dry run stops after 100, tried from the offset, and picks among them."""
+    pods, preemptor, nodes = many_plain_nodes(500)
+    result, steps = searched(pods, preemptor, nodes, offset=250)
+    assert steps == 100 + 1
+    assert isinstance(result, SteeringPlan) and 250 <= int(result.node[1:]) < 350
+
+
+def test_the_search_wraps_around_from_its_offset() -> None:
+    pods, preemptor, nodes = many_plain_nodes(500)
+    result, _ = searched(pods, preemptor, nodes, offset=450)
+    assert isinstance(result, SteeringPlan) and (int(result.node[1:]) >= 450 or int(result.node[1:]) < 50)
+
+
+def test_without_a_candidate_every_node_is_tried_one_step_each() -> None:
+    names = {f"n{index:03d}" for index in range(300)}
+    pods, preemptor, nodes = many_plain_nodes(300, protected=names)
+    result, steps = searched(pods, preemptor, nodes, offset=7)
+    assert outcome(result) == Declined.NO_NODE and steps == 300
+
+
+def test_the_chosen_node_is_read_again_at_the_end() -> None:
+    """A node that changes between the steps of the search (its plain pod replaced by a protected one) is
+    not acted on from what was read earlier."""
+    pods, preemptor, nodes = many_plain_nodes(2, protected={"n000"})
+    index = PodIndex.of([*pods, preemptor])
+    view = ExtenderView(index, {n["metadata"]["name"]: n for n in nodes}, CLASS_RECORDS)
+    search = search_plan(index.get(("team", "high")), view, NOW)
+    next(search), next(search), next(search)  # both nodes tried: n001 is the candidate
+    replaced = pod("p001", "low-non-preempted", cpu="2", node="n001")
+    replaced["metadata"]["uid"] = "uid-p001-again"
+    index.put(replaced)
+    with pytest.raises(StopIteration) as done:
+        next(search)
+    assert outcome(done.value.value) == Declined.CHANGED
+
+
+def test_a_node_gone_during_the_search_is_passed_over() -> None:
+    pods, preemptor, nodes = many_plain_nodes(3)
+    index = PodIndex.of([*pods, preemptor])
+    live_nodes = {n["metadata"]["name"]: n for n in nodes}
+    view = ExtenderView(index, live_nodes, CLASS_RECORDS)
+    search = search_plan(index.get(("team", "high")), view, NOW)
+    next(search)
+    del live_nodes["n000"]
+    with pytest.raises(StopIteration) as done:
+        while True:
+            next(search)
+    assert outcome(done.value.value) == ("n001", ["p001"])

@@ -2,6 +2,7 @@
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -598,3 +599,26 @@ def test_a_registered_url_gets_the_bound_port_only_in_place_of_port_0(url: str, 
     from preemption_toleration.webhooks.self_registration import with_bound_port
 
     assert with_bound_port(url, 8443) == expected
+
+
+async def test_a_client_that_hangs_up_mid_body_gets_one_quiet_line(http: TestClient, caplog) -> None:
+    """An API server that gives up in the middle of a body is the client's doing: one INFO line, no traceback,
+    and the server answers the next client."""
+    reader, writer = await asyncio.open_connection(http.server.host, http.server.port)
+    writer.write(b'POST /validate/priorityclasses HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"apiVersion"')
+    await writer.drain()
+    with caplog.at_level(logging.DEBUG):
+        writer.close()
+        await writer.wait_closed()
+
+        async def logged() -> list[logging.LogRecord]:
+            while not any("hung up" in record.getMessage() for record in caplog.records):
+                await asyncio.sleep(0.01)
+            return caplog.records
+
+        records = await asyncio.wait_for(logged(), timeout=10)
+    assert [(r.levelname, r.getMessage()) for r in records if r.levelno >= logging.INFO] == [
+        ("INFO", "client hung up in the middle of its request")
+    ]
+    assert not any(record.exc_info for record in records)
+    assert (await http.get("/healthz")).status == 200

@@ -1,0 +1,149 @@
+"""Steering never holds the event loop that answers the API server: a plan runs in slices with the loop given
+back between them, a preemptor declined before is not planned again until a cache changes, and nothing is
+planned from a cache that is not current. One row or test per rule."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+from kubernetes_asyncio.client import ApiClient
+
+from preemption_toleration.extender.decisions import ExtenderView
+from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.steering.pacing import DeclinedPlans, Pace
+from preemption_toleration.webhooks.steerer import RefusedVictim, Steerer
+from tests.unit.test_extender import CLASS_RECORDS, node, pod
+
+PAUSES = [
+    ("a quarter of the loop: three times the slice", Pace(0.002, 0.25), 0.002, 0.006),
+    ("half of the loop: as long as the slice", Pace(0.002, 0.5), 0.004, 0.004),
+    ("all of the loop: no pause", Pace(0.002, 1.0), 0.002, 0.0),
+    ("a clock gone backwards: no pause", Pace(0.002, 0.25), -1.0, 0.0),
+]
+
+
+@pytest.mark.parametrize(("rule", "pace", "worked", "pause"), PAUSES, ids=[case[0] for case in PAUSES])
+def test_the_pause_after_a_slice_keeps_planning_to_its_share(rule, pace, worked, pause) -> None:
+    assert pace.pause_after(worked) == pytest.approx(pause), rule
+
+
+def test_a_declined_plan_is_due_again_only_at_another_generation() -> None:
+    plans = DeclinedPlans()
+    assert plans.due("a", 1), "never planned"
+    plans.declined("a", 1)
+    assert not plans.due("a", 1), "declined, and nothing changed"
+    assert plans.due("a", 2), "a cache changed"
+    assert plans.due("b", 1), "another preemptor"
+    plans.forget("a")
+    assert plans.due("a", 1), "carried out since"
+
+
+def test_declined_plans_keep_the_newest_within_their_bound() -> None:
+    plans = DeclinedPlans(remembered=2)
+    for uid in ("a", "b", "c"):
+        plans.declined(uid, 1)
+    assert plans.due("a", 1) and not plans.due("b", 1) and not plans.due("c", 1)
+
+
+# --- the steerer, with no API server: every path below declines before any request -----------------------
+
+
+def protected_cluster(nodes: int) -> tuple[ExtenderView, dict]:
+    """`nodes` full nodes, each with a protected pod of 2 CPUs; a preemptor of 2 CPUs nominated to n000: no
+    node where it fits without a pod that tolerates it (a plan tries every node)."""
+    pods = [pod(f"p{i:03d}", "low-non-preempted", cpu="2", node=f"n{i:03d}") for i in range(nodes)]
+    preemptor = pod("high", "high", cpu="2", node=None, status__nominatedNodeName="n000")
+    index = PodIndex.of([*pods, preemptor])
+    view = ExtenderView(index, {f"n{i:03d}": node(f"n{i:03d}", cpu="2") for i in range(nodes)}, CLASS_RECORDS)
+    return view, pods[0]
+
+
+class Counted:
+    def __init__(self) -> None:
+        self.outcomes: list[str] = []
+        self.plans: list[float] = []
+
+
+@pytest.fixture
+async def api():
+    api = ApiClient()  # never called: every path tested declines before a request
+    yield api
+    await api.close()
+
+
+def steerer(api: ApiClient, view: ExtenderView, counted: Counted, **options) -> Steerer:
+    return Steerer(
+        api,
+        lambda: view,
+        "on",
+        "default",
+        "test",
+        counted.outcomes.append,
+        planned=counted.plans.append,
+        **options,
+    )
+
+
+def refused(victim: dict) -> RefusedVictim:
+    metadata = victim["metadata"]
+    return RefusedVictim(metadata["namespace"], metadata["name"], metadata["uid"], victim["spec"]["nodeName"])
+
+
+async def test_a_declined_preemptor_is_planned_again_only_once_a_cache_changed(api) -> None:
+    view, victim = protected_cluster(3)
+    counted, generation = Counted(), [1]
+    subject = steerer(api, view, counted, generation=lambda: generation[0])
+    for _ in range(3):
+        await subject._consider(refused(victim))
+    generation[0] = 2
+    await subject._consider(refused(victim))
+    assert counted.outcomes == ["no-node", "unchanged", "unchanged", "no-node"]
+    assert len(counted.plans) == 2
+
+
+async def test_nothing_is_planned_from_a_cache_that_is_not_current(api, caplog) -> None:
+    view, victim = protected_cluster(3)
+    counted = Counted()
+    subject = steerer(api, view, counted, problems=lambda: ["pods: no successful list or watch for 75 s"])
+    with caplog.at_level(logging.INFO, "preemption_toleration.steering"):
+        await subject._consider(refused(victim))
+    assert counted.outcomes == ["stale-cache"] and counted.plans == []
+    assert [record.detail for record in caplog.records] == ["pods: no successful list or watch for 75 s"]
+
+
+async def test_a_plan_gives_the_loop_back_between_its_slices(api) -> None:
+    """A clock that advances a tick (1/1024 s, exact in floating point) at each reading, slices of 2 ticks and
+    a quarter of the loop: a plan of 200 nodes runs in 100 slices of 2 nodes, another task runs between
+    them, and the pauses asked for keep planning to a quarter of the time."""
+    view, victim = protected_cluster(200)
+    readings = iter(range(10**6))
+    counted = Counted()
+    subject = steerer(api, view, counted, pace=Pace(2 / 1024, 0.25), clock=lambda: next(readings) / 1024)
+    pauses: list[float] = []
+    ran_between: list[int] = []
+    real_sleep = asyncio.sleep
+
+    async def recorded_sleep(seconds: float) -> None:
+        pauses.append(seconds)
+        await real_sleep(0)
+
+    async def other_work() -> None:
+        while True:
+            ran_between.append(len(pauses))
+            await real_sleep(0)
+
+    other = asyncio.create_task(other_work())
+    monkeypatch = pytest.MonkeyPatch()
+    monkeypatch.setattr(asyncio, "sleep", recorded_sleep)
+    try:
+        await subject._consider(refused(victim))
+    finally:
+        monkeypatch.undo()
+        other.cancel()
+    assert counted.outcomes == ["no-node"]
+    slices = [pause for pause in pauses if pause > 0]
+    assert len(slices) == 100, "200 nodes, 2 a slice"
+    assert set(slices) == {6 / 1024}, "3 x each slice's 2 ticks"
+    assert len(set(ran_between)) >= len(slices), "the other task ran between the slices"
