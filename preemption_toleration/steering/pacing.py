@@ -14,6 +14,7 @@ from dataclasses import dataclass
 SLICE_SECONDS = 0.002  # at 150,000 pods one node of 30 pods takes about 0.2 ms: about 10 nodes a slice
 LOOP_SHARE = 0.25  # of the event loop's time, at most, for planning
 DECLINED_REMEMBERED = 10_000  # preemptors whose declined plan is remembered (beyond it, the oldest goes)
+FIRST_WAIT_SECONDS, MAX_WAIT_SECONDS = 1.0, 10.0  # before a declined preemptor is planned again
 
 
 @dataclass(frozen=True)
@@ -31,22 +32,31 @@ DEFAULT_PACE = Pace()
 
 
 class DeclinedPlans:
-    """The cache generation at which each preemptor's last plan was declined (by UID)."""
+    """When each preemptor's last plan was declined (by UID), at which generation of the caches, and how long
+    it waits before the next: from 1 s, doubled at each decline in a row, up to 10 s (the scheduler's own
+    `podMaxBackoffSeconds`). A busy cluster changes its caches many times a second, so the generation alone
+    would let every refusal plan again."""
 
     def __init__(self, remembered: int = DECLINED_REMEMBERED) -> None:
         self.remembered = remembered
-        self.at: dict[str, int] = {}
+        self.at: dict[str, tuple[int, float, float]] = {}  # uid -> (generation, when, wait)
 
-    def due(self, uid: str, generation: int) -> bool:
-        """Whether a plan for this preemptor may tell anything new: never planned, planned and carried out,
-        or declined at another generation of the caches."""
-        return self.at.get(uid) != generation
+    def due(self, uid: str, generation: int, now: float) -> bool:
+        """Whether a plan for this preemptor may tell anything new: never declined, or declined at another
+        generation of the caches and its wait is over."""
+        found = self.at.get(uid)
+        if found is None:
+            return True
+        declined_generation, when, wait = found
+        return generation != declined_generation and now >= when + wait
 
-    def declined(self, uid: str, generation: int) -> None:
-        self.at.pop(uid, None)
-        self.at[uid] = generation  # the newest last
+    def declined(self, uid: str, generation: int, now: float) -> None:
+        found = self.at.pop(uid, None)
+        wait = FIRST_WAIT_SECONDS if found is None else min(found[2] * 2, MAX_WAIT_SECONDS)
+        self.at[uid] = (generation, now, wait)  # the newest last
         if len(self.at) > self.remembered:
             del self.at[next(iter(self.at))]
 
     def forget(self, uid: str) -> None:
+        """A plan for it was carried out (or audited): its next decline waits from the start again."""
         self.at.pop(uid, None)

@@ -16,8 +16,8 @@ mode the plan is logged, counted and posted as an Event on the preemptor, and no
 
 Planning shares the event loop that answers the API server, so it never holds it for long
 (`steering.pacing`): a plan runs in slices of about 2 ms and takes at most a quarter of the loop's time, a
-preemptor whose plan was declined is planned again only once the caches have changed, and nothing is
-planned or done while a cache is not current.
+preemptor whose plan was declined is planned again only once the caches have changed and a wait of 1 to
+10 s is over, and nothing is planned or done while a cache is not current.
 """
 
 from __future__ import annotations
@@ -296,12 +296,12 @@ class Steerer:
         if acted_at is not None and time.monotonic() - acted_at < self.window:
             return
         generation = self.generation()
-        if not self.declined_plans.due(found.uid, generation):
-            self.count("unchanged")  # declined before, and no cache changed since: the same answer again
+        if not self.declined_plans.due(found.uid, generation, time.monotonic()):
+            self.count("unchanged")  # declined before, and nothing changed or its wait is not over
             return
         plan = await self._plan(found, view, now)
         if isinstance(plan, NotSteered):
-            self.declined_plans.declined(found.uid, generation)
+            self.declined_plans.declined(found.uid, generation, time.monotonic())
             self._report_declined(f"{found.namespace}/{found.name}", plan, found)
             return
         self.declined_plans.forget(found.uid)

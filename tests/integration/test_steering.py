@@ -15,6 +15,7 @@ from kubernetes_asyncio.client import ApiClient
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.extender.decisions import ExtenderView
 from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.manifests.webhook_configurations import GUARD_WEBHOOK
 from preemption_toleration.records.pod import Shared, slim_pod
 from preemption_toleration.steering.plan import SteeringPlan
 from preemption_toleration.webhooks.steerer import (
@@ -30,11 +31,12 @@ from preemption_toleration.webhooks.steerer import (
     Steerer,
 )
 from tests.integration.components import RunProcess, Server, ptol_run_fixture
-from tests.integration.conftest import MakeNode
+from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import REACTION_SECONDS, eventually, unique_name
-from tests.integration.pods import create_bound, read_pod, until_bound, until_gone
+from tests.integration.pods import create_bound, pod_body, read_pod, until_bound, until_gone
 from tests.integration.steering import event_of, events, steering_classes, two_full_nodes
-from tests.integration.test_extender_victims import pod_names_on
+from tests.integration.test_extender_victims import on_nodes, pod_names_on
+from tests.metrics import total
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 __all__ = ["steering_classes"]  # a fixture
@@ -200,3 +202,54 @@ async def test_done_leases_are_swept_after_a_while_and_unfinished_ones_kept(api:
         for name in left:
             if name.endswith(suffix):
                 await coordination.delete_namespaced_lease(name, "default")
+
+
+async def test_a_cluster_full_of_protected_pods_costs_a_plan_per_change_not_per_refusal(
+    api: ApiClient,
+    namespace: str,
+    make_node: MakeNode,
+    server: Server,
+    steering_classes: dict[str, str],
+    kubectl: Kubectl,
+) -> None:
+    """The scale scenario of #43, small: every node full with protected pods, preemptors pending. Upstream
+    preempts nothing. The scheduler tries again and again and the guard refuses each victim; steering plans,
+    declines (`no-node`), and plans a preemptor again only once a cache changed. No protected pod is
+    deleted, and the API server never lets a DELETE through for want of an answer (fail-open)."""
+    fail_open_before = guard_fail_open(kubectl)
+    nodes = [(await make_node(cpu="2", memory="8Gi")).metadata.name for _ in range(4)]
+    protected = {}
+    for node in nodes:
+        for slot in range(2):
+            name = f"prot-{node[-6:]}-{slot}"
+            protected[name] = (await create_bound(api, namespace, name, steering_classes["prot"], node, cpu="1"))[
+                "metadata"
+            ]["uid"]
+    metrics_before = await server.metric("ptol_steering_total", "outcome")
+    core = client.CoreV1Api(api)
+    for index in range(3):
+        body = on_nodes(pod_body(f"high-{index}", steering_classes["high"], nodes[0], "1"), *nodes)
+        await core.create_namespaced_pod(namespace, body)
+
+    async def outcomes() -> dict[str, float]:
+        now = await server.metric("ptol_steering_total", "outcome")
+        return {key: value - metrics_before.get(key, 0) for key, value in now.items()}
+
+    seen = await eventually(
+        outcomes,
+        lambda found: found.get("no-node", 0) >= 1 and found.get("unchanged", 0) >= 1,
+        timeout=REACTION_SECONDS,
+        what="a declined plan, then a refusal that made no new plan",
+    )
+    print(f"steering outcomes: {seen}")
+    left = {pod.metadata.name: pod for pod in (await core.list_namespaced_pod(namespace)).items}
+    for name, uid in protected.items():
+        assert left[name].metadata.uid == uid and left[name].metadata.deletion_timestamp is None, name
+    assert all(not left[f"high-{index}"].spec.node_name for index in range(3))
+    assert guard_fail_open(kubectl) == fail_open_before
+
+
+def guard_fail_open(kubectl: Kubectl) -> float:
+    """The API server's count of guard calls it let through without an answer (a timeout, an error)."""
+    page = kubectl("get", "--raw", "/metrics").stdout
+    return total(page, "apiserver_admission_webhook_fail_open_count", name=GUARD_WEBHOOK)

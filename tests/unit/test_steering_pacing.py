@@ -29,22 +29,42 @@ def test_the_pause_after_a_slice_keeps_planning_to_its_share(rule, pace, worked,
     assert pace.pause_after(worked) == pytest.approx(pause), rule
 
 
-def test_a_declined_plan_is_due_again_only_at_another_generation() -> None:
+DUE = [
+    # (rule, declines at (generation, time) in a row, asked at (generation, time), due)
+    ("never declined", [], (1, 0.0), True),
+    ("declined, nothing changed", [(1, 0.0)], (1, 60.0), False),
+    ("a cache changed, but within the first wait of 1 s", [(1, 0.0)], (2, 0.5), False),
+    ("a cache changed and the wait is over", [(1, 0.0)], (2, 1.0), True),
+    ("the second decline in a row waits 2 s", [(1, 0.0), (2, 1.0)], (3, 2.5), False),
+    ("... and is due after them", [(1, 0.0), (2, 1.0)], (3, 3.0), True),
+    ("the wait stops growing at 10 s", [(n, 100.0 * n) for n in range(8)], (99, 710.0), True),
+]
+
+
+@pytest.mark.parametrize(("rule", "declines", "asked", "due"), DUE, ids=[case[0] for case in DUE])
+def test_a_declined_preemptor_is_planned_again_after_a_change_and_its_wait(rule, declines, asked, due) -> None:
     plans = DeclinedPlans()
-    assert plans.due("a", 1), "never planned"
-    plans.declined("a", 1)
-    assert not plans.due("a", 1), "declined, and nothing changed"
-    assert plans.due("a", 2), "a cache changed"
-    assert plans.due("b", 1), "another preemptor"
+    for generation, when in declines:
+        plans.declined("a", generation, when)
+    assert plans.due("a", *asked) is due, rule
+    assert plans.due("b", *asked), "another preemptor"
+
+
+def test_a_carried_out_plan_starts_the_wait_again() -> None:
+    plans = DeclinedPlans()
+    for generation in range(5):
+        plans.declined("a", generation, 0.0)
     plans.forget("a")
-    assert plans.due("a", 1), "carried out since"
+    assert plans.due("a", 4, 0.0)
+    plans.declined("a", 5, 0.0)
+    assert plans.due("a", 6, 1.0)
 
 
 def test_declined_plans_keep_the_newest_within_their_bound() -> None:
     plans = DeclinedPlans(remembered=2)
     for uid in ("a", "b", "c"):
-        plans.declined(uid, 1)
-    assert plans.due("a", 1) and not plans.due("b", 1) and not plans.due("c", 1)
+        plans.declined(uid, 1, 0.0)
+    assert plans.due("a", 1, 0.0) and not plans.due("b", 1, 0.0) and not plans.due("c", 1, 0.0)
 
 
 # --- the steerer, with no API server: every path below declines before any request -----------------------
@@ -91,7 +111,7 @@ def refused(victim: dict) -> RefusedVictim:
     return RefusedVictim(metadata["namespace"], metadata["name"], metadata["uid"], victim["spec"]["nodeName"])
 
 
-async def test_a_declined_preemptor_is_planned_again_only_once_a_cache_changed(api) -> None:
+async def test_a_declined_preemptor_is_planned_again_only_once_a_cache_changed_and_its_wait_is_over(api) -> None:
     view, victim = protected_cluster(3)
     counted, generation = Counted(), [1]
     subject = steerer(api, view, counted, generation=lambda: generation[0])
@@ -99,7 +119,9 @@ async def test_a_declined_preemptor_is_planned_again_only_once_a_cache_changed(a
         await subject._consider(refused(victim))
     generation[0] = 2
     await subject._consider(refused(victim))
-    assert counted.outcomes == ["no-node", "unchanged", "unchanged", "no-node"]
+    subject.declined_plans.at["uid-high"] = (1, 0.0, 1.0)  # as if declined long ago
+    await subject._consider(refused(victim))
+    assert counted.outcomes == ["no-node", "unchanged", "unchanged", "unchanged", "no-node"]
     assert len(counted.plans) == 2
 
 
