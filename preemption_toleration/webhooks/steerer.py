@@ -47,6 +47,7 @@ from preemption_toleration.steering.plan import (
     preemptor_of_refusal,
     search_plan,
 )
+from preemption_toleration.steering.resumption import LeftPlan, check_left_plan
 
 logger = logging.getLogger("preemption_toleration.steering")
 COMPONENT = "preemption-toleration-steering"
@@ -54,14 +55,14 @@ LEASE_PREFIX = "ptol-steer-"
 LABEL = "preemption-toleration.dev/steering"
 PREFIX = "preemption-toleration.dev/"
 STATE, PREEMPTOR, NODE, VICTIMS = (PREFIX + key for key in ("state", "preemptor", "node", "victims"))
-ACTING, DONE = "acting", "done"
+ACTING, DONE, REFUSED = "acting", "done", "refused"  # refused: a Lease left acting the cluster does not bear out
 QUEUE_LIMIT = 1000
 STRATEGIC = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
 REQUEST_TIMEOUT = 10
 RESUME_AFTER_SECONDS = 15  # a Lease left "acting" this long was left by a replica that stopped in the middle
 SWEEP_EVERY_SECONDS = 300
-SWEEP_AFTER_SECONDS = 600  # a done Lease is kept this long (for `kubectl get lease`), then deleted
+SWEEP_AFTER_SECONDS = 600  # a Lease is kept this long (for `kubectl get lease`), then deleted
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,11 @@ class Steerer:
     # --- the worker ----------------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        await self._resume()
+        try:
+            await self._resume()
+        except Exception:  # a failure to resume must not end steering
+            self.count("failed")
+            logger.exception("steering: could not finish the actions left in the middle")
         sweeping = asyncio.create_task(self._sweep_forever(), name="steering-lease-sweep")
         self.sending.add(sweeping)
         while True:
@@ -445,11 +450,14 @@ class Steerer:
         return bool(pod.metadata.uid == uid and not pod.spec.node_name and not pod.metadata.deletion_timestamp)
 
     async def _finish(self, uid: str) -> None:
+        await self._mark(uid, DONE)
+
+    async def _mark(self, uid: str, state: str) -> None:
         try:
             await self.leases.patch_namespaced_lease(
                 LEASE_PREFIX + uid,
                 self.namespace,
-                {"metadata": {"annotations": {STATE: DONE}}},
+                {"metadata": {"annotations": {STATE: state}}},
                 _content_type=MERGE,
                 _request_timeout=REQUEST_TIMEOUT,
             )
@@ -458,7 +466,11 @@ class Steerer:
                 raise
 
     async def _resume(self) -> None:
-        """Finish what a replica that stopped in the middle left: Leases still "acting" after a while."""
+        """Finish what a replica that stopped in the middle left (Leases still "acting" after a while), as
+        far as the cluster bears it out (`steering.resumption`): each Lease on its own, its errors logged and
+        counted. Waits until the caches are current, since each Lease is checked against them."""
+        while self.problems():  # noqa: ASYNC110 - "current" is several caches' health, polled
+            await asyncio.sleep(1)
         try:
             leases = await self.leases.list_namespaced_lease(
                 self.namespace, label_selector=f"{LABEL}=true", _request_timeout=REQUEST_TIMEOUT
@@ -474,22 +486,44 @@ class Steerer:
                 continue
             if renewed + timedelta(seconds=RESUME_AFTER_SECONDS) > now:
                 continue  # maybe a live replica in the middle of it
-            uid = lease.metadata.name.removeprefix(LEASE_PREFIX)
-            namespace, _, name = (annotations.get(PREEMPTOR) or "/").partition("/")
-            logger.info("steering: finishing an action left in the middle", extra={"lease": lease.metadata.name})
-            await self._carry_out(
-                namespace, name, uid, annotations.get(NODE) or "", _victims_of(annotations), DEFAULT_SCHEDULER
+            # A Lease's duration is what it claims: never a longer window than this server's own.
+            window = min(lease.spec.lease_duration_seconds or 0, self.window)
+            try:
+                await self._resume_one(lease.metadata.name, annotations, renewed, window, now)
+            except Exception:
+                self.count("failed")
+                logger.exception(
+                    "steering: could not finish an action left in the middle", extra={"lease": lease.metadata.name}
+                )
+
+    async def _resume_one(
+        self, lease_name: str, annotations: Mapping[str, str], renewed: datetime, window: int, now: datetime
+    ) -> None:
+        uid = lease_name.removeprefix(LEASE_PREFIX)
+        namespace, _, name = (annotations.get(PREEMPTOR) or "/").partition("/")
+        left = LeftPlan(
+            (namespace, name, uid), annotations.get(NODE) or "", tuple(_victims_of(annotations)), renewed, window
+        )
+        checked = check_left_plan(left, self.view(), now)
+        if isinstance(checked, str):
+            self.count("resume-refused")
+            logger.warning(
+                "steering: an action left in the middle is not finished", extra={"lease": lease_name, "reason": checked}
             )
-            self.count("resumed")
+            await self._mark(uid, REFUSED)
+            return
+        logger.info("steering: finishing an action left in the middle", extra={"lease": lease_name})
+        await self._carry_out(namespace, name, uid, left.node, list(checked.victims), scheduler_of(checked.preemptor))
+        self.count("resumed")
 
     async def _sweep_forever(self) -> None:
-        """Delete this namespace's steering Leases once done and older than SWEEP_AFTER_SECONDS: one Lease per
-        preemptor steered would otherwise pile up."""
+        """Delete this namespace's steering Leases older than SWEEP_AFTER_SECONDS, whatever their state: one
+        Lease per preemptor steered would otherwise pile up."""
         while True:
             await asyncio.sleep(SWEEP_EVERY_SECONDS)
             try:
                 await self._sweep(datetime.now(UTC))
-            except API_ERRORS as error:
+            except Exception as error:  # noqa: BLE001 - the sweep goes on, and says what failed
                 logger.warning("steering: could not sweep its Leases", extra={"problem": str(error)[:200]})
 
     async def _sweep(self, now: datetime) -> None:
@@ -498,8 +532,8 @@ class Steerer:
         )
         for lease in leases.items:
             renewed = lease.spec.renew_time
-            done = (lease.metadata.annotations or {}).get(STATE) == DONE
-            if done and renewed is not None and renewed + timedelta(seconds=SWEEP_AFTER_SECONDS) < now:
+            # Done, refused, or acting but past any window (resuming would refuse it): kept a while, then gone.
+            if renewed is None or renewed + timedelta(seconds=SWEEP_AFTER_SECONDS) < now:
                 try:
                     await self.leases.delete_namespaced_lease(
                         lease.metadata.name, self.namespace, _request_timeout=REQUEST_TIMEOUT

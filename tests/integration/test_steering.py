@@ -115,7 +115,8 @@ async def test_a_restart_in_the_middle_finishes_the_action_and_deletes_no_other_
         },
     )
     uid = preemptor.metadata.uid
-    stale = (datetime.now(UTC) - timedelta(seconds=60)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # left 20 s ago: past RESUME_AFTER_SECONDS (15 s), within the Lease's window (60 s)
+    stale = (datetime.now(UTC) - timedelta(seconds=20)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     lease = {
         "apiVersion": "coordination.k8s.io/v1",
         "kind": "Lease",
@@ -171,12 +172,18 @@ async def test_two_replicas_never_act_twice_for_one_preemptor(api: ApiClient) ->
         await client.CoordinationV1Api(api).delete_namespaced_lease(LEASE_PREFIX + preemptor.uid, "default")
 
 
-async def test_done_leases_are_swept_after_a_while_and_unfinished_ones_kept(api: ApiClient) -> None:
+async def test_leases_are_swept_after_a_while_whatever_their_state(api: ApiClient) -> None:
+    """A Lease left acting that long is past any window: resuming would refuse it, so it goes too."""
     coordination = client.CoordinationV1Api(api)
     suffix = unique_name("s")
     old = (datetime.now(UTC) - timedelta(seconds=SWEEP_AFTER_SECONDS + 60)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     fresh = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    leases = {"old-done": (DONE, old), "fresh-done": (DONE, fresh), "old-acting": (ACTING, old)}
+    leases = {
+        "old-done": (DONE, old),
+        "fresh-done": (DONE, fresh),
+        "old-acting": (ACTING, old),
+        "fresh-acting": (ACTING, fresh),
+    }
     for name, (state, renewed) in leases.items():
         await coordination.create_namespaced_lease(
             "default",
@@ -196,8 +203,8 @@ async def test_done_leases_are_swept_after_a_while_and_unfinished_ones_kept(api:
         for lease in (await coordination.list_namespaced_lease("default", label_selector=f"{LABEL}=true")).items
     }
     try:
-        assert f"{LEASE_PREFIX}old-done-{suffix}" not in left
-        assert {f"{LEASE_PREFIX}fresh-done-{suffix}", f"{LEASE_PREFIX}old-acting-{suffix}"} <= left
+        assert {f"{LEASE_PREFIX}old-done-{suffix}", f"{LEASE_PREFIX}old-acting-{suffix}"}.isdisjoint(left)
+        assert {f"{LEASE_PREFIX}fresh-done-{suffix}", f"{LEASE_PREFIX}fresh-acting-{suffix}"} <= left
     finally:
         for name in left:
             if name.endswith(suffix):
