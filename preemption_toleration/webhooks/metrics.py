@@ -59,13 +59,14 @@ class WebhookMetrics:
         )
         self.steering = Counter(
             "ptol_steering_total",
-            "Refused preemptions steering considered, by outcome: steered, audited (audit mode), claimed-elsewhere "
-            "(another replica acted within the window), overtaken (bound before steering acted), resumed (finished "
-            "after a restart), resume-refused (a Lease left acting the cluster does not bear out), failed, or "
-            "declined: no-evidence, ambiguous, unjudged (constraints the project does "
-            "not judge), fits, no-node, in-progress (the scheduler's own preemption is under way), changed (the "
-            "chosen node changed while planned), stale-cache (a cache is not current: nothing planned), unchanged "
-            "(declined before and no cache changed since: not planned again).",
+            "Refused preemptions steering considered, by outcome: steered, audited (audit mode), "
+            "claimed-elsewhere (another replica acted within the window), overtaken (bound before steering "
+            "acted), resumed (finished after a restart), resume-refused (a Lease left acting the cluster does not "
+            "bear out), failed, restarted (steering started again after an error), or declined: no-evidence, "
+            "ambiguous, unjudged (constraints the project does not judge), fits, no-node, in-progress (the "
+            "scheduler's own preemption is under way), changed (the chosen node changed while planned), "
+            "stale-cache (a cache is not current: nothing planned), unchanged (declined before and no cache "
+            "changed since, or its wait is not over: not planned again).",
             ["outcome"],
             registry=self.registry,
         )

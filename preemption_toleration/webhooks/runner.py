@@ -82,7 +82,7 @@ def _start_steering(
         generation=caches.generation,
         planned=metrics.steering_plans.observe,
     )
-    tasks.append(asyncio.create_task(steerer.run(), name="steering"))
+    tasks.append(asyncio.create_task(steerer.run_supervised(), name="steering"))
     return steerer.refused
 
 

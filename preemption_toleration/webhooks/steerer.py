@@ -215,14 +215,25 @@ class Steerer:
 
     # --- the worker ----------------------------------------------------------------------------------------
 
+    async def run_supervised(self, restart_after: float = 1.0) -> None:
+        """The Lease sweep, and `run`, started again after an error nothing foresaw (logged with its
+        traceback, counted `restarted`): steering never ends silently while the server runs."""
+        sweeping = asyncio.create_task(self._sweep_forever(), name="steering-lease-sweep")
+        self.sending.add(sweeping)
+        while True:
+            try:
+                await self.run()
+            except Exception:
+                self.count("restarted")
+                logger.exception("steering stopped by an error; it starts again", extra={"after": restart_after})
+            await asyncio.sleep(restart_after)
+
     async def run(self) -> None:
         try:
             await self._resume()
         except Exception:  # a failure to resume must not end steering
             self.count("failed")
             logger.exception("steering: could not finish the actions left in the middle")
-        sweeping = asyncio.create_task(self._sweep_forever(), name="steering-lease-sweep")
-        self.sending.add(sweeping)
         while True:
             item = await self.queue.get()
             self.queued.discard((item.namespace, item.name))

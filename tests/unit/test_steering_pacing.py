@@ -169,3 +169,28 @@ async def test_a_plan_gives_the_loop_back_between_its_slices(api) -> None:
     assert len(slices) == 100, "200 nodes, 2 a slice"
     assert set(slices) == {6 / 1024}, "3 x each slice's 2 ticks"
     assert len(set(ran_between)) >= len(slices), "the other task ran between the slices"
+
+
+async def test_steering_that_stops_on_an_error_starts_again_and_says_so(api, caplog) -> None:
+    view, _ = protected_cluster(1)
+    counted = Counted()
+    subject = steerer(api, view, counted)
+    runs: list[int] = []
+
+    async def run() -> None:
+        runs.append(len(runs))
+        if len(runs) == 1:
+            raise RuntimeError("a bug")
+        await asyncio.Event().wait()  # runs on
+
+    subject.run = run  # type: ignore[method-assign]
+    supervised = asyncio.create_task(subject.run_supervised(restart_after=0))
+    try:
+        while len(runs) < 2:
+            await asyncio.sleep(0)
+    finally:
+        supervised.cancel()
+        for task in subject.sending:
+            task.cancel()
+    assert counted.outcomes == ["restarted"]
+    assert any(record.exc_info and "starts again" in record.getMessage() for record in caplog.records)
