@@ -3,8 +3,10 @@
 A pod's request for a resource is the larger of (the sum of its containers plus its restartable init
 containers, the sidecars) and (each init container's request plus the sidecars started before it), plus
 the pod's overhead (`resourcehelper.PodRequests`; without sidecars, the larger of the sum of the
-containers and the largest init container). CPU counts in millicores and everything else in whole units,
-both rounded up, as `Quantity.MilliValue()` and `Quantity.Value()` do.
+containers and the largest init container). Pod-level requests (`spec.resources.requests`) of CPU, memory
+and huge pages replace the containers' sum for those resources, before the overhead is added. CPU counts
+in millicores and everything else in whole units, both rounded up, as `Quantity.MilliValue()` and
+`Quantity.Value()` do.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ CPU = "cpu"
 MEMORY = "memory"
 EPHEMERAL_STORAGE = "ephemeral-storage"
 PODS = "pods"
+HUGE_PAGES_PREFIX = "hugepages-"
 
 _SUFFIXES: dict[str, Fraction] = {
     "": Fraction(1),
@@ -101,6 +104,17 @@ def _max(total: dict[str, int], other: Mapping[str, int]) -> None:
             total[name] = value
 
 
+def _is_pod_level(resource: str) -> bool:
+    """`IsSupportedPodLevelResource`: CPU, memory and huge pages may be requested for the pod as a whole."""
+    return resource in (CPU, MEMORY) or resource.startswith(HUGE_PAGES_PREFIX)
+
+
+def _pod_level_requests(spec: Mapping[str, Any]) -> dict[str, int]:
+    """The pod-level requests (`spec.resources.requests`, PodLevelResources: beta and on by default since
+    1.34) that stand for the containers' sum: none unless one of them is a resource the pod may request."""
+    return {name: value for name, value in _requests(spec).items() if _is_pod_level(name)}
+
+
 def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
     """The summed requests of a pod spec, by resource name; resources requested by nobody are absent."""
     total: dict[str, int] = {}
@@ -119,6 +133,7 @@ def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
             _max(init_peak, running)
     _add(total, sidecars)
     _max(total, init_peak)
+    total.update(_pod_level_requests(spec))
     overhead = spec.get("overhead")
     if isinstance(overhead, Mapping):
         _add(total, _requests({"resources": {"requests": overhead}}))

@@ -1,15 +1,16 @@
 """Victims on one node, as upstream's `SelectVictimsOnNode` chooses them.
 
-The potential victims are the node's pods of lower priority than the preemptor that are neither exempt
-from it nor terminating. If the preemptor does not fit with all of them gone, the node is no candidate.
+The potential victims are the node's pods of lower priority than the preemptor that are not exempt from
+it, terminating ones included (they hold their room until they are gone; kube-scheduler's executor skips
+their DELETE). If the preemptor does not fit with all of them gone, the node is no candidate.
 Otherwise each potential victim, the PDB-violating ones first and then the most important first (higher
 priority, then the earlier `status.startTime`), is put back if the preemptor still fits with it there; the
 rest are the victims, most important first, as upstream sorts them again at the end (the scheduler reads the
 first as the node's most important victim when it picks a node).
 
-"Fits" is the scheduler's resource fit (NodeResourcesFit): for CPU, memory, ephemeral storage and every
-resource the preemptor requests, its request is at most the node's allocatable minus what the pods left on
-the node request, and the node has room for one more pod. Pods nominated to the node with a priority at
+"Fits" is the scheduler's resource fit (NodeResourcesFit): for every resource the preemptor requests, its
+request is at most the node's allocatable minus what the pods left on the node request, and the node has
+room for one more pod. Pods nominated to the node with a priority at
 least the preemptor's count as if they were there (`RunFilterPluginsWithNominatedPods`).
 """
 
@@ -19,10 +20,9 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from preemption_toleration.core.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS
+from preemption_toleration.core.resources import PODS
 from preemption_toleration.records.pod import Requests, SlimPod
 
-ALWAYS_CHECKED = (CPU, MEMORY, EPHEMERAL_STORAGE)
 TERMINAL_PHASES = ("Succeeded", "Failed")  # the scheduler's cache holds no such pods
 BudgetSplit = Callable[[Sequence[SlimPod]], tuple[list[SlimPod], list[SlimPod]]]
 
@@ -51,10 +51,12 @@ class _Usage:
         self.add(requests, -1)
 
     def fits(self, wanted: Mapping[str, int], allocatable: Mapping[str, int]) -> bool:
+        """NodeResourcesFit's `fitsRequest`: room for one more pod, and for each resource the preemptor
+        requests (a node overcommitted in a resource it does not request is no obstacle)."""
         if self.count + 1 > allocatable.get(PODS, 0):
             return False
-        for name in (*ALWAYS_CHECKED, *(n for n in wanted if n not in ALWAYS_CHECKED)):
-            if wanted.get(name, 0) > allocatable.get(name, 0) - self.totals.get(name, 0):
+        for name, value in wanted.items():
+            if value > 0 and value > allocatable.get(name, 0) - self.totals.get(name, 0):
                 return False
         return True
 
@@ -70,15 +72,12 @@ def importance(pod: SlimPod) -> tuple[int, int]:
 def potential_victims(
     preemptor_priority: int, node_pods: Iterable[SlimPod], exempt: Callable[[SlimPod], bool]
 ) -> list[SlimPod]:
-    """The node's pods upstream's plugin may preempt for this preemptor: lower priority, not terminating,
-    not exempt, most important first."""
+    """The node's pods upstream's plugin may preempt for this preemptor: lower priority (terminating ones
+    too, as `SelectVictimsOnNode` counts them), not exempt, most important first."""
     found = [
         pod
         for pod in node_pods
-        if pod.phase not in TERMINAL_PHASES
-        and pod.priority < preemptor_priority
-        and pod.deletion is None
-        and not exempt(pod)
+        if pod.phase not in TERMINAL_PHASES and pod.priority < preemptor_priority and not exempt(pod)
     ]
     found.sort(key=importance)
     return found

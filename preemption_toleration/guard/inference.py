@@ -44,7 +44,9 @@ def infer_preemptor(
     only pods `scheduler` places, when the request says which scheduler preempts (its mark's message)."""
     if node_name:
         nominated = [
-            p for p in pods.nominated_to(node_name) if p.priority > victim_priority and _fits(p, node, scheduler)
+            p
+            for p in pods.nominated_to(node_name)
+            if p.pending_candidate and p.priority > victim_priority and _fits(p, node, scheduler)
         ]
         if nominated:
             return min(nominated, key=SlimPod.queue_order)

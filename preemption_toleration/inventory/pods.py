@@ -88,6 +88,7 @@ class PodIndex:
         return self._by_node.get(node_name, _EMPTY).values()
 
     def nominated_to(self, node_name: str) -> Collection[SlimPod]:
+        """The unbound pods nominated to the node, preemptors or not (`preemptionPolicy: Never` too)."""
         return self._nominated.get(node_name, _EMPTY).values()
 
     def describe_absent(self, uids: Sequence[str]) -> str:
@@ -109,9 +110,9 @@ class PodIndex:
     def _index(self, pod: SlimPod) -> None:
         if pod.node_name:
             self._by_node.setdefault(pod.node_name, {})[pod.key] = pod
+        if nominated := _nominated(pod):
+            self._nominated.setdefault(nominated, {})[pod.key] = pod
         if pod.pending_candidate:
-            if pod.nominated_node:
-                self._nominated.setdefault(pod.nominated_node, {})[pod.key] = pod
             constraints = pod.constraints or NO_CONSTRAINTS
             group_key = (pod.priority, constraints.signature)
             group = self._groups.get(group_key)
@@ -129,9 +130,9 @@ class PodIndex:
     def _unindex(self, pod: SlimPod) -> None:
         if pod.node_name:
             _discard(self._by_node, pod.node_name, pod.key)
+        if nominated := _nominated(pod):
+            _discard(self._nominated, nominated, pod.key)
         if pod.pending_candidate:
-            if pod.nominated_node:
-                _discard(self._nominated, pod.nominated_node, pod.key)
             signature = (pod.constraints or NO_CONSTRAINTS).signature
             group = self._groups[(pod.priority, signature)]
             member = (pod.created, *pod.key)
@@ -141,6 +142,14 @@ class PodIndex:
             if not group.members:
                 del self._groups[(pod.priority, signature)]
                 del self._order[bisect.bisect_left(self._order, (-pod.priority, signature))]
+
+
+def _nominated(pod: SlimPod) -> str | None:
+    """The node an unbound pod is nominated to: the scheduler's nominator holds it there whatever its
+    preemptionPolicy (its room counts for pods of lower or equal priority), until it is bound or deleted."""
+    if pod.node_name or pod.deletion is not None:
+        return None
+    return pod.nominated_node
 
 
 def _discard(table: dict[str, dict[PodKey, SlimPod]], name: str, key: PodKey) -> None:

@@ -4,8 +4,8 @@ the guard refused, on a cluster whose scheduler calls no extender.
 Evidence: the scheduler writes the node it preempts on into the preemptor's `status.nominatedNodeName`
 (kube-scheduler's `handleSchedulingFailure`, after its PostFilter chose a candidate; an asynchronous
 preemption that fails keeps it). So the preemptor of a refused victim is the pending pod nominated to the
-victim's node whose priority is above the victim's and whom the victim tolerates. Several such pods: no
-evidence of which one, no steering.
+victim's node whose priority is above the victim's and whom the victim tolerates. Several such pods: the
+one the scheduler's queue serves first (highest priority, then the oldest), as the guard's inference takes.
 
 The plan: the nodes where the preemptor can be shown to fit once victims are gone (node selector,
 required node affinity, taints, a cordon, resources and the pod count; nothing else is judged, so a
@@ -45,7 +45,6 @@ MIN_CANDIDATE_NODES_ABSOLUTE = 100
 
 class Declined(str, Enum):
     NO_EVIDENCE = "no-evidence"  # no pending pod nominated to the victim's node that the victim tolerates
-    AMBIGUOUS = "ambiguous"  # several: which one the scheduler works on is not known
     UNJUDGED = "unjudged"  # the preemptor has constraints the project does not judge
     FITS = "fits"  # it fits somewhere as the cluster is: the scheduler will place it
     IN_PROGRESS = "in-progress"  # a victim on its nominated node is terminating: the scheduler is preempting
@@ -67,13 +66,20 @@ class SteeringPlan:
     victims: tuple[SlimPod, ...]  # most important first
     pdb_violations: int
 
+    @property
+    def to_delete(self) -> tuple[SlimPod, ...]:
+        """The victims to mark and delete: not those terminating already (kube-scheduler's executor skips
+        them too), though they count, since they hold their room until they are gone."""
+        return tuple(pod for pod in self.victims if pod.deletion is None)
+
 
 def preemptor_of_refusal(
     victim_node: str, victim_priority: int, pods: Iterable[SlimPod], refused_for: Callable[[SlimPod], bool]
 ) -> SlimPod | NotSteered:
     """The pod the scheduler is preempting for, from its own write: the pending pod nominated to the
     victim's node (`pods`: those nominated there) above the victim's priority, for which the guard refused
-    the victim (it tolerates the pod, or would be deleted in vain for it)."""
+    the victim (it tolerates the pod, or would be deleted in vain for it); of several, the one the
+    scheduler's queue serves first."""
     found = [
         pod
         for pod in pods
@@ -84,10 +90,7 @@ def preemptor_of_refusal(
     ]
     if not found:
         return NotSteered(Declined.NO_EVIDENCE, f"no pending pod nominated to {victim_node} refused this victim")
-    if len(found) > 1:
-        names = ", ".join(sorted(f"{pod.namespace}/{pod.name}" for pod in found))
-        return NotSteered(Declined.AMBIGUOUS, f"several pending pods nominated to {victim_node}: {names}")
-    return found[0]
+    return min(found, key=SlimPod.queue_order)  # the scheduler's queue: highest priority, then the oldest
 
 
 def eligible(preemptor: SlimPod, node: Mapping[str, Any]) -> bool:

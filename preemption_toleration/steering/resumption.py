@@ -57,7 +57,8 @@ def check_left_plan(left: LeftPlan, view: ExtenderView, now: datetime) -> Resuma
         problem = _victim_problem(pod, left.node, preemptor, exempt)
         if problem:
             return problem
-        kept.append(ref)
+        if pod.deletion is None:  # one terminating already needs no DELETE
+            kept.append(ref)
     return Resumable(preemptor, tuple(kept))
 
 

@@ -63,7 +63,7 @@ class WebhookMetrics:
             "claimed-elsewhere (another replica acted within the window), overtaken (bound before steering "
             "acted), resumed (finished after a restart), resume-refused (a Lease left acting the cluster does not "
             "bear out), failed, restarted (steering started again after an error), or declined: no-evidence, "
-            "ambiguous, unjudged (constraints the project does not judge), fits, no-node, in-progress (the "
+            "unjudged (constraints the project does not judge), fits, no-node, in-progress (the "
             "scheduler's own preemption is under way), changed (the chosen node changed while planned), "
             "stale-cache (a cache is not current: nothing planned), unchanged (declined before and no cache "
             "changed since, or its wait is not over: not planned again).",

@@ -121,7 +121,7 @@ def lease_body(plan: SteeringPlan, namespace: str, holder: str, window: int, now
                 STATE: ACTING,
                 PREEMPTOR: f"{preemptor.namespace}/{preemptor.name}",
                 NODE: plan.node,
-                VICTIMS: ",".join(f"{pod.namespace}/{pod.name}={pod.uid}" for pod in plan.victims),
+                VICTIMS: ",".join(f"{pod.namespace}/{pod.name}={pod.uid}" for pod in plan.to_delete),
             },
         },
         "spec": {
@@ -350,7 +350,7 @@ class Steerer:
             plan.preemptor.name,
             plan.preemptor.uid,
             plan.node,
-            [(pod.namespace, pod.name, pod.uid) for pod in plan.victims],
+            [(pod.namespace, pod.name, pod.uid) for pod in plan.to_delete],
             scheduler_of(plan.preemptor),
         )
         self.count("steered")

@@ -176,7 +176,8 @@ CASES = [
         {"node-a": (NodeChoice.REPLACED, ["a", "b"])},
     ),
     (
-        "a terminating pod is no victim, and its resources are still in use",
+        "a terminating pod is a victim like the others (SelectVictimsOnNode counts it; the executor skips its "
+        "DELETE), its resources in use until it is gone",
         [
             pod("p", "low-non-preempted"),
             pod("a", "low", metadata__deletionTimestamp="2026-11-22T11:59:00Z"),
@@ -184,7 +185,17 @@ CASES = [
         ],
         pod("high", "high", cpu="2", node=None),
         {"node-a": ["p"]},
-        {"node-a": (NodeChoice.DROPPED, [])},
+        {"node-a": (NodeChoice.REPLACED, ["a", "b"])},
+    ),
+    (
+        "a terminating pod that frees enough room is the only victim",
+        [
+            pod("p", "low-non-preempted"),
+            pod("a", "low", cpu="2", metadata__deletionTimestamp="2026-11-22T11:59:00Z"),
+        ],
+        pod("high", "high", cpu="2", node=None),
+        {"node-a": ["p"]},
+        {"node-a": (NodeChoice.REPLACED, ["a"])},
     ),
     (
         "a finished pod takes no room",

@@ -140,6 +140,19 @@ def test_nominated_pods_are_found_by_node() -> None:
     assert infer_preemptor(8000, "node-2", index, None).name == "other"
 
 
+def test_a_pod_that_never_preempts_is_nominated_all_the_same_but_no_preemptor() -> None:
+    """The scheduler's nominator holds a node's room for any nominated pod, whatever its preemptionPolicy;
+    only a pod allowed to preempt can be the one preempting."""
+    never = raw_pod("never", 9000, preemptionPolicy="Never")
+    never["status"]["nominatedNodeName"] = "node-1"
+    index = PodIndex.of([never])
+    assert names(index.nominated_to("node-1")) == ["never"]
+    assert infer_preemptor(8000, "node-1", index, None) is None
+    bound = dict(never, spec={**never["spec"], "nodeName": "node-1"})
+    index.put(bound)
+    assert names(index.nominated_to("node-1")) == []
+
+
 def test_inference_matches_a_scan_of_every_pod() -> None:
     """The indexed inference agrees with the plain definition (highest priority, then oldest, among the
     compatible pending pods of higher priority) on a mixed population."""

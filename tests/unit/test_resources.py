@@ -69,6 +69,31 @@ REQUESTS = [
         {"containers": [container(**{"nvidia.com/gpu": "2"}), container(**{"nvidia.com/gpu": "1"})]},
         {"nvidia.com/gpu": 3},
     ),
+    (
+        "pod-level requests stand for the containers' sum (PodLevelResources)",
+        {"resources": {"requests": {"cpu": "2", "memory": "1Gi"}}, "containers": [{"name": "c"}]},
+        {"cpu": 2000, "memory": 2**30},
+    ),
+    (
+        "pod-level requests replace only the resources they name",
+        {"resources": {"requests": {"cpu": "2"}}, "containers": [container("500m", "64Mi")]},
+        {"cpu": 2000, "memory": 64 * 2**20},
+    ),
+    (
+        "pod-level requests win even when below the containers' sum",
+        {"resources": {"requests": {"cpu": "1"}}, "containers": [container("1"), container("1")]},
+        {"cpu": 1000},
+    ),
+    (
+        "huge pages may be requested at pod level; other resources may not",
+        {"resources": {"requests": {"hugepages-2Mi": "4Mi", "nvidia.com/gpu": "1"}}, "containers": [container("1")]},
+        {"cpu": 1000, "hugepages-2Mi": 4 * 2**20},
+    ),
+    (
+        "the overhead comes on top of pod-level requests",
+        {"resources": {"requests": {"cpu": "2"}}, "containers": [{"name": "c"}], "overhead": {"cpu": "250m"}},
+        {"cpu": 2250},
+    ),
     ("no requests, nothing requested", {"containers": [{"name": "c"}]}, {}),
     ("malformed containers count as nothing", {"containers": "x", "initContainers": [1, None]}, {}),
 ]

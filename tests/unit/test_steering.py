@@ -20,6 +20,7 @@ from preemption_toleration.steering.plan import (
     preemptor_of_refusal,
     search_plan,
 )
+from tests import builders
 from tests.unit.test_extender import CLASS_RECORDS, budget, node, pod
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -146,12 +147,24 @@ def nominated(name, priority_class="high", node_name="node-a"):
     return slim_pod(pod(name, priority_class, node=None, status__nominatedNodeName=node_name), SHARED)
 
 
+older_high = slim_pod(
+    pod(
+        "old", "high", node=None, status__nominatedNodeName="node-a", metadata__creationTimestamp="2026-11-22T09:00:00Z"
+    ),
+    SHARED,
+)
+top = slim_pod(pod("top", "high", node=None, status__nominatedNodeName="node-a", spec__priority=9500), SHARED)
 EVIDENCE = [
     ("the one pod nominated to the victim's node", [nominated("high")], "high"),
     ("nominated elsewhere: no evidence", [nominated("high", node_name="node-b")], Declined.NO_EVIDENCE),
     ("not above the victim's priority: no evidence", [nominated("low", priority_class="low")], Declined.NO_EVIDENCE),
     ("not tolerated by the victim: no evidence", [nominated("other")], Declined.NO_EVIDENCE),
-    ("two candidates: ambiguous", [nominated("high"), nominated("high-2")], Declined.AMBIGUOUS),
+    (
+        "two of one priority: the older, which the scheduler's queue serves first",
+        [older_high, nominated("high")],
+        "old",
+    ),
+    ("two of two priorities: the higher", [older_high, top], "top"),
 ]
 
 
@@ -251,3 +264,36 @@ def test_a_node_gone_during_the_search_is_passed_over() -> None:
         while True:
             next(search)
     assert outcome(done.value.value) == ("n001", ["p001"])
+
+
+def test_a_node_whose_terminating_pod_frees_room_is_upstreams_choice() -> None:
+    """node-a's plain pod is terminating: upstream counts it as a victim, so node-a (one victim) beats node-b
+    (two); nothing is left to delete there, only the nomination (the scheduler's executor skips it too)."""
+    pods = [
+        pod("leaving", "low", cpu="2", node="node-a", metadata__deletionTimestamp="2026-11-22T11:59:00Z"),
+        pod("b1", "low", cpu="1", node="node-b"),
+        pod("b2", "low", cpu="1", node="node-b"),
+    ]
+    result = steer(pods, pod("high", "high", cpu="2", node=None), [node("node-a", cpu="2"), node("node-b", cpu="2")])
+    assert outcome(result) == ("node-a", ["leaving"])
+    assert result.to_delete == ()
+
+
+def test_a_nominated_pod_that_never_preempts_holds_its_room() -> None:
+    """node-c is empty, but a pod of the preemptor's priority with `preemptionPolicy: Never` is nominated
+    there: the scheduler counts it there, so the preemptor does not fit on node-c and node-b's plain pod goes."""
+    pods, preemptor, nodes = two_full_nodes()
+    waiting = pod("waiting", "high", cpu="2", node=None, status__nominatedNodeName="node-c")
+    waiting["spec"]["preemptionPolicy"] = "Never"
+    result = steer([*pods, waiting], preemptor, [*nodes, node("node-c", cpu="2")])
+    assert outcome(result) == ("node-b", ["plain"])
+
+
+def test_a_node_overcommitted_in_a_resource_the_preemptor_does_not_request_still_takes_it() -> None:
+    """node-c's pods request more memory than it has (its allocatable shrank); the preemptor requests CPU
+    only, and NodeResourcesFit checks only what a pod requests: it fits on node-c as it is."""
+    pods, preemptor, nodes = two_full_nodes()
+    hungry = pod("hungry", "low", cpu="100m", node="node-c")
+    hungry["spec"]["containers"][0]["resources"]["requests"]["memory"] = "16Gi"
+    result = steer([*pods, hungry], preemptor, [*nodes, builders.node("node-c", cpu="4", memory="8Gi")])
+    assert outcome(result) == Declined.FITS

@@ -20,6 +20,7 @@ def cluster(*extra):
         pod("protected", "low-non-preempted", node="node-a"),
         pod("elsewhere", "low", node="node-b"),
         pod("peer", "high", node="node-a"),
+        pod("leaving", "low", node="node-a", metadata__deletionTimestamp="2026-11-22T11:59:00Z"),
         *extra,
     ]
     return ExtenderView(PodIndex.of(pods), {"node-a": node("node-a"), "node-b": node("node-b")}, CLASS_RECORDS)
@@ -33,6 +34,7 @@ def left(victims, preemptor=PREEMPTOR, node_name="node-a", age=20, window=60):
 ROWS = [
     ("a plain victim on the Lease's node is deleted", left([("plain", None)]), ["plain"]),
     ("a victim already gone is passed over", left([("plain", None), ("gone", None)]), ["plain"]),
+    ("a victim terminating already needs no DELETE", left([("plain", None), ("leaving", None)]), ["plain"]),
     ("a pod of that name with another UID is left alone", left([("plain", "uid-older")]), []),
     ("older than its window: nothing", left([("plain", None)], age=61), "longer ago than its window of 60 s"),
     (
