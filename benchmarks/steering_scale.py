@@ -43,6 +43,7 @@ from _common import save_results, shown
 from _webhook_bench import cpu_seconds, https, percentile, ptol_webhook
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.api.paths import GUARD_PATH
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY as MIN
@@ -55,6 +56,7 @@ PODS_PER_NODE, NAMESPACES, IN_FLIGHT = 30, 10, 48
 PROTECTED, HIGH = "scale-protected", "scale-high"
 STEERING_NAMESPACE = "scale-steering"
 PROBE_SECONDS = 0.1
+SETTLE_SECONDS = 10.0  # after the preemptors are gone, before the guard stops
 DURATION = "apiserver_admission_webhook_admission_duration_seconds"
 
 
@@ -115,21 +117,51 @@ async def populate(api: ApiClient, nodes: int) -> None:
     print(f"{len(items)} protected pods in {time.monotonic() - started:.0f} s", flush=True)
 
 
-async def protected_left(api: ApiClient) -> tuple[int, int]:
-    """(protected pods, those of them being deleted)."""
+async def protected_pods(api: ApiClient) -> dict[str, bool]:
+    """The protected pods by name, and whether each is being deleted."""
     core = client.CoreV1Api(api)
-    found, deleting, token = 0, 0, None
+    found: dict[str, bool] = {}
+    token = None
     while True:
         page = json.loads(
             await raw(core.list_pod_for_all_namespaces(limit=5000, _continue=token, _preload_content=False))
         )
         for pod in page["items"]:
             if pod["spec"].get("priorityClassName") == PROTECTED:
-                found += 1
-                deleting += bool(pod["metadata"].get("deletionTimestamp"))
+                found[pod["metadata"]["name"]] = bool(pod["metadata"].get("deletionTimestamp"))
         token = page["metadata"].get("continue")
         if not token:
-            return found, deleting
+            return found
+
+
+async def refill(api: ApiClient, nodes: int) -> int:
+    """Every node full again: the protected pods a phase lost (none, when the targets are met) are made again,
+    so that each phase starts from the same cluster. Returns how many."""
+    core = client.CoreV1Api(api)
+    present = await protected_pods(api)
+    missing = [
+        (node, slot)
+        for node in range(nodes)
+        for slot in range(PODS_PER_NODE)
+        if victim_body(node, slot)["metadata"]["name"] not in present
+    ]
+    for item in missing:
+        body = victim_body(*item)
+        await until_gone(api, body["metadata"]["namespace"], body["metadata"]["name"])
+        await core.create_namespaced_pod(body["metadata"]["namespace"], body)
+    return len(missing)
+
+
+async def until_gone(api: ApiClient, namespace: str, name: str) -> None:
+    core = client.CoreV1Api(api)
+    while True:
+        try:
+            await core.read_namespaced_pod(name, namespace)
+        except ApiException as error:
+            if error.status == 404:
+                return
+            raise
+        await asyncio.sleep(0.5)
 
 
 def quantile(buckets: dict[float, float], q: float) -> float:
@@ -235,10 +267,11 @@ async def phase(
 ) -> dict[str, Any]:
     core = client.CoreV1Api(api)
     extra = ["--extender", "off", "--steering", mode, "--steering-namespace", STEERING_NAMESPACE]
+    refilled = await refill(api, args.nodes)
     with ptol_webhook(cluster, register=True, log_name=f"scale-{label}.log", extra_args=extra) as (base, pid):
         before_api = apiserver_metrics(cluster)
         before_webhook, cpu_before = webhook_figures(base), cpu_seconds(pid)
-        protected_before, _ = await protected_left(api)
+        protected_before = await protected_pods(api)
         started = time.monotonic()
         with probing(base, args.nodes) as probes:
             for index in range(args.preemptors):
@@ -248,13 +281,19 @@ async def phase(
         elapsed = time.monotonic() - started
         after_api = apiserver_metrics(cluster)
         after_webhook, cpu_after = webhook_figures(base), cpu_seconds(pid)
-        protected_after, deleting = await protected_left(api)
         bound = 0
         for index in range(args.preemptors):
             body = preemptor_body(label, index)
             pod = await core.read_namespaced_pod(body["metadata"]["name"], body["metadata"]["namespace"])
             bound += bool(pod.spec.node_name)
             await core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0)
+        for index in range(args.preemptors):
+            body = preemptor_body(label, index)
+            await until_gone(api, body["metadata"]["namespace"], body["metadata"]["name"])
+        # the scheduler's preemptions in flight end while the guard still answers: a DELETE let through
+        # after its configuration is gone would be the benchmark's doing, not the guard's
+        await asyncio.sleep(SETTLE_SECONDS)
+        protected_after = await protected_pods(api)
     before, after = guard_buckets(before_api), guard_buckets(after_api)
     delta = {bound: after.get(bound, 0.0) - before.get(bound, 0.0) for bound in after}
     fail_open = total(after_api, "apiserver_admission_webhook_fail_open_count", name=GUARD_WEBHOOK) - total(
@@ -269,7 +308,8 @@ async def phase(
         "guard_p50_ms": round(1000 * quantile(delta, 0.5), 1) if delta else None,
         "guard_p99_ms": round(1000 * quantile(delta, 0.99), 1) if delta else None,
         "fail_open": fail_open,
-        "protected_deleted": protected_before - protected_after + deleting,
+        "protected_deleted": sum(1 for name in protected_before if protected_after.get(name, True)),
+        "refilled_before": refilled,
         "preemptors_bound": bound,
         "probe_guard_p50_ms": round(1000 * statistics.median(probes["guard"]), 1),
         "probe_guard_p99_ms": round(1000 * percentile(probes["guard"], 99), 1),
@@ -285,7 +325,6 @@ async def phase(
         "webhook_cpu_per_s": round((cpu_after - cpu_before) / elapsed, 2),
     }
     print(json.dumps(row), flush=True)
-    await asyncio.sleep(5)  # the preemptors' deletions settle before the next phase
     return row
 
 
