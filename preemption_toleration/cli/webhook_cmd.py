@@ -46,6 +46,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
 
 
+def steering_problem(guard: str, steering: str) -> str | None:
+    """Steering acts on the guard's refusals, and its rights (delete pods, keep Leases) are given only for
+    that: it needs the guard enforcing."""
+    if steering != "off" and guard != "enforce":
+        return (
+            f"--steering {steering} acts on the guard's refusals: it needs --guard enforce, not --guard {guard} "
+            "(PTOL_GUARD, PTOL_STEERING)"
+        )
+    return None
+
+
 def prepare(args: argparse.Namespace, command: str) -> bool:
     """Refuse flags that do not go together (False, with a message), else set up logging (True)."""
     registers = command == "run" or bool(getattr(args, "register_url", None) or getattr(args, "register_service", None))
@@ -54,6 +65,8 @@ def prepare(args: argparse.Namespace, command: str) -> bool:
         problem = "choose one of --register-url and --register-service (PTOL_REGISTER_URL, PTOL_REGISTER_SERVICE)"
     if problem is None and args.cert_file and args.key_file:
         problem = key_pair_problem(args.cert_file, args.key_file)
+    if problem is None:
+        problem = steering_problem(args.guard, args.steering)
     if problem:
         refused(command, problem)
         return False

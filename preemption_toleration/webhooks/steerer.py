@@ -143,21 +143,21 @@ def _victims_of(annotations: Mapping[str, str]) -> list[tuple[str, str, str]]:
     return found
 
 
-class _Bucket:
-    """A token bucket: at most `rate` actions a second, `burst` at once."""
+class TokenBucket:
+    """At most `rate` actions a second, `burst` at once: each action takes a token, and one that finds none
+    takes the next one to come (the bucket goes into debt) and waits for it."""
 
-    def __init__(self, rate: float, burst: int) -> None:
-        self.rate, self.burst = rate, burst
-        self.tokens, self.at = float(burst), time.monotonic()
+    def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate, self.burst, self.clock = rate, burst, clock
+        self.tokens, self.at = float(burst), clock()
 
     def wait_seconds(self) -> float:
-        now = time.monotonic()
+        """How long the caller waits before its action; the token is its own from now on."""
+        now = self.clock()
         self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
         self.at = now
-        if self.tokens >= 1:
-            self.tokens -= 1
-            return 0.0
-        return (1 - self.tokens) / self.rate
+        self.tokens -= 1
+        return max(0.0, -self.tokens / self.rate)
 
 
 class Steerer:
@@ -192,10 +192,12 @@ class Steerer:
         self.clock = clock
         self.declined_plans = DeclinedPlans()
         self.window = window_seconds
-        self.bucket = _Bucket(rate, burst)
+        self.bucket = TokenBucket(rate, burst)
         self.queue: asyncio.Queue[RefusedVictim] = asyncio.Queue(QUEUE_LIMIT)
         self.queued: set[tuple[str, str]] = set()
         self.recent: dict[str, float] = {}  # preemptor UID -> when this replica last acted or audited
+        # preemptor UID -> (node, victims) this replica steered it to: in progress while a victim is there
+        self.steered: dict[str, tuple[str, tuple[tuple[str, str, str], ...]]] = {}
         self.declined: dict[tuple[str, Declined], float] = {}  # (preemptor or victim, reason) -> last report
         self.sending: set[asyncio.Task[Any]] = set()
 
@@ -311,6 +313,11 @@ class Steerer:
         acted_at = self.recent.get(found.uid)
         if acted_at is not None and time.monotonic() - acted_at < self.window:
             return
+        terminating = self._still_terminating(found.uid, view)
+        if terminating is not None:
+            # the scheduler waits for that node while they go; a plan elsewhere would preempt twice
+            self._report_declined(f"{found.namespace}/{found.name}", terminating, found)
+            return
         generation = self.generation()
         if not self.declined_plans.due(found.uid, generation, time.monotonic()):
             self.count("unchanged")  # declined before, and nothing changed or its wait is not over
@@ -345,15 +352,31 @@ class Steerer:
             self.count("claimed-elsewhere")
             return
         logger.info("steering a preemption", extra=fields)
+        to_delete = [(pod.namespace, pod.name, pod.uid) for pod in plan.to_delete]
+        self.steered[found.uid] = (plan.node, tuple(to_delete))
+        if len(self.steered) > 10 * QUEUE_LIMIT:
+            del self.steered[next(iter(self.steered))]
         await self._carry_out(
             plan.preemptor.namespace,
             plan.preemptor.name,
             plan.preemptor.uid,
             plan.node,
-            [(pod.namespace, pod.name, pod.uid) for pod in plan.to_delete],
+            to_delete,
             scheduler_of(plan.preemptor),
         )
         self.count("steered")
+
+    def _still_terminating(self, preemptor_uid: str, view: ExtenderView) -> NotSteered | None:
+        """In progress: victims this replica deleted for the preemptor are still in the cache."""
+        steered = self.steered.get(preemptor_uid)
+        if steered is None:
+            return None
+        node, victims = steered
+        left = [f"{n}/{v}" for n, v, uid in victims if (pod := view.pods.get((n, v))) is not None and pod.uid == uid]
+        if not left:
+            del self.steered[preemptor_uid]
+            return None
+        return NotSteered(Declined.IN_PROGRESS, f"its victims on {node} are still terminating: {', '.join(left)}")
 
     async def _claim(self, plan: SteeringPlan, now: datetime) -> bool:
         body = lease_body(plan, self.namespace, self.holder, self.window, now)
@@ -386,11 +409,12 @@ class Steerer:
         victims: list[tuple[str, str, str]],
         scheduler: str,
     ) -> None:
-        """The scheduler's executor, for one plan: mark and delete each victim (under its UID), nominate the
-        preemptor, post the Events, and record the Lease done."""
+        """The scheduler's executor, for one plan: nominate the preemptor first (while its victims terminate
+        by preemption there, the scheduler waits for that node instead of preempting elsewhere), then mark
+        and delete each victim, each write under the pod's UID; post the Events and record the Lease done."""
         now = datetime.now(UTC)
         preemptor_ref = {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name, "uid": uid}
-        if not await self._still_pending(namespace, name, uid):
+        if not await self._still_pending(namespace, name, uid) or not await self._nominate(namespace, name, uid, node):
             self.count("overtaken")  # bound (or gone) since the plan: the scheduler got there first
             await self._finish(uid)
             return
@@ -399,7 +423,7 @@ class Steerer:
                 await self.core.patch_namespaced_pod_status(
                     victim_name,
                     victim_namespace,
-                    disruption_target(scheduler, now),
+                    {"metadata": {"uid": victim_uid}, **disruption_target(scheduler, now)},
                     _content_type=STRATEGIC,
                     _request_timeout=REQUEST_TIMEOUT,
                 )
@@ -410,7 +434,8 @@ class Steerer:
                     _request_timeout=REQUEST_TIMEOUT,
                 )
             except ApiException as error:
-                if error.status not in (404, 409):  # gone, or another pod of that name now: nothing to do
+                # gone, or another pod of that name now (its UID differs: 409, or 422 for the mark)
+                if error.status not in (404, 409, 422):
                     raise
                 continue
             victim_ref = {
@@ -428,17 +453,6 @@ class Steerer:
                 "PreemptionToleration would: the scheduler's own choice was refused)",
                 "Normal",
             )
-        try:
-            await self.core.patch_namespaced_pod_status(
-                name,
-                namespace,
-                {"status": {"nominatedNodeName": node}},
-                _content_type=MERGE,
-                _request_timeout=REQUEST_TIMEOUT,
-            )
-        except ApiException as error:
-            if error.status not in (404, 422):  # gone, or bound meanwhile (a bound pod takes no nomination)
-                raise
         names = ", ".join(f"{n}/{v}" for n, v, _ in victims)
         self._post(
             preemptor_ref,
@@ -449,6 +463,22 @@ class Steerer:
             "Normal",
         )
         await self._finish(uid)
+
+    async def _nominate(self, namespace: str, name: str, uid: str, node: str) -> bool:
+        """The preemptor's `status.nominatedNodeName`, under its UID; False when it is gone or bound."""
+        try:
+            await self.core.patch_namespaced_pod_status(
+                name,
+                namespace,
+                {"metadata": {"uid": uid}, "status": {"nominatedNodeName": node}},
+                _content_type=MERGE,
+                _request_timeout=REQUEST_TIMEOUT,
+            )
+        except ApiException as error:
+            if error.status not in (404, 409, 422):  # gone, another pod, or bound (a bound pod takes none)
+                raise
+            return False
+        return True
 
     async def _still_pending(self, namespace: str, name: str, uid: str) -> bool:
         """Read from the API server, not the cache: the scheduler may have bound it a moment ago."""

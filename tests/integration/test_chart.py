@@ -415,6 +415,10 @@ SCHEMA_REFUSALS = [
         "--steering=on must agree with the webhook server's rights: set guard.steering instead",
     ),
     ("guard.steering=on,guard.enabled=false", "guard.steering acts on the guard's refusals: it needs guard.enabled"),
+    (
+        "guard.steering=on,guard.mode=audit",
+        "guard.steering acts on the guard's refusals: it needs guard.mode=enforce, not audit",
+    ),
     # values that render an install that breaks
     (
         "webhook.replicas=1",

@@ -145,7 +145,11 @@ async def test_a_restart_in_the_middle_finishes_the_action_and_deletes_no_other_
             what="pending nominated",
         )
         assert pending["metadata"]["uid"] == uid
-        assert (await read_pod(api, namespace, "again"))["metadata"]["uid"] == again["metadata"]["uid"]
+        left_alone = await read_pod(api, namespace, "again")
+        assert left_alone is not None and left_alone["metadata"]["uid"] == again["metadata"]["uid"]
+        # the mark too is written under the victim's UID: the pod of the same name now gets none
+        conditions = left_alone["status"].get("conditions") or []
+        assert not any(condition["type"] == "DisruptionTarget" for condition in conditions)
         finished = await coordination.read_namespaced_lease(LEASE_PREFIX + uid, "default")
         assert finished.metadata.annotations[STATE] == "done"
     finally:
@@ -260,3 +264,31 @@ def guard_fail_open(kubectl: Kubectl) -> float:
     """The API server's count of guard calls it let through without an answer (a timeout, an error)."""
     page = kubectl("get", "--raw", "/metrics").stdout
     return total(page, "apiserver_admission_webhook_fail_open_count", name=GUARD_WEBHOOK)
+
+
+async def test_every_write_of_an_action_is_made_under_the_pods_uid(
+    api: ApiClient, namespace: str, make_node: MakeNode, steering_classes: dict[str, str]
+) -> None:
+    """A plan names a victim whose pod was replaced by another of the same name: neither the mark nor the
+    DELETE reaches the new pod; the preemptor is nominated first, under its own UID."""
+    node = (await make_node(cpu="2", memory="8Gi")).metadata.name
+    again = await create_bound(api, namespace, "again", steering_classes["low"], node, cpu="1")
+    body = pod_body("pending", steering_classes["high"], node, cpu="1")
+    body["spec"]["schedulerName"] = "no-such-scheduler"  # nobody schedules it
+    pending = await client.CoreV1Api(api).create_namespaced_pod(namespace, body)
+    steerer = Steerer(api, lambda: ExtenderView(PodIndex(), {}, {}), "on", "default", "r", print)
+    try:
+        await steerer._carry_out(
+            namespace, "pending", pending.metadata.uid, node, [(namespace, "again", "uid-of-a-replaced-pod")], "s"
+        )
+        left_alone = await read_pod(api, namespace, "again")
+        assert left_alone is not None and left_alone["metadata"]["uid"] == again["metadata"]["uid"]
+        conditions = left_alone["status"].get("conditions") or []
+        assert not any(condition["type"] == "DisruptionTarget" for condition in conditions)
+        nominated = await read_pod(api, namespace, "pending")
+        assert (nominated or {}).get("status", {}).get("nominatedNodeName") == node
+        # a stale UID for the preemptor: no nomination, nothing done
+        assert not await steerer._nominate(namespace, "pending", "uid-of-another-pod", "elsewhere")
+    finally:
+        for task in steerer.sending:
+            task.cancel()

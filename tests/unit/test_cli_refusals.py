@@ -273,3 +273,16 @@ def test_an_empty_kubeconfig_is_refused_with_what_to_give(
         f"ptol {argv[0]}: error: kubeconfig {kubeconfig} (from {source}) is empty: point --kubeconfig or KUBECONFIG "
         "at a kubeconfig file (such as one that `kubectl config view --flatten` writes)\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("command", "guard", "steering"),
+    [("webhook", "audit", "on"), ("webhook", "off", "audit"), ("run", "audit", "on")],
+    ids=["steering on with the guard in audit", "steering audit with the guard off", "ptol run alike"],
+)
+def test_steering_needs_the_guard_enforcing(capsys: pytest.CaptureFixture[str], command, guard, steering) -> None:
+    assert main([command, "--guard", guard, "--steering", steering]) == 2
+    assert (
+        f"ptol {command}: error: --steering {steering} acts on the guard's refusals: it needs --guard enforce, "
+        f"not --guard {guard}"
+    ) in capsys.readouterr().err

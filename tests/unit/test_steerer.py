@@ -12,6 +12,7 @@ from preemption_toleration.webhooks.steerer import (
     PREEMPTOR,
     STATE,
     VICTIMS,
+    TokenBucket,
     _victims_of,
     disruption_target,
     lease_body,
@@ -66,3 +67,23 @@ def test_the_mark_names_the_preemptors_scheduler() -> None:
     assert scheduler_of(slim_pod(pod("p", "high", node=None), SHARED)) == "default-scheduler"
     custom = slim_pod(pod("p", "high", node=None, spec__schedulerName="batch"), SHARED)
     assert scheduler_of(custom) == "batch"
+
+
+def test_the_token_bucket_spends_the_token_each_action_waited_for() -> None:
+    """Rate 2 a second, bursts of 5: 24 actions asked at once run over (24 - 5) / 2 = 9.5 s, never 15 in 5 s."""
+    now = [0.0]
+    bucket = TokenBucket(2.0, 5, clock=lambda: now[0])
+    starts = [bucket.wait_seconds() for _ in range(24)]
+    assert starts[:5] == [0.0] * 5
+    assert starts[5:8] == [0.5, 1.0, 1.5]
+    assert starts[-1] == 9.5
+    assert sum(1 for start in starts if start <= 5.0) == 15
+
+
+def test_the_token_bucket_refills_up_to_its_burst() -> None:
+    now = [0.0]
+    bucket = TokenBucket(2.0, 5, clock=lambda: now[0])
+    for _ in range(5):
+        bucket.wait_seconds()
+    now[0] = 60.0
+    assert [bucket.wait_seconds() for _ in range(6)] == [0.0] * 5 + [0.5]

@@ -194,3 +194,18 @@ async def test_steering_that_stops_on_an_error_starts_again_and_says_so(api, cap
             task.cancel()
     assert counted.outcomes == ["restarted"]
     assert any(record.exc_info and "starts again" in record.getMessage() for record in caplog.records)
+
+
+async def test_a_preemptor_steered_before_is_in_progress_while_its_victims_are_there(api) -> None:
+    """Steered to n001 earlier, whose victim is still in the cache (terminating): a refusal elsewhere makes
+    no second plan, which would preempt twice; once the victim is gone, the preemptor is planned again."""
+    view, victim = protected_cluster(3)
+    counted = Counted()
+    subject = steerer(api, view, counted)
+    subject.steered["uid-high"] = ("n001", (("team", "p001", "uid-p001"),))
+    await subject._consider(refused(victim))
+    assert counted.outcomes == ["in-progress"] and counted.plans == []
+    view.pods.remove(pod("p001", "low-non-preempted", cpu="2", node="n001"))
+    await subject._consider(refused(victim))
+    # planned again: n001 is free now, so the scheduler will place it there
+    assert counted.outcomes == ["in-progress", "fits"] and "uid-high" not in subject.steered

@@ -40,6 +40,9 @@ system:serviceaccount:{{ .Release.Namespace }}:operator
 {{- if and (ne .Values.guard.steering "off") (not .Values.guard.enabled) }}
 {{- fail "guard.steering acts on the guard's refusals: it needs guard.enabled=true" }}
 {{- end }}
+{{- if and (ne .Values.guard.steering "off") (ne .Values.guard.mode "enforce") }}
+{{- fail (printf "guard.steering acts on the guard's refusals: it needs guard.mode=enforce, not %s" .Values.guard.mode) }}
+{{- end }}
 {{- include "ptol.checkWebhookValues" . }}
 {{- end }}
 
