@@ -8,7 +8,10 @@
 Each scenario (seeded) has 2 to 4 nodes of its own (CPU, memory, an extended resource `example.com/gpu`,
 a zone label, sometimes a taint), filled with victims of protected, time-limited (some expired, some not)
 and plain classes at several priorities, some under a PodDisruptionBudget, and one preemptor (nodeSelector,
-required node affinity, tolerations, sometimes a GPU) that fits nowhere without preemption. Scenarios run
+required node affinity, tolerations, sometimes a GPU) that fits nowhere without preemption. Some pods ask
+their CPU and memory at pod level (`spec.resources`, PodLevelResources), and in some scenarios one plain
+victim is terminating when the preemptor comes (a finalizer holds it until RELEASE_SECONDS after the
+preemptor's creation): the scheduler counts it as a victim and skips its DELETE. Scenarios run
 concurrently, each in a namespace and on nodes of its own. For each way and scenario it records the
 preemptor's node (or pending after --wait seconds), the victims deleted, the protected ones among them (must
 be none), those deleted in vain (not on the preemptor's final node), and the time to binding.
@@ -63,6 +66,10 @@ from preemption_toleration.steering.plan import eligible, pick_node
 
 GPU = "example.com/gpu"
 TOLERATION_SECONDS = 300
+HOLD = "example.com/hold"  # the finalizer that keeps a terminating victim until the harness releases it
+RELEASE_SECONDS = 2.0
+POD_LEVEL_SHARE = 0.2  # of victims and of preemptors that ask CPU and memory at pod level
+TERMINATING_SHARE = 0.15  # of scenarios with a terminating victim
 # class -> (value, annotations)
 CLASSES: dict[str, tuple[int, dict[str, str]]] = {
     "h-plain-1000": (1000, {}),
@@ -92,6 +99,8 @@ class Victim:
     scheduled_ago: int  # seconds before the preemptor's creation
     started_after: int  # seconds after its scheduling
     group: str | None = None  # label grp=<group>, under the scenario's budget
+    pod_level: bool = False  # CPU and memory asked in spec.resources, not by the container
+    terminating: bool = False  # deleted before the preemptor comes, held by a finalizer until released
 
     def protected(self) -> bool:
         """Tolerates the preemptor (priority 2000, below every minimum) when the preemptor is created."""
@@ -122,6 +131,7 @@ class Scenario:
     hosts: list[str] | None  # required node affinity on these hosts
     tolerates: bool
     budget_allowed: int | None  # the budget over grp=a, when there is one
+    preemptor_pod_level: bool = False
 
 
 def generate(rng: random.Random, index: int) -> Scenario:
@@ -157,6 +167,13 @@ def generate(rng: random.Random, index: int) -> Scenario:
     target = rng.choice(nodes)
     preemptor_cpu = rng.choice([c for c in (500, 1000, 1500, 2000) if c <= target.cpu_m])
     wants_gpu = target.gpu > 0 and rng.random() < 0.3
+    # drawn from a generator of their own, so that the scenarios of a seed keep their shapes from before
+    features = random.Random(f"features-{index}")
+    for victim in victims:
+        victim.pod_level = features.random() < POD_LEVEL_SHARE
+    plain = [victim for victim in victims if "plain" in victim.klass and not victim.group]
+    if plain and features.random() < TERMINATING_SHARE:
+        features.choice(plain).terminating = True
     members = sum(1 for victim in victims if victim.group)
     return Scenario(
         index=index,
@@ -171,6 +188,7 @@ def generate(rng: random.Random, index: int) -> Scenario:
         else None,
         tolerates=target.tainted or rng.random() < 0.3,
         budget_allowed=rng.choice((0, 1)) if members else None,
+        preemptor_pod_level=features.random() < POD_LEVEL_SHARE,
     )
 
 
@@ -204,31 +222,38 @@ def node_body(scenario: Scenario, way: str, node: NodeSpec) -> dict[str, Any]:
     return body
 
 
-def requests(cpu_m: int, gpu: int, memory_mi: int) -> dict[str, Any]:
-    wanted: dict[str, str] = {"cpu": f"{cpu_m}m", "memory": f"{memory_mi}Mi"}
+def requests(cpu_m: int, gpu: int, memory_mi: int, pod_level: bool = False) -> dict[str, Any]:
+    """A container's resources: CPU, memory and the GPU; only the GPU with `pod_level` (see `pod_resources`)."""
+    wanted: dict[str, str] = {} if pod_level else {"cpu": f"{cpu_m}m", "memory": f"{memory_mi}Mi"}
     if gpu:
         wanted[GPU] = str(gpu)
     return {"requests": wanted, "limits": {GPU: str(gpu)} if gpu else {}}
+
+
+def with_pod_level(spec: dict[str, Any], cpu_m: int, memory_mi: int) -> dict[str, Any]:
+    """CPU and memory asked for the pod as a whole (an extended resource cannot be)."""
+    spec["resources"] = {"requests": {"cpu": f"{cpu_m}m", "memory": f"{memory_mi}Mi"}}
+    return spec
 
 
 TOLERATE_DEDICATED = [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}]
 
 
 def victim_body(scenario: Scenario, way: str, victim: Victim) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": victim.name, "labels": {"grp": victim.group} if victim.group else {}},
-        "spec": {
-            "priorityClassName": victim.klass,
-            "nodeSelector": {"kubernetes.io/hostname": node_name(scenario, way, victim.node)},
-            "tolerations": TOLERATE_DEDICATED,
-            "terminationGracePeriodSeconds": 0,
-            "containers": [
-                {"name": "c", "image": "pause", "resources": requests(victim.cpu_m, victim.gpu, victim.memory_mi)}
-            ],
-        },
+    resources = requests(victim.cpu_m, victim.gpu, victim.memory_mi, victim.pod_level)
+    spec: dict[str, Any] = {
+        "priorityClassName": victim.klass,
+        "nodeSelector": {"kubernetes.io/hostname": node_name(scenario, way, victim.node)},
+        "tolerations": TOLERATE_DEDICATED,
+        "terminationGracePeriodSeconds": 0,
+        "containers": [{"name": "c", "image": "pause", "resources": resources}],
     }
+    if victim.pod_level:
+        with_pod_level(spec, victim.cpu_m, victim.memory_mi)
+    metadata: dict[str, Any] = {"name": victim.name, "labels": {"grp": victim.group} if victim.group else {}}
+    if victim.terminating:
+        metadata["finalizers"] = [HOLD]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
 def preemptor_body(scenario: Scenario, way: str) -> dict[str, Any]:
@@ -250,10 +275,17 @@ def preemptor_body(scenario: Scenario, way: str) -> dict[str, Any]:
             {
                 "name": "c",
                 "image": "pause",
-                "resources": requests(scenario.preemptor_cpu_m, scenario.preemptor_gpu, scenario.preemptor_memory_mi),
+                "resources": requests(
+                    scenario.preemptor_cpu_m,
+                    scenario.preemptor_gpu,
+                    scenario.preemptor_memory_mi,
+                    scenario.preemptor_pod_level,
+                ),
             }
         ],
     }
+    if scenario.preemptor_pod_level:
+        with_pod_level(spec, scenario.preemptor_cpu_m, scenario.preemptor_memory_mi)
     if scenario.zone:
         spec["nodeSelector"] = {"zone": scenario.zone}
     if scenario.tolerates:
@@ -289,14 +321,15 @@ def predicted_ties(scenario: Scenario, way: str, now: datetime) -> tuple[set[str
     pods = []
     for victim in scenario.victims:
         scheduled = now - timedelta(seconds=victim.scheduled_ago)
-        pods.append(
-            _slim_json(
-                victim_body(scenario, way, victim),
-                node_name(scenario, way, victim.node),
-                scheduled,
-                scheduled + timedelta(seconds=victim.started_after),
-            )
+        pod = _slim_json(
+            victim_body(scenario, way, victim),
+            node_name(scenario, way, victim.node),
+            scheduled,
+            scheduled + timedelta(seconds=victim.started_after),
         )
+        if victim.terminating:
+            pod["metadata"]["deletionTimestamp"] = _rfc(now)
+        pods.append(pod)
     preemptor_json = _slim_json(preemptor_body(scenario, way), None, None, None)
     index = PodIndex.of([*pods, preemptor_json])
     classes = {
@@ -435,9 +468,13 @@ async def run_scenario(api: ApiClient, scenario: Scenario, way: str, wait: float
                 lambda pdb: pdb.status is not None and pdb.status.current_healthy == members,
                 60,
             )
+        held = [victim.name for victim in scenario.victims if victim.terminating]
+        for name in held:
+            await core.delete_namespaced_pod(name, namespace)  # terminating until its finalizer is released
         await asyncio.sleep(1.0)  # every cache (the scheduler's, ours) has the victims' times
         created = time.monotonic()
         await core.create_namespaced_pod(namespace, preemptor_body(scenario, way))
+        releasing = asyncio.create_task(_release(api, namespace, held, RELEASE_SECONDS))
 
         async def preemptor() -> Any:
             return await core.read_namespaced_pod("preemptor", namespace)
@@ -454,7 +491,8 @@ async def run_scenario(api: ApiClient, scenario: Scenario, way: str, wait: float
             for p in (await core.list_namespaced_pod(namespace)).items
             if not p.metadata.deletion_timestamp
         }
-        by_name = {victim.name: victim for victim in scenario.victims}
+        await releasing
+        by_name = {victim.name: victim for victim in scenario.victims if not victim.terminating}
         outcome.deleted = {name for name in by_name if name not in left}
         outcome.protected_deleted = {name for name in outcome.deleted if by_name[name].protected()}
         outcome.in_vain = {name for name in outcome.deleted if by_name[name].node != outcome.node}
@@ -465,8 +503,25 @@ async def run_scenario(api: ApiClient, scenario: Scenario, way: str, wait: float
         await _cleanup(api, scenario, way, namespace)
 
 
+async def _release(api: ApiClient, namespace: str, names: list[str], after: float) -> None:
+    """The finalizers of the terminating victims removed, `after` seconds on: they are gone then."""
+    await asyncio.sleep(after)
+    core = client.CoreV1Api(api)
+    for name in names:
+        try:
+            await core.patch_namespaced_pod(name, namespace, {"metadata": {"finalizers": None}})
+        except ApiException as error:
+            if error.status != 404:
+                raise
+
+
 async def _cleanup(api: ApiClient, scenario: Scenario, way: str, namespace: str) -> None:
     core = client.CoreV1Api(api)
+    held = [victim.name for victim in scenario.victims if victim.terminating]
+    try:
+        await _release(api, namespace, held, 0)  # a scenario that failed before its release
+    except ApiException:
+        pass
     for node in scenario.nodes:
         try:
             await core.delete_node(node_name(scenario, way, node.name))
@@ -521,7 +576,8 @@ def agreement(
         return False
     in_tie = {f"h{scenario.index}-extender-{outcome.node}", f"h{scenario.index}-extender-{reference.node}"} <= ties
     on_node = {name for name in outcome.deleted}
-    return in_tie and on_node == choices.get(f"h{scenario.index}-extender-{outcome.node}", set())
+    held = {victim.name for victim in scenario.victims if victim.terminating}  # gone by the harness, not counted
+    return in_tie and on_node == choices.get(f"h{scenario.index}-extender-{outcome.node}", set()) - held
 
 
 def summary(way: str, scenarios: list[Scenario], results: dict[str, list[Outcome]], ties: list[Any]) -> dict[str, Any]:
