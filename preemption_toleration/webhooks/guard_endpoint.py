@@ -3,6 +3,7 @@ folded), the hold of a scheduler's immediate retry, and the nudge plan of a time
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -41,8 +42,9 @@ class GuardHooks:
     on_refusal: Callable[[Refusal, int], None]  # a refusal to report, and how many refusals it stands for
     held_back: HeldBack = not_kept  # the expiry nudge's plan
     retry_hold: float = 0.0  # seconds to hold the refusal of a scheduler's immediate retry (`RetryPacer`)
-    # a refused scheduler write: its victim and the preemptor ("namespace/name") it was refused for
-    steer: Callable[[PodRecord, str | None], None] = lambda victim, preemptor: None
+    # a refused scheduler write: its victim and the preemptor ("namespace/name") it was refused for; what it
+    # returns, once set, ends the refusal's hold (steering made the preemption: the scheduler retries at once)
+    steer: Callable[[PodRecord, str | None], asyncio.Event | None] = lambda victim, preemptor: None
 
 
 class GuardEndpoint:
@@ -124,10 +126,10 @@ class GuardEndpoint:
                 },
             )
             self.hooks.on_refusal(refusal, count)
-        hold = 0.0
+        hold, release = 0.0, None
         if refusal.kind in ("delete", "status") and not refusal.audit and not refusal.dry_run:
             hold = self.retry_pacer.hold(key, time.monotonic())
-            self.hooks.steer(refusal.victim, refusal.preemptor)
+            release = self.hooks.steer(refusal.victim, refusal.preemptor)
         until = refusal.protection.until
         if (
             refusal.protection.kind is ProtectionKind.UNTIL
@@ -138,7 +140,7 @@ class GuardEndpoint:
             node = refusal.victim.node_name
             if node is not None and refusal.preemptor_pod is not None:
                 self.hooks.held_back(refusal.preemptor_pod, node, until)
-        return Reply(verdict.response, hold)
+        return Reply(verdict.response, hold, release)
 
 
 def _remember_marking_preemptor(request: GuardRequest, verdict: Verdict, snapshot: GuardSnapshot) -> None:

@@ -3,6 +3,8 @@ reading a body and its JSON, JSON answers, and the 400 and 503 answers any endpo
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,10 +29,34 @@ Answer = tuple[int, dict[str, Any]]  # (HTTP status, JSON body)
 @dataclass(frozen=True, slots=True)
 class Reply:
     """A handler's verdict on one review: the response, and how many seconds the server holds it before
-    sending it (the guard's refusal of a scheduler's immediate retry, `RetryPacer`; 0: at once)."""
+    sending it (the guard's refusal of a scheduler's immediate retry, `RetryPacer`; 0: at once), unless
+    `release` is set first (steering made the preemption meanwhile: the scheduler's retry is wanted now)."""
 
     response: AdmissionResponse
     hold: float = 0.0
+    release: asyncio.Event | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """How long an answer waits before it goes out: `seconds`, or until `release` is set."""
+
+    seconds: float = 0.0
+    release: asyncio.Event | None = None
+
+    async def wait(self) -> float:
+        """Waits it out; returns the seconds waited."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        if self.release is None:
+            await asyncio.sleep(self.seconds)
+        else:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.release.wait(), self.seconds)
+        return loop.time() - started
+
+
+NO_HOLD = Hold()
 
 
 # A review's handler (controller-runtime's `Handler.Handle(ctx, Request) Response`): a decoded, checked

@@ -66,7 +66,7 @@ def _start_steering(
     settings: WebhookSettings,
     metrics: WebhookMetrics,
     tasks: list[asyncio.Task[Any]],
-) -> Callable[[PodRecord, str | None], None]:
+) -> Callable[[PodRecord, str | None], asyncio.Event | None]:
     """The steerer's worker, when steering is on or in audit; what the guard calls with a refused victim."""
     if settings.steering == "off":
         return lambda victim, preemptor: None

@@ -47,11 +47,13 @@ from preemption_toleration.webhooks.guard_endpoint import GuardEndpoint, GuardHo
 from preemption_toleration.webhooks.handling import (
     CLIENT_CLOSED_REQUEST,
     DEFAULT_MAX_BODY_BYTES,
+    NO_HOLD,
     Answer,
     BadRequest,
     ClientGone,
     Decoded,
     Endpoint,
+    Hold,
     Reply,
     allowed,
     decode,
@@ -277,9 +279,8 @@ class WebhookApp:
                 status, answer = self._bad_request(endpoint, str(problem))
             else:
                 status, answer, hold = self.reply(endpoint, body)
-                if hold > 0 and not self.draining:
-                    await asyncio.sleep(hold)
-                    started += hold  # pacing, not work: the request's latency metric leaves it out
+                if hold.seconds > 0 and not self.draining:
+                    started += await hold.wait()  # pacing, not work: the request's latency metric leaves it out
             return self._counted(name, latency, started, _review_answer(answer, status))
 
         return handle
@@ -337,7 +338,7 @@ class WebhookApp:
         status, answer, _ = self.reply(endpoint, body)
         return status, answer
 
-    def reply(self, endpoint: Endpoint[Any], body: bytes) -> tuple[int, Any, float]:
+    def reply(self, endpoint: Endpoint[Any], body: bytes) -> tuple[int, Any, Hold]:
         """An AdmissionReview body in, (HTTP status, answer, seconds to hold it) out: 200 with the review's
         response, 400 with the reason for input that is not a review this endpoint judges, 503 before the
         caches sync. The body is decoded and the answer encoded here, once; the endpoint's handler takes
@@ -349,19 +350,19 @@ class WebhookApp:
             if endpoint.allows is not None and endpoint.allows(payload):
                 self.metrics.decisions.inc(endpoint.name, "allowed")
                 if decoded:
-                    return 200, allowed(payload.api_version, payload.uid), 0.0
-                return 200, allowed(payload["apiVersion"], payload["request"]["uid"]), 0.0
+                    return 200, allowed(payload.api_version, payload.uid), NO_HOLD
+                return 200, allowed(payload["apiVersion"], payload["request"]["uid"]), NO_HOLD
             request, api_version = self._decoded(endpoint, payload) if decoded else self._checked(endpoint, payload)
         except BadRequest as problem:
-            return (*self._bad_request(endpoint, str(problem)), 0.0)
+            return (*self._bad_request(endpoint, str(problem)), NO_HOLD)
         if answer := unready(self.problems(endpoint.needs)):
-            return (*answer, 0.0)
+            return (*answer, NO_HOLD)
         try:
             verdict = endpoint.handle(request)
         except Exception as error:  # noqa: BLE001 - a bug must not become a 500; counted and logged
-            return (*unexpected(self.metrics, endpoint.name, error), 0.0)
+            return (*unexpected(self.metrics, endpoint.name, error), NO_HOLD)
         self._count(endpoint, verdict.response)
-        return 200, review_response(api_version, verdict.response), verdict.hold
+        return 200, review_response(api_version, verdict.response), Hold(verdict.hold, verdict.release)
 
     @staticmethod
     def _decoded(endpoint: Endpoint[Any], request: Decoded) -> tuple[Any, str]:

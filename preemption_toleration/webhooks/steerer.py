@@ -194,7 +194,7 @@ class Steerer:
         self.window = window_seconds
         self.bucket = TokenBucket(rate, burst)
         self.queue: asyncio.Queue[RefusedVictim] = asyncio.Queue(QUEUE_LIMIT)
-        self.queued: set[tuple[str, str]] = set()
+        self.queued: dict[tuple[str, str], asyncio.Event] = {}  # victims queued, and when each is steered
         self.recent: dict[str, float] = {}  # preemptor UID -> when this replica last acted or audited
         # preemptor UID -> (node, victims) this replica steered it to: in progress while a victim is there
         self.steered: dict[str, tuple[str, tuple[tuple[str, str, str], ...]]] = {}
@@ -203,17 +203,22 @@ class Steerer:
 
     # --- the request path --------------------------------------------------------------------------------
 
-    def refused(self, victim: PodRecord, preemptor: str | None = None) -> None:
+    def refused(self, victim: PodRecord, preemptor: str | None = None) -> asyncio.Event | None:
         """The guard refused a scheduler's write on `victim`, judged against `preemptor`: look for the
-        preemption to steer (no I/O)."""
+        preemption to steer (no I/O). The event returned is set once that preemption is steered: the
+        refusal's hold need not last, the scheduler's next attempt finds the preemptor nominated."""
         found = refused_victim(victim)
-        if found is None or (found.namespace, found.name) in self.queued:
-            return
+        if found is None:
+            return None
+        key = (found.namespace, found.name)
+        if key in self.queued:
+            return self.queued[key]
         try:
             self.queue.put_nowait(RefusedVictim(found.namespace, found.name, found.uid, found.node, preemptor))
         except asyncio.QueueFull:
-            return  # the scheduler retries; a later refusal brings it back
-        self.queued.add((found.namespace, found.name))
+            return None  # the scheduler retries; a later refusal brings it back
+        steered = self.queued[key] = asyncio.Event()
+        return steered
 
     # --- the worker ----------------------------------------------------------------------------------------
 
@@ -238,10 +243,11 @@ class Steerer:
             logger.exception("steering: could not finish the actions left in the middle")
         while True:
             item = await self.queue.get()
-            self.queued.discard((item.namespace, item.name))
+            steered = self.queued.pop((item.namespace, item.name), None)
             await asyncio.sleep(0)  # a get from a non-empty queue does not yield: the loop's answers come first
             try:
-                await self._consider(item)
+                if await self._consider(item) and steered is not None:
+                    steered.set()
             except Exception:
                 self.count("failed")
                 logger.exception("steering failed", extra={"victim": f"{item.namespace}/{item.name}"})
@@ -290,14 +296,16 @@ class Steerer:
         finally:
             self.planned(spent)
 
-    async def _consider(self, item: RefusedVictim) -> None:
+    async def _consider(self, item: RefusedVictim) -> bool:
+        """Steers the preemption of one refused victim if it may; True when the preemption is steered (now,
+        within the window, or its victims still terminating): the refusal's hold may end."""
         if self._stale(f"{item.namespace}/{item.name}", None):
-            return
+            return False
         view = self.view()
         now = datetime.now(UTC)
         victim = view.pods.get((item.namespace, item.name))
         if victim is None or victim.uid != item.uid or victim.node_name != item.node:
-            return
+            return False
 
         def refused_for(candidate: SlimPod) -> bool:
             """The guard refused the victim for this pod: it was judged against it (a victim that would be
@@ -309,27 +317,27 @@ class Steerer:
         found = preemptor_of_refusal(item.node, victim.priority, view.pods.nominated_to(item.node), refused_for)
         if isinstance(found, NotSteered):
             self._report_declined(f"{item.namespace}/{item.name}", found, None)
-            return
+            return False
         acted_at = self.recent.get(found.uid)
         if acted_at is not None and time.monotonic() - acted_at < self.window:
-            return
+            return found.uid in self.steered
         terminating = self._still_terminating(found.uid, view)
         if terminating is not None:
             # the scheduler waits for that node while they go; a plan elsewhere would preempt twice
             self._report_declined(f"{found.namespace}/{found.name}", terminating, found)
-            return
+            return True
         generation = self.generation()
         if not self.declined_plans.due(found.uid, generation, time.monotonic()):
             self.count("unchanged")  # declined before, and nothing changed or its wait is not over
-            return
+            return False
         plan = await self._plan(found, view, now)
         if isinstance(plan, NotSteered):
             self.declined_plans.declined(found.uid, generation, time.monotonic())
             self._report_declined(f"{found.namespace}/{found.name}", plan, found)
-            return
+            return False
         self.declined_plans.forget(found.uid)
         if self._stale(f"{found.namespace}/{found.name}", found):  # the caches went stale while it was planned
-            return
+            return False
         self.recent[found.uid] = time.monotonic()
         if len(self.recent) > 10 * QUEUE_LIMIT:
             self.recent.clear()
@@ -344,27 +352,29 @@ class Steerer:
                 f"Would preempt {victims} on node {plan.node} for this pod (steering in audit mode)",
                 "Normal",
             )
-            return
+            return False
         wait = self.bucket.wait_seconds()
         if wait > 0:
             await asyncio.sleep(wait)
         if not await self._claim(plan, now):
             self.count("claimed-elsewhere")
-            return
+            return False
         logger.info("steering a preemption", extra=fields)
         to_delete = [(pod.namespace, pod.name, pod.uid) for pod in plan.to_delete]
         self.steered[found.uid] = (plan.node, tuple(to_delete))
         if len(self.steered) > 10 * QUEUE_LIMIT:
             del self.steered[next(iter(self.steered))]
-        await self._carry_out(
+        if not await self._carry_out(
             plan.preemptor.namespace,
             plan.preemptor.name,
             plan.preemptor.uid,
             plan.node,
             to_delete,
             scheduler_of(plan.preemptor),
-        )
+        ):
+            return False
         self.count("steered")
+        return True
 
     def _still_terminating(self, preemptor_uid: str, view: ExtenderView) -> NotSteered | None:
         """In progress: victims this replica deleted for the preemptor are still in the cache."""
@@ -408,7 +418,7 @@ class Steerer:
         node: str,
         victims: list[tuple[str, str, str]],
         scheduler: str,
-    ) -> None:
+    ) -> bool:
         """The scheduler's executor, for one plan: nominate the preemptor first (while its victims terminate
         by preemption there, the scheduler waits for that node instead of preempting elsewhere), then mark
         and delete each victim, each write under the pod's UID; post the Events and record the Lease done."""
@@ -417,7 +427,7 @@ class Steerer:
         if not await self._still_pending(namespace, name, uid) or not await self._nominate(namespace, name, uid, node):
             self.count("overtaken")  # bound (or gone) since the plan: the scheduler got there first
             await self._finish(uid)
-            return
+            return False
         for victim_namespace, victim_name, victim_uid in victims:
             try:
                 await self.core.patch_namespaced_pod_status(
@@ -463,6 +473,7 @@ class Steerer:
             "Normal",
         )
         await self._finish(uid)
+        return True
 
     async def _nominate(self, namespace: str, name: str, uid: str, node: str) -> bool:
         """The preemptor's `status.nominatedNodeName`, under its UID; False when it is gone or bound."""
@@ -554,8 +565,10 @@ class Steerer:
             await self._mark(uid, REFUSED)
             return
         logger.info("steering: finishing an action left in the middle", extra={"lease": lease_name})
-        await self._carry_out(namespace, name, uid, left.node, list(checked.victims), scheduler_of(checked.preemptor))
-        self.count("resumed")
+        if await self._carry_out(
+            namespace, name, uid, left.node, list(checked.victims), scheduler_of(checked.preemptor)
+        ):
+            self.count("resumed")
 
     async def _sweep_forever(self) -> None:
         """Delete this namespace's steering Leases older than SWEEP_AFTER_SECONDS, whatever their state: one

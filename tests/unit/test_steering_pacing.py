@@ -12,6 +12,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.extender.decisions import ExtenderView
 from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.records.pod import PodBody
 from preemption_toleration.steering.pacing import DeclinedPlans, Pace
 from preemption_toleration.webhooks.steerer import RefusedVictim, Steerer
 from tests.unit.test_extender import CLASS_RECORDS, node, pod
@@ -209,3 +210,30 @@ async def test_a_preemptor_steered_before_is_in_progress_while_its_victims_are_t
     await subject._consider(refused(victim))
     # planned again: n001 is free now, so the scheduler will place it there
     assert counted.outcomes == ["in-progress", "fits"] and "uid-high" not in subject.steered
+
+
+async def test_the_refusals_hold_is_released_once_the_preemption_is_steered(api) -> None:
+    """Each refusal of a queued victim gets the same event; the worker sets it when the preemption is steered
+    (here: in progress, its victims still there), not when steering declines."""
+    view, victim = protected_cluster(3)
+    counted = Counted()
+    subject = steerer(api, view, counted)
+
+    async def nothing_left() -> None:
+        pass
+
+    subject._resume = nothing_left  # type: ignore[method-assign]
+    subject.steered["uid-high"] = ("n001", (("team", "p001", "uid-p001"),))
+    first = subject.refused(PodBody(victim))
+    assert first is not None and subject.refused(PodBody(victim)) is first
+    worker = asyncio.create_task(subject.run())
+    try:
+        await asyncio.wait_for(first.wait(), timeout=10)
+        del subject.steered["uid-high"]  # now steering plans, and declines (no-node)
+        second = subject.refused(PodBody(victim))
+        assert second is not None and second is not first
+        while "no-node" not in counted.outcomes:
+            await asyncio.sleep(0.01)
+        assert not second.is_set()
+    finally:
+        worker.cancel()
