@@ -281,6 +281,7 @@ async def phase(
         elapsed = time.monotonic() - started
         after_api = apiserver_metrics(cluster)
         after_webhook, cpu_after = webhook_figures(base), cpu_seconds(pid)
+        protected_at_end = await protected_pods(api)
         bound = 0
         for index in range(args.preemptors):
             body = preemptor_body(label, index)
@@ -294,6 +295,11 @@ async def phase(
         # after its configuration is gone would be the benchmark's doing, not the guard's
         await asyncio.sleep(SETTLE_SECONDS)
         protected_after = await protected_pods(api)
+
+    def lost(after: dict[str, bool], before: dict[str, bool]) -> int:
+        """Pods running in `before` (not being deleted) that `after` no longer holds, or holds being deleted."""
+        return sum(1 for name, deleting in before.items() if not deleting and after.get(name, True))
+
     before, after = guard_buckets(before_api), guard_buckets(after_api)
     delta = {bound: after.get(bound, 0.0) - before.get(bound, 0.0) for bound in after}
     fail_open = total(after_api, "apiserver_admission_webhook_fail_open_count", name=GUARD_WEBHOOK) - total(
@@ -308,7 +314,9 @@ async def phase(
         "guard_p50_ms": round(1000 * quantile(delta, 0.5), 1) if delta else None,
         "guard_p99_ms": round(1000 * quantile(delta, 0.99), 1) if delta else None,
         "fail_open": fail_open,
-        "protected_deleted": sum(1 for name in protected_before if protected_after.get(name, True)),
+        "protected_deleted": lost(protected_at_end, protected_before),
+        # a preemptor deleted while the scheduler preempts for it: the guard finds no pending preemptor then
+        "protected_deleted_in_teardown": lost(protected_after, protected_at_end),
         "refilled_before": refilled,
         "preemptors_bound": bound,
         "probe_guard_p50_ms": round(1000 * statistics.median(probes["guard"]), 1),
