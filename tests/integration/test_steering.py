@@ -292,3 +292,44 @@ async def test_every_write_of_an_action_is_made_under_the_pods_uid(
     finally:
         for task in steerer.sending:
             task.cancel()
+
+
+async def test_pod_level_requests_count_as_the_scheduler_counts_them(
+    api: ApiClient,
+    namespace: str,
+    make_node: MakeNode,
+    server: Server,
+    steering_classes: dict[str, str],
+) -> None:
+    """#43's scenario: node m (4 CPUs) runs b, protected, which asks 2 CPUs at pod level (its container asks
+    nothing), and two plain pods of 1 CPU; node n runs a protected pod of 4 CPUs. A preemptor of 3 CPUs fits
+    nowhere without a protected pod, so upstream deletes nothing; steering, counting b as the scheduler
+    does, declines (`no-node`) and deletes nothing either."""
+    node_m = (await make_node(cpu="4", memory="8Gi")).metadata.name
+    node_n = (await make_node(cpu="4", memory="8Gi")).metadata.name
+    core = client.CoreV1Api(api)
+    b = pod_body("b", steering_classes["prot"], node_m, cpu="1")
+    del b["spec"]["containers"][0]["resources"]
+    b["spec"]["resources"] = {"requests": {"cpu": "2"}}
+    await core.create_namespaced_pod(namespace, b)
+    await until_bound(api, namespace, "b", node_m)
+    plain = {
+        name: await create_bound(api, namespace, name, steering_classes["low"], node_m, cpu="1")
+        for name in ("l1", "l2")
+    }
+    await create_bound(api, namespace, "t", steering_classes["prot"], node_n, cpu="4")
+    before = (await server.metric("ptol_steering_total", "outcome")).get("no-node", 0)
+    preemptor = on_nodes(pod_body("high", steering_classes["high"], node_m, cpu="3"), node_m, node_n)
+    await core.create_namespaced_pod(namespace, preemptor)
+    await eventually(
+        lambda: server.metric("ptol_steering_total", "outcome"),
+        lambda found: found.get("no-node", 0) > before,
+        timeout=REACTION_SECONDS,
+        what="steering declines: no node",
+    )
+    await asyncio.sleep(2)  # the scheduler's next attempts, and anything steering would do after them
+    for name, body in plain.items():
+        still = await read_pod(api, namespace, name)
+        assert still is not None and still["metadata"]["uid"] == body["metadata"]["uid"], name
+        assert not still["metadata"].get("deletionTimestamp"), name
+    assert await pod_names_on(api, namespace) == {"b": node_m, "l1": node_m, "l2": node_m, "t": node_n, "high": None}
