@@ -196,6 +196,7 @@ class SlimPod(_Named):
         "uid",
         "created",
         "deletion",
+        "preempted",
         "priority",
         "priority_class",
         "preempts_never",
@@ -228,11 +229,15 @@ class SlimPod(_Named):
         requests: Requests,
         label_pairs: Labels = (),
         started: int | None = None,
+        preempted: bool = False,
     ) -> None:
         self.key = key
         self.uid = uid
         self.created = created
         self.deletion = deletion
+        # terminating by preemption (`PodTerminatingByPreemption`): being deleted, with the DisruptionTarget
+        # condition a scheduler's preemption writes
+        self.preempted = preempted
         self.priority = priority
         self.priority_class = priority_class
         self.preempts_never = preempts_never
@@ -286,6 +291,15 @@ def _scheduled(status: Mapping[str, Any]) -> tuple[str | None, Any]:
     return None, None
 
 
+def _marked_by_preemption(status: Mapping[str, Any]) -> bool:
+    """The DisruptionTarget condition is True with reason PreemptionByScheduler."""
+    conditions = status.get("conditions")
+    for condition in conditions if isinstance(conditions, list) else ():
+        if isinstance(condition, Mapping) and condition.get("type") == "DisruptionTarget":
+            return condition.get("status") == "True" and condition.get("reason") == "PreemptionByScheduler"
+    return False
+
+
 def _epoch_seconds(value: Any) -> int | None:
     """An RFC 3339 time as whole seconds since the epoch; None when absent or unreadable."""
     if not isinstance(value, str) or not value:
@@ -321,4 +335,5 @@ def slim_pod(pod: Mapping[str, Any], shared: Shared) -> SlimPod:
         requests=shared.requests_of(spec),
         label_pairs=shared.labels_of(metadata) if node_name else (),  # only a bound pod is a victim
         started=_epoch_seconds(status.get("startTime")) if node_name else None,
+        preempted=bool(metadata.get("deletionTimestamp")) and _marked_by_preemption(status),
     )

@@ -187,10 +187,13 @@ def search_plan(preemptor: SlimPod, view: ExtenderView, now: datetime, offset: i
         )
     nominated_node = preemptor.nominated_node
     if nominated_node and any(
-        pod.deletion is not None and pod.priority < preemptor.priority for pod in view.pods.on_node(nominated_node)
+        pod.preempted and pod.priority < preemptor.priority for pod in view.pods.on_node(nominated_node)
     ):
-        # kube-scheduler's PodEligibleToPreemptOthers: it waits for that node, where it binds the preemptor
-        return NotSteered(Declined.IN_PROGRESS, f"a pod on its nominated node {nominated_node} is terminating")
+        # kube-scheduler's PodEligibleToPreemptOthers: a pod terminating by preemption on its nominated node
+        # (a pod terminating for another reason does not count): it waits for that node and binds it there
+        return NotSteered(
+            Declined.IN_PROGRESS, f"a pod on its nominated node {nominated_node} is terminating by preemption"
+        )
     exempt = ExemptionCheck(preemptor, view, now)
     names = list(view.nodes)  # the node names of the moment; each node is read when its turn comes
     wanted = candidates_wanted(len(names))

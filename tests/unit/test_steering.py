@@ -297,3 +297,28 @@ def test_a_node_overcommitted_in_a_resource_the_preemptor_does_not_request_still
     hungry["spec"]["containers"][0]["resources"]["requests"]["memory"] = "16Gi"
     result = steer([*pods, hungry], preemptor, [*nodes, builders.node("node-c", cpu="4", memory="8Gi")])
     assert outcome(result) == Declined.FITS
+
+
+MARK = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+LEAVING = {"metadata__deletionTimestamp": "2026-11-22T11:59:00Z"}
+IN_PROGRESS = [
+    ("a pod terminating by preemption on its nominated node: the scheduler waits there", [MARK], Declined.IN_PROGRESS),
+    ("a pod terminating for another reason does not hold the scheduler back", [], ("node-a", ["leaving"])),
+    (
+        "a DisruptionTarget of another reason neither",
+        [{**MARK, "reason": "DeletionByTaintManager"}],
+        ("node-a", ["leaving"]),
+    ),
+]
+
+
+@pytest.mark.parametrize(("rule", "conditions", "expected"), IN_PROGRESS, ids=[case[0] for case in IN_PROGRESS])
+def test_in_progress_is_the_schedulers_terminating_by_preemption(rule, conditions, expected) -> None:
+    """PodEligibleToPreemptOthers: only a lower-priority pod terminating by preemption on the preemptor's
+    nominated node makes the scheduler wait for that node."""
+    leaving = pod("leaving", "low", cpu="2", node="node-a", **LEAVING)
+    leaving["status"]["conditions"].extend(conditions)
+    pods = [leaving, pod("b1", "low", cpu="1", node="node-b"), pod("b2", "low", cpu="1", node="node-b")]
+    preemptor = pod("high", "high", cpu="2", node=None, status__nominatedNodeName="node-a")
+    result = steer(pods, preemptor, [node("node-a", cpu="2"), node("node-b", cpu="2")])
+    assert outcome(result) == expected, rule
