@@ -31,6 +31,7 @@ EACH_RELEASE=(
     tests/integration/test_admission_policy.py tests/integration/test_drain.py
     tests/integration/test_chart.py tests/integration/test_chart_install.py
     tests/integration/test_steering.py tests/integration/test_steering_audit.py
+    tests/integration/test_steering_resume.py
 )
 for release in 1.36.3 1.35.4; do
     echo "==> on Kubernetes ${release}"
