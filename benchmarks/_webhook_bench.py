@@ -97,6 +97,7 @@ def ptol_webhook(
     cpu: int | None = None,
     log_name: str = "ptol-webhook.log",
     extra_args: Sequence[str] = (),
+    ready_timeout: float = 120.0,
 ) -> Iterator[tuple[str, int]]:
     """`ptol webhook` (guard enforced) on a free loopback port, caches synced: (base URL, pid).
 
@@ -122,8 +123,8 @@ def ptol_webhook(
         assert process.process is not None
         pin(process.process.pid, cpu)
         if register:
-            process.wait_for(REGISTERED, since, timeout=120)
-        wait_ok(f"{base}/readyz", process.process, process.log_path)
+            process.wait_for(REGISTERED, since, timeout=ready_timeout)
+        wait_ok(f"{base}/readyz", process.process, process.log_path, timeout=ready_timeout)
         yield base, process.process.pid
     finally:
         process.stop()

@@ -268,7 +268,12 @@ async def phase(
     core = client.CoreV1Api(api)
     extra = ["--extender", "off", "--steering", mode, "--steering-namespace", STEERING_NAMESPACE]
     refilled = await refill(api, args.nodes)
-    with ptol_webhook(cluster, register=True, log_name=f"scale-{label}.log", extra_args=extra) as (base, pid):
+    # listing 150,000 pods takes the webhook minutes on a busy two-core machine
+    ready = 120.0 + args.nodes * PODS_PER_NODE / 250
+    with ptol_webhook(cluster, register=True, log_name=f"scale-{label}.log", extra_args=extra, ready_timeout=ready) as (
+        base,
+        pid,
+    ):
         before_api = apiserver_metrics(cluster)
         before_webhook, cpu_before = webhook_figures(base), cpu_seconds(pid)
         protected_before = await protected_pods(api)
