@@ -47,7 +47,7 @@ class Declined(str, Enum):
     NO_EVIDENCE = "no-evidence"  # no pending pod nominated to the victim's node that the victim tolerates
     UNJUDGED = "unjudged"  # the preemptor has constraints the project does not judge
     FITS = "fits"  # it fits somewhere as the cluster is: the scheduler will place it
-    IN_PROGRESS = "in-progress"  # a victim on its nominated node is terminating: the scheduler is preempting
+    IN_PROGRESS = "in-progress"  # a pod on its nominated node terminates by preemption: the scheduler waits there
     NO_NODE = "no-node"  # no node where it fits without a pod that tolerates it
     CHANGED = "changed"  # the chosen node changed while the plan was made: planned again at the next refusal
     STALE_CACHE = "stale-cache"  # a cache is not current (`problems()`): nothing is planned or done from it
