@@ -222,14 +222,3 @@ def search_plan(preemptor: SlimPod, view: ExtenderView, now: datetime, offset: i
     ]:
         return NotSteered(Declined.CHANGED, f"node {chosen_node} changed while the plan was made")
     return SteeringPlan(preemptor, chosen_node, now_there.victims, now_there.num_pdb_violations)
-
-
-def plan_steering(preemptor: SlimPod, view: ExtenderView, now: datetime, offset: int = 0) -> SteeringPlan | NotSteered:
-    """The whole search at once (`search_plan`)."""
-    search = search_plan(preemptor, view, now, offset)
-    while True:
-        try:
-            next(search)
-        except StopIteration as done:
-            result: SteeringPlan | NotSteered = done.value
-            return result

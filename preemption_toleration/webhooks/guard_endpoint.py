@@ -27,7 +27,7 @@ from preemption_toleration.guard.prefilter import is_preemption, may_be_preempti
 from preemption_toleration.guard.repeats import RepeatFilter, RetryPacer
 from preemption_toleration.guard.request import GuardRequest, guard_request, read_guard_request, request_problem
 from preemption_toleration.records.pod import PodRecord
-from preemption_toleration.webhooks.handling import Endpoint, HeldBack, Reply, not_kept
+from preemption_toleration.webhooks.handling import Endpoint, HeldBack, Hold, Reply, not_kept
 from preemption_toleration.webhooks.metrics import WebhookMetrics
 
 logger = logging.getLogger("preemption_toleration.webhooks")
@@ -140,7 +140,7 @@ class GuardEndpoint:
             node = refusal.victim.node_name
             if node is not None and refusal.preemptor_pod is not None:
                 self.hooks.held_back(refusal.preemptor_pod, node, until)
-        return Reply(verdict.response, hold, release)
+        return Reply(verdict.response, Hold(hold, release))
 
 
 def _remember_marking_preemptor(request: GuardRequest, verdict: Verdict, snapshot: GuardSnapshot) -> None:

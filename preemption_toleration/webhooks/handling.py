@@ -27,19 +27,10 @@ Answer = tuple[int, dict[str, Any]]  # (HTTP status, JSON body)
 
 
 @dataclass(frozen=True, slots=True)
-class Reply:
-    """A handler's verdict on one review: the response, and how many seconds the server holds it before
-    sending it (the guard's refusal of a scheduler's immediate retry, `RetryPacer`; 0: at once), unless
-    `release` is set first (steering made the preemption meanwhile: the scheduler's retry is wanted now)."""
-
-    response: AdmissionResponse
-    hold: float = 0.0
-    release: asyncio.Event | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class Hold:
-    """How long an answer waits before it goes out: `seconds`, or until `release` is set."""
+    """How long an answer waits before it goes out: `seconds` (the guard's refusal of a scheduler's
+    immediate retry, `RetryPacer`; 0: at once), or until `release` is set (steering made the preemption
+    meanwhile: the scheduler's retry is wanted now)."""
 
     seconds: float = 0.0
     release: asyncio.Event | None = None
@@ -57,6 +48,14 @@ class Hold:
 
 
 NO_HOLD = Hold()
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A handler's verdict on one review: the response, and how long the server holds it before sending it."""
+
+    response: AdmissionResponse
+    hold: Hold = NO_HOLD
 
 
 # A review's handler (controller-runtime's `Handler.Handle(ctx, Request) Response`): a decoded, checked

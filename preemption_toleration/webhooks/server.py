@@ -362,7 +362,7 @@ class WebhookApp:
         except Exception as error:  # noqa: BLE001 - a bug must not become a 500; counted and logged
             return (*unexpected(self.metrics, endpoint.name, error), NO_HOLD)
         self._count(endpoint, verdict.response)
-        return 200, review_response(api_version, verdict.response), Hold(verdict.hold, verdict.release)
+        return 200, review_response(api_version, verdict.response), verdict.hold
 
     @staticmethod
     def _decoded(endpoint: Endpoint[Any], request: Decoded) -> tuple[Any, str]:

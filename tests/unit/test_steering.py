@@ -16,7 +16,6 @@ from preemption_toleration.steering.plan import (
     SteeringPlan,
     candidates_wanted,
     pick_node,
-    plan_steering,
     preemptor_of_refusal,
     search_plan,
 )
@@ -38,10 +37,22 @@ def two_full_nodes(**preemptor_spec):
     return pods, preemptor, [node("node-a", cpu="2"), node("node-b", cpu="2")]
 
 
-def steer(pods, preemptor, nodes, budgets=()):
+def searched(pods, preemptor, nodes, offset=0, budgets=()):
+    """The search's result and the steps it took (one a node tried, then one for the final choice)."""
     index = PodIndex.of([*pods, preemptor])
     view = ExtenderView(index, {n["metadata"]["name"]: n for n in nodes}, CLASS_RECORDS, BudgetIndex.of(budgets))
-    return plan_steering(index.get(("team", preemptor["metadata"]["name"])), view, NOW)
+    search = search_plan(index.get(("team", preemptor["metadata"]["name"])), view, NOW, offset)
+    steps = 0
+    while True:
+        try:
+            next(search)
+        except StopIteration as done:
+            return done.value, steps
+        steps += 1
+
+
+def steer(pods, preemptor, nodes, budgets=()):
+    return searched(pods, preemptor, nodes, budgets=budgets)[0]
 
 
 def outcome(result):
@@ -199,20 +210,6 @@ def many_plain_nodes(count, protected=()):
         pods.append(pod(f"p{index:03d}", klass, cpu="2", node=name))
         nodes.append(node(name, cpu="2"))
     return pods, pod("high", "high", cpu="2", node=None), nodes
-
-
-def searched(pods, preemptor, nodes, offset=0):
-    """The search's result and the nodes it tried (one step each, then one for the final choice)."""
-    index = PodIndex.of([*pods, preemptor])
-    view = ExtenderView(index, {n["metadata"]["name"]: n for n in nodes}, CLASS_RECORDS)
-    search = search_plan(index.get(("team", "high")), view, NOW, offset)
-    steps = 0
-    while True:
-        try:
-            next(search)
-        except StopIteration as done:
-            return done.value, steps
-        steps += 1
 
 
 def test_the_search_stops_at_the_schedulers_number_of_candidates() -> None:
