@@ -40,7 +40,7 @@ from typing import Any
 
 from _cluster import api_client, bounded, install_crd, local_cluster, raw, with_retries
 from _common import save_results, shown
-from _webhook_bench import cpu_seconds, https, percentile, ptol_webhook
+from _webhook_bench import cpu_seconds, https, percentile, ptol_webhook, review
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -201,23 +201,9 @@ def scheduler_delete(pod: dict[str, Any], node: str) -> bytes:
     victim["metadata"]["uid"] = f"probe-{node}"
     victim["spec"].update(priority=100, nodeName=node)
     victim["status"] = {"phase": "Running", "startTime": "2026-11-27T00:00:00Z"}
-    return json.dumps(
-        {
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "request": {
-                "uid": "probe",
-                "kind": {"group": "", "version": "v1", "kind": "Pod"},
-                "resource": {"group": "", "version": "v1", "resource": "pods"},
-                "name": victim["metadata"]["name"],
-                "namespace": victim["metadata"]["namespace"],
-                "operation": "DELETE",
-                "userInfo": {"username": "system:kube-scheduler"},
-                "oldObject": victim,
-                "options": {"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions"},
-            },
-        }
-    ).encode()
+    pod_kind, pods = ("", "v1", "Pod"), ("", "v1", "pods")
+    scheduler = ("system:kube-scheduler", ["system:authenticated"])
+    return json.dumps(review("DELETE", pod_kind, pods, scheduler, None, victim, {"kind": "DeleteOptions"})).encode()
 
 
 @contextmanager
