@@ -40,11 +40,11 @@ class Webhook(WebhookServer):
         except OSError as error:
             return 0, str(error)
 
-    def until(self, check: str, wanted: int, timeout: float, starting: str = "") -> str:
-        """Polls /readyz until it answers `wanted` with a body `starting` so; returns the body."""
+    def until(self, check: str, wanted: int, timeout: float, starting: str = "", ending: str = "") -> str:
+        """Polls /readyz until it answers `wanted` with a body `starting` and `ending` so; returns the body."""
         deadline = time.monotonic() + timeout
         status, body = self.readyz()
-        while status != wanted or not body.startswith(starting):
+        while status != wanted or not (body.startswith(starting) and body.endswith(ending)):
             assert self.process.running(), f"ptol webhook exited; log:\n{self.process.log()[-3000:]}"
             assert time.monotonic() < deadline, f"{check}: /readyz still answers {status} {body!r}"
             time.sleep(0.3)
@@ -92,10 +92,11 @@ def test_a_webhook_started_before_its_crd_waits_says_why_and_becomes_ready(
     cluster: LocalCluster, webhook_without_crd: Webhook
 ) -> None:
     webhook = webhook_without_crd
-    # the other caches list in their own time; then only the policies' cache keeps /readyz at 503
+    # the other caches list in their own time (on a slow machine after the first 404): wait until only
+    # the policies' cache keeps /readyz at 503, and says why
     policies_missing = "caches are not ready: preemptiontolerationpolicies: not listed yet (last problem: 404"
-    body = webhook.until("before the CRD", 503, timeout=START_SECONDS, starting=policies_missing)
-    assert body.endswith("(the resource is not served: is its CRD installed?))")
+    why = "(the resource is not served: is its CRD installed?))"
+    webhook.until("before the CRD", 503, timeout=START_SECONDS, starting=policies_missing, ending=why)
     webhook.until_failures(POLICY_CACHE, 4, timeout=START_SECONDS)  # retried after 1, 2 and 4 s
     assert webhook.process.running()
     assert len([line for line in webhook.lines("watch failed") if "preemptiontolerationpolicies" in line]) == 1
