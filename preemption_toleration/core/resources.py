@@ -7,16 +7,25 @@ containers and the largest init container). Pod-level requests (`spec.resources.
 and huge pages replace the containers' sum for those resources, before the overhead is added. CPU counts
 in millicores and everything else in whole units, both rounded up, as `Quantity.MilliValue()` and
 `Quantity.Value()` do.
+
+A pod resized in place counts the larger of what its spec asks and what its status says the kubelet
+allocated and actuated (`UseStatusResources`; InPlacePodVerticalScaling is GA since 1.35). How differs
+between releases, so `ResizeRules` names the release's way: up to 1.36 the larger is taken per container
+(sidecars only among the init containers), from 1.37 for the sums; the pod-level status
+(`status.resources`, `status.allocatedResources`) is read from 1.36 on, where
+InPlacePodLevelResourcesVerticalScaling is on by default. A resize the kubelet found infeasible
+(condition PodResizePending, reason Infeasible) counts only the status.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from preemption_toleration.core.shapes import as_list
+from preemption_toleration.core.shapes import as_list, as_mapping, is_mapping
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -81,11 +90,9 @@ def scaled(resource: str, value: Fraction) -> int:
     return _ceil(value * 1000) if resource == CPU else _ceil(value)
 
 
-def _requests(container: Any) -> dict[str, int]:
-    resources = container.get("resources") if isinstance(container, Mapping) else None
-    requests = resources.get("requests") if isinstance(resources, Mapping) else None
+def _scaled_list(values: Any) -> dict[str, int]:
     found: dict[str, int] = {}
-    for name, quantity in requests.items() if isinstance(requests, Mapping) else ():
+    for name, quantity in values.items() if is_mapping(values) else ():
         try:
             found[str(name)] = scaled(str(name), parse_quantity(quantity))
         except QuantityError:
@@ -93,15 +100,21 @@ def _requests(container: Any) -> dict[str, int]:
     return found
 
 
+def _requests(container: Any) -> dict[str, int]:
+    return _scaled_list(as_mapping(as_mapping(container).get("resources")).get("requests"))
+
+
 def _add(total: dict[str, int], more: Mapping[str, int]) -> None:
     for name, value in more.items():
         total[name] = total.get(name, 0) + value
 
 
-def _max(total: dict[str, int], other: Mapping[str, int]) -> None:
-    for name, value in other.items():
-        if value > total.get(name, 0):
-            total[name] = value
+def _max(total: dict[str, int], *others: Mapping[str, int]) -> dict[str, int]:
+    for other in others:
+        for name, value in other.items():
+            if value > total.get(name, 0):
+                total[name] = value
+    return total
 
 
 def _is_pod_level(resource: str) -> bool:
@@ -109,22 +122,40 @@ def _is_pod_level(resource: str) -> bool:
     return resource in (CPU, MEMORY) or resource.startswith(HUGE_PAGES_PREFIX)
 
 
-def _pod_level_requests(spec: Mapping[str, Any]) -> dict[str, int]:
-    """The pod-level requests (`spec.resources.requests`, PodLevelResources: beta and on by default since
-    1.34) that stand for the containers' sum: none unless one of them is a resource the pod may request."""
-    return {name: value for name, value in _requests(spec).items() if _is_pod_level(name)}
+@dataclass(frozen=True)
+class ResizeRules:
+    """How one release's kube-scheduler reads the resources of a pod resized in place."""
+
+    release: str
+    sums_first: bool  # 1.37: max(spec, allocated, actuated) of the sums; before, of each container
+    pod_level_status: bool  # InPlacePodLevelResourcesVerticalScaling on by default (beta since 1.36)
 
 
-def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
-    """The summed requests of a pod spec, by resource name; resources requested by nobody are absent."""
+RULES_1_35 = ResizeRules("1.35", sums_first=False, pod_level_status=False)
+RULES_1_36 = ResizeRules("1.36", sums_first=False, pod_level_status=True)
+RULES_1_37 = ResizeRules("1.37", sums_first=True, pod_level_status=True)
+LATEST_RULES = RULES_1_37
+
+
+def resize_rules(minor: int) -> ResizeRules:
+    """The rules of a server's minor release: older ones read as 1.35, newer as the latest known."""
+    return RULES_1_35 if minor <= 35 else RULES_1_36 if minor == 36 else LATEST_RULES
+
+
+ContainerReader = Callable[[Mapping[str, Any], bool], dict[str, int]]  # (container, is a sidecar or a container)
+
+
+def _summed(spec: Mapping[str, Any], read: ContainerReader) -> dict[str, int]:
+    """The sidecar formula over the containers' requests as `read` gives them."""
     total: dict[str, int] = {}
     for container in as_list(spec.get("containers")):
-        _add(total, _requests(container))
+        _add(total, read(as_mapping(container), True))
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
     for container in as_list(spec.get("initContainers")):
-        requests = _requests(container)
-        if isinstance(container, Mapping) and container.get("restartPolicy") == "Always":
+        restartable = is_mapping(container) and container.get("restartPolicy") == "Always"
+        requests = read(as_mapping(container), restartable)
+        if restartable:
             _add(sidecars, requests)
             _max(init_peak, sidecars)
         else:
@@ -132,16 +163,117 @@ def pod_requests(spec: Mapping[str, Any]) -> dict[str, int]:
             _add(running, requests)
             _max(init_peak, running)
     _add(total, sidecars)
-    _max(total, init_peak)
-    total.update(_pod_level_requests(spec))
-    overhead = spec.get("overhead")
-    if isinstance(overhead, Mapping):
-        _add(total, _requests({"resources": {"requests": overhead}}))
+    return _max(total, init_peak)
+
+
+def _infeasible(status: Mapping[str, Any]) -> bool:
+    """`IsPodResizeInfeasible`: the first PodResizePending condition has the reason Infeasible."""
+    for condition in as_list(status.get("conditions")):
+        if is_mapping(condition) and condition.get("type") == "PodResizePending":
+            return condition.get("reason") == "Infeasible"
+    return False
+
+
+def _container_statuses(status: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    found: dict[str, Mapping[str, Any]] = {}
+    for key in ("initContainerStatuses", "containerStatuses"):  # a container's own status wins a clash
+        for entry in as_list(status.get(key)):
+            if is_mapping(entry) and isinstance(entry.get("name"), str):
+                found[entry["name"]] = entry
+    return found
+
+
+def _status_of(statuses: Mapping[str, Mapping[str, Any]], container: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    name = container.get("name")
+    return statuses.get(name) if isinstance(name, str) else None
+
+
+def _present(mapping: Mapping[str, Any], key: str) -> bool:
+    """A Go map or pointer that is not nil: the key is there with an object."""
+    return is_mapping(mapping.get(key))
+
+
+def _per_container(spec: Mapping[str, Any], status: Mapping[str, Any], infeasible: bool) -> dict[str, int]:
+    """Up to 1.36: each container (and sidecar) with a status counts max(spec, actuated, allocated)."""
+    statuses = _container_statuses(status)
+
+    def read(container: Mapping[str, Any], status_counts: bool) -> dict[str, int]:
+        wanted = _requests(container)
+        found = _status_of(statuses, container) if status_counts else None
+        if found is None or not _present(found, "resources"):
+            return wanted
+        actuated = _scaled_list(as_mapping(found.get("resources")).get("requests"))
+        allocated = _scaled_list(found.get("allocatedResources"))
+        return _max({}, actuated, allocated) if infeasible else _max(wanted, actuated, allocated)
+
+    return _summed(spec, read)
+
+
+def _sums_first(
+    spec: Mapping[str, Any], status: Mapping[str, Any], infeasible: bool, rules: ResizeRules
+) -> dict[str, int]:
+    """From 1.37: max(spec, actuated, allocated) of the sums; the pod-level status stands for the containers'
+    allocated and actuated sums when both are there."""
+    wanted = _summed(spec, lambda container, _: _requests(container))
+    pod_actuated = as_mapping(status.get("resources"))
+    if rules.pod_level_status and _present(status, "allocatedResources") and _present(pod_actuated, "requests"):
+        allocated = _scaled_list(status["allocatedResources"])
+        actuated = _scaled_list(pod_actuated["requests"])
+    else:
+        statuses = _container_statuses(status)
+        fallback: Callable[[Mapping[str, Any]], dict[str, int]] = (lambda container: {}) if infeasible else _requests
+
+        def allocated_of(container: Mapping[str, Any], _: bool) -> dict[str, int]:
+            found = _status_of(statuses, container)
+            if found is not None and _present(found, "allocatedResources"):
+                return _scaled_list(found["allocatedResources"])
+            return fallback(container)
+
+        def actuated_of(container: Mapping[str, Any], _: bool) -> dict[str, int]:
+            found = _status_of(statuses, container)
+            if found is not None and _present(as_mapping(found.get("resources")), "requests"):
+                return _scaled_list(found["resources"]["requests"])
+            return allocated_of(container, _)
+
+        allocated, actuated = _summed(spec, allocated_of), _summed(spec, actuated_of)
+    return _max({}, actuated, allocated) if infeasible else _max(wanted, actuated, allocated)
+
+
+def _pod_level(
+    spec: Mapping[str, Any], status: Mapping[str, Any], infeasible: bool, rules: ResizeRules
+) -> dict[str, int]:
+    """The pod-level requests that stand for the containers' sum (PodLevelResources, on by default since
+    1.34): none unless the spec asks for a resource the pod may request; read with the pod-level status
+    where the release does."""
+    wanted = {name: value for name, value in _requests(spec).items() if _is_pod_level(name)}
+    if not wanted:
+        return {}
+    if not (rules.pod_level_status and _present(status, "resources")):
+        return wanted
+    actuated = as_mapping(status["resources"]).get("requests")
+    statuses = (_scaled_list(actuated), _scaled_list(status.get("allocatedResources")))
+    effective = _max({}, *statuses) if infeasible else _max(dict(wanted), *statuses)
+    if rules.sums_first:  # every pod-level resource of the larger one
+        return {name: value for name, value in effective.items() if _is_pod_level(name)}
+    return {name: effective.get(name, 0) for name in wanted}  # up to 1.36: those the spec names
+
+
+def pod_requests(
+    spec: Mapping[str, Any], status: Mapping[str, Any] | None = None, rules: ResizeRules = LATEST_RULES
+) -> dict[str, int]:
+    """The summed requests of a pod (its spec, and its status for a resize in place), by resource name;
+    resources requested by nobody are absent."""
+    status = status or {}
+    infeasible = _infeasible(status)
+    if rules.sums_first:
+        total = _sums_first(spec, status, infeasible, rules)
+    else:
+        total = _per_container(spec, status, infeasible)
+    total.update(_pod_level(spec, status, infeasible, rules))
+    _add(total, _scaled_list(spec.get("overhead")))
     return {name: value for name, value in total.items() if value}
 
 
 def allocatable(node: Mapping[str, Any]) -> dict[str, int]:
     """A node's allocatable resources, scaled like requests (CPU in millicores)."""
-    status = node.get("status")
-    values = status.get("allocatable") if isinstance(status, Mapping) else None
-    return _requests({"resources": {"requests": values}}) if isinstance(values, Mapping) else {}
+    return _scaled_list(as_mapping(node.get("status")).get("allocatable"))

@@ -12,6 +12,7 @@ import bisect
 from collections.abc import Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from preemption_toleration.core.resources import LATEST_RULES, ResizeRules
 from preemption_toleration.records.pod import NO_CONSTRAINTS, Constraints, PodKey, Shared, SlimPod, pod_key, slim_pod
 
 _EMPTY: Mapping[PodKey, SlimPod] = {}
@@ -36,8 +37,8 @@ class PendingGroup:
 class PodIndex:
     """Kept equal to the API's pods by a watch (`put`, `remove`, `prune`); read by decisions."""
 
-    def __init__(self) -> None:
-        self.shared = Shared()
+    def __init__(self, rules: ResizeRules = LATEST_RULES) -> None:
+        self.shared = Shared(rules)
         self.pods: dict[PodKey, SlimPod] = {}
         self._by_node: dict[str, dict[PodKey, SlimPod]] = {}
         self._nominated: dict[str, dict[PodKey, SlimPod]] = {}

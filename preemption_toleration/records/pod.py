@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 from preemption_toleration.core.constraints import unjudged_constraints
 from preemption_toleration.core.pods import GO_ZERO_TIME, PodJson, parse_time
-from preemption_toleration.core.resources import pod_requests
+from preemption_toleration.core.resources import LATEST_RULES, ResizeRules, pod_requests
 from preemption_toleration.core.shapes import as_int, as_mapping
 
 PodKey = tuple[str, str]  # (namespace, name)
@@ -60,9 +60,11 @@ def _share(table: dict[Any, T], value: T, key: Any = None) -> T:
 
 
 class Shared:
-    """Tables that let equal values of many pods be one object."""
+    """Tables that let equal values of many pods be one object; and how the cluster's release counts the
+    requests of a pod resized in place."""
 
-    def __init__(self) -> None:
+    def __init__(self, rules: ResizeRules = LATEST_RULES) -> None:
+        self.rules = rules
         self.constraints: dict[str, Constraints] = {"{}": NO_CONSTRAINTS}
         self.requests: dict[Requests, Requests] = {}
         self.numbers: dict[int, int] = {}  # priorities: a few values, each an object of its own otherwise
@@ -105,10 +107,9 @@ class Shared:
             self.labels.clear()  # label sets outlive their pods here; many are one pod's own
         return self.labels.setdefault(flat, flat)
 
-    def requests_of(self, spec: Mapping[str, Any]) -> Requests:
-        return _share(
-            self.requests, tuple(sorted((sys.intern(name), value) for name, value in pod_requests(spec).items()))
-        )
+    def requests_of(self, spec: Mapping[str, Any], status: Mapping[str, Any]) -> Requests:
+        summed = pod_requests(spec, status, self.rules)
+        return _share(self.requests, tuple(sorted((sys.intern(name), value) for name, value in summed.items())))
 
 
 class PodRecord(Protocol):
@@ -332,7 +333,7 @@ def slim_pod(pod: Mapping[str, Any], shared: Shared) -> SlimPod:
         scheduled=scheduled,
         scheduled_at=scheduled_at,
         constraints=None if node_name else shared.constraints_of(spec),
-        requests=shared.requests_of(spec),
+        requests=shared.requests_of(spec, status),
         label_pairs=shared.labels_of(metadata) if node_name else (),  # only a bound pod is a victim
         started=_epoch_seconds(status.get("startTime")) if node_name else None,
         preempted=bool(metadata.get("deletionTimestamp")) and _marked_by_preemption(status),

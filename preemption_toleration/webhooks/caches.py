@@ -13,6 +13,7 @@ from kubernetes_asyncio.client import ApiClient
 from preemption_toleration.admission.decisions import Needs, Snapshot
 from preemption_toleration.api.policy import PLURAL
 from preemption_toleration.api.resources import PRIORITY_CLASS_PLURAL
+from preemption_toleration.core.resources import LATEST_RULES, ResizeRules
 from preemption_toleration.extender.decisions import ExtenderView
 from preemption_toleration.guard.decisions import GuardSnapshot
 from preemption_toleration.guard.record import PreemptorRecord
@@ -42,10 +43,11 @@ class AdmissionCaches:
         guard: bool = False,
         page_size: int = DEFAULT_PAGE_SIZE,
         stale_after: float = DEFAULT_STALE_AFTER_SECONDS,
+        rules: ResizeRules = LATEST_RULES,
     ) -> None:
         self.stale_after = stale_after
         core = client.CoreV1Api(api)
-        self.pod_index = PodIndex()
+        self.pod_index = PodIndex(rules)
         self.node_store: DictStore[dict[str, Any]] = DictStore(slim_node)
         self.budget_index = BudgetIndex()
         self.preemptors = PreemptorRecord()  # written by the extender's calls, read by the guard

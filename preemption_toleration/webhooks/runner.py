@@ -15,8 +15,10 @@ from aiohttp import web
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.admission.decisions import AdmissionConfig
+from preemption_toleration.core.resources import LATEST_RULES, ResizeRules, resize_rules
 from preemption_toleration.guard.decisions import GuardConfig
 from preemption_toleration.kube.client import make_api_client
+from preemption_toleration.kube.version import server_minor
 from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.webhooks.caches import AdmissionCaches
 from preemption_toleration.webhooks.certificates import serving_certificates, trust_extender_clients
@@ -86,6 +88,16 @@ def _start_steering(
     return steerer.refused
 
 
+async def _resize_rules(api: ApiClient) -> ResizeRules:
+    """How the cluster's scheduler counts a pod resized in place: by the API server's release."""
+    minor = await server_minor(api)
+    rules = LATEST_RULES if minor is None else resize_rules(minor)
+    if minor is None:
+        logger.warning("the API server's release is unknown: pods resized in place are counted as 1.37 does")
+    logger.info("requests of pods resized in place counted", extra={"as_release": rules.release, "minor": minor})
+    return rules
+
+
 async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:
     api = await make_api_client(settings.kubeconfig)
     try:
@@ -96,7 +108,12 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
     metrics = WebhookMetrics()
     guard_enabled = settings.guard_mode != "off"
     caches = AdmissionCaches(
-        api, logger, guard=guard_enabled, page_size=settings.list_page_size, stale_after=settings.stale_after
+        api,
+        logger,
+        guard=guard_enabled,
+        page_size=settings.list_page_size,
+        stale_after=settings.stale_after,
+        rules=await _resize_rules(api),
     )
     metrics.track_caches(caches.stats)
     tasks = caches.tasks()

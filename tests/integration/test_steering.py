@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.extender.decisions import ExtenderView
@@ -294,25 +297,89 @@ async def test_every_write_of_an_action_is_made_under_the_pods_uid(
             task.cancel()
 
 
-async def test_pod_level_requests_count_as_the_scheduler_counts_them(
+async def _asks_two_cpus_at_pod_level(api: ApiClient, namespace: str, body: dict[str, Any], node: str) -> None:
+    """b's container asks nothing; b asks 2 CPUs at pod level (PodLevelResources)."""
+    del body["spec"]["containers"][0]["resources"]
+    body["spec"]["resources"] = {"requests": {"cpu": "2"}}
+    await client.CoreV1Api(api).create_namespaced_pod(namespace, body)
+    await until_bound(api, namespace, "b", node)
+
+
+async def _resized_down_to_one_cpu_not_yet_actuated(
+    api: ApiClient, namespace: str, body: dict[str, Any], node: str
+) -> None:
+    """b ran with 2 CPUs (its status says the kubelet allocated and actuated them, as KWOK does not) and was
+    resized in place to 1 CPU (the `resize` subresource), which its node has not actuated yet: the scheduler
+    counts the larger, 2 CPUs, in every release."""
+    core = client.CoreV1Api(api)
+    await core.create_namespaced_pod(namespace, body)
+    await eventually(
+        lambda: read_pod(api, namespace, "b"),
+        lambda pod: bool(pod and pod["status"].get("containerStatuses")),
+        timeout=REACTION_SECONDS,
+        what="b running",
+    )
+
+    def allocated(pod: dict[str, Any]) -> None:
+        pod["status"]["containerStatuses"][0].update(
+            {"allocatedResources": {"cpu": "2"}, "resources": {"requests": {"cpu": "2"}}}
+        )
+
+    def resized(pod: dict[str, Any]) -> None:
+        pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+
+    await _changed(api, namespace, "b", allocated, core.replace_namespaced_pod_status)
+    await _changed(api, namespace, "b", resized, core.replace_namespaced_pod_resize)
+    after = await read_pod(api, namespace, "b")
+    assert after is not None and after["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "1"
+    assert after["status"]["containerStatuses"][0]["allocatedResources"] == {"cpu": "2"}, after["status"]
+
+
+async def _changed(
+    api: ApiClient,
+    namespace: str,
+    name: str,
+    change: Callable[[dict[str, Any]], None],
+    replace: Callable[[str, str, dict[str, Any]], Awaitable[Any]],
+) -> None:
+    """Reads the pod, changes it and writes it back, again while KWOK's own writes conflict."""
+    for _ in range(10):
+        pod = await read_pod(api, namespace, name)
+        assert pod is not None
+        change(pod)
+        try:
+            await replace(name, namespace, pod)
+            return
+        except ApiException as error:
+            if error.status != 409:
+                raise
+    raise AssertionError(f"{name}: every write conflicted")
+
+
+ASKS_TWO_CPUS = {
+    "pod-level requests": _asks_two_cpus_at_pod_level,
+    "resized in place": _resized_down_to_one_cpu_not_yet_actuated,
+}
+
+
+@pytest.mark.parametrize("asks", ASKS_TWO_CPUS.values(), ids=ASKS_TWO_CPUS.keys())
+async def test_requests_count_as_the_scheduler_counts_them(
     api: ApiClient,
     namespace: str,
     make_node: MakeNode,
     server: Server,
     steering_classes: dict[str, str],
+    asks: Callable[[ApiClient, str, dict[str, Any], str], Awaitable[None]],
 ) -> None:
-    """#43's scenario: node m (4 CPUs) runs b, protected, which asks 2 CPUs at pod level (its container asks
-    nothing), and two plain pods of 1 CPU; node n runs a protected pod of 4 CPUs. A preemptor of 3 CPUs fits
-    nowhere without a protected pod, so upstream deletes nothing; steering, counting b as the scheduler
-    does, declines (`no-node`) and deletes nothing either."""
+    """#43's scenario: node m (4 CPUs) runs b, protected, which the scheduler counts at 2 CPUs (its pod-level
+    requests, or the status of a resize in place where its spec says 1), and two plain pods of 1 CPU; node n
+    runs a protected pod of 4 CPUs. A preemptor of 3 CPUs fits nowhere without a protected pod, so upstream
+    deletes nothing; steering, counting b as the scheduler does, declines (`no-node`) and deletes nothing
+    either (counting b at 1 CPU, or at none, it would delete l1 and l2 in vain)."""
     node_m = (await make_node(cpu="4", memory="8Gi")).metadata.name
     node_n = (await make_node(cpu="4", memory="8Gi")).metadata.name
     core = client.CoreV1Api(api)
-    b = pod_body("b", steering_classes["prot"], node_m, cpu="1")
-    del b["spec"]["containers"][0]["resources"]
-    b["spec"]["resources"] = {"requests": {"cpu": "2"}}
-    await core.create_namespaced_pod(namespace, b)
-    await until_bound(api, namespace, "b", node_m)
+    await asks(api, namespace, pod_body("b", steering_classes["prot"], node_m, cpu="2"), node_m)
     plain = {
         name: await create_bound(api, namespace, name, steering_classes["low"], node_m, cpu="1")
         for name in ("l1", "l2")
