@@ -15,7 +15,7 @@ from preemption_toleration.core.intparse import IntParseError, parse_go_int
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_under
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.governance.ownership import PolicyIndex
-from preemption_toleration.guard.inference import infer_preemptor
+from preemption_toleration.guard.inference import infer_departed_preemptor, infer_preemptor
 from preemption_toleration.guard.prefilter import PREEMPTION_MARK, is_preemption
 from preemption_toleration.guard.record import PreemptorRecord
 from preemption_toleration.guard.request import GuardRequest
@@ -90,6 +90,7 @@ class Refusal:
 class PreemptorSource(str, Enum):
     RECORDED = "recorded"  # the preemptor of the extender call that named this victim
     INFERRED = "inferred"  # guessed from pending pods (`inference`)
+    DEPARTED = "departed"  # guessed from pending pods deleted in the last 30 s, when no pending one could be it
     NAMED = "named"  # an Eviction's annotation
     CONFIGURED = "configured"  # an Eviction that names none: the guard's eviction_preemptor_priority
 
@@ -213,6 +214,8 @@ def _judge(
         return Verdict(allow(request.uid), source=source, preemptor=preemptor)
     protection = found if found is not None else protection_under(victim, toleration, now)
     preemptor_name = preemptor.ref if preemptor.name else None
+    if preemptor_name and source is PreemptorSource.DEPARTED:
+        preemptor_name = f"{preemptor_name}, deleted since"
     if preemptor.preempts_never:  # exempt by upstream's check 3, whatever the victim's class says
         who = f"{preemptor_name}, priority {preemptor.priority}" if preemptor_name else "the preemptor"
         message = (
@@ -312,10 +315,14 @@ def judge(request: GuardRequest, snapshot: GuardSnapshot, config: GuardConfig, n
     recorded = _recorded_preemptor(victim, node_name, snapshot, now)
     if recorded is not None:
         return _judge(kind, request, victim, recorded, PreemptorSource.RECORDED, snapshot, config, now)
-    inferred = infer_preemptor(victim.priority, node_name, snapshot.pods, snapshot.nodes.get(node_name), scheduler)
-    if inferred is None:
+    node = snapshot.nodes.get(node_name)
+    inferred = infer_preemptor(victim.priority, node_name, snapshot.pods, node, scheduler)
+    if inferred is not None:
+        return _judge(kind, request, victim, inferred, PreemptorSource.INFERRED, snapshot, config, now)
+    departed = infer_departed_preemptor(victim.priority, node_name, snapshot.pods, node, scheduler)
+    if departed is None:
         return Verdict(allow(request.uid))
-    return _judge(kind, request, victim, inferred, PreemptorSource.INFERRED, snapshot, config, now)
+    return _judge(kind, request, victim, departed, PreemptorSource.DEPARTED, snapshot, config, now)
 
 
 def _recorded_preemptor(victim: PodRecord, node_name: str, snapshot: GuardSnapshot, now: datetime) -> SlimPod | None:

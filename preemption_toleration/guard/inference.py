@@ -8,6 +8,10 @@ disagree, the highest priority wins (the scheduler's queue order), then the olde
 
 It reads the pod index, never every pod: the pods nominated to the node, then the groups of pending
 candidates (one per priority and set of constraints) from the highest priority down to the victim's.
+
+When no pending pod could be the one, a candidate deleted in the last DEPARTED_SECONDS may be
+(`infer_departed_preemptor`): the scheduler's asynchronous preemption goes on deleting the victims it chose
+for a pod that is gone, a job cancelled at that moment.
 """
 
 from __future__ import annotations
@@ -31,6 +35,9 @@ def _fits(pod: SlimPod, node: Mapping[str, Any] | None, scheduler: str | None) -
     return _scheduled_by(pod.constraints, scheduler) and (
         node is None or pod.constraints is None or could_run_on(pod.constraints.pod, node)
     )
+
+
+DEPARTED_SECONDS = 30.0  # as long as the guard trusts a recorded preemptor
 
 
 def infer_preemptor(
@@ -62,3 +69,20 @@ def infer_preemptor(
         if head is not None and (best is None or head.queue_order() < best.queue_order()):
             best = head
     return best
+
+
+def infer_departed_preemptor(
+    victim_priority: int,
+    node_name: str | None,
+    pods: PodIndex,
+    node: Mapping[str, Any] | None,
+    scheduler: str | None = None,
+) -> SlimPod | None:
+    """Among the candidates deleted lately, the one the scheduler would have served first that could run on
+    the victim's node: one nominated to it first, then the highest priority, then the oldest."""
+    found = [
+        pod for pod in pods.departed(DEPARTED_SECONDS) if pod.priority > victim_priority and _fits(pod, node, scheduler)
+    ]
+    if not found:
+        return None
+    return min(found, key=lambda pod: (pod.nominated_node != node_name, pod.queue_order()))

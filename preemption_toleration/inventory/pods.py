@@ -4,12 +4,16 @@ scheduler's queue order, grouped by priority and scheduling constraints.
 A guard decision reads only the victim's node, the pods nominated to it and the candidate groups above
 the victim's priority: one group per workload shape, not one entry per pod, so a cluster with 100,000
 pending pods of a few Jobs costs a decision a few comparisons.
+
+A candidate deleted (a cancelled job) is remembered for a while, the latest of each shape: the
+scheduler's asynchronous preemption for it goes on deleting its victims after it is gone.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Collection, Hashable, Iterable, Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from preemption_toleration.core.resources import LATEST_RULES, ResizeRules
@@ -17,6 +21,7 @@ from preemption_toleration.records.pod import NO_CONSTRAINTS, Constraints, PodKe
 
 _EMPTY: Mapping[PodKey, SlimPod] = {}
 GONE_REMEMBERED = 4096  # UIDs of the latest deleted pods kept, to tell "deleted" from "not seen yet"
+DEPARTED_SHAPES = 256  # deleted candidates remembered: the latest of each priority and constraints
 
 
 class PendingGroup:
@@ -37,14 +42,17 @@ class PendingGroup:
 class PodIndex:
     """Kept equal to the API's pods by a watch (`put`, `remove`, `prune`); read by decisions."""
 
-    def __init__(self, rules: ResizeRules = LATEST_RULES) -> None:
+    def __init__(self, rules: ResizeRules = LATEST_RULES, clock: Callable[[], float] = time.monotonic) -> None:
         self.shared = Shared(rules)
+        self._clock = clock
         self.pods: dict[PodKey, SlimPod] = {}
         self._by_node: dict[str, dict[PodKey, SlimPod]] = {}
         self._nominated: dict[str, dict[PodKey, SlimPod]] = {}
         self._groups: dict[tuple[int, str], PendingGroup] = {}
         self._order: list[tuple[int, str]] = []  # group keys as (-priority, signature), sorted
         self._gone: dict[str, None] = {}  # UIDs of deleted pods, oldest first, at most GONE_REMEMBERED
+        # (priority, constraints' signature) -> (when, the latest candidate of that shape deleted), oldest first
+        self._departed: dict[tuple[int, str], tuple[float, SlimPod]] = {}
 
     @classmethod
     def of(cls, pods: Iterable[Mapping[str, Any]]) -> PodIndex:
@@ -60,6 +68,8 @@ class PodIndex:
         old = self.pods.get(pod.key)
         if old is not None:
             self._unindex(old)
+            if old.pending_candidate and pod.deletion is not None and pod.node_name is None:
+                self._depart(old)
         self.pods[pod.key] = pod
         self._index(pod)
         return pod.key
@@ -67,15 +77,12 @@ class PodIndex:
     def remove(self, raw: Mapping[str, Any]) -> None:
         old = self.pods.pop(pod_key(raw), None)
         if old is not None:
-            self._unindex(old)
-            self._forget(old)
+            self._drop(old)
 
     def prune(self, keep: Collection[Hashable]) -> None:
         """Drops every pod whose key is not in `keep` (what a fresh listing did not return)."""
         for key in [key for key in self.pods if key not in keep]:
-            old = self.pods.pop(key)
-            self._unindex(old)
-            self._forget(old)
+            self._drop(self.pods.pop(key))
 
     def __len__(self) -> int:
         return len(self.pods)
@@ -101,6 +108,15 @@ class PodIndex:
             parts.append(f"not in the cache yet: {', '.join(unseen)}")
         return "; ".join(parts)
 
+    def departed(self, within: float) -> Iterator[SlimPod]:
+        """Pending candidates deleted in the last `within` seconds, the latest of each priority and set of
+        constraints, latest first."""
+        since = self._clock() - within
+        for at, pod in reversed(self._departed.values()):
+            if at < since:
+                return
+            yield pod
+
     def pending_groups(self) -> Iterator[PendingGroup]:
         """Groups of pending candidates, highest priority first."""
         for negative_priority, signature in self._order:
@@ -122,11 +138,25 @@ class PodIndex:
                 bisect.insort(self._order, (-pod.priority, constraints.signature))
             bisect.insort(group.members, (pod.created, *pod.key))
 
+    def _drop(self, pod: SlimPod) -> None:
+        """A pod deleted: out of the indexes, its UID and, for a candidate, its shape remembered."""
+        self._unindex(pod)
+        self._forget(pod)
+        if pod.pending_candidate:
+            self._depart(pod)
+
     def _forget(self, pod: SlimPod) -> None:
         if pod.uid:
             self._gone[pod.uid] = None
             if len(self._gone) > GONE_REMEMBERED:
                 del self._gone[next(iter(self._gone))]
+
+    def _depart(self, pod: SlimPod) -> None:
+        shape = (pod.priority, (pod.constraints or NO_CONSTRAINTS).signature)
+        self._departed.pop(shape, None)
+        self._departed[shape] = (self._clock(), pod)
+        if len(self._departed) > DEPARTED_SHAPES:
+            del self._departed[next(iter(self._departed))]
 
     def _unindex(self, pod: SlimPod) -> None:
         if pod.node_name:

@@ -127,12 +127,14 @@ class GuardEndpoint:
             )
             self.hooks.on_refusal(refusal, count)
         hold, release = 0.0, None
+        gone = verdict.source is PreemptorSource.DEPARTED  # nothing to steer or to hold back for
         if refusal.kind in ("delete", "status") and not refusal.audit and not refusal.dry_run:
             hold = self.retry_pacer.hold(key, time.monotonic())
-            release = self.hooks.steer(refusal.victim, refusal.preemptor)
+            release = None if gone else self.hooks.steer(refusal.victim, refusal.preemptor)
         until = refusal.protection.until
         if (
-            refusal.protection.kind is ProtectionKind.UNTIL
+            not gone
+            and refusal.protection.kind is ProtectionKind.UNTIL
             and until is not None
             and not refusal.dry_run
             and not refusal.audit

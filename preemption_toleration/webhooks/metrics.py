@@ -80,8 +80,9 @@ class WebhookMetrics:
         self.preemptor_sources = HotCounter(
             "ptol_guard_preemptor_source_total",
             "Preemptions the guard judged, by how it knew the preemptor: recorded (named by the scheduler's "
-            "extender call), inferred (from pending pods), named (an Eviction's annotation), configured (an Eviction "
-            "that names none, judged at --eviction-preemptor-priority).",
+            "extender call), inferred (from pending pods), departed (from pending pods deleted in the last 30 s, "
+            "when no pending one could be it), named (an Eviction's annotation), configured (an Eviction that "
+            "names none, judged at --eviction-preemptor-priority).",
             ["source"],
             self.registry,
         )

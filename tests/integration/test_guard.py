@@ -6,6 +6,7 @@ operator, the webhooks and the guard.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
@@ -23,6 +24,7 @@ from tests.integration.objects import MIN, TOL, class_manifest, policy_manifest,
 from tests.integration.pods import (
     create_bound,
     events_of,
+    node_of,
     pod_body,
     preempts,
     read_pod,
@@ -95,6 +97,31 @@ async def test_high_cannot_preempt_low_non_preempted_but_critical_can(
 
     await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("critical", classes["critical"], node))
     await preempts(api, namespace, "victim", "critical", node)
+
+
+async def test_a_preemptor_deleted_mid_preemption_still_protects_its_victims(
+    api: ApiClient, namespace: str, node: str, classes: dict[str, str], kubectl: Kubectl
+) -> None:
+    """A job cancelled while the scheduler's asynchronous preemption for it is under way: the scheduler goes
+    on deleting the victims it chose (played here by a DELETE as the scheduler, with the preemptor gone).
+    The guard judges them against the pod it was preempting for, deleted since, and refuses the protected
+    one. `high` asks 64 CPUs, so the scheduler itself never preempts for it."""
+    await wait_annotations(api, classes["low-non-preempted"], {MIN: "10000", TOL: "-1"})
+    await create_bound(api, namespace, "victim", classes["low-non-preempted"], node)
+    core = client.CoreV1Api(api)
+    await core.create_namespaced_pod(namespace, pod_body("high", classes["high"], node, cpu="64"))
+    await core.delete_namespaced_pod("high", namespace)
+    as_scheduler = ("delete", "pod", "victim", "-n", namespace, "--as=system:kube-scheduler", "--wait=false")
+    deleted_since = f"the preemptor ({namespace}/high, deleted since, priority 9000) is below it"
+    await eventually(  # once the guard's cache has seen the deletion
+        lambda: asyncio.to_thread(kubectl, *as_scheduler, "--dry-run=server", check=False),
+        lambda result: deleted_since in result.stderr,
+        timeout=REACTION_SECONDS,
+        what="a dry run judged against the deleted preemptor",
+    )
+    refused = kubectl(*as_scheduler, check=False)
+    assert refused.returncode != 0 and deleted_since in refused.stderr, refused.stderr
+    assert node_of(await read_pod(api, namespace, "victim")) == node
 
 
 async def test_high_preempts_a_plain_low_pod(

@@ -315,6 +315,55 @@ def test_scheduler_delete_of_a_plain_low_pod_is_allowed() -> None:
     ).response.allowed
 
 
+def departed_snapshot(victim, *gone, now_pending=(), seconds_ago=5.0):
+    """The victim and `now_pending` in the cache; `gone` pending candidates deleted `seconds_ago`."""
+    clock = [0.0]
+    state = snapshot(victim, *now_pending)
+    state.pods = PodIndex(clock=lambda: clock[0])
+    for body in (victim, *gone, *now_pending):
+        state.pods.put(body)
+    for body in gone:
+        state.pods.remove(body)
+    clock[0] = seconds_ago
+    return state
+
+
+DEPARTED = [
+    # (rule, pods deleted 5 s ago, pods pending, status code (None: allowed), the preemptor source)
+    ("a preemptor deleted mid-preemption still protects its victims", [pending("high-1", 9000)], [], 403, "departed"),
+    ("a departed preemptor the victim tolerates not: allowed", [pending("crit-1", 10000)], [], None, "departed"),
+    ("a pending candidate comes first", [pending("crit-1", 10000)], [pending("high-1", 9000)], 403, "inferred"),
+    ("a departed pod below the victim is nobody's preemptor", [pending("low-1", 7000)], [], None, None),
+    (
+        "a departed pod that could not run on the node is not it",
+        [pending("high-1", 9000, nodeSelector={"pool": "gpu"})],
+        [],
+        None,
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(("rule", "gone", "now_pending", "code", "source"), DEPARTED, ids=[d[0] for d in DEPARTED])
+def test_a_departed_preemptor(rule, gone, now_pending, code, source) -> None:
+    victim = bound("victim", 8000, "low-non-preempted")
+    verdict = judge(
+        pod_request(None, old=victim), departed_snapshot(victim, *gone, now_pending=now_pending), GuardConfig(), NOW
+    )
+    assert (None if verdict.response.allowed else verdict.response.status.code) == code
+    assert (verdict.source.value if verdict.source else None) == source
+
+
+def test_a_departed_preemptor_is_named_as_deleted_and_forgotten_after_30_seconds() -> None:
+    victim = bound("victim", 8000, "low-non-preempted")
+    verdict = judge(
+        pod_request(None, old=victim), departed_snapshot(victim, pending("high-1", 9000)), GuardConfig(), NOW
+    )
+    assert "the preemptor (team/high-1, deleted since, priority 9000) is below it" in verdict.response.status.message
+    late = departed_snapshot(victim, pending("high-1", 9000), seconds_ago=31)
+    assert judge(pod_request(None, old=victim), late, GuardConfig(), NOW).response.allowed
+
+
 def test_scheduler_delete_without_any_candidate_is_allowed() -> None:
     victim = bound("victim", 8000, "low-non-preempted")
     assert judge(pod_request(None, old=victim), snapshot(victim), GuardConfig(), NOW).response.allowed

@@ -4,8 +4,10 @@ change a watch brings."""
 import sys
 from datetime import UTC, datetime
 
+import pytest
+
 from preemption_toleration.guard.inference import infer_preemptor
-from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.pods import DEPARTED_SHAPES, PodIndex
 from preemption_toleration.records.pod import PodBody, Shared, slim_pod
 
 
@@ -180,3 +182,55 @@ def test_inference_matches_a_scan_of_every_pod() -> None:
         ]
         expected = min(compatible, key=lambda p: p.queue_order()) if compatible else None
         assert infer_preemptor(victim_priority, "node-1", index, node) is expected
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+DEPARTURES = [
+    # (rule, what happens to the pending candidate "a", remembered as departed)
+    ("a deleted candidate is remembered", lambda index: index.remove(raw_pod("a", 9000)), ["a"]),
+    ("a candidate set terminating is remembered", lambda index: index.put(deleting(raw_pod("a", 9000))), ["a"]),
+    ("a candidate a fresh listing lost is remembered", lambda index: index.prune(set()), ["a"]),
+    ("a bound pod is no departed candidate", lambda index: index.put(raw_pod("a", 9000, node="node-1")), []),
+    (
+        "a pod that never preempts is no departed candidate",
+        lambda index: (index.put(raw_pod("a", 9000, preemptionPolicy="Never")), index.remove(raw_pod("a", 9000))),
+        [],
+    ),
+]
+
+
+def deleting(body):
+    body["metadata"]["deletionTimestamp"] = "2026-11-22T12:01:00Z"
+    return body
+
+
+@pytest.mark.parametrize(("rule", "happens", "departed"), DEPARTURES, ids=[d[0] for d in DEPARTURES])
+def test_departed_candidates(rule, happens, departed) -> None:
+    index = PodIndex(clock=Clock())
+    index.put(raw_pod("a", 9000))
+    happens(index)
+    assert names(index.departed(30)) == departed
+
+
+def test_departed_candidates_are_forgotten_after_the_window_and_kept_one_per_shape() -> None:
+    clock = Clock()
+    index = PodIndex(clock=clock)
+    for name in ("a", "b"):  # one shape: priority 9000, no constraints
+        index.put(raw_pod(name, 9000))
+        index.remove(raw_pod(name, 9000))
+    index.put(raw_pod("gpu", 9000, nodeSelector={"gpu": "yes"}))
+    index.remove(raw_pod("gpu", 9000))
+    assert [pod.name for pod in index.departed(30)] == ["gpu", "b"]  # latest first, the latest of each shape
+    clock.now += 31
+    assert list(index.departed(30)) == []
+    for number in range(DEPARTED_SHAPES + 5):  # as many shapes as priorities: the oldest are dropped
+        index.put(raw_pod(f"p{number}", 9000 + number))
+        index.remove(raw_pod(f"p{number}", 9000 + number))
+    assert len(list(index.departed(30))) == DEPARTED_SHAPES
