@@ -11,14 +11,17 @@ and plain classes at several priorities, some under a PodDisruptionBudget, and o
 required node affinity, tolerations, sometimes a GPU) that fits nowhere without preemption. Some pods ask
 their CPU and memory at pod level (`spec.resources`, PodLevelResources), and in some scenarios one plain
 victim is terminating when the preemptor comes (a finalizer holds it until RELEASE_SECONDS after the
-preemptor's creation): the scheduler counts it as a victim and skips its DELETE. Scenarios run
+preemptor's creation): the scheduler counts it as a victim and skips its DELETE. In some scenarios a second
+preemptor, the same as the first, comes right after it: the scheduler serves them in queue order, and where
+both preempt on one node, both are nominated to it (the guard and steering must take the first). Scenarios run
 concurrently, each in a namespace and on nodes of its own. For each way and scenario it records the
 preemptor's node (or pending after --wait seconds), the victims deleted, the protected ones among them (must
-be none), those deleted in vain (not on the preemptor's final node), and the time to binding.
+be none), those deleted in vain (not on a preemptor's final node), and the first preemptor's time to binding.
 
 Agreement with the reference: the same node and the same victims; or a tie under the scheduler's node
 ordering (`pickOneNodeForPreemption`, computed from the scenario with the project's own victim choice), when
-the victims on the node chosen are the ones upstream chooses there.
+the victims on the node chosen are the ones upstream chooses there. With a second preemptor: the same nodes
+for both and the same victims, ties not allowed.
 
 Needs the control-plane binaries (`ptol dev cluster install`). Run (the suite's tests use other seeds):
 
@@ -70,6 +73,8 @@ HOLD = "example.com/hold"  # the finalizer that keeps a terminating victim until
 RELEASE_SECONDS = 2.0
 POD_LEVEL_SHARE = 0.2  # of victims and of preemptors that ask CPU and memory at pod level
 TERMINATING_SHARE = 0.15  # of scenarios with a terminating victim
+TWIN_SHARE = 0.15  # of scenarios with a second preemptor
+PREEMPTORS = ("preemptor", "preemptor-2")
 # class -> (value, annotations)
 CLASSES: dict[str, tuple[int, dict[str, str]]] = {
     "h-plain-1000": (1000, {}),
@@ -132,6 +137,10 @@ class Scenario:
     tolerates: bool
     budget_allowed: int | None  # the budget over grp=a, when there is one
     preemptor_pod_level: bool = False
+    twin: bool = False  # a second preemptor, the same, created right after the first
+
+    def preemptors(self) -> tuple[str, ...]:
+        return PREEMPTORS if self.twin else PREEMPTORS[:1]
 
 
 def generate(rng: random.Random, index: int) -> Scenario:
@@ -175,6 +184,7 @@ def generate(rng: random.Random, index: int) -> Scenario:
     if plain and features.random() < TERMINATING_SHARE:
         features.choice(plain).terminating = True
     members = sum(1 for victim in victims if victim.group)
+    preemptor_pod_level = features.random() < POD_LEVEL_SHARE
     return Scenario(
         index=index,
         nodes=nodes,
@@ -188,7 +198,8 @@ def generate(rng: random.Random, index: int) -> Scenario:
         else None,
         tolerates=target.tainted or rng.random() < 0.3,
         budget_allowed=rng.choice((0, 1)) if members else None,
-        preemptor_pod_level=features.random() < POD_LEVEL_SHARE,
+        preemptor_pod_level=preemptor_pod_level,
+        twin=features.random() < TWIN_SHARE,  # drawn last: the scenarios without one keep their shapes
     )
 
 
@@ -256,7 +267,7 @@ def victim_body(scenario: Scenario, way: str, victim: Victim) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
-def preemptor_body(scenario: Scenario, way: str) -> dict[str, Any]:
+def preemptor_body(scenario: Scenario, way: str, name: str = PREEMPTORS[0]) -> dict[str, Any]:
     expressions = [{"key": "scenario", "operator": "In", "values": [f"h{scenario.index}-{way}"]}]
     if scenario.hosts:
         hosts = [node_name(scenario, way, host) for host in scenario.hosts]
@@ -290,7 +301,7 @@ def preemptor_body(scenario: Scenario, way: str) -> dict[str, Any]:
         spec["nodeSelector"] = {"zone": scenario.zone}
     if scenario.tolerates:
         spec["tolerations"] = TOLERATE_DEDICATED
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "preemptor"}, "spec": spec}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
 
 
 # --- the project's own prediction, for ties ----------------------------------------------------------------
@@ -391,6 +402,7 @@ def _score(found: NodeVictims) -> tuple[int, ...]:
 @dataclass
 class Outcome:
     node: str | None = None  # the scenario's node name ("n0"), None: pending
+    twin_node: str | None = None  # the second preemptor's, where there is one
     deleted: set[str] = field(default_factory=set)
     protected_deleted: set[str] = field(default_factory=set)
     in_vain: set[str] = field(default_factory=set)
@@ -473,19 +485,27 @@ async def run_scenario(api: ApiClient, scenario: Scenario, way: str, wait: float
             await core.delete_namespaced_pod(name, namespace)  # terminating until its finalizer is released
         await asyncio.sleep(1.0)  # every cache (the scheduler's, ours) has the victims' times
         created = time.monotonic()
-        await core.create_namespaced_pod(namespace, preemptor_body(scenario, way))
+        for name in scenario.preemptors():
+            await core.create_namespaced_pod(namespace, preemptor_body(scenario, way, name))
         releasing = asyncio.create_task(_release(api, namespace, held, RELEASE_SECONDS))
 
         async def preemptor() -> Any:
-            return await core.read_namespaced_pod("preemptor", namespace)
+            return await core.read_namespaced_pod(PREEMPTORS[0], namespace)
 
         found = await _until(preemptor, lambda pod: bool(pod.spec.node_name), wait)
         outcome = Outcome()
         if found.spec.node_name:
             outcome.seconds = time.monotonic() - created
             outcome.node = found.spec.node_name.rsplit("-", 1)[-1]
-        else:
-            await asyncio.sleep(0)
+        if scenario.twin:
+
+            async def twin() -> Any:
+                return await core.read_namespaced_pod(PREEMPTORS[1], namespace)
+
+            second = await _until(
+                twin, lambda pod: bool(pod.spec.node_name), max(0.0, created + wait - time.monotonic())
+            )
+            outcome.twin_node = second.spec.node_name.rsplit("-", 1)[-1] if second.spec.node_name else None
         left = {
             p.metadata.name
             for p in (await core.list_namespaced_pod(namespace)).items
@@ -495,7 +515,9 @@ async def run_scenario(api: ApiClient, scenario: Scenario, way: str, wait: float
         by_name = {victim.name: victim for victim in scenario.victims if not victim.terminating}
         outcome.deleted = {name for name in by_name if name not in left}
         outcome.protected_deleted = {name for name in outcome.deleted if by_name[name].protected()}
-        outcome.in_vain = {name for name in outcome.deleted if by_name[name].node != outcome.node}
+        outcome.in_vain = {
+            name for name in outcome.deleted if by_name[name].node not in {outcome.node, outcome.twin_node}
+        }
         return outcome
     except (*API_ERRORS, AssertionError) as error:  # a scenario that fails to set up is reported, not fatal
         return Outcome(error=f"{type(error).__name__}: {str(error)[:200]}")
@@ -570,9 +592,9 @@ async def setup_classes(api: ApiClient) -> None:
 def agreement(
     scenario: Scenario, reference: Outcome, outcome: Outcome, ties: set[str], choices: dict[str, set[str]]
 ) -> bool:
-    if outcome.node == reference.node and outcome.deleted == reference.deleted:
+    if (outcome.node, outcome.twin_node, outcome.deleted) == (reference.node, reference.twin_node, reference.deleted):
         return True
-    if outcome.node is None or reference.node is None:
+    if scenario.twin or outcome.node is None or reference.node is None:
         return False
     in_tie = {f"h{scenario.index}-extender-{outcome.node}", f"h{scenario.index}-extender-{reference.node}"} <= ties
     on_node = {name for name in outcome.deleted}
@@ -598,6 +620,11 @@ def summary(way: str, scenarios: list[Scenario], results: dict[str, list[Outcome
         "protected_deleted": sum(len(o.protected_deleted) for o in outcomes),
         "deleted_in_vain": sum(len(o.in_vain) for o in outcomes),
         "median_seconds_to_bind": statistics.median(seconds) if seconds else None,
+        "two_preemptors": sum(1 for s, o in zip(scenarios, outcomes, strict=True) if s.twin and not o.error),
+        "both_bound": sum(1 for s, o in zip(scenarios, outcomes, strict=True) if s.twin and o.node and o.twin_node),
+        "both_on_one_node": sum(
+            1 for s, o in zip(scenarios, outcomes, strict=True) if s.twin and o.node and o.node == o.twin_node
+        ),
     }
 
 
@@ -645,13 +672,17 @@ def main() -> None:
     now = datetime.now(UTC)
     ties = [predicted_ties(scenario, "extender", now) for scenario in scenarios]
     rows = [summary(way, scenarios, results, ties) for way in ways]
-    print(f"{'way':<10} {'agree':>7} {'bound':>6} {'protected':>10} {'in vain':>8} {'median s':>9} {'errors':>7}")
+    print(
+        f"{'way':<10} {'agree':>7} {'bound':>6} {'protected':>10} {'in vain':>8} {'median s':>9} {'errors':>7}"
+        f" {'two preemptors: both bound, on one node':>42}"
+    )
     for row in rows:
         agree = "-" if row["agreement"] is None else f"{100 * row['agreement']:.1f}%"
         median = "-" if row["median_seconds_to_bind"] is None else f"{row['median_seconds_to_bind']:.1f}"
         print(
             f"{row['way']:<10} {agree:>7} {row['bound']:>6} {row['protected_deleted']:>10} "
             f"{row['deleted_in_vain']:>8} {median:>9} {row['errors']:>7}"
+            f" {row['two_preemptors']:>23}: {row['both_bound']}, {row['both_on_one_node']}"
         )
     disagreements = [
         {

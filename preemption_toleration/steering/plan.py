@@ -222,3 +222,33 @@ def search_plan(preemptor: SlimPod, view: ExtenderView, now: datetime, offset: i
     ]:
         return NotSteered(Declined.CHANGED, f"node {chosen_node} changed while the plan was made")
     return SteeringPlan(preemptor, chosen_node, now_there.victims, now_there.num_pdb_violations)
+
+
+def blocking_nominations(preemptor: SlimPod, view: ExtenderView, now: datetime) -> list[SlimPod]:
+    """The pods nominated to the preemptor's nominated node that alone keep it from fitting there, where
+    upstream's plugin would not have nominated them: of at least its priority (so the scheduler counts them
+    against it), and unable to fit there themselves, with the preemptor counted, whatever pods that do not
+    tolerate them go. The stock scheduler nominates such a pod for a preemption the guard refuses, again at
+    each attempt; two pods of one priority nominated to a node with room for one then wait for each other.
+    Empty unless the preemptor fits there as the node is once those nominations are gone."""
+    name = preemptor.nominated_node
+    node = view.nodes.get(name) if name else None
+    if name is None or node is None:
+        return []
+    others = [pod for pod in view.pods.nominated_to(name) if pod.uid != preemptor.uid]
+    hopeless = [
+        pod
+        for pod in others
+        if pod.priority >= preemptor.priority
+        and pod.pending_candidate
+        and not (pod.constraints or NO_CONSTRAINTS).unjudged
+        and _on_node(pod, name, view, ExemptionCheck(pod, view, now)) is None
+    ]
+    if not hopeless:
+        return []
+    cleared = {pod.uid for pod in hopeless}
+    kept = [pod for pod in others if pod.uid not in cleared]
+    on_node = view.pods.on_node(name)
+    if not fits_as_is(preemptor.priority, dict(preemptor.requests), on_node, kept, allocatable(node)):
+        return []
+    return hopeless

@@ -61,7 +61,8 @@ class WebhookMetrics:
             "ptol_steering_total",
             "Refused preemptions steering considered, by outcome: steered, audited (audit mode), "
             "claimed-elsewhere (another replica acted within the window), overtaken (bound before steering "
-            "acted), resumed (finished after a restart), resume-refused (a Lease left acting the cluster does not "
+            "acted), unblocked (a nomination upstream would not have made, which kept a preemptor from its node, "
+            "cleared), resumed (finished after a restart), resume-refused (a Lease left acting the cluster does not "
             "bear out), failed, restarted (steering started again after an error), or declined: no-evidence, "
             "unjudged (constraints the project does not judge), fits, no-node, in-progress (the "
             "scheduler's own preemption is under way), changed (the chosen node changed while planned), "

@@ -44,6 +44,7 @@ from preemption_toleration.steering.plan import (
     Declined,
     NotSteered,
     SteeringPlan,
+    blocking_nominations,
     preemptor_of_refusal,
     search_plan,
 )
@@ -59,6 +60,8 @@ ACTING, DONE, REFUSED = "acting", "done", "refused"  # refused: a Lease left act
 QUEUE_LIMIT = 1000
 STRATEGIC = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+CLEAR_AGAIN_SECONDS = 1.0  # a blocking nomination cleared once is cleared again no sooner
 REQUEST_TIMEOUT = 10
 RESUME_AFTER_SECONDS = 15  # a Lease left "acting" this long was left by a replica that stopped in the middle
 SWEEP_EVERY_SECONDS = 300
@@ -199,6 +202,7 @@ class Steerer:
         # preemptor UID -> (node, victims) this replica steered it to: in progress while a victim is there
         self.steered: dict[str, tuple[str, tuple[tuple[str, str, str], ...]]] = {}
         self.declined: dict[tuple[str, Declined], float] = {}  # (preemptor or victim, reason) -> last report
+        self.cleared: dict[str, float] = {}  # pod UID -> when its blocking nomination was last cleared
         self.sending: set[asyncio.Task[Any]] = set()
 
     # --- the request path --------------------------------------------------------------------------------
@@ -318,6 +322,7 @@ class Steerer:
         if isinstance(found, NotSteered):
             self._report_declined(f"{item.namespace}/{item.name}", found, None)
             return False
+        await self._unblock(found, view, now)
         acted_at = self.recent.get(found.uid)
         if acted_at is not None and time.monotonic() - acted_at < self.window:
             return found.uid in self.steered
@@ -374,6 +379,52 @@ class Steerer:
         ):
             return False
         self.count("steered")
+        return True
+
+    async def _unblock(self, preemptor: SlimPod, view: ExtenderView, now: datetime) -> None:
+        """Clears the nominations that alone keep the preemptor from its nominated node, where upstream's
+        plugin would not have made them (`blocking_nominations`); the scheduler then binds it there."""
+        node = preemptor.nominated_node
+        for pod in blocking_nominations(preemptor, view, now):
+            last = self.cleared.get(pod.uid)
+            if node is None or (last is not None and time.monotonic() - last < CLEAR_AGAIN_SECONDS):
+                continue
+            self.cleared[pod.uid] = time.monotonic()
+            if len(self.cleared) > 10 * QUEUE_LIMIT:
+                del self.cleared[next(iter(self.cleared))]
+            fields = {"pod": f"{pod.namespace}/{pod.name}", "node": node, "preemptor": preemptor.ref}
+            if self.audit:
+                logger.info("a blocking nomination would be cleared", extra=fields)
+                continue
+            if not await self._clear_nomination(pod, node):
+                continue
+            self.count("unblocked")
+            logger.info("a blocking nomination cleared", extra=fields)
+            self._event(
+                pod,
+                "NominationCleared",
+                f"Nominated to node {node}, where it fits only if pods that tolerate it go, ahead of "
+                f"{preemptor.ref}, which fits there: cleared, as upstream's PreemptionToleration would not "
+                "have nominated it",
+                "Normal",
+            )
+
+    async def _clear_nomination(self, pod: SlimPod, node: str) -> bool:
+        """Removes the pod's `status.nominatedNodeName` if it is still `node`, under its UID; False when the
+        pod is gone, another, or nominated elsewhere now."""
+        patch = [
+            {"op": "test", "path": "/metadata/uid", "value": pod.uid},
+            {"op": "test", "path": "/status/nominatedNodeName", "value": node},
+            {"op": "remove", "path": "/status/nominatedNodeName"},
+        ]
+        try:
+            await self.core.patch_namespaced_pod_status(
+                pod.name, pod.namespace, patch, _content_type=JSON_PATCH, _request_timeout=REQUEST_TIMEOUT
+            )
+        except ApiException as error:
+            if error.status not in (404, 409, 422):  # gone, or a test failed (another pod, another node)
+                raise
+            return False
         return True
 
     def _still_terminating(self, preemptor_uid: str, view: ExtenderView) -> NotSteered | None:

@@ -400,3 +400,29 @@ async def test_requests_count_as_the_scheduler_counts_them(
         assert still is not None and still["metadata"]["uid"] == body["metadata"]["uid"], name
         assert not still["metadata"].get("deletionTimestamp"), name
     assert await pod_names_on(api, namespace) == {"b": node_m, "l1": node_m, "l2": node_m, "t": node_n, "high": None}
+
+
+async def test_two_preemptors_of_one_priority_do_not_wait_for_each_other_for_good(
+    api: ApiClient,
+    namespace: str,
+    make_node: MakeNode,
+    server: Server,
+    steering_classes: dict[str, str],
+) -> None:
+    """Node n (4 CPUs) runs a plain pod and a protected one, 2 CPUs each; two pods of one class, `first` then
+    `second`, 2 CPUs each, may run only there. Upstream preempts the plain pod for `first`, binds it, and
+    leaves `second` pending, un-nominated: only the protected pod could make room for it. The stock scheduler
+    nominates `second` to n too, for a preemption the guard refuses, and counts each against the other: left
+    alone, neither binds. Steering clears `second`'s nomination; `first` binds."""
+    node = (await make_node(cpu="4", memory="8Gi")).metadata.name
+    await create_bound(api, namespace, "plain", steering_classes["low"], node, cpu="2")
+    await create_bound(api, namespace, "protected", steering_classes["prot"], node, cpu="2")
+    core = client.CoreV1Api(api)
+    for name in ("first", "second"):
+        await core.create_namespaced_pod(namespace, pod_body(name, steering_classes["high"], node, cpu="2"))
+    await until_bound(api, namespace, "first", node)
+    await until_gone(api, namespace, "plain")
+    await asyncio.sleep(2)  # the scheduler's next attempts for `second`
+    assert await pod_names_on(api, namespace) == {"protected": node, "first": node, "second": None}
+    unblocked = (await server.metric("ptol_steering_total", "outcome")).get("unblocked", 0)
+    print(f"nominations cleared: {unblocked:.0f}")

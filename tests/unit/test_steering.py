@@ -14,6 +14,7 @@ from preemption_toleration.steering.plan import (
     Declined,
     NotSteered,
     SteeringPlan,
+    blocking_nominations,
     candidates_wanted,
     pick_node,
     preemptor_of_refusal,
@@ -319,3 +320,56 @@ def test_in_progress_is_the_schedulers_terminating_by_preemption(rule, condition
     preemptor = pod("high", "high", cpu="2", node=None, status__nominatedNodeName="node-a")
     result = steer(pods, preemptor, [node("node-a", cpu="2"), node("node-b", cpu="2")])
     assert outcome(result) == expected, rule
+
+
+def twin(name="twin", klass="high", **extra):
+    return pod(name, klass, cpu="1", node=None, status__nominatedNodeName="node-a", **extra)
+
+
+BLOCKING = [
+    # (rule, node-a's CPUs, pods on node-a, other pods nominated to node-a, the nominations cleared)
+    (
+        "a twin that cannot fit without the protected pod, counted against the preemptor, is cleared",
+        "3",
+        [pod("protected", "low-non-preempted", cpu="2")],
+        [twin()],
+        ["twin"],
+    ),
+    (
+        "a twin that can preempt a plain pod there keeps its nomination",
+        "4",
+        [pod("protected", "low-non-preempted", cpu="2"), pod("plain", "low", cpu="1")],
+        [twin()],
+        [],
+    ),
+    (
+        "a pod of lower priority does not count against the preemptor",
+        "3",
+        [pod("protected", "low-non-preempted", cpu="2")],
+        [twin(klass="mid")],
+        [],
+    ),
+    (
+        "the preemptor does not fit even without them: nothing is cleared",
+        "3",
+        [pod("protected", "low-non-preempted", cpu="3")],
+        [twin()],
+        [],
+    ),
+    (
+        "a pod that never preempts keeps its nomination",
+        "3",
+        [pod("protected", "low-non-preempted", cpu="2")],
+        [twin(spec__preemptionPolicy="Never")],
+        [],
+    ),
+]
+
+
+@pytest.mark.parametrize(("rule", "cpus", "on_node", "others", "cleared"), BLOCKING, ids=[b[0] for b in BLOCKING])
+def test_nominations_upstream_would_not_have_made_are_cleared(rule, cpus, on_node, others, cleared) -> None:
+    preemptor = pod("high", "high", cpu="1", node=None, status__nominatedNodeName="node-a")
+    index = PodIndex.of([*on_node, *others, preemptor])
+    view = ExtenderView(index, {"node-a": node("node-a", cpu=cpus)}, CLASS_RECORDS, BudgetIndex.of([]))
+    found = blocking_nominations(index.get(("team", "high")), view, NOW)
+    assert [pod.name for pod in found] == cleared
