@@ -87,6 +87,9 @@ class BudgetIndex:
             index.put(raw)
         return index
 
+    def key(self, raw: Mapping[str, Any]) -> Hashable:
+        return budget_key(raw)
+
     def put(self, raw: Mapping[str, Any]) -> Hashable:
         key = budget_key(raw)
         budget = slim_budget(raw)

@@ -63,6 +63,9 @@ class PodIndex:
 
     # --- the store a watch keeps -----------------------------------------------------------------------
 
+    def key(self, raw: Mapping[str, Any]) -> Hashable:
+        return pod_key(raw)
+
     def put(self, raw: Mapping[str, Any]) -> Hashable:
         pod = slim_pod(raw, self.shared)
         old = self.pods.get(pod.key)

@@ -3,6 +3,12 @@
 It lists in pages (`limit`/`continue`) and reads watch events as raw JSON lines, handing each object to
 its store as soon as it is decoded: no full listing and no client model is ever built, so memory follows
 what the store keeps (a slim record per object), not the size of the objects or of the cluster.
+
+The watch opens as soon as the first page names the listing's resourceVersion, not after the last page:
+a listing of 150,000 pods takes minutes, longer than the API server keeps the history a watch resumes
+from, and a watch opened after it would expire at once, again at every listing (measured: the cache
+never saw a pod created after its first page). Its events are applied while the pages come; a page's
+object the watch has already brought, newer, is not put back.
 """
 
 from __future__ import annotations
@@ -61,6 +67,8 @@ def return_free_memory() -> None:
 class Store(Protocol):
     """Where an informer keeps what it saw: one slim record per object, under the object's key."""
 
+    def key(self, raw: Mapping[str, Any]) -> Hashable: ...
+
     def put(self, raw: Mapping[str, Any]) -> Hashable: ...
 
     def remove(self, raw: Mapping[str, Any]) -> None: ...
@@ -88,8 +96,11 @@ class DictStore(Generic[V]):
         self, slim: Callable[[Mapping[str, Any]], V], key: Callable[[Mapping[str, Any]], Hashable] = object_name
     ) -> None:
         self.slim = slim
-        self.key = key
+        self._key = key
         self.items: dict[Hashable, V] = {}
+
+    def key(self, raw: Mapping[str, Any]) -> Hashable:
+        return self._key(raw)
 
     def put(self, raw: Mapping[str, Any]) -> Hashable:
         key = self.key(raw)
@@ -105,6 +116,14 @@ class DictStore(Generic[V]):
 
     def __len__(self) -> int:
         return len(self.items)
+
+
+class Listing:
+    """A listing under way, as the watch opened beside it sees it: the keys of the objects the watch changed
+    (newer than the pages); None once the listing is in."""
+
+    def __init__(self, touched: set[Hashable]) -> None:
+        self.touched: set[Hashable] | None = touched
 
 
 @dataclass(frozen=True)
@@ -276,40 +295,73 @@ class Informer:
     def _because(self) -> str:
         return f" (last problem: {self.problem})" if self.problem else ""
 
-    async def _list(self) -> str:
+    async def _list(self) -> asyncio.Task[str] | str:
+        """Lists every page; returns the watch opened after the first page (a task that ends when the server
+        ends the watch, with the resourceVersion to resume from), or, for a listing of one page, the
+        listing's resourceVersion to watch from."""
         seen: set[Hashable] = set()
+        touched: set[Hashable] = set()
+        listing = Listing(touched)
+        watch: asyncio.Task[str] | None = None
+
+        def listed(raw: Any) -> None:
+            if not isinstance(raw, Mapping):
+                return
+            key = self.store.key(raw)
+            if key not in touched:
+                self.store.put(raw)
+            seen.add(key)
+
         token: str | None = None
-        while True:
-            paging: dict[str, Any] = {"limit": self.page_size}
-            if token:
-                paging["_continue"] = token
-            response = await self.list_function(_preload_content=False, _request_timeout=LIST_TIMEOUT_SECONDS, **paging)
-            async with response:
-                await raise_for_status(response)
-                body = await response.read()
-            self._contact()
-            # Each item is slimmed as soon as it is decoded: no page of decoded objects is ever held.
-            rest = decode_list(body, lambda raw: seen.add(self.store.put(raw)))
-            del body
-            self.pages += 1
-            if self.page_listed is not None:
-                self.page_listed()
-            found = rest.get("metadata")
-            metadata: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
-            token = metadata.get("continue") or None
-            if token is None:
-                break
-        self.store.prune(seen)
+        try:
+            while True:
+                paging: dict[str, Any] = {"limit": self.page_size}
+                if token:
+                    paging["_continue"] = token
+                response = await self.list_function(
+                    _preload_content=False, _request_timeout=LIST_TIMEOUT_SECONDS, **paging
+                )
+                async with response:
+                    await raise_for_status(response)
+                    body = await response.read()
+                self._contact()
+                # Each item is slimmed as soon as it is decoded: no page of decoded objects is ever held.
+                rest = decode_list(body, listed)
+                del body
+                self.pages += 1
+                if self.page_listed is not None:
+                    self.page_listed()
+                found = rest.get("metadata")
+                metadata: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+                token = metadata.get("continue") or None
+                listed_version = str(metadata.get("resourceVersion") or "")
+                if token is None:
+                    break
+                if watch is not None and watch.done():
+                    if watch.cancelled() or watch.exception() is not None:
+                        return watch  # it failed (an expired resourceVersion, say): the caller relists
+                    listed_version = watch.result()  # the server ended it: resumed where it stopped
+                    watch = None
+                if watch is None:
+                    watch = asyncio.create_task(self._watch(listed_version, listing), name=f"watch-{self.kind}")
+        except BaseException:
+            if watch is not None:
+                watch.cancel()
+            raise
+        self.store.prune(seen | touched)
+        listing.touched = None  # the watch is live from here: every event applies, none is recorded
         seen.clear()  # before giving the heap back
+        touched.clear()
         return_free_memory()
         self.relists += 1
         self._recovered()
         self.synced.set()
         self._changed()
-        return str(metadata.get("resourceVersion") or "")
+        return watch if watch is not None else listed_version
 
-    def _apply(self, event: Mapping[str, Any]) -> str | None:
-        """Applies one watch event; returns the resourceVersion it brings, if any."""
+    def _apply(self, event: Mapping[str, Any], listing: Listing | None = None) -> str | None:
+        """Applies one watch event; returns the resourceVersion it brings, if any. While `listing` is under
+        way, the keys of the objects it changes are recorded there."""
         kind = event.get("type")
         raw = event.get("object")
         if not isinstance(raw, Mapping):
@@ -319,6 +371,8 @@ class Informer:
                 raise WatchExpired(str(raw.get("message") or "expired"))
             raise ApiException(status=raw.get("code") or 500, reason=str(raw.get("message") or "watch error"))
         version = resource_version(raw)
+        if listing is not None and listing.touched is not None and kind in ("ADDED", "MODIFIED", "DELETED"):
+            listing.touched.add(self.store.key(raw))
         if kind == "DELETED":
             self.store.remove(raw)
         elif kind in ("ADDED", "MODIFIED"):
@@ -327,8 +381,9 @@ class Informer:
             self._changed()
         return str(version) if version else None
 
-    async def _watch(self, resource_version: str) -> str:
-        """Applies events until the server ends the watch; returns the resourceVersion to resume from."""
+    async def _watch(self, resource_version: str, listing: Listing | None = None) -> str:
+        """Applies events until the server ends the watch; returns the resourceVersion to resume from.
+        `listing`: the listing under way beside it (see `_apply`)."""
         response = await self.list_function(
             watch=True,
             resource_version=resource_version,
@@ -346,7 +401,7 @@ class Informer:
                 async for event in json_lines(response):
                     self._contact()
                     if isinstance(event, Mapping):
-                        resource_version = self._apply(event) or resource_version
+                        resource_version = self._apply(event, listing) or resource_version
             finally:
                 self.watching = False
         self._contact()  # the server ended the watch: it was heard from until now
@@ -359,8 +414,9 @@ class Informer:
         backoff = 1.0
         while True:
             try:
-                resource_version = await self._list()
+                listed = await self._list()
                 backoff = 1.0
+                resource_version = await listed if isinstance(listed, asyncio.Task) else listed
                 while True:  # watch until it expires, resuming where it stopped
                     resource_version = await self._watch(resource_version)
             except asyncio.CancelledError:

@@ -4,6 +4,7 @@ The list function stands in for a kubernetes_asyncio list method called with `_p
 (it answers like aiohttp's response); the real API server is used by tests/integration.
 """
 
+import asyncio
 import json
 import logging
 
@@ -48,8 +49,8 @@ def pod(name, node=None, version="1"):
 class FakeApi:
     """Pods in pages of `limit`, continue tokens being offsets; a watch replays `events` in `chunks`."""
 
-    def __init__(self, pods, events=(), chunk_size=7):
-        self.pods, self.calls = list(pods), []
+    def __init__(self, pods, events=(), chunk_size=7, page_pause=0.0):
+        self.pods, self.calls, self.page_pause = list(pods), [], page_pause
         stream = b"".join(json.dumps(event).encode() + b"\n" for event in events)
         self.chunks = [stream[i : i + chunk_size] for i in range(0, len(stream), chunk_size)]
 
@@ -57,6 +58,8 @@ class FakeApi:
         self.calls.append(kwargs)
         if kwargs.get("watch"):
             return Response(chunks=self.chunks)
+        if kwargs.get("_continue"):
+            await asyncio.sleep(self.page_pause)  # a page on its way: the loop runs the watch meanwhile
         start = int(kwargs.get("_continue") or 0)
         end = start + kwargs["limit"]
         metadata = {"resourceVersion": "100", **({"continue": str(end)} if end < len(self.pods) else {})}
@@ -67,13 +70,47 @@ def informer(api, store, page_size=2):
     return Informer("pods", api.list, store, logging.getLogger("test"), page_size=page_size)
 
 
+async def resumed_from(listed):
+    """The resourceVersion to watch from after a listing: its own, or where the watch beside it stopped."""
+    return await listed if isinstance(listed, asyncio.Task) else listed
+
+
 async def test_listing_goes_page_by_page_and_never_asks_for_everything() -> None:
     api = FakeApi([pod(f"p{i}") for i in range(5)])
     index = PodIndex()
-    version = await informer(api, index)._list()
+    version = await resumed_from(await informer(api, index)._list())
     assert version == "100" and len(index) == 5
-    assert [(c["limit"], c.get("_continue")) for c in api.calls] == [(2, None), (2, "2"), (2, "4")]
+    pages = [call for call in api.calls if not call.get("watch")]
+    assert [(c["limit"], c.get("_continue")) for c in pages] == [(2, None), (2, "2"), (2, "4")]
     assert all(c["_preload_content"] is False for c in api.calls)
+
+
+async def test_the_watch_opens_after_the_first_page_and_its_newer_objects_stay() -> None:
+    """A listing of many pages takes longer than the server keeps a watch's history: the watch opens at the
+    first page's resourceVersion, its events apply while the pages come, and a later page's older copy of an
+    object the watch changed is not put back, nor is one the watch deleted."""
+    events = [
+        {"type": "MODIFIED", "object": pod("p3", node="node-1", version="101")},
+        {"type": "DELETED", "object": pod("p4", version="102")},
+        {"type": "ADDED", "object": pod("new", version="103")},
+    ]
+    api = FakeApi([pod(f"p{i}") for i in range(5)], events, page_pause=0.01)
+    index = PodIndex()
+    version = await resumed_from(await informer(api, index)._list())
+    first_watch = next(call for call in api.calls if call.get("watch"))
+    last_page = next(call for call in api.calls if call.get("_continue") == "4")
+    assert first_watch["resource_version"] == "100" and api.calls.index(first_watch) < api.calls.index(last_page)
+    assert version == "103"
+    assert sorted(key[1] for key in index.pods) == ["new", "p0", "p1", "p2", "p3"]
+    assert [p.name for p in index.on_node("node-1")] == ["p3"]
+
+
+async def test_a_watch_that_expires_during_the_listing_asks_for_a_fresh_one() -> None:
+    expired = [{"type": "ERROR", "object": {"kind": "Status", "code": 410, "message": "too old"}}]
+    api = FakeApi([pod(f"p{i}") for i in range(5)], expired, page_pause=0.01)
+    listed = await informer(api, PodIndex())._list()
+    with pytest.raises(WatchExpired):
+        await resumed_from(listed)
 
 
 async def test_a_fresh_listing_updates_in_place_and_drops_what_is_gone() -> None:
