@@ -385,9 +385,11 @@ class Steerer:
         """Clears the nominations that alone keep the preemptor from its nominated node, where upstream's
         plugin would not have made them (`blocking_nominations`); the scheduler then binds it there."""
         node = preemptor.nominated_node
+        if node is None:
+            return
         for pod in blocking_nominations(preemptor, view, now):
             last = self.cleared.get(pod.uid)
-            if node is None or (last is not None and time.monotonic() - last < CLEAR_AGAIN_SECONDS):
+            if last is not None and time.monotonic() - last < CLEAR_AGAIN_SECONDS:
                 continue
             self.cleared[pod.uid] = time.monotonic()
             if len(self.cleared) > 10 * QUEUE_LIMIT:
