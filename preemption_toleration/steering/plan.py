@@ -65,6 +65,8 @@ class SteeringPlan:
     node: str
     victims: tuple[SlimPod, ...]  # most important first
     pdb_violations: int
+    # pods nominated to the node by nominations upstream would not have made (`hopeless`): cleared
+    cleared: tuple[SlimPod, ...] = ()
 
     @property
     def to_delete(self) -> tuple[SlimPod, ...]:
@@ -149,13 +151,40 @@ def candidates_wanted(nodes: int) -> int:
 NodeResult = NodeVictims | NotSteered | None  # victims there; FITS (no preemption needed); no candidate
 
 
-def _on_node(preemptor: SlimPod, name: str, view: ExtenderView, exempt: ExemptionCheck) -> NodeResult:
-    """The preemptor on one node, as the cache holds it now (no await: the node is read at one moment)."""
+def hopeless(other: SlimPod, preemptor: SlimPod, name: str, view: ExtenderView, now: datetime) -> bool:
+    """Whether `other`, nominated to node `name`, is there by a nomination upstream's plugin would not have
+    made once `preemptor` is placed there: it counts against the preemptor (at least its priority) and cannot
+    fit there itself, with the preemptor counted, whatever pods that do not tolerate it go. The stock
+    scheduler makes such nominations for preemptions the guard refuses, again at each attempt."""
+    if other.priority < preemptor.priority or not other.pending_candidate:
+        return False
+    if (other.constraints or NO_CONSTRAINTS).unjudged:
+        return False
+    placed = [pod for pod in view.pods.nominated_to(name) if pod.uid not in (other.uid, preemptor.uid)]
+    found = _on_node(other, name, view, ExemptionCheck(other, view, now), [*placed, preemptor])
+    return found is None
+
+
+def _on_node(
+    preemptor: SlimPod,
+    name: str,
+    view: ExtenderView,
+    exempt: ExemptionCheck,
+    nominated: list[SlimPod] | None = None,
+) -> NodeResult:
+    """The preemptor on one node, as the cache holds it now (no await: the node is read at one moment). The
+    pods nominated there count, but for those whose nominations upstream would not have made (`hopeless`);
+    or, given, `nominated`."""
     node = view.nodes.get(name)
     if node is None or not eligible(preemptor, node):
         return None
     on_node = view.pods.on_node(name)
-    nominated = [pod for pod in view.pods.nominated_to(name) if pod.uid != preemptor.uid]
+    if nominated is None:
+        nominated = [
+            pod
+            for pod in view.pods.nominated_to(name)
+            if pod.uid != preemptor.uid and not hopeless(pod, preemptor, name, view, exempt.now)
+        ]
     node_allocatable = allocatable(node)
     requests = dict(preemptor.requests)
     if fits_as_is(preemptor.priority, requests, on_node, nominated, node_allocatable):
@@ -221,7 +250,12 @@ def search_plan(preemptor: SlimPod, view: ExtenderView, now: datetime, offset: i
         pod.uid for pod in candidates[chosen_node].victims
     ]:
         return NotSteered(Declined.CHANGED, f"node {chosen_node} changed while the plan was made")
-    return SteeringPlan(preemptor, chosen_node, now_there.victims, now_there.num_pdb_violations)
+    cleared = tuple(
+        pod
+        for pod in view.pods.nominated_to(chosen_node)
+        if pod.uid != preemptor.uid and hopeless(pod, preemptor, chosen_node, view, now)
+    )
+    return SteeringPlan(preemptor, chosen_node, now_there.victims, now_there.num_pdb_violations, cleared)
 
 
 def blocking_nominations(preemptor: SlimPod, view: ExtenderView, now: datetime) -> list[SlimPod]:
@@ -236,19 +270,12 @@ def blocking_nominations(preemptor: SlimPod, view: ExtenderView, now: datetime) 
     if name is None or node is None:
         return []
     others = [pod for pod in view.pods.nominated_to(name) if pod.uid != preemptor.uid]
-    hopeless = [
-        pod
-        for pod in others
-        if pod.priority >= preemptor.priority
-        and pod.pending_candidate
-        and not (pod.constraints or NO_CONSTRAINTS).unjudged
-        and _on_node(pod, name, view, ExemptionCheck(pod, view, now)) is None
-    ]
-    if not hopeless:
+    found = [pod for pod in others if hopeless(pod, preemptor, name, view, now)]
+    if not found:
         return []
-    cleared = {pod.uid for pod in hopeless}
+    cleared = {pod.uid for pod in found}
     kept = [pod for pod in others if pod.uid not in cleared]
     on_node = view.pods.on_node(name)
     if not fits_as_is(preemptor.priority, dict(preemptor.requests), on_node, kept, allocatable(node)):
         return []
-    return hopeless
+    return found

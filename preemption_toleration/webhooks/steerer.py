@@ -26,7 +26,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -376,6 +376,7 @@ class Steerer:
             plan.node,
             to_delete,
             scheduler_of(plan.preemptor),
+            plan.cleared,
         ):
             return False
         self.count("steered")
@@ -388,28 +389,32 @@ class Steerer:
         if node is None:
             return
         for pod in blocking_nominations(preemptor, view, now):
-            last = self.cleared.get(pod.uid)
-            if last is not None and time.monotonic() - last < CLEAR_AGAIN_SECONDS:
-                continue
-            self.cleared[pod.uid] = time.monotonic()
-            if len(self.cleared) > 10 * QUEUE_LIMIT:
-                del self.cleared[next(iter(self.cleared))]
-            fields = {"pod": f"{pod.namespace}/{pod.name}", "node": node, "preemptor": preemptor.ref}
-            if self.audit:
-                logger.info("a blocking nomination would be cleared", extra=fields)
-                continue
-            if not await self._clear_nomination(pod, node):
-                continue
-            self.count("unblocked")
-            logger.info("a blocking nomination cleared", extra=fields)
-            self._event(
-                pod,
-                "NominationCleared",
-                f"Nominated to node {node}, where it fits only if pods that tolerate it go, ahead of "
-                f"{preemptor.ref}, which fits there: cleared, as upstream's PreemptionToleration would not "
-                "have nominated it",
-                "Normal",
-            )
+            await self._clear_blocking(pod, node, preemptor.ref)
+
+    async def _clear_blocking(self, pod: SlimPod, node: str, preemptor: str) -> None:
+        """Clears one nomination upstream would not have made, at most once a second per pod; counted,
+        logged and told on the pod by an Event."""
+        last = self.cleared.get(pod.uid)
+        if last is not None and time.monotonic() - last < CLEAR_AGAIN_SECONDS:
+            return
+        self.cleared[pod.uid] = time.monotonic()
+        if len(self.cleared) > 10 * QUEUE_LIMIT:
+            del self.cleared[next(iter(self.cleared))]
+        fields = {"pod": f"{pod.namespace}/{pod.name}", "node": node, "preemptor": preemptor}
+        if self.audit:
+            logger.info("a blocking nomination would be cleared", extra=fields)
+            return
+        if not await self._clear_nomination(pod, node):
+            return
+        self.count("unblocked")
+        logger.info("a blocking nomination cleared", extra=fields)
+        self._event(
+            pod,
+            "NominationCleared",
+            f"Nominated to node {node}, where it fits only if pods that tolerate it go, ahead of {preemptor}, "
+            "which is placed there: cleared, as upstream's PreemptionToleration would not have nominated it",
+            "Normal",
+        )
 
     async def _clear_nomination(self, pod: SlimPod, node: str) -> bool:
         """Removes the pod's `status.nominatedNodeName` if it is still `node`, under its UID; False when the
@@ -471,16 +476,20 @@ class Steerer:
         node: str,
         victims: list[tuple[str, str, str]],
         scheduler: str,
+        cleared: Sequence[SlimPod] = (),
     ) -> bool:
         """The scheduler's executor, for one plan: nominate the preemptor first (while its victims terminate
-        by preemption there, the scheduler waits for that node instead of preempting elsewhere), then mark
-        and delete each victim, each write under the pod's UID; post the Events and record the Lease done."""
+        by preemption there, the scheduler waits for that node instead of preempting elsewhere), clear the
+        nominations there upstream would not have made (`cleared`), then mark and delete each victim, each
+        write under the pod's UID; post the Events and record the Lease done."""
         now = datetime.now(UTC)
         preemptor_ref = {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name, "uid": uid}
         if not await self._still_pending(namespace, name, uid) or not await self._nominate(namespace, name, uid, node):
             self.count("overtaken")  # bound (or gone) since the plan: the scheduler got there first
             await self._finish(uid)
             return False
+        for pod in cleared:
+            await self._clear_blocking(pod, node, f"{namespace}/{name}")
         for victim_namespace, victim_name, victim_uid in victims:
             try:
                 await self.core.patch_namespaced_pod_status(

@@ -373,3 +373,16 @@ def test_nominations_upstream_would_not_have_made_are_cleared(rule, cpus, on_nod
     view = ExtenderView(index, {"node-a": node("node-a", cpu=cpus)}, CLASS_RECORDS, BudgetIndex.of([]))
     found = blocking_nominations(index.get(("team", "high")), view, NOW)
     assert [pod.name for pod in found] == cleared
+
+
+def test_a_nomination_upstream_would_not_have_made_does_not_count_and_is_cleared_by_the_plan() -> None:
+    """node-a (3 CPUs) runs a protected pod and a plain one of 1 CPU each; `twin`, of high's priority, asks 2
+    CPUs and is nominated there by the stock scheduler. With high placed there, twin could fit only if the
+    protected pod went: upstream would not have nominated it. high's plan preempts the plain pod and clears
+    twin's nomination; counting twin, it would find no node."""
+    pods = [pod("protected", "low-non-preempted", cpu="1"), pod("plain", "low", cpu="1")]
+    twin_pod = pod("twin", "high", cpu="2", node=None, status__nominatedNodeName="node-a")
+    preemptor = pod("high", "high", cpu="2", node=None)
+    plan = steer([*pods, twin_pod], preemptor, [node("node-a", cpu="3")])
+    assert isinstance(plan, SteeringPlan), plan
+    assert [p.name for p in plan.victims] == ["plain"] and [p.name for p in plan.cleared] == ["twin"]
