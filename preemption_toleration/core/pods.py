@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
+# The condition a scheduler (Kubernetes >= 1.26) puts on a victim before deleting it: (type, status, reason).
+PREEMPTION_MARK: Final = ("DisruptionTarget", "True", "PreemptionByScheduler")
 # Go's zero time.Time: what a condition without lastTransitionTime decodes to.
 GO_ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
 

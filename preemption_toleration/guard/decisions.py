@@ -12,11 +12,12 @@ from preemption_toleration.api.admission import AdmissionResponse, allow, deny
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
 from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
 from preemption_toleration.core.intparse import IntParseError, parse_go_int
+from preemption_toleration.core.pods import PREEMPTION_MARK
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_under
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.governance.ownership import PolicyIndex
 from preemption_toleration.guard.inference import infer_departed_preemptor, infer_preemptor
-from preemption_toleration.guard.prefilter import PREEMPTION_MARK, is_preemption
+from preemption_toleration.guard.prefilter import is_preemption
 from preemption_toleration.guard.record import PreemptorRecord
 from preemption_toleration.guard.request import GuardRequest
 from preemption_toleration.guard.waste import in_vain

@@ -16,10 +16,9 @@ from collections.abc import Collection
 from typing import Any, Final, Protocol
 
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
+from preemption_toleration.core.pods import PREEMPTION_MARK
 from preemption_toleration.core.shapes import is_mapping
 
-# The condition a scheduler (Kubernetes >= 1.26) puts on a victim before deleting it: (type, status, reason).
-PREEMPTION_MARK: Final = ("DisruptionTarget", "True", "PreemptionByScheduler")
 PREEMPTOR_ANNOTATIONS: Final = (PREEMPTOR, PREEMPTOR_PRIORITY)
 
 

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from preemption_toleration.core.constraints import unjudged_constraints
-from preemption_toleration.core.pods import GO_ZERO_TIME, PodJson, parse_time
+from preemption_toleration.core.pods import GO_ZERO_TIME, PREEMPTION_MARK, PodJson, parse_time
 from preemption_toleration.core.resources import LATEST_RULES, ResizeRules, pod_requests
 from preemption_toleration.core.shapes import as_int, as_mapping
 
@@ -293,11 +293,12 @@ def _scheduled(status: Mapping[str, Any]) -> tuple[str | None, Any]:
 
 
 def _marked_by_preemption(status: Mapping[str, Any]) -> bool:
-    """The DisruptionTarget condition is True with reason PreemptionByScheduler."""
+    """The pod's DisruptionTarget condition is the scheduler's PREEMPTION_MARK."""
     conditions = status.get("conditions")
+    kind, state, reason = PREEMPTION_MARK
     for condition in conditions if isinstance(conditions, list) else ():
-        if isinstance(condition, Mapping) and condition.get("type") == "DisruptionTarget":
-            return condition.get("status") == "True" and condition.get("reason") == "PreemptionByScheduler"
+        if isinstance(condition, Mapping) and condition.get("type") == kind:
+            return condition.get("status") == state and condition.get("reason") == reason
     return False
 
 

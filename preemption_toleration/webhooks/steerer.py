@@ -35,6 +35,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from preemption_toleration.core.pods import PREEMPTION_MARK
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.extender.decisions import ExemptionCheck, ExtenderView
 from preemption_toleration.kube.client import API_ERRORS
@@ -91,13 +92,14 @@ def scheduler_of(pod: SlimPod) -> str:
 def disruption_target(scheduler: str, now: datetime) -> dict[str, Any]:
     """The condition kube-scheduler's executor gives a victim before deleting it (a strategic merge patch:
     conditions merge by type)."""
+    kind, state, reason = PREEMPTION_MARK
     return {
         "status": {
             "conditions": [
                 {
-                    "type": "DisruptionTarget",
-                    "status": "True",
-                    "reason": "PreemptionByScheduler",
+                    "type": kind,
+                    "status": state,
+                    "reason": reason,
                     "message": f"{scheduler}: preempting to accommodate a higher priority pod",
                     "lastTransitionTime": rfc3339(now),
                 }
