@@ -165,6 +165,19 @@ def hopeless(other: SlimPod, preemptor: SlimPod, name: str, view: ExtenderView, 
     return found is None
 
 
+def _nominations(
+    preemptor: SlimPod, name: str, view: ExtenderView, now: datetime
+) -> tuple[list[SlimPod], list[SlimPod]]:
+    """The other pods nominated to node `name`, as (those that count against the preemptor there, those
+    there by nominations upstream would not have made: `hopeless`)."""
+    counted: list[SlimPod] = []
+    cleared: list[SlimPod] = []
+    for pod in view.pods.nominated_to(name):
+        if pod.uid != preemptor.uid:
+            (cleared if hopeless(pod, preemptor, name, view, now) else counted).append(pod)
+    return counted, cleared
+
+
 def _on_node(
     preemptor: SlimPod,
     name: str,
@@ -180,11 +193,7 @@ def _on_node(
         return None
     on_node = view.pods.on_node(name)
     if nominated is None:
-        nominated = [
-            pod
-            for pod in view.pods.nominated_to(name)
-            if pod.uid != preemptor.uid and not hopeless(pod, preemptor, name, view, exempt.now)
-        ]
+        nominated, _ = _nominations(preemptor, name, view, exempt.now)
     node_allocatable = allocatable(node)
     requests = dict(preemptor.requests)
     if fits_as_is(preemptor.priority, requests, on_node, nominated, node_allocatable):
@@ -243,19 +252,15 @@ def search_plan(preemptor: SlimPod, view: ExtenderView, now: datetime, offset: i
         return NotSteered(Declined.NO_NODE, "no node where it fits without a pod that tolerates it")
     yield
     chosen_node = pick_node(candidates)
-    now_there = _on_node(preemptor, chosen_node, view, exempt)
+    counted, cleared = _nominations(preemptor, chosen_node, view, now)
+    now_there = _on_node(preemptor, chosen_node, view, exempt, counted)
     if isinstance(now_there, NotSteered):
         return now_there
     if now_there is None or [pod.uid for pod in now_there.victims] != [
         pod.uid for pod in candidates[chosen_node].victims
     ]:
         return NotSteered(Declined.CHANGED, f"node {chosen_node} changed while the plan was made")
-    cleared = tuple(
-        pod
-        for pod in view.pods.nominated_to(chosen_node)
-        if pod.uid != preemptor.uid and hopeless(pod, preemptor, chosen_node, view, now)
-    )
-    return SteeringPlan(preemptor, chosen_node, now_there.victims, now_there.num_pdb_violations, cleared)
+    return SteeringPlan(preemptor, chosen_node, now_there.victims, now_there.num_pdb_violations, tuple(cleared))
 
 
 def blocking_nominations(preemptor: SlimPod, view: ExtenderView, now: datetime) -> list[SlimPod]:
@@ -269,12 +274,9 @@ def blocking_nominations(preemptor: SlimPod, view: ExtenderView, now: datetime) 
     node = view.nodes.get(name) if name else None
     if name is None or node is None:
         return []
-    others = [pod for pod in view.pods.nominated_to(name) if pod.uid != preemptor.uid]
-    found = [pod for pod in others if hopeless(pod, preemptor, name, view, now)]
+    kept, found = _nominations(preemptor, name, view, now)
     if not found:
         return []
-    cleared = {pod.uid for pod in found}
-    kept = [pod for pod in others if pod.uid not in cleared]
     on_node = view.pods.on_node(name)
     if not fits_as_is(preemptor.priority, dict(preemptor.requests), on_node, kept, allocatable(node)):
         return []
