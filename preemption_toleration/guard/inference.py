@@ -37,6 +37,11 @@ def _fits(pod: SlimPod, node: Mapping[str, Any] | None, scheduler: str | None) -
     )
 
 
+def _could_be(pod: SlimPod, victim_priority: int, node: Mapping[str, Any] | None, scheduler: str | None) -> bool:
+    """A pod the scheduler could be preempting the victim for, priority and placement alone."""
+    return pod.priority > victim_priority and _fits(pod, node, scheduler)
+
+
 DEPARTED_SECONDS = 30.0  # as long as the guard trusts a recorded preemptor
 
 
@@ -51,9 +56,9 @@ def infer_preemptor(
     only pods `scheduler` places, when the request says which scheduler preempts (its mark's message)."""
     if node_name:
         nominated = [
-            p
-            for p in pods.nominated_to(node_name)
-            if p.pending_candidate and p.priority > victim_priority and _fits(p, node, scheduler)
+            pod
+            for pod in pods.nominated_to(node_name)
+            if pod.pending_candidate and _could_be(pod, victim_priority, node, scheduler)
         ]
         if nominated:
             return min(nominated, key=SlimPod.queue_order)
@@ -80,9 +85,7 @@ def infer_departed_preemptor(
 ) -> SlimPod | None:
     """Among the candidates deleted lately, the one the scheduler would have served first that could run on
     the victim's node: one nominated to it first, then the highest priority, then the oldest."""
-    found = [
-        pod for pod in pods.departed(DEPARTED_SECONDS) if pod.priority > victim_priority and _fits(pod, node, scheduler)
-    ]
+    found = [pod for pod in pods.departed(DEPARTED_SECONDS) if _could_be(pod, victim_priority, node, scheduler)]
     if not found:
         return None
     return min(found, key=lambda pod: (pod.nominated_node != node_name, pod.queue_order()))
