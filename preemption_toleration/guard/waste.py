@@ -11,24 +11,63 @@ victim too, and steering carries out upstream's choice instead.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
 from preemption_toleration.core.resources import allocatable
-from preemption_toleration.extender.victims import importance, select_victims
-from preemption_toleration.inventory.budgets import split_by_budget_violation
+from preemption_toleration.extender.victims import NodeVictims, importance, select_victims
+from preemption_toleration.inventory.budgets import BudgetIndex, split_by_budget_violation
+from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.records.pod import PodRecord, SlimPod
 
 if TYPE_CHECKING:
-    from typing import Any
-
     from preemption_toleration.guard.decisions import GuardSnapshot
 
 
 def _names(pods: list[SlimPod]) -> str:
     return ", ".join(sorted(f"{pod.namespace}/{pod.name}" for pod in pods))
+
+
+def choice_on_node(
+    preemptor: SlimPod,
+    node_name: str,
+    node: Mapping[str, Any],
+    pods: PodIndex,
+    budgets: BudgetIndex,
+    excluded: Callable[[SlimPod], bool],
+) -> NodeVictims | None:
+    """The victims `SelectVictimsOnNode` picks for the preemptor on one node, the pods `excluded` left out (none:
+    the stock scheduler's own choice; those that tolerate it: upstream's plugin's), the other pods nominated
+    there counted."""
+    return select_victims(
+        preemptor.priority,
+        dict(preemptor.requests),
+        pods.on_node(node_name),
+        [pod for pod in pods.nominated_to(node_name) if pod.uid != preemptor.uid],
+        allocatable(node),
+        excluded,
+        lambda found: split_by_budget_violation(found, budgets),
+    )
+
+
+def stock_choice_refused(
+    preemptor: SlimPod,
+    victim: SlimPod,
+    node: Mapping[str, Any],
+    pods: PodIndex,
+    budgets: BudgetIndex,
+    exempt: Callable[[SlimPod], bool],
+) -> bool:
+    """Whether the guard refuses the stock scheduler's preemption for this preemptor on the victim's node with
+    steering on: its choice there includes the victim and a pod that tolerates the preemptor (the victim itself
+    or another, which makes the victim's deletion one in vain). Raises PriorityClassNotFound as `exempt` does."""
+    node_name = victim.node_name or ""
+    stock = choice_on_node(preemptor, node_name, node, pods, budgets, lambda pod: False)
+    if stock is None or all(pod.uid != victim.uid for pod in stock.victims):
+        return False
+    return any(exempt(pod) for pod in stock.victims)
 
 
 def in_vain(
@@ -52,16 +91,8 @@ def in_vain(
     if victim is None or victim.deletion is not None:
         return None  # not in the cache, or already terminating: refusing its deletion again saves nothing
 
-    def choose(excluded: Callable[[SlimPod], bool]) -> Any:
-        return select_victims(
-            cached.priority,
-            dict(cached.requests),
-            on_node,
-            [pod for pod in pods.nominated_to(node_name) if pod.uid != cached.uid],
-            allocatable(node),
-            excluded,
-            lambda found: split_by_budget_violation(found, snapshot.budgets),
-        )
+    def choose(excluded: Callable[[SlimPod], bool]) -> NodeVictims | None:
+        return choice_on_node(cached, node_name, node, pods, snapshot.budgets, excluded)
 
     try:
         tolerating = [pod for pod in on_node if pod.priority < cached.priority and pod.deletion is None and exempt(pod)]

@@ -4,8 +4,10 @@ the guard refused, on a cluster whose scheduler calls no extender.
 Evidence: the scheduler writes the node it preempts on into the preemptor's `status.nominatedNodeName`
 (kube-scheduler's `handleSchedulingFailure`, after its PostFilter chose a candidate; an asynchronous
 preemption that fails keeps it). So the preemptor of a refused victim is the pending pod nominated to the
-victim's node whose priority is above the victim's and whom the victim tolerates. Several such pods: the
-one the scheduler's queue serves first (highest priority, then the oldest), as the guard's inference takes.
+victim's node whose priority is above the victim's and for whom the guard refuses the victim. Several such
+pods: the one the scheduler's queue serves first (highest priority, then the oldest), as the guard's
+inference takes, unless it was steered lately: then the next, for whom the scheduler preempts while the
+first waits for its node.
 
 The plan: the nodes where the preemptor can be shown to fit once victims are gone (node selector,
 required node affinity, taints, a cordon, resources and the pod count; nothing else is judged, so a
@@ -60,6 +62,22 @@ class NotSteered:
 
 
 @dataclass(frozen=True)
+class RefusedFor:
+    """The pods the guard refused a victim for, in the scheduler's queue order: those steered lately, then the
+    one to steer now (None: every one was steered lately)."""
+
+    steered_lately: tuple[SlimPod, ...]
+    to_steer: SlimPod | None
+
+    @property
+    def first(self) -> SlimPod:
+        """The one the scheduler's queue serves first."""
+        found = self.steered_lately[0] if self.steered_lately else self.to_steer
+        assert found is not None
+        return found
+
+
+@dataclass(frozen=True)
 class SteeringPlan:
     preemptor: SlimPod
     node: str
@@ -76,23 +94,36 @@ class SteeringPlan:
 
 
 def preemptor_of_refusal(
-    victim_node: str, victim_priority: int, pods: Iterable[SlimPod], refused_for: Callable[[SlimPod], bool]
-) -> SlimPod | NotSteered:
+    victim_node: str,
+    victim_priority: int,
+    pods: Iterable[SlimPod],
+    refused_for: Callable[[SlimPod], bool],
+    steered_lately: Callable[[SlimPod], bool] = lambda pod: False,
+) -> RefusedFor | NotSteered:
     """The pod the scheduler is preempting for, from its own write: the pending pod nominated to the
     victim's node (`pods`: those nominated there) above the victim's priority, for which the guard refused
     the victim (it tolerates the pod, or would be deleted in vain for it); of several, the one the
-    scheduler's queue serves first."""
-    found = [
-        pod
-        for pod in pods
-        if pod.pending_candidate
-        and pod.nominated_node == victim_node
-        and pod.priority > victim_priority
-        and refused_for(pod)
-    ]
-    if not found:
-        return NotSteered(Declined.NO_EVIDENCE, f"no pending pod nominated to {victim_node} refused this victim")
-    return min(found, key=SlimPod.queue_order)  # the scheduler's queue: highest priority, then the oldest
+    scheduler's queue serves first. A pod steered lately is passed over for the next: the scheduler, which
+    counts each nominated pod against the others, preempts for that one while the first waits for its node.
+    """
+    found = sorted(
+        (
+            pod
+            for pod in pods
+            if pod.pending_candidate and pod.nominated_node == victim_node and pod.priority > victim_priority
+        ),
+        key=SlimPod.queue_order,  # the scheduler's queue: highest priority, then the oldest
+    )
+    passed_over: list[SlimPod] = []
+    for pod in found:
+        if not refused_for(pod):
+            continue
+        if not steered_lately(pod):
+            return RefusedFor(tuple(passed_over), pod)
+        passed_over.append(pod)
+    if passed_over:
+        return RefusedFor(tuple(passed_over), None)
+    return NotSteered(Declined.NO_EVIDENCE, f"no pending pod nominated to {victim_node} refused this victim")
 
 
 def eligible(preemptor: SlimPod, node: Mapping[str, Any]) -> bool:

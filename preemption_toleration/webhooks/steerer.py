@@ -35,9 +35,11 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from preemption_toleration.core.exemption import PriorityClassNotFound
 from preemption_toleration.core.pods import PREEMPTION_MARK
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.extender.decisions import ExemptionCheck, ExtenderView
+from preemption_toleration.guard.waste import stock_choice_refused
 from preemption_toleration.kube.client import API_ERRORS
 from preemption_toleration.records.pod import DEFAULT_SCHEDULER, NO_CONSTRAINTS, PodRecord, SlimPod
 from preemption_toleration.steering.pacing import DEFAULT_PACE, DeclinedPlans, Pace
@@ -314,20 +316,36 @@ class Steerer:
             return False
 
         def refused_for(candidate: SlimPod) -> bool:
-            """The guard refused the victim for this pod: it was judged against it (a victim that would be
-            deleted in vain), or the victim tolerates it."""
-            if item.preemptor == f"{candidate.namespace}/{candidate.name}":
+            """The guard refused the victim for this pod: it was judged against it, the victim tolerates it,
+            or the stock scheduler's choice for it on the victim's node includes the victim and a pod that
+            tolerates it (the guard judged another pod nominated there, of which it cannot tell this one)."""
+            if item.preemptor == candidate.ref:
                 return True
-            return ExemptionCheck(candidate, view, now)(victim)
+            exempt = ExemptionCheck(candidate, view, now)
+            node = view.nodes.get(item.node)
+            try:
+                return exempt(victim) or (
+                    node is not None and stock_choice_refused(candidate, victim, node, view.pods, view.budgets, exempt)
+                )
+            except PriorityClassNotFound:
+                return False
 
-        found = preemptor_of_refusal(item.node, victim.priority, view.pods.nominated_to(item.node), refused_for)
+        def steered_lately(candidate: SlimPod) -> bool:
+            acted_at = self.recent.get(candidate.uid)
+            return acted_at is not None and time.monotonic() - acted_at < self.window
+
+        nominated = view.pods.nominated_to(item.node)
+        found = preemptor_of_refusal(item.node, victim.priority, nominated, refused_for, steered_lately)
         if isinstance(found, NotSteered):
             self._report_declined(f"{item.namespace}/{item.name}", found, None)
             return False
-        await self._unblock(found, view, now)
-        acted_at = self.recent.get(found.uid)
-        if acted_at is not None and time.monotonic() - acted_at < self.window:
-            return found.uid in self.steered
+        await self._unblock(found.first, view, now)
+        if found.to_steer is None:
+            return any(pod.uid in self.steered for pod in found.steered_lately)
+        return await self._steer(found.to_steer, view, now)
+
+    async def _steer(self, found: SlimPod, view: ExtenderView, now: datetime) -> bool:
+        """Plans and carries out the preemption for one preemptor; True as `_consider`."""
         terminating = self._still_terminating(found.uid, view)
         if terminating is not None:
             # the scheduler waits for that node while they go; a plan elsewhere would preempt twice

@@ -426,3 +426,38 @@ async def test_two_preemptors_of_one_priority_do_not_wait_for_each_other_for_goo
     assert await pod_names_on(api, namespace) == {"protected": node, "first": node, "second": None}
     unblocked = (await server.metric("ptol_steering_total", "outcome")).get("unblocked", 0)
     print(f"nominations cleared: {unblocked:.0f}")
+
+
+async def test_the_second_of_two_preemptors_is_steered_once_the_first_is(
+    api: ApiClient,
+    namespace: str,
+    make_node: MakeNode,
+    server: Server,
+    steering_classes: dict[str, str],
+) -> None:
+    """Node n (4 CPUs) runs plain p1, p2, p3 and, started last (the least important of one priority), a
+    protected pod, 1 CPU each; two pods of one class, `first` then `second`, 1.5 CPUs each, may run only
+    there. Upstream preempts p2 and p3 for `first`, then p1 for `second`: both bind, the protected pod stays.
+    The stock scheduler's choice includes the protected pod for each; steering preempts for `first` and
+    nominates it, and the scheduler, which counts each nominated pod against the other, goes on preempting for
+    `second` there, refused: steering must take `second` for the next refusal's preemptor, not `first` again,
+    or neither ever binds."""
+    node = (await make_node(cpu="4", memory="8Gi")).metadata.name
+    for name in ("p1", "p2", "p3"):
+        await create_bound(api, namespace, name, steering_classes["low"], node, cpu="1")
+    await asyncio.sleep(1.1)  # status.startTime is in whole seconds: the protected pod started last
+    await create_bound(api, namespace, "protected", steering_classes["prot"], node, cpu="1")
+    core = client.CoreV1Api(api)
+    for name in ("first", "second"):
+        await core.create_namespaced_pod(namespace, pod_body(name, steering_classes["high"], node, cpu="1500m"))
+    await until_bound(api, namespace, "first", node)
+    second = await until_bound(api, namespace, "second", node)
+    assert await pod_names_on(api, namespace) == {"protected": node, "first": node, "second": node}
+    # steered for `second` itself (its Lease names it and p1), not for `first` again once its window ended
+    lease = await client.CoordinationV1Api(api).read_namespaced_lease(
+        LEASE_PREFIX + second["metadata"]["uid"], "default"
+    )
+    assert (lease.metadata.annotations[PREEMPTOR], lease.metadata.annotations[NODE]) == (f"{namespace}/second", node)
+    assert lease.metadata.annotations[VICTIMS].split("=")[0] == f"{namespace}/p1"
+    steered = (await server.metric("ptol_steering_total", "outcome")).get("steered", 0)
+    print(f"preemptions steered: {steered:.0f}")

@@ -1,11 +1,14 @@
 """With steering on, the guard refuses a scheduler's victim that would be deleted in vain: one that does not
 tolerate the preemptor, on a node where the preemptor cannot fit without pods that do. One row per rule."""
 
+import copy
 from datetime import timedelta
 
 import pytest
 
+from preemption_toleration.extender.decisions import ExemptionCheck, ExtenderView
 from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, judge
+from preemption_toleration.guard.waste import stock_choice_refused
 from preemption_toleration.inventory.pods import PodIndex
 from tests.unit.test_guard import CLASSES, NOW, POLICIES, bound, class_view, pending, pod_request
 
@@ -112,3 +115,30 @@ def test_the_refusal_says_why() -> None:
         "node-1 includes team/protected, which tolerate it, so its preemption there cannot complete."
     )
     assert verdict.refusal is not None and verdict.refusal.preemptor == "team/high"
+
+
+STOCK_CASES = [
+    ("its stock choice holds the victim and a pod that tolerates it: refused", "victim", ("high", 9000, "3"), True),
+    ("its stock choice leaves the victim: not refused for it", "victim", ("high", 9000, "2"), False),
+    ("its stock choice holds no pod that tolerates it: not refused", "victim", ("high", 9000, "1"), False),
+    ("the victim itself tolerates it and is chosen: refused", "protected", ("high", 9000, "2"), True),
+    ("a preemptor nobody tolerates: not refused", "victim", ("critical", 10000, "3"), False),
+]
+
+
+@pytest.mark.parametrize(
+    ("rule", "victim_name", "preemptor", "refused"), STOCK_CASES, ids=[case[0] for case in STOCK_CASES]
+)
+def test_whether_the_stock_choice_for_a_preemptor_is_refused(rule, victim_name, preemptor, refused) -> None:
+    """Steering's test of a refusal judged against another pod nominated to the node (`stock_choice_refused`)."""
+    name, priority, amount = preemptor
+    pods = [copy.deepcopy(body) for body in (PLAIN, PROTECTED, cpu(pending(name, priority), amount))]
+    for body in pods:
+        body["metadata"]["uid"] = "uid-" + body["metadata"]["name"]
+    snapshot = state(*pods)
+    view = ExtenderView(pods=snapshot.pods, nodes=snapshot.nodes, classes=snapshot.classes)
+    candidate = view.pods.get(("team", name))
+    victim = view.pods.get(("team", victim_name))
+    exempt = ExemptionCheck(candidate, view, NOW)
+    found = stock_choice_refused(candidate, victim, view.nodes["node-1"], view.pods, view.budgets, exempt)
+    assert found is refused, rule

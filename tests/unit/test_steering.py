@@ -167,23 +167,42 @@ older_high = slim_pod(
 )
 top = slim_pod(pod("top", "high", node=None, status__nominatedNodeName="node-a", spec__priority=9500), SHARED)
 EVIDENCE = [
-    ("the one pod nominated to the victim's node", [nominated("high")], "high"),
-    ("nominated elsewhere: no evidence", [nominated("high", node_name="node-b")], Declined.NO_EVIDENCE),
-    ("not above the victim's priority: no evidence", [nominated("low", priority_class="low")], Declined.NO_EVIDENCE),
-    ("not tolerated by the victim: no evidence", [nominated("other")], Declined.NO_EVIDENCE),
+    ("the one pod nominated to the victim's node", [nominated("high")], set(), "high"),
+    ("nominated elsewhere: no evidence", [nominated("high", node_name="node-b")], set(), Declined.NO_EVIDENCE),
+    (
+        "not above the victim's priority: no evidence",
+        [nominated("low", priority_class="low")],
+        set(),
+        Declined.NO_EVIDENCE,
+    ),
+    ("not refused for it: no evidence", [nominated("other")], set(), Declined.NO_EVIDENCE),
     (
         "two of one priority: the older, which the scheduler's queue serves first",
         [older_high, nominated("high")],
+        set(),
         "old",
     ),
-    ("two of two priorities: the higher", [older_high, top], "top"),
+    ("two of two priorities: the higher", [older_high, top], set(), "top"),
+    (
+        "the queue's first steered lately: the next, for which the scheduler preempts while the first waits",
+        [older_high, nominated("high")],
+        {"old"},
+        "high",
+    ),
+    ("the only one steered lately: nothing to steer", [nominated("high")], {"high"}, None),
+    ("one steered lately, the next not refused for: nothing to steer", [older_high, nominated("other")], {"old"}, None),
 ]
 
 
-@pytest.mark.parametrize(("rule", "pods", "expected"), EVIDENCE, ids=[case[0] for case in EVIDENCE])
-def test_the_preemptor_is_known_only_from_the_schedulers_nomination(rule, pods, expected) -> None:
-    found = preemptor_of_refusal("node-a", 8000, pods, lambda p: p.name != "other")
-    assert (found.reason if isinstance(found, NotSteered) else found.name) == expected, rule
+@pytest.mark.parametrize(("rule", "pods", "steered", "expected"), EVIDENCE, ids=[case[0] for case in EVIDENCE])
+def test_the_preemptor_is_known_only_from_the_schedulers_nomination(rule, pods, steered, expected) -> None:
+    found = preemptor_of_refusal("node-a", 8000, pods, lambda p: p.name != "other", lambda p: p.name in steered)
+    if isinstance(found, NotSteered):
+        assert found.reason == expected, rule
+        return
+    assert (found.to_steer.name if found.to_steer else None) == expected, rule
+    assert [pod.name for pod in found.steered_lately] == [pod.name for pod in pods if pod.name in steered], rule
+    assert found.first.name == (found.steered_lately or (found.to_steer,))[0].name, rule
 
 
 WANTED = [
