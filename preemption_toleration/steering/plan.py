@@ -24,7 +24,7 @@ within one step, and the chosen node is read again at the end, since the others 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
@@ -246,9 +246,17 @@ def _on_node(
 Search = Generator[None, None, "SteeringPlan | NotSteered"]
 
 
-def search_plan(preemptor: SlimPod, view: ExtenderView, now: datetime, offset: int = 0) -> Search:
+def search_plan(
+    preemptor: SlimPod,
+    view: ExtenderView,
+    now: datetime,
+    offset: int = 0,
+    preempted_for_others: Collection[str] = (),
+) -> Search:
     """The plan, one node per step (`next()`), as the scheduler's bounded dry run would find it starting at
-    node `offset` of the cache's nodes; the plan or the reason it declines is the generator's return value."""
+    node `offset` of the cache's nodes; the plan or the reason it declines is the generator's return value.
+    `preempted_for_others`: UIDs of pods steering preempted for other preemptors; their termination does not
+    make this one wait (the scheduler's refused attempt for it came before its nomination there)."""
     unjudged = (preemptor.constraints or NO_CONSTRAINTS).unjudged
     if unjudged:
         return NotSteered(
@@ -256,7 +264,8 @@ def search_plan(preemptor: SlimPod, view: ExtenderView, now: datetime, offset: i
         )
     nominated_node = preemptor.nominated_node
     if nominated_node and any(
-        pod.preempted and pod.priority < preemptor.priority for pod in view.pods.on_node(nominated_node)
+        pod.preempted and pod.priority < preemptor.priority and pod.uid not in preempted_for_others
+        for pod in view.pods.on_node(nominated_node)
     ):
         # kube-scheduler's PodEligibleToPreemptOthers: a pod terminating by preemption on its nominated node
         # (a pod terminating for another reason does not count): it waits for that node and binds it there
@@ -292,6 +301,15 @@ def search_plan(preemptor: SlimPod, view: ExtenderView, now: datetime, offset: i
     ]:
         return NotSteered(Declined.CHANGED, f"node {chosen_node} changed while the plan was made")
     return SteeringPlan(preemptor, chosen_node, now_there.victims, now_there.num_pdb_violations, tuple(cleared))
+
+
+def fits_on(preemptor: SlimPod, name: str, view: ExtenderView) -> bool:
+    """Whether the preemptor fits on node `name` beside the pods placed there, nominations aside: a pod
+    nominated there is the scheduler's next preemptor (`preemptor_of_refusal`), not one that took the room."""
+    node = view.nodes.get(name)
+    if node is None:
+        return False
+    return fits_as_is(preemptor.priority, dict(preemptor.requests), view.pods.on_node(name), [], allocatable(node))
 
 
 def blocking_nominations(preemptor: SlimPod, view: ExtenderView, now: datetime) -> list[SlimPod]:

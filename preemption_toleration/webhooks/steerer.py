@@ -27,7 +27,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -48,6 +48,7 @@ from preemption_toleration.steering.plan import (
     NotSteered,
     SteeringPlan,
     blocking_nominations,
+    fits_on,
     preemptor_of_refusal,
     search_plan,
 )
@@ -65,6 +66,7 @@ STRATEGIC = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
 CLEAR_AGAIN_SECONDS = 1.0  # a blocking nomination cleared once is cleared again no sooner
+LOOK_AGAIN_SECONDS = 0.5  # a refusal with no preemptor to steer is looked at once more this much later
 REQUEST_TIMEOUT = 10
 RESUME_AFTER_SECONDS = 15  # a Lease left "acting" this long was left by a replica that stopped in the middle
 SWEEP_EVERY_SECONDS = 300
@@ -78,6 +80,7 @@ class RefusedVictim:
     uid: str
     node: str
     preemptor: str | None = None  # "namespace/name" the guard refused it for
+    again: bool = False  # looked at once already: the scheduler's nomination had not reached the cache
 
 
 def refused_victim(victim: PodRecord) -> RefusedVictim | None:
@@ -138,6 +141,12 @@ def lease_body(plan: SteeringPlan, namespace: str, holder: str, window: int, now
             "renewTime": _micro(now),
         },
     }
+
+
+def _done_by(lease: Any, holder: str) -> bool:
+    """The Lease records an action this holder finished."""
+    annotations = lease.metadata.annotations or {}
+    return bool(lease.spec.holder_identity == holder and annotations.get(STATE) == DONE)
 
 
 def _victims_of(annotations: Mapping[str, str]) -> list[tuple[str, str, str]]:
@@ -207,6 +216,7 @@ class Steerer:
         self.steered: dict[str, tuple[str, tuple[tuple[str, str, str], ...]]] = {}
         self.declined: dict[tuple[str, Declined], float] = {}  # (preemptor or victim, reason) -> last report
         self.cleared: dict[str, float] = {}  # pod UID -> when its blocking nomination was last cleared
+        self.room_taken: set[str] = set()  # preemptors steered whose room another pod took: their Lease is retaken
         self.sending: set[asyncio.Task[Any]] = set()
 
     # --- the request path --------------------------------------------------------------------------------
@@ -260,6 +270,25 @@ class Steerer:
                 self.count("failed")
                 logger.exception("steering failed", extra={"victim": f"{item.namespace}/{item.name}"})
 
+    def _look_again(self, item: RefusedVictim) -> None:
+        """The scheduler writes the nomination of the pod it preempts for after its preemption fails, so the
+        refusal can reach steering first; and a pod nominated to a node where pods terminate by preemption
+        preempts no more until they are gone (`PodEligibleToPreemptOthers`), so the scheduler may not try again
+        for a long while. A refusal with no preemptor to steer is looked at once more, a moment later."""
+        if item.again:
+            return
+        asyncio.get_running_loop().call_later(LOOK_AGAIN_SECONDS, self._requeue, replace(item, again=True))
+
+    def _requeue(self, item: RefusedVictim) -> None:
+        key = (item.namespace, item.name)
+        if key in self.queued:
+            return  # a later refusal of the victim is queued already
+        try:
+            self.queue.put_nowait(item)
+        except asyncio.QueueFull:
+            return
+        self.queued[key] = asyncio.Event()
+
     def _report_declined(self, subject: str, result: NotSteered, preemptor: SlimPod | None) -> None:
         self.count(result.reason.value)
         now = time.monotonic()
@@ -286,7 +315,8 @@ class Steerer:
     async def _plan(self, preemptor: SlimPod, view: ExtenderView, now: datetime) -> SteeringPlan | NotSteered:
         """The plan, made in slices of the event loop (`Pace`): the guard's answers wait for one slice at
         most. The nodes are tried from a random offset, as the scheduler's dry run tries them."""
-        search = search_plan(preemptor, view, now, random.randrange(max(len(view.nodes), 1)))
+        others = {uid for owner, (_, victims) in self.steered.items() if owner != preemptor.uid for *_, uid in victims}
+        search = search_plan(preemptor, view, now, random.randrange(max(len(view.nodes), 1)), others)
         spent = 0.0
         try:
             while True:
@@ -332,15 +362,19 @@ class Steerer:
 
         def steered_lately(candidate: SlimPod) -> bool:
             acted_at = self.recent.get(candidate.uid)
-            return acted_at is not None and time.monotonic() - acted_at < self.window
+            if acted_at is None or time.monotonic() - acted_at >= self.window:
+                return False
+            return not self._room_taken(candidate, view)
 
         nominated = view.pods.nominated_to(item.node)
         found = preemptor_of_refusal(item.node, victim.priority, nominated, refused_for, steered_lately)
         if isinstance(found, NotSteered):
             self._report_declined(f"{item.namespace}/{item.name}", found, None)
+            self._look_again(item)
             return False
         await self._unblock(found.first, view, now)
         if found.to_steer is None:
+            self._look_again(item)
             return any(pod.uid in self.steered for pod in found.steered_lately)
         return await self._steer(found.to_steer, view, now)
 
@@ -351,6 +385,7 @@ class Steerer:
             # the scheduler waits for that node while they go; a plan elsewhere would preempt twice
             self._report_declined(f"{found.namespace}/{found.name}", terminating, found)
             return True
+        self.steered.pop(found.uid, None)  # an earlier action for it is over: it is planned afresh
         generation = self.generation()
         if not self.declined_plans.due(found.uid, generation, time.monotonic()):
             self.count("unchanged")  # declined before, and nothing changed or its wait is not over
@@ -381,7 +416,9 @@ class Steerer:
         wait = self.bucket.wait_seconds()
         if wait > 0:
             await asyncio.sleep(wait)
-        if not await self._claim(plan, now):
+        claimed = await self._claim(plan, now)
+        self.room_taken.discard(found.uid)
+        if not claimed:
             self.count("claimed-elsewhere")
             return False
         logger.info("steering a preemption", extra=fields)
@@ -462,9 +499,30 @@ class Steerer:
         node, victims = steered
         left = [f"{n}/{v}" for n, v, uid in victims if (pod := view.pods.get((n, v))) is not None and pod.uid == uid]
         if not left:
-            del self.steered[preemptor_uid]
             return None
         return NotSteered(Declined.IN_PROGRESS, f"its victims on {node} are still terminating: {', '.join(left)}")
+
+    def _room_taken(self, preemptor: SlimPod, view: ExtenderView) -> bool:
+        """Steered by this replica, its victims gone, and yet the preemptor, still pending, does not fit on the
+        node it was steered to beside the pods placed there: another pod took the room (the stock scheduler may
+        have preempted the same victims for a pod it served first). Planned again without waiting for the
+        window."""
+        steered = self.steered.get(preemptor.uid)
+        if steered is None or self._still_terminating(preemptor.uid, view) is not None:
+            return False
+        node = steered[0]
+        if fits_on(preemptor, node, view):
+            return False
+        logger.info(
+            "a steered preemptor's room was taken: planned again",
+            extra={"preemptor": f"{preemptor.namespace}/{preemptor.name}", "node": node},
+        )
+        del self.steered[preemptor.uid]
+        self.recent.pop(preemptor.uid, None)
+        self.room_taken.add(preemptor.uid)
+        if len(self.room_taken) > 10 * QUEUE_LIMIT:
+            self.room_taken.clear()
+        return True
 
     async def _claim(self, plan: SteeringPlan, now: datetime) -> bool:
         body = lease_body(plan, self.namespace, self.holder, self.window, now)
@@ -477,7 +535,9 @@ class Steerer:
                 raise
         existing = await self.leases.read_namespaced_lease(name, self.namespace, _request_timeout=REQUEST_TIMEOUT)
         renewed = existing.spec.renew_time
-        if renewed is not None and renewed + timedelta(seconds=existing.spec.lease_duration_seconds or 0) > now:
+        held = renewed is not None and renewed + timedelta(seconds=existing.spec.lease_duration_seconds or 0) > now
+        again = plan.preemptor.uid in self.room_taken and _done_by(existing, self.holder)
+        if held and not again:
             return False  # another replica, or this one before a restart, acted within the window
         body["metadata"]["resourceVersion"] = existing.metadata.resource_version
         try:

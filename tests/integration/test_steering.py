@@ -46,6 +46,7 @@ __all__ = ["steering_classes"]  # a fixture
 
 
 components = ptol_run_fixture("--extender", "off", "--steering", "on")
+HOLD = "example.com/hold"  # a finalizer that keeps a deleted pod terminating until the test releases it
 
 
 async def test_the_preemption_upstream_would_make_happens(
@@ -435,29 +436,102 @@ async def test_the_second_of_two_preemptors_is_steered_once_the_first_is(
     server: Server,
     steering_classes: dict[str, str],
 ) -> None:
-    """Node n (4 CPUs) runs plain p1, p2, p3 and, started last (the least important of one priority), a
-    protected pod, 1 CPU each; two pods of one class, `first` then `second`, 1.5 CPUs each, may run only
-    there. Upstream preempts p2 and p3 for `first`, then p1 for `second`: both bind, the protected pod stays.
-    The stock scheduler's choice includes the protected pod for each; steering preempts for `first` and
-    nominates it, and the scheduler, which counts each nominated pod against the other, goes on preempting for
-    `second` there, refused: steering must take `second` for the next refusal's preemptor, not `first` again,
-    or neither ever binds."""
+    """Node n (4 CPUs) runs plain p1, p2, p3 (started in that order; a finalizer keeps each terminating until
+    released) and, started last (the least important of one priority), a protected pod, 1 CPU each. `first`
+    (1.5 CPUs, only on n) comes: the stock scheduler's choice includes the protected pod, and steering
+    preempts p2 and p3 for it, upstream's choice, and nominates it there. Then `second`, the same: the
+    scheduler, which counts `first` there, preempts for `second`, and its choice includes the protected pod
+    again. The guard cannot tell the two apart and names `first`, the queue's first; steering must take
+    `second`, whose preemption is now the scheduler's, not `first` again (steered: nothing to do for a
+    window of 60 s), and preempt p1 for it: both bind, the protected pod stays."""
     node = (await make_node(cpu="4", memory="8Gi")).metadata.name
-    for name in ("p1", "p2", "p3"):
-        await create_bound(api, namespace, name, steering_classes["low"], node, cpu="1")
-    await asyncio.sleep(1.1)  # status.startTime is in whole seconds: the protected pod started last
-    await create_bound(api, namespace, "protected", steering_classes["prot"], node, cpu="1")
     core = client.CoreV1Api(api)
-    for name in ("first", "second"):
-        await core.create_namespaced_pod(namespace, pod_body(name, steering_classes["high"], node, cpu="1500m"))
+    plain = ("p1", "p2", "p3")
+    for name in plain:
+        held = pod_body(name, steering_classes["low"], node, cpu="1")
+        held["metadata"]["finalizers"] = [HOLD]
+        await core.create_namespaced_pod(namespace, held)
+        await until_bound(api, namespace, name, node)
+        await asyncio.sleep(1.1)  # status.startTime is in whole seconds: p1 is the most important
+    try:
+        await create_bound(api, namespace, "protected", steering_classes["prot"], node, cpu="1")
+        await core.create_namespaced_pod(namespace, pod_body("first", steering_classes["high"], node, cpu="1500m"))
+
+        async def terminating() -> set[str]:
+            pods = (await core.list_namespaced_pod(namespace)).items
+            return {pod.metadata.name for pod in pods if pod.metadata.deletion_timestamp}
+
+        await eventually(terminating, lambda names: names == {"p2", "p3"}, timeout=REACTION_SECONDS, what="p2, p3")
+        created = await core.create_namespaced_pod(
+            namespace, pod_body("second", steering_classes["high"], node, cpu="1500m")
+        )
+        # steered for `second` itself: its Lease names it, the node and p1 (p2 and p3 count, terminating)
+        leases = client.CoordinationV1Api(api)
+        lease = await eventually(
+            lambda: _lease_or_none(leases, LEASE_PREFIX + created.metadata.uid),
+            lambda found: found is not None,
+            timeout=40,  # within steering's window of 60 s, in which `first` is not planned again
+            what="second's steering Lease",
+        )
+        annotations = lease.metadata.annotations
+        assert (annotations[PREEMPTOR], annotations[NODE]) == (f"{namespace}/second", node)
+        assert annotations[VICTIMS].split("=")[0] == f"{namespace}/p1"
+    finally:
+        for name in plain:
+            await core.patch_namespaced_pod(name, namespace, {"metadata": {"finalizers": None}})
     await until_bound(api, namespace, "first", node)
-    second = await until_bound(api, namespace, "second", node)
+    await until_bound(api, namespace, "second", node)
     assert await pod_names_on(api, namespace) == {"protected": node, "first": node, "second": node}
-    # steered for `second` itself (its Lease names it and p1), not for `first` again once its window ended
-    lease = await client.CoordinationV1Api(api).read_namespaced_lease(
-        LEASE_PREFIX + second["metadata"]["uid"], "default"
-    )
-    assert (lease.metadata.annotations[PREEMPTOR], lease.metadata.annotations[NODE]) == (f"{namespace}/second", node)
-    assert lease.metadata.annotations[VICTIMS].split("=")[0] == f"{namespace}/p1"
-    steered = (await server.metric("ptol_steering_total", "outcome")).get("steered", 0)
-    print(f"preemptions steered: {steered:.0f}")
+
+
+async def _lease_or_none(leases: client.CoordinationV1Api, name: str) -> Any:
+    try:
+        return await leases.read_namespaced_lease(name, "default")
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+
+
+async def test_a_steered_preemptor_whose_room_another_pod_took_is_steered_again_at_once(
+    api: ApiClient,
+    namespace: str,
+    make_node: MakeNode,
+    server: Server,
+    steering_classes: dict[str, str],
+) -> None:
+    """Three full nodes of 2 CPUs: c runs plain w, b plain v (started after w; a finalizer keeps it
+    terminating until released), a a protected pod (started last: the stock scheduler's choice). Steering
+    preempts v for `high` (2 CPUs, any of the three). While v terminates, a protected pod q is placed on b
+    by its nodeName, and v is released: `high` no longer fits where it was steered. Upstream would preempt
+    again, now w on c; steering must not wait for the end of its window (60 s) to do it."""
+    node_a, node_b, node_c = [(await make_node(cpu="2", memory="8Gi")).metadata.name for _ in range(3)]
+    core = client.CoreV1Api(api)
+    await create_bound(api, namespace, "w", steering_classes["low"], node_c, cpu="2")
+    await asyncio.sleep(1.1)  # status.startTime is in whole seconds
+    held = pod_body("v", steering_classes["low"], node_b, cpu="2")
+    held["metadata"]["finalizers"] = [HOLD]
+    await core.create_namespaced_pod(namespace, held)
+    try:
+        await until_bound(api, namespace, "v", node_b)
+        await asyncio.sleep(1.1)
+        await create_bound(api, namespace, "protected", steering_classes["prot"], node_a, cpu="2")
+        await core.create_namespaced_pod(
+            namespace, on_nodes(pod_body("high", steering_classes["high"], node_a, cpu="2"), node_a, node_b, node_c)
+        )
+        await eventually(
+            lambda: read_pod(api, namespace, "v"),
+            lambda p: p is not None and bool(p["metadata"].get("deletionTimestamp")),
+            timeout=REACTION_SECONDS,
+            what="v deleted by steering",
+        )
+        taker = pod_body("q", steering_classes["prot"], node_b, cpu="2")
+        taker["spec"]["nodeName"] = node_b
+        await core.create_namespaced_pod(namespace, taker)
+    finally:
+        await core.patch_namespaced_pod("v", namespace, {"metadata": {"finalizers": None}})
+    released = time.monotonic()
+    # well within the window: planned again as soon as the scheduler's next choice is refused
+    await until_bound(api, namespace, "high", node_c, timeout=40)
+    print(f"bound {time.monotonic() - released:.1f} s after its room was taken")
+    assert await pod_names_on(api, namespace) == {"protected": node_a, "q": node_b, "high": node_c}

@@ -16,6 +16,7 @@ from preemption_toleration.steering.plan import (
     SteeringPlan,
     blocking_nominations,
     candidates_wanted,
+    fits_on,
     pick_node,
     preemptor_of_refusal,
     search_plan,
@@ -326,18 +327,36 @@ IN_PROGRESS = [
         [{**MARK, "reason": "DeletionByTaintManager"}],
         ("node-a", ["leaving"]),
     ),
+    (
+        "a pod steering preempted for another preemptor: its attempt came before its nomination, no wait",
+        [MARK],
+        ("node-a", ["leaving"]),
+        {"uid-leaving"},
+    ),
 ]
 
 
-@pytest.mark.parametrize(("rule", "conditions", "expected"), IN_PROGRESS, ids=[case[0] for case in IN_PROGRESS])
-def test_in_progress_is_the_schedulers_terminating_by_preemption(rule, conditions, expected) -> None:
+@pytest.mark.parametrize(
+    ("rule", "conditions", "expected", "for_others"),
+    [(*case, set()) if len(case) == 3 else case for case in IN_PROGRESS],
+    ids=[case[0] for case in IN_PROGRESS],
+)
+def test_in_progress_is_the_schedulers_terminating_by_preemption(rule, conditions, expected, for_others) -> None:
     """PodEligibleToPreemptOthers: only a lower-priority pod terminating by preemption on the preemptor's
     nominated node makes the scheduler wait for that node."""
     leaving = pod("leaving", "low", cpu="2", node="node-a", **LEAVING)
     leaving["status"]["conditions"].extend(conditions)
     pods = [leaving, pod("b1", "low", cpu="1", node="node-b"), pod("b2", "low", cpu="1", node="node-b")]
     preemptor = pod("high", "high", cpu="2", node=None, status__nominatedNodeName="node-a")
-    result = steer(pods, preemptor, [node("node-a", cpu="2"), node("node-b", cpu="2")])
+    index = PodIndex.of([*pods, preemptor])
+    view = ExtenderView(index, {n: node(n, cpu="2") for n in ("node-a", "node-b")}, CLASS_RECORDS, BudgetIndex.of([]))
+    search = search_plan(index.get(("team", "high")), view, NOW, 0, for_others)
+    while True:
+        try:
+            next(search)
+        except StopIteration as done:
+            result = done.value
+            break
     assert outcome(result) == expected, rule
 
 
@@ -405,3 +424,33 @@ def test_a_nomination_upstream_would_not_have_made_does_not_count_and_is_cleared
     plan = steer([*pods, twin_pod], preemptor, [node("node-a", cpu="3")])
     assert isinstance(plan, SteeringPlan), plan
     assert [p.name for p in plan.victims] == ["plain"] and [p.name for p in plan.cleared] == ["twin"]
+
+
+FITS_ON = [
+    ("its room free: it fits", "3", [pod("protected", "low-non-preempted", cpu="2")], [], True),
+    (
+        "a pod bound there since took the room: it does not",
+        "3",
+        [pod("protected", "low-non-preempted", cpu="2"), pod("other", "low", cpu="1")],
+        [],
+        False,
+    ),
+    (
+        "a pod nominated there is the scheduler's next preemptor, not a taker of the room: it fits",
+        "3",
+        [pod("protected", "low-non-preempted", cpu="1"), pod("plain", "low", cpu="1")],
+        [pod("twin", "high", cpu="1", node=None, status__nominatedNodeName="node-a")],
+        True,
+    ),
+    ("the node gone: it does not", None, [], [], False),
+]
+
+
+@pytest.mark.parametrize(("rule", "cpus", "on_node", "others", "fits"), FITS_ON, ids=[case[0] for case in FITS_ON])
+def test_whether_a_steered_preemptor_still_fits_where_it_was_steered(rule, cpus, on_node, others, fits) -> None:
+    """Steering plans again for a preemptor it steered whose victims are gone when it no longer fits there."""
+    preemptor = pod("high", "high", cpu="1", node=None, status__nominatedNodeName="node-a")
+    index = PodIndex.of([*on_node, *others, preemptor])
+    nodes = {"node-a": node("node-a", cpu=cpus)} if cpus else {}
+    view = ExtenderView(index, nodes, CLASS_RECORDS, BudgetIndex.of([]))
+    assert fits_on(index.get(("team", "high")), "node-a", view) is fits, rule

@@ -14,6 +14,7 @@ from preemption_toleration.extender.decisions import ExtenderView
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.records.pod import PodBody
 from preemption_toleration.steering.pacing import DeclinedPlans, Pace
+from preemption_toleration.webhooks import steerer as steerer_module
 from preemption_toleration.webhooks.steerer import RefusedVictim, Steerer
 from tests.unit.test_extender import CLASS_RECORDS, node, pod
 
@@ -237,3 +238,24 @@ async def test_the_refusals_hold_is_released_once_the_preemption_is_steered(api)
         assert not second.is_set()
     finally:
         worker.cancel()
+
+
+async def test_a_refusal_without_evidence_is_looked_at_once_more(api, monkeypatch) -> None:
+    """The scheduler's nomination of its preemptor may reach the cache just after the refused write: the
+    refusal is looked at again a moment later, once."""
+    monkeypatch.setattr(steerer_module, "LOOK_AGAIN_SECONDS", 0.0)
+    victim = pod("p000", "low-non-preempted", cpu="2", node="n000")
+    index = PodIndex.of([victim, pod("high", "high", cpu="2", node=None)])  # not nominated (yet)
+    view = ExtenderView(index, {"n000": node("n000", cpu="2")}, CLASS_RECORDS)
+    counted = Counted()
+    subject = steerer(api, view, counted)
+    await subject._consider(refused(victim))
+    await asyncio.sleep(0.01)
+    assert subject.queue.qsize() == 1 and ("team", "p000") in subject.queued
+    again = subject.queue.get_nowait()
+    assert again.again and (again.namespace, again.name) == ("team", "p000")
+    subject.queued.clear()
+    await subject._consider(again)
+    await asyncio.sleep(0.01)
+    assert subject.queue.empty(), "looked at once more, not for ever"
+    assert counted.outcomes == ["no-evidence", "no-evidence"]
