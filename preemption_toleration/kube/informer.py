@@ -307,10 +307,14 @@ class Informer:
         def listed(raw: Any) -> None:
             if not isinstance(raw, Mapping):
                 return
-            key = self.store.key(raw)
-            if key not in touched:
-                self.store.put(raw)
-            seen.add(key)
+            if touched:
+                key = self.store.key(raw)
+                if key in touched:  # the watch brought a newer copy
+                    seen.add(key)
+                    return
+            # The key the store keeps, not one built from the page: a key of its own per object, held in
+            # `seen` until the listing ends, would leave that much freed memory scattered between the records.
+            seen.add(self.store.put(raw))
 
         token: str | None = None
         try:
