@@ -186,7 +186,17 @@ async def test_an_api_error_while_resuming_ends_neither_the_other_leases_nor_ste
         await until_state(api, leases[1], DONE)
         assert await state_of(api, leases[0]) == ACTING  # left for the sweep; its window ends
         assert (await read_pod(api, namespace, "faulty")) is not None
-        assert "could not finish an action left in the middle" in components.log()
+        # the Leases are taken in name order (their preemptors' UIDs): the faulty one may come second
+
+        async def log() -> str:
+            return components.log()
+
+        await eventually(
+            log,
+            lambda text: "could not finish an action left in the middle" in text,
+            timeout=REACTION_SECONDS,
+            what="the failed resume logged",
+        )
         node_a, node_b, preemptor = await two_full_nodes(api, namespace, make_node, steering_classes)
         await client.CoreV1Api(api).create_namespaced_pod(namespace, preemptor)
         await until_bound(api, namespace, "high", node_b)
