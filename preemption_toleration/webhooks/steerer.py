@@ -228,13 +228,19 @@ class Steerer:
         found = refused_victim(victim)
         if found is None:
             return None
-        key = (found.namespace, found.name)
+        return self._enqueue(RefusedVictim(found.namespace, found.name, found.uid, found.node, preemptor))
+
+    def _enqueue(self, item: RefusedVictim) -> asyncio.Event | None:
+        """Queues the refused victim unless it is queued already; the event set once its preemption is steered
+        (the queued one's, for a victim queued already), None when the queue is full (the scheduler retries:
+        a later refusal brings it back)."""
+        key = (item.namespace, item.name)
         if key in self.queued:
             return self.queued[key]
         try:
-            self.queue.put_nowait(RefusedVictim(found.namespace, found.name, found.uid, found.node, preemptor))
+            self.queue.put_nowait(item)
         except asyncio.QueueFull:
-            return None  # the scheduler retries; a later refusal brings it back
+            return None
         steered = self.queued[key] = asyncio.Event()
         return steered
 
@@ -277,17 +283,7 @@ class Steerer:
         for a long while. A refusal with no preemptor to steer is looked at once more, a moment later."""
         if item.again:
             return
-        asyncio.get_running_loop().call_later(LOOK_AGAIN_SECONDS, self._requeue, replace(item, again=True))
-
-    def _requeue(self, item: RefusedVictim) -> None:
-        key = (item.namespace, item.name)
-        if key in self.queued:
-            return  # a later refusal of the victim is queued already
-        try:
-            self.queue.put_nowait(item)
-        except asyncio.QueueFull:
-            return
-        self.queued[key] = asyncio.Event()
+        asyncio.get_running_loop().call_later(LOOK_AGAIN_SECONDS, self._enqueue, replace(item, again=True))
 
     def _report_declined(self, subject: str, result: NotSteered, preemptor: SlimPod | None) -> None:
         self.count(result.reason.value)
