@@ -28,6 +28,7 @@ from collections.abc import Callable, Collection, Generator, Iterable, Mapping, 
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
+from types import MappingProxyType
 from typing import Any
 
 from preemption_toleration.core.exemption import PriorityClassNotFound
@@ -43,6 +44,7 @@ INT32_OFFSET = 2**31  # kube-scheduler adds MaxInt32+1 to each priority before s
 # DefaultPreemption's defaults (`minCandidateNodesPercentage`, `minCandidateNodesAbsolute`)
 MIN_CANDIDATE_NODES_PERCENTAGE = 10
 MIN_CANDIDATE_NODES_ABSOLUTE = 100
+NOTHING_STEERED: Mapping[str, str] = MappingProxyType({})  # no pod nominated by steering itself
 
 
 class Declined(str, Enum):
@@ -197,15 +199,18 @@ def hopeless(other: SlimPod, preemptor: SlimPod, name: str, view: ExtenderView, 
 
 
 def _nominations(
-    preemptor: SlimPod, name: str, view: ExtenderView, now: datetime
+    preemptor: SlimPod, name: str, view: ExtenderView, now: datetime, ours: Mapping[str, str] = NOTHING_STEERED
 ) -> tuple[list[SlimPod], list[SlimPod]]:
     """The other pods nominated to node `name`, as (those that count against the preemptor there, those
-    there by nominations upstream would not have made: `hopeless`)."""
+    there by nominations upstream would not have made: `hopeless`). A pod steering nominated there itself
+    (`ours`: UID -> the node) is never hopeless: that nomination is the one upstream's plugin made."""
     counted: list[SlimPod] = []
     cleared: list[SlimPod] = []
     for pod in view.pods.nominated_to(name):
-        if pod.uid != preemptor.uid:
-            (cleared if hopeless(pod, preemptor, name, view, now) else counted).append(pod)
+        if pod.uid == preemptor.uid:
+            continue
+        ours_there = ours.get(pod.uid) == name
+        (cleared if not ours_there and hopeless(pod, preemptor, name, view, now) else counted).append(pod)
     return counted, cleared
 
 
@@ -215,6 +220,7 @@ def _on_node(
     view: ExtenderView,
     exempt: ExemptionCheck,
     nominated: list[SlimPod] | None = None,
+    ours: Mapping[str, str] = NOTHING_STEERED,
 ) -> NodeResult:
     """The preemptor on one node, as the cache holds it now (no await: the node is read at one moment). The
     pods nominated there count, but for those whose nominations upstream would not have made (`hopeless`);
@@ -224,7 +230,7 @@ def _on_node(
         return None
     on_node = view.pods.on_node(name)
     if nominated is None:
-        nominated, _ = _nominations(preemptor, name, view, exempt.now)
+        nominated, _ = _nominations(preemptor, name, view, exempt.now, ours)
     node_allocatable = allocatable(node)
     requests = dict(preemptor.requests)
     if fits_as_is(preemptor.priority, requests, on_node, nominated, node_allocatable):
@@ -252,11 +258,13 @@ def search_plan(
     now: datetime,
     offset: int = 0,
     preempted_for_others: Collection[str] = (),
+    ours: Mapping[str, str] = NOTHING_STEERED,
 ) -> Search:
     """The plan, one node per step (`next()`), as the scheduler's bounded dry run would find it starting at
     node `offset` of the cache's nodes; the plan or the reason it declines is the generator's return value.
     `preempted_for_others`: UIDs of pods steering preempted for other preemptors; their termination does not
-    make this one wait (the scheduler's refused attempt for it came before its nomination there)."""
+    make this one wait (the scheduler's refused attempt for it came before its nomination there). `ours`: the
+    pods steering nominated, by UID, to the node of each (`_nominations`)."""
     unjudged = (preemptor.constraints or NO_CONSTRAINTS).unjudged
     if unjudged:
         return NotSteered(
@@ -280,7 +288,7 @@ def search_plan(
     for step in range(len(names)):
         yield
         name = names[(offset + step) % len(names)]
-        found = _on_node(preemptor, name, view, exempt)
+        found = _on_node(preemptor, name, view, exempt, ours=ours)
         if isinstance(found, NotSteered):
             return found
         if found is not None:
@@ -292,7 +300,7 @@ def search_plan(
         return NotSteered(Declined.NO_NODE, "no node where it fits without a pod that tolerates it")
     yield
     chosen_node = pick_node(candidates)
-    counted, cleared = _nominations(preemptor, chosen_node, view, now)
+    counted, cleared = _nominations(preemptor, chosen_node, view, now, ours)
     now_there = _on_node(preemptor, chosen_node, view, exempt, counted)
     if isinstance(now_there, NotSteered):
         return now_there
@@ -312,7 +320,9 @@ def fits_on(preemptor: SlimPod, name: str, view: ExtenderView) -> bool:
     return fits_as_is(preemptor.priority, dict(preemptor.requests), view.pods.on_node(name), [], allocatable(node))
 
 
-def blocking_nominations(preemptor: SlimPod, view: ExtenderView, now: datetime) -> list[SlimPod]:
+def blocking_nominations(
+    preemptor: SlimPod, view: ExtenderView, now: datetime, ours: Mapping[str, str] = NOTHING_STEERED
+) -> list[SlimPod]:
     """The pods nominated to the preemptor's nominated node that alone keep it from fitting there, where
     upstream's plugin would not have nominated them: of at least its priority (so the scheduler counts them
     against it), and unable to fit there themselves, with the preemptor counted, whatever pods that do not
@@ -323,7 +333,7 @@ def blocking_nominations(preemptor: SlimPod, view: ExtenderView, now: datetime) 
     node = view.nodes.get(name) if name else None
     if name is None or node is None:
         return []
-    kept, found = _nominations(preemptor, name, view, now)
+    kept, found = _nominations(preemptor, name, view, now, ours)
     if not found:
         return []
     on_node = view.pods.on_node(name)

@@ -65,7 +65,11 @@ QUEUE_LIMIT = 1000
 STRATEGIC = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
-CLEAR_AGAIN_SECONDS = 1.0  # a blocking nomination cleared once is cleared again no sooner
+# A blocking nomination cleared is cleared again, once the stock scheduler has made it again, no sooner. Well
+# under the guard's retry hold (1 s), which paces both pods' attempts: the blocking pod nominates itself again
+# at the start of each of its attempts and the preemptor tries a moment later; a limit as long as the hold
+# locks the clearing in step with the preemptor's refusal, just after its attempt, and it never binds (1.35).
+CLEAR_AGAIN_SECONDS = 0.25
 LOOK_AGAIN_SECONDS = 0.5  # a refusal with no preemptor to steer is looked at once more this much later
 REQUEST_TIMEOUT = 10
 RESUME_AFTER_SECONDS = 15  # a Lease left "acting" this long was left by a replica that stopped in the middle
@@ -312,7 +316,8 @@ class Steerer:
         """The plan, made in slices of the event loop (`Pace`): the guard's answers wait for one slice at
         most. The nodes are tried from a random offset, as the scheduler's dry run tries them."""
         others = {uid for owner, (_, victims) in self.steered.items() if owner != preemptor.uid for *_, uid in victims}
-        search = search_plan(preemptor, view, now, random.randrange(max(len(view.nodes), 1)), others)
+        offset = random.randrange(max(len(view.nodes), 1))
+        search = search_plan(preemptor, view, now, offset, others, self._ours())
         spent = 0.0
         try:
             while True:
@@ -441,12 +446,16 @@ class Steerer:
         node = preemptor.nominated_node
         if node is None:
             return
-        for pod in blocking_nominations(preemptor, view, now):
+        for pod in blocking_nominations(preemptor, view, now, self._ours()):
             await self._clear_blocking(pod, node, preemptor.ref)
 
+    def _ours(self) -> dict[str, str]:
+        """The pods this replica steered, by UID, to the node of each: their nominations are never cleared."""
+        return {uid: node for uid, (node, _) in self.steered.items()}
+
     async def _clear_blocking(self, pod: SlimPod, node: str, preemptor: str) -> None:
-        """Clears one nomination upstream would not have made, at most once a second per pod; counted,
-        logged and told on the pod by an Event."""
+        """Clears one nomination upstream would not have made, at most once per CLEAR_AGAIN_SECONDS a pod;
+        counted, logged and told on the pod by an Event."""
         last = self.cleared.get(pod.uid)
         if last is not None and time.monotonic() - last < CLEAR_AGAIN_SECONDS:
             return

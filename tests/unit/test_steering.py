@@ -39,11 +39,11 @@ def two_full_nodes(**preemptor_spec):
     return pods, preemptor, [node("node-a", cpu="2"), node("node-b", cpu="2")]
 
 
-def searched(pods, preemptor, nodes, offset=0, budgets=()):
+def searched(pods, preemptor, nodes, offset=0, budgets=(), ours=None):
     """The search's result and the steps it took (one a node tried, then one for the final choice)."""
     index = PodIndex.of([*pods, preemptor])
     view = ExtenderView(index, {n["metadata"]["name"]: n for n in nodes}, CLASS_RECORDS, BudgetIndex.of(budgets))
-    search = search_plan(index.get(("team", preemptor["metadata"]["name"])), view, NOW, offset)
+    search = search_plan(index.get(("team", preemptor["metadata"]["name"])), view, NOW, offset, (), ours or {})
     steps = 0
     while True:
         try:
@@ -53,8 +53,8 @@ def searched(pods, preemptor, nodes, offset=0, budgets=()):
         steps += 1
 
 
-def steer(pods, preemptor, nodes, budgets=()):
-    return searched(pods, preemptor, nodes, budgets=budgets)[0]
+def steer(pods, preemptor, nodes, budgets=(), ours=None):
+    return searched(pods, preemptor, nodes, budgets=budgets, ours=ours)[0]
 
 
 def outcome(result):
@@ -365,7 +365,8 @@ def twin(name="twin", klass="high", **extra):
 
 
 BLOCKING = [
-    # (rule, node-a's CPUs, pods on node-a, other pods nominated to node-a, the nominations cleared)
+    # (rule, node-a's CPUs, pods on node-a, other pods nominated to node-a, the nominations cleared[, steering's
+    # own nominations: UID -> node])
     (
         "a twin that cannot fit without the protected pod, counted against the preemptor, is cleared",
         "3",
@@ -401,16 +402,36 @@ BLOCKING = [
         [twin(spec__preemptionPolicy="Never")],
         [],
     ),
+    (
+        "a twin steering nominated there itself keeps its nomination: upstream's plugin made that one",
+        "3",
+        [pod("protected", "low-non-preempted", cpu="2")],
+        [twin()],
+        [],
+        {"uid-twin": "node-a"},
+    ),
+    (
+        "a twin steering nominated to another node is cleared where the stock scheduler nominated it",
+        "3",
+        [pod("protected", "low-non-preempted", cpu="2")],
+        [twin()],
+        ["twin"],
+        {"uid-twin": "node-b"},
+    ),
 ]
 
 
-@pytest.mark.parametrize(("rule", "cpus", "on_node", "others", "cleared"), BLOCKING, ids=[b[0] for b in BLOCKING])
-def test_nominations_upstream_would_not_have_made_are_cleared(rule, cpus, on_node, others, cleared) -> None:
+@pytest.mark.parametrize(
+    ("rule", "cpus", "on_node", "others", "cleared", "ours"),
+    [case if len(case) == 6 else (*case, {}) for case in BLOCKING],
+    ids=[b[0] for b in BLOCKING],
+)
+def test_nominations_upstream_would_not_have_made_are_cleared(rule, cpus, on_node, others, cleared, ours) -> None:
     preemptor = pod("high", "high", cpu="1", node=None, status__nominatedNodeName="node-a")
     index = PodIndex.of([*on_node, *others, preemptor])
     view = ExtenderView(index, {"node-a": node("node-a", cpu=cpus)}, CLASS_RECORDS, BudgetIndex.of([]))
-    found = blocking_nominations(index.get(("team", "high")), view, NOW)
-    assert [pod.name for pod in found] == cleared
+    found = blocking_nominations(index.get(("team", "high")), view, NOW, ours)
+    assert [pod.name for pod in found] == cleared, rule
 
 
 def test_a_nomination_upstream_would_not_have_made_does_not_count_and_is_cleared_by_the_plan() -> None:
@@ -424,6 +445,16 @@ def test_a_nomination_upstream_would_not_have_made_does_not_count_and_is_cleared
     plan = steer([*pods, twin_pod], preemptor, [node("node-a", cpu="3")])
     assert isinstance(plan, SteeringPlan), plan
     assert [p.name for p in plan.victims] == ["plain"] and [p.name for p in plan.cleared] == ["twin"]
+
+
+def test_a_nomination_steering_made_itself_counts_and_is_not_cleared_by_the_plan() -> None:
+    """The same node, but steering nominated twin there itself (it preempted for it): the plan leaves twin's
+    nomination, counts it, and finds no node for high."""
+    pods = [pod("protected", "low-non-preempted", cpu="1"), pod("plain", "low", cpu="1")]
+    twin_pod = pod("twin", "high", cpu="2", node=None, status__nominatedNodeName="node-a")
+    preemptor = pod("high", "high", cpu="2", node=None)
+    plan = steer([*pods, twin_pod], preemptor, [node("node-a", cpu="3")], ours={"uid-twin": "node-a"})
+    assert outcome(plan) == Declined.NO_NODE
 
 
 FITS_ON = [
