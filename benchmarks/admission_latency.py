@@ -27,8 +27,8 @@ from preemption_toleration.admission.decisions import (
     validate_priority_class,
 )
 from preemption_toleration.api.admission import AdmissionRequest
-from preemption_toleration.governance.ownership import age_order, claims
 from preemption_toleration.governance.plan import plan
+from preemption_toleration.inventory.ownership import age_order, claims
 from preemption_toleration.records.policy import policy_view
 from preemption_toleration.records.priority_class import class_view
 

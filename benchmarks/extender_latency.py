@@ -37,9 +37,11 @@ from _common import save_results, shown, timed
 
 from preemption_toleration.api.extender import ExtenderPreemptionArgs
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
-from preemption_toleration.extender.decisions import ExtenderView, NodeChoice, decide_preemption
+from preemption_toleration.extender.decisions import NodeChoice, decide_preemption
 from preemption_toleration.inventory.budgets import BudgetIndex
 from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.view import ClusterView
+from preemption_toleration.records.node import NodeRecord, node_record
 from preemption_toleration.records.priority_class import class_view
 
 PODS_PER_NODE = 110
@@ -101,26 +103,24 @@ def budget(allowed: int, **match_labels: str) -> dict[str, Any]:
     }
 
 
-def fill(size: int) -> tuple[dict[str, ExtenderView], dict[str, list[str]]]:
+def fill(size: int) -> tuple[dict[str, ClusterView], dict[str, list[str]]]:
     """An index of `size` pods on nodes of 110 (and one node of 10), seen under an exhausted budget over the
     plain pods ("plain") and under one with disruptions left over every pod ("every"); each node's pods by
     name."""
     index = PodIndex()
     by_node: dict[str, list[str]] = {}
-    nodes: dict[str, dict[str, Any]] = {}
+    nodes: dict[str, NodeRecord] = {}
     layout = [(f"node-{i}", PODS_PER_NODE) for i in range(max(1, size // PODS_PER_NODE))] + [(SMALL_NODE, 10)]
     for node, count in layout:
-        nodes[node] = {
-            "metadata": {"name": node},
-            "status": {"allocatable": {"cpu": str(count // 4 + 1), "memory": f"{count + 8}Gi", "pods": str(count + 1)}},
-        }
+        allocatable = {"cpu": str(count // 4 + 1), "memory": f"{count + 8}Gi", "pods": str(count + 1)}
+        nodes[node] = node_record({"metadata": {"name": node}, "status": {"allocatable": allocatable}})
         for k in range(count):
             name = f"{node}-p{k}"
             index.put(bound_pod(name, node, protected=k % 2 == 0))
             by_node.setdefault(node, []).append(name)
     classes = {name: class_view(body) for name, body in CLASSES.items()}
     budgets = {"plain": budget(0, tier="plain"), "every": budget(BUDGET_ALLOWED, app="train")}
-    views = {under: ExtenderView(index, nodes, classes, BudgetIndex.of([pdb])) for under, pdb in budgets.items()}
+    views = {under: ClusterView(index, nodes, classes, BudgetIndex.of([pdb])) for under, pdb in budgets.items()}
     return views, by_node
 
 
@@ -161,7 +161,7 @@ def main() -> None:
             ):
                 payload = body(node, victims)
 
-                def decide(view: ExtenderView = view, payload: dict[str, Any] = payload) -> object:
+                def decide(view: ClusterView = view, payload: dict[str, Any] = payload) -> object:
                     return decide_preemption(ExtenderPreemptionArgs.model_validate(payload), view, now)
 
                 outcome = decide_preemption(ExtenderPreemptionArgs.model_validate(payload), view, now).outcomes[0]

@@ -27,9 +27,10 @@ from _common import save_results, shown, timed
 
 from preemption_toleration.admission.decisions import Snapshot
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
-from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot
+from preemption_toleration.guard.decisions import GuardConfig
 from preemption_toleration.inventory.pods import PodIndex
-from preemption_toleration.records.node import slim_node
+from preemption_toleration.inventory.view import ClusterView
+from preemption_toleration.records.node import node_record
 from preemption_toleration.records.priority_class import class_view
 from preemption_toleration.webhooks.guard_endpoint import GUARD, GuardHooks
 from preemption_toleration.webhooks.server import WebhookApp
@@ -127,7 +128,7 @@ def preemptor() -> dict[str, Any]:
     return pod
 
 
-def snapshot_of(size: int) -> tuple[GuardSnapshot, int]:
+def snapshot_of(size: int) -> tuple[ClusterView, int]:
     index = PodIndex.of([preemptor()])
     json_bytes = 0
     for i in range(size):
@@ -135,10 +136,10 @@ def snapshot_of(size: int) -> tuple[GuardSnapshot, int]:
         json_bytes += len(raw)
         index.put(json.loads(raw))  # decoded and slimmed one by one, as the watch does
     nodes = {
-        f"node-{n}": slim_node({"metadata": {"name": f"node-{n}", "labels": {"pool": f"p{n % 20}"}}})
+        f"node-{n}": node_record({"metadata": {"name": f"node-{n}", "labels": {"pool": f"p{n % 20}"}}})
         for n in range(NODES)
     }
-    return GuardSnapshot(pods=index, nodes=nodes, classes=protected_classes()), json_bytes // max(size, 1)
+    return ClusterView(pods=index, nodes=nodes, classes=protected_classes()), json_bytes // max(size, 1)
 
 
 def review(user: str) -> bytes:
@@ -163,7 +164,7 @@ def review(user: str) -> bytes:
     ).encode()
 
 
-def handle(body: bytes, snapshot: GuardSnapshot, config: GuardConfig) -> bool:
+def handle(body: bytes, snapshot: ClusterView, config: GuardConfig) -> bool:
     """What the server does per guard request, through its own request core (`WebhookApp.answer`): the fast
     path, else the parsed review, the check of the fields it reads, the judgement and the metrics."""
     app = _servers.get(id(snapshot))

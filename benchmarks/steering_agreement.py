@@ -57,16 +57,17 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY as MIN
 from preemption_toleration.core.annotations import TOLERATION_SECONDS as TOL
-from preemption_toleration.core.resources import allocatable
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.nodes import wait_node_schedulable
-from preemption_toleration.extender.decisions import ExemptionCheck, ExtenderView
+from preemption_toleration.extender.decisions import ExemptionCheck
 from preemption_toleration.extender.victims import NodeVictims, select_victims
 from preemption_toleration.inventory.budgets import BudgetIndex, split_by_budget_violation
 from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.kube.client import API_ERRORS
 from preemption_toleration.manifests.scheduler_extender import scheduler_extender_of
 from preemption_toleration.manifests.webhook_configurations import GUARD_NAME
+from preemption_toleration.records.node import node_record
 from preemption_toleration.records.priority_class import class_view
 from preemption_toleration.steering.plan import eligible, pick_node
 
@@ -350,7 +351,7 @@ def predicted_ties(scenario: Scenario, way: str, now: datetime) -> tuple[set[str
         name: {"metadata": {"name": name, "annotations": notes}, "value": value}
         for name, (value, notes) in CLASSES.items()
     }
-    nodes = {node_name(scenario, way, n.name): node_body(scenario, way, n) for n in scenario.nodes}
+    nodes = {node_name(scenario, way, n.name): node_record(node_body(scenario, way, n)) for n in scenario.nodes}
     budgets = []
     if scenario.budget_allowed is not None:
         budgets.append(
@@ -360,7 +361,7 @@ def predicted_ties(scenario: Scenario, way: str, now: datetime) -> tuple[set[str
                 "status": {"disruptionsAllowed": scenario.budget_allowed},
             }
         )
-    view = ExtenderView(
+    view = ClusterView(
         index, nodes, {name: class_view(body) for name, body in classes.items()}, BudgetIndex.of(budgets)
     )
     preemptor = index.get(("h", "preemptor"))
@@ -375,7 +376,7 @@ def predicted_ties(scenario: Scenario, way: str, now: datetime) -> tuple[set[str
             dict(preemptor.requests),
             index.on_node(name),
             [],
-            allocatable(node),
+            node.allocatable,
             exempt,
             lambda found: split_by_budget_violation(found, view.budgets),
         )

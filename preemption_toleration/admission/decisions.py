@@ -10,8 +10,8 @@ from typing import Any, Literal
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, allow, deny
 from preemption_toleration.core.annotations import POLICY_KEYS, annotations_of
 from preemption_toleration.core.shapes import as_mapping
-from preemption_toleration.governance.ownership import PolicyIndex, conflicts_of
 from preemption_toleration.governance.plan import LabelIndex, desired_annotations, governed_names
+from preemption_toleration.inventory.ownership import PolicyIndex, conflicts_of
 from preemption_toleration.records.policy import PolicyView, policy_view
 from preemption_toleration.records.priority_class import ClassView, class_labels_of, class_name_of, class_view
 from preemption_toleration.validation.findings import Finding

@@ -16,7 +16,7 @@ class the cache does not know, when a victim is exempt, leaves the node out.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 from typing import Any
@@ -27,7 +27,7 @@ from preemption_toleration.core.constraints import unjudged_constraints
 from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
 from preemption_toleration.core.pods import PodJson, PreemptorFacts, pod_priority
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_under
-from preemption_toleration.core.resources import allocatable, pod_requests
+from preemption_toleration.core.resources import pod_requests
 from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.extender.victims import (
     BudgetSplit,
@@ -36,10 +36,10 @@ from preemption_toleration.extender.victims import (
     potential_victims,
     select_victims,
 )
-from preemption_toleration.inventory.budgets import BudgetIndex, counted_by_a_budget, split_by_budget_violation
-from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.budgets import counted_by_a_budget, split_by_budget_violation
+from preemption_toleration.inventory.view import ClusterView
+from preemption_toleration.records.node import NodeRecord
 from preemption_toleration.records.pod import SlimPod
-from preemption_toleration.records.priority_class import ClassView
 
 
 class NodeChoice(str, Enum):
@@ -64,17 +64,6 @@ class NodeOutcome:
 
 
 @dataclass(frozen=True)
-class ExtenderView:
-    """What the decision reads: the pod index, slim nodes, PriorityClass records by name, and the
-    PodDisruptionBudgets."""
-
-    pods: PodIndex
-    nodes: Mapping[str, Mapping[str, Any]]
-    classes: Mapping[str, ClassView]
-    budgets: BudgetIndex = field(default_factory=BudgetIndex)
-
-
-@dataclass(frozen=True)
 class PreemptDecision:
     result: ExtenderPreemptionResult
     outcomes: tuple[NodeOutcome, ...]
@@ -83,7 +72,7 @@ class PreemptDecision:
 class ExemptionCheck:
     """The exemption check for slim pods of the cache, against one preemptor at one moment."""
 
-    def __init__(self, preemptor: PreemptorFacts, view: ExtenderView, now: datetime) -> None:
+    def __init__(self, preemptor: PreemptorFacts, view: ClusterView, now: datetime) -> None:
         self.preemptor = preemptor
         self.view = view
         self.now = now
@@ -145,7 +134,7 @@ class _Preemptor:
 
 
 def _node_outcome(
-    node: str, uids: list[str], preemptor: _Preemptor, exempt: ExemptionCheck, view: ExtenderView
+    node: str, uids: list[str], preemptor: _Preemptor, exempt: ExemptionCheck, view: ClusterView
 ) -> NodeOutcome:
     on_node = _by_uid(view.pods.on_node(node))
     proposed = [on_node.get(uid) for uid in uids]
@@ -193,17 +182,17 @@ def _node_outcome(
     )
 
 
-def _budget_split(view: ExtenderView) -> BudgetSplit:
+def _budget_split(view: ClusterView) -> BudgetSplit:
     return lambda pods: split_by_budget_violation(pods, view.budgets)
 
 
 def _upstream_victims(
     node: str,
-    node_object: Mapping[str, Any],
+    node_object: NodeRecord,
     on_node: Mapping[str, SlimPod],
     preemptor: _Preemptor,
     exempt: ExemptionCheck,
-    view: ExtenderView,
+    view: ClusterView,
 ) -> NodeVictims | None:
     """Upstream's victims on the node (`victims.select_victims`), pods nominated there counted."""
     return select_victims(
@@ -211,7 +200,7 @@ def _upstream_victims(
         preemptor.requests,
         on_node.values(),
         [pod for pod in view.pods.nominated_to(node) if pod.uid != preemptor.uid],
-        allocatable(node_object),
+        node_object.allocatable,
         exempt,
         _budget_split(view),
     )
@@ -224,7 +213,7 @@ def _unproposed_exemptions(
     on_node: Mapping[str, SlimPod],
     preemptor: _Preemptor,
     exempt: ExemptionCheck,
-    view: ExtenderView,
+    view: ClusterView,
 ) -> NodeOutcome:
     """No proposed victim is exempt. Then the scheduler's victims are upstream's too (resource fit only grows
     with fewer pods, so a pod it reprieved with an exempt pod gone also fits with it there), except where an
@@ -254,7 +243,7 @@ def _unproposed_exemptions(
     return NodeOutcome(node, NodeChoice.RECOUNTED, tuple(uids), pdb_violations=violations)
 
 
-def decide_preemption(args: ExtenderPreemptionArgs, view: ExtenderView, now: datetime) -> PreemptDecision:
+def decide_preemption(args: ExtenderPreemptionArgs, view: ClusterView, now: datetime) -> PreemptDecision:
     exempt = ExemptionCheck(PodJson(args.pod), view, now)
     preemptor = _Preemptor.of(args.pod)
     proposals = args.victim_uids()

@@ -1,3 +1,2 @@
-"""Which policy governs which PriorityClass and what must be written, pure: ownership and the conflict rule
-(shared by the operator, the policy webhook and `ptol validate`), the plan, each policy's status, and the
-slim views of policies and classes they read."""
+"""What must be written for the policies, pure: the conflict rule (shared by the operator, the policy webhook
+and `ptol validate`; who governs a class is `inventory.ownership`), the plan and each policy's status."""

@@ -1,5 +1,5 @@
 """Conflicts between the policies of a set of manifests (`ptol validate`), by the ownership rule the operator
-and the webhooks use (ownership.py): where several policies claim a class, the oldest governs it (by
+and the webhooks use (`inventory.ownership`): where several policies claim a class, the oldest governs it (by
 creationTimestamp when the manifests carry one, else by name), and each other one is in conflict."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 
 from preemption_toleration.api.policy import KIND as POLICY_KIND
 from preemption_toleration.core.pods import parse_time
-from preemption_toleration.governance.ownership import PolicyIndex, conflicts_of
 from preemption_toleration.governance.plan import LabelIndex, governed_names
+from preemption_toleration.inventory.ownership import PolicyIndex, conflicts_of
 from preemption_toleration.records.policy import EPOCH, PolicyView, policy_view
 from preemption_toleration.records.priority_class import ClassView, class_view
 from preemption_toleration.validation.documents import Document, Located, ManifestCheck, is_priority_class

@@ -1,6 +1,6 @@
 """The planner: from all policies and classes, who governs what, what to write, and each policy's status.
 
-Ownership is decided per class, oldest policy first (`ownership.age_order`), so it is stable: a newer
+Ownership is decided per class, oldest policy first (`inventory.ownership.age_order`), so it is stable: a newer
 policy that wants a class an older one already governs gets `Conflict` and leaves that class alone.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 from preemption_toleration.api.policy import LabelSelector, PreemptionTolerationPolicySpec
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
 from preemption_toleration.core.selectors import selector_matches
-from preemption_toleration.governance.ownership import age_order, selector_of
+from preemption_toleration.inventory.ownership import age_order, selector_of
 from preemption_toleration.records.policy import PolicyView
 from preemption_toleration.records.priority_class import ClassView
 from preemption_toleration.validation.toleration_rules import POLICY_SPEC, ClassValue, unaffected, without_effect_text

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
@@ -15,17 +15,12 @@ from preemption_toleration.core.intparse import IntParseError, parse_go_int
 from preemption_toleration.core.pods import PREEMPTION_MARK
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_under
 from preemption_toleration.core.times import rfc3339
-from preemption_toleration.governance.ownership import PolicyIndex
 from preemption_toleration.guard.inference import infer_departed_preemptor, infer_preemptor
 from preemption_toleration.guard.prefilter import is_preemption
-from preemption_toleration.guard.record import PreemptorRecord
 from preemption_toleration.guard.request import GuardRequest
 from preemption_toleration.guard.waste import in_vain
-from preemption_toleration.inventory.budgets import BudgetIndex
-from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.pod import PodRecord, SlimPod, priority_only
-from preemption_toleration.records.policy import PolicyView
-from preemption_toleration.records.priority_class import ClassView
 
 DEFAULT_PREEMPTOR_IDENTITIES = ("system:kube-scheduler",)
 
@@ -48,26 +43,8 @@ class GuardConfig:
         return self.eviction_preemptor_priority is not None
 
 
-# The request path builds these three on every judged request: plain slotted classes, which build about five
-# times faster than frozen dataclasses (each field of those is set through object.__setattr__). Not mutated.
-@dataclass(slots=True)
-class GuardSnapshot:
-    pods: PodIndex = field(default_factory=PodIndex)
-    nodes: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    classes: Mapping[str, ClassView] = field(default_factory=dict)
-    policies: Mapping[str, PolicyView] = field(default_factory=dict)
-    ownership: PolicyIndex | None = None  # built from `policies` when not given
-    preemptors: PreemptorRecord | None = None  # what the extender's calls said; None: infer only
-    budgets: BudgetIndex = field(default_factory=BudgetIndex)  # read only by the check of deletions in vain
-
-    def owner(self, class_name: str) -> str | None:
-        """The policy that governs a class (the oldest that claims it), read only for a refusal's message."""
-        view = self.classes.get(class_name)
-        ownership = self.ownership or PolicyIndex(self.policies.values())
-        governing = ownership.governing(view) if view is not None else None
-        return governing.name if governing is not None else None
-
-
+# The request path builds these on every judged request: plain slotted classes, which build about five times
+# faster than frozen dataclasses (each field of those is set through object.__setattr__). Not mutated.
 @dataclass(slots=True)
 class Refusal:
     """A preemption the guard refused (or, in audit mode, would have refused)."""
@@ -126,11 +103,11 @@ def marking_scheduler(pod: Mapping[str, Any] | None) -> str | None:
     return name if found and name else None
 
 
-def _explicit_preemptor(annotations: Mapping[str, Any], snapshot: GuardSnapshot) -> tuple[PodRecord | None, str | None]:
+def _explicit_preemptor(annotations: Mapping[str, Any], view: ClusterView) -> tuple[PodRecord | None, str | None]:
     """The preemptor an Eviction names by annotation: (its record, or None; a problem)."""
     if PREEMPTOR in annotations:
         namespace, _, name = str(annotations[PREEMPTOR]).partition("/")
-        pod = snapshot.pods.get((namespace, name))
+        pod = view.pods.get((namespace, name))
         if pod is None:
             return None, f"the preemptor {annotations[PREEMPTOR]} named by {PREEMPTOR} is not a known pod"
         return pod, None
@@ -193,13 +170,13 @@ def _judge(
     victim: PodRecord,
     preemptor: PodRecord,
     source: PreemptorSource,
-    snapshot: GuardSnapshot,
+    view: ClusterView,
     config: GuardConfig,
     now: datetime,
 ) -> Verdict:
     class_name = victim.priority_class or ""
-    view = snapshot.classes.get(class_name)
-    toleration = view.toleration if view is not None else None  # parsed when the class entered the cache
+    record = view.classes.get(class_name)
+    toleration = record.toleration if record is not None else None  # parsed when the class entered the cache
     try:
         exempt, found = exemption(victim, preemptor, toleration, now)
     except PriorityClassNotFound:
@@ -207,7 +184,7 @@ def _judge(
         return Verdict(allow(request.uid), source=source, preemptor=preemptor)
     if not exempt:
         checks_waste = config.refuse_in_vain and kind in ("delete", "status") and not config.audit
-        wasted = _in_vain(victim, preemptor, snapshot, now) if checks_waste else None
+        wasted = _in_vain(victim, preemptor, view, now) if checks_waste else None
         if wasted is not None:
             protection, message = wasted
             refusal = _refusal(kind, request, victim, preemptor, protection, 403, message, audit=False)
@@ -229,7 +206,7 @@ def _judge(
             protection,
             preemptor.priority,
             preemptor_name,
-            snapshot.owner(class_name),
+            view.owner(class_name),
             now,
             configured=source is PreemptorSource.CONFIGURED,
         )
@@ -262,11 +239,11 @@ def _refusal(
 
 
 def _in_vain(
-    victim: PodRecord, preemptor: PodRecord, snapshot: GuardSnapshot, now: datetime
+    victim: PodRecord, preemptor: PodRecord, view: ClusterView, now: datetime
 ) -> tuple[Protection, str] | None:
     """The protection and message of the refusal of a victim upstream's plugin would not preempt on its node
     (`waste`), or None."""
-    reason = in_vain(victim.uid, victim.node_name or "", preemptor, snapshot, now)
+    reason = in_vain(victim.uid, victim.node_name or "", preemptor, view, now)
     if reason is None:
         return None
     message = (
@@ -276,35 +253,35 @@ def _in_vain(
     return Protection(ProtectionKind.NONE, reason, victim.priority), message
 
 
-def _victim(request: GuardRequest, snapshot: GuardSnapshot, namespace: str) -> PodRecord | None:
+def _victim(request: GuardRequest, view: ClusterView, namespace: str) -> PodRecord | None:
     """The pod as the review carries it (`oldObject`), or as the cache has it when the review carries none.
     Whether the review carries one is all that counts: the server's reader leaves out the fields the guard
     does not read, so an object of only such fields arrives empty, and must be judged as it was sent."""
     victim = request.victim
-    return victim if victim is not None else snapshot.pods.get((namespace, request.name))
+    return victim if victim is not None else view.pods.get((namespace, request.name))
 
 
-def judge(request: GuardRequest, snapshot: GuardSnapshot, config: GuardConfig, now: datetime | None = None) -> Verdict:
+def judge(request: GuardRequest, view: ClusterView, config: GuardConfig, now: datetime | None = None) -> Verdict:
     now = now or datetime.now(UTC)
     if not is_preemption(request, config.preemptor_identities, config.judges_every_eviction):
         return Verdict(allow(request.uid))  # users, controllers, drains, unmarked status updates
     namespace = request.namespace or ""
 
     if request.operation == "CREATE":  # an Eviction (the rule admits no other CREATE)
-        victim: PodRecord | None = snapshot.pods.get((namespace, request.name))
-        preemptor, problem = _explicit_preemptor(request.annotations, snapshot)
+        victim: PodRecord | None = view.pods.get((namespace, request.name))
+        preemptor, problem = _explicit_preemptor(request.annotations, view)
         if victim is None:
             return Verdict(allow(request.uid))  # a pod we do not know
         if problem is not None:
             return Verdict(allow(request.uid, [f"not judged as a preemption: {problem}"]))
         if preemptor is not None:
-            return _judge("eviction", request, victim, preemptor, PreemptorSource.NAMED, snapshot, config, now)
+            return _judge("eviction", request, victim, preemptor, PreemptorSource.NAMED, view, config, now)
         if config.eviction_preemptor_priority is None or not victim.node_name:
             return Verdict(allow(request.uid))  # not a preemption (a drain), unless configured; unbound: no victim
         configured = priority_only(config.eviction_preemptor_priority)
-        return _judge("eviction", request, victim, configured, PreemptorSource.CONFIGURED, snapshot, config, now)
+        return _judge("eviction", request, victim, configured, PreemptorSource.CONFIGURED, view, config, now)
 
-    victim = _victim(request, snapshot, namespace)
+    victim = _victim(request, view, namespace)
     if request.operation == "DELETE":
         # marked just before, when the mark was allowed (a cached pod's record keeps no mark)
         kind, scheduler = "delete", marking_scheduler(request.old_object)
@@ -313,28 +290,28 @@ def judge(request: GuardRequest, snapshot: GuardSnapshot, config: GuardConfig, n
     node_name = victim.node_name if victim is not None else None
     if victim is None or not node_name:
         return Verdict(allow(request.uid))  # an unbound pod is nobody's victim
-    recorded = _recorded_preemptor(victim, node_name, snapshot, now)
+    recorded = _recorded_preemptor(victim, node_name, view, now)
     if recorded is not None:
-        return _judge(kind, request, victim, recorded, PreemptorSource.RECORDED, snapshot, config, now)
-    node = snapshot.nodes.get(node_name)
-    inferred = infer_preemptor(victim.priority, node_name, snapshot.pods, node, scheduler)
+        return _judge(kind, request, victim, recorded, PreemptorSource.RECORDED, view, config, now)
+    node = view.nodes.get(node_name)
+    inferred = infer_preemptor(victim.priority, node_name, view.pods, node, scheduler)
     if inferred is not None:
-        return _judge(kind, request, victim, inferred, PreemptorSource.INFERRED, snapshot, config, now)
-    departed = infer_departed_preemptor(victim.priority, node_name, snapshot.pods, node, scheduler)
+        return _judge(kind, request, victim, inferred, PreemptorSource.INFERRED, view, config, now)
+    departed = infer_departed_preemptor(victim.priority, node_name, view.pods, node, scheduler)
     if departed is None:
         return Verdict(allow(request.uid))
-    return _judge(kind, request, victim, departed, PreemptorSource.DEPARTED, snapshot, config, now)
+    return _judge(kind, request, victim, departed, PreemptorSource.DEPARTED, view, config, now)
 
 
-def _recorded_preemptor(victim: PodRecord, node_name: str, snapshot: GuardSnapshot, now: datetime) -> SlimPod | None:
+def _recorded_preemptor(victim: PodRecord, node_name: str, view: ClusterView, now: datetime) -> SlimPod | None:
     """The preemptor an extender call named for this victim, as the cache sees it now, while it may still
     be preempting it: the same pod, pending, not deleting, of higher priority than the victim, and not
     nominated to another node. None otherwise, or without a record. Only a pod of the cache counts, so a
     call naming a pod that does not exist decides nothing."""
-    if snapshot.preemptors is None:
+    if view.preemptors is None:
         return None
-    record = snapshot.preemptors.lookup(victim.uid, now)
-    cached = snapshot.pods.get(record.key) if record is not None else None
+    record = view.preemptors.lookup(victim.uid, now)
+    cached = view.pods.get(record.key) if record is not None else None
     if (
         record is None
         or cached is None

@@ -16,11 +16,9 @@ for a pod that is gone, a job cancelled at that moment.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from preemption_toleration.guard.matching import could_run_on
 from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.records.node import NodeRecord
 from preemption_toleration.records.pod import DEFAULT_SCHEDULER, Constraints, SlimPod
 
 
@@ -31,13 +29,13 @@ def _scheduled_by(constraints: Constraints | None, scheduler: str | None) -> boo
     return (constraints.pod["spec"].get("schedulerName") or DEFAULT_SCHEDULER) == scheduler
 
 
-def _fits(pod: SlimPod, node: Mapping[str, Any] | None, scheduler: str | None) -> bool:
+def _fits(pod: SlimPod, node: NodeRecord | None, scheduler: str | None) -> bool:
     return _scheduled_by(pod.constraints, scheduler) and (
         node is None or pod.constraints is None or could_run_on(pod.constraints.pod, node)
     )
 
 
-def _could_be(pod: SlimPod, victim_priority: int, node: Mapping[str, Any] | None, scheduler: str | None) -> bool:
+def _could_be(pod: SlimPod, victim_priority: int, node: NodeRecord | None, scheduler: str | None) -> bool:
     """A pod the scheduler could be preempting the victim for, priority and placement alone."""
     return pod.priority > victim_priority and _fits(pod, node, scheduler)
 
@@ -49,7 +47,7 @@ def infer_preemptor(
     victim_priority: int,
     node_name: str | None,
     pods: PodIndex,
-    node: Mapping[str, Any] | None,
+    node: NodeRecord | None,
     scheduler: str | None = None,
 ) -> SlimPod | None:
     """The pending pod the scheduler most likely preempts for, on `node_name` (whose object is `node`);
@@ -80,7 +78,7 @@ def infer_departed_preemptor(
     victim_priority: int,
     node_name: str | None,
     pods: PodIndex,
-    node: Mapping[str, Any] | None,
+    node: NodeRecord | None,
     scheduler: str | None = None,
 ) -> SlimPod | None:
     """Among the candidates deleted lately, the one the scheduler would have served first that could run on

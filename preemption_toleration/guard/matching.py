@@ -7,22 +7,23 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from preemption_toleration.core.selectors import requirement_holds
+from preemption_toleration.records.node import NodeRecord
 
 
-def _term_holds(term: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
-    labels = (node.get("metadata") or {}).get("labels") or {}
+def _term_holds(term: Mapping[str, Any], node: NodeRecord) -> bool:
+    labels = node.labels
     expressions = term.get("matchExpressions") or []
     fields = term.get("matchFields") or []
     if not expressions and not fields:
         return False  # an empty term matches no node
-    name_labels = {"metadata.name": (node.get("metadata") or {}).get("name", "")}
+    name_labels = {"metadata.name": node.name}
     return all(requirement_holds(r, labels, numeric=True) for r in expressions) and all(
         requirement_holds(r, name_labels, numeric=True) for r in fields
     )
 
 
-def node_selector_matches(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
-    labels = (node.get("metadata") or {}).get("labels") or {}
+def node_selector_matches(pod: Mapping[str, Any], node: NodeRecord) -> bool:
+    labels = node.labels
     spec = pod.get("spec") or {}
     if any(labels.get(key) != value for key, value in (spec.get("nodeSelector") or {}).items()):
         return False
@@ -46,9 +47,9 @@ def _tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
     return key == taint.get("key") and (toleration.get("value") or "") == (taint.get("value") or "")
 
 
-def tolerates_taints(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+def tolerates_taints(pod: Mapping[str, Any], node: NodeRecord) -> bool:
     tolerations: Sequence[Mapping[str, Any]] = (pod.get("spec") or {}).get("tolerations") or []
-    for taint in (node.get("spec") or {}).get("taints") or []:
+    for taint in node.taints:
         if taint.get("effect") not in ("NoSchedule", "NoExecute"):
             continue  # PreferNoSchedule never keeps a pod off a node
         if not any(_tolerates(toleration, taint) for toleration in tolerations):
@@ -56,5 +57,5 @@ def tolerates_taints(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     return True
 
 
-def could_run_on(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+def could_run_on(pod: Mapping[str, Any], node: NodeRecord) -> bool:
     return node_selector_matches(pod, node) and tolerates_taints(pod, node)

@@ -11,19 +11,16 @@ victim too, and steering carries out upstream's choice instead.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
 
 from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
-from preemption_toleration.core.resources import allocatable
 from preemption_toleration.extender.victims import NodeVictims, importance, select_victims
 from preemption_toleration.inventory.budgets import BudgetIndex, split_by_budget_violation
 from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.view import ClusterView
+from preemption_toleration.records.node import NodeRecord
 from preemption_toleration.records.pod import PodRecord, SlimPod
-
-if TYPE_CHECKING:
-    from preemption_toleration.guard.decisions import GuardSnapshot
 
 
 def _names(pods: list[SlimPod]) -> str:
@@ -33,7 +30,7 @@ def _names(pods: list[SlimPod]) -> str:
 def choice_on_node(
     preemptor: SlimPod,
     node_name: str,
-    node: Mapping[str, Any],
+    node: NodeRecord,
     pods: PodIndex,
     budgets: BudgetIndex,
     excluded: Callable[[SlimPod], bool],
@@ -46,7 +43,7 @@ def choice_on_node(
         dict(preemptor.requests),
         pods.on_node(node_name),
         [pod for pod in pods.nominated_to(node_name) if pod.uid != preemptor.uid],
-        allocatable(node),
+        node.allocatable,
         excluded,
         lambda found: split_by_budget_violation(found, budgets),
     )
@@ -55,7 +52,7 @@ def choice_on_node(
 def stock_choice_refused(
     preemptor: SlimPod,
     victim: SlimPod,
-    node: Mapping[str, Any],
+    node: NodeRecord,
     pods: PodIndex,
     budgets: BudgetIndex,
     exempt: Callable[[SlimPod], bool],
@@ -70,21 +67,19 @@ def stock_choice_refused(
     return any(exempt(pod) for pod in stock.victims)
 
 
-def in_vain(
-    victim_uid: str, node_name: str, preemptor: PodRecord, snapshot: GuardSnapshot, now: datetime
-) -> str | None:
+def in_vain(victim_uid: str, node_name: str, preemptor: PodRecord, view: ClusterView, now: datetime) -> str | None:
     """Why this victim of the scheduler would be deleted in vain, when pods of its node tolerate the
     preemptor; None when it would not (or no pod there tolerates the preemptor: the scheduler's choice is then
     upstream's), or when it cannot be judged (a node, class or preemptor the cache does not hold)."""
-    pods = snapshot.pods
+    pods = view.pods
     cached = pods.get(preemptor.key)
-    node = snapshot.nodes.get(node_name)
+    node = view.nodes.get(node_name)
     if cached is None or node is None:
         return None
 
     def exempt(pod: SlimPod) -> bool:
-        view = snapshot.classes.get(pod.priority_class or "")
-        return exemption(pod, preemptor, view.toleration if view is not None else None, now)[0]
+        record = view.classes.get(pod.priority_class or "")
+        return exemption(pod, preemptor, record.toleration if record is not None else None, now)[0]
 
     on_node = pods.on_node(node_name)
     victim = next((pod for pod in on_node if pod.uid == victim_uid), None)
@@ -92,7 +87,7 @@ def in_vain(
         return None  # not in the cache, or already terminating: refusing its deletion again saves nothing
 
     def choose(excluded: Callable[[SlimPod], bool]) -> NodeVictims | None:
-        return choice_on_node(cached, node_name, node, pods, snapshot.budgets, excluded)
+        return choice_on_node(cached, node_name, node, pods, view.budgets, excluded)
 
     try:
         tolerating = [pod for pod in on_node if pod.priority < cached.priority and pod.deletion is None and exempt(pod)]

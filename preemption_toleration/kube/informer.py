@@ -93,16 +93,16 @@ class DictStore(Generic[V]):
     """`items`: key -> slim value, for resources of modest count (classes, policies, nodes)."""
 
     def __init__(
-        self, slim: Callable[[Mapping[str, Any]], V], key: Callable[[Mapping[str, Any]], Hashable] = object_name
+        self, slim: Callable[[Mapping[str, Any]], V], key: Callable[[Mapping[str, Any]], str] = object_name
     ) -> None:
         self.slim = slim
         self._key = key
-        self.items: dict[Hashable, V] = {}
+        self.items: dict[str, V] = {}
 
-    def key(self, raw: Mapping[str, Any]) -> Hashable:
+    def key(self, raw: Mapping[str, Any]) -> str:
         return self._key(raw)
 
-    def put(self, raw: Mapping[str, Any]) -> Hashable:
+    def put(self, raw: Mapping[str, Any]) -> str:
         key = self.key(raw)
         self.items[key] = self.slim(raw)
         return key

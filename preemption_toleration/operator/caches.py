@@ -40,7 +40,7 @@ class ClassStore(DictStore[ClassView]):
         self.is_known = is_known
         self.changed = changed
 
-    def put(self, raw: Mapping[str, Any]) -> Hashable:
+    def put(self, raw: Mapping[str, Any]) -> str:
         key = self.key(raw)
         view = self.items[key] = self.slim(raw)
         if not self.is_known(view):

@@ -22,7 +22,6 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.api.policy import PLURAL
 from preemption_toleration.api.resources import PRIORITY_CLASS_PLURAL
-from preemption_toleration.governance.ownership import claims
 from preemption_toleration.governance.plan import (
     ClassWrite,
     PolicyOutcome,
@@ -32,6 +31,7 @@ from preemption_toleration.governance.plan import (
     plan,
 )
 from preemption_toleration.governance.status import READY, build_status, status_differs
+from preemption_toleration.inventory.ownership import claims
 from preemption_toleration.kube.client import API_ERRORS
 from preemption_toleration.operator.metrics import OperatorMetrics
 from preemption_toleration.operator.writes import apply_class_annotations, patch_policy_status

@@ -1,25 +1,36 @@
-"""Slim records of nodes: what matching and fitting read."""
+"""Records of nodes: what matching and fitting read, with allocatable parsed once as the node is decoded."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from preemption_toleration.core.shapes import as_mapping
+from preemption_toleration.core.resources import allocatable
+from preemption_toleration.core.shapes import as_list, as_mapping
 
 
-def slim_node(node: Mapping[str, Any]) -> dict[str, Any]:
-    """Name, labels, taints, whether it is cordoned, and allocatable resources: what matching and fitting
-    read."""
+@dataclass(frozen=True, slots=True)
+class NodeRecord:
+    """Name, labels, taints, whether it is cordoned, and allocatable resources scaled like requests (CPU in
+    millicores)."""
+
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Mapping[str, Any], ...] = ()
+    unschedulable: bool = False
+    allocatable: Mapping[str, int] = field(default_factory=dict)
+
+
+def node_record(node: Mapping[str, Any]) -> NodeRecord:
+    """The record of a Node as the API server returns it; a field of the wrong shape reads as absent."""
     metadata = as_mapping(node.get("metadata"))
     spec = as_mapping(node.get("spec"))
-    status = as_mapping(node.get("status"))
-    slim: dict[str, Any] = {
-        "metadata": {"name": metadata.get("name"), "labels": metadata.get("labels") or {}},
-        "spec": {"taints": spec.get("taints") or []},
-    }
-    if spec.get("unschedulable") is True:
-        slim["spec"]["unschedulable"] = True
-    if status.get("allocatable"):
-        slim["status"] = {"allocatable": status["allocatable"]}
-    return slim
+    labels = as_mapping(metadata.get("labels"))
+    return NodeRecord(
+        name=str(metadata.get("name") or ""),
+        labels={str(key): str(value) for key, value in labels.items()},
+        taints=tuple(taint for taint in as_list(spec.get("taints")) if isinstance(taint, Mapping)),
+        unschedulable=spec.get("unschedulable") is True,
+        allocatable=allocatable(node),
+    )

@@ -32,11 +32,12 @@ from types import MappingProxyType
 from typing import Any
 
 from preemption_toleration.core.exemption import PriorityClassNotFound
-from preemption_toleration.core.resources import allocatable
-from preemption_toleration.extender.decisions import ExemptionCheck, ExtenderView
+from preemption_toleration.extender.decisions import ExemptionCheck
 from preemption_toleration.extender.victims import NodeVictims, fits_as_is, importance, select_victims
 from preemption_toleration.guard.matching import could_run_on
 from preemption_toleration.inventory.budgets import split_by_budget_violation
+from preemption_toleration.inventory.view import ClusterView
+from preemption_toleration.records.node import NodeRecord
 from preemption_toleration.records.pod import NO_CONSTRAINTS, SlimPod
 
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
@@ -128,12 +129,12 @@ def preemptor_of_refusal(
     return NotSteered(Declined.NO_EVIDENCE, f"no pending pod nominated to {victim_node} refused this victim")
 
 
-def eligible(preemptor: SlimPod, node: Mapping[str, Any]) -> bool:
+def eligible(preemptor: SlimPod, node: NodeRecord) -> bool:
     """The filters a preemption cannot change: node selector, required node affinity, taints, a cordon."""
     pod = (preemptor.constraints or NO_CONSTRAINTS).pod
     if not could_run_on(pod, node):
         return False
-    if (node.get("spec") or {}).get("unschedulable"):
+    if node.unschedulable:
         tolerations = (pod.get("spec") or {}).get("tolerations") or []
         return any(_tolerates_cordon(toleration) for toleration in tolerations)
     return True
@@ -184,7 +185,7 @@ def candidates_wanted(nodes: int) -> int:
 NodeResult = NodeVictims | NotSteered | None  # victims there; FITS (no preemption needed); no candidate
 
 
-def hopeless(other: SlimPod, preemptor: SlimPod, name: str, view: ExtenderView, now: datetime) -> bool:
+def hopeless(other: SlimPod, preemptor: SlimPod, name: str, view: ClusterView, now: datetime) -> bool:
     """Whether `other`, nominated to node `name`, is there by a nomination upstream's plugin would not have
     made once `preemptor` is placed there: it counts against the preemptor (at least its priority) and cannot
     fit there itself, with the preemptor counted, whatever pods that do not tolerate it go. The stock
@@ -199,7 +200,7 @@ def hopeless(other: SlimPod, preemptor: SlimPod, name: str, view: ExtenderView, 
 
 
 def _nominations(
-    preemptor: SlimPod, name: str, view: ExtenderView, now: datetime, ours: Mapping[str, str] = NOTHING_STEERED
+    preemptor: SlimPod, name: str, view: ClusterView, now: datetime, ours: Mapping[str, str] = NOTHING_STEERED
 ) -> tuple[list[SlimPod], list[SlimPod]]:
     """The other pods nominated to node `name`, as (those that count against the preemptor there, those
     there by nominations upstream would not have made: `hopeless`). A pod steering nominated there itself
@@ -217,7 +218,7 @@ def _nominations(
 def _on_node(
     preemptor: SlimPod,
     name: str,
-    view: ExtenderView,
+    view: ClusterView,
     exempt: ExemptionCheck,
     nominated: list[SlimPod] | None = None,
     ours: Mapping[str, str] = NOTHING_STEERED,
@@ -231,7 +232,7 @@ def _on_node(
     on_node = view.pods.on_node(name)
     if nominated is None:
         nominated, _ = _nominations(preemptor, name, view, exempt.now, ours)
-    node_allocatable = allocatable(node)
+    node_allocatable = node.allocatable
     requests = dict(preemptor.requests)
     if fits_as_is(preemptor.priority, requests, on_node, nominated, node_allocatable):
         return NotSteered(Declined.FITS, f"it fits on {name} without preemption")
@@ -254,7 +255,7 @@ Search = Generator[None, None, "SteeringPlan | NotSteered"]
 
 def search_plan(
     preemptor: SlimPod,
-    view: ExtenderView,
+    view: ClusterView,
     now: datetime,
     offset: int = 0,
     preempted_for_others: Collection[str] = (),
@@ -311,17 +312,17 @@ def search_plan(
     return SteeringPlan(preemptor, chosen_node, now_there.victims, now_there.num_pdb_violations, tuple(cleared))
 
 
-def fits_on(preemptor: SlimPod, name: str, view: ExtenderView) -> bool:
+def fits_on(preemptor: SlimPod, name: str, view: ClusterView) -> bool:
     """Whether the preemptor fits on node `name` beside the pods placed there, nominations aside: a pod
     nominated there is the scheduler's next preemptor (`preemptor_of_refusal`), not one that took the room."""
     node = view.nodes.get(name)
     if node is None:
         return False
-    return fits_as_is(preemptor.priority, dict(preemptor.requests), view.pods.on_node(name), [], allocatable(node))
+    return fits_as_is(preemptor.priority, dict(preemptor.requests), view.pods.on_node(name), [], node.allocatable)
 
 
 def blocking_nominations(
-    preemptor: SlimPod, view: ExtenderView, now: datetime, ours: Mapping[str, str] = NOTHING_STEERED
+    preemptor: SlimPod, view: ClusterView, now: datetime, ours: Mapping[str, str] = NOTHING_STEERED
 ) -> list[SlimPod]:
     """The pods nominated to the preemptor's nominated node that alone keep it from fitting there, where
     upstream's plugin would not have nominated them: of at least its priority (so the scheduler counts them
@@ -337,6 +338,6 @@ def blocking_nominations(
     if not found:
         return []
     on_node = view.pods.on_node(name)
-    if not fits_as_is(preemptor.priority, dict(preemptor.requests), on_node, kept, allocatable(node)):
+    if not fits_as_is(preemptor.priority, dict(preemptor.requests), on_node, kept, node.allocatable):
         return []
     return found

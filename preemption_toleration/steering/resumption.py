@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from preemption_toleration.core.exemption import PriorityClassNotFound
-from preemption_toleration.extender.decisions import ExemptionCheck, ExtenderView
+from preemption_toleration.extender.decisions import ExemptionCheck
+from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.pod import SlimPod
 
 PodRef = tuple[str, str, str]  # (namespace, name, uid)
@@ -38,7 +39,7 @@ class Resumable:
     victims: tuple[PodRef, ...]  # those still in the cache; the others are gone already
 
 
-def check_left_plan(left: LeftPlan, view: ExtenderView, now: datetime) -> Resumable | str:
+def check_left_plan(left: LeftPlan, view: ClusterView, now: datetime) -> Resumable | str:
     """The victims still to delete, each checked against the cache; or why nothing may be done."""
     if left.renewed + timedelta(seconds=left.window_seconds) < now:
         return f"it was renewed at {left.renewed.isoformat()}, longer ago than its window of {left.window_seconds} s"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
@@ -14,11 +13,10 @@ from preemption_toleration.admission.decisions import Needs, Snapshot
 from preemption_toleration.api.policy import PLURAL
 from preemption_toleration.api.resources import PRIORITY_CLASS_PLURAL
 from preemption_toleration.core.resources import LATEST_RULES, ResizeRules
-from preemption_toleration.extender.decisions import ExtenderView
-from preemption_toleration.guard.decisions import GuardSnapshot
-from preemption_toleration.guard.record import PreemptorRecord
 from preemption_toleration.inventory.budgets import BudgetIndex
 from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.preemptors import PreemptorRecord
+from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.kube import listers
 from preemption_toleration.kube.informer import (
     DEFAULT_PAGE_SIZE,
@@ -27,14 +25,14 @@ from preemption_toleration.kube.informer import (
     DictStore,
     Informer,
 )
-from preemption_toleration.records.node import slim_node
+from preemption_toleration.records.node import NodeRecord, node_record
 from preemption_toleration.records.policy import PolicyView, policy_view
 from preemption_toleration.records.priority_class import ClassView, class_view
 
 
 class AdmissionCaches:
-    """Classes and policies for every webhook; with `guard`, also the pod index, slim nodes and the
-    PodDisruptionBudgets (which the extender reads)."""
+    """Classes and policies for every webhook; with `guard`, also the pod index, node records and the
+    PodDisruptionBudgets (which the extender reads), all read through one `ClusterView`."""
 
     def __init__(
         self,
@@ -48,7 +46,7 @@ class AdmissionCaches:
         self.stale_after = stale_after
         core = client.CoreV1Api(api)
         self.pod_index = PodIndex(rules)
-        self.node_store: DictStore[dict[str, Any]] = DictStore(slim_node)
+        self.node_store: DictStore[NodeRecord] = DictStore(node_record)
         self.budget_index = BudgetIndex()
         self.preemptors = PreemptorRecord()  # written by the extender's calls, read by the guard
         self.class_store: DictStore[ClassView] = DictStore(class_view)
@@ -115,33 +113,23 @@ class AdmissionCaches:
             problem for informer in self._needed[needs] if (problem := informer.health(self.stale_after)) is not None
         ]
 
-    def guard_snapshot(self) -> GuardSnapshot:
-        # The live index: a decision runs without awaiting, so nothing changes under it.
+    def view(self) -> ClusterView:
+        """The one view every decision over the cluster reads: the live indexes (a decision runs without
+        awaiting, so nothing changes under it)."""
         snapshot = self.snapshot()
-        return GuardSnapshot(
+        return ClusterView(
             pods=self.pod_index,
-            nodes=self.node_store.items,  # type: ignore[arg-type]
+            nodes=self.node_store.items,
             classes=snapshot.classes,
+            budgets=self.budget_index,
             policies=snapshot.policies,
             ownership=snapshot.ownership,
             preemptors=self.preemptors,
-            budgets=self.budget_index,
-        )
-
-    def extender_view(self) -> ExtenderView:
-        return ExtenderView(
-            pods=self.pod_index,
-            nodes=self.node_store.items,  # type: ignore[arg-type]
-            classes=self.snapshot().classes,
-            budgets=self.budget_index,
         )
 
     def snapshot(self) -> Snapshot:
         if self._snapshot is None:
-            self._snapshot = Snapshot(
-                policies={str(name): view for name, view in self.policy_store.items.items()},
-                classes={str(name): view for name, view in self.class_store.items.items()},
-            )
+            self._snapshot = Snapshot(policies=dict(self.policy_store.items), classes=dict(self.class_store.items))
         return self._snapshot
 
     def tasks(self) -> list[asyncio.Task[None]]:

@@ -16,8 +16,9 @@ from preemption_toleration.admission.decisions import Needs
 from preemption_toleration.api.base import first_error
 from preemption_toleration.api.extender import ExtenderPreemptionArgs
 from preemption_toleration.api.paths import EXTENDER_PREEMPT_PATH
-from preemption_toleration.extender.decisions import ExtenderView, NodeChoice, decide_preemption
-from preemption_toleration.guard.record import PreemptorRecord
+from preemption_toleration.extender.decisions import NodeChoice, decide_preemption
+from preemption_toleration.inventory.preemptors import PreemptorRecord
+from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.pod import PodBody
 from preemption_toleration.webhooks.handling import (
     CLIENT_CLOSED_REQUEST,
@@ -41,7 +42,7 @@ EXTENDER = "extender-preempt"
 
 @dataclass(frozen=True)
 class ExtenderHooks:
-    view: Callable[[], ExtenderView]
+    view: Callable[[], ClusterView]
     preemptors: PreemptorRecord  # which preemptor each victim was named for, read by the guard
     held_back: HeldBack = not_kept
     # the caller must have presented a client certificate, which the TLS layer verified against the CA of

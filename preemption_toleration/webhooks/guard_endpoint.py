@@ -17,7 +17,6 @@ from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.core.shapes import as_mapping, is_mapping
 from preemption_toleration.guard.decisions import (
     GuardConfig,
-    GuardSnapshot,
     PreemptorSource,
     Refusal,
     Verdict,
@@ -26,6 +25,7 @@ from preemption_toleration.guard.decisions import (
 from preemption_toleration.guard.prefilter import is_preemption, may_be_preemption
 from preemption_toleration.guard.repeats import RepeatFilter, RetryPacer
 from preemption_toleration.guard.request import GuardRequest, guard_request, read_guard_request, request_problem
+from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.webhooks.handling import Endpoint, HeldBack, Hold, Reply, not_kept
 from preemption_toleration.webhooks.metrics import WebhookMetrics
@@ -37,7 +37,7 @@ GUARD = "guard"
 
 @dataclass(frozen=True)
 class GuardHooks:
-    snapshot: Callable[[], GuardSnapshot]
+    view: Callable[[], ClusterView]
     config: GuardConfig
     on_refusal: Callable[[Refusal, int], None]  # a refusal to report, and how many refusals it stands for
     held_back: HeldBack = not_kept  # the expiry nudge's plan
@@ -94,15 +94,15 @@ class GuardEndpoint:
         return not may_be_preemption(request, config.preemptor_identities, config.judges_every_eviction)
 
     def handle(self, request: GuardRequest) -> Reply:
-        """The guard's verdict on a pod request, from its own caches' snapshot, with the hold of a
+        """The guard's verdict on a pod request, from its caches' view, with the hold of a
         refused immediate retry."""
-        snapshot = self.hooks.snapshot()
-        verdict = judge(request, snapshot, self.hooks.config)
+        view = self.hooks.view()
+        verdict = judge(request, view, self.hooks.config)
         if verdict.source is not None:
             self.metrics.preemptor_sources.inc(verdict.source.value)
         refusal = verdict.refusal
         if refusal is None and request.sub_resource == "status":
-            _remember_marking_preemptor(request, verdict, snapshot)
+            _remember_marking_preemptor(request, verdict, view)
         if refusal is None:
             if verdict.response.warnings:
                 logger.info("preemption allowed with warnings", extra=_fields(request, verdict))
@@ -145,15 +145,15 @@ class GuardEndpoint:
         return Reply(verdict.response, Hold(hold, release))
 
 
-def _remember_marking_preemptor(request: GuardRequest, verdict: Verdict, snapshot: GuardSnapshot) -> None:
+def _remember_marking_preemptor(request: GuardRequest, verdict: Verdict, view: ClusterView) -> None:
     """The scheduler marks a victim (`DisruptionTarget`), then deletes it: the DELETE is judged against
     the preemptor the allowed mark was judged against, not guessed again, so a guess that changes in
     between (another pod now pending) cannot refuse the DELETE and leave the pod marked but running."""
     victim_uid = as_mapping(as_mapping(request.old_object).get("metadata")).get("uid")
-    if verdict.preemptor is None or snapshot.preemptors is None or not isinstance(victim_uid, str):
+    if verdict.preemptor is None or view.preemptors is None or not isinstance(victim_uid, str):
         return
     if verdict.source in (PreemptorSource.INFERRED, PreemptorSource.RECORDED):
-        snapshot.preemptors.remember(verdict.preemptor, [victim_uid], datetime.now(UTC))
+        view.preemptors.remember(verdict.preemptor, [victim_uid], datetime.now(UTC))
 
 
 def _fields(request: GuardRequest, verdict: Verdict) -> dict[str, Any]:

@@ -75,7 +75,7 @@ def _start_steering(
     holder = f"{os.environ.get('POD_NAME') or socket.gethostname()}-{os.getpid()}"
     steerer = Steerer(
         api,
-        caches.extender_view,
+        caches.view,
         settings.steering,
         settings.steering_namespace,
         holder,
@@ -138,9 +138,9 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
             held_back = nudger.hold
             # The extender reads the guard's caches and tells it the preemptor of each victim it saw.
             trust_extender_clients(settings, certificates, api.configuration.ssl_ca_cert)
-            extender = ExtenderHooks(caches.extender_view, caches.preemptors, nudger.hold, authenticated=True)
+            extender = ExtenderHooks(caches.view, caches.preemptors, nudger.hold, authenticated=True)
         steer = _start_steering(api, caches, settings, metrics, tasks)
-        guard = GuardHooks(caches.guard_snapshot, guard_config, events.record, held_back, settings.retry_hold, steer)
+        guard = GuardHooks(caches.view, guard_config, events.record, held_back, settings.retry_hold, steer)
     tasks.append(asyncio.create_task(certificates.maintain(), name="certificates"))
     app = WebhookApp(
         caches.snapshot,

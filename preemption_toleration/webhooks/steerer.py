@@ -38,8 +38,9 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from preemption_toleration.core.exemption import PriorityClassNotFound
 from preemption_toleration.core.pods import PREEMPTION_MARK
 from preemption_toleration.core.times import rfc3339
-from preemption_toleration.extender.decisions import ExemptionCheck, ExtenderView
+from preemption_toleration.extender.decisions import ExemptionCheck
 from preemption_toleration.guard.waste import stock_choice_refused
+from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.kube.client import API_ERRORS
 from preemption_toleration.records.pod import DEFAULT_SCHEDULER, NO_CONSTRAINTS, PodRecord, SlimPod
 from preemption_toleration.steering.pacing import DEFAULT_PACE, DeclinedPlans, Pace
@@ -184,7 +185,7 @@ class Steerer:
     def __init__(
         self,
         api: ApiClient,
-        view: Callable[[], ExtenderView],
+        view: Callable[[], ClusterView],
         mode: str,
         namespace: str,
         holder: str,
@@ -312,7 +313,7 @@ class Steerer:
             self._report_declined(subject, NotSteered(Declined.STALE_CACHE, "; ".join(problems)), preemptor)
         return bool(problems)
 
-    async def _plan(self, preemptor: SlimPod, view: ExtenderView, now: datetime) -> SteeringPlan | NotSteered:
+    async def _plan(self, preemptor: SlimPod, view: ClusterView, now: datetime) -> SteeringPlan | NotSteered:
         """The plan, made in slices of the event loop (`Pace`): the guard's answers wait for one slice at
         most. The nodes are tried from a random offset, as the scheduler's dry run tries them."""
         others = {uid for owner, (_, victims) in self.steered.items() if owner != preemptor.uid for *_, uid in victims}
@@ -379,7 +380,7 @@ class Steerer:
             return any(pod.uid in self.steered for pod in found.steered_lately)
         return await self._steer(found.to_steer, view, now)
 
-    async def _steer(self, found: SlimPod, view: ExtenderView, now: datetime) -> bool:
+    async def _steer(self, found: SlimPod, view: ClusterView, now: datetime) -> bool:
         """Plans and carries out the preemption for one preemptor; True as `_consider`."""
         terminating = self._still_terminating(found.uid, view)
         if terminating is not None:
@@ -440,7 +441,7 @@ class Steerer:
         self.count("steered")
         return True
 
-    async def _unblock(self, preemptor: SlimPod, view: ExtenderView, now: datetime) -> None:
+    async def _unblock(self, preemptor: SlimPod, view: ClusterView, now: datetime) -> None:
         """Clears the nominations that alone keep the preemptor from its nominated node, where upstream's
         plugin would not have made them (`blocking_nominations`); the scheduler then binds it there."""
         node = preemptor.nominated_node
@@ -496,7 +497,7 @@ class Steerer:
             return False
         return True
 
-    def _still_terminating(self, preemptor_uid: str, view: ExtenderView) -> NotSteered | None:
+    def _still_terminating(self, preemptor_uid: str, view: ClusterView) -> NotSteered | None:
         """In progress: victims this replica deleted for the preemptor are still in the cache."""
         steered = self.steered.get(preemptor_uid)
         if steered is None:
@@ -507,7 +508,7 @@ class Steerer:
             return None
         return NotSteered(Declined.IN_PROGRESS, f"its victims on {node} are still terminating: {', '.join(left)}")
 
-    def _room_taken(self, preemptor: SlimPod, view: ExtenderView) -> bool:
+    def _room_taken(self, preemptor: SlimPod, view: ClusterView) -> bool:
         """Steered by this replica, its victims gone, and yet the preemptor, still pending, does not fit on the
         node it was steered to beside the pods placed there: another pod took the room (the stock scheduler may
         have preempted the same victims for a pod it served first). Planned again without waiting for the

@@ -16,8 +16,8 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.devcluster import LocalCluster
-from preemption_toleration.extender.decisions import ExtenderView
 from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.manifests.webhook_configurations import GUARD_WEBHOOK
 from preemption_toleration.records.pod import Shared, slim_pod
 from preemption_toleration.steering.plan import SteeringPlan
@@ -169,7 +169,7 @@ async def test_two_replicas_never_act_twice_for_one_preemptor(api: ApiClient) ->
     plan = SteeringPlan(preemptor, "node-x", (), 0)
 
     def replica(holder: str) -> Steerer:
-        return Steerer(api, lambda: ExtenderView(PodIndex(), {}, {}), "on", "default", holder, print)
+        return Steerer(api, lambda: ClusterView(PodIndex(), {}, {}), "on", "default", holder, print)
 
     now = datetime.now(UTC)
     claims = await asyncio.gather(*(replica(f"replica-{n}")._claim(plan, now) for n in range(2)))
@@ -204,7 +204,7 @@ async def test_leases_are_swept_after_a_while_whatever_their_state(api: ApiClien
                 "spec": {"holderIdentity": "r", "leaseDurationSeconds": 60, "renewTime": renewed},
             },
         )
-    steerer = Steerer(api, lambda: ExtenderView(PodIndex(), {}, {}), "on", "default", "r", print)
+    steerer = Steerer(api, lambda: ClusterView(PodIndex(), {}, {}), "on", "default", "r", print)
     await steerer._sweep(datetime.now(UTC))
     left = {
         lease.metadata.name
@@ -280,7 +280,7 @@ async def test_every_write_of_an_action_is_made_under_the_pods_uid(
     body = pod_body("pending", steering_classes["high"], node, cpu="1")
     body["spec"]["schedulerName"] = "no-such-scheduler"  # nobody schedules it
     pending = await client.CoreV1Api(api).create_namespaced_pod(namespace, body)
-    steerer = Steerer(api, lambda: ExtenderView(PodIndex(), {}, {}), "on", "default", "r", print)
+    steerer = Steerer(api, lambda: ClusterView(PodIndex(), {}, {}), "on", "default", "r", print)
     try:
         await steerer._carry_out(
             namespace, "pending", pending.metadata.uid, node, [(namespace, "again", "uid-of-a-replaced-pod")], "s"

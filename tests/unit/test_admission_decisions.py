@@ -371,7 +371,7 @@ def test_a_conflict_names_the_policy_that_governs_the_class_the_oldest_not_the_f
 
 def test_ptol_validate_and_admission_give_one_conflict_message() -> None:
     """The same pair of policies, offline (`ptol validate`) and through the policy webhook: one rule, one
-    message (governance/ownership.py, `conflicts_of`)."""
+    message (inventory/ownership.py, `conflicts_of`)."""
     spec = {"priorityClassSelector": {"matchLabels": {"tier": "batch"}}, "minimumPreemptablePriority": 10000}
     older = policy("older", {"priorityClassName": "batch", "minimumPreemptablePriority": 1})
     newer = policy("newer", spec, created="2026-11-05T00:00:00Z")

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from preemption_toleration.extender.decisions import ExtenderView, NodeChoice, decide_preemption
+from preemption_toleration.extender.decisions import NodeChoice, decide_preemption
 from preemption_toleration.inventory.budgets import BudgetIndex, split_by_budget_violation
 from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.view import ClusterView
 from tests.unit.test_extender import CLASS_RECORDS, NOW, args, node, pod
 
 
@@ -102,7 +103,7 @@ def test_split_by_budget_violation(
 
 
 def _decide(pods: list[dict[str, Any]], budgets: list[dict[str, Any]], cpu: str) -> tuple[Any, dict[str, Any]]:
-    view = ExtenderView(PodIndex.of(pods), {"node-a": node("node-a", cpu="4")}, CLASS_RECORDS, BudgetIndex.of(budgets))
+    view = ClusterView(PodIndex.of(pods), {"node-a": node("node-a", cpu="4")}, CLASS_RECORDS, BudgetIndex.of(budgets))
     decision = decide_preemption(args(pod("high", "high", cpu=cpu, node=None), {"node-a": ["p"]}), view, NOW)
     return decision.outcomes[0], decision.result.to_wire()["NodeNameToMetaVictims"]["node-a"]
 

@@ -8,9 +8,11 @@ import pytest
 from preemption_toleration.api.extender import ExtenderPreemptionArgs
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY as MIN
 from preemption_toleration.core.annotations import TOLERATION_SECONDS as TOL
-from preemption_toleration.extender.decisions import ExtenderView, NodeChoice, decide_preemption
+from preemption_toleration.extender.decisions import NodeChoice, decide_preemption
 from preemption_toleration.inventory.budgets import BudgetIndex
 from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.view import ClusterView
+from preemption_toleration.records.node import node_record
 from preemption_toleration.records.priority_class import class_view
 from tests import builders
 
@@ -63,14 +65,14 @@ def pod(name, klass, cpu="1", node="node-a", scheduled="2026-11-22T11:00:00Z", s
 
 
 def node(name, cpu="3", pods="110"):
-    return builders.node(name, cpu=cpu, pods=pods)
+    return node_record(builders.node(name, cpu=cpu, pods=pods))
 
 
 NODE_A = (node("node-a"),)
 
 
 def view(pods, nodes=NODE_A):
-    return ExtenderView(PodIndex.of(pods), {n["metadata"]["name"]: n for n in nodes}, CLASS_RECORDS)
+    return ClusterView(PodIndex.of(pods), {n.name: n for n in nodes}, CLASS_RECORDS)
 
 
 def args(preemptor, proposals, meta=True):
@@ -284,7 +286,7 @@ def test_victims_are_sorted_again_after_the_budget_violating_ones_are_reprieved(
         pod("p", "u-prot", node="na"),
     ]
     nodes = {"na": node("na", cpu="4")}
-    extender_view = ExtenderView(PodIndex.of(pods), nodes, CLASS_RECORDS, BudgetIndex.of([budget("b", 0, grp="a")]))
+    extender_view = ClusterView(PodIndex.of(pods), nodes, CLASS_RECORDS, BudgetIndex.of([budget("b", 0, grp="a")]))
     decision = decide_preemption(args(pod("pre", "u-pre", cpu="3", node=None), {"na": ["h", "p"]}), extender_view, NOW)
     assert decision.result.to_wire()["NodeNameToMetaVictims"] == {
         "na": {"Pods": [{"UID": "uid-h"}, {"UID": "uid-l"}], "NumPDBViolations": 1}
@@ -299,7 +301,7 @@ EXEMPT_UNDER_BUDGET = [
 
 
 def _exempt_under_budget(preemptor, allowed=1):
-    extender_view = ExtenderView(
+    extender_view = ClusterView(
         PodIndex.of(EXEMPT_UNDER_BUDGET),
         {"nc": node("nc", cpu="3500m")},
         CLASS_RECORDS,
@@ -350,7 +352,7 @@ def test_a_preemptor_the_project_cannot_judge_keeps_the_schedulers_victims_count
 def test_a_victim_deleted_since_the_schedulers_dry_run_is_said_to_be_deleted() -> None:
     index = PodIndex.of([pod("p", "low-non-preempted"), pod("gone", "low")])
     index.remove(pod("gone", "low"))
-    extender_view = ExtenderView(index, {"node-a": node("node-a")}, CLASS_RECORDS)
+    extender_view = ClusterView(index, {"node-a": node("node-a")}, CLASS_RECORDS)
     decision = decide_preemption(args(HIGH_1CPU, {"node-a": ["p", "gone", "ghost"]}), extender_view, NOW)
     [outcome] = decision.outcomes
     assert outcome.choice is NodeChoice.UNKNOWN

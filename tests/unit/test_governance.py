@@ -6,9 +6,9 @@ import pytest
 
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY as MIN
 from preemption_toleration.core.annotations import TOLERATION_SECONDS as TOL
-from preemption_toleration.governance.ownership import claimants
 from preemption_toleration.governance.plan import ClassWrite, Reason, plan
 from preemption_toleration.governance.status import build_status, status_differs
+from preemption_toleration.inventory.ownership import claimants
 from preemption_toleration.records.policy import policy_view
 from preemption_toleration.records.priority_class import FIELD_MANAGER, ClassView, class_view, owned_annotation_keys
 from tests import builders

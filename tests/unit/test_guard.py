@@ -9,11 +9,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
-from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, PreemptorSource, judge, marking_scheduler
+from preemption_toleration.guard.decisions import GuardConfig, PreemptorSource, judge, marking_scheduler
 from preemption_toleration.guard.inference import infer_preemptor
 from preemption_toleration.guard.matching import could_run_on
 from preemption_toleration.guard.request import GuardRequest, read_guard_request
 from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.view import ClusterView
+from preemption_toleration.records.node import node_record
 from preemption_toleration.records.policy import policy_view
 from preemption_toleration.records.priority_class import class_view
 from tests import builders
@@ -41,7 +43,7 @@ def pending(name, priority, namespace="team", created="2026-11-22T11:00:00Z", **
 
 
 def node(name="node-1", labels=None, taints=None):
-    return builders.node(name, labels=labels, taints=taints)
+    return node_record(builders.node(name, labels=labels, taints=taints))
 
 
 # ------------------------------------------------------------------------- compatibility and inference
@@ -193,7 +195,7 @@ POLICIES = {
 
 
 def snapshot(*pods):
-    return GuardSnapshot(
+    return ClusterView(
         pods=PodIndex.of(pods),
         nodes={"node-1": node()},
         classes={name: class_view(body) for name, body in CLASSES.items()},

@@ -11,9 +11,10 @@ import pytest
 
 from preemption_toleration.api.admission import AdmissionReview
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
-from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES, GuardConfig, GuardSnapshot, judge
+from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES, GuardConfig, judge
 from preemption_toleration.guard.prefilter import may_be_preemption
 from preemption_toleration.guard.request import GuardRequest, guard_request
+from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.manifests.webhook_configurations import guard_match_conditions
 from tests.unit.guard_requests import ROWS, SCHEDULER, USER, Row, delete, evict
 from tests.unit.test_guard import NOW, bound, pending, snapshot
@@ -89,7 +90,7 @@ def checked(request: dict[str, Any]) -> GuardRequest:
     return guard_request(AdmissionReview.model_validate(review))
 
 
-def protected_state() -> GuardSnapshot:
+def protected_state() -> ClusterView:
     """The victim, protected forever, and a pending preemptor of priority 9000 that could run on its node."""
     return snapshot(bound("victim", 8000, "low-non-preempted"), pending("high-1", 9000))
 

@@ -6,10 +6,13 @@ from datetime import timedelta
 
 import pytest
 
-from preemption_toleration.extender.decisions import ExemptionCheck, ExtenderView
-from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot, judge
+from preemption_toleration.core.resources import allocatable
+from preemption_toleration.extender.decisions import ExemptionCheck
+from preemption_toleration.guard.decisions import GuardConfig, judge
 from preemption_toleration.guard.waste import stock_choice_refused
 from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.view import ClusterView
+from preemption_toleration.records.node import NodeRecord
 from tests.unit.test_guard import CLASSES, NOW, POLICIES, bound, class_view, pending, pod_request
 
 
@@ -23,12 +26,8 @@ def cpu(pod, amount):
 
 
 def state(*pods, node_cpu="3"):
-    node = {
-        "metadata": {"name": "node-1", "labels": {}},
-        "spec": {"taints": []},
-        "status": {"allocatable": {"cpu": node_cpu, "memory": "8Gi", "pods": "110"}},
-    }
-    return GuardSnapshot(
+    node = NodeRecord("node-1", allocatable=allocatable({"status": {"allocatable": {"cpu": node_cpu, "pods": "110"}}}))
+    return ClusterView(
         pods=PodIndex.of(pods),
         nodes={"node-1": node},
         classes={name: class_view(body) for name, body in CLASSES.items()},
@@ -135,8 +134,7 @@ def test_whether_the_stock_choice_for_a_preemptor_is_refused(rule, victim_name, 
     pods = [copy.deepcopy(body) for body in (PLAIN, PROTECTED, cpu(pending(name, priority), amount))]
     for body in pods:
         body["metadata"]["uid"] = "uid-" + body["metadata"]["name"]
-    snapshot = state(*pods)
-    view = ExtenderView(pods=snapshot.pods, nodes=snapshot.nodes, classes=snapshot.classes)
+    view = state(*pods)
     candidate = view.pods.get(("team", name))
     victim = view.pods.get(("team", victim_name))
     exempt = ExemptionCheck(candidate, view, NOW)

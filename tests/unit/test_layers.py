@@ -119,3 +119,81 @@ def test_no_package_imports_a_higher_layer_or_a_sibling_adapter() -> None:
         if layer_of(imported) > layer_of(importer) or frozenset({importer, imported}) in SIBLINGS:
             wrong.append(f"{where}: {importer} imports {name}")
     assert wrong == []
+
+
+def module_of(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_imports() -> dict[str, set[str]]:
+    """Each module of the package -> the package's modules it imports, wherever the import stands (under
+    TYPE_CHECKING and inside functions too: a cycle through those still ties two modules together)."""
+    modules = {module_of(path): path for path in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                # `from package import module` names a module; `from module import name` names the module
+                found |= {
+                    f"{node.module}.{alias.name}" if f"{node.module}.{alias.name}" in modules else node.module
+                    for alias in node.names
+                }
+            elif isinstance(node, ast.Import):
+                found |= {alias.name for alias in node.names}
+        graph[module] = {name for name in found if name in modules and name != module}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for imported in sorted(graph[module]):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in on_stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == module:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+CYCLE_CASES = [
+    ("no cycle", {"a": {"b"}, "b": set()}, []),
+    ("two modules importing each other", {"a": {"b"}, "b": {"a"}}, [["a", "b"]]),
+    ("a cycle through a third module", {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}, [["a", "b", "c"]]),
+]
+
+
+@pytest.mark.parametrize(("rule", "graph", "expected"), CYCLE_CASES, ids=[case[0] for case in CYCLE_CASES])
+def test_cycles_are_found(rule: str, graph: dict[str, set[str]], expected: list[list[str]]) -> None:
+    assert cycles(graph) == expected, rule
+
+
+def test_no_module_imports_one_that_imports_it_back() -> None:
+    """Packages are layered (above); within a package, modules must not import each other in a ring either,
+    even under TYPE_CHECKING."""
+    assert cycles(module_imports()) == []

@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from preemption_toleration.governance.ownership import PolicyIndex, age_order, claims
+from preemption_toleration.inventory.ownership import PolicyIndex, age_order, claims
 from preemption_toleration.records.policy import policy_view
 from preemption_toleration.records.priority_class import ClassView
 from tests import builders

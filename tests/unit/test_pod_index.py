@@ -8,6 +8,7 @@ import pytest
 
 from preemption_toleration.guard.inference import infer_preemptor
 from preemption_toleration.inventory.pods import DEPARTED_SHAPES, PodIndex
+from preemption_toleration.records.node import NodeRecord
 from preemption_toleration.records.pod import PodBody, Shared, slim_pod
 
 
@@ -158,7 +159,7 @@ def test_a_pod_that_never_preempts_is_nominated_all_the_same_but_no_preemptor() 
 def test_inference_matches_a_scan_of_every_pod() -> None:
     """The indexed inference agrees with the plain definition (highest priority, then oldest, among the
     compatible pending pods of higher priority) on a mixed population."""
-    node = {"metadata": {"name": "node-1", "labels": {"pool": "cpu"}}, "spec": {"taints": []}}
+    node = NodeRecord("node-1", labels={"pool": "cpu"})
     pods = []
     for i in range(60):
         spec = {"nodeSelector": {"pool": "gpu"}} if i % 3 == 0 else {}

@@ -10,6 +10,7 @@ import pytest
 
 from preemption_toleration.core.selectors import selector_matches
 from preemption_toleration.guard.matching import node_selector_matches
+from preemption_toleration.records.node import NodeRecord
 
 LABELS = {"tier": "gold", "zone": "a", "gpus": "8"}
 CASES: list[tuple[str, dict[str, Any], bool]] = [
@@ -48,7 +49,7 @@ def node_holds(requirement: dict[str, Any]) -> bool:
             }
         }
     }
-    return node_selector_matches(pod, {"metadata": {"name": "node-1", "labels": LABELS}})
+    return node_selector_matches(pod, NodeRecord("node-1", labels=LABELS))
 
 
 @pytest.mark.parametrize(("rule", "requirement", "holds"), CASES, ids=[case[0] for case in CASES])

@@ -5,10 +5,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from preemption_toleration.extender.decisions import ExtenderView
 from preemption_toleration.extender.victims import NodeVictims
 from preemption_toleration.inventory.budgets import BudgetIndex
 from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.view import ClusterView
+from preemption_toleration.records.node import node_record
 from preemption_toleration.records.pod import Shared, slim_pod
 from preemption_toleration.steering.plan import (
     Declined,
@@ -42,7 +43,7 @@ def two_full_nodes(**preemptor_spec):
 def searched(pods, preemptor, nodes, offset=0, budgets=(), ours=None):
     """The search's result and the steps it took (one a node tried, then one for the final choice)."""
     index = PodIndex.of([*pods, preemptor])
-    view = ExtenderView(index, {n["metadata"]["name"]: n for n in nodes}, CLASS_RECORDS, BudgetIndex.of(budgets))
+    view = ClusterView(index, {n.name: n for n in nodes}, CLASS_RECORDS, BudgetIndex.of(budgets))
     search = search_plan(index.get(("team", preemptor["metadata"]["name"])), view, NOW, offset, (), ours or {})
     steps = 0
     while True:
@@ -97,9 +98,9 @@ CASES = [
 def test_plan(rule, spec, change, expected) -> None:
     pods, preemptor, nodes = two_full_nodes(**spec)
     if change == "cordon":
-        nodes[1]["spec"] = {"unschedulable": True}
+        nodes[1] = node_record({**builders.node("node-b", cpu="2"), "spec": {"unschedulable": True}})
     elif change == "taint":
-        nodes[1]["spec"] = {"taints": [{"key": "gpu", "effect": "NoSchedule"}]}
+        nodes[1] = node_record(builders.node("node-b", cpu="2", taints=[{"key": "gpu", "effect": "NoSchedule"}]))
     elif change == "room":
         nodes.append(node("node-c", cpu="4"))
     assert outcome(steer(pods, preemptor, nodes)) == expected, rule
@@ -259,7 +260,7 @@ def test_the_chosen_node_is_read_again_at_the_end() -> None:
     not acted on from what was read earlier."""
     pods, preemptor, nodes = many_plain_nodes(2, protected={"n000"})
     index = PodIndex.of([*pods, preemptor])
-    view = ExtenderView(index, {n["metadata"]["name"]: n for n in nodes}, CLASS_RECORDS)
+    view = ClusterView(index, {n.name: n for n in nodes}, CLASS_RECORDS)
     search = search_plan(index.get(("team", "high")), view, NOW)
     next(search), next(search), next(search)  # both nodes tried: n001 is the candidate
     replaced = pod("p001", "low-non-preempted", cpu="2", node="n001")
@@ -273,8 +274,8 @@ def test_the_chosen_node_is_read_again_at_the_end() -> None:
 def test_a_node_gone_during_the_search_is_passed_over() -> None:
     pods, preemptor, nodes = many_plain_nodes(3)
     index = PodIndex.of([*pods, preemptor])
-    live_nodes = {n["metadata"]["name"]: n for n in nodes}
-    view = ExtenderView(index, live_nodes, CLASS_RECORDS)
+    live_nodes = {n.name: n for n in nodes}
+    view = ClusterView(index, live_nodes, CLASS_RECORDS)
     search = search_plan(index.get(("team", "high")), view, NOW)
     next(search)
     del live_nodes["n000"]
@@ -313,7 +314,7 @@ def test_a_node_overcommitted_in_a_resource_the_preemptor_does_not_request_still
     pods, preemptor, nodes = two_full_nodes()
     hungry = pod("hungry", "low", cpu="100m", node="node-c")
     hungry["spec"]["containers"][0]["resources"]["requests"]["memory"] = "16Gi"
-    result = steer([*pods, hungry], preemptor, [*nodes, builders.node("node-c", cpu="4", memory="8Gi")])
+    result = steer([*pods, hungry], preemptor, [*nodes, node_record(builders.node("node-c", cpu="4", memory="8Gi"))])
     assert outcome(result) == Declined.FITS
 
 
@@ -349,7 +350,7 @@ def test_in_progress_is_the_schedulers_terminating_by_preemption(rule, condition
     pods = [leaving, pod("b1", "low", cpu="1", node="node-b"), pod("b2", "low", cpu="1", node="node-b")]
     preemptor = pod("high", "high", cpu="2", node=None, status__nominatedNodeName="node-a")
     index = PodIndex.of([*pods, preemptor])
-    view = ExtenderView(index, {n: node(n, cpu="2") for n in ("node-a", "node-b")}, CLASS_RECORDS, BudgetIndex.of([]))
+    view = ClusterView(index, {n: node(n, cpu="2") for n in ("node-a", "node-b")}, CLASS_RECORDS, BudgetIndex.of([]))
     search = search_plan(index.get(("team", "high")), view, NOW, 0, for_others)
     while True:
         try:
@@ -429,7 +430,7 @@ BLOCKING = [
 def test_nominations_upstream_would_not_have_made_are_cleared(rule, cpus, on_node, others, cleared, ours) -> None:
     preemptor = pod("high", "high", cpu="1", node=None, status__nominatedNodeName="node-a")
     index = PodIndex.of([*on_node, *others, preemptor])
-    view = ExtenderView(index, {"node-a": node("node-a", cpu=cpus)}, CLASS_RECORDS, BudgetIndex.of([]))
+    view = ClusterView(index, {"node-a": node("node-a", cpu=cpus)}, CLASS_RECORDS, BudgetIndex.of([]))
     found = blocking_nominations(index.get(("team", "high")), view, NOW, ours)
     assert [pod.name for pod in found] == cleared, rule
 
@@ -483,5 +484,5 @@ def test_whether_a_steered_preemptor_still_fits_where_it_was_steered(rule, cpus,
     preemptor = pod("high", "high", cpu="1", node=None, status__nominatedNodeName="node-a")
     index = PodIndex.of([*on_node, *others, preemptor])
     nodes = {"node-a": node("node-a", cpu=cpus)} if cpus else {}
-    view = ExtenderView(index, nodes, CLASS_RECORDS, BudgetIndex.of([]))
+    view = ClusterView(index, nodes, CLASS_RECORDS, BudgetIndex.of([]))
     assert fits_on(index.get(("team", "high")), "node-a", view) is fits, rule

@@ -10,8 +10,8 @@ import logging
 import pytest
 from kubernetes_asyncio.client import ApiClient
 
-from preemption_toleration.extender.decisions import ExtenderView
 from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.pod import PodBody
 from preemption_toleration.steering.pacing import DeclinedPlans, Pace
 from preemption_toleration.webhooks import steerer as steerer_module
@@ -72,13 +72,13 @@ def test_declined_plans_keep_the_newest_within_their_bound() -> None:
 # --- the steerer, with no API server: every path below declines before any request -----------------------
 
 
-def protected_cluster(nodes: int) -> tuple[ExtenderView, dict]:
+def protected_cluster(nodes: int) -> tuple[ClusterView, dict]:
     """`nodes` full nodes, each with a protected pod of 2 CPUs; a preemptor of 2 CPUs nominated to n000: no
     node where it fits without a pod that tolerates it (a plan tries every node)."""
     pods = [pod(f"p{i:03d}", "low-non-preempted", cpu="2", node=f"n{i:03d}") for i in range(nodes)]
     preemptor = pod("high", "high", cpu="2", node=None, status__nominatedNodeName="n000")
     index = PodIndex.of([*pods, preemptor])
-    view = ExtenderView(index, {f"n{i:03d}": node(f"n{i:03d}", cpu="2") for i in range(nodes)}, CLASS_RECORDS)
+    view = ClusterView(index, {f"n{i:03d}": node(f"n{i:03d}", cpu="2") for i in range(nodes)}, CLASS_RECORDS)
     return view, pods[0]
 
 
@@ -95,7 +95,7 @@ async def api():
     await api.close()
 
 
-def steerer(api: ApiClient, view: ExtenderView, counted: Counted, **options) -> Steerer:
+def steerer(api: ApiClient, view: ClusterView, counted: Counted, **options) -> Steerer:
     return Steerer(
         api,
         lambda: view,
@@ -246,7 +246,7 @@ async def test_a_refusal_without_evidence_is_looked_at_once_more(api, monkeypatc
     monkeypatch.setattr(steerer_module, "LOOK_AGAIN_SECONDS", 0.0)
     victim = pod("p000", "low-non-preempted", cpu="2", node="n000")
     index = PodIndex.of([victim, pod("high", "high", cpu="2", node=None)])  # not nominated (yet)
-    view = ExtenderView(index, {"n000": node("n000", cpu="2")}, CLASS_RECORDS)
+    view = ClusterView(index, {"n000": node("n000", cpu="2")}, CLASS_RECORDS)
     counted = Counted()
     subject = steerer(api, view, counted)
     await subject._consider(refused(victim))

@@ -4,8 +4,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from preemption_toleration.extender.decisions import ExtenderView
 from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.steering.resumption import LeftPlan, Resumable, check_left_plan
 from tests.unit.test_extender import CLASS_RECORDS, node, pod
 
@@ -23,7 +23,7 @@ def cluster(*extra):
         pod("leaving", "low", node="node-a", metadata__deletionTimestamp="2026-11-22T11:59:00Z"),
         *extra,
     ]
-    return ExtenderView(PodIndex.of(pods), {"node-a": node("node-a"), "node-b": node("node-b")}, CLASS_RECORDS)
+    return ClusterView(PodIndex.of(pods), {"node-a": node("node-a"), "node-b": node("node-b")}, CLASS_RECORDS)
 
 
 def left(victims, preemptor=PREEMPTOR, node_name="node-a", age=20, window=60):

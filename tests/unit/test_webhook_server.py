@@ -205,11 +205,12 @@ async def test_a_body_that_arrives_in_pieces_is_read_whole(http: TestClient) -> 
 
 @pytest.fixture
 async def guard_http() -> AsyncIterator[TestClient]:
-    from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot
+    from preemption_toleration.guard.decisions import GuardConfig
+    from preemption_toleration.inventory.view import ClusterView
     from preemption_toleration.webhooks.guard_endpoint import GuardHooks
 
     READY["value"] = False  # caches not synced: only the fast path can answer
-    hooks = GuardHooks(GuardSnapshot, GuardConfig(), lambda refusal, count: None)
+    hooks = GuardHooks(ClusterView, GuardConfig(), lambda refusal, count: None)
     app = WebhookApp(lambda: snapshot_of({}, {}), not_ready, guard=hooks)
     async with webhook_client(app) as test_client:
         yield test_client
@@ -253,10 +254,10 @@ async def test_guard_fast_path_still_refuses_a_malformed_review(guard_http: Test
 @pytest.fixture
 async def extender_http() -> AsyncIterator[TestClient]:
     """The extender and the guard in one server, on one pod index, as `ptol webhook` runs them."""
-    from preemption_toleration.extender.decisions import ExtenderView
-    from preemption_toleration.guard.decisions import GuardConfig, GuardSnapshot
-    from preemption_toleration.guard.record import PreemptorRecord
+    from preemption_toleration.guard.decisions import GuardConfig
     from preemption_toleration.inventory.pods import PodIndex
+    from preemption_toleration.inventory.preemptors import PreemptorRecord
+    from preemption_toleration.inventory.view import ClusterView
     from preemption_toleration.webhooks.extender_endpoint import ExtenderHooks
     from preemption_toleration.webhooks.guard_endpoint import GuardHooks
     from tests.unit.test_extender import CLASS_RECORDS, CLASSES, node, pod
@@ -286,12 +287,12 @@ async def extender_http() -> AsyncIterator[TestClient]:
         held.append((preemptor.name, node, until))
 
     guard = GuardHooks(
-        lambda: GuardSnapshot(pods=pods, nodes=nodes, classes=classes_of(CLASSES), preemptors=record),
+        lambda: ClusterView(pods=pods, nodes=nodes, classes=classes_of(CLASSES), preemptors=record),
         GuardConfig(),
         lambda refusal, count: reported.append((refusal.message, count)),
         hold,
     )
-    extender = ExtenderHooks(lambda: ExtenderView(pods, nodes, CLASS_RECORDS), record, hold)
+    extender = ExtenderHooks(lambda: ClusterView(pods, nodes, CLASS_RECORDS), record, hold)
     metrics = WebhookMetrics()
     app = WebhookApp(lambda: snapshot_of({}, {}), not_ready, metrics=metrics, guard=guard, extender=extender)
     async with webhook_client(app) as test_client:

@@ -28,7 +28,7 @@ from preemption_toleration.core.annotations import (
     TOLERATION_SECONDS,
 )
 from preemption_toleration.guard.decisions import GuardConfig
-from preemption_toleration.guard.record import PreemptorRecord
+from preemption_toleration.inventory.preemptors import PreemptorRecord
 from preemption_toleration.webhooks.extender_endpoint import ExtenderHooks
 from preemption_toleration.webhooks.guard_endpoint import GuardHooks
 from preemption_toleration.webhooks.server import WebhookApp
