@@ -9,10 +9,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from preemption_toleration.core.intparse import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
-from preemption_toleration.core.protection import NANOSECONDS_PER_SECOND
-
-# Upstream multiplies toleration-seconds by 10^9 in an int64; anything larger wraps into "no toleration".
-MAX_TOLERATION_SECONDS = INT64_MAX // NANOSECONDS_PER_SECOND
 
 Int32 = Annotated[int, Field(strict=True, ge=INT32_MIN, le=INT32_MAX, json_schema_extra={"format": "int32"})]
 Int64 = Annotated[int, Field(strict=True, ge=INT64_MIN, le=INT64_MAX, json_schema_extra={"format": "int64"})]

@@ -7,13 +7,8 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import ConfigDict, Field
 
-from preemption_toleration.api.base import (
-    MAX_TOLERATION_SECONDS,
-    Int32,
-    Int64,
-    KubeModel,
-    ObjectMeta,
-)
+from preemption_toleration.api.base import Int32, Int64, KubeModel, ObjectMeta
+from preemption_toleration.core.annotations import MAX_TOLERATION_SECONDS
 
 GROUP = "preemption-toleration.dev"
 VERSION = "v1alpha1"

@@ -7,17 +7,69 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from preemption_toleration.core.intparse import IntParseError, parse_go_int, wrap_int32
+from preemption_toleration.core.intparse import INT64_MAX, IntParseError, parse_go_int, wrap_int32
 from preemption_toleration.core.shapes import as_mapping
+from preemption_toleration.core.times import NANOSECONDS_PER_SECOND
 
 PREFIX = "preemption-toleration.scheduling.x-k8s.io/"
 # Scheduler-plugins releases before v0.25.7 read this prefix; nothing reads it any more.
 LEGACY_PREFIX = "preemption-toleration.scheduling.sigs.k8s.io/"
 
-MINIMUM_PREEMPTABLE_PRIORITY = PREFIX + "minimum-preemptable-priority"
-TOLERATION_SECONDS = PREFIX + "toleration-seconds"
-POLICY_KEYS = (MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS)
-KEY_BITS = {MINIMUM_PREEMPTABLE_PRIORITY: 32, TOLERATION_SECONDS: 64}
+# Upstream multiplies toleration-seconds by 10^9 in an int64; anything larger wraps into "no toleration".
+MAX_TOLERATION_SECONDS = INT64_MAX // NANOSECONDS_PER_SECOND
+
+
+@dataclass(frozen=True, slots=True)
+class ContractAnnotation:
+    """One annotation of upstream's contract on a PriorityClass, declared once: the parser, the admission
+    rules (webhook and ValidatingAdmissionPolicy), the operator's plan and `ptol validate` all read this
+    record (tests/unit/test_contract_annotations.py checks that they agree)."""
+
+    name: str  # the key after PREFIX
+    bits: int  # strconv.ParseInt's bit size upstream parses it with
+    spec_field: str  # the policy's spec field the operator writes it from
+    variable: str  # its variable in the ValidatingAdmissionPolicy's CEL
+    default: str  # what its absence means
+    fix: str  # how to write it, for a refusal
+    example: str  # a value as a manifest writes it, quoted
+    forever: str | None = None  # the one negative value written on purpose, if any
+    maximum: int | None = None  # a bound tighter than `bits`, checked after the parse
+
+    @property
+    def key(self) -> str:
+        return PREFIX + self.name
+
+    @property
+    def attribute(self) -> str:
+        """The spec field's name in Python (the API models' snake_case)."""
+        return "".join(f"_{letter.lower()}" if letter.isupper() else letter for letter in self.spec_field)
+
+
+MINIMUM = ContractAnnotation(
+    name="minimum-preemptable-priority",
+    bits=32,
+    spec_field="minimumPreemptablePriority",
+    variable="minimum",
+    default="the class value + 1",
+    fix='write a priority in plain digits, e.g. "10000"',
+    example='"10000"',
+)
+TOLERATION = ContractAnnotation(
+    name="toleration-seconds",
+    bits=64,
+    spec_field="tolerationSeconds",
+    variable="seconds",
+    default="0, no toleration",
+    fix='write whole seconds in plain digits, e.g. "600", or "-1" for forever',
+    example='"600" (or "-1" for forever)',
+    forever="-1",
+    maximum=MAX_TOLERATION_SECONDS,
+)
+CONTRACT_ANNOTATIONS = (MINIMUM, TOLERATION)
+BY_KEY = {annotation.key: annotation for annotation in CONTRACT_ANNOTATIONS}
+POLICY_KEYS = tuple(BY_KEY)
+MINIMUM_PREEMPTABLE_PRIORITY = MINIMUM.key
+TOLERATION_SECONDS = TOLERATION.key
 
 # Set on an Eviction by a preemptor that wants the guard to judge it exactly (architecture §5).
 PREEMPTOR_PRIORITY = PREFIX + "preemptor-priority"
@@ -101,7 +153,7 @@ def _parsed(name: str, minimum: str | None, toleration: str | None, default_mini
 
     def parse(key: str, raw: str) -> int:
         try:
-            return parse_go_int(raw, KEY_BITS[key])
+            return parse_go_int(raw, BY_KEY[key].bits)
         except IntParseError as error:
             raise PolicyParseError(name, key, raw, error) from error
 

@@ -13,7 +13,6 @@ from typing import Any
 from preemption_toleration.core.annotations import ClassToleration, class_toleration
 from preemption_toleration.core.pods import PodFacts, PodJson, PreemptorFacts, priority_class_name
 from preemption_toleration.core.protection import (
-    NANOSECONDS_PER_SECOND,
     PriorityClassNotFound,
     Protection,
     protection_under,
@@ -21,6 +20,7 @@ from preemption_toleration.core.protection import (
     to_nanoseconds,
     toleration_deadline_ns,
 )
+from preemption_toleration.core.times import NANOSECONDS_PER_SECOND
 
 __all__ = [
     "NANOSECONDS_PER_SECOND",

@@ -7,7 +7,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from preemption_toleration.core.annotations import (
+    MINIMUM,
     POLICY_KEYS,
+    TOLERATION,
     PolicyParseError,
     annotations_of,
     class_toleration,
@@ -59,7 +61,7 @@ def explain_pod(
         facts["until"] = rfc3339(protection.until)
         facts["secondsLeft"] = protection.seconds_left(now)
     if protection.toleration_seconds is not None:
-        facts["tolerationSeconds"] = protection.toleration_seconds
+        facts[TOLERATION.spec_field] = protection.toleration_seconds
     return facts
 
 
@@ -78,11 +80,9 @@ def explain_class(priority_class: Mapping[str, Any], policy: str | None) -> dict
     except PolicyParseError as error:
         facts.update(valid=False, reason=f"the toleration is ignored: {error}")
         return facts
-    facts.update(
-        valid=True,
-        minimumPreemptablePriority=parsed.minimum_preemptable_priority,
-        tolerationSeconds=parsed.toleration_seconds,
-    )
+    facts["valid"] = True
+    facts[MINIMUM.spec_field] = parsed.minimum_preemptable_priority
+    facts[TOLERATION.spec_field] = parsed.toleration_seconds
     # The class's protection is the one its pods have (core/protection.py, the contract's checks 4 to 8):
     # a pod scheduled at this very moment, and one not scheduled yet (check 7).
     pod = {"spec": {"priorityClassName": facts["name"], "priority": value}}
@@ -120,11 +120,11 @@ def render(facts: Mapping[str, Any]) -> str:
         when = (
             "forever"
             if facts["protection"] == ProtectionKind.FOREVER.value
-            else f"for {facts['tolerationSeconds']} s after each pod is scheduled"
+            else f"for {facts[TOLERATION.spec_field]} s after each pod is scheduled"
         )
         return (
             f"{head} its pods refuse preemptors of priority {refused['from']} to {refused['to']} {when}; "
-            f"priority {facts['minimumPreemptablePriority']} and above may preempt them at once."
+            f"priority {facts[MINIMUM.spec_field]} and above may preempt them at once."
         )
     return _render_pod(facts, source) + _render_preemptor(facts)
 
@@ -145,7 +145,7 @@ def _render_pod(facts: Mapping[str, Any], source: str) -> str:
     if kind == ProtectionKind.FOREVER.value:
         tail = f"refuses {span} forever"
     elif kind == ProtectionKind.NOT_SCHEDULED.value:
-        tail = f"refuses {span}; not scheduled yet, its {facts['tolerationSeconds']} s start when it is"
+        tail = f"refuses {span}; not scheduled yet, its {facts[TOLERATION.spec_field]} s start when it is"
     else:
         tail = f"refuses {span} until {facts['until']} ({facts['secondsLeft']} s left), then every higher priority may"
     return f"{head} {tail}; priorities {facts['mayPreemptNow']} may preempt it now."

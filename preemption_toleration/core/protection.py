@@ -16,9 +16,9 @@ from typing import Any
 from preemption_toleration.core.annotations import ClassToleration, class_toleration
 from preemption_toleration.core.intparse import wrap_int64
 from preemption_toleration.core.pods import GO_ZERO_TIME, PodFacts, PodJson
+from preemption_toleration.core.times import NANOSECONDS_PER_SECOND
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-NANOSECONDS_PER_SECOND = 1_000_000_000
 
 
 class PriorityClassNotFound(LookupError):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+NANOSECONDS_PER_SECOND = 1_000_000_000
+
 
 def rfc3339(moment: datetime) -> str:
     """`moment` (timezone-aware) as metav1.Time's JSON: 2026-11-22T12:00:00Z."""

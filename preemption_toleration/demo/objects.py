@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from preemption_toleration.api.policy import API_VERSION, KIND
-from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY
+from preemption_toleration.core.annotations import MINIMUM, MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION
 
 NAMESPACE = "demo"
 NODE = "demo-node"
@@ -29,7 +29,7 @@ def policies(guarantee_seconds: int) -> list[dict[str, Any]]:
             "apiVersion": API_VERSION,
             "kind": KIND,
             "metadata": {"name": name},
-            "spec": {"priorityClassName": name, "minimumPreemptablePriority": 10000, "tolerationSeconds": seconds},
+            "spec": {"priorityClassName": name, MINIMUM.spec_field: 10000, TOLERATION.spec_field: seconds},
         }
 
     return [policy("low-non-preempted", -1), policy("low-guaranteed", guarantee_seconds)]
@@ -69,8 +69,8 @@ def policy_row(policy: dict[str, Any]) -> list[str]:
     return [
         policy["metadata"]["name"],
         str(status.get("target") or "-"),
-        str(spec.get("minimumPreemptablePriority", "-")),
-        str(spec.get("tolerationSeconds", "-")),
+        str(spec.get(MINIMUM.spec_field, "-")),
+        str(spec.get(TOLERATION.spec_field, "-")),
         str(ready.get("status", "-")),
         str(ready.get("reason", "-")),
     ]

@@ -12,7 +12,7 @@ from enum import Enum
 from typing import Any
 
 from preemption_toleration.api.policy import LabelSelector, PreemptionTolerationPolicySpec
-from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
+from preemption_toleration.core.annotations import CONTRACT_ANNOTATIONS
 from preemption_toleration.core.selectors import selector_matches
 from preemption_toleration.inventory.ownership import age_order, selector_of
 from preemption_toleration.records.policy import PolicyView
@@ -89,12 +89,9 @@ def failed_outcome(outcome: PolicyOutcome, class_name: str, problem: str) -> Pol
 
 
 def desired_annotations(spec: PreemptionTolerationPolicySpec) -> dict[str, str]:
-    annotations: dict[str, str] = {}
-    if spec.minimum_preemptable_priority is not None:
-        annotations[MINIMUM_PREEMPTABLE_PRIORITY] = str(spec.minimum_preemptable_priority)
-    if spec.toleration_seconds is not None:
-        annotations[TOLERATION_SECONDS] = str(spec.toleration_seconds)
-    return annotations
+    """The contract's annotations the spec sets, each from its spec field (`ContractAnnotation.spec_field`)."""
+    values = {contract.key: getattr(spec, contract.attribute) for contract in CONTRACT_ANNOTATIONS}
+    return {key: str(value) for key, value in values.items() if value is not None}
 
 
 def selector_text(selector: LabelSelector) -> str:

@@ -16,9 +16,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from preemption_toleration.api.base import MAX_TOLERATION_SECONDS
 from preemption_toleration.api.resources import PRIORITY_CLASS_GROUP, PRIORITY_CLASS_PLURAL
-from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, POLICY_KEYS, PREFIX, TOLERATION_SECONDS
+from preemption_toleration.core.annotations import CONTRACT_ANNOTATIONS, POLICY_KEYS, PREFIX, ContractAnnotation
 from preemption_toleration.core.intparse import IntProblem, at_most_pattern, go_int_pattern, int_range
 from preemption_toleration.manifests.cel import cel_string
 from preemption_toleration.manifests.webhook_configurations import NAME
@@ -36,8 +35,6 @@ HEADER = (
 _SHORT = 64  # longer values are read in two steps (in_range); any length above 20 would do
 _GO_SYNTAX = "^[+-]?[0-9]+$"  # strconv.ParseInt's syntax; the range is go_int_pattern's
 _KEYS = "[" + ", ".join(cel_string(key) for key in POLICY_KEYS) + "]"
-_BITS = {MINIMUM_PREEMPTABLE_PRIORITY: 32, TOLERATION_SECONDS: 64}
-_VARIABLE_OF = {MINIMUM_PREEMPTABLE_PRIORITY: "minimum", TOLERATION_SECONDS: "seconds"}
 
 # Placeholders for the parts of a message that CEL fills in.
 _NAME, _KEY, _VALUE = "\x00name\x00", "\x00key\x00", "\x00value\x00"
@@ -60,11 +57,23 @@ def variables() -> list[dict[str, str]]:
         },
         {"name": "unknownKeys", "expression": unknown},
         *(
-            {"name": variable, "expression": f"variables.annotations[{cel_string(key)}]"}
-            for key, variable in _VARIABLE_OF.items()
+            {"name": contract.variable, "expression": f"variables.annotations[{cel_string(contract.key)}]"}
+            for contract in CONTRACT_ANNOTATIONS
         ),
-        {"name": "secondsInRange", "expression": in_range("variables.seconds", 64)},
+        # read by two rules of an annotation with a maximum: its integer rule and its maximum's
+        *(
+            {
+                "name": _in_range_variable(contract),
+                "expression": in_range(f"variables.{contract.variable}", contract.bits),
+            }
+            for contract in CONTRACT_ANNOTATIONS
+            if contract.maximum is not None
+        ),
     ]
+
+
+def _in_range_variable(contract: ContractAnnotation) -> str:
+    return f"{contract.variable}InRange"
 
 
 def in_range(value: str, bits: int) -> str:
@@ -82,11 +91,11 @@ def in_range(value: str, bits: int) -> str:
     )
 
 
-def _exempt(key: str) -> str:
-    """CEL: the class has no `key`, or had it with this value before this update: like the webhook, an
+def _exempt(contract: ContractAnnotation) -> str:
+    """CEL: the class has no annotation `contract`, or had it with this value before this update: like the webhook, an
     update is refused only for an error it brings, so a class that was already wrong can still be labelled
     or have its other annotations written."""
-    value = f"variables.{_VARIABLE_OF[key]}"
+    key, value = contract.key, f"variables.{contract.variable}"
     return (
         f"!({cel_string(key)} in variables.annotations)\n"
         f"|| ({cel_string(key)} in variables.oldAnnotations && variables.oldAnnotations[{cel_string(key)}] == {value})"
@@ -107,7 +116,7 @@ def cel_message(finding: Finding, key: str = "", value: str = "") -> str:
 
 
 def _unknown_key_validation() -> dict[str, Any]:
-    either = f"{MINIMUM_PREEMPTABLE_PRIORITY} or {TOLERATION_SECONDS}"
+    either = " or ".join(POLICY_KEYS)
     first = "variables.unknownKeys[0]"
     return {
         "expression": "size(variables.unknownKeys) == 0",
@@ -119,15 +128,18 @@ def _unknown_key_validation() -> dict[str, Any]:
     }
 
 
-def _integer_validation(key: str) -> dict[str, Any]:
-    value, bits = f"variables.{_VARIABLE_OF[key]}", _BITS[key]
-    accepted = "variables.secondsInRange" if key == TOLERATION_SECONDS else f"({in_range(value, bits)})"
+def _integer_validation(contract: ContractAnnotation) -> dict[str, Any]:
+    key, value, bits = contract.key, f"variables.{contract.variable}", contract.bits
+    if contract.maximum is not None:
+        accepted = f"variables.{_in_range_variable(contract)}"
+    else:
+        accepted = f"({in_range(value, bits)})"
 
     def message(problem: IntProblem) -> str:
         return cel_message(invalid_integer(_NAME, key, _VALUE, problem), value=value)
 
     return {
-        "expression": f"{_exempt(key)}\n|| {accepted}",
+        "expression": f"{_exempt(contract)}\n|| {accepted}",
         "messageExpression": (
             f"{value} == ''\n? {message(IntProblem.EMPTY)}\n"
             f": !{value}.matches({cel_string(_GO_SYNTAX)})\n? {message(IntProblem.SYNTAX)}\n"
@@ -138,14 +150,15 @@ def _integer_validation(key: str) -> dict[str, Any]:
     }
 
 
-def _overflow_validation() -> dict[str, Any]:
+def _maximum_validation(contract: ContractAnnotation) -> dict[str, Any]:
+    value = f"variables.{contract.variable}"
     return {
         # int() reads only a value the int64 pattern accepted: were it evaluated first anyway, CEL's || would
         # still answer true from the term that holds, and a value out of range is the integer rule's.
-        "expression": f"{_exempt(TOLERATION_SECONDS)}\n|| !variables.secondsInRange"
-        f" || int(variables.seconds) <= {MAX_TOLERATION_SECONDS}",
-        "messageExpression": cel_message(toleration_overflow(_NAME, _VALUE), value="variables.seconds"),
-        "message": f"annotation {TOLERATION_SECONDS} is above {MAX_TOLERATION_SECONDS}.",
+        "expression": f"{_exempt(contract)}\n|| !variables.{_in_range_variable(contract)}"
+        f" || int({value}) <= {contract.maximum}",
+        "messageExpression": cel_message(toleration_overflow(_NAME, _VALUE), value=value),
+        "message": f"annotation {contract.key} is above {contract.maximum}.",
         "reason": "Invalid",
     }
 
@@ -153,9 +166,8 @@ def _overflow_validation() -> dict[str, Any]:
 def validations() -> list[dict[str, Any]]:
     return [
         _unknown_key_validation(),
-        _integer_validation(MINIMUM_PREEMPTABLE_PRIORITY),
-        _integer_validation(TOLERATION_SECONDS),
-        _overflow_validation(),
+        *(_integer_validation(contract) for contract in CONTRACT_ANNOTATIONS),
+        *(_maximum_validation(contract) for contract in CONTRACT_ANNOTATIONS if contract.maximum is not None),
     ]
 
 

@@ -12,6 +12,7 @@ import yaml
 from pydantic import BaseModel
 
 from preemption_toleration.api import policy
+from preemption_toleration.core.annotations import MINIMUM, TOLERATION
 from preemption_toleration.core.intparse import INT64_MAX, INT64_MIN
 
 _DROPPED_KEYS = {"title", "uniqueItems", "$defs"}
@@ -26,13 +27,13 @@ PRINTER_COLUMNS: list[dict[str, Any]] = [
     {
         "name": "Minimum",
         "type": "integer",
-        "jsonPath": ".spec.minimumPreemptablePriority",
+        "jsonPath": f".spec.{MINIMUM.spec_field}",
         "description": "Lowest priority that may preempt at once",
     },
     {
         "name": "Toleration",
         "type": "integer",
-        "jsonPath": ".spec.tolerationSeconds",
+        "jsonPath": f".spec.{TOLERATION.spec_field}",
         "description": "Seconds tolerated below the minimum (-1 = forever)",
     },
     {

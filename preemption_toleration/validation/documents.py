@@ -18,7 +18,7 @@ from preemption_toleration.api.policy import API_VERSION as POLICY_API_VERSION
 from preemption_toleration.api.policy import DNS_SUBDOMAIN, PreemptionTolerationPolicySpec
 from preemption_toleration.api.policy import GROUP as POLICY_GROUP
 from preemption_toleration.api.policy import KIND as POLICY_KIND
-from preemption_toleration.core.annotations import LEGACY_PREFIX, POLICY_KEYS, PREFIX
+from preemption_toleration.core.annotations import CONTRACT_ANNOTATIONS, LEGACY_PREFIX, MINIMUM, PREFIX
 from preemption_toleration.core.shapes import is_mapping
 from preemption_toleration.validation.findings import (
     Finding,
@@ -45,7 +45,7 @@ KUSTOMIZE_GROUP = "kustomize.config.k8s.io/"
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 OUR_KINDS = (PRIORITY_CLASS, POLICY_KIND, PRIORITY_CLASS + "List", POLICY_KIND + "List")
 _OUR_DOMAINS = (PREFIX.rstrip("/"), LEGACY_PREFIX.rstrip("/"))
-_KEY_NAMES = tuple(key[len(PREFIX) :] for key in POLICY_KEYS)
+_KEY_NAMES = tuple(contract.name for contract in CONTRACT_ANNOTATIONS)
 _NAME = re.compile(DNS_SUBDOMAIN)
 MAX_NAME_LENGTH = 253
 # PriorityClasses and policies kept for the rules between documents (about 400 B each): past this many, the
@@ -344,7 +344,7 @@ class ManifestCheck:
             and any(isinstance(key, str) and key.startswith(PREFIX) for key in metadata["annotations"])
         )
         meant = PRIORITY_CLASS
-        if is_mapping(spec) and ("minimumPreemptablePriority" in spec or "priorityClassName" in spec):
+        if is_mapping(spec) and (MINIMUM.spec_field in spec or "priorityClassName" in spec):
             ours, meant = True, POLICY_KIND
         if not ours:
             self.summary.not_objects += 1

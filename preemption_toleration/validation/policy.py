@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
-from preemption_toleration.api.base import MAX_TOLERATION_SECONDS, ObjectMeta
+from preemption_toleration.api.base import ObjectMeta
 from preemption_toleration.api.policy import (
     API_VERSION,
     LabelSelector,
@@ -16,13 +16,14 @@ from preemption_toleration.api.policy import (
     PreemptionTolerationPolicy,
     PreemptionTolerationPolicySpec,
 )
+from preemption_toleration.core.annotations import MAX_TOLERATION_SECONDS, MINIMUM, TOLERATION
 from preemption_toleration.core.shapes import is_mapping
 from preemption_toleration.validation.findings import Finding, described, error, kind_of_value, nearest, warning
 from preemption_toleration.validation.toleration_rules import POLICY_SPEC, overflow_problem, toleration_warnings
 
 _FIELD_FIXES = {
-    "tolerationSeconds": f"use whole seconds between -1 (forever) and {MAX_TOLERATION_SECONDS}, e.g. 600",
-    "minimumPreemptablePriority": "use an integer priority, e.g. 10000",
+    TOLERATION.spec_field: f"use whole seconds between -1 (forever) and {MAX_TOLERATION_SECONDS}, e.g. 600",
+    MINIMUM.spec_field: "use an integer priority, e.g. 10000",
     "priorityClassName": "use the name of a PriorityClass: lowercase letters, digits, '-' and '.', starting and ending "
     "with a letter or digit, e.g. batch-low",
     "operator": "use one of In, NotIn, Exists, DoesNotExist",
@@ -76,7 +77,7 @@ def _shape_finding(name: str, detail: Mapping[str, Any]) -> Finding:
     if kind == "missing":
         return error("invalid-field", f"{subject(name)}: {path} is missing. Fix: set {leaf}.", field[:-1])
     fix = _FIELD_FIXES.get(str(leaf), "see the policy reference in docs/policy.md")
-    if leaf == "tolerationSeconds" and kind == "less_than_equal":
+    if leaf == TOLERATION.spec_field and kind == "less_than_equal":
         return error(
             "toleration-overflow",
             overflow_problem(f"{subject(name)}: {path} is {described(value)},", fix),

@@ -7,14 +7,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from preemption_toleration.api.base import MAX_TOLERATION_SECONDS
 from preemption_toleration.core.annotations import (
-    KEY_BITS,
+    BY_KEY,
+    CONTRACT_ANNOTATIONS,
     LEGACY_PREFIX,
-    MINIMUM_PREEMPTABLE_PRIORITY,
+    MINIMUM,
     POLICY_KEYS,
     PREFIX,
-    TOLERATION_SECONDS,
+    TOLERATION,
+    ContractAnnotation,
     annotations_of,
     name_of,
 )
@@ -50,15 +51,6 @@ from preemption_toleration.validation.toleration_rules import (
 # Kubernetes' own classes; user-defined classes may not start with "system-" nor exceed 10^9.
 HIGHEST_USER_PRIORITY = 1_000_000_000
 
-_FIX_BY_KEY = {
-    MINIMUM_PREEMPTABLE_PRIORITY: 'write a priority in plain digits, e.g. "10000"',
-    TOLERATION_SECONDS: 'write whole seconds in plain digits, e.g. "600", or "-1" for forever',
-}
-_DEFAULT_BY_KEY = {
-    MINIMUM_PREEMPTABLE_PRIORITY: "default: the class value + 1",
-    TOLERATION_SECONDS: "default: 0, no toleration",
-}
-
 
 def subject(name: str) -> str:
     return f'PriorityClass "{name}"'
@@ -70,18 +62,18 @@ def annotation(key: str) -> Field:
 
 def invalid_integer(name: str, key: str, value: str, problem: IntProblem) -> Finding:
     """The refusal of an annotation value Go's strconv.ParseInt refuses (the admission policy's too)."""
-    bits = KEY_BITS[key]
+    contract = BY_KEY[key]
+    bits = contract.bits
     if problem is IntProblem.EMPTY:
-        fix = f"remove the annotation ({_DEFAULT_BY_KEY[key]}) or {_FIX_BY_KEY[key]}"
-    elif problem is IntProblem.RANGE and key == TOLERATION_SECONDS:
-        fix = (
-            f'use at most {MAX_TOLERATION_SECONDS} (what fits the scheduler\'s int64 nanoseconds), or "-1" for forever'
-        )
+        fix = f"remove the annotation (default: {contract.default}) or {contract.fix}"
+    elif problem is IntProblem.RANGE and contract.maximum is not None:
+        fix = f"use at most {contract.maximum} (what fits the scheduler's int{bits} nanoseconds)"
+        fix += f', or "{contract.forever}" for forever' if contract.forever is not None else ""
     elif problem is IntProblem.RANGE:
         low, high = int_range(bits)
         fix = f"use a value between {low} and {high}"
     else:
-        fix = _FIX_BY_KEY[key]
+        fix = contract.fix
     return error(
         "invalid-integer",
         f'{subject(name)}: annotation {key}="{shown(value)}" is {describe_problem(problem, bits)}; '
@@ -108,10 +100,10 @@ def toleration_overflow(name: str, value: str) -> Finding:
     return error(
         "toleration-overflow",
         overflow_problem(
-            f'{subject(name)}: toleration-seconds "{shown(value)}" is',
-            f'use at most {MAX_TOLERATION_SECONDS}, or "-1" for forever',
+            f'{subject(name)}: {TOLERATION.name} "{shown(value)}" is',
+            f'use at most {TOLERATION.maximum}, or "{TOLERATION.forever}" for forever',
         ),
-        annotation(TOLERATION_SECONDS),
+        annotation(TOLERATION.key),
     )
 
 
@@ -133,7 +125,7 @@ def _parse_all(name: str, annotations: Mapping[str, Any]) -> tuple[dict[str, int
             )
             continue
         try:
-            parsed[key] = parse_go_int(value, KEY_BITS[key])
+            parsed[key] = parse_go_int(value, BY_KEY[key].bits)
         except IntParseError as problem:
             findings.append(invalid_integer(name, key, value, problem.problem))
             continue
@@ -164,8 +156,7 @@ def _quote_fix(key: str, value: Any) -> str:
         return f'quote it: "{value}"'
     if isinstance(value, float) and value.is_integer():
         return f'write it in plain digits and quote it: "{int(value)}"'
-    example = '"10000"' if key == MINIMUM_PREEMPTABLE_PRIORITY else '"600" (or "-1" for forever)'
-    return f"write the intended number in quotes, e.g. {example}"
+    return f"write the intended number in quotes, e.g. {BY_KEY[key].example}"
 
 
 def _unknown_and_legacy_keys(name: str, annotations: Mapping[str, Any]) -> list[Finding]:
@@ -192,13 +183,11 @@ def _effect_warnings(
     name: str, class_value: Any, annotations: Mapping[str, Any], parsed: Mapping[str, int]
 ) -> list[Finding]:
     findings: list[Finding] = []
-    minimum = parsed.get(MINIMUM_PREEMPTABLE_PRIORITY)
-    seconds = parsed.get(TOLERATION_SECONDS)
+    minimum = parsed.get(MINIMUM.key)
+    seconds = parsed.get(TOLERATION.key)
     if minimum is not None and isinstance(class_value, int) and holds_back_no_preemptor(class_value, minimum):
         findings.append(minimum_without_effect(subject(name), minimum, [ClassValue(None, class_value)], ANNOTATIONS))
-    findings += toleration_warnings(
-        subject(name), minimum, seconds, MINIMUM_PREEMPTABLE_PRIORITY in annotations, ANNOTATIONS
-    )
+    findings += toleration_warnings(subject(name), minimum, seconds, MINIMUM.key in annotations, ANNOTATIONS)
     return findings
 
 
@@ -340,14 +329,17 @@ def plainly_valid(priority_class: Mapping[str, Any]) -> bool:
     for key in annotations:
         if type(key) is not str or (key.startswith(_OUR_PREFIXES) and key not in POLICY_KEYS):
             return False
-    if MINIMUM_PREEMPTABLE_PRIORITY not in annotations:
-        return TOLERATION_SECONDS not in annotations  # a toleration without a minimum is warned about
-    minimum = annotations[MINIMUM_PREEMPTABLE_PRIORITY]
-    # nine digits: below every system class too
-    if not _plain_count(minimum) or holds_back_no_preemptor(value, int(minimum)):
-        return False
-    seconds = annotations.get(TOLERATION_SECONDS, "0")
-    return seconds == "-1" or _plain_count(seconds)  # nine digits: far below MAX_TOLERATION_SECONDS
+    # nine digits: below every bound of the contract (int32, MAX_TOLERATION_SECONDS, every system class)
+    for contract in CONTRACT_ANNOTATIONS:
+        if contract.key in annotations and not _plainly_written(annotations[contract.key], contract):
+            return False
+    if MINIMUM.key not in annotations:
+        return TOLERATION.key not in annotations  # a toleration without a minimum is warned about
+    return not holds_back_no_preemptor(value, int(annotations[MINIMUM.key]))
+
+
+def _plainly_written(raw: Any, contract: ContractAnnotation) -> bool:
+    return _plain_count(raw) or (contract.forever is not None and raw == contract.forever)
 
 
 def check_priority_class(priority_class: Mapping[str, Any]) -> list[Finding]:
@@ -377,9 +369,9 @@ def every_rule(priority_class: Mapping[str, Any]) -> list[Finding]:
     findings += _unknown_and_legacy_keys(name, annotations)
     parsed, parse_findings = _parse_all(name, annotations)
     findings += parse_findings
-    seconds = parsed.get(TOLERATION_SECONDS)
-    if seconds is not None and seconds > MAX_TOLERATION_SECONDS:
-        findings.append(toleration_overflow(name, annotations[TOLERATION_SECONDS]))
+    seconds = parsed.get(TOLERATION.key)
+    if seconds is not None and TOLERATION.maximum is not None and seconds > TOLERATION.maximum:
+        findings.append(toleration_overflow(name, annotations[TOLERATION.key]))
     findings += _effect_warnings(name, class_value, annotations, parsed)
     return findings
 

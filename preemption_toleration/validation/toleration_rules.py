@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from preemption_toleration.api.base import MAX_TOLERATION_SECONDS
-from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
+from preemption_toleration.core.annotations import MAX_TOLERATION_SECONDS, MINIMUM, TOLERATION
 from preemption_toleration.core.protection import holds_back_no_preemptor
 from preemption_toleration.validation.findings import Field, Finding, warning
 
@@ -37,20 +36,20 @@ class Spelling:
 
 
 ANNOTATIONS = Spelling(
-    "minimum-preemptable-priority",
-    "toleration-seconds",
+    MINIMUM.name,
+    TOLERATION.name,
     quoted=True,
-    minimum_to_add=MINIMUM_PREEMPTABLE_PRIORITY,
-    minimum_field=("metadata", "annotations", MINIMUM_PREEMPTABLE_PRIORITY),
-    seconds_field=("metadata", "annotations", TOLERATION_SECONDS),
+    minimum_to_add=MINIMUM.key,
+    minimum_field=("metadata", "annotations", MINIMUM.key),
+    seconds_field=("metadata", "annotations", TOLERATION.key),
 )
 POLICY_SPEC = Spelling(
-    "spec.minimumPreemptablePriority",
-    "spec.tolerationSeconds",
+    f"spec.{MINIMUM.spec_field}",
+    f"spec.{TOLERATION.spec_field}",
     quoted=False,
-    minimum_to_add="spec.minimumPreemptablePriority",
-    minimum_field=("spec", "minimumPreemptablePriority"),
-    seconds_field=("spec", "tolerationSeconds"),
+    minimum_to_add=f"spec.{MINIMUM.spec_field}",
+    minimum_field=("spec", MINIMUM.spec_field),
+    seconds_field=("spec", TOLERATION.spec_field),
 )
 
 
