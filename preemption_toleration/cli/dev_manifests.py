@@ -1,6 +1,7 @@
-"""`ptol dev manifests [--check]`: write every generated manifest of config/ and of the Helm chart, or check
-that the committed ones are current. What each file holds is the `manifests` package's (manifests/files.py);
-here helm runs, and the files are read and written."""
+"""`ptol dev manifests [--check]`: write every generated manifest of config/ and of the Helm chart (and the
+docs' metrics reference), or check that the committed ones are current. What each file holds is the
+`manifests` package's (manifests/files.py) and `telemetry.reference`'s; here helm runs, and the files are read
+and written."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from preemption_toleration.manifests import files
 from preemption_toleration.manifests.chart import CHART
 from preemption_toleration.manifests.deletions import DELETIONS, PREFIX, listing_problems
 from preemption_toleration.manifests.rendered import helm_template_arguments, template_selection
+from preemption_toleration.telemetry import reference
 
 
 def helm_renderer(helm: Path, root: Path) -> files.RenderTemplate:
@@ -31,10 +33,15 @@ def helm_renderer(helm: Path, root: Path) -> files.RenderTemplate:
     return render
 
 
+def docs_files() -> dict[str, str]:
+    """The docs pages generated from declarations in the code: the metrics reference."""
+    return {reference.PATH: reference.metrics_reference()}
+
+
 def all_files(helm: Path, root: Path) -> dict[str, str]:
     """Every generated file. The chart's generated templates are written before config/ is rendered
     from them, so the caller writes `files.code_files()` first."""
-    return files.all_files(helm_renderer(helm, root))
+    return files.all_files(helm_renderer(helm, root)) | docs_files()
 
 
 def stale(expected: dict[str, str], root: Path) -> list[str]:
@@ -84,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         if outdated:
             print("regenerate with `ptol dev manifests`", file=sys.stderr)
         return _report(unlisted(expected, root)) or (1 if outdated else 0)
-    _write(files.code_files(), root)
+    _write(files.code_files() | docs_files(), root)
     rendered = files.rendered_files(helm_renderer(helm, root))
     _write(rendered, root)
     return _report(unlisted(rendered, root))

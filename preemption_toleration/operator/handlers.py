@@ -116,7 +116,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         pending=lambda: coalescer.pending,
         reconcile=coalescer.request,
         paused=paused,
-        count=lambda outcome: memo.metrics.resyncs.labels(outcome).inc(),
+        count=memo.metrics.resynced,
         logger=logger,
     )
     on_changes = reconcile_on_changes(changes=class_changes, reconcile=coalescer.request, paused=paused, logger=logger)

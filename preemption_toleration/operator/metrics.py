@@ -3,40 +3,34 @@
 from __future__ import annotations
 
 from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from preemption_toleration.telemetry import declared
+from preemption_toleration.telemetry.collectors import counter, gauge
+from preemption_toleration.telemetry.declared import Result, ResyncOutcome, WriteAction
 
 
 class OperatorMetrics:
+    """The operator's metrics, each built from its row in `telemetry.declared`."""
+
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        self.reconciles = Counter(
-            "ptol_operator_reconciles_total", "Reconciles, by result (ok, failed).", ["result"], registry=self.registry
-        )
-        self.writes = Counter(
-            "ptol_operator_writes_total",
-            "PriorityClass writes, by action (applied, released) and result (ok, failed).",
-            ["action", "result"],
-            registry=self.registry,
-        )
-        self.status_patches = Counter(
-            "ptol_operator_status_patches_total", "Policy status updates.", registry=self.registry
-        )
-        self.objects = Gauge(
-            "ptol_operator_cache_objects", "Objects the operator watches, by kind.", ["kind"], registry=self.registry
-        )
-        self.resyncs = Counter(
-            "ptol_operator_resyncs_total",
-            "Resyncs, by outcome: ran (a reconcile), standby (another replica is active, or this one lists the "
-            "policies again; a standby looks again every 10 s), failed.",
-            ["outcome"],
-            registry=self.registry,
-        )
-        self.restarts = Counter(
-            "ptol_operator_restarts_total",
-            "Times kopf stopped by an error and was started again (after 1, 2, 5, 10, 30 s in a row).",
-            registry=self.registry,
-        )
-        self.policies = Gauge("ptol_operator_policies", "Policies by Ready reason.", ["reason"], registry=self.registry)
+        self.reconciles = counter(declared.OPERATOR_RECONCILES, self.registry)
+        self.writes = counter(declared.OPERATOR_WRITES, self.registry)
+        self.status_patches = counter(declared.OPERATOR_STATUS_PATCHES, self.registry)
+        self.objects = gauge(declared.OPERATOR_CACHE_OBJECTS, self.registry)
+        self.resyncs = counter(declared.OPERATOR_RESYNCS, self.registry)
+        self.restarts = counter(declared.OPERATOR_RESTARTS, self.registry)
+        self.policies = gauge(declared.OPERATOR_POLICIES, self.registry)
+
+    def reconciled(self, result: Result) -> None:
+        self.reconciles.labels(result.value).inc()
+
+    def wrote(self, action: WriteAction, result: Result) -> None:
+        self.writes.labels(action.value, result.value).inc()
+
+    def resynced(self, outcome: ResyncOutcome) -> None:
+        self.resyncs.labels(outcome.value).inc()
 
 
 async def serve_metrics(metrics: OperatorMetrics, host: str, port: int) -> web.AppRunner:

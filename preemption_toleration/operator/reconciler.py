@@ -37,6 +37,7 @@ from preemption_toleration.operator.metrics import OperatorMetrics
 from preemption_toleration.operator.writes import apply_class_annotations, patch_policy_status
 from preemption_toleration.records.policy import PolicyView, policy_view
 from preemption_toleration.records.priority_class import ClassView, class_view
+from preemption_toleration.telemetry.declared import Result, WriteAction
 
 # (object reference, type "Normal"/"Warning", reason, message)
 EventPoster = Callable[[Mapping[str, Any], str, str, str], None]
@@ -154,7 +155,7 @@ class Reconciler:
             classes = self._fresh(list(classes), self._written_classes)
             self.known_classes = {view.name: view for view in classes}
             result = await self._reconcile(policies, classes, now or datetime.now(UTC))
-        self.metrics.reconciles.labels("failed" if result.failures else "ok").inc()
+        self.metrics.reconciled(Result.FAILED if result.failures else Result.OK)
         self.metrics.objects.labels(PRIORITY_CLASS_PLURAL).set(len(classes))
         self.metrics.objects.labels(PLURAL).set(len(policies))
         return result
@@ -173,12 +174,12 @@ class Reconciler:
 
         async def write_class(write: ClassWrite) -> None:
             view = views[write.class_name]
-            action = "applied" if write.policy_name else "released"
+            action = WriteAction.APPLIED if write.policy_name else WriteAction.RELEASED
             try:
                 stored = await self.apply_class(self.api, apply_body(view, write.annotations), self.field_manager)
             except API_ERRORS as error:
                 problem = _api_problem(error)
-                self.metrics.writes.labels(action, "failed").inc()
+                self.metrics.wrote(action, Result.FAILED)
                 result.fail(
                     f"PriorityClass {write.class_name}: {problem}",
                     [write.policy_name] if write.policy_name else releasing(view),
@@ -192,7 +193,7 @@ class Reconciler:
                 self._written_classes[view.name] = _Written(view.resource_version, written)
                 self.known_classes[view.name] = written
             result.writes += 1
-            self.metrics.writes.labels(action, "ok").inc()
+            self.metrics.wrote(action, Result.OK)
             self._report_write(write.class_name, write.annotations, write.policy_name, policy_by_name, view)
 
         await _bounded(write_class(write) for write in decided.writes)

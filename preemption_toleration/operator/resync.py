@@ -19,6 +19,7 @@ from typing import Any
 
 from preemption_toleration.kube.client import API_ERRORS
 from preemption_toleration.operator.caches import PolicyFeed
+from preemption_toleration.telemetry.declared import ResyncOutcome
 
 PENDING_RETRY_SECONDS = 1.0  # a reconcile is already waiting or running: look again this soon
 # A standby looks again this often (or once per period, if shorter): kopf resumes each object once per
@@ -59,7 +60,7 @@ async def resync_forever(
     pending: Callable[[], bool],
     reconcile: Callable[[], Awaitable[Any]],
     paused: Callable[[], str | None] | None,
-    count: Callable[[str], None],
+    count: Callable[[ResyncOutcome], None],
     logger: logging.Logger,
 ) -> None:
     """Runs until cancelled. `count` gets each period's outcome: ran, standby or failed. `paused`: None for a
@@ -84,21 +85,21 @@ async def resync_forever(
                     was_active = active
                 if not active:
                     standby_until = _now() + min(period, STANDBY_RECHECK_SECONDS)
-                    count("standby")
+                    count(ResyncOutcome.STANDBY)
                     continue
             asked = _now()
             await reconcile()  # sets the clock when it starts; a reconcile that never does still counts
             clock.last = max(clock.last, asked)
-            count("ran")
+            count(ResyncOutcome.RAN)
         except asyncio.CancelledError:
             raise
         except API_ERRORS as error:
             clock.started()
-            count("failed")
+            count(ResyncOutcome.FAILED)
             logger.warning("resync failed", extra={"error": f"{type(error).__name__}: {error}"})
         except Exception:
             clock.started()  # the loop must outlive any bug; it is counted and logged with its traceback
-            count("failed")
+            count(ResyncOutcome.FAILED)
             logger.exception("resync failed")
 
 

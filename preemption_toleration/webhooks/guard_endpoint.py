@@ -27,6 +27,7 @@ from preemption_toleration.guard.repeats import RepeatFilter, RetryPacer
 from preemption_toleration.guard.request import GuardRequest, guard_request, read_guard_request, request_problem
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.pod import PodRecord
+from preemption_toleration.telemetry.declared import RefusalMode
 from preemption_toleration.webhooks.handling import Endpoint, HeldBack, Hold, Reply, not_kept
 from preemption_toleration.webhooks.metrics import WebhookMetrics
 
@@ -107,8 +108,8 @@ class GuardEndpoint:
             if verdict.response.warnings:
                 logger.info("preemption allowed with warnings", extra=_fields(request, verdict))
             return Reply(verdict.response)
-        mode = "audit" if refusal.audit else "enforce"
-        self.metrics.guard_refusals.inc(refusal.kind, refusal.reason, mode)
+        mode = RefusalMode.AUDIT if refusal.audit else RefusalMode.ENFORCE
+        self.metrics.guard_refusals.inc(refusal.kind, refusal.reason, mode.value)
         if refusal.preemptor:
             self.metrics.refused(refusal.preemptor)
         # A scheduler retrying a protected victim asks many times a second: counted each time, reported

@@ -7,107 +7,65 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
 from preemption_toleration.kube.informer import CacheStats
-from preemption_toleration.webhooks.hot_metrics import HotCounter, HotHistogram
+from preemption_toleration.steering.plan import Declined
+from preemption_toleration.telemetry import declared
+from preemption_toleration.telemetry.collectors import (
+    counter,
+    counter_family,
+    gauge_family,
+    histogram,
+    hot_counter,
+    hot_histogram,
+)
+from preemption_toleration.telemetry.declared import REFUSED_PREEMPTOR_SERIES, NudgeOutcome, SteeringOutcome
 
 logger = logging.getLogger("preemption_toleration.webhooks")
-REFUSED_PREEMPTOR_SERIES = 100  # preemptors with a series of their own: the most recently refused
+
+
+class SteeringMetrics:
+    """What steering counts: each refused preemption's outcome, and each plan's event-loop time."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.outcome_counter = counter(declared.STEERING, registry)
+        self.plan_seconds = histogram(declared.STEERING_PLANS, registry)
+
+    def count(self, outcome: SteeringOutcome | Declined) -> None:
+        self.outcome_counter.labels(outcome.value).inc()
+
+    def planned(self, seconds: float) -> None:
+        self.plan_seconds.observe(seconds)
 
 
 class WebhookMetrics:
+    """The webhook server's metrics, each built from its row in `telemetry.declared`."""
+
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        # Updated on every request: plain numbers, made into metrics when scraped (see hot_metrics).
-        self.requests = HotCounter(
-            "ptol_webhook_requests_total",
-            "Admission requests by endpoint and HTTP status code.",
-            ["endpoint", "code"],
-            self.registry,
-        )
-        self.decisions = HotCounter(
-            "ptol_webhook_decisions_total",
-            "Admission decisions by endpoint and outcome (allowed, denied, mutated, warned).",
-            ["endpoint", "decision"],
-            self.registry,
-        )
-        self.latency = HotHistogram(
-            "ptol_webhook_request_seconds",
-            "Time to answer an admission request.",
-            ["endpoint"],
-            (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
-            self.registry,
-        )
-        self.guard_refusals = HotCounter(  # a scheduler retrying a protected victim makes this a hot path
-            "ptol_guard_refusals_total",
-            "Preemptions the guard refused (mode=enforce) or would have refused (mode=audit), by request kind "
-            "(delete, eviction, status) and protection (Forever, Until, NotScheduled).",
-            ["kind", "protection", "mode"],
-            self.registry,
-        )
-        self.extender_nodes = Counter(
-            "ptol_extender_nodes_total",
-            "Candidate nodes the scheduler extender judged, by choice: unchanged (no victim tolerates the "
-            "preemptor), replaced (victims chosen without the protected pods), dropped (the preemptor cannot "
-            "fit without one), recounted (the scheduler's victims, with budget violations counted without the "
-            "pods that tolerate the preemptor), unknown (a victim the cache does not hold: left to the guard).",
-            ["choice"],
-            registry=self.registry,
-        )
-        self.steering = Counter(
-            "ptol_steering_total",
-            "Refused preemptions steering considered, by outcome: steered, audited (audit mode), "
-            "claimed-elsewhere (another replica acted within the window), overtaken (bound before steering "
-            "acted), unblocked (a nomination upstream would not have made, which kept a preemptor from its node, "
-            "cleared), resumed (finished after a restart), resume-refused (a Lease left acting the cluster does not "
-            "bear out), failed, restarted (steering started again after an error), or declined: no-evidence, "
-            "unjudged (constraints the project does not judge), fits, no-node, in-progress (the "
-            "scheduler's own preemption is under way), changed (the chosen node changed while planned), "
-            "stale-cache (a cache is not current: nothing planned), unchanged (declined before and no cache "
-            "changed since, or its wait is not over: not planned again).",
-            ["outcome"],
-            registry=self.registry,
-        )
-        self.steering_plans = Histogram(
-            "ptol_steering_plan_seconds",
-            "Event-loop time each steering plan took, in slices between which the loop answers requests "
-            "(its count: plans made).",
-            buckets=(0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
-            registry=self.registry,
-        )
-        self.preemptor_sources = HotCounter(
-            "ptol_guard_preemptor_source_total",
-            "Preemptions the guard judged, by how it knew the preemptor: recorded (named by the scheduler's "
-            "extender call), inferred (from pending pods), departed (from pending pods deleted in the last 30 s, "
-            "when no pending one could be it), named (an Eviction's annotation), configured (an Eviction that "
-            "names none, judged at --eviction-preemptor-priority).",
-            ["source"],
-            self.registry,
-        )
+        # Updated on every request: plain numbers, made into metrics when scraped (see telemetry.hot).
+        self.requests = hot_counter(declared.WEBHOOK_REQUESTS, self.registry)
+        self.decisions = hot_counter(declared.WEBHOOK_DECISIONS, self.registry)
+        self.latency = hot_histogram(declared.WEBHOOK_LATENCY, self.registry)
+        self.guard_refusals = hot_counter(declared.GUARD_REFUSALS, self.registry)
+        self.extender_nodes = counter(declared.EXTENDER_NODES, self.registry)
+        self.steering = SteeringMetrics(self.registry)
+        self.preemptor_sources = hot_counter(declared.GUARD_PREEMPTOR_SOURCES, self.registry)
         # Refusals per preemptor, for the most recently refused ones: plain counts (a hot path, as above),
         # made into the family when scraped; beyond the bound the least recently refused is dropped.
         self._refused_preemptors: OrderedDict[str, int] = OrderedDict()
         self.registry.register(_RefusedPreemptors(self._refused_preemptors))
-        self.nudges = Counter(
-            "ptol_preemptor_nudges_total",
-            "Expiry nudges of pending preemptors held back by a time-limited toleration, by outcome: planned, "
-            "nudged (nominated and withdrawn), skipped (no longer pending), failed.",
-            ["outcome"],
-            registry=self.registry,
-        )
-        self.unexpected_errors = Counter(
-            "ptol_webhook_unexpected_errors_total",
-            "Requests whose judgement raised an error no rule foresaw, answered 400 (a bug: the log has the "
-            "traceback), by endpoint.",
-            ["endpoint"],
-            registry=self.registry,
-        )
+        self.nudges = counter(declared.NUDGES, self.registry)
+        self.unexpected_errors = counter(declared.UNEXPECTED_ERRORS, self.registry)
         self._caches = _CacheCollector()
         self.registry.register(self._caches)
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+    def nudged(self, outcome: NudgeOutcome) -> None:
+        self.child(self.nudges, outcome.value).inc()
 
     def child(self, metric: Any, *labels: str) -> Any:
         """`metric.labels(*labels)`, looked up once: the per-request cost of metrics stays a few additions."""
@@ -141,20 +99,10 @@ class _CacheCollector(Collector):
         self.stats: Callable[[], Iterable[CacheStats]] = list
 
     def collect(self) -> Iterator[Metric]:
-        objects = GaugeMetricFamily("ptol_webhook_cache_objects", "Objects in the watch caches.", labels=["kind"])
-        lists = CounterMetricFamily(
-            "ptol_webhook_cache_lists",
-            "Full listings of a watched resource: the first one, then one per expired or failed watch.",
-            labels=["kind"],
-        )
-        pages = CounterMetricFamily(
-            "ptol_webhook_cache_list_pages", "Pages of those listings (--list-page-size objects each).", labels=["kind"]
-        )
-        failures = CounterMetricFamily(
-            "ptol_webhook_cache_watch_failures",
-            "Watches or listings that failed (API errors, broken connections).",
-            labels=["kind"],
-        )
+        objects = gauge_family(declared.CACHE_OBJECTS)
+        lists = counter_family(declared.CACHE_LISTS)
+        pages = counter_family(declared.CACHE_LIST_PAGES)
+        failures = counter_family(declared.CACHE_WATCH_FAILURES)
         try:
             caches = list(self.stats())
         except Exception:
@@ -171,20 +119,14 @@ class _CacheCollector(Collector):
 class _RefusedPreemptors(Collector):
     """ptol_guard_refusals_by_preemptor_total, from the bounded counts `WebhookMetrics.refused` keeps."""
 
-    NAME = "ptol_guard_refusals_by_preemptor"
-    HELP = (
-        f"Refusals per preemptor (namespace/name), for the {REFUSED_PREEMPTOR_SERIES} most recently refused "
-        "preemptors: a fast-growing series is a scheduler retrying the same protected victim."
-    )
-
     def __init__(self, counts: Mapping[str, int]) -> None:
         self.counts = counts
 
     def describe(self) -> Iterator[Metric]:
-        yield CounterMetricFamily(self.NAME, self.HELP, labels=["preemptor"])
+        yield counter_family(declared.GUARD_REFUSALS_BY_PREEMPTOR)
 
     def collect(self) -> Iterator[Metric]:
-        family = CounterMetricFamily(self.NAME, self.HELP, labels=["preemptor"])
+        family = counter_family(declared.GUARD_REFUSALS_BY_PREEMPTOR)
         for preemptor, count in self.counts.items():
             family.add_metric([preemptor], count)
         yield family

@@ -32,6 +32,7 @@ from preemption_toleration.guard.nudges import Nudge, NudgePlan
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.kube.client import API_ERRORS
 from preemption_toleration.records.pod import PodRecord
+from preemption_toleration.telemetry.declared import NudgeOutcome
 
 logger = logging.getLogger("preemption_toleration.guard")
 MERGE_PATCH = "application/merge-patch+json"
@@ -53,18 +54,18 @@ def withdrawal(nudge: Nudge) -> list[dict[str, Any]]:
 
 class Nudger:
     def __init__(
-        self, api: ApiClient, pods: PodIndex, count: Callable[[str], None], plan: NudgePlan | None = None
+        self, api: ApiClient, pods: PodIndex, count: Callable[[NudgeOutcome], None], plan: NudgePlan | None = None
     ) -> None:
         self.core = client.CoreV1Api(api)
         self.pods = pods
-        self.count = count  # by outcome: planned, nudged, skipped, failed
+        self.count = count
         self.plan = plan or NudgePlan()
         self._wake = asyncio.Event()
 
     def hold(self, preemptor: PodRecord, node: str, until: datetime) -> None:
         """A time-limited toleration held `preemptor` back on `node` until `until` (on the request path)."""
         if self.plan.hold(preemptor, node, until, datetime.now(UTC)):
-            self.count("planned")
+            self.count(NudgeOutcome.PLANNED)
             self._wake.set()
 
     def _still_pending(self, nudge: Nudge) -> bool:
@@ -84,7 +85,7 @@ class Nudger:
     async def _send(self, nudge: Nudge) -> None:
         who = f"{nudge.namespace}/{nudge.name}"
         if not self._still_pending(nudge):
-            self.count("skipped")
+            self.count(NudgeOutcome.SKIPPED)
             logger.debug("preemptor no longer pending; no nudge", extra={"preemptor": who})
             return
         try:
@@ -93,16 +94,16 @@ class Nudger:
             if isinstance(error, ApiException) and error.status in (404, 422):
                 # 404: deleted since the cache last saw it; 422: the test failed, the scheduler nominated it
                 # itself in between (it is being scheduled)
-                self.count("skipped")
+                self.count(NudgeOutcome.SKIPPED)
                 return
-            self.count("failed")
+            self.count(NudgeOutcome.FAILED)
             again = self.plan.retry(nudge, datetime.now(UTC))
             logger.warning(
                 "nudge failed",
                 extra={"preemptor": who, "problem": str(error)[:200], "attempt": nudge.attempt, "retrying": again},
             )
             return
-        self.count("nudged")
+        self.count(NudgeOutcome.NUDGED)
         logger.info(
             "pending preemptor nudged: a toleration that held it back has ended",
             extra={"preemptor": who, "node": nudge.node, "tolerationEnded": rfc3339(nudge.until)},
@@ -115,7 +116,7 @@ class Nudger:
                 try:
                     await self._send(nudge)
                 except Exception:
-                    self.count("failed")
+                    self.count(NudgeOutcome.FAILED)
                     logger.exception("nudge failed", extra={"preemptor": f"{nudge.namespace}/{nudge.name}"})
             next_at = self.plan.next_at()
             wait = MAX_WAIT_SECONDS if next_at is None else (next_at - datetime.now(UTC)).total_seconds()

@@ -79,10 +79,9 @@ def _start_steering(
         settings.steering,
         settings.steering_namespace,
         holder,
-        lambda outcome: metrics.steering.labels(outcome).inc(),
+        metrics.steering,
         problems=lambda: caches.problems("all"),
         generation=caches.generation,
-        planned=metrics.steering_plans.observe,
     )
     tasks.append(asyncio.create_task(steerer.run_supervised(), name="steering"))
     return steerer.refused
@@ -133,7 +132,7 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
             # The expiry nudge re-queues a preemptor the extender left unschedulable when the toleration that
             # held it back ends. Without the extender the scheduler retries on its own (paced by the guard's
             # hold), so no nudge is needed, and the server writes no pod.
-            nudger = Nudger(api, caches.pod_index, lambda outcome: metrics.nudges.labels(outcome).inc())
+            nudger = Nudger(api, caches.pod_index, metrics.nudged)
             tasks.append(asyncio.create_task(nudger.run(), name="expiry-nudges"))
             held_back = nudger.hold
             # The extender reads the guard's caches and tells it the preemptor of each victim it saw.

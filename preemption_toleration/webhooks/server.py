@@ -42,6 +42,8 @@ from preemption_toleration.api.paths import (
 from preemption_toleration.api.policy import GROUP, PLURAL
 from preemption_toleration.api.resources import PRIORITY_CLASSES
 from preemption_toleration.guard.repeats import RetryPacer
+from preemption_toleration.telemetry.declared import AdmissionDecision
+from preemption_toleration.telemetry.hot import Buckets
 from preemption_toleration.webhooks.extender_endpoint import EXTENDER, ExtenderEndpoint, ExtenderHooks
 from preemption_toleration.webhooks.guard_endpoint import GuardEndpoint, GuardHooks
 from preemption_toleration.webhooks.handling import (
@@ -62,7 +64,6 @@ from preemption_toleration.webhooks.handling import (
     unexpected,
     unready,
 )
-from preemption_toleration.webhooks.hot_metrics import Buckets
 from preemption_toleration.webhooks.metrics import WebhookMetrics
 
 logger = logging.getLogger("preemption_toleration.webhooks")
@@ -348,7 +349,7 @@ class WebhookApp:
             payload = decode(body, read=endpoint.read, decoded=endpoint.decoded)
             decoded = endpoint.decoded is not None and isinstance(payload, endpoint.decoded)
             if endpoint.allows is not None and endpoint.allows(payload):
-                self.metrics.decisions.inc(endpoint.name, "allowed")
+                self.metrics.decisions.inc(endpoint.name, AdmissionDecision.ALLOWED.value)
                 if decoded:
                     return 200, allowed(payload.api_version, payload.uid), NO_HOLD
                 return 200, allowed(payload["apiVersion"], payload["request"]["uid"]), NO_HOLD
@@ -388,11 +389,11 @@ class WebhookApp:
 
     def _count(self, endpoint: Endpoint[Any], decision: AdmissionResponse) -> None:
         count = self.metrics.decisions.inc
-        count(endpoint.name, "allowed" if decision.allowed else "denied")
+        count(endpoint.name, (AdmissionDecision.ALLOWED if decision.allowed else AdmissionDecision.DENIED).value)
         if decision.patch:
-            count(endpoint.name, "mutated")
+            count(endpoint.name, AdmissionDecision.MUTATED.value)
         if decision.warnings:
-            count(endpoint.name, "warned")
+            count(endpoint.name, AdmissionDecision.WARNED.value)
 
     async def _healthz(self, _: web.BaseRequest) -> web.Response:
         return web.Response(text="ok")

@@ -54,6 +54,8 @@ from preemption_toleration.steering.plan import (
     search_plan,
 )
 from preemption_toleration.steering.resumption import LeftPlan, check_left_plan
+from preemption_toleration.telemetry.declared import SteeringOutcome
+from preemption_toleration.webhooks.metrics import SteeringMetrics
 
 logger = logging.getLogger("preemption_toleration.steering")
 COMPONENT = "preemption-toleration-steering"
@@ -189,13 +191,12 @@ class Steerer:
         mode: str,
         namespace: str,
         holder: str,
-        count: Callable[[str], None],
+        metrics: SteeringMetrics,
         window_seconds: int = 60,
         rate: float = 2.0,
         burst: int = 5,
         problems: Callable[[], list[str]] = list,
         generation: Callable[[], int] = lambda: 0,
-        planned: Callable[[float], None] = lambda seconds: None,
         pace: Pace = DEFAULT_PACE,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
@@ -205,10 +206,9 @@ class Steerer:
         self.audit = mode == "audit"
         self.namespace = namespace
         self.holder = holder
-        self.count = count  # by outcome: steered, audited, claimed-elsewhere, failed, and each Declined
+        self.metrics = metrics  # each outcome (a SteeringOutcome or the Declined reason), each plan's time
         self.problems = problems  # why the caches may not be decided from (empty: they may)
         self.generation = generation  # changes whenever a cache does
-        self.planned = planned  # told the loop seconds each plan took
         self.pace = pace
         self.clock = clock
         self.declined_plans = DeclinedPlans()
@@ -260,7 +260,7 @@ class Steerer:
             try:
                 await self.run()
             except Exception:
-                self.count("restarted")
+                self.metrics.count(SteeringOutcome.RESTARTED)
                 logger.exception("steering stopped by an error; it starts again", extra={"after": restart_after})
             await asyncio.sleep(restart_after)
 
@@ -268,7 +268,7 @@ class Steerer:
         try:
             await self._resume()
         except Exception:  # a failure to resume must not end steering
-            self.count("failed")
+            self.metrics.count(SteeringOutcome.FAILED)
             logger.exception("steering: could not finish the actions left in the middle")
         while True:
             item = await self.queue.get()
@@ -278,7 +278,7 @@ class Steerer:
                 if await self._consider(item) and steered is not None:
                     steered.set()
             except Exception:
-                self.count("failed")
+                self.metrics.count(SteeringOutcome.FAILED)
                 logger.exception("steering failed", extra={"victim": f"{item.namespace}/{item.name}"})
 
     def _look_again(self, item: RefusedVictim) -> None:
@@ -291,7 +291,7 @@ class Steerer:
         asyncio.get_running_loop().call_later(LOOK_AGAIN_SECONDS, self._enqueue, replace(item, again=True))
 
     def _report_declined(self, subject: str, result: NotSteered, preemptor: SlimPod | None) -> None:
-        self.count(result.reason.value)
+        self.metrics.count(result.reason)
         now = time.monotonic()
         key = (subject, result.reason)
         if now - self.declined.get(key, -1e9) < self.window:
@@ -334,7 +334,7 @@ class Steerer:
             result: SteeringPlan | NotSteered = done.value
             return result
         finally:
-            self.planned(spent)
+            self.metrics.planned(spent)
 
     async def _consider(self, item: RefusedVictim) -> bool:
         """Steers the preemption of one refused victim if it may; True when the preemption is steered (now,
@@ -390,7 +390,9 @@ class Steerer:
         self.steered.pop(found.uid, None)  # an earlier action for it is over: it is planned afresh
         generation = self.generation()
         if not self.declined_plans.due(found.uid, generation, time.monotonic()):
-            self.count("unchanged")  # declined before, and nothing changed or its wait is not over
+            self.metrics.count(
+                SteeringOutcome.UNCHANGED
+            )  # declined before, and nothing changed or its wait is not over
             return False
         plan = await self._plan(found, view, now)
         if isinstance(plan, NotSteered):
@@ -406,7 +408,7 @@ class Steerer:
         victims = ", ".join(f"{pod.namespace}/{pod.name}" for pod in plan.victims)
         fields = {"preemptor": f"{found.namespace}/{found.name}", "node": plan.node, "victims": victims}
         if self.audit:
-            self.count("audited")
+            self.metrics.count(SteeringOutcome.AUDITED)
             logger.info("preemption would be steered", extra=fields)
             self._event(
                 found,
@@ -421,7 +423,7 @@ class Steerer:
         claimed = await self._claim(plan, now)
         self.room_taken.discard(found.uid)
         if not claimed:
-            self.count("claimed-elsewhere")
+            self.metrics.count(SteeringOutcome.CLAIMED_ELSEWHERE)
             return False
         logger.info("steering a preemption", extra=fields)
         to_delete = [(pod.namespace, pod.name, pod.uid) for pod in plan.to_delete]
@@ -438,7 +440,7 @@ class Steerer:
             plan.cleared,
         ):
             return False
-        self.count("steered")
+        self.metrics.count(SteeringOutcome.STEERED)
         return True
 
     async def _unblock(self, preemptor: SlimPod, view: ClusterView, now: datetime) -> None:
@@ -469,7 +471,7 @@ class Steerer:
             return
         if not await self._clear_nomination(pod, node):
             return
-        self.count("unblocked")
+        self.metrics.count(SteeringOutcome.UNBLOCKED)
         logger.info("a blocking nomination cleared", extra=fields)
         self._event(
             pod,
@@ -571,7 +573,9 @@ class Steerer:
         now = datetime.now(UTC)
         preemptor_ref = {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name, "uid": uid}
         if not await self._still_pending(namespace, name, uid) or not await self._nominate(namespace, name, uid, node):
-            self.count("overtaken")  # bound (or gone) since the plan: the scheduler got there first
+            self.metrics.count(
+                SteeringOutcome.OVERTAKEN
+            )  # bound (or gone) since the plan: the scheduler got there first
             await self._finish(uid)
             return False
         for pod in cleared:
@@ -691,7 +695,7 @@ class Steerer:
             try:
                 await self._resume_one(lease.metadata.name, annotations, renewed, window, now)
             except Exception:
-                self.count("failed")
+                self.metrics.count(SteeringOutcome.FAILED)
                 logger.exception(
                     "steering: could not finish an action left in the middle", extra={"lease": lease.metadata.name}
                 )
@@ -706,7 +710,7 @@ class Steerer:
         )
         checked = check_left_plan(left, self.view(), now)
         if isinstance(checked, str):
-            self.count("resume-refused")
+            self.metrics.count(SteeringOutcome.RESUME_REFUSED)
             logger.warning(
                 "steering: an action left in the middle is not finished", extra={"lease": lease_name, "reason": checked}
             )
@@ -716,7 +720,7 @@ class Steerer:
         if await self._carry_out(
             namespace, name, uid, left.node, list(checked.victims), scheduler_of(checked.preemptor)
         ):
-            self.count("resumed")
+            self.metrics.count(SteeringOutcome.RESUMED)
 
     async def _sweep_forever(self) -> None:
         """Delete this namespace's steering Leases older than SWEEP_AFTER_SECONDS, whatever their state: one

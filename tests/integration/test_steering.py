@@ -14,6 +14,7 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
+from prometheus_client import CollectorRegistry
 
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.inventory.pods import PodIndex
@@ -21,6 +22,7 @@ from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.manifests.webhook_configurations import GUARD_WEBHOOK
 from preemption_toleration.records.pod import Shared, slim_pod
 from preemption_toleration.steering.plan import SteeringPlan
+from preemption_toleration.webhooks.metrics import SteeringMetrics
 from preemption_toleration.webhooks.steerer import (
     ACTING,
     DONE,
@@ -43,6 +45,13 @@ from tests.metrics import total
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 __all__ = ["steering_classes"]  # a fixture
+
+
+def bare_steerer(api: ApiClient, holder: str) -> Steerer:
+    """A steerer of replica `holder` over empty caches: for its Lease protocol and its actions alone."""
+    return Steerer(
+        api, lambda: ClusterView(PodIndex(), {}, {}), "on", "default", holder, SteeringMetrics(CollectorRegistry())
+    )
 
 
 components = ptol_run_fixture("--extender", "off", "--steering", "on")
@@ -169,7 +178,9 @@ async def test_two_replicas_never_act_twice_for_one_preemptor(api: ApiClient) ->
     plan = SteeringPlan(preemptor, "node-x", (), 0)
 
     def replica(holder: str) -> Steerer:
-        return Steerer(api, lambda: ClusterView(PodIndex(), {}, {}), "on", "default", holder, print)
+        return Steerer(
+            api, lambda: ClusterView(PodIndex(), {}, {}), "on", "default", holder, SteeringMetrics(CollectorRegistry())
+        )
 
     now = datetime.now(UTC)
     claims = await asyncio.gather(*(replica(f"replica-{n}")._claim(plan, now) for n in range(2)))
@@ -204,7 +215,9 @@ async def test_leases_are_swept_after_a_while_whatever_their_state(api: ApiClien
                 "spec": {"holderIdentity": "r", "leaseDurationSeconds": 60, "renewTime": renewed},
             },
         )
-    steerer = Steerer(api, lambda: ClusterView(PodIndex(), {}, {}), "on", "default", "r", print)
+    steerer = Steerer(
+        api, lambda: ClusterView(PodIndex(), {}, {}), "on", "default", "r", SteeringMetrics(CollectorRegistry())
+    )
     await steerer._sweep(datetime.now(UTC))
     left = {
         lease.metadata.name
@@ -280,7 +293,9 @@ async def test_every_write_of_an_action_is_made_under_the_pods_uid(
     body = pod_body("pending", steering_classes["high"], node, cpu="1")
     body["spec"]["schedulerName"] = "no-such-scheduler"  # nobody schedules it
     pending = await client.CoreV1Api(api).create_namespaced_pod(namespace, body)
-    steerer = Steerer(api, lambda: ClusterView(PodIndex(), {}, {}), "on", "default", "r", print)
+    steerer = Steerer(
+        api, lambda: ClusterView(PodIndex(), {}, {}), "on", "default", "r", SteeringMetrics(CollectorRegistry())
+    )
     try:
         await steerer._carry_out(
             namespace, "pending", pending.metadata.uid, node, [(namespace, "again", "uid-of-a-replaced-pod")], "s"

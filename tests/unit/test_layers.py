@@ -20,7 +20,7 @@ LAYERS: list[set[str]] = [
     {"admission"},  # the admission decisions: a PriorityClass or policy request and the caches in, a response out
     {"guard", "steering"},  # the guard's decisions, inference, record and nudge plan; steering's plan
     {"manifests"},  # every generated manifest: CRDs, webhook configurations, admission policy, chart sources
-    {"pki", "kube"},  # I/O basics: certificates, the API client, informers
+    {"pki", "kube", "telemetry"},  # I/O basics: certificates, the API client, informers; every metric
     {"operator", "webhooks"},  # the adapters: kopf handlers, the aiohttp server
     {"devcluster"},  # the local control plane (a dev and test harness)
     {"demo"},

@@ -9,12 +9,16 @@ import logging
 
 import pytest
 from kubernetes_asyncio.client import ApiClient
+from prometheus_client import CollectorRegistry
 
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.pod import PodBody
 from preemption_toleration.steering.pacing import DeclinedPlans, Pace
+from preemption_toleration.steering.plan import Declined
+from preemption_toleration.telemetry.declared import SteeringOutcome
 from preemption_toleration.webhooks import steerer as steerer_module
+from preemption_toleration.webhooks.metrics import SteeringMetrics
 from preemption_toleration.webhooks.steerer import RefusedVictim, Steerer
 from tests.unit.test_extender import CLASS_RECORDS, node, pod
 
@@ -82,10 +86,21 @@ def protected_cluster(nodes: int) -> tuple[ClusterView, dict]:
     return view, pods[0]
 
 
-class Counted:
+class Counted(SteeringMetrics):
+    """Steering's metrics, with what was counted kept in order."""
+
     def __init__(self) -> None:
+        super().__init__(CollectorRegistry())
         self.outcomes: list[str] = []
         self.plans: list[float] = []
+
+    def count(self, outcome: SteeringOutcome | Declined) -> None:
+        super().count(outcome)
+        self.outcomes.append(outcome.value)
+
+    def planned(self, seconds: float) -> None:
+        super().planned(seconds)
+        self.plans.append(seconds)
 
 
 @pytest.fixture
@@ -102,8 +117,7 @@ def steerer(api: ApiClient, view: ClusterView, counted: Counted, **options) -> S
         "on",
         "default",
         "test",
-        counted.outcomes.append,
-        planned=counted.plans.append,
+        counted,
         **options,
     )
 

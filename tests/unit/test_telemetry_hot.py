@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-from preemption_toleration.webhooks.hot_metrics import HotCounter, HotHistogram
+from preemption_toleration.telemetry.hot import HotCounter, HotHistogram
 
 BOUNDS = (0.001, 0.0025, 0.005, 0.01, 1.0)
 
