@@ -48,6 +48,7 @@ from _webhook_bench import cpu_seconds
 from kubernetes_asyncio import client
 
 from preemption_toleration.api.policy import GROUP, KIND, PLURAL, VERSION
+from preemption_toleration.api.resources import priority_class_ref
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.components import ComponentProcess
@@ -174,7 +175,7 @@ async def floor_seconds(cluster: LocalCluster, policies: int, classes: int) -> f
             )
 
         async def post_event(i: int) -> None:
-            ref = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "name": f"floor-{i:04d}"}
+            ref = priority_class_ref(f"floor-{i:04d}", "")
             body = event_body(ref, "Normal", "Applied", "floor", "operator-burst-floor", datetime.now(UTC))
             await raw(core.create_namespaced_event(body["metadata"]["namespace"], body, _preload_content=False))
 

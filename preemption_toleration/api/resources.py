@@ -1,11 +1,46 @@
 """The built-in resource the project judges, watches and registers webhooks for, named once: the
-PriorityClass's API group and plural (the custom resource's are `api/policy.py`'s GROUP and PLURAL)."""
+PriorityClass's API group, version, kind and plural (the custom resource's are `api/policy.py`'s), and the
+one object reference type Events name."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Final
 
 PRIORITY_CLASS_GROUP: Final = "scheduling.k8s.io"
 PRIORITY_CLASS_PLURAL: Final = "priorityclasses"
 # (group, plural), as admission endpoints, rules and informers pair them
 PRIORITY_CLASSES: Final = (PRIORITY_CLASS_GROUP, PRIORITY_CLASS_PLURAL)
+PRIORITY_CLASS_API_VERSION: Final = f"{PRIORITY_CLASS_GROUP}/v1"
+PRIORITY_CLASS_KIND: Final = "PriorityClass"
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """The object an Event is about (its involvedObject) or names beside it (related). A cluster-scoped
+    object has no namespace."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str = ""
+    namespace: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        """As the API takes it: the fields that are set."""
+        fields = {
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "name": self.name,
+            "uid": self.uid,
+            "namespace": self.namespace,
+        }
+        return {key: value for key, value in fields.items() if value}
+
+
+def pod_ref(namespace: str, name: str, uid: str) -> ObjectRef:
+    return ObjectRef("v1", "Pod", name, uid, namespace)
+
+
+def priority_class_ref(name: str, uid: str) -> ObjectRef:
+    return ObjectRef(PRIORITY_CLASS_API_VERSION, PRIORITY_CLASS_KIND, name, uid)

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from preemption_toleration.api.policy import API_VERSION, KIND
+from preemption_toleration.api.resources import PRIORITY_CLASS_API_VERSION, PRIORITY_CLASS_KIND
 from preemption_toleration.core.annotations import MINIMUM, MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION
 
 NAMESPACE = "demo"
@@ -15,8 +16,8 @@ CLASSES = {"critical": 10000, "high": 9000, "low": 8000, "low-non-preempted": 80
 
 def priority_class(name: str, value: int) -> dict[str, Any]:
     return {
-        "apiVersion": "scheduling.k8s.io/v1",
-        "kind": "PriorityClass",
+        "apiVersion": PRIORITY_CLASS_API_VERSION,
+        "kind": PRIORITY_CLASS_KIND,
         "metadata": {"name": name},
         "value": value,
         "description": "preemption-toleration demo",

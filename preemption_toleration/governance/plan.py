@@ -12,6 +12,7 @@ from enum import Enum
 from typing import Any
 
 from preemption_toleration.api.policy import LabelSelector, PreemptionTolerationPolicySpec
+from preemption_toleration.api.resources import PRIORITY_CLASS_API_VERSION, PRIORITY_CLASS_KIND
 from preemption_toleration.core.annotations import CONTRACT_ANNOTATIONS
 from preemption_toleration.core.selectors import selector_matches
 from preemption_toleration.inventory.ownership import age_order, selector_of
@@ -72,8 +73,8 @@ def apply_body(view: ClassView, annotations: Mapping[str, str]) -> dict[str, obj
     It carries the class's uid as a precondition, so a class deleted meanwhile is never re-created.
     """
     return {
-        "apiVersion": "scheduling.k8s.io/v1",
-        "kind": "PriorityClass",
+        "apiVersion": PRIORITY_CLASS_API_VERSION,
+        "kind": PRIORITY_CLASS_KIND,
         "metadata": {"name": view.name, "uid": view.uid, "annotations": dict(annotations)},
     }
 

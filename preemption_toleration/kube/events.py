@@ -24,6 +24,7 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
+from preemption_toleration.api.resources import ObjectRef
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.kube.client import API_ERRORS, answer_of
 
@@ -35,48 +36,73 @@ REQUEST_TIMEOUT = 10.0
 
 
 def event_body(
-    ref: Mapping[str, Any], event_type: str, reason: str, message: str, component: str, now: datetime
+    ref: ObjectRef,
+    event_type: str,
+    reason: str,
+    message: str,
+    component: str,
+    now: datetime,
+    *,
+    related: ObjectRef | None = None,
+    instance: str | None = None,
+    name: str | None = None,
+    count: int = 1,
+    first: datetime | None = None,
 ) -> dict[str, Any]:
-    """A core/v1 Event about `ref` (apiVersion, kind, name, uid, and namespace for a namespaced object)."""
-    involved = {key: ref[key] for key in ("apiVersion", "kind", "name", "uid", "namespace") if ref.get(key)}
-    namespace = involved.get("namespace") or CLUSTER_SCOPED_EVENTS_NAMESPACE
+    """A core/v1 Event about `ref`, the one builder of every Event the project posts: `related` names a
+    second object (a preemptor beside its victim), `instance` the replica that reports it, `name` the Event's
+    own name (the API server generates one otherwise), and `count` and `first` an Event that stands for
+    several (the guard's aggregated refusals)."""
+    involved = ref.to_json()
+    namespace = ref.namespace or CLUSTER_SCOPED_EVENTS_NAMESPACE
     if len(message) > MAX_MESSAGE:
         message = message[: MAX_MESSAGE - 1] + "…"
-    moment = rfc3339(now)
-    return {
+    metadata = {"name": name} if name else {"generateName": f"{ref.name or 'object'}."}
+    body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"generateName": f"{involved.get('name', 'object')}.", "namespace": namespace},
+        "metadata": {**metadata, "namespace": namespace},
         "involvedObject": involved,
         "type": event_type,
         "reason": reason,
         "message": message,
         "source": {"component": component},  # the "From" column of kubectl describe
         "reportingComponent": component,
-        "firstTimestamp": moment,
-        "lastTimestamp": moment,
-        "count": 1,
+        "firstTimestamp": rfc3339(first or now),
+        "lastTimestamp": rfc3339(now),
+        "count": count,
     }
+    if instance is not None:
+        body["reportingInstance"] = instance
+    if related is not None:
+        body["related"] = related.to_json()
+    return body
 
 
 class ObjectEvents:
     """Posts Events from a bounded queue, `POSTERS` at once: `post` never waits on the API server, and a
     failed or dropped Event is a log line, never an error of the caller's."""
 
-    def __init__(self, core: client.CoreV1Api, component: str, logger: logging.Logger) -> None:
+    def __init__(
+        self, core: client.CoreV1Api, component: str, logger: logging.Logger, instance: str | None = None
+    ) -> None:
         self.core = core
         self.component = component
+        self.instance = instance
         self.logger = logger
         self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=QUEUE_LIMIT)
 
-    def post(self, ref: Mapping[str, Any], event_type: str, reason: str, message: str) -> None:
-        body = event_body(ref, event_type, reason, message, self.component, datetime.now(UTC))
+    def post(
+        self, ref: ObjectRef, event_type: str, reason: str, message: str, related: ObjectRef | None = None
+    ) -> None:
+        now = datetime.now(UTC)
+        body = event_body(
+            ref, event_type, reason, message, self.component, now, related=related, instance=self.instance
+        )
         try:
             self.queue.put_nowait(body)
         except asyncio.QueueFull:
-            self.logger.warning(
-                "event queue full; Event not posted", extra={"reason": reason, "object": ref.get("name")}
-            )
+            self.logger.warning("event queue full; Event not posted", extra={"reason": reason, "object": ref.name})
 
     async def run(self) -> None:
         """Posts queued Events for ever, `POSTERS` at once; no failure of one post ends it."""

@@ -21,7 +21,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.api.policy import PLURAL
-from preemption_toleration.api.resources import PRIORITY_CLASS_PLURAL
+from preemption_toleration.api.resources import PRIORITY_CLASS_PLURAL, ObjectRef
 from preemption_toleration.governance.plan import (
     ClassWrite,
     PolicyOutcome,
@@ -40,7 +40,7 @@ from preemption_toleration.records.priority_class import ClassView, class_view
 from preemption_toleration.telemetry.declared import Result, WriteAction
 
 # (object reference, type "Normal"/"Warning", reason, message)
-EventPoster = Callable[[Mapping[str, Any], str, str, str], None]
+EventPoster = Callable[[ObjectRef, str, str, str], None]
 ClassApplier = Callable[[ApiClient, Mapping[str, Any], str], Awaitable[Any]]
 StatusPatcher = Callable[[ApiClient, str, Mapping[str, Any], Mapping[str, Any]], Awaitable[Any]]
 V = TypeVar("V", ClassView, PolicyView)

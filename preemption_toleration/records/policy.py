@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from preemption_toleration.api.policy import API_VERSION, KIND, PreemptionTolerationPolicySpec
+from preemption_toleration.api.resources import ObjectRef
 from preemption_toleration.core.pods import parse_time
 from preemption_toleration.core.shapes import as_int, as_mapping
 from preemption_toleration.validation.findings import Finding
@@ -30,9 +31,9 @@ class PolicyView:
     resource_version: str = field(default="", compare=False)
 
     @property
-    def ref(self) -> dict[str, Any]:
-        """The object reference an Event about it names (involvedObject; cluster-scoped: no namespace)."""
-        return {"apiVersion": API_VERSION, "kind": KIND, "name": self.name, "uid": self.uid}
+    def ref(self) -> ObjectRef:
+        """The object an Event about it names (cluster-scoped: no namespace)."""
+        return ObjectRef(API_VERSION, KIND, self.name, self.uid)
 
 
 def _created(metadata: Mapping[str, Any]) -> datetime:

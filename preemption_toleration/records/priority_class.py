@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from preemption_toleration.api.resources import ObjectRef, priority_class_ref
 from preemption_toleration.core.annotations import POLICY_KEYS, ClassToleration, toleration_of
 from preemption_toleration.core.shapes import as_int, as_list, as_mapping
 
@@ -30,8 +31,8 @@ class ClassView:
         object.__setattr__(self, "toleration", toleration_of(self.name, self.value, self.annotations))
 
     @property
-    def ref(self) -> dict[str, Any]:
-        return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "name": self.name, "uid": self.uid}
+    def ref(self) -> ObjectRef:
+        return priority_class_ref(self.name, self.uid)
 
 
 def owned_annotation_keys(managed_fields: Any, manager: str = FIELD_MANAGER) -> frozenset[str]:

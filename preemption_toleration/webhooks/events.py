@@ -20,9 +20,10 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from preemption_toleration.core.times import rfc3339
+from preemption_toleration.api.resources import pod_ref
 from preemption_toleration.guard.decisions import Refusal
 from preemption_toleration.kube.client import API_ERRORS, answer_of
+from preemption_toleration.kube.events import event_body
 
 logger = logging.getLogger("preemption_toleration.guard")
 COMPONENT = "preemption-toleration-guard"
@@ -35,35 +36,15 @@ class _Aggregate:
     name: str
     count: int
     posted_at: float
-    first: str
+    first: datetime
 
 
-def _now() -> str:
-    return rfc3339(datetime.now(UTC))
-
-
-def event_body(name: str, refusal: Refusal, count: int, first: str, last: str) -> dict[str, Any]:
+def refusal_event(name: str, refusal: Refusal, count: int, first: datetime, now: datetime) -> dict[str, Any]:
+    """The Event on a refused preemption's victim, standing for `count` refusals since `first`."""
     victim = refusal.victim
-    return {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"name": name, "namespace": victim.namespace or None},
-        "involvedObject": {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "name": victim.name or None,
-            "namespace": victim.namespace or None,
-            "uid": victim.uid or None,
-        },
-        "reason": "PreemptionWouldBeRefused" if refusal.audit else "PreemptionRefused",
-        "message": refusal.message,
-        "type": "Warning",
-        "source": {"component": COMPONENT},
-        "reportingComponent": COMPONENT,
-        "count": count,
-        "firstTimestamp": first,
-        "lastTimestamp": last,
-    }
+    reason = "PreemptionWouldBeRefused" if refusal.audit else "PreemptionRefused"
+    ref = pod_ref(victim.namespace, victim.name, victim.uid)
+    return event_body(ref, "Warning", reason, refusal.message, COMPONENT, now, name=name, count=count, first=first)
 
 
 class RefusalEvents:
@@ -104,11 +85,10 @@ class RefusalEvents:
                 keep = sorted(self.aggregates.items(), key=lambda item: item[1].posted_at)[MAX_AGGREGATES // 2 :]
                 self.aggregates = dict(keep)
             name = f"{victim.name or None}.ptol-{uuid.uuid4().hex[:10]}"
-            first = _now()
+            first = datetime.now(UTC)
+            body = refusal_event(name, refusal, count, first, first)
             await answer_of(
-                self.core.create_namespaced_event(
-                    victim.namespace or None, event_body(name, refusal, count, first, first), _preload_content=False
-                )
+                self.core.create_namespaced_event(body["metadata"]["namespace"], body, _preload_content=False)
             )
             self.aggregates[key] = _Aggregate(name, count, now, first)
             return
@@ -116,14 +96,14 @@ class RefusalEvents:
         if now - aggregate.posted_at < self.min_interval:
             return  # counted; written with the next post
         aggregate.posted_at = now
-        body = event_body(aggregate.name, refusal, aggregate.count, aggregate.first, _now())
+        body = refusal_event(aggregate.name, refusal, aggregate.count, aggregate.first, datetime.now(UTC))
         patch = {key: body[key] for key in ("count", "lastTimestamp", "message")}
+        namespace = body["metadata"]["namespace"]
         try:
-            namespace = victim.namespace or None
             await answer_of(self.core.patch_namespaced_event(aggregate.name, namespace, patch, _preload_content=False))
         except ApiException as error:
             if error.status != 404:
                 raise
             # The Event expired (the API server's --event-ttl, 1 h by default): write it again, whole, with
             # the count and first time so far, as kubectl describe would have shown them.
-            await answer_of(self.core.create_namespaced_event(victim.namespace or None, body, _preload_content=False))
+            await answer_of(self.core.create_namespaced_event(namespace, body, _preload_content=False))

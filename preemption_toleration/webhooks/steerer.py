@@ -10,9 +10,10 @@ preemptor from preempting elsewhere while a victim on its nominated node termina
 
 One action per preemptor per window, whichever replica: a Lease named after the preemptor's UID, in the
 server's namespace, is created before anything is written (a second replica's create fails) and records
-the plan. A replica that restarts finishes a Lease left half done: each victim is deleted only under its
-recorded UID, so no other pod is deleted and none twice. Actions are rate-limited per replica. In audit
-mode the plan is logged, counted and posted as an Event on the preemptor, and nothing is written.
+the plan (the protocol is `steering_leases`'). A replica that restarts finishes a Lease left half done:
+each victim is deleted only under its recorded UID, so no other pod is deleted and none twice. Actions are
+rate-limited per replica (`steering.pacing.TokenBucket`). In audit mode the plan is logged, counted and
+posted as an Event on the preemptor, and nothing is written.
 
 Planning shares the event loop that answers the API server, so it never holds it for long
 (`steering.pacing`): a plan runs in slices of about 2 ms and takes at most a quarter of the loop's time, a
@@ -26,15 +27,16 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from preemption_toleration.api.resources import pod_ref
 from preemption_toleration.core.exemption import PriorityClassNotFound
 from preemption_toleration.core.pods import PREEMPTION_MARK
 from preemption_toleration.core.times import rfc3339
@@ -42,8 +44,9 @@ from preemption_toleration.extender.decisions import ExemptionCheck
 from preemption_toleration.guard.waste import stock_choice_refused
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.kube.client import API_ERRORS
+from preemption_toleration.kube.events import ObjectEvents
 from preemption_toleration.records.pod import DEFAULT_SCHEDULER, NO_CONSTRAINTS, PodRecord, SlimPod
-from preemption_toleration.steering.pacing import DEFAULT_PACE, DeclinedPlans, Pace
+from preemption_toleration.steering.pacing import DEFAULT_PACE, DeclinedPlans, Pace, TokenBucket
 from preemption_toleration.steering.plan import (
     Declined,
     NotSteered,
@@ -56,14 +59,10 @@ from preemption_toleration.steering.plan import (
 from preemption_toleration.steering.resumption import LeftPlan, check_left_plan
 from preemption_toleration.telemetry.declared import SteeringOutcome
 from preemption_toleration.webhooks.metrics import SteeringMetrics
+from preemption_toleration.webhooks.steering_leases import DONE, REFUSED, SteeringLeases
 
 logger = logging.getLogger("preemption_toleration.steering")
 COMPONENT = "preemption-toleration-steering"
-LEASE_PREFIX = "ptol-steer-"
-LABEL = "preemption-toleration.dev/steering"
-PREFIX = "preemption-toleration.dev/"
-STATE, PREEMPTOR, NODE, VICTIMS = (PREFIX + key for key in ("state", "preemptor", "node", "victims"))
-ACTING, DONE, REFUSED = "acting", "done", "refused"  # refused: a Lease left acting the cluster does not bear out
 QUEUE_LIMIT = 1000
 STRATEGIC = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
@@ -75,9 +74,6 @@ JSON_PATCH = "application/json-patch+json"
 CLEAR_AGAIN_SECONDS = 0.25
 LOOK_AGAIN_SECONDS = 0.5  # a refusal with no preemptor to steer is looked at once more this much later
 REQUEST_TIMEOUT = 10
-RESUME_AFTER_SECONDS = 15  # a Lease left "acting" this long was left by a replica that stopped in the middle
-SWEEP_EVERY_SECONDS = 300
-SWEEP_AFTER_SECONDS = 600  # a Lease is kept this long (for `kubectl get lease`), then deleted
 
 
 @dataclass(frozen=True)
@@ -120,69 +116,6 @@ def disruption_target(scheduler: str, now: datetime) -> dict[str, Any]:
     }
 
 
-def _micro(now: datetime) -> str:
-    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def lease_body(plan: SteeringPlan, namespace: str, holder: str, window: int, now: datetime) -> dict[str, Any]:
-    """The claim on one preemptor, with the plan it carries out."""
-    preemptor = plan.preemptor
-    return {
-        "apiVersion": "coordination.k8s.io/v1",
-        "kind": "Lease",
-        "metadata": {
-            "name": LEASE_PREFIX + preemptor.uid,
-            "namespace": namespace,
-            "labels": {LABEL: "true", "app.kubernetes.io/managed-by": "preemption-toleration"},
-            "annotations": {
-                STATE: ACTING,
-                PREEMPTOR: f"{preemptor.namespace}/{preemptor.name}",
-                NODE: plan.node,
-                VICTIMS: ",".join(f"{pod.namespace}/{pod.name}={pod.uid}" for pod in plan.to_delete),
-            },
-        },
-        "spec": {
-            "holderIdentity": holder,
-            "leaseDurationSeconds": window,
-            "acquireTime": _micro(now),
-            "renewTime": _micro(now),
-        },
-    }
-
-
-def _done_by(lease: Any, holder: str) -> bool:
-    """The Lease records an action this holder finished."""
-    annotations = lease.metadata.annotations or {}
-    return bool(lease.spec.holder_identity == holder and annotations.get(STATE) == DONE)
-
-
-def _victims_of(annotations: Mapping[str, str]) -> list[tuple[str, str, str]]:
-    found = []
-    for item in (annotations.get(VICTIMS) or "").split(","):
-        key, _, uid = item.partition("=")
-        namespace, _, name = key.partition("/")
-        if namespace and name and uid:
-            found.append((namespace, name, uid))
-    return found
-
-
-class TokenBucket:
-    """At most `rate` actions a second, `burst` at once: each action takes a token, and one that finds none
-    takes the next one to come (the bucket goes into debt) and waits for it."""
-
-    def __init__(self, rate: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
-        self.rate, self.burst, self.clock = rate, burst, clock
-        self.tokens, self.at = float(burst), clock()
-
-    def wait_seconds(self) -> float:
-        """How long the caller waits before its action; the token is its own from now on."""
-        now = self.clock()
-        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
-        self.at = now
-        self.tokens -= 1
-        return max(0.0, -self.tokens / self.rate)
-
-
 class Steerer:
     def __init__(
         self,
@@ -201,7 +134,8 @@ class Steerer:
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.core = client.CoreV1Api(api)
-        self.leases = client.CoordinationV1Api(api)
+        self.leases = SteeringLeases(api, namespace, holder, window_seconds)
+        self.events = ObjectEvents(self.core, COMPONENT, logger, instance=holder)
         self.view = view
         self.audit = mode == "audit"
         self.namespace = namespace
@@ -252,10 +186,13 @@ class Steerer:
     # --- the worker ----------------------------------------------------------------------------------------
 
     async def run_supervised(self, restart_after: float = 1.0) -> None:
-        """The Lease sweep, and `run`, started again after an error nothing foresaw (logged with its
+        """The Lease sweep, the Event poster, and `run`, started again after an error nothing foresaw (logged with its
         traceback, counted `restarted`): steering never ends silently while the server runs."""
-        sweeping = asyncio.create_task(self._sweep_forever(), name="steering-lease-sweep")
-        self.sending.add(sweeping)
+        for work, name in (
+            (self.leases.sweep_forever(), "steering-lease-sweep"),
+            (self.events.run(), "steering-events"),
+        ):
+            self.sending.add(asyncio.create_task(work, name=name))
         while True:
             try:
                 await self.run()
@@ -390,9 +327,8 @@ class Steerer:
         self.steered.pop(found.uid, None)  # an earlier action for it is over: it is planned afresh
         generation = self.generation()
         if not self.declined_plans.due(found.uid, generation, time.monotonic()):
-            self.metrics.count(
-                SteeringOutcome.UNCHANGED
-            )  # declined before, and nothing changed or its wait is not over
+            # declined before, and nothing changed or its wait is not over
+            self.metrics.count(SteeringOutcome.UNCHANGED)
             return False
         plan = await self._plan(found, view, now)
         if isinstance(plan, NotSteered):
@@ -420,7 +356,7 @@ class Steerer:
         wait = self.bucket.wait_seconds()
         if wait > 0:
             await asyncio.sleep(wait)
-        claimed = await self._claim(plan, now)
+        claimed = await self.leases.claim(plan, now, retake=found.uid in self.room_taken)
         self.room_taken.discard(found.uid)
         if not claimed:
             self.metrics.count(SteeringOutcome.CLAIMED_ELSEWHERE)
@@ -532,30 +468,6 @@ class Steerer:
             self.room_taken.clear()
         return True
 
-    async def _claim(self, plan: SteeringPlan, now: datetime) -> bool:
-        body = lease_body(plan, self.namespace, self.holder, self.window, now)
-        name = body["metadata"]["name"]
-        try:
-            await self.leases.create_namespaced_lease(self.namespace, body, _request_timeout=REQUEST_TIMEOUT)
-            return True
-        except ApiException as error:
-            if error.status != 409:
-                raise
-        existing = await self.leases.read_namespaced_lease(name, self.namespace, _request_timeout=REQUEST_TIMEOUT)
-        renewed = existing.spec.renew_time
-        held = renewed is not None and renewed + timedelta(seconds=existing.spec.lease_duration_seconds or 0) > now
-        again = plan.preemptor.uid in self.room_taken and _done_by(existing, self.holder)
-        if held and not again:
-            return False  # another replica, or this one before a restart, acted within the window
-        body["metadata"]["resourceVersion"] = existing.metadata.resource_version
-        try:
-            await self.leases.replace_namespaced_lease(name, self.namespace, body, _request_timeout=REQUEST_TIMEOUT)
-        except ApiException as error:
-            if error.status == 409:
-                return False  # another replica took it first
-            raise
-        return True
-
     async def _carry_out(
         self,
         namespace: str,
@@ -571,11 +483,10 @@ class Steerer:
         nominations there upstream would not have made (`cleared`), then mark and delete each victim, each
         write under the pod's UID; post the Events and record the Lease done."""
         now = datetime.now(UTC)
-        preemptor_ref = {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name, "uid": uid}
+        preemptor_ref = pod_ref(namespace, name, uid)
         if not await self._still_pending(namespace, name, uid) or not await self._nominate(namespace, name, uid, node):
-            self.metrics.count(
-                SteeringOutcome.OVERTAKEN
-            )  # bound (or gone) since the plan: the scheduler got there first
+            # bound (or gone) since the plan: the scheduler got there first
+            self.metrics.count(SteeringOutcome.OVERTAKEN)
             await self._finish(uid)
             return False
         for pod in cleared:
@@ -600,29 +511,21 @@ class Steerer:
                 if error.status not in (404, 409, 422):
                     raise
                 continue
-            victim_ref = {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "namespace": victim_namespace,
-                "name": victim_name,
-                "uid": victim_uid,
-            }
-            self._post(
-                victim_ref,
-                preemptor_ref,
+            self.events.post(
+                pod_ref(victim_namespace, victim_name, victim_uid),
+                "Normal",
                 "Preempted",
                 f"Preempted by pod {uid} on node {node} (steered by preemption-toleration, as upstream's "
                 "PreemptionToleration would: the scheduler's own choice was refused)",
-                "Normal",
+                related=preemptor_ref,
             )
         names = ", ".join(f"{n}/{v}" for n, v, _ in victims)
-        self._post(
+        self.events.post(
             preemptor_ref,
-            None,
+            "Normal",
             "PreemptionSteered",
             f"Preempted {names} on node {node} for this pod and nominated it there, as upstream's "
             "PreemptionToleration would: the scheduler's own choice of victims was refused",
-            "Normal",
         )
         await self._finish(uid)
         return True
@@ -654,20 +557,7 @@ class Steerer:
         return bool(pod.metadata.uid == uid and not pod.spec.node_name and not pod.metadata.deletion_timestamp)
 
     async def _finish(self, uid: str) -> None:
-        await self._mark(uid, DONE)
-
-    async def _mark(self, uid: str, state: str) -> None:
-        try:
-            await self.leases.patch_namespaced_lease(
-                LEASE_PREFIX + uid,
-                self.namespace,
-                {"metadata": {"annotations": {STATE: state}}},
-                _content_type=MERGE,
-                _request_timeout=REQUEST_TIMEOUT,
-            )
-        except ApiException as error:
-            if error.status != 404:
-                raise
+        await self.leases.mark(uid, DONE)
 
     async def _resume(self) -> None:
         """Finish what a replica that stopped in the middle left (Leases still "acting" after a while), as
@@ -676,45 +566,27 @@ class Steerer:
         while self.problems():  # noqa: ASYNC110 - "current" is several caches' health, polled
             await asyncio.sleep(1)
         try:
-            leases = await self.leases.list_namespaced_lease(
-                self.namespace, label_selector=f"{LABEL}=true", _request_timeout=REQUEST_TIMEOUT
-            )
+            left = await self.leases.left(datetime.now(UTC))
         except API_ERRORS as error:
             logger.warning("steering: could not list its Leases", extra={"problem": str(error)[:200]})
             return
         now = datetime.now(UTC)
-        for lease in leases.items:
-            annotations = lease.metadata.annotations or {}
-            renewed = lease.spec.renew_time
-            if annotations.get(STATE) != ACTING or renewed is None:
-                continue
-            if renewed + timedelta(seconds=RESUME_AFTER_SECONDS) > now:
-                continue  # maybe a live replica in the middle of it
-            # A Lease's duration is what it claims: never a longer window than this server's own.
-            window = min(lease.spec.lease_duration_seconds or 0, self.window)
+        for lease_name, plan in left:
             try:
-                await self._resume_one(lease.metadata.name, annotations, renewed, window, now)
+                await self._resume_one(lease_name, plan, now)
             except Exception:
                 self.metrics.count(SteeringOutcome.FAILED)
-                logger.exception(
-                    "steering: could not finish an action left in the middle", extra={"lease": lease.metadata.name}
-                )
+                logger.exception("steering: could not finish an action left in the middle", extra={"lease": lease_name})
 
-    async def _resume_one(
-        self, lease_name: str, annotations: Mapping[str, str], renewed: datetime, window: int, now: datetime
-    ) -> None:
-        uid = lease_name.removeprefix(LEASE_PREFIX)
-        namespace, _, name = (annotations.get(PREEMPTOR) or "/").partition("/")
-        left = LeftPlan(
-            (namespace, name, uid), annotations.get(NODE) or "", tuple(_victims_of(annotations)), renewed, window
-        )
+    async def _resume_one(self, lease_name: str, left: LeftPlan, now: datetime) -> None:
+        namespace, name, uid = left.preemptor
         checked = check_left_plan(left, self.view(), now)
         if isinstance(checked, str):
             self.metrics.count(SteeringOutcome.RESUME_REFUSED)
             logger.warning(
                 "steering: an action left in the middle is not finished", extra={"lease": lease_name, "reason": checked}
             )
-            await self._mark(uid, REFUSED)
+            await self.leases.mark(uid, REFUSED)
             return
         logger.info("steering: finishing an action left in the middle", extra={"lease": lease_name})
         if await self._carry_out(
@@ -722,69 +594,7 @@ class Steerer:
         ):
             self.metrics.count(SteeringOutcome.RESUMED)
 
-    async def _sweep_forever(self) -> None:
-        """Delete this namespace's steering Leases older than SWEEP_AFTER_SECONDS, whatever their state: one
-        Lease per preemptor steered would otherwise pile up."""
-        while True:
-            await asyncio.sleep(SWEEP_EVERY_SECONDS)
-            try:
-                await self._sweep(datetime.now(UTC))
-            except Exception as error:  # noqa: BLE001 - the sweep goes on, and says what failed
-                logger.warning("steering: could not sweep its Leases", extra={"problem": str(error)[:200]})
-
-    async def _sweep(self, now: datetime) -> None:
-        leases = await self.leases.list_namespaced_lease(
-            self.namespace, label_selector=f"{LABEL}=true", _request_timeout=REQUEST_TIMEOUT
-        )
-        for lease in leases.items:
-            renewed = lease.spec.renew_time
-            # Done, refused, or acting but past any window (resuming would refuse it): kept a while, then gone.
-            if renewed is None or renewed + timedelta(seconds=SWEEP_AFTER_SECONDS) < now:
-                try:
-                    await self.leases.delete_namespaced_lease(
-                        lease.metadata.name, self.namespace, _request_timeout=REQUEST_TIMEOUT
-                    )
-                except ApiException as error:
-                    if error.status != 404:
-                        raise
-
     # --- Events ----------------------------------------------------------------------------------------------
 
     def _event(self, pod: SlimPod, reason: str, message: str, kind: str) -> None:
-        ref = {"apiVersion": "v1", "kind": "Pod", "namespace": pod.namespace, "name": pod.name, "uid": pod.uid}
-        self._post(ref, None, reason, message, kind)
-
-    def _post(
-        self, regarding: dict[str, Any], related: dict[str, Any] | None, reason: str, message: str, kind: str
-    ) -> None:
-        now = rfc3339(datetime.now(UTC))
-        body: dict[str, Any] = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{regarding['name']}.", "namespace": regarding["namespace"]},
-            "involvedObject": regarding,
-            "reason": reason,
-            "message": message[:1024],
-            "type": kind,
-            "source": {"component": COMPONENT},
-            "reportingComponent": COMPONENT,
-            "reportingInstance": self.holder,
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
-        if related is not None:
-            body["related"] = related
-        task = asyncio.get_running_loop().create_task(self._send_event(body))
-        self.sending.add(task)  # a reference until it is done: the loop keeps only weak ones
-        task.add_done_callback(self.sending.discard)
-
-    async def _send_event(self, body: dict[str, Any]) -> None:
-        try:
-            await self.core.create_namespaced_event(
-                body["metadata"]["namespace"], body, _request_timeout=REQUEST_TIMEOUT
-            )
-        except API_ERRORS as error:
-            logger.warning(
-                "steering: could not post an Event", extra={"reason": body["reason"], "problem": str(error)[:200]}
-            )
+        self.events.post(pod_ref(pod.namespace, pod.name, pod.uid), kind, reason, message)

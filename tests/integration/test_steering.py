@@ -23,7 +23,8 @@ from preemption_toleration.manifests.webhook_configurations import GUARD_WEBHOOK
 from preemption_toleration.records.pod import Shared, slim_pod
 from preemption_toleration.steering.plan import SteeringPlan
 from preemption_toleration.webhooks.metrics import SteeringMetrics
-from preemption_toleration.webhooks.steerer import (
+from preemption_toleration.webhooks.steerer import Steerer
+from preemption_toleration.webhooks.steering_leases import (
     ACTING,
     DONE,
     LABEL,
@@ -33,7 +34,7 @@ from preemption_toleration.webhooks.steerer import (
     STATE,
     SWEEP_AFTER_SECONDS,
     VICTIMS,
-    Steerer,
+    SteeringLeases,
 )
 from tests.integration.components import RunProcess, Server, ptol_run_fixture
 from tests.integration.conftest import Kubectl, MakeNode
@@ -48,7 +49,7 @@ __all__ = ["steering_classes"]  # a fixture
 
 
 def bare_steerer(api: ApiClient, holder: str) -> Steerer:
-    """A steerer of replica `holder` over empty caches: for its Lease protocol and its actions alone."""
+    """A steerer of replica `holder` over empty caches: for its actions alone."""
     return Steerer(
         api, lambda: ClusterView(PodIndex(), {}, {}), "on", "default", holder, SteeringMetrics(CollectorRegistry())
     )
@@ -177,16 +178,14 @@ async def test_two_replicas_never_act_twice_for_one_preemptor(api: ApiClient) ->
     )
     plan = SteeringPlan(preemptor, "node-x", (), 0)
 
-    def replica(holder: str) -> Steerer:
-        return Steerer(
-            api, lambda: ClusterView(PodIndex(), {}, {}), "on", "default", holder, SteeringMetrics(CollectorRegistry())
-        )
+    def replica(holder: str) -> SteeringLeases:
+        return SteeringLeases(api, "default", holder, 60)
 
     now = datetime.now(UTC)
-    claims = await asyncio.gather(*(replica(f"replica-{n}")._claim(plan, now) for n in range(2)))
+    claims = await asyncio.gather(*(replica(f"replica-{n}").claim(plan, now) for n in range(2)))
     try:
         assert sorted(claims) == [False, True]
-        assert await replica("replica-2")._claim(plan, datetime.now(UTC)) is False
+        assert await replica("replica-2").claim(plan, datetime.now(UTC)) is False
     finally:
         await client.CoordinationV1Api(api).delete_namespaced_lease(LEASE_PREFIX + preemptor.uid, "default")
 
@@ -215,10 +214,7 @@ async def test_leases_are_swept_after_a_while_whatever_their_state(api: ApiClien
                 "spec": {"holderIdentity": "r", "leaseDurationSeconds": 60, "renewTime": renewed},
             },
         )
-    steerer = Steerer(
-        api, lambda: ClusterView(PodIndex(), {}, {}), "on", "default", "r", SteeringMetrics(CollectorRegistry())
-    )
-    await steerer._sweep(datetime.now(UTC))
+    await SteeringLeases(api, "default", "r", 60).sweep(datetime.now(UTC))
     left = {
         lease.metadata.name
         for lease in (await coordination.list_namespaced_lease("default", label_selector=f"{LABEL}=true")).items
@@ -293,9 +289,7 @@ async def test_every_write_of_an_action_is_made_under_the_pods_uid(
     body = pod_body("pending", steering_classes["high"], node, cpu="1")
     body["spec"]["schedulerName"] = "no-such-scheduler"  # nobody schedules it
     pending = await client.CoreV1Api(api).create_namespaced_pod(namespace, body)
-    steerer = Steerer(
-        api, lambda: ClusterView(PodIndex(), {}, {}), "on", "default", "r", SteeringMetrics(CollectorRegistry())
-    )
+    steerer = bare_steerer(api, "r")
     try:
         await steerer._carry_out(
             namespace, "pending", pending.metadata.uid, node, [(namespace, "again", "uid-of-a-replaced-pod")], "s"

@@ -13,7 +13,7 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
-from preemption_toleration.webhooks.steerer import (
+from preemption_toleration.webhooks.steering_leases import (
     ACTING,
     DONE,
     LABEL,

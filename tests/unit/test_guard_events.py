@@ -4,12 +4,15 @@ The Events API is replaced by a recorder here; tests/integration/test_guard.py r
 """
 
 import asyncio
+from datetime import UTC, datetime
 
 from preemption_toleration.core.protection import Protection, ProtectionKind
 from preemption_toleration.guard.decisions import Refusal
 from preemption_toleration.records.pod import PodBody
 from preemption_toleration.webhooks import events as events_module
 from preemption_toleration.webhooks.events import RefusalEvents
+
+NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
 
 
 class Answer:
@@ -75,7 +78,7 @@ async def test_dry_run_posts_nothing_and_audit_has_its_own_reason() -> None:
     recorder.queue = asyncio.Queue()
     recorder.record(refusal(dry_run=True))
     assert recorder.queue.empty()
-    body = events_module.event_body("n", refusal(audit=True), 1, "t", "t")
+    body = events_module.refusal_event("n", refusal(audit=True), 1, NOW, NOW)
     assert body["reason"] == "PreemptionWouldBeRefused"
 
 

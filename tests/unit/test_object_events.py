@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from preemption_toleration.api.resources import pod_ref
 from preemption_toleration.kube import events as events_module
 from preemption_toleration.kube.events import ObjectEvents, event_body
 from preemption_toleration.records.policy import policy_view
@@ -29,6 +30,7 @@ POLICY = policy_view(
     }
 )
 POD = {"apiVersion": "v1", "kind": "Pod", "name": "web", "namespace": "team", "uid": "u-w"}
+POD_REF = pod_ref("team", "web", "u-w")
 
 PLACES = [
     (
@@ -48,7 +50,7 @@ PLACES = [
         "default",
         {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "name": "low", "uid": "u-c"},
     ),
-    ("a namespaced object: stored in its own namespace, which involvedObject names", POD, "team", POD),
+    ("a namespaced object: stored in its own namespace, which involvedObject names", POD_REF, "team", POD),
 ]
 
 
@@ -66,6 +68,24 @@ def test_where_the_event_is_stored_and_what_it_names(case, ref, namespace, invol
 def test_a_message_above_the_api_servers_limit_is_cut_to_it() -> None:
     body = event_body(POLICY.ref, "Warning", "Conflict", "x" * 2000, "c", NOW)
     assert len(body["message"]) == 1024 and body["message"].endswith("…")
+
+
+def test_an_event_names_a_related_object_the_reporting_replica_and_what_it_stands_for() -> None:
+    """Steering's Event on a victim names its preemptor and the replica; the guard's aggregated refusal has
+    a name of its own, a count, and the time of the first refusal it stands for."""
+    preemptor = pod_ref("team", "high", "u-h")
+    body = event_body(POD_REF, "Normal", "Preempted", "m", "steering", NOW, related=preemptor, instance="replica-1")
+    assert body["related"] == {"apiVersion": "v1", "kind": "Pod", "name": "high", "namespace": "team", "uid": "u-h"}
+    assert body["reportingInstance"] == "replica-1"
+    earlier = datetime(2026, 11, 22, 11, 0, tzinfo=UTC)
+    body = event_body(POD_REF, "Warning", "PreemptionRefused", "m", "guard", NOW, name="web.x", count=6, first=earlier)
+    assert body["metadata"] == {"name": "web.x", "namespace": "team"}
+    assert (body["firstTimestamp"], body["lastTimestamp"], body["count"]) == (
+        "2026-11-22T11:00:00Z",
+        "2026-11-22T12:00:00Z",
+        6,
+    )
+    assert "related" not in body and "reportingInstance" not in body
 
 
 class Answer:

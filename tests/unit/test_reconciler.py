@@ -44,7 +44,7 @@ class Recorder:
         self.statuses.append(wanted)
 
     def event(self, ref, kind, reason, message):
-        self.events.append((ref["kind"], reason, message))
+        self.events.append((ref.kind, reason, message))
 
     def reconciler(self) -> Reconciler:
         return Reconciler(None, "mgr", self.event, logging.getLogger("test"), self.apply, self.patch)

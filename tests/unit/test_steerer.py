@@ -1,24 +1,11 @@
 """The steerer's writes, as built before they are sent: the victim's mark as kube-scheduler's executor writes
-it, the Lease that claims a preemptor and records the plan, and the plan read back from it after a restart."""
+it; and its rate limiter. Its Lease protocol is tests/unit/test_steering_leases.py's."""
 
 from datetime import UTC, datetime
 
 from preemption_toleration.records.pod import PodBody, Shared, slim_pod
-from preemption_toleration.steering.plan import SteeringPlan
-from preemption_toleration.webhooks.steerer import (
-    ACTING,
-    LEASE_PREFIX,
-    NODE,
-    PREEMPTOR,
-    STATE,
-    VICTIMS,
-    TokenBucket,
-    _victims_of,
-    disruption_target,
-    lease_body,
-    refused_victim,
-    scheduler_of,
-)
+from preemption_toleration.steering.pacing import TokenBucket
+from preemption_toleration.webhooks.steerer import disruption_target, refused_victim, scheduler_of
 from tests.unit.test_extender import pod
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
@@ -34,22 +21,6 @@ def test_the_mark_is_the_schedulers() -> None:
         "message": "default-scheduler: preempting to accommodate a higher priority pod",
         "lastTransitionTime": "2026-11-22T12:00:00Z",
     }
-
-
-def test_the_lease_records_the_plan_and_gives_it_back() -> None:
-    preemptor = slim_pod(pod("high", "high", node=None), SHARED)
-    victims = (slim_pod(pod("a", "low"), SHARED), slim_pod(pod("b", "low"), SHARED))
-    body = lease_body(SteeringPlan(preemptor, "node-b", victims, 0), "ptol", "replica-1", 60, NOW)
-    assert body["metadata"]["name"] == LEASE_PREFIX + "uid-high"
-    annotations = body["metadata"]["annotations"]
-    assert (annotations[STATE], annotations[PREEMPTOR], annotations[NODE]) == (ACTING, "team/high", "node-b")
-    assert annotations[VICTIMS] == "team/a=uid-a,team/b=uid-b"
-    assert _victims_of(annotations) == [("team", "a", "uid-a"), ("team", "b", "uid-b")]
-    assert body["spec"]["renewTime"] == "2026-11-22T12:00:00.000000Z"
-
-
-def test_a_lease_with_a_damaged_victim_list_yields_only_whole_entries() -> None:
-    assert _victims_of({VICTIMS: "team/a=uid-a,broken,/x=y,team/=z,team/c="}) == [("team", "a", "uid-a")]
 
 
 def test_a_refused_victim_needs_a_node() -> None:
