@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
-from preemption_toleration.api.admission import AdmissionResponse, allow, deny
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
 from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
 from preemption_toleration.core.intparse import IntParseError, parse_go_int
@@ -16,7 +15,7 @@ from preemption_toleration.core.pods import PREEMPTION_MARK
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_under
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.guard.inference import infer_departed_preemptor, infer_preemptor
-from preemption_toleration.guard.prefilter import is_preemption
+from preemption_toleration.guard.prefilter import GuardOperation, is_preemption
 from preemption_toleration.guard.request import GuardRequest
 from preemption_toleration.guard.waste import in_vain
 from preemption_toleration.inventory.view import ClusterView
@@ -49,7 +48,7 @@ class GuardConfig:
 class Refusal:
     """A preemption the guard refused (or, in audit mode, would have refused)."""
 
-    kind: str  # "delete", "eviction" or "status"
+    kind: GuardOperation
     victim: PodRecord
     preemptor_priority: int
     preemptor: str | None
@@ -59,10 +58,18 @@ class Refusal:
     audit: bool
     dry_run: bool
     preemptor_pod: PodRecord | None = None  # as judged (priority only, when unnamed)
+    retry_after: int | None = None  # seconds, for a 429: when the Eviction may succeed
 
     @property
     def reason(self) -> str:
         return self.protection.kind.value
+
+    @property
+    def denial(self) -> str:
+        """What the refused client reads: the message, and for a 429 when to try again."""
+        if self.retry_after is None:
+            return self.message
+        return f"{self.message} Retry after {self.retry_after} s."
 
 
 class PreemptorSource(str, Enum):
@@ -75,10 +82,27 @@ class PreemptorSource(str, Enum):
 
 @dataclass(slots=True)
 class Verdict:
-    response: AdmissionResponse
+    """The guard's answer to a pod request, from which its handler builds the AdmissionResponse once: allowed
+    (perhaps with a `note` for the client), or refused (`refusal`; in audit mode, allowed and reported)."""
+
     refusal: Refusal | None = None
     source: PreemptorSource | None = None  # how the preemptor was known, for a judged preemption
     preemptor: PodRecord | None = None  # the preemptor it was judged against
+    note: str | None = None  # a warning for the client of an allowed request
+
+    @property
+    def allowed(self) -> bool:
+        return self.refusal is None or self.refusal.audit
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The warnings the answer carries: an audit's refusal, or the note."""
+        if self.refusal is not None and self.refusal.audit:
+            return (f"audit: would refuse: {self.refusal.message}",)
+        return (self.note,) if self.note is not None else ()
+
+
+ALLOWED = Verdict()  # users, controllers, drains, unmarked status updates, pods nobody can preempt
 
 
 def _preemption_mark(pod: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
@@ -165,7 +189,7 @@ def describe(
 
 
 def _judge(
-    kind: str,
+    kind: GuardOperation,
     request: GuardRequest,
     victim: PodRecord,
     preemptor: PodRecord,
@@ -181,15 +205,15 @@ def _judge(
         exempt, found = exemption(victim, preemptor, toleration, now)
     except PriorityClassNotFound:
         # upstream skips the node; we cannot judge either
-        return Verdict(allow(request.uid), source=source, preemptor=preemptor)
+        return Verdict(source=source, preemptor=preemptor)
     if not exempt:
-        checks_waste = config.refuse_in_vain and kind in ("delete", "status") and not config.audit
+        checks_waste = config.refuse_in_vain and kind.scheduler_write and not config.audit
         wasted = _in_vain(victim, preemptor, view, now) if checks_waste else None
         if wasted is not None:
             protection, message = wasted
             refusal = _refusal(kind, request, victim, preemptor, protection, 403, message, audit=False)
-            return Verdict(deny(request.uid, 403, message, None), refusal, source, preemptor)
-        return Verdict(allow(request.uid), source=source, preemptor=preemptor)
+            return Verdict(refusal, source, preemptor)
+        return Verdict(source=source, preemptor=preemptor)
     protection = found if found is not None else protection_under(victim, toleration, now)
     preemptor_name = preemptor.ref if preemptor.name else None
     if preemptor_name and source is PreemptorSource.DEPARTED:
@@ -211,18 +235,15 @@ def _judge(
             configured=source is PreemptorSource.CONFIGURED,
         )
     seconds_left = protection.seconds_left(now)
-    code = 429 if kind == "eviction" and seconds_left is not None else 403
+    retry_after = seconds_left if kind is GuardOperation.EVICTION else None
+    code = 429 if retry_after is not None else 403
     refusal = _refusal(kind, request, victim, preemptor, protection, code, message, config.audit)
-    if config.audit:
-        return Verdict(allow(request.uid, [f"audit: would refuse: {message}"]), refusal, source, preemptor)
-    if code == 429:
-        message = f"{message} Retry after {seconds_left} s."
-    response = deny(request.uid, code, message, "TooManyRequests" if code == 429 else None)
-    return Verdict(response, refusal, source, preemptor)
+    refusal.retry_after = retry_after
+    return Verdict(refusal, source, preemptor)
 
 
 def _refusal(
-    kind: str,
+    kind: GuardOperation,
     request: GuardRequest,
     victim: PodRecord,
     preemptor: PodRecord,
@@ -262,34 +283,58 @@ def _victim(request: GuardRequest, view: ClusterView, namespace: str) -> PodReco
 
 
 def judge(request: GuardRequest, view: ClusterView, config: GuardConfig, now: datetime | None = None) -> Verdict:
-    now = now or datetime.now(UTC)
-    if not is_preemption(request, config.preemptor_identities, config.judges_every_eviction):
-        return Verdict(allow(request.uid))  # users, controllers, drains, unmarked status updates
-    namespace = request.namespace or ""
+    """The verdict on a pod request: allowed unless it is a preemption (`is_preemption`), which its
+    operation's entry judges."""
+    operation = request.kind
+    if operation is None or not is_preemption(request, config.preemptor_identities, config.judges_every_eviction):
+        return ALLOWED
+    return _ENTRIES[operation](request, view, config, now or datetime.now(UTC))
 
-    if request.operation == "CREATE":  # an Eviction (the rule admits no other CREATE)
-        victim: PodRecord | None = view.pods.get((namespace, request.name))
-        preemptor, problem = _explicit_preemptor(request.annotations, view)
-        if victim is None:
-            return Verdict(allow(request.uid))  # a pod we do not know
-        if problem is not None:
-            return Verdict(allow(request.uid, [f"not judged as a preemption: {problem}"]))
-        if preemptor is not None:
-            return _judge("eviction", request, victim, preemptor, PreemptorSource.NAMED, view, config, now)
-        if config.eviction_preemptor_priority is None or not victim.node_name:
-            return Verdict(allow(request.uid))  # not a preemption (a drain), unless configured; unbound: no victim
-        configured = priority_only(config.eviction_preemptor_priority)
-        return _judge("eviction", request, victim, configured, PreemptorSource.CONFIGURED, view, config, now)
 
-    victim = _victim(request, view, namespace)
-    if request.operation == "DELETE":
-        # marked just before, when the mark was allowed (a cached pod's record keeps no mark)
-        kind, scheduler = "delete", marking_scheduler(request.old_object)
-    else:  # a status update that newly marks the pod
-        kind, scheduler = "status", marking_scheduler(request.object)
+def _judge_eviction(request: GuardRequest, view: ClusterView, config: GuardConfig, now: datetime) -> Verdict:
+    """An Eviction: judged against the preemptor it names, or, configured, against a priority."""
+    victim: PodRecord | None = view.pods.get((request.namespace or "", request.name))
+    preemptor, problem = _explicit_preemptor(request.annotations, view)
+    if victim is None:
+        return ALLOWED  # a pod we do not know
+    if problem is not None:
+        return Verdict(note=f"not judged as a preemption: {problem}")
+    kind = GuardOperation.EVICTION
+    if preemptor is not None:
+        return _judge(kind, request, victim, preemptor, PreemptorSource.NAMED, view, config, now)
+    if config.eviction_preemptor_priority is None or not victim.node_name:
+        return ALLOWED  # not a preemption (a drain), unless configured; unbound: no victim
+    configured = priority_only(config.eviction_preemptor_priority)
+    return _judge(kind, request, victim, configured, PreemptorSource.CONFIGURED, view, config, now)
+
+
+def _judge_delete(request: GuardRequest, view: ClusterView, config: GuardConfig, now: datetime) -> Verdict:
+    """The scheduler's DELETE of its victim, marked just before, when the mark was allowed (a cached pod's
+    record keeps no mark)."""
+    scheduler = marking_scheduler(request.old_object)
+    return _judge_scheduler_write(GuardOperation.DELETE, request, view, config, now, scheduler)
+
+
+def _judge_status(request: GuardRequest, view: ClusterView, config: GuardConfig, now: datetime) -> Verdict:
+    """The scheduler's status update that newly marks its victim."""
+    scheduler = marking_scheduler(request.object)
+    return _judge_scheduler_write(GuardOperation.STATUS, request, view, config, now, scheduler)
+
+
+def _judge_scheduler_write(
+    kind: GuardOperation,
+    request: GuardRequest,
+    view: ClusterView,
+    config: GuardConfig,
+    now: datetime,
+    scheduler: str | None,
+) -> Verdict:
+    """A scheduler's write on its victim names no preemptor: the one an extender call named, else the pending
+    pod it most likely preempts for, else one deleted a moment ago."""
+    victim = _victim(request, view, request.namespace or "")
     node_name = victim.node_name if victim is not None else None
     if victim is None or not node_name:
-        return Verdict(allow(request.uid))  # an unbound pod is nobody's victim
+        return ALLOWED  # an unbound pod is nobody's victim
     recorded = _recorded_preemptor(victim, node_name, view, now)
     if recorded is not None:
         return _judge(kind, request, victim, recorded, PreemptorSource.RECORDED, view, config, now)
@@ -299,8 +344,15 @@ def judge(request: GuardRequest, view: ClusterView, config: GuardConfig, now: da
         return _judge(kind, request, victim, inferred, PreemptorSource.INFERRED, view, config, now)
     departed = infer_departed_preemptor(victim.priority, node_name, view.pods, node, scheduler)
     if departed is None:
-        return Verdict(allow(request.uid))
+        return ALLOWED
     return _judge(kind, request, victim, departed, PreemptorSource.DEPARTED, view, config, now)
+
+
+_ENTRIES: dict[GuardOperation, Callable[[GuardRequest, ClusterView, GuardConfig, datetime], Verdict]] = {
+    GuardOperation.EVICTION: _judge_eviction,
+    GuardOperation.DELETE: _judge_delete,
+    GuardOperation.STATUS: _judge_status,
+}
 
 
 def _recorded_preemptor(victim: PodRecord, node_name: str, view: ClusterView, now: datetime) -> SlimPod | None:

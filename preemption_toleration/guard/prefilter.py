@@ -13,6 +13,7 @@ full parse and judgement) also when a field the rule reads has a JSON type the A
 from __future__ import annotations
 
 from collections.abc import Collection
+from enum import Enum
 from typing import Any, Final, Protocol
 
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
@@ -69,18 +70,43 @@ class Unreadable(Exception):
     """A field the rule reads has a JSON type the API server never sends."""
 
 
+class GuardOperation(str, Enum):
+    """The pod requests that can be a preemption, each judged by its own entry (`guard.decisions`)."""
+
+    DELETE = "delete"  # DELETE of a pod: the scheduler deletes its victim
+    EVICTION = "eviction"  # CREATE of pods/eviction: whoever asks, when it names its preemptor
+    STATUS = "status"  # UPDATE of pods/status: the scheduler marks its victim first (DisruptionTarget)
+
+    @property
+    def scheduler_write(self) -> bool:
+        """One of the scheduler's own writes, which it retries at once when refused."""
+        return self is not GuardOperation.EVICTION
+
+
+_OPERATIONS = {
+    ("DELETE", ""): GuardOperation.DELETE,
+    ("CREATE", "eviction"): GuardOperation.EVICTION,
+    ("UPDATE", "status"): GuardOperation.STATUS,
+}
+
+
+def operation_of(operation: str, sub_resource: str) -> GuardOperation | None:
+    """The guard's operation of a pod request; None for one that is never a preemption."""
+    return _OPERATIONS.get((operation, sub_resource))
+
+
 def is_preemption(facts: RequestFacts, preemptor_identities: Collection[str], every_eviction: bool = False) -> bool:
     """The rule: an Eviction that names its preemptor (whoever asks; with `every_eviction`, any Eviction),
     or, by a preemptor identity, a DELETE or a status update that newly marks the pod as the scheduler's
     victim. Reads each fact only when the answer depends on it."""
-    operation, sub_resource = facts.operation, facts.sub_resource
-    if operation == "CREATE" and sub_resource == "eviction":  # whoever asks: the Eviction names its preemptor
-        return every_eviction or facts.names_preemptor()
-    if (operation, sub_resource) not in (("DELETE", ""), ("UPDATE", "status")):
+    operation = operation_of(facts.operation, facts.sub_resource)
+    if operation is None:
         return False
+    if operation is GuardOperation.EVICTION:  # whoever asks: the Eviction names its preemptor
+        return every_eviction or facts.names_preemptor()
     if facts.username() not in preemptor_identities:
         return False
-    return operation == "DELETE" or facts.newly_marked()
+    return operation is GuardOperation.DELETE or facts.newly_marked()
 
 
 def has_mark(pod: Any) -> bool:

@@ -14,7 +14,7 @@ from preemption_toleration.api.admission import AdmissionRequest, AdmissionRevie
 from preemption_toleration.api.guard_review import read_checked_review, read_review_leniently
 from preemption_toleration.api.pod import metadata_problem, victim_problem
 from preemption_toleration.core.shapes import as_mapping
-from preemption_toleration.guard.prefilter import PREEMPTOR_ANNOTATIONS, has_mark
+from preemption_toleration.guard.prefilter import PREEMPTOR_ANNOTATIONS, has_mark, operation_of
 from preemption_toleration.records.pod import PodBody
 
 
@@ -26,6 +26,7 @@ class GuardRequest:
         "api_version",
         "dry_run",
         "group",
+        "kind",
         "name",
         "namespace",
         "object",
@@ -56,6 +57,7 @@ class GuardRequest:
         self.operation = operation
         self.group, self.resource = resource
         self.sub_resource = sub_resource or ""
+        self.kind = operation_of(operation, self.sub_resource)  # None: never a preemption
         self.name = name
         self.namespace = namespace
         self.user = user

@@ -12,6 +12,7 @@ from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.extender.decisions import NodeChoice
 from preemption_toleration.governance.plan import Reason
 from preemption_toleration.guard.decisions import PreemptorSource
+from preemption_toleration.guard.prefilter import GuardOperation
 from preemption_toleration.steering.plan import Declined
 
 
@@ -77,7 +78,6 @@ class SteeringOutcome(str, Enum):
 
 
 REFUSED_KINDS = (ProtectionKind.FOREVER, ProtectionKind.UNTIL, ProtectionKind.NOT_SCHEDULED)
-GUARD_REQUEST_KINDS = ("delete", "eviction", "status")
 REFUSED_PREEMPTOR_SERIES = 100  # preemptors with a series of their own: the most recently refused
 
 
@@ -150,7 +150,7 @@ GUARD_REFUSALS = Metric(
     _W,
     "Preemptions the guard refused (mode=enforce) or would have refused (mode=audit), by request kind "
     "(delete, eviction, status) and protection (Forever, Until, NotScheduled).",
-    (Label.of("kind", GUARD_REQUEST_KINDS), Label.of("protection", REFUSED_KINDS), Label.of("mode", RefusalMode)),
+    (Label.of("kind", GuardOperation), Label.of("protection", REFUSED_KINDS), Label.of("mode", RefusalMode)),
     hot=True,  # a scheduler retrying a protected victim makes this a hot path
     described_in="eviction-guard.md",
 )

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from preemption_toleration.api.admission import ADMISSION_VERSIONS
+from preemption_toleration.api.admission import ADMISSION_VERSIONS, AdmissionResponse, allow, deny
 from preemption_toleration.api.paths import GUARD_PATH
 from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.core.shapes import as_mapping, is_mapping
@@ -22,7 +22,7 @@ from preemption_toleration.guard.decisions import (
     Verdict,
     judge,
 )
-from preemption_toleration.guard.prefilter import is_preemption, may_be_preemption
+from preemption_toleration.guard.prefilter import GuardOperation, is_preemption, may_be_preemption
 from preemption_toleration.guard.repeats import RepeatFilter, RetryPacer
 from preemption_toleration.guard.request import GuardRequest, guard_request, read_guard_request, request_problem
 from preemption_toleration.inventory.view import ClusterView
@@ -102,14 +102,15 @@ class GuardEndpoint:
         if verdict.source is not None:
             self.metrics.preemptor_sources.inc(verdict.source.value)
         refusal = verdict.refusal
-        if refusal is None and request.sub_resource == "status":
+        if refusal is None and request.kind is GuardOperation.STATUS:
             _remember_marking_preemptor(request, verdict, view)
+        response = answer(request.uid, verdict)
         if refusal is None:
-            if verdict.response.warnings:
+            if verdict.note is not None:
                 logger.info("preemption allowed with warnings", extra=_fields(request, verdict))
-            return Reply(verdict.response)
+            return Reply(response)
         mode = RefusalMode.AUDIT if refusal.audit else RefusalMode.ENFORCE
-        self.metrics.guard_refusals.inc(refusal.kind, refusal.reason, mode.value)
+        self.metrics.guard_refusals.inc(refusal.kind.value, refusal.reason, mode.value)
         if refusal.preemptor:
             self.metrics.refused(refusal.preemptor)
         # A scheduler retrying a protected victim asks many times a second: counted each time, reported
@@ -129,7 +130,7 @@ class GuardEndpoint:
             self.hooks.on_refusal(refusal, count)
         hold, release = 0.0, None
         gone = verdict.source is PreemptorSource.DEPARTED  # nothing to steer or to hold back for
-        if refusal.kind in ("delete", "status") and not refusal.audit and not refusal.dry_run:
+        if refusal.kind.scheduler_write and not refusal.audit and not refusal.dry_run:
             hold = self.retry_pacer.hold(key, time.monotonic())
             release = None if gone else self.hooks.steer(refusal.victim, refusal.preemptor)
         until = refusal.protection.until
@@ -143,7 +144,16 @@ class GuardEndpoint:
             node = refusal.victim.node_name
             if node is not None and refusal.preemptor_pod is not None:
                 self.hooks.held_back(refusal.preemptor_pod, node, until)
-        return Reply(verdict.response, Hold(hold, release))
+        return Reply(response, Hold(hold, release))
+
+
+def answer(uid: str, verdict: Verdict) -> AdmissionResponse:
+    """The AdmissionResponse of a verdict, built once: allowed (with its warnings), or refused with the
+    refusal's code and words (a 429 as TooManyRequests, which `kubectl drain` retries)."""
+    refusal = verdict.refusal
+    if verdict.allowed or refusal is None:
+        return allow(uid, verdict.warnings)
+    return deny(uid, refusal.code, refusal.denial, "TooManyRequests" if refusal.code == 429 else None)
 
 
 def _remember_marking_preemptor(request: GuardRequest, verdict: Verdict, view: ClusterView) -> None:
@@ -158,13 +168,13 @@ def _remember_marking_preemptor(request: GuardRequest, verdict: Verdict, view: C
 
 
 def _fields(request: GuardRequest, verdict: Verdict) -> dict[str, Any]:
-    refusal, response = verdict.refusal, verdict.response
+    refusal = verdict.refusal
     return {
-        "kind": refusal.kind if refusal is not None else request.operation.lower(),
+        "kind": (refusal.kind if refusal is not None else request.kind or request.operation.lower()),
         "victim": f"{request.namespace}/{request.name}",
         "preemptor": refusal.preemptor if refusal is not None else None,
         "preemptorSource": verdict.source.value if verdict.source else None,
         "denial": refusal.message if refusal is not None else None,
-        "warnings": response.warnings,
+        "warnings": list(verdict.warnings) or None,
         "dryRun": request.dry_run,
     }

@@ -12,7 +12,10 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from preemption_toleration.api.admission import AdmissionResponse
 from preemption_toleration.core.annotations import LEGACY_PREFIX, PREEMPTOR, PREEMPTOR_PRIORITY
+from preemption_toleration.guard.decisions import Verdict
+from preemption_toleration.webhooks.guard_endpoint import answer
 
 SCHEDULER = "system:kube-scheduler"
 KUBELET = "system:node:node-1"
@@ -338,3 +341,8 @@ ROWS = [
         well_formed=False,
     ),
 ]
+
+
+def answered(verdict: Verdict) -> AdmissionResponse:
+    """What the client reads of a verdict: the guard's handler's AdmissionResponse."""
+    return answer("uid", verdict)

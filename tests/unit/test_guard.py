@@ -21,6 +21,7 @@ from preemption_toleration.records.priority_class import class_view
 from tests import builders
 from tests.builders import pod, priority_class
 from tests.unit.admission_payloads import review
+from tests.unit.guard_requests import answered
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
 POD_RESOURCE = {"group": "", "version": "v1", "resource": "pods"}
@@ -239,8 +240,8 @@ def test_eviction_with_preemptor_priority_of_a_forever_protected_pod_is_403(vers
     victim = bound("victim", 8000, "low-non-preempted")
     request = eviction_request(version, **{PREEMPTOR_PRIORITY: "9000"})
     verdict = judge(request, snapshot(victim), GuardConfig(), NOW)
-    assert not verdict.response.allowed and verdict.response.status.code == 403
-    assert verdict.response.status.message == (
+    assert not verdict.allowed and answered(verdict).status.code == 403
+    assert answered(verdict).status.message == (
         "pod team/victim (PriorityClass low-non-preempted, priority 8000) tolerates preemption by priorities below "
         '10000 (PreemptionTolerationPolicy "forever"); the preemptor (priority 9000) is below it, and the '
         "toleration has no end. Only priority 10000 or more may preempt it."
@@ -252,8 +253,8 @@ def test_eviction_refused_for_a_time_limited_toleration_is_429_with_seconds_left
     preemptor = pending("high-1", 9000)
     request = eviction_request(**{PREEMPTOR: "team/high-1"})
     verdict = judge(request, snapshot(victim, preemptor), GuardConfig(), NOW)
-    assert verdict.response.status.code == 429
-    message = verdict.response.status.message
+    assert answered(verdict).status.code == 429
+    message = answered(verdict).status.message
     assert "the preemptor (team/high-1, priority 9000) is below it until 2026-11-22T12:08:20Z" in message
     assert "(500 s left of 600 s guaranteed running time). Retry after 500 s." in message
     assert "the annotations of PriorityClass low-non-preempted-10min" in message
@@ -271,23 +272,23 @@ ALLOWED = [
 def test_allowed(rule, make) -> None:
     victim = bound("victim", 8000, "low-non-preempted")
     verdict = judge(make(), snapshot(victim, pending("high-1", 9000)), GuardConfig(), NOW)
-    assert verdict.response.allowed and verdict.refusal is None
+    assert verdict.allowed and verdict.refusal is None
 
 
 def test_bad_preemptor_priority_is_not_judged_and_says_why() -> None:
     request = eviction_request(**{PREEMPTOR_PRIORITY: "9k"})
     verdict = judge(request, snapshot(bound("victim", 8000, "low-non-preempted")), GuardConfig(), NOW)
-    assert verdict.response.allowed and "9k" in verdict.response.warnings[0]
+    assert verdict.allowed and "9k" in answered(verdict).warnings[0]
 
 
 def test_scheduler_delete_is_judged_against_the_inferred_preemptor() -> None:
     victim = bound("victim", 8000, "low-non-preempted")
     state = snapshot(victim, pending("high-1", 9000))
     verdict = judge(pod_request(None, old=victim), state, GuardConfig(), NOW)
-    assert verdict.response.status.code == 403
-    assert "the preemptor (team/high-1, priority 9000)" in verdict.response.status.message
+    assert answered(verdict).status.code == 403
+    assert "the preemptor (team/high-1, priority 9000)" in answered(verdict).status.message
     critical = snapshot(victim, pending("critical-1", 10000))
-    assert judge(pod_request(None, old=victim), critical, GuardConfig(), NOW).response.allowed
+    assert judge(pod_request(None, old=victim), critical, GuardConfig(), NOW).allowed
 
 
 VICTIM_SOURCES = [
@@ -307,14 +308,12 @@ VICTIM_SOURCES = [
 def test_the_victim_judged_is_the_reviews_when_it_carries_one(rule, old, refused) -> None:
     state = snapshot(bound("victim", 8000, "low-non-preempted"), pending("high-1", 9000))
     verdict = judge(pod_request(None, old=old), state, GuardConfig(), NOW)
-    assert (not verdict.response.allowed) == refused, rule
+    assert (not verdict.allowed) == refused, rule
 
 
 def test_scheduler_delete_of_a_plain_low_pod_is_allowed() -> None:
     victim = bound("victim", 8000, "low")
-    assert judge(
-        pod_request(None, old=victim), snapshot(victim, pending("h", 9000)), GuardConfig(), NOW
-    ).response.allowed
+    assert judge(pod_request(None, old=victim), snapshot(victim, pending("h", 9000)), GuardConfig(), NOW).allowed
 
 
 def departed_snapshot(victim, *gone, now_pending=(), seconds_ago=5.0):
@@ -352,7 +351,7 @@ def test_a_departed_preemptor(rule, gone, now_pending, code, source) -> None:
     verdict = judge(
         pod_request(None, old=victim), departed_snapshot(victim, *gone, now_pending=now_pending), GuardConfig(), NOW
     )
-    assert (None if verdict.response.allowed else verdict.response.status.code) == code
+    assert (None if verdict.allowed else answered(verdict).status.code) == code
     assert (verdict.source.value if verdict.source else None) == source
 
 
@@ -361,14 +360,14 @@ def test_a_departed_preemptor_is_named_as_deleted_and_forgotten_after_30_seconds
     verdict = judge(
         pod_request(None, old=victim), departed_snapshot(victim, pending("high-1", 9000)), GuardConfig(), NOW
     )
-    assert "the preemptor (team/high-1, deleted since, priority 9000) is below it" in verdict.response.status.message
+    assert "the preemptor (team/high-1, deleted since, priority 9000) is below it" in answered(verdict).status.message
     late = departed_snapshot(victim, pending("high-1", 9000), seconds_ago=31)
-    assert judge(pod_request(None, old=victim), late, GuardConfig(), NOW).response.allowed
+    assert judge(pod_request(None, old=victim), late, GuardConfig(), NOW).allowed
 
 
 def test_scheduler_delete_without_any_candidate_is_allowed() -> None:
     victim = bound("victim", 8000, "low-non-preempted")
-    assert judge(pod_request(None, old=victim), snapshot(victim), GuardConfig(), NOW).response.allowed
+    assert judge(pod_request(None, old=victim), snapshot(victim), GuardConfig(), NOW).allowed
 
 
 def marked(p):
@@ -394,10 +393,10 @@ def test_disruption_target_mark_of_a_protected_pod_is_refused() -> None:
     victim = bound("victim", 8000, "low-non-preempted")
     request = pod_request(marked(victim), old=victim, operation="UPDATE", sub_resource="status")
     verdict = judge(request, snapshot(victim, pending("high-1", 9000)), GuardConfig(), NOW)
-    assert verdict.response.status.code == 403 and verdict.refusal.kind == "status"
+    assert answered(verdict).status.code == 403 and verdict.refusal.kind == "status"
     # other status updates by the scheduler pass
     other = pod_request(victim, old=victim, operation="UPDATE", sub_resource="status")
-    assert judge(other, snapshot(victim, pending("high-1", 9000)), GuardConfig(), NOW).response.allowed
+    assert judge(other, snapshot(victim, pending("high-1", 9000)), GuardConfig(), NOW).allowed
 
 
 def _mark(message, reason="PreemptionByScheduler", status="True"):
@@ -453,12 +452,12 @@ def test_a_mark_names_the_scheduler_whose_pods_are_the_candidates() -> None:
     gang = marked(victim)
     gang["status"]["conditions"][-1]["message"] = "gang-scheduler: preempting to accommodate a higher priority pod"
     by_gang = judge(pod_request(gang, old=victim, operation="UPDATE", sub_resource="status"), state, GuardConfig(), NOW)
-    assert by_gang.response.allowed and by_gang.preemptor.name == "critical"
+    assert by_gang.allowed and by_gang.preemptor.name == "critical"
     # the DELETE after an allowed mark carries it in its oldObject: the same scheduler's pods
-    assert judge(pod_request(None, old=gang), state, GuardConfig(), NOW).response.allowed
-    assert not judge(pod_request(None, old=marked(victim)), state, GuardConfig(), NOW).response.allowed
+    assert judge(pod_request(None, old=gang), state, GuardConfig(), NOW).allowed
+    assert not judge(pod_request(None, old=marked(victim)), state, GuardConfig(), NOW).allowed
     # an unmarked DELETE names no scheduler: every pending pod is a candidate, `critical` first
-    assert judge(pod_request(None, old=victim), state, GuardConfig(), NOW).response.allowed
+    assert judge(pod_request(None, old=victim), state, GuardConfig(), NOW).allowed
 
 
 def test_audit_mode_allows_and_reports() -> None:
@@ -469,12 +468,12 @@ def test_audit_mode_allows_and_reports() -> None:
         GuardConfig(audit=True),
         NOW,
     )
-    assert verdict.response.allowed and verdict.response.warnings[0].startswith("audit: would refuse: pod team/victim")
+    assert verdict.allowed and answered(verdict).warnings[0].startswith("audit: would refuse: pod team/victim")
     assert verdict.refusal.audit and verdict.refusal.dry_run
     # the whole message reaches kubectl, in pieces the API server passes on whole
-    assert len(verdict.response.warnings) > 1
-    assert all(len(warning) <= 256 for warning in verdict.response.warnings)
-    joined = " ".join(w.removeprefix("… ").removesuffix(" …") for w in verdict.response.warnings)
+    assert len(answered(verdict).warnings) > 1
+    assert all(len(warning) <= 256 for warning in answered(verdict).warnings)
+    joined = " ".join(w.removeprefix("… ").removesuffix(" …") for w in answered(verdict).warnings)
     assert joined.split() == f"audit: would refuse: {verdict.refusal.message}".split()
 
 
@@ -482,10 +481,10 @@ def test_not_scheduled_victim_message() -> None:
     victim = bound("victim", 8000, "low-non-preempted-10min", ago=None)
     request = eviction_request(**{PREEMPTOR_PRIORITY: "9000"})
     verdict = judge(request, snapshot(victim), GuardConfig(), NOW)
-    assert verdict.response.status.code == 403
+    assert answered(verdict).status.code == 403
     assert (
         "not scheduled yet, and its 600 s of guaranteed running time start when it is"
-        in verdict.response.status.message
+        in answered(verdict).status.message
     )
 
 
@@ -494,8 +493,8 @@ def test_annotated_preemptor_with_preemption_policy_never_is_refused_with_a_clea
     never = pending("never", 9000, preemptionPolicy="Never")
     request = eviction_request(**{PREEMPTOR: "team/never"})
     verdict = judge(request, snapshot(victim, never), GuardConfig(), NOW)
-    assert verdict.response.status.code == 403
-    assert verdict.response.status.message == (
+    assert answered(verdict).status.code == 403
+    assert answered(verdict).status.message == (
         "pod team/victim may not be preempted by team/never, priority 9000: the preemptor has preemptionPolicy "
         "Never, so it preempts no pod."
     )
@@ -628,12 +627,12 @@ def test_eviction_preemptor_priority(rule, option, annotations, class_name, ago,
         request = eviction_request(version, **annotations)
     verdict = judge(request, snapshot(victim), GuardConfig(eviction_preemptor_priority=option), NOW)
     if code is None:
-        assert verdict.response.allowed and verdict.refusal is None, rule
+        assert verdict.allowed and verdict.refusal is None, rule
         return
-    assert not verdict.response.allowed and verdict.response.status.code == code, rule
-    assert verdict.response.status.reason == ("TooManyRequests" if code == 429 else None), rule
+    assert not verdict.allowed and answered(verdict).status.code == code, rule
+    assert answered(verdict).status.reason == ("TooManyRequests" if code == 429 else None), rule
     for text in words:
-        assert text in verdict.response.status.message, (rule, verdict.response.status.message)
+        assert text in answered(verdict).status.message, (rule, answered(verdict).status.message)
     assert verdict.refusal.kind == "eviction" and verdict.refusal.preemptor is None
     assert verdict.source is (PreemptorSource.NAMED if annotations else PreemptorSource.CONFIGURED), rule
 
@@ -642,8 +641,8 @@ def test_eviction_preemptor_priority_in_audit_mode_allows_and_reports() -> None:
     victim = bound("victim", 8000, "low-non-preempted-10min", ago=timedelta(seconds=100))
     request = eviction_request()
     verdict = judge(request, snapshot(victim), GuardConfig(audit=True, eviction_preemptor_priority=9000), NOW)
-    assert verdict.response.allowed and verdict.refusal is not None and verdict.refusal.code == 429
-    assert verdict.response.warnings[0].startswith("audit: would refuse: pod team/victim")
+    assert verdict.allowed and verdict.refusal is not None and verdict.refusal.code == 429
+    assert answered(verdict).warnings[0].startswith("audit: would refuse: pod team/victim")
 
 
 def test_a_decision_reads_the_toleration_parsed_when_the_class_entered_the_cache(monkeypatch) -> None:
@@ -659,4 +658,4 @@ def test_a_decision_reads_the_toleration_parsed_when_the_class_entered_the_cache
 
     monkeypatch.setattr(annotations, "_parsed", never)
     verdict = judge(pod_request(None, old=victim), state, GuardConfig(), NOW)
-    assert verdict.response.status.code == 403 and verdict.refusal.protection.seconds_left(NOW) == 500
+    assert answered(verdict).status.code == 403 and verdict.refusal.protection.seconds_left(NOW) == 500

@@ -16,7 +16,7 @@ from preemption_toleration.guard.prefilter import may_be_preemption
 from preemption_toleration.guard.request import GuardRequest, guard_request
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.manifests.webhook_configurations import guard_match_conditions
-from tests.unit.guard_requests import ROWS, SCHEDULER, USER, Row, delete, evict
+from tests.unit.guard_requests import ROWS, SCHEDULER, USER, Row, answered, delete, evict
 from tests.unit.test_guard import NOW, bound, pending, snapshot
 
 WELL_FORMED = [row for row in ROWS if row.well_formed]
@@ -98,7 +98,7 @@ def protected_state() -> ClusterView:
 @pytest.mark.parametrize("row", SKIPPED, ids=ids(SKIPPED))
 def test_what_the_fast_path_skips_judge_allows(row: Row) -> None:
     verdict = judge(parsed(row), protected_state(), GuardConfig(), NOW)
-    assert verdict.response.allowed and verdict.refusal is None, row.rule
+    assert verdict.allowed and verdict.refusal is None, row.rule
 
 
 REFUSED = [row for row in ROWS if row.refused]
@@ -108,7 +108,7 @@ REFUSED = [row for row in ROWS if row.refused]
 def test_the_same_state_refuses_the_preemptions(row: Row) -> None:
     """So that the test above would fail if the fast path skipped a preemption."""
     verdict = judge(parsed(row), protected_state(), GuardConfig(), NOW)
-    assert not verdict.response.allowed and verdict.refusal is not None, row.rule
+    assert not verdict.allowed and verdict.refusal is not None, row.rule
 
 
 def test_the_answer_follows_the_identities() -> None:
@@ -140,7 +140,7 @@ def test_with_the_option_an_unannotated_eviction_of_the_protected_victim_is_refu
     [row] = [row for row in WELL_FORMED if row.rule == "eviction without annotations is a drain"]
     config = GuardConfig(eviction_preemptor_priority=9000)
     verdict = judge(parsed(row), protected_state(), config, NOW)
-    assert config.judges_every_eviction and not verdict.response.allowed and verdict.response.status.code == 403
+    assert config.judges_every_eviction and not verdict.allowed and answered(verdict).status.code == 403
 
 
 def _grid() -> list[dict[str, Any]]:
@@ -204,4 +204,4 @@ def test_judge_asks_the_rule() -> None:
             continue
         fields = {**request, "uid": "u", "kind": POD, "resource": PODS, "name": "victim", "namespace": "team"}
         verdict = judge(checked(fields), state, GuardConfig(), NOW)
-        assert verdict.response.allowed and verdict.source is None and not verdict.response.warnings, request
+        assert verdict.allowed and verdict.source is None and not answered(verdict).warnings, request

@@ -13,6 +13,7 @@ from preemption_toleration.guard.waste import stock_choice_refused
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.node import NodeRecord
+from tests.unit.guard_requests import answered
 from tests.unit.test_guard import CLASSES, NOW, POLICIES, bound, class_view, pending, pod_request
 
 
@@ -101,15 +102,15 @@ CASES = [
 @pytest.mark.parametrize(("rule", "pods", "config", "allowed", "node_cpu"), CASES, ids=[case[0] for case in CASES])
 def test_in_vain(rule, pods, config, allowed, node_cpu) -> None:
     verdict = judge(pod_request(None, old=PLAIN), state(*pods, node_cpu=node_cpu), config, NOW)
-    assert verdict.response.allowed is allowed, rule
+    assert verdict.allowed is allowed, rule
 
 
 def test_the_refusal_says_why() -> None:
     verdict = judge(
         pod_request(None, old=PLAIN), state(PLAIN, PROTECTED, cpu(pending("high", 9000), "2")), STEERING, NOW
     )
-    assert verdict.response.status is not None
-    assert verdict.response.status.message == (
+    assert answered(verdict).status is not None
+    assert answered(verdict).status.message == (
         "pod team/victim would be preempted in vain for team/high (priority 9000): the scheduler's choice on node "
         "node-1 includes team/protected, which tolerate it, so its preemption there cannot complete."
     )

@@ -139,7 +139,7 @@ SOURCES = [
 @pytest.mark.parametrize(("rule", "pods", "recorded", "allowed", "source"), SOURCES, ids=[c[0] for c in SOURCES])
 def test_the_preemptor_the_guard_judges_against(rule, pods, recorded, allowed, source) -> None:
     verdict = _judge(*pods, recorded=recorded)
-    assert (verdict.response.allowed, verdict.source) == (allowed, source), rule
+    assert (verdict.allowed, verdict.source) == (allowed, source), rule
 
 
 # ------------------------------------------------------------------------- the nudge plan
