@@ -10,10 +10,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from aiohttp import web
-from pydantic import ValidationError
 
 from preemption_toleration.admission.decisions import Needs
-from preemption_toleration.api.base import first_error
 from preemption_toleration.api.extender import ExtenderPreemptionArgs
 from preemption_toleration.api.paths import EXTENDER_PREEMPT_PATH
 from preemption_toleration.extender.decisions import NodeChoice, decide_preemption
@@ -26,10 +24,10 @@ from preemption_toleration.webhooks.handling import (
     BadRequest,
     ClientGone,
     HeldBack,
-    decode,
     json_answer,
     not_kept,
     read_body,
+    read_model,
     unexpected,
     unready,
 )
@@ -88,11 +86,9 @@ class ExtenderEndpoint:
         the preemptor. Any answer but 200 is an error to the scheduler (ignored if the extender is
         `ignorable`: the guard alone then protects)."""
         try:
-            args = ExtenderPreemptionArgs.model_validate(decode(body, "an ExtenderPreemptionArgs"))
+            args = read_model(body, ExtenderPreemptionArgs.model_validate_json, "an ExtenderPreemptionArgs")
         except BadRequest as problem:
             return _bad_request(str(problem))
-        except ValidationError as error:
-            return _bad_request(f"request body is not an ExtenderPreemptionArgs: {first_error(error)}")
         if answer := unready(self.problems("all")):
             return answer
         try:

@@ -12,10 +12,12 @@ from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
 from aiohttp import web
+from pydantic import ValidationError
 from pydantic_core import from_json, to_json
 
 from preemption_toleration.admission.decisions import Needs
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, AdmissionReview
+from preemption_toleration.api.base import first_error
 from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.webhooks.metrics import WebhookMetrics
 
@@ -61,6 +63,7 @@ class Reply:
 # A review's handler (controller-runtime's `Handler.Handle(ctx, Request) Response`): a decoded, checked
 # request in, a verdict out. It reads the caches it needs itself; the HTTP wrapper decodes and encodes.
 RequestT = TypeVar("RequestT")
+ModelT = TypeVar("ModelT")
 # (preemptor, node, until): a time-limited toleration held the preemptor back on that node
 HeldBack = Callable[[PodRecord, str, datetime], None]
 
@@ -160,6 +163,21 @@ def decode(
     if not isinstance(payload, dict):
         raise BadRequest(f"request body is a JSON {type(payload).__name__}, not {expected} object")
     return payload
+
+
+def read_model(body: bytes, read: Callable[[bytes], ModelT], expected: str) -> ModelT:
+    """`body` read into its model by `read` (a model's `model_validate_json`: pydantic-core parses and
+    validates in one pass), or BadRequest saying what is wrong: not JSON, not an object, or a field's problem."""
+    try:
+        return read(body)
+    except ValidationError as error:
+        first = error.errors()[0]
+        if first["type"] == "json_invalid":
+            raise BadRequest(f"request body is not JSON: {first['msg'].removeprefix('Invalid JSON: ')}") from None
+        if not first["loc"] and first["type"] == "model_type":
+            found = type(first["input"]).__name__
+            raise BadRequest(f"request body is a JSON {found}, not {expected} object") from None
+        raise BadRequest(f"request body is not {expected}: {first_error(error)}") from None
 
 
 def json_answer(body: Any, status: int = 200) -> web.Response:

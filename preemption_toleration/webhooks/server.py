@@ -41,7 +41,6 @@ from preemption_toleration.api.paths import (
 )
 from preemption_toleration.api.policy import GROUP, PLURAL
 from preemption_toleration.api.resources import PRIORITY_CLASSES
-from preemption_toleration.guard.repeats import RetryPacer
 from preemption_toleration.telemetry.declared import AdmissionDecision
 from preemption_toleration.telemetry.hot import Buckets
 from preemption_toleration.webhooks.extender_endpoint import EXTENDER, ExtenderEndpoint, ExtenderHooks
@@ -312,17 +311,6 @@ class WebhookApp:
         if self.draining:
             response.force_close()
         return response
-
-    @property
-    def retry_pacer(self) -> RetryPacer:
-        """The guard's pacer of a scheduler's immediate retries (replaceable)."""
-        assert self.guard_endpoint is not None
-        return self.guard_endpoint.retry_pacer
-
-    @retry_pacer.setter
-    def retry_pacer(self, pacer: RetryPacer) -> None:
-        assert self.guard_endpoint is not None
-        self.guard_endpoint.retry_pacer = pacer
 
     def preempt(self, body: bytes) -> Answer:
         """The scheduler extender's answer to a preemptVerb body (`ExtenderEndpoint.preempt`)."""

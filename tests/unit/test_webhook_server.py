@@ -459,7 +459,7 @@ async def test_the_refusal_of_an_immediate_retry_is_held(extender_http: TestClie
     from preemption_toleration.guard.repeats import RetryPacer
     from tests.unit.test_extender import pod
 
-    extender_http.server.webhook.retry_pacer = RetryPacer(0.5)  # type: ignore[attr-defined]
+    extender_http.server.webhook.guard_endpoint.retry_pacer = RetryPacer(0.5)  # type: ignore[attr-defined]
     call = {
         "Pod": pod("high", "high", cpu="3", node=None),
         "NodeNameToMetaVictims": {"node-a": {"Pods": [{"UID": "uid-p"}, {"UID": "uid-a"}]}},
