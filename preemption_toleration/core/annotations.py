@@ -30,8 +30,8 @@ class ContractAnnotation:
     spec_field: str  # the policy's spec field the operator writes it from
     variable: str  # its variable in the ValidatingAdmissionPolicy's CEL
     default: str  # what its absence means
-    fix: str  # how to write it, for a refusal
-    example: str  # a value as a manifest writes it, quoted
+    unit: str  # what its value counts, for a refusal's fix
+    sample: str  # a value as a fix suggests it
     forever: str | None = None  # the one negative value written on purpose, if any
     maximum: int | None = None  # a bound tighter than `bits`, checked after the parse
 
@@ -40,31 +40,31 @@ class ContractAnnotation:
         return PREFIX + self.name
 
     @property
+    def fix(self) -> str:
+        """How to write it, for a refusal."""
+        forever = f', or "{self.forever}" for forever' if self.forever is not None else ""
+        return f'write {self.unit} in plain digits, e.g. "{self.sample}"{forever}'
+
+    @property
+    def example(self) -> str:
+        """A value as a manifest writes it, quoted."""
+        forever = f' (or "{self.forever}" for forever)' if self.forever is not None else ""
+        return f'"{self.sample}"{forever}'
+
+    @property
     def attribute(self) -> str:
         """The spec field's name in Python (the API models' snake_case)."""
         return "".join(f"_{letter.lower()}" if letter.isupper() else letter for letter in self.spec_field)
 
 
-MINIMUM = ContractAnnotation(
-    name="minimum-preemptable-priority",
-    bits=32,
-    spec_field="minimumPreemptablePriority",
-    variable="minimum",
-    default="the class value + 1",
-    fix='write a priority in plain digits, e.g. "10000"',
-    example='"10000"',
-)
-TOLERATION = ContractAnnotation(
-    name="toleration-seconds",
-    bits=64,
-    spec_field="tolerationSeconds",
-    variable="seconds",
-    default="0, no toleration",
-    fix='write whole seconds in plain digits, e.g. "600", or "-1" for forever',
-    example='"600" (or "-1" for forever)',
-    forever="-1",
-    maximum=MAX_TOLERATION_SECONDS,
-)
+# The rows, as a table: the facts upstream's plugin fixes, then the words of a refusal's fix and the bounds.
+# fmt: off
+MINIMUM = ContractAnnotation("minimum-preemptable-priority", 32, "minimumPreemptablePriority", "minimum",
+                             default="the class value + 1", unit="a priority", sample="10000")
+TOLERATION = ContractAnnotation("toleration-seconds", 64, "tolerationSeconds", "seconds",
+                                default="0, no toleration", unit="whole seconds", sample="600",
+                                forever="-1", maximum=MAX_TOLERATION_SECONDS)
+# fmt: on
 CONTRACT_ANNOTATIONS = (MINIMUM, TOLERATION)
 BY_KEY = {annotation.key: annotation for annotation in CONTRACT_ANNOTATIONS}
 POLICY_KEYS = tuple(BY_KEY)

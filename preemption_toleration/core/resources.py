@@ -33,23 +33,13 @@ EPHEMERAL_STORAGE = "ephemeral-storage"
 PODS = "pods"
 HUGE_PAGES_PREFIX = "hugepages-"
 
+# resource.Quantity's suffixes: decimal SI (n, u, m, "", k ... E, by powers of 1000) and binary (Ki ... Ei).
 _SUFFIXES: dict[str, Fraction] = {
-    "": Fraction(1),
-    "n": Fraction(1, 10**9),
-    "u": Fraction(1, 10**6),
-    "m": Fraction(1, 1000),
-    "k": Fraction(10**3),
-    "M": Fraction(10**6),
-    "G": Fraction(10**9),
-    "T": Fraction(10**12),
-    "P": Fraction(10**15),
-    "E": Fraction(10**18),
-    "Ki": Fraction(2**10),
-    "Mi": Fraction(2**20),
-    "Gi": Fraction(2**30),
-    "Ti": Fraction(2**40),
-    "Pi": Fraction(2**50),
-    "Ei": Fraction(2**60),
+    **{
+        suffix: Fraction(10) ** (3 * power)
+        for power, suffix in enumerate(("n", "u", "m", "", "k", "M", "G", "T", "P", "E"), -3)
+    },
+    **{f"{suffix}i": Fraction(2) ** (10 * power) for power, suffix in enumerate("KMGTPE", 1)},
 }
 _QUANTITY = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:([eE][+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)")
 MAX_QUANTITY_LENGTH = 64

@@ -293,39 +293,51 @@ def _build_kubernetes(go: GoCommand, version: str, target: _Build, progress: Pro
     progress(f"cached Kubernetes {release} in {target.directory} ({int(time.monotonic() - started)} s)")
 
 
+@dataclass(frozen=True)
+class _GoTool:
+    """A tool built from its pinned module in testbed/: how it is shown, and what it is for."""
+
+    shown: str  # as progress names it (KWOK, helm, kustomize)
+    purpose: str
+
+    @contextlib.contextmanager
+    def building(self, go: GoCommand, target: _Build, module: Path, progress: Progress) -> Iterator[tuple[Path, str]]:
+        """The staging directory and the version being built, with progress said before and after."""
+        version = target.name.removeprefix(f"{self.shown.lower()}-")
+        progress(f"building {self.shown} {version}, {self.purpose}")
+        go.prepare(module, f"{self.shown.lower()} {version}")
+        with _staging(target) as staging:
+            yield staging, version
+        progress(f"cached {self.shown} {version} in {target.directory}")
+
+
+_KWOK = _GoTool("KWOK", "the node simulator")
+_HELM = _GoTool("helm", "for the chart's tests")
+_KUSTOMIZE = _GoTool("kustomize", "which the tests render config/ with")
+
+
 def _build_kwok(go: GoCommand, target: _Build, progress: Progress) -> None:
     module = testbed_dir() / "kwok"
-    version = target.name.removeprefix("kwok-")
-    progress(f"building KWOK {version}, the node simulator")
-    go.prepare(module, f"kwok {version}")
-    with _staging(target) as staging:
+    with _KWOK.building(go, target, module, progress) as (staging, version):
         go.build(module, f"{gomod.KWOK_MODULE}/cmd/kwok", staging / "kwok", "", staging.parent)
         source = Path(go.run(module, "list", "-m", "-f", "{{.Dir}}", gomod.KWOK_MODULE).strip())
         stages = [(source / name).read_text().strip() for name in KWOK_STAGE_FILES]
         (staging / "stages.yaml").write_text("\n---\n".join(stages) + "\n")
         (staging / _STAMP).write_text(f"{gomod.KWOK_MODULE} {version}; stages: {', '.join(KWOK_STAGE_FILES)}\n")
-    progress(f"cached KWOK {version} in {target.directory}")
 
 
 def _build_helm(go: GoCommand, target: _Build, progress: Progress) -> None:
     module = testbed_dir() / "helm"
-    version = target.name.removeprefix("helm-")
-    progress(f"building helm {version}, for the chart's tests")
-    go.prepare(module, f"helm {version}")
-    with _staging(target) as staging:
+    with _HELM.building(go, target, module, progress) as (staging, version):
         # what helm's own Makefile stamps, so `helm version` names the release
         ldflags = f"-X {gomod.HELM_MODULE}/internal/version.version={version}"
         go.build(module, f"{gomod.HELM_MODULE}/cmd/helm", staging / "helm", ldflags, staging.parent)
         (staging / _STAMP).write_text(f"{gomod.HELM_MODULE} {version}\n")
-    progress(f"cached helm {version} in {target.directory}")
 
 
 def _build_kustomize(go: GoCommand, target: _Build, progress: Progress) -> None:
     module = testbed_dir() / target.name
-    version = target.name.removeprefix("kustomize-")
-    progress(f"building kustomize {version}, which the tests render config/ with")
-    go.prepare(module, f"kustomize {version}")
-    with _staging(target) as staging:
+    with _KUSTOMIZE.building(go, target, module, progress) as (staging, version):
         # what kustomize's releases stamp, so `kustomize version` names the release
         ldflags = f"-X {gomod.KUSTOMIZE_VERSION_VARIABLE}=kustomize/{version}"
         go.build(module, gomod.KUSTOMIZE_MODULE, staging / "kustomize", ldflags, staging.parent)
@@ -333,7 +345,6 @@ def _build_kustomize(go: GoCommand, target: _Build, progress: Progress) -> None:
         if reported != version:
             raise ToolchainError(f"the built kustomize reports {reported!r}, not {version}")
         (staging / _STAMP).write_text(f"{gomod.KUSTOMIZE_MODULE} {version}\n")
-    progress(f"cached kustomize {version} in {target.directory}")
 
 
 @contextlib.contextmanager

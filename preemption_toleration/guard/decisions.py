@@ -14,7 +14,7 @@ from preemption_toleration.core.intparse import IntParseError, parse_go_int
 from preemption_toleration.core.pods import PREEMPTION_MARK
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_under
 from preemption_toleration.core.times import rfc3339
-from preemption_toleration.guard.inference import infer_departed_preemptor, infer_preemptor
+from preemption_toleration.guard.inference import VictimPlace, infer_departed_preemptor, infer_preemptor
 from preemption_toleration.guard.prefilter import GuardOperation, is_preemption
 from preemption_toleration.guard.request import GuardRequest
 from preemption_toleration.guard.waste import in_vain
@@ -338,11 +338,11 @@ def _judge_scheduler_write(
     recorded = _recorded_preemptor(victim, node_name, view, now)
     if recorded is not None:
         return _judge(kind, request, victim, recorded, PreemptorSource.RECORDED, view, config, now)
-    node = view.nodes.get(node_name)
-    inferred = infer_preemptor(victim.priority, node_name, view.pods, node, scheduler)
+    place = VictimPlace(victim.priority, node_name, view.nodes.get(node_name), scheduler)
+    inferred = infer_preemptor(place, view.pods)
     if inferred is not None:
         return _judge(kind, request, victim, inferred, PreemptorSource.INFERRED, view, config, now)
-    departed = infer_departed_preemptor(victim.priority, node_name, view.pods, node, scheduler)
+    departed = infer_departed_preemptor(place, view.pods)
     if departed is None:
         return ALLOWED
     return _judge(kind, request, victim, departed, PreemptorSource.DEPARTED, view, config, now)

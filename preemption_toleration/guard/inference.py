@@ -16,6 +16,8 @@ for a pod that is gone, a job cancelled at that moment.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from preemption_toleration.guard.matching import could_run_on
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.records.node import NodeRecord
@@ -43,15 +45,21 @@ def _could_be(pod: SlimPod, victim_priority: int, node: NodeRecord | None, sched
 DEPARTED_SECONDS = 30.0  # as long as the guard trusts a recorded preemptor
 
 
-def infer_preemptor(
-    victim_priority: int,
-    node_name: str | None,
-    pods: PodIndex,
-    node: NodeRecord | None,
-    scheduler: str | None = None,
-) -> SlimPod | None:
-    """The pending pod the scheduler most likely preempts for, on `node_name` (whose object is `node`);
-    only pods `scheduler` places, when the request says which scheduler preempts (its mark's message)."""
+@dataclass(frozen=True, slots=True)
+class VictimPlace:
+    """What inference reads of a victim: its priority, its node (by name, and its record when the cache has
+    it), and the scheduler whose mark it carries (None: any scheduler may be preempting it)."""
+
+    priority: int
+    node_name: str | None
+    node: NodeRecord | None = None
+    scheduler: str | None = None
+
+
+def infer_preemptor(place: VictimPlace, pods: PodIndex) -> SlimPod | None:
+    """The pending pod the scheduler most likely preempts for, on the victim's node; only pods its
+    scheduler places, when the request says which scheduler preempts (its mark's message)."""
+    victim_priority, node_name, node, scheduler = place.priority, place.node_name, place.node, place.scheduler
     if node_name:
         nominated = [
             pod
@@ -74,16 +82,12 @@ def infer_preemptor(
     return best
 
 
-def infer_departed_preemptor(
-    victim_priority: int,
-    node_name: str | None,
-    pods: PodIndex,
-    node: NodeRecord | None,
-    scheduler: str | None = None,
-) -> SlimPod | None:
+def infer_departed_preemptor(place: VictimPlace, pods: PodIndex) -> SlimPod | None:
     """Among the candidates deleted lately, the one the scheduler would have served first that could run on
     the victim's node: one nominated to it first, then the highest priority, then the oldest."""
-    found = [pod for pod in pods.departed(DEPARTED_SECONDS) if _could_be(pod, victim_priority, node, scheduler)]
+    found = [
+        pod for pod in pods.departed(DEPARTED_SECONDS) if _could_be(pod, place.priority, place.node, place.scheduler)
+    ]
     if not found:
         return None
-    return min(found, key=lambda pod: (pod.nominated_node != node_name, pod.queue_order()))
+    return min(found, key=lambda pod: (pod.nominated_node != place.node_name, pod.queue_order()))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import Enum
+from enum import Enum, StrEnum
 
 from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.extender.decisions import NodeChoice
@@ -15,39 +15,20 @@ from preemption_toleration.guard.decisions import PreemptorSource
 from preemption_toleration.guard.prefilter import GuardOperation
 from preemption_toleration.steering.plan import Declined
 
-
-class Kind(str, Enum):
-    COUNTER = "counter"
-    GAUGE = "gauge"
-    HISTOGRAM = "histogram"
-
-
-class Component(str, Enum):
-    OPERATOR = "operator"
-    WEBHOOK = "webhook server"
-
-
-class Result(str, Enum):
-    OK = "ok"
-    FAILED = "failed"
-
-
-class WriteAction(str, Enum):
-    APPLIED = "applied"
-    RELEASED = "released"
+# Label values with nothing to say about each: one line each.
+Kind = StrEnum("Kind", {"COUNTER": "counter", "GAUGE": "gauge", "HISTOGRAM": "histogram"})
+Component = StrEnum("Component", {"OPERATOR": "operator", "WEBHOOK": "webhook server"})
+Result = StrEnum("Result", {"OK": "ok", "FAILED": "failed"})
+WriteAction = StrEnum("WriteAction", {"APPLIED": "applied", "RELEASED": "released"})
+AdmissionDecision = StrEnum(
+    "AdmissionDecision", {"ALLOWED": "allowed", "DENIED": "denied", "MUTATED": "mutated", "WARNED": "warned"}
+)
 
 
 class ResyncOutcome(str, Enum):
     RAN = "ran"  # a reconcile
     STANDBY = "standby"  # another replica is active, or this one lists the policies again
     FAILED = "failed"
-
-
-class AdmissionDecision(str, Enum):
-    ALLOWED = "allowed"
-    DENIED = "denied"
-    MUTATED = "mutated"
-    WARNED = "warned"
 
 
 class RefusalMode(str, Enum):

@@ -50,14 +50,15 @@ class WebhookMetrics:
         self.requests = hot_counter(declared.WEBHOOK_REQUESTS, self.registry)
         self.decisions = hot_counter(declared.WEBHOOK_DECISIONS, self.registry)
         self.latency = hot_histogram(declared.WEBHOOK_LATENCY, self.registry)
+        # The guard's, on its request path too: a scheduler retrying a protected victim makes them hot.
         self.guard_refusals = hot_counter(declared.GUARD_REFUSALS, self.registry)
-        self.extender_nodes = counter(declared.EXTENDER_NODES, self.registry)
-        self.steering = SteeringMetrics(self.registry)
         self.preemptor_sources = hot_counter(declared.GUARD_PREEMPTOR_SOURCES, self.registry)
         # Refusals per preemptor, for the most recently refused ones: plain counts (a hot path, as above),
         # made into the family when scraped; beyond the bound the least recently refused is dropped.
         self._refused_preemptors: OrderedDict[str, int] = OrderedDict()
         self.registry.register(_RefusedPreemptors(self._refused_preemptors))
+        self.steering = SteeringMetrics(self.registry)
+        self.extender_nodes = counter(declared.EXTENDER_NODES, self.registry)
         self.nudges = counter(declared.NUDGES, self.registry)
         self.unexpected_errors = counter(declared.UNEXPECTED_ERRORS, self.registry)
         self._caches = _CacheCollector()

@@ -14,7 +14,6 @@ call a URL and go when the process stops.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -38,6 +37,7 @@ from preemption_toleration.manifests.webhook_configurations import (
     url_client_config,
     validating_configuration,
 )
+from preemption_toleration.webhooks.periodic import every
 
 logger = logging.getLogger("preemption_toleration.webhooks.registration")
 FIELD_MANAGER = "preemption-toleration-webhook"
@@ -158,21 +158,19 @@ class Registrar:
         self.applied = True
 
     async def maintain(self, interval: float = REAPPLY_SECONDS) -> None:
-        """Applies again every `interval` seconds; a failure is logged and tried again next round."""
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                await self.apply()
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:  # noqa: BLE001 - keep serving; the configurations registered stay
-                logger.warning("registering the webhook configurations failed", extra={"problem": repr(error)})
+        """Applies again every `interval` seconds; a failure is logged (the configurations registered stay)
+        and tried again next round."""
+        await every(interval, self.apply, _registration_failed)
 
     async def withdraw(self) -> None:
         """On exit: removes what a URL registration applied (a Service's stay for the other replicas)."""
         if not self.applied or self.registration.kept_on_exit:
             return
         await unregister(self.api)
+
+
+def _registration_failed(error: Exception) -> None:
+    logger.warning("registering the webhook configurations failed", extra={"problem": repr(error)})
 
 
 class RegistrationConflict(RuntimeError):

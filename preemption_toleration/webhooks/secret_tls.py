@@ -7,7 +7,6 @@ winner's), each one loads what the Secret holds and picks up a renewal made by a
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import datetime
 import logging
@@ -19,6 +18,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration import pki
 from preemption_toleration.manifests.webhook_configurations import NAME
+from preemption_toleration.webhooks.periodic import every
 from preemption_toleration.webhooks.tls import Issuer, load_pair, not_after, server_context
 
 logger = logging.getLogger("preemption_toleration.webhooks.tls")
@@ -130,14 +130,11 @@ class SecretCertificates:
             logger.info("serving certificate renewed", extra={"notAfter": not_after(renewed.cert_pem).isoformat()})
 
     async def maintain(self, interval: float = 600) -> None:
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                await self.renew_or_reload()
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:  # noqa: BLE001 - any failure: keep serving, try again next round
-                logger.warning("certificate maintenance failed", extra={"problem": repr(error)})
+        await every(interval, self.renew_or_reload, _maintenance_failed)
+
+
+def _maintenance_failed(error: Exception) -> None:
+    logger.warning("certificate maintenance failed", extra={"problem": repr(error)})
 
 
 __all__ = ["SecretCertificates", "not_after", "secret_body"]

@@ -13,7 +13,6 @@ that the cluster must then confirm, never into an action.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.steering.plan import SteeringPlan
 from preemption_toleration.steering.resumption import LeftPlan, PodRef
+from preemption_toleration.webhooks.periodic import every
 
 logger = logging.getLogger("preemption_toleration.steering")
 LEASE_PREFIX = "ptol-steer-"
@@ -204,9 +204,8 @@ class SteeringLeases:
 
     async def sweep_forever(self) -> None:
         """One Lease per preemptor steered would otherwise pile up."""
-        while True:
-            await asyncio.sleep(SWEEP_EVERY_SECONDS)
-            try:
-                await self.sweep(datetime.now(UTC))
-            except Exception as error:  # noqa: BLE001 - the sweep goes on, and says what failed
-                logger.warning("steering: could not sweep its Leases", extra={"problem": str(error)[:200]})
+        await every(SWEEP_EVERY_SECONDS, lambda: self.sweep(datetime.now(UTC)), _sweep_failed)
+
+
+def _sweep_failed(error: Exception) -> None:
+    logger.warning("steering: could not sweep its Leases", extra={"problem": str(error)[:200]})

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
+from preemption_toleration.webhooks.steering_leases import ACTING, LABEL, LEASE_PREFIX, NODE, PREEMPTOR, STATE, VICTIMS
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import START_SECONDS, eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest
@@ -53,3 +55,17 @@ async def event_of(api: ApiClient, namespace: str, name: str, reason: str, timeo
         lambda: events(api, namespace, name, reason), bool, timeout=timeout, what=f"a {reason} Event on {name}"
     )
     return found[0]
+
+
+def left_lease(uid: str, preemptor: str, node: str, victims: str, age_seconds: float) -> dict[str, Any]:
+    """A steering Lease left "acting" `age_seconds` ago, as a replica that stopped in the middle (or a forger)
+    leaves it: for the preemptor of that UID ("namespace/name"), on `node`, with `victims`
+    ("namespace/name=uid,...")."""
+    renewed = (datetime.now(UTC) - timedelta(seconds=age_seconds)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    annotations = {STATE: ACTING, PREEMPTOR: preemptor, NODE: node, VICTIMS: victims}
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": LEASE_PREFIX + uid, "labels": {LABEL: "true"}, "annotations": annotations},
+        "spec": {"holderIdentity": "a-stopped-replica", "leaseDurationSeconds": 60, "renewTime": renewed},
+    }

@@ -40,7 +40,7 @@ from tests.integration.components import RunProcess, Server, ptol_run_fixture
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import REACTION_SECONDS, eventually, unique_name
 from tests.integration.pods import create_bound, pod_body, read_pod, until_bound, until_gone
-from tests.integration.steering import event_of, events, steering_classes, two_full_nodes
+from tests.integration.steering import event_of, events, left_lease, steering_classes, two_full_nodes
 from tests.integration.test_extender_victims import on_nodes, pod_names_on
 from tests.metrics import total
 
@@ -130,22 +130,8 @@ async def test_a_restart_in_the_middle_finishes_the_action_and_deletes_no_other_
     )
     uid = preemptor.metadata.uid
     # left 20 s ago: past RESUME_AFTER_SECONDS (15 s), within the Lease's window (60 s)
-    stale = (datetime.now(UTC) - timedelta(seconds=20)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    lease = {
-        "apiVersion": "coordination.k8s.io/v1",
-        "kind": "Lease",
-        "metadata": {
-            "name": LEASE_PREFIX + uid,
-            "labels": {LABEL: "true"},
-            "annotations": {
-                STATE: ACTING,
-                PREEMPTOR: f"{namespace}/pending",
-                NODE: node,
-                VICTIMS: f"{namespace}/plain={plain['metadata']['uid']},{namespace}/again=uid-of-a-deleted-pod",
-            },
-        },
-        "spec": {"holderIdentity": "a-stopped-replica", "leaseDurationSeconds": 60, "renewTime": stale},
-    }
+    victims = f"{namespace}/plain={plain['metadata']['uid']},{namespace}/again=uid-of-a-deleted-pod"
+    lease = left_lease(uid, f"{namespace}/pending", node, victims, 20)
     coordination = client.CoordinationV1Api(api)
     await coordination.create_namespaced_lease("default", lease)
     try:

@@ -6,29 +6,18 @@ steering itself."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
-from preemption_toleration.webhooks.steering_leases import (
-    ACTING,
-    DONE,
-    LABEL,
-    LEASE_PREFIX,
-    NODE,
-    PREEMPTOR,
-    REFUSED,
-    STATE,
-    VICTIMS,
-)
+from preemption_toleration.webhooks.steering_leases import ACTING, DONE, REFUSED, STATE
 from tests.integration.components import RunProcess, ptol_run_fixture
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import REACTION_SECONDS, eventually, unique_name
 from tests.integration.pods import create_bound, pod_body, read_pod, until_bound, until_gone
-from tests.integration.steering import steering_classes, two_full_nodes
+from tests.integration.steering import left_lease, steering_classes, two_full_nodes
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 __all__ = ["steering_classes"]  # a fixture
@@ -50,26 +39,10 @@ async def left_acting(
     api: ApiClient, namespace: str, preemptor: dict[str, Any], node: str, victims: list[dict[str, Any]], age: float
 ) -> str:
     """A Lease in the steering namespace, as a replica that stopped in the middle (or a forger) leaves it."""
-    renewed = (datetime.now(UTC) - timedelta(seconds=age)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    name = LEASE_PREFIX + preemptor["uid"]
     listed = ",".join(f"{namespace}/{victim['metadata']['name']}={victim['metadata']['uid']}" for victim in victims)
-    await client.CoordinationV1Api(api).create_namespaced_lease(
-        "default",
-        {
-            "metadata": {
-                "name": name,
-                "labels": {LABEL: "true"},
-                "annotations": {
-                    STATE: ACTING,
-                    PREEMPTOR: f"{namespace}/{preemptor['name']}",
-                    NODE: node,
-                    VICTIMS: listed,
-                },
-            },
-            "spec": {"holderIdentity": "somebody", "leaseDurationSeconds": 60, "renewTime": renewed},
-        },
-    )
-    return name
+    body = left_lease(preemptor["uid"], f"{namespace}/{preemptor['name']}", node, listed, age)
+    await client.CoordinationV1Api(api).create_namespaced_lease("default", body)
+    return str(body["metadata"]["name"])
 
 
 async def state_of(api: ApiClient, lease: str) -> str | None:

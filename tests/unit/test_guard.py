@@ -10,7 +10,7 @@ import pytest
 
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
 from preemption_toleration.guard.decisions import GuardConfig, PreemptorSource, judge, marking_scheduler
-from preemption_toleration.guard.inference import infer_preemptor
+from preemption_toleration.guard.inference import VictimPlace, infer_preemptor
 from preemption_toleration.guard.matching import could_run_on
 from preemption_toleration.guard.request import GuardRequest, read_guard_request
 from preemption_toleration.inventory.pods import PodIndex
@@ -131,7 +131,8 @@ def test_compatibility(rule, spec, labels, taints, fits) -> None:
 
 
 def infer(victim, pods, on=None):
-    return infer_preemptor(victim["spec"]["priority"], victim["spec"]["nodeName"], PodIndex.of(pods), on or node())
+    place = VictimPlace(victim["spec"]["priority"], victim["spec"]["nodeName"], on or node())
+    return infer_preemptor(place, PodIndex.of(pods))
 
 
 def test_nominated_pod_comes_first_even_with_lower_priority() -> None:

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from preemption_toleration.guard.inference import infer_preemptor
+from preemption_toleration.guard.inference import VictimPlace, infer_preemptor
 from preemption_toleration.inventory.pods import DEPARTED_SHAPES, PodIndex
 from preemption_toleration.records.node import NodeRecord
 from preemption_toleration.records.pod import PodBody, Shared, slim_pod
@@ -139,8 +139,8 @@ def test_nominated_pods_are_found_by_node() -> None:
     nominated["status"]["nominatedNodeName"] = "node-1"
     index = PodIndex.of([nominated, raw_pod("other", 9500)])
     assert names(index.nominated_to("node-1")) == ["n"]
-    assert infer_preemptor(8000, "node-1", index, None).name == "n"
-    assert infer_preemptor(8000, "node-2", index, None).name == "other"
+    assert infer_preemptor(VictimPlace(8000, "node-1"), index).name == "n"
+    assert infer_preemptor(VictimPlace(8000, "node-2"), index).name == "other"
 
 
 def test_a_pod_that_never_preempts_is_nominated_all_the_same_but_no_preemptor() -> None:
@@ -150,7 +150,7 @@ def test_a_pod_that_never_preempts_is_nominated_all_the_same_but_no_preemptor() 
     never["status"]["nominatedNodeName"] = "node-1"
     index = PodIndex.of([never])
     assert names(index.nominated_to("node-1")) == ["never"]
-    assert infer_preemptor(8000, "node-1", index, None) is None
+    assert infer_preemptor(VictimPlace(8000, "node-1"), index) is None
     bound = dict(never, spec={**never["spec"], "nodeName": "node-1"})
     index.put(bound)
     assert names(index.nominated_to("node-1")) == []
@@ -182,7 +182,7 @@ def test_inference_matches_a_scan_of_every_pod() -> None:
             and not (p.constraints and p.constraints.pod["spec"].get("nodeSelector"))
         ]
         expected = min(compatible, key=lambda p: p.queue_order()) if compatible else None
-        assert infer_preemptor(victim_priority, "node-1", index, node) is expected
+        assert infer_preemptor(VictimPlace(victim_priority, "node-1", node), index) is expected
 
 
 class Clock:

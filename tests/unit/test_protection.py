@@ -5,12 +5,7 @@ from itertools import product
 
 import pytest
 
-from preemption_toleration import (
-    PriorityClassNotFound,
-    ProtectionKind,
-    exempted_from_preemption,
-    protection_of,
-)
+from preemption_toleration import PriorityClassNotFound, ProtectionKind, exempted_from_preemption, protection_of
 from preemption_toleration.core.protection import holds_back_no_preemptor
 from tests.builders import pod, priority_class
 
