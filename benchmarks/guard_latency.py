@@ -34,6 +34,7 @@ from preemption_toleration.records.node import node_record
 from preemption_toleration.records.priority_class import class_view
 from preemption_toleration.webhooks.guard_endpoint import GUARD, GuardHooks
 from preemption_toleration.webhooks.server import WebhookApp
+from tests.unit.webhook_client import webhook_app
 
 NODES = 5000
 
@@ -169,7 +170,7 @@ def handle(body: bytes, snapshot: ClusterView, config: GuardConfig) -> bool:
     path, else the parsed review, the check of the fields it reads, the judgement and the metrics."""
     app = _servers.get(id(snapshot))
     if app is None:
-        app = _servers[id(snapshot)] = WebhookApp(
+        app = _servers[id(snapshot)] = webhook_app(
             lambda: Snapshot(), lambda needs: [], guard=GuardHooks(lambda: snapshot, config, lambda *_: None)
         )
     [endpoint] = [e for e in app.routes if e.name == GUARD]

@@ -24,16 +24,16 @@ from preemption_toleration.webhooks.caches import AdmissionCaches
 from preemption_toleration.webhooks.certificates import serving_certificates, trust_extender_clients
 from preemption_toleration.webhooks.draining import drain
 from preemption_toleration.webhooks.events import RefusalEvents
-from preemption_toleration.webhooks.extender_endpoint import ExtenderHooks
-from preemption_toleration.webhooks.guard_endpoint import GuardHooks
-from preemption_toleration.webhooks.handling import HeldBack, not_kept
+from preemption_toleration.webhooks.extender_endpoint import ExtenderEndpoint, ExtenderHooks
+from preemption_toleration.webhooks.guard_endpoint import GuardEndpoint, GuardHooks
+from preemption_toleration.webhooks.handling import Endpoint, HeldBack, not_kept
 from preemption_toleration.webhooks.heap import REFREEZE_EVERY_PAGES, PageFreezer, freeze_heap
 from preemption_toleration.webhooks.metrics import WebhookMetrics
 from preemption_toleration.webhooks.metrics_site import serve_metrics
 from preemption_toleration.webhooks.nudger import Nudger
 from preemption_toleration.webhooks.registration import Registrar
 from preemption_toleration.webhooks.self_registration import register, registrar_of
-from preemption_toleration.webhooks.server import WebhookApp
+from preemption_toleration.webhooks.server import WebhookApp, admission_endpoints
 from preemption_toleration.webhooks.settings import WebhookSettings
 from preemption_toleration.webhooks.steerer import Steerer
 
@@ -141,14 +141,16 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
         steer = _start_steering(api, caches, settings, metrics, tasks)
         guard = GuardHooks(caches.view, guard_config, events.record, held_back, settings.retry_hold, steer)
     tasks.append(asyncio.create_task(certificates.maintain(), name="certificates"))
+    config = AdmissionConfig(operator_identities=tuple(settings.operator_identities))
+    routes: list[Endpoint[Any]] = [*admission_endpoints(config, caches.snapshot)]
+    if guard is not None:
+        routes.append(GuardEndpoint(guard, metrics).endpoint())
     app = WebhookApp(
-        caches.snapshot,
+        routes,
         caches.problems,
-        AdmissionConfig(operator_identities=tuple(settings.operator_identities)),
         metrics,
         settings.max_body_bytes,
-        guard,
-        extender,
+        ExtenderEndpoint(extender, metrics, caches.problems, settings.max_body_bytes) if extender else None,
         metrics_apart=settings.metrics_address is not None,
     )
     runner = web.ServerRunner(app.build())

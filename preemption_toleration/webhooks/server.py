@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from aiohttp import HttpVersion11, hdrs, web
@@ -43,8 +43,7 @@ from preemption_toleration.api.policy import GROUP, PLURAL
 from preemption_toleration.api.resources import PRIORITY_CLASSES
 from preemption_toleration.telemetry.declared import AdmissionDecision
 from preemption_toleration.telemetry.hot import Buckets
-from preemption_toleration.webhooks.extender_endpoint import EXTENDER, ExtenderEndpoint, ExtenderHooks
-from preemption_toleration.webhooks.guard_endpoint import GuardEndpoint, GuardHooks
+from preemption_toleration.webhooks.extender_endpoint import EXTENDER, ExtenderEndpoint
 from preemption_toleration.webhooks.handling import (
     CLIENT_CLOSED_REQUEST,
     DEFAULT_MAX_BODY_BYTES,
@@ -71,7 +70,7 @@ Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 AnyResponse = TypeVar("AnyResponse", bound=web.StreamResponse)
 
 
-def endpoints(config: AdmissionConfig, snapshot: Callable[[], Snapshot]) -> list[Endpoint[AdmissionRequest]]:
+def admission_endpoints(config: AdmissionConfig, snapshot: Callable[[], Snapshot]) -> list[Endpoint[AdmissionRequest]]:
     """The PriorityClass and policy endpoints, each a handler over the caches' snapshot."""
     return [
         Endpoint(
@@ -160,37 +159,29 @@ def _review_answer(body: Any, status: int) -> web.Response:
 
 
 class WebhookApp:
-    """Builds the aiohttp application around a snapshot source and a readiness check."""
+    """Builds the aiohttp application around the endpoints it serves and a readiness check."""
 
     def __init__(
         self,
-        snapshot: Callable[[], Snapshot],
+        routes: Sequence[Endpoint[Any]],
         problems: Callable[[Needs], list[str]],
-        config: AdmissionConfig | None = None,
         metrics: WebhookMetrics | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-        guard: GuardHooks | None = None,
-        extender: ExtenderHooks | None = None,
+        extender: ExtenderEndpoint | None = None,
         metrics_apart: bool = False,
     ) -> None:
-        """`metrics_apart`: /metrics is served by `metrics_server()` on a port of its own (which a
-        NetworkPolicy can close), not beside the webhooks."""
-        self.snapshot = snapshot
+        """`routes`: the AdmissionReview endpoints (`admission_endpoints`, the guard's); `extender`: the
+        scheduler extender's. `metrics_apart`: /metrics is served by `metrics_server()` on a port of its own
+        (which a NetworkPolicy can close), not beside the webhooks."""
         self.problems = problems  # why the caches a decision needs may not be decided from
-        self.config = config or AdmissionConfig()
         self.metrics = metrics or WebhookMetrics()
         self.max_body_bytes = max_body_bytes
-        self.guard_endpoint = GuardEndpoint(guard, self.metrics) if guard is not None else None
-        self.extender_endpoint = (
-            ExtenderEndpoint(extender, self.metrics, problems, max_body_bytes) if extender is not None else None
-        )
+        self.extender_endpoint = extender
         # Shutting down: not ready, and every answer says `Connection: close`, so that a kept-alive
         # connection is ended by the client after an answer, never by us while a request may be on its way
         # (which the API server would report as a failed webhook call).
         self.draining = False
-        admission: list[Endpoint[Any]] = [*endpoints(self.config, snapshot)]
-        if self.guard_endpoint is not None:
-            admission.append(self.guard_endpoint.endpoint())
+        admission = list(routes)
         self.routes: tuple[Endpoint[Any], ...] = tuple(admission)  # the admission endpoints
         # path -> method -> handler; each handler does its own draining check (no middleware)
         self._table: dict[str, dict[str, Handler]] = {

@@ -21,11 +21,11 @@ from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.logs import REGISTERED
 from preemption_toleration.webhooks.registration import Registrar, Registration, unregister
 from preemption_toleration.webhooks.secret_tls import SecretCertificates
-from preemption_toleration.webhooks.server import WebhookApp
 from tests.integration.components import WebhookServer, install_crd
 from tests.integration.helpers import ANSWER_SECONDS, SLOW_SECONDS, START_SECONDS, eventually
 from tests.integration.load import AdmissionLoad, RetryingProxy, certificate_files
 from tests.metrics import scrape, total
+from tests.unit.webhook_client import webhook_app
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -116,7 +116,7 @@ async def test_a_secret_certificate_renewed_under_load_fails_no_request(
 
     certificates = SecretCertificates(api, namespace, "webhook-tls", ["localhost"], ["127.0.0.1"])
     await certificates.setup()
-    app = WebhookApp(lambda: snapshot_of({}, {}), lambda needs: [])
+    app = webhook_app(lambda: snapshot_of({}, {}), lambda needs: [])
     runner = web.ServerRunner(app.build())
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=certificates.context)

@@ -21,7 +21,7 @@ from preemption_toleration.webhooks.metrics import WebhookMetrics
 from preemption_toleration.webhooks.server import WebhookApp
 from tests.builders import priority_class
 from tests.unit.admission_payloads import review
-from tests.unit.webhook_client import webhook_client
+from tests.unit.webhook_client import webhook_app, webhook_client
 
 READY = {"value": True}
 
@@ -36,7 +36,7 @@ async def http() -> AsyncIterator[TestClient]:
     READY["value"] = True
     metrics = WebhookMetrics()
     metrics.track_caches(lambda: [CacheStats("priorityclasses", 3, 1, 0), CacheStats("pods", 120, 2, 1)])
-    app = WebhookApp(lambda: snapshot_of({}, {}), not_ready, metrics=metrics, max_body_bytes=64 * 1024)
+    app = webhook_app(lambda: snapshot_of({}, {}), not_ready, metrics=metrics, max_body_bytes=64 * 1024)
     async with webhook_client(app) as test_client:
         yield test_client
 
@@ -211,7 +211,7 @@ async def guard_http() -> AsyncIterator[TestClient]:
 
     READY["value"] = False  # caches not synced: only the fast path can answer
     hooks = GuardHooks(ClusterView, GuardConfig(), lambda refusal, count: None)
-    app = WebhookApp(lambda: snapshot_of({}, {}), not_ready, guard=hooks)
+    app = webhook_app(lambda: snapshot_of({}, {}), not_ready, guard=hooks)
     async with webhook_client(app) as test_client:
         yield test_client
 
@@ -294,7 +294,7 @@ async def extender_http() -> AsyncIterator[TestClient]:
     )
     extender = ExtenderHooks(lambda: ClusterView(pods, nodes, CLASS_RECORDS), record, hold)
     metrics = WebhookMetrics()
-    app = WebhookApp(lambda: snapshot_of({}, {}), not_ready, metrics=metrics, guard=guard, extender=extender)
+    app = webhook_app(lambda: snapshot_of({}, {}), not_ready, metrics=metrics, guard=guard, extender=extender)
     async with webhook_client(app) as test_client:
         test_client.app_metrics = metrics  # type: ignore[attr-defined]
         test_client.held = held  # type: ignore[attr-defined]
@@ -459,7 +459,7 @@ async def test_the_refusal_of_an_immediate_retry_is_held(extender_http: TestClie
     from preemption_toleration.guard.repeats import RetryPacer
     from tests.unit.test_extender import pod
 
-    extender_http.server.webhook.guard_endpoint.retry_pacer = RetryPacer(0.5)  # type: ignore[attr-defined]
+    extender_http.server.webhook.guard.retry_pacer = RetryPacer(0.5)  # type: ignore[attr-defined]
     call = {
         "Pod": pod("high", "high", cpu="3", node=None),
         "NodeNameToMetaVictims": {"node-a": {"Pods": [{"UID": "uid-p"}, {"UID": "uid-a"}]}},
@@ -494,7 +494,7 @@ async def test_a_time_limited_toleration_that_drops_a_node_plans_a_nudge_at_its_
 
 async def test_while_draining_the_server_is_not_ready_and_every_answer_closes_its_connection() -> None:
     READY["value"] = True
-    webhook = WebhookApp(lambda: snapshot_of({}, {}), not_ready)
+    webhook = webhook_app(lambda: snapshot_of({}, {}), not_ready)
     async with webhook_client(webhook) as http:
         answer = await http.post("/validate/priorityclasses", json=review(priority_class("low", 8000)))
         assert answer.status == 200 and answer.headers.get("Connection") != "close"
@@ -516,7 +516,7 @@ async def test_a_connection_accepted_before_the_drain_ends_still_gets_its_answer
     its request just after. Closing that connection would fail the request; it is answered instead, with
     `Connection: close`, and only new connections are refused."""
     READY["value"] = True
-    webhook = WebhookApp(lambda: snapshot_of({}, {}), not_ready)
+    webhook = webhook_app(lambda: snapshot_of({}, {}), not_ready)
     runner = web.ServerRunner(webhook.build())
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -555,7 +555,7 @@ async def test_a_mutation_answer_is_written_in_the_api_servers_field_names() -> 
         "spec": {"priorityClassName": "low-np", "minimumPreemptablePriority": 10000, "tolerationSeconds": -1},
     }
     snapshot = snapshot_of({"forever": governing}, {})
-    app = WebhookApp(lambda: snapshot, not_ready)
+    app = webhook_app(lambda: snapshot, not_ready)
     async with webhook_client(app) as client:
         created = priority_class("low-np", 8000, "9000")  # the policy says 10000: set, with a warning
         response = await client.post("/mutate/priorityclasses", json=review(created, uid="u-1"))
@@ -576,7 +576,7 @@ async def test_a_mutation_answer_is_written_in_the_api_servers_field_names() -> 
 async def test_metrics_apart_are_served_on_their_own_server_only() -> None:
     """`--metrics-address`: /metrics moves to a port of its own, which a NetworkPolicy can close."""
     READY["value"] = True
-    app = WebhookApp(lambda: snapshot_of({}, {}), not_ready, metrics_apart=True)
+    app = webhook_app(lambda: snapshot_of({}, {}), not_ready, metrics_apart=True)
     async with webhook_client(app) as webhooks, webhook_client(app, WebhookApp.metrics_server) as metrics:
         assert (await webhooks.get("/metrics")).status == 404
         assert (await webhooks.get("/healthz")).status == 200

@@ -8,7 +8,12 @@ from typing import Any
 from aiohttp import web
 from aiohttp.test_utils import BaseTestServer, TestClient
 
-from preemption_toleration.webhooks.server import WebhookApp
+from preemption_toleration.admission.decisions import AdmissionConfig, Needs, Snapshot
+from preemption_toleration.webhooks.extender_endpoint import ExtenderEndpoint, ExtenderHooks
+from preemption_toleration.webhooks.guard_endpoint import GuardEndpoint, GuardHooks
+from preemption_toleration.webhooks.handling import DEFAULT_MAX_BODY_BYTES, Endpoint
+from preemption_toleration.webhooks.metrics import WebhookMetrics
+from preemption_toleration.webhooks.server import WebhookApp, admission_endpoints
 
 
 class WebhookTestServer(BaseTestServer):
@@ -26,3 +31,26 @@ def webhook_client(
 ) -> TestClient[web.BaseRequest, None]:
     """A client of the webhooks' server, or (`server=WebhookApp.metrics_server`) of `--metrics-address`'s."""
     return TestClient(WebhookTestServer(webhook, server))
+
+
+def webhook_app(
+    snapshot: Callable[[], Snapshot],
+    problems: Callable[[Needs], list[str]],
+    *,
+    metrics: WebhookMetrics | None = None,
+    guard: GuardHooks | None = None,
+    extender: ExtenderHooks | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    metrics_apart: bool = False,
+) -> WebhookApp:
+    """The server `ptol webhook` wires (webhooks/runner.py): the admission endpoints, and the guard's and the
+    extender's of these hooks. The guard's endpoint is the app's `guard` attribute here, for a test to reach."""
+    metrics = metrics or WebhookMetrics()
+    routes: list[Endpoint[Any]] = [*admission_endpoints(AdmissionConfig(), snapshot)]
+    guard_endpoint = GuardEndpoint(guard, metrics) if guard is not None else None
+    if guard_endpoint is not None:
+        routes.append(guard_endpoint.endpoint())
+    served = ExtenderEndpoint(extender, metrics, problems, max_body_bytes) if extender is not None else None
+    app = WebhookApp(routes, problems, metrics, max_body_bytes, served, metrics_apart)
+    app.guard = guard_endpoint  # type: ignore[attr-defined]
+    return app

@@ -37,6 +37,7 @@ from tests.unit import test_extender as extender
 from tests.unit import test_guard as guard
 from tests.unit.admission_payloads import PTP_KIND, PTP_RESOURCE, review
 from tests.unit.guard_requests import ROWS
+from tests.unit.webhook_client import webhook_app
 
 POLICY = {
     "apiVersion": "preemption-toleration.dev/v1alpha1",
@@ -174,7 +175,7 @@ def server() -> WebhookApp:
     state = guard.snapshot(victim, guard.pending("high-1", 9000))
     admission = snapshot_of({"forever": POLICY, "tiered": SELECTOR_POLICY}, dict(guard.CLASSES))
     node_pods = [extender.pod("a", "low"), extender.pod("b", "low-non-preempted"), extender.pod("c", "low-10min")]
-    app = WebhookApp(
+    app = webhook_app(
         lambda: admission,
         lambda needs: [],
         guard=GuardHooks(lambda: state, GuardConfig(), lambda refusal, count: None),
