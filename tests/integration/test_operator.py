@@ -64,7 +64,9 @@ def operator(cluster: LocalCluster) -> Iterator[OperatorProcess]:
 
 @pytest.fixture
 async def cleanup(api: ApiClient) -> AsyncIterator[list[tuple[str, str]]]:
-    """Objects a test created, deleted afterwards: ("pc" | "ptp", name)."""
+    """Objects a test created, deleted afterwards: ("pc" | "ptp", name). A policy is gone only once the
+    operator has released its classes and removed its finalizer: waited for, so that none is left behind with
+    its finalizer when the operator stops after the module's last test."""
     created: list[tuple[str, str]] = []
     yield created
     for kind, name in reversed(created):
@@ -76,6 +78,11 @@ async def cleanup(api: ApiClient) -> AsyncIterator[list[tuple[str, str]]]:
         except ApiException as error:
             if error.status != 404:
                 raise
+    for kind, name in created:
+        if kind == "ptp":
+            await eventually(
+                lambda name=name: read_policy(api, name), lambda found: found is None, what=f"policy {name} gone"
+            )
 
 
 async def test_policy_is_applied_and_nothing_else_changes(
