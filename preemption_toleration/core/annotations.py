@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -35,9 +35,14 @@ class ContractAnnotation:
     forever: str | None = None  # the one negative value written on purpose, if any
     maximum: int | None = None  # a bound tighter than `bits`, checked after the parse
 
-    @property
-    def key(self) -> str:
-        return PREFIX + self.name
+    key: str = field(init=False)  # PREFIX + name
+    attribute: str = field(init=False)  # the spec field's name in Python (the API models' snake_case)
+
+    def __post_init__(self) -> None:
+        # read on the request path (the PriorityClass rules, the plan): computed once
+        object.__setattr__(self, "key", PREFIX + self.name)
+        snake = "".join(f"_{letter.lower()}" if letter.isupper() else letter for letter in self.spec_field)
+        object.__setattr__(self, "attribute", snake)
 
     @property
     def fix(self) -> str:
@@ -50,11 +55,6 @@ class ContractAnnotation:
         """A value as a manifest writes it, quoted."""
         forever = f' (or "{self.forever}" for forever)' if self.forever is not None else ""
         return f'"{self.sample}"{forever}'
-
-    @property
-    def attribute(self) -> str:
-        """The spec field's name in Python (the API models' snake_case)."""
-        return "".join(f"_{letter.lower()}" if letter.isupper() else letter for letter in self.spec_field)
 
 
 # The rows, as a table: the facts upstream's plugin fixes, then the words of a refusal's fix and the bounds.

@@ -45,7 +45,9 @@ def _could_be(pod: SlimPod, victim_priority: int, node: NodeRecord | None, sched
 DEPARTED_SECONDS = 30.0  # as long as the guard trusts a recorded preemptor
 
 
-@dataclass(frozen=True, slots=True)
+# Built on every judged request: a plain slotted class (a frozen one sets each field through
+# object.__setattr__, several times slower to build). Never mutated.
+@dataclass(slots=True)
 class VictimPlace:
     """What inference reads of a victim: its priority, its node (by name, and its record when the cache has
     it), and the scheduler whose mark it carries (None: any scheduler may be preempting it)."""

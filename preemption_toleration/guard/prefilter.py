@@ -13,7 +13,7 @@ full parse and judgement) also when a field the rule reads has a JSON type the A
 from __future__ import annotations
 
 from collections.abc import Collection
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Final, Protocol
 
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
@@ -55,6 +55,11 @@ class RequestFacts(Protocol):
     @property
     def sub_resource(self) -> str: ...
 
+    @property
+    def kind(self) -> GuardOperation | None:
+        """`operation_of` the operation and sub-resource, read once."""
+        ...
+
     def username(self) -> str: ...
 
     def names_preemptor(self) -> bool:
@@ -70,7 +75,7 @@ class Unreadable(Exception):
     """A field the rule reads has a JSON type the API server never sends."""
 
 
-class GuardOperation(str, Enum):
+class GuardOperation(StrEnum):
     """The pod requests that can be a preemption, each judged by its own entry (`guard.decisions`)."""
 
     DELETE = "delete"  # DELETE of a pod: the scheduler deletes its victim
@@ -99,7 +104,7 @@ def is_preemption(facts: RequestFacts, preemptor_identities: Collection[str], ev
     """The rule: an Eviction that names its preemptor (whoever asks; with `every_eviction`, any Eviction),
     or, by a preemptor identity, a DELETE or a status update that newly marks the pod as the scheduler's
     victim. Reads each fact only when the answer depends on it."""
-    operation = operation_of(facts.operation, facts.sub_resource)
+    operation = facts.kind
     if operation is None:
         return False
     if operation is GuardOperation.EVICTION:  # whoever asks: the Eviction names its preemptor
@@ -142,7 +147,7 @@ def _marked(pod: Any) -> bool | None:
 class _RawFacts:
     """`RequestFacts` of the raw JSON of a request, unchecked."""
 
-    __slots__ = ("operation", "request", "sub_resource")
+    __slots__ = ("kind", "operation", "request", "sub_resource")
 
     def __init__(self, request: Any) -> None:
         if not is_mapping(request):
@@ -153,6 +158,7 @@ class _RawFacts:
         self.request = request
         self.operation: str = operation
         self.sub_resource: str = sub_resource
+        self.kind = operation_of(operation, sub_resource)
 
     def username(self) -> str:
         username = _string(_get(self.request.get("userInfo"), "username"))

@@ -25,25 +25,25 @@ AdmissionDecision = StrEnum(
 )
 
 
-class ResyncOutcome(str, Enum):
+class ResyncOutcome(StrEnum):
     RAN = "ran"  # a reconcile
     STANDBY = "standby"  # another replica is active, or this one lists the policies again
     FAILED = "failed"
 
 
-class RefusalMode(str, Enum):
+class RefusalMode(StrEnum):
     ENFORCE = "enforce"
     AUDIT = "audit"  # would have refused
 
 
-class NudgeOutcome(str, Enum):
+class NudgeOutcome(StrEnum):
     PLANNED = "planned"
     NUDGED = "nudged"  # nominated and withdrawn
     SKIPPED = "skipped"  # no longer pending, or nominated by the scheduler meanwhile
     FAILED = "failed"
 
 
-class SteeringOutcome(str, Enum):
+class SteeringOutcome(StrEnum):
     """What steering did with a refused preemption; when it declines, the reason is a `Declined`."""
 
     STEERED = "steered"

@@ -34,6 +34,7 @@ from preemption_toleration.webhooks.metrics import WebhookMetrics
 logger = logging.getLogger("preemption_toleration.webhooks")
 
 GUARD = "guard"
+_AUDIT, _ENFORCE = RefusalMode.AUDIT, RefusalMode.ENFORCE  # looked up once: the refusal path is hot
 
 
 @dataclass(frozen=True)
@@ -109,8 +110,8 @@ class GuardEndpoint:
             if verdict.note is not None:
                 logger.info("preemption allowed with warnings", extra=_fields(request, verdict))
             return Reply(response)
-        mode = RefusalMode.AUDIT if refusal.audit else RefusalMode.ENFORCE
-        self.metrics.guard_refusals.inc(refusal.kind.value, refusal.reason, mode.value)
+        mode = _AUDIT if refusal.audit else _ENFORCE
+        self.metrics.guard_refusals.inc(refusal.kind, refusal.reason, mode)  # StrEnums: their values
         if refusal.preemptor:
             self.metrics.refused(refusal.preemptor)
         # A scheduler retrying a protected victim asks many times a second: counted each time, reported
@@ -151,7 +152,9 @@ def answer(uid: str, verdict: Verdict) -> AdmissionResponse:
     """The AdmissionResponse of a verdict, built once: allowed (with its warnings), or refused with the
     refusal's code and words (a 429 as TooManyRequests, which `kubectl drain` retries)."""
     refusal = verdict.refusal
-    if verdict.allowed or refusal is None:
+    if refusal is None:
+        return allow(uid) if verdict.note is None else allow(uid, (verdict.note,))
+    if refusal.audit:
         return allow(uid, verdict.warnings)
     return deny(uid, refusal.code, refusal.denial, "TooManyRequests" if refusal.code == 429 else None)
 
@@ -170,7 +173,7 @@ def _remember_marking_preemptor(request: GuardRequest, verdict: Verdict, view: C
 def _fields(request: GuardRequest, verdict: Verdict) -> dict[str, Any]:
     refusal = verdict.refusal
     return {
-        "kind": (refusal.kind if refusal is not None else request.kind or request.operation.lower()),
+        "kind": str(refusal.kind if refusal is not None else request.kind or request.operation.lower()),
         "victim": f"{request.namespace}/{request.name}",
         "preemptor": refusal.preemptor if refusal is not None else None,
         "preemptorSource": verdict.source.value if verdict.source else None,

@@ -67,6 +67,9 @@ from preemption_toleration.webhooks.metrics import WebhookMetrics
 logger = logging.getLogger("preemption_toleration.webhooks")
 
 Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
+# The decision label's values, looked up once (StrEnum members: counted as their values) for the request path
+_ALLOWED, _DENIED = AdmissionDecision.ALLOWED, AdmissionDecision.DENIED
+_MUTATED, _WARNED = AdmissionDecision.MUTATED, AdmissionDecision.WARNED
 AnyResponse = TypeVar("AnyResponse", bound=web.StreamResponse)
 
 
@@ -328,7 +331,7 @@ class WebhookApp:
             payload = decode(body, read=endpoint.read, decoded=endpoint.decoded)
             decoded = endpoint.decoded is not None and isinstance(payload, endpoint.decoded)
             if endpoint.allows is not None and endpoint.allows(payload):
-                self.metrics.decisions.inc(endpoint.name, AdmissionDecision.ALLOWED.value)
+                self.metrics.decisions.inc(endpoint.name, _ALLOWED)
                 if decoded:
                     return 200, allowed(payload.api_version, payload.uid), NO_HOLD
                 return 200, allowed(payload["apiVersion"], payload["request"]["uid"]), NO_HOLD
@@ -368,11 +371,11 @@ class WebhookApp:
 
     def _count(self, endpoint: Endpoint[Any], decision: AdmissionResponse) -> None:
         count = self.metrics.decisions.inc
-        count(endpoint.name, (AdmissionDecision.ALLOWED if decision.allowed else AdmissionDecision.DENIED).value)
+        count(endpoint.name, _ALLOWED if decision.allowed else _DENIED)
         if decision.patch:
-            count(endpoint.name, AdmissionDecision.MUTATED.value)
+            count(endpoint.name, _MUTATED)
         if decision.warnings:
-            count(endpoint.name, AdmissionDecision.WARNED.value)
+            count(endpoint.name, _WARNED)
 
     async def _healthz(self, _: web.BaseRequest) -> web.Response:
         return web.Response(text="ok")
