@@ -3,10 +3,12 @@ and validation errors told in the API's terms."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
+from pydantic_core import ErrorDetails
 
 from preemption_toleration.core.intparse import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN
 
@@ -58,7 +60,12 @@ _EXPECTED = {
 def first_error(error: ValidationError, where: str = "") -> str:
     """`error`'s first error as "path: what is wrong", and how many more there are; the path starts with
     `where` (the whole value, "body" without one)."""
-    first = error.errors()[0]
+    return errors_told(error.errors(), where)
+
+
+def errors_told(errors: Sequence[ErrorDetails], where: str = "") -> str:
+    """`first_error` of some of a ValidationError's errors."""
+    first = errors[0]
     path = ".".join(str(part) for part in ((where,) if where else ()) + tuple(first["loc"])) or "body"
-    more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return f"{path}: {_EXPECTED.get(first['type'], first['msg'])}{more}"

@@ -1,6 +1,6 @@
-"""The built-in resource the project judges, watches and registers webhooks for, named once: the
-PriorityClass's API group, version, kind and plural (the custom resource's are `api/policy.py`'s), and the
-one object reference type Events name."""
+"""The built-in resources the project judges, watches and registers webhooks for, named once: the
+PriorityClass's API group, version, kind and plural (the custom resource's are `api/policy.py`'s), the
+pods', and the one object reference type Events name."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ PRIORITY_CLASS_PLURAL: Final = "priorityclasses"
 PRIORITY_CLASSES: Final = (PRIORITY_CLASS_GROUP, PRIORITY_CLASS_PLURAL)
 PRIORITY_CLASS_API_VERSION: Final = f"{PRIORITY_CLASS_GROUP}/v1"
 PRIORITY_CLASS_KIND: Final = "PriorityClass"
+PODS: Final = ("", "pods")  # the core group's pods, which the guard judges
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,9 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from preemption_toleration.api.admission import AdmissionRequest, AdmissionReview
-from preemption_toleration.api.guard_review import read_checked_review, read_review_leniently
-from preemption_toleration.api.pod import metadata_problem, victim_problem
+from preemption_toleration.api.guard_review import read_checked_review
 from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.guard.prefilter import PREEMPTOR_ANNOTATIONS, has_mark, operation_of
 from preemption_toleration.records.pod import PodBody
@@ -88,13 +86,10 @@ class GuardRequest:
         return has_mark(self.object) and not has_mark(self.old_object)
 
 
-def read_guard_request(body: bytes) -> GuardRequest | Any:
-    """`body` read once into its record when it is an AdmissionReview the guard may judge (every review the
-    API server sends); else its JSON, read leniently, for the fast path and the checks to say what is wrong.
-    Raises ValueError with the parser's message when `body` is not JSON."""
+def read_guard_request(body: bytes) -> GuardRequest:
+    """`body` read once into its record. Raises BadRequest saying what is wrong with a body that is not an
+    AdmissionReview the guard may judge (`read_checked_review`); the API server never sends one."""
     checked = read_checked_review(body)
-    if checked is None:
-        return read_review_leniently(body)
     request = checked["request"]
     resource = request["resource"]
     return GuardRequest(
@@ -110,32 +105,3 @@ def read_guard_request(body: bytes) -> GuardRequest | Any:
         request.get("object"),
         request.get("old_object"),
     )
-
-
-def guard_request(review: AdmissionReview) -> GuardRequest:
-    """The record of a review the server read whole and checked (`request_problem` found nothing)."""
-    request = review.request
-    return GuardRequest(
-        review.api_version,
-        request.uid,
-        request.operation,
-        (request.resource.group, request.resource.resource),
-        request.sub_resource,
-        request.name,
-        request.namespace,
-        request.user_info.username,
-        request.dry_run,
-        request.object,
-        request.old_object,
-    )
-
-
-def request_problem(request: AdmissionRequest) -> str | None:
-    """What makes a pod request read whole unreadable to the guard (a field it reads has the wrong type), or
-    None. The API server never sends such a pod; a broken or forged client gets told what is wrong."""
-    if request.sub_resource == "eviction":
-        return metadata_problem(request.object, "request.object") if request.object is not None else None
-    for value, where in ((request.object, "request.object"), (request.old_object, "request.oldObject")):
-        if value is not None and (problem := victim_problem(value, where)) is not None:
-            return problem
-    return None

@@ -12,6 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from preemption_toleration.admission.decisions import Needs
+from preemption_toleration.api.bodies import BadRequest, read_model
 from preemption_toleration.api.extender import ExtenderPreemptionArgs
 from preemption_toleration.api.paths import EXTENDER_PREEMPT_PATH
 from preemption_toleration.extender.decisions import NodeChoice, decide_preemption
@@ -21,15 +22,14 @@ from preemption_toleration.records.pod import PodBody
 from preemption_toleration.webhooks.handling import (
     CLIENT_CLOSED_REQUEST,
     Answer,
-    BadRequest,
     ClientGone,
     HeldBack,
+    Unready,
     json_answer,
     not_kept,
     read_body,
-    read_model,
+    ready,
     unexpected,
-    unready,
 )
 from preemption_toleration.webhooks.metrics import WebhookMetrics
 
@@ -89,10 +89,11 @@ class ExtenderEndpoint:
             args = read_model(body, ExtenderPreemptionArgs.model_validate_json, "an ExtenderPreemptionArgs")
         except BadRequest as problem:
             return _bad_request(str(problem))
-        if answer := unready(self.problems("all")):
-            return answer
         try:
+            ready(self.problems("all"))
             return 200, self._decide(args)
+        except Unready as unready:
+            return unready.answer
         except Exception as error:  # noqa: BLE001 - a bug must not become a 500; counted and logged
             return unexpected(self.metrics, EXTENDER, error)
 

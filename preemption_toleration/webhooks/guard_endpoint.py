@@ -1,20 +1,24 @@
-"""The guard's request handling: its fast path on the raw JSON, its judgement's metrics, reports (repeats
-folded), the hold of a scheduler's immediate retry, and the nudge plan of a time-limited toleration."""
+"""The guard's request handling: its body read once into its record, its fast path, its judgement's
+metrics, reports (repeats folded), the hold of a scheduler's immediate retry, and the nudge plan of a
+time-limited toleration."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from preemption_toleration.api.admission import ADMISSION_VERSIONS, AdmissionResponse, allow, deny
+from preemption_toleration.admission.decisions import Needs
+from preemption_toleration.api.admission import AdmissionResponse, allow, deny
+from preemption_toleration.api.bodies import BadRequest
 from preemption_toleration.api.paths import GUARD_PATH
+from preemption_toleration.api.resources import PODS
 from preemption_toleration.core.protection import ProtectionKind
-from preemption_toleration.core.shapes import as_mapping, is_mapping
+from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.guard.decisions import (
     GuardConfig,
     PreemptorSource,
@@ -22,13 +26,13 @@ from preemption_toleration.guard.decisions import (
     Verdict,
     judge,
 )
-from preemption_toleration.guard.prefilter import GuardOperation, is_preemption, may_be_preemption
+from preemption_toleration.guard.prefilter import GuardOperation, is_preemption
 from preemption_toleration.guard.repeats import RepeatFilter, RetryPacer
-from preemption_toleration.guard.request import GuardRequest, guard_request, read_guard_request, request_problem
+from preemption_toleration.guard.request import GuardRequest, read_guard_request
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.telemetry.declared import RefusalMode
-from preemption_toleration.webhooks.handling import Endpoint, HeldBack, Hold, Reply, not_kept
+from preemption_toleration.webhooks.handling import Endpoint, HeldBack, Hold, Reply, not_kept, ready, target_problem
 from preemption_toleration.webhooks.metrics import WebhookMetrics
 
 logger = logging.getLogger("preemption_toleration.webhooks")
@@ -52,54 +56,26 @@ class GuardHooks:
 class GuardEndpoint:
     """The guard's side of the admission endpoint it is served as (`endpoint`)."""
 
-    def __init__(self, hooks: GuardHooks, metrics: WebhookMetrics) -> None:
+    def __init__(self, hooks: GuardHooks, metrics: WebhookMetrics, problems: Callable[[Needs], list[str]]) -> None:
         self.hooks = hooks
         self.metrics = metrics
+        self.problems = problems  # why the caches a decision needs may not be decided from
         self.refusal_reports = RepeatFilter()
         self.retry_pacer = RetryPacer(hooks.retry_hold)
 
     def endpoint(self) -> Endpoint[GuardRequest]:
-        return Endpoint(
-            GUARD_PATH,
-            GUARD,
-            "",
-            "pods",
-            self.handle,
-            guard_request,
-            request_problem,
-            read_guard_request,  # a review the API server sends: read once, into the record `handle` takes
-            GuardRequest,
-            "all",
-            allows=self.not_a_preemption,
-        )
-
-    def not_a_preemption(self, review: GuardRequest | Mapping[str, Any]) -> bool:
-        """The guard's fast path: a well-formed review of a pod request that cannot be a preemption is
-        allowed as read, before anything else is checked (and whether or not the caches are synced)."""
-        config = self.hooks.config
-        if isinstance(review, GuardRequest):  # read and checked in one pass
-            if (review.group, review.resource) != ("", "pods"):
-                return False
-            return not is_preemption(review, config.preemptor_identities, config.judges_every_eviction)
-        request = review.get("request")
-        if (
-            review.get("apiVersion") not in ADMISSION_VERSIONS
-            or review.get("kind") != "AdmissionReview"
-            or not is_mapping(request)
-        ):
-            return False
-        uid, resource = request.get("uid"), request.get("resource")
-        if not isinstance(uid, str) or not uid or not is_mapping(resource):
-            return False
-        if (resource.get("group") or "", resource.get("resource")) != ("", "pods"):
-            return False
-        return not may_be_preemption(request, config.preemptor_identities, config.judges_every_eviction)
+        return Endpoint(GUARD_PATH, GUARD, read, self.handle)
 
     def handle(self, request: GuardRequest) -> Reply:
-        """The guard's verdict on a pod request, from its caches' view, with the hold of a
-        refused immediate retry."""
+        """The guard's verdict on a pod request, from its caches' view, with the hold of a refused
+        immediate retry. A request that cannot be a preemption is allowed at once, unjudged, whether or
+        not the caches are ready (its fast path: most requests the guard receives)."""
+        config = self.hooks.config
+        if not is_preemption(request, config.preemptor_identities, config.judges_every_eviction):
+            return Reply(allow(request.uid))
+        ready(self.problems("all"))
         view = self.hooks.view()
-        verdict = judge(request, view, self.hooks.config)
+        verdict = judge(request, view, config)
         if verdict.source is not None:
             self.metrics.preemptor_sources.inc(verdict.source.value)
         refusal = verdict.refusal
@@ -146,6 +122,16 @@ class GuardEndpoint:
             if node is not None and refusal.preemptor_pod is not None:
                 self.hooks.held_back(refusal.preemptor_pod, node, until)
         return Reply(response, Hold(hold, release))
+
+
+def read(body: bytes) -> GuardRequest:
+    """A review's body read once, strictly, into the guard's record of its pod request: BadRequest when it
+    is no AdmissionReview of a pod request (the API server sends none), saying what is wrong."""
+    request = read_guard_request(body)
+    found = (request.group, request.resource)
+    if problem := target_problem(GUARD_PATH, PODS, found, request.operation, request.object is not None):
+        raise BadRequest(problem)
+    return request
 
 
 def answer(uid: str, verdict: Verdict) -> AdmissionResponse:

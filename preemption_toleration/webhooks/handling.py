@@ -1,5 +1,5 @@
-"""What every endpoint's request handling shares: the admission endpoint's record and its handler's reply,
-reading a body and its JSON, JSON answers, and the 400 and 503 answers any endpoint may give."""
+"""What every endpoint's request handling shares: the admission endpoint's shape (read, then handle) and
+its handler's reply, reading a body, JSON answers, and the 400 and 503 answers any endpoint may give."""
 
 from __future__ import annotations
 
@@ -12,12 +12,10 @@ from datetime import datetime
 from typing import Any, Generic, Protocol, TypeVar
 
 from aiohttp import web
-from pydantic import ValidationError
-from pydantic_core import from_json, to_json
+from pydantic_core import to_json
 
-from preemption_toleration.admission.decisions import Needs
-from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, AdmissionReview
-from preemption_toleration.api.base import first_error
+from preemption_toleration.api.admission import AdmissionResponse, AdmissionReview
+from preemption_toleration.api.bodies import BadRequest, read_model
 from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.webhooks.metrics import WebhookMetrics
 
@@ -60,10 +58,6 @@ class Reply:
     hold: Hold = NO_HOLD
 
 
-# A review's handler (controller-runtime's `Handler.Handle(ctx, Request) Response`): a decoded, checked
-# request in, a verdict out. It reads the caches it needs itself; the HTTP wrapper decodes and encodes.
-RequestT = TypeVar("RequestT")
-ModelT = TypeVar("ModelT")
 # (preemptor, node, until): a time-limited toleration held the preemptor back on that node
 HeldBack = Callable[[PodRecord, str, datetime], None]
 
@@ -72,57 +66,77 @@ def not_kept(preemptor: PodRecord, node: str, until: datetime) -> None:
     pass
 
 
-class Decoded(Protocol):
-    """A request an endpoint's reader decoded and checked in the same pass (the guard's record): what the
-    server reads of it. The answer repeats the review's apiVersion."""
-
-    api_version: str
-    uid: str
-    group: str
-    resource: str
-    operation: str
+class Reviewed(Protocol):
+    """A review as an endpoint read it: its answer repeats the review's apiVersion."""
 
     @property
-    def object(self) -> object: ...
+    def api_version(self) -> str: ...
+
+
+RequestT = TypeVar("RequestT", bound=Reviewed)
 
 
 @dataclass(frozen=True)
 class Endpoint(Generic[RequestT]):
-    """An AdmissionReview endpoint: the resource it judges, its handler, and how its body is read."""
+    """An AdmissionReview endpoint, as controller-runtime's `webhook/admission` has one: its body read
+    once, strictly, into the request its handler takes, and the handler's verdict on it. The server
+    encodes the answer and counts it."""
 
     path: str
     name: str
-    group: str
-    resource: str
+    # the body read into the handler's request; BadRequest (a 400) says what makes it no review this
+    # endpoint judges
+    read: Callable[[bytes], RequestT]
+    # the verdict on a request, from the caches it reads itself; Unready (a 503) while they may not be
+    # decided from
     handle: Callable[[RequestT], Reply]
-    request: Callable[[AdmissionReview], RequestT]  # the handler's request, of a review read whole and checked
-    check: Callable[[AdmissionRequest], str | None] | None = None  # what makes a request unreadable to it
-    # The body's JSON (ValueError when it is not JSON), or, for a review its one pass decoded and checked
-    # every field of, the handler's request itself, of the type `decoded`.
-    read: Callable[[bytes], Any] = from_json
-    decoded: type[Decoded] | None = None
-    needs: Needs = "admission"  # the caches its decisions read
-    # a review it allows as read (the raw JSON or the decoded request), unjudged (the guard's fast path)
-    allows: Callable[[Any], bool] | None = None
 
 
-def allowed(api_version: str, uid: str) -> dict[str, Any]:
-    """An "allowed" answer to a review an endpoint's fast path (`Endpoint.allows`) let through."""
-    return {"apiVersion": api_version, "kind": "AdmissionReview", "response": {"uid": uid, "allowed": True}}
+def review_reader(path: str, judged: tuple[str, str]) -> Callable[[bytes], AdmissionReview]:
+    """The read of an endpoint that judges the (group, resource) `judged`: the whole AdmissionReview model,
+    then `target_problem`."""
+
+    def read(body: bytes) -> AdmissionReview:
+        review = read_model(body, _REVIEW, "an AdmissionReview")
+        request = review.request
+        found = (request.resource.group, request.resource.resource)
+        if problem := target_problem(path, judged, found, request.operation, request.object is not None):
+            raise BadRequest(problem)
+        return review
+
+    return read
 
 
-def target_problem(endpoint: Endpoint[Any], group: str, resource: str, operation: str, has_object: bool) -> str | None:
-    """What makes a checked review one the endpoint does not judge: another resource, or a CREATE or UPDATE
-    without its object."""
-    if (group, resource) != (endpoint.group, endpoint.resource):
-        return f"{endpoint.path} judges {endpoint.group}/{endpoint.resource}, not {group or 'core'}/{resource}"
+_REVIEW = AdmissionReview.model_validate_json
+
+
+def target_problem(
+    path: str, judged: tuple[str, str], found: tuple[str, str], operation: str, has_object: bool
+) -> str | None:
+    """What makes a well-formed review one the endpoint at `path` does not judge: another (group, resource)
+    than `judged`, or a CREATE or UPDATE without its object."""
+    if found != judged:
+        return f"{path} judges {judged[0] or 'core'}/{judged[1]}, not {found[0] or 'core'}/{found[1]}"
     if operation in ("CREATE", "UPDATE") and not has_object:
         return f"a {operation} request needs request.object"
     return None
 
 
-class BadRequest(Exception):
-    pass
+class Unready(Exception):
+    """The caches a decision needs may not be decided from yet: a 503 that names why."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+
+    @property
+    def answer(self) -> Answer:
+        return 503, {"error": f"caches are not ready: {self}"}
+
+
+def ready(problems: list[str]) -> None:
+    """Raises Unready when there are `problems` (a `problems(needs)` of the caches)."""
+    if problems:
+        raise Unready(problems)
 
 
 class ClientGone(Exception):
@@ -145,48 +159,8 @@ async def read_body(request: web.BaseRequest, max_bytes: int) -> bytes:
         raise ClientGone() from error
 
 
-def decode(
-    body: bytes,
-    expected: str = "an AdmissionReview",
-    read: Callable[[bytes], Any] = from_json,
-    decoded: type[Decoded] | None = None,
-) -> Any:
-    """The JSON object of `body`, as `read` reads it, or the request of type `decoded` it read."""
-    try:
-        # pydantic-core's parser (`read` is one of its readers): about twice as fast as the json module's,
-        # and it refuses nesting deeper than 200 levels with an error instead of exhausting the stack.
-        payload = read(body)
-    except ValueError as error:
-        raise BadRequest(f"request body is not JSON: {error}") from error
-    if decoded is not None and isinstance(payload, decoded):
-        return payload
-    if not isinstance(payload, dict):
-        raise BadRequest(f"request body is a JSON {type(payload).__name__}, not {expected} object")
-    return payload
-
-
-def read_model(body: bytes, read: Callable[[bytes], ModelT], expected: str) -> ModelT:
-    """`body` read into its model by `read` (a model's `model_validate_json`: pydantic-core parses and
-    validates in one pass), or BadRequest saying what is wrong: not JSON, not an object, or a field's problem."""
-    try:
-        return read(body)
-    except ValidationError as error:
-        first = error.errors()[0]
-        if first["type"] == "json_invalid":
-            raise BadRequest(f"request body is not JSON: {first['msg'].removeprefix('Invalid JSON: ')}") from None
-        if not first["loc"] and first["type"] == "model_type":
-            found = type(first["input"]).__name__
-            raise BadRequest(f"request body is a JSON {found}, not {expected} object") from None
-        raise BadRequest(f"request body is not {expected}: {first_error(error)}") from None
-
-
 def json_answer(body: Any, status: int = 200) -> web.Response:
     return web.Response(body=to_json(body), status=status, content_type="application/json")
-
-
-def unready(problems: list[str]) -> Answer | None:
-    """A 503 while the caches a decision needs may not be decided from."""
-    return (503, {"error": f"caches are not ready: {'; '.join(problems)}"}) if problems else None
 
 
 def unexpected(metrics: WebhookMetrics, endpoint_name: str, error: Exception) -> Answer:

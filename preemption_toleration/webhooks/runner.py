@@ -142,9 +142,9 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
         guard = GuardHooks(caches.view, guard_config, events.record, held_back, settings.retry_hold, steer)
     tasks.append(asyncio.create_task(certificates.maintain(), name="certificates"))
     config = AdmissionConfig(operator_identities=tuple(settings.operator_identities))
-    routes: list[Endpoint[Any]] = [*admission_endpoints(config, caches.snapshot)]
+    routes: list[Endpoint[Any]] = [*admission_endpoints(config, caches.snapshot, caches.problems)]
     if guard is not None:
-        routes.append(GuardEndpoint(guard, metrics).endpoint())
+        routes.append(GuardEndpoint(guard, metrics, caches.problems).endpoint())
     app = WebhookApp(
         routes,
         caches.problems,

@@ -20,7 +20,6 @@ from aiohttp.http_parser import RawRequestMessage
 from aiohttp.streams import StreamReader
 from aiohttp.web_protocol import RequestHandler
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from pydantic import ValidationError
 from pydantic_core import to_json
 
 from preemption_toleration.admission.decisions import (
@@ -32,7 +31,7 @@ from preemption_toleration.admission.decisions import (
     validate_priority_class,
 )
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, AdmissionReview, review_response
-from preemption_toleration.api.base import first_error
+from preemption_toleration.api.bodies import BadRequest
 from preemption_toleration.api.paths import (
     EXTENDER_PREEMPT_PATH,
     MUTATE_PRIORITY_CLASSES_PATH,
@@ -49,18 +48,15 @@ from preemption_toleration.webhooks.handling import (
     DEFAULT_MAX_BODY_BYTES,
     NO_HOLD,
     Answer,
-    BadRequest,
     ClientGone,
-    Decoded,
     Endpoint,
     Hold,
     Reply,
-    allowed,
-    decode,
+    Unready,
     read_body,
-    target_problem,
+    ready,
+    review_reader,
     unexpected,
-    unready,
 )
 from preemption_toleration.webhooks.metrics import WebhookMetrics
 
@@ -73,44 +69,45 @@ _MUTATED, _WARNED = AdmissionDecision.MUTATED, AdmissionDecision.WARNED
 AnyResponse = TypeVar("AnyResponse", bound=web.StreamResponse)
 
 
-def admission_endpoints(config: AdmissionConfig, snapshot: Callable[[], Snapshot]) -> list[Endpoint[AdmissionRequest]]:
-    """The PriorityClass and policy endpoints, each a handler over the caches' snapshot."""
-    return [
-        Endpoint(
+def admission_endpoints(
+    config: AdmissionConfig, snapshot: Callable[[], Snapshot], problems: Callable[[Needs], list[str]]
+) -> list[Endpoint[AdmissionReview]]:
+    """The PriorityClass and policy endpoints, each a handler over the caches' snapshot, ready when the
+    admission caches are (`problems("admission")`)."""
+    decisions: list[tuple[str, str, tuple[str, str], Callable[[AdmissionRequest], AdmissionResponse]]] = [
+        (
             VALIDATE_PRIORITY_CLASSES_PATH,
             "validate-priorityclasses",
-            *PRIORITY_CLASSES,
-            _logged(
-                VALIDATE_PRIORITY_CLASSES_PATH, lambda request: validate_priority_class(request, snapshot(), config)
-            ),
-            _request,
+            PRIORITY_CLASSES,
+            lambda request: validate_priority_class(request, snapshot(), config),
         ),
-        Endpoint(
+        (
             MUTATE_PRIORITY_CLASSES_PATH,
             "mutate-priorityclasses",
-            *PRIORITY_CLASSES,
-            _logged(MUTATE_PRIORITY_CLASSES_PATH, lambda request: mutate_priority_class(request, snapshot())),
-            _request,
+            PRIORITY_CLASSES,
+            lambda request: mutate_priority_class(request, snapshot()),
         ),
-        Endpoint(
+        (
             VALIDATE_POLICIES_PATH,
             "validate-policies",
-            GROUP,
-            PLURAL,
-            _logged(VALIDATE_POLICIES_PATH, lambda request: validate_policy(request, snapshot())),
-            _request,
+            (GROUP, PLURAL),
+            lambda request: validate_policy(request, snapshot()),
         ),
+    ]
+    return [
+        Endpoint(path, name, review_reader(path, judged), _admission_handler(path, decide, problems))
+        for path, name, judged, decide in decisions
     ]
 
 
-def _request(review: AdmissionReview) -> AdmissionRequest:
-    return review.request
+def _admission_handler(
+    path: str, decide: Callable[[AdmissionRequest], AdmissionResponse], problems: Callable[[Needs], list[str]]
+) -> Callable[[AdmissionReview], Reply]:
+    """An admission endpoint's handler: its decision, once the admission caches are ready, logged."""
 
-
-def _logged(path: str, decide: Callable[[AdmissionRequest], AdmissionResponse]) -> Callable[[AdmissionRequest], Reply]:
-    """An admission endpoint's handler: its decision, logged."""
-
-    def handle(request: AdmissionRequest) -> Reply:
+    def handle(review: AdmissionReview) -> Reply:
+        ready(problems("admission"))
+        request = review.request
         decision = decide(request)
         _log(path, request, decision)
         return Reply(decision)
@@ -140,17 +137,6 @@ def _log(path: str, admission: AdmissionRequest, decision: AdmissionResponse) ->
             "dryRun": bool(admission.dry_run),
         },
     )
-
-
-_REVIEW_VALIDATOR = AdmissionReview.__pydantic_validator__  # what model_validate calls, without its 0.3 µs of setup
-
-
-def _review(payload: dict[str, Any]) -> AdmissionReview:
-    try:
-        review: AdmissionReview = _REVIEW_VALIDATOR.validate_python(payload)
-        return review
-    except ValidationError as error:
-        raise BadRequest(f"request body is not an AdmissionReview: {first_error(error)}") from error
 
 
 def _review_answer(body: Any, status: int) -> web.Response:
@@ -323,51 +309,21 @@ class WebhookApp:
 
     def reply(self, endpoint: Endpoint[Any], body: bytes) -> tuple[int, Any, Hold]:
         """An AdmissionReview body in, (HTTP status, answer, seconds to hold it) out: 200 with the review's
-        response, 400 with the reason for input that is not a review this endpoint judges, 503 before the
-        caches sync. The body is decoded and the answer encoded here, once; the endpoint's handler takes
-        its request and returns its verdict. A judged review's response is the AdmissionResponse model (the
-        fast path's, a dict): `_review_answer` writes either."""
+        response, 400 with the reason for input that is not a review this endpoint judges, 503 while the
+        caches its decision reads may not be decided from. The endpoint reads the body, once; its handler
+        takes the request read and returns its verdict; the answer is encoded here, once."""
         try:
-            payload = decode(body, read=endpoint.read, decoded=endpoint.decoded)
-            decoded = endpoint.decoded is not None and isinstance(payload, endpoint.decoded)
-            if endpoint.allows is not None and endpoint.allows(payload):
-                self.metrics.decisions.inc(endpoint.name, _ALLOWED)
-                if decoded:
-                    return 200, allowed(payload.api_version, payload.uid), NO_HOLD
-                return 200, allowed(payload["apiVersion"], payload["request"]["uid"]), NO_HOLD
-            request, api_version = self._decoded(endpoint, payload) if decoded else self._checked(endpoint, payload)
+            request = endpoint.read(body)
         except BadRequest as problem:
             return (*self._bad_request(endpoint, str(problem)), NO_HOLD)
-        if answer := unready(self.problems(endpoint.needs)):
-            return (*answer, NO_HOLD)
         try:
             verdict = endpoint.handle(request)
+        except Unready as unready:
+            return (*unready.answer, NO_HOLD)
         except Exception as error:  # noqa: BLE001 - a bug must not become a 500; counted and logged
             return (*unexpected(self.metrics, endpoint.name, error), NO_HOLD)
         self._count(endpoint, verdict.response)
-        return 200, review_response(api_version, verdict.response), verdict.hold
-
-    @staticmethod
-    def _decoded(endpoint: Endpoint[Any], request: Decoded) -> tuple[Any, str]:
-        """(the handler's request, the review's apiVersion) of a review the endpoint's reader decoded and
-        checked in one pass."""
-        has_object = isinstance(request.object, Mapping)
-        if problem := target_problem(endpoint, request.group, request.resource, request.operation, has_object):
-            raise BadRequest(problem)
-        return request, request.api_version
-
-    @staticmethod
-    def _checked(endpoint: Endpoint[Any], payload: dict[str, Any]) -> tuple[Any, str]:
-        """(the handler's request, the review's apiVersion) of a review's JSON, checked here."""
-        review = _review(payload)
-        admission = review.request
-        resource = admission.resource
-        has_object = isinstance(admission.object, dict)
-        if problem := target_problem(endpoint, resource.group, resource.resource, admission.operation, has_object):
-            raise BadRequest(problem)
-        if endpoint.check is not None and (problem := endpoint.check(admission)) is not None:
-            raise BadRequest(problem)
-        return endpoint.request(review), review.api_version
+        return 200, review_response(request.api_version, verdict.response), verdict.hold
 
     def _count(self, endpoint: Endpoint[Any], decision: AdmissionResponse) -> None:
         count = self.metrics.decisions.inc

@@ -9,13 +9,20 @@ forever in tests/unit/test_guard.py's snapshot); the preemptor candidate there i
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
 from typing import Any
 
-from preemption_toleration.api.admission import AdmissionResponse
+from pydantic import TypeAdapter, ValidationError
+
+from preemption_toleration.api.admission import AdmissionResponse, AdmissionReview
+from preemption_toleration.api.base import first_error
+from preemption_toleration.api.bodies import BadRequest, read_model
+from preemption_toleration.api.pod import VictimFields
 from preemption_toleration.core.annotations import LEGACY_PREFIX, PREEMPTOR, PREEMPTOR_PRIORITY
 from preemption_toleration.guard.decisions import Verdict
-from preemption_toleration.webhooks.guard_endpoint import answer
+from preemption_toleration.guard.request import GuardRequest
+from preemption_toleration.webhooks.guard_endpoint import answer, read
 
 SCHEDULER = "system:kube-scheduler"
 KUBELET = "system:node:node-1"
@@ -35,7 +42,8 @@ GROUPS = {
 class Row:
     rule: str
     request: Any  # the `request` of an AdmissionReview, as JSON
-    preemption: bool  # may it be a preemption (the prefilter's and the CEL's answer)
+    # may it be a preemption (the rule's and the CEL's answer); None: no request the guard reads (a 400)
+    preemption: bool | None
     well_formed: bool = True  # a shape an API server sends (the CEL runs on these only)
     refused: bool = False  # judged against the protected victim, it is refused
 
@@ -266,64 +274,65 @@ ROWS = [
         request("CREATE", SCHEDULER, {"kind": "Binding", "apiVersion": "v1"}, None, "binding"),
         False,
     ),
-    # Not what an API server sends: unreadable fields read as "maybe", absent ones as absent.
-    Row("request is not an object", ["DELETE"], True, well_formed=False),
-    Row("empty request", {}, True, well_formed=False),
-    Row("operation missing", drop(delete(USER), "operation"), True, well_formed=False),
-    Row("operation not a string", {**delete(USER), "operation": 1}, True, well_formed=False),
-    Row("subResource not a string", {**evict(None), "subResource": ["eviction"]}, True, well_formed=False),
+    # Not what an API server sends: a field of the wrong type, or a CREATE or UPDATE without its object, is no
+    # request the guard reads (None: a 400 that says what is wrong); an absent or null field reads as absent.
+    Row("request is not an object", ["DELETE"], None, well_formed=False),
+    Row("empty request", {}, None, well_formed=False),
+    Row("operation missing", drop(delete(USER), "operation"), None, well_formed=False),
+    Row("operation not a string", {**delete(USER), "operation": 1}, None, well_formed=False),
+    Row("subResource not a string", {**evict(None), "subResource": ["eviction"]}, None, well_formed=False),
     Row(
         "userInfo not an object, on a delete",
         {**delete(SCHEDULER), "userInfo": "system:kube-scheduler"},
-        True,
+        None,
         well_formed=False,
     ),
     Row(
         "username not a string, on a delete",
         {**delete(SCHEDULER), "userInfo": {"username": ["x"]}},
-        True,
+        None,
         well_formed=False,
     ),
     Row("userInfo missing, on a delete: nobody", drop(delete(SCHEDULER), "userInfo"), False, well_formed=False),
     Row(
         "eviction metadata not an object",
         request("CREATE", USER, {**eviction(), "metadata": "victim"}, None, "eviction"),
-        True,
+        None,
         well_formed=False,
     ),
-    Row("eviction annotations not an object", evict([PREEMPTOR_PRIORITY]), True, well_formed=False),
-    Row("eviction object null", request("CREATE", USER, None, None, "eviction"), False, well_formed=False),
+    Row("eviction annotations not an object", evict([PREEMPTOR_PRIORITY]), None, well_formed=False),
+    Row("eviction object null", request("CREATE", USER, None, None, "eviction"), None, well_formed=False),
     Row(
-        "eviction object not an object", request("CREATE", USER, "Eviction", None, "eviction"), True, well_formed=False
+        "eviction object not an object", request("CREATE", USER, "Eviction", None, "eviction"), None, well_formed=False
     ),
     Row(
         "scheduler status update whose conditions are not a list",
         status_update(SCHEDULER, with_status(victim(), conditions={"type": "DisruptionTarget"}), victim()),
-        True,
+        None,
         well_formed=False,
     ),
     Row(
         "scheduler status update with a condition that is not an object",
         status_update(SCHEDULER, with_status(victim(), conditions=["DisruptionTarget"]), victim()),
-        True,
+        None,
         well_formed=False,
     ),
     Row(
         "scheduler status update whose status is not an object",
         status_update(SCHEDULER, {**victim(), "status": "Running"}, victim()),
-        True,
+        None,
         well_formed=False,
     ),
     Row(
         "scheduler status update, new mark, old conditions unreadable",
         status_update(SCHEDULER, victim(MARK), with_status(victim(), conditions=[1])),
-        True,
+        None,
         well_formed=False,
     ),
     Row(
         "scheduler status update, unreadable new conditions, old already marked",
         status_update(SCHEDULER, with_status(victim(), conditions=[1]), victim(MARK)),
-        True,
+        None,
         well_formed=False,
     ),
     Row(
@@ -333,11 +342,11 @@ ROWS = [
         well_formed=False,
         refused=True,
     ),
-    Row("scheduler status update, object null", status_update(SCHEDULER, None, victim()), False, well_formed=False),
+    Row("scheduler status update, object null", status_update(SCHEDULER, None, victim()), None, well_formed=False),
     Row(
         "user status update with unreadable conditions",
         status_update(USER, with_status(victim(), conditions="x"), victim()),
-        False,
+        None,
         well_formed=False,
     ),
 ]
@@ -346,3 +355,46 @@ ROWS = [
 def answered(verdict: Verdict) -> AdmissionResponse:
     """What the client reads of a verdict: the guard's handler's AdmissionResponse."""
     return answer("uid", verdict)
+
+
+def review_of(request: Any, api_version: str = "admission.k8s.io/v1") -> bytes:
+    """The body of an AdmissionReview of `request`, as the API server sends it."""
+    return json.dumps({"apiVersion": api_version, "kind": "AdmissionReview", "request": request}).encode()
+
+
+def read_row(request: Any) -> GuardRequest:
+    """The guard's record of `request`, read as its endpoint reads a review's body (BadRequest: a 400)."""
+    return read(review_of(request))
+
+
+_VICTIM: TypeAdapter[VictimFields] = TypeAdapter(VictimFields)
+
+
+def read_whole(body: bytes) -> GuardRequest:
+    """The guard's record of a body read the slow way, as the oracle of its one-pass reader: the whole
+    AdmissionReview model, then each pod's fields the guard reads (BadRequest with what is wrong)."""
+    review = read_model(body, AdmissionReview.model_validate_json, "an AdmissionReview")
+    request = review.request
+    pods = []
+    for pod, where in ((request.object, "request.object"), (request.old_object, "request.oldObject")):
+        try:
+            pods.append(None if pod is None else _VICTIM.validate_python(pod))
+        except ValidationError as error:
+            raise BadRequest(first_error(error, where)) from None
+    return GuardRequest(
+        review.api_version,
+        request.uid,
+        request.operation,
+        (request.resource.group, request.resource.resource),
+        request.sub_resource,
+        request.name,
+        request.namespace,
+        request.user_info.username,
+        request.dry_run,
+        *pods,
+    )
+
+
+def fields(request: GuardRequest) -> dict[str, Any]:
+    """Everything the record holds, to compare two records."""
+    return {name: getattr(request, name) for name in GuardRequest.__slots__}

@@ -1,5 +1,6 @@
-"""The guard's fast path: the prefilter and the matchConditions' CEL give the table's answer on every recorded
-request, and what they let skip the guard, `judge` allows even when the victim is protected."""
+"""The guard's fast path: the rule (`is_preemption`, on the record the guard's endpoint reads) and the
+matchConditions' CEL give the table's answer on every recorded request, a request the guard cannot read is
+a 400, and what the rule lets skip judgement, `judge` allows even when the victim is protected."""
 
 from __future__ import annotations
 
@@ -9,18 +10,18 @@ from typing import Any
 import cel
 import pytest
 
-from preemption_toleration.api.admission import AdmissionReview
+from preemption_toleration.api.bodies import BadRequest
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
 from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES, GuardConfig, judge
-from preemption_toleration.guard.prefilter import may_be_preemption
-from preemption_toleration.guard.request import GuardRequest, guard_request
+from preemption_toleration.guard.prefilter import is_preemption
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.manifests.webhook_configurations import guard_match_conditions
-from tests.unit.guard_requests import ROWS, SCHEDULER, USER, Row, answered, delete, evict
+from tests.unit.guard_requests import ROWS, SCHEDULER, USER, Row, answered, delete, evict, read_row
 from tests.unit.test_guard import NOW, bound, pending, snapshot
 
 WELL_FORMED = [row for row in ROWS if row.well_formed]
-SKIPPED = [row for row in ROWS if not row.preemption]  # what the fast path allows without judgement
+SKIPPED = [row for row in ROWS if row.preemption is False]  # what the fast path allows without judgement
+UNREADABLE = [row for row in ROWS if row.preemption is None]
 
 
 def ids(rows: list[Row]) -> list[str]:
@@ -41,12 +42,32 @@ def cel_says(
 def test_the_table_has_both_answers_and_unique_rules() -> None:
     assert len(set(ids(ROWS))) == len(ROWS)
     assert {row.preemption for row in WELL_FORMED} == {True, False}
+    assert {row.preemption for row in ROWS if not row.well_formed} == {True, False, None}
     assert all(row.preemption for row in ROWS if row.refused)
 
 
+def may_be_preemption(
+    request: Any, identities: tuple[str, ...] = DEFAULT_PREEMPTOR_IDENTITIES, every_eviction: bool = False
+) -> bool | None:
+    """The rule's answer on the record the guard's endpoint reads of `request`; None when it reads none."""
+    try:
+        record = read_row(request)
+    except BadRequest:
+        return None
+    return is_preemption(record, identities, every_eviction)
+
+
 @pytest.mark.parametrize("row", ROWS, ids=ids(ROWS))
-def test_prefilter(row: Row) -> None:
-    assert may_be_preemption(row.request, DEFAULT_PREEMPTOR_IDENTITIES) is row.preemption, row.rule
+def test_the_rule_on_what_the_guard_reads(row: Row) -> None:
+    assert may_be_preemption(row.request) is row.preemption, row.rule
+
+
+def test_a_request_of_each_unreadable_shape_is_refused_with_its_reason() -> None:
+    """None of the table's unreadable requests is read; each refusal names what is wrong."""
+    for row in UNREADABLE:
+        with pytest.raises(BadRequest) as refused:
+            read_row(row.request)
+        assert str(refused.value).strip(), row.rule
 
 
 @pytest.mark.parametrize("row", WELL_FORMED, ids=ids(WELL_FORMED))
@@ -68,7 +89,7 @@ def test_identities_are_quoted_exactly(identity: str) -> None:
     assert cel_says(delete(identity), ODD_IDENTITIES) and may_be_preemption(delete(identity), ODD_IDENTITIES)
     for near in (identity + " ", identity[:-1], SCHEDULER):
         assert not cel_says(delete(near), ODD_IDENTITIES), near
-        assert not may_be_preemption(delete(near), ODD_IDENTITIES), near
+        assert may_be_preemption(delete(near), ODD_IDENTITIES) is False, near
 
 
 def test_without_identities_only_annotated_evictions_reach_the_guard() -> None:
@@ -80,16 +101,6 @@ def test_without_identities_only_annotated_evictions_reach_the_guard() -> None:
 # ------------------------------------------------------------------------- the fast path never skips a refusal
 
 
-def parsed(row: Row) -> GuardRequest:
-    return checked(row.request)
-
-
-def checked(request: dict[str, Any]) -> GuardRequest:
-    """The guard's record of a request, read whole and checked."""
-    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
-    return guard_request(AdmissionReview.model_validate(review))
-
-
 def protected_state() -> ClusterView:
     """The victim, protected forever, and a pending preemptor of priority 9000 that could run on its node."""
     return snapshot(bound("victim", 8000, "low-non-preempted"), pending("high-1", 9000))
@@ -97,7 +108,7 @@ def protected_state() -> ClusterView:
 
 @pytest.mark.parametrize("row", SKIPPED, ids=ids(SKIPPED))
 def test_what_the_fast_path_skips_judge_allows(row: Row) -> None:
-    verdict = judge(parsed(row), protected_state(), GuardConfig(), NOW)
+    verdict = judge(read_row(row.request), protected_state(), GuardConfig(), NOW)
     assert verdict.allowed and verdict.refusal is None, row.rule
 
 
@@ -107,7 +118,7 @@ REFUSED = [row for row in ROWS if row.refused]
 @pytest.mark.parametrize("row", REFUSED, ids=ids(REFUSED))
 def test_the_same_state_refuses_the_preemptions(row: Row) -> None:
     """So that the test above would fail if the fast path skipped a preemption."""
-    verdict = judge(parsed(row), protected_state(), GuardConfig(), NOW)
+    verdict = judge(read_row(row.request), protected_state(), GuardConfig(), NOW)
     assert not verdict.allowed and verdict.refusal is not None, row.rule
 
 
@@ -139,8 +150,12 @@ def test_with_the_option_an_unannotated_eviction_of_the_protected_victim_is_refu
     """So that an Eviction the option makes the guard receive is one it may refuse."""
     [row] = [row for row in WELL_FORMED if row.rule == "eviction without annotations is a drain"]
     config = GuardConfig(eviction_preemptor_priority=9000)
-    verdict = judge(parsed(row), protected_state(), config, NOW)
+    verdict = judge(read_row(row.request), protected_state(), config, NOW)
     assert config.judges_every_eviction and not verdict.allowed and answered(verdict).status.code == 403
+
+
+POD = {"group": "", "version": "v1", "kind": "Pod"}
+PODS = {"group": "", "version": "v1", "resource": "pods"}
 
 
 def _grid() -> list[dict[str, Any]]:
@@ -163,6 +178,11 @@ def _grid() -> list[dict[str, Any]]:
                 obj["status"] = {"conditions": new}
             old_object = {"metadata": {"name": "victim"}, "status": {"conditions": old}} if old else None
             request: dict[str, Any] = {
+                "uid": "u",
+                "kind": POD,
+                "resource": PODS,
+                "name": "victim",
+                "namespace": "team",
                 "operation": operation,
                 "userInfo": {"username": user},
                 "object": obj,
@@ -191,17 +211,12 @@ def test_the_match_conditions_are_the_rule_row_by_row(identities: tuple[str, ...
     assert answers == {True, False}
 
 
-POD = {"group": "", "version": "v1", "kind": "Pod"}
-PODS = {"group": "", "version": "v1", "resource": "pods"}
-
-
 def test_judge_asks_the_rule() -> None:
     """What the rule says is no preemption, `judge` allows unjudged, whatever the victim tolerates."""
     victim = bound("victim", 8000, "low-non-preempted")
     state = snapshot(victim, pending("high-1", 9000))
     for request in _grid():
-        if may_be_preemption(request, DEFAULT_PREEMPTOR_IDENTITIES):
+        if may_be_preemption(request):
             continue
-        fields = {**request, "uid": "u", "kind": POD, "resource": PODS, "name": "victim", "namespace": "team"}
-        verdict = judge(checked(fields), state, GuardConfig(), NOW)
+        verdict = judge(read_row(request), state, GuardConfig(), NOW)
         assert verdict.allowed and verdict.source is None and not answered(verdict).warnings, request

@@ -1,21 +1,22 @@
-"""The guard's body reader: a review the API server sends is read in one pass into the guard's record, with the
-fields the guard reads and their types; any other JSON is read leniently, the fields the guard reads kept as the
-JSON has them and the rest left out; a body that is not JSON is refused with `from_json`'s message."""
+"""The guard's body reader: a review is read once, strictly, into the guard's record, with the fields the guard
+reads of its pods and their types; any other body is refused with what the whole AdmissionReview model, or
+the check of a pod's fields the guard reads, would say of it."""
 
 from __future__ import annotations
 
 import json
+import typing
 from typing import Any
 
 import pytest
-from pydantic_core import from_json
 
 from preemption_toleration.api.admission import AdmissionReview
-from preemption_toleration.api.guard_review import read_review_leniently
-from preemption_toleration.api.pod import VICTIM_KEYS
-from preemption_toleration.guard.request import GuardRequest, guard_request, read_guard_request
+from preemption_toleration.api.bodies import BadRequest, read_model
+from preemption_toleration.api.pod import VictimFields
+from preemption_toleration.guard.request import GuardRequest, read_guard_request
+from tests.unit.guard_requests import fields, read_whole
 
-# One value per key the guard reads of a pod; VICTIM_KEYS names them.
+# One value per key the guard reads of a pod (`VictimFields`).
 READ: dict[str, dict[str, Any]] = {
     "metadata": {
         "name": "victim",
@@ -51,10 +52,12 @@ def review(request: Any, **extra: Any) -> bytes:
     ).encode()
 
 
-def test_the_read_keys_are_every_key_the_victims_check_reads() -> None:
-    assert {section: set(values) for section, values in READ.items()} == {
-        section: set(keys) for section, keys in VICTIM_KEYS.items()
-    }
+def test_the_read_keys_are_every_key_the_victims_fields_have() -> None:
+    sections = typing.get_type_hints(VictimFields)
+    assert set(READ) == set(sections)
+    for section, values in READ.items():
+        [typed] = [arg for arg in sections[section].__args__ if arg is not type(None)]
+        assert set(values) == set(typed.__optional_keys__), section
 
 
 REQUEST = {
@@ -77,86 +80,6 @@ CHECKED_READ = {  # READ as the one pass keeps it: of a condition, only the keys
     "status": {**READ["status"], "conditions": [{"type": "PodScheduled", "status": "True"}]},
 }
 
-KEPT = [
-    # (rule, body, what the guard gets)
-    (
-        "a victim keeps the fields the guard reads; managedFields, containers and their status are left out",
-        review({**REQUEST, "uid": 1}),
-        {
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "request": {
-                **{key: value for key, value in REQUEST.items() if key not in ("requestKind", "options")},
-                "uid": 1,
-                "oldObject": READ,
-            },
-        },
-    ),
-    (
-        "an Eviction in request.object keeps its metadata, annotations included",
-        review(
-            {
-                "operation": "CREATE",
-                "object": {
-                    "kind": "Eviction",
-                    "metadata": {"name": "v", "annotations": {"a": "b"}},
-                    "deleteOptions": {},
-                },
-            }
-        ),
-        {
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "request": {"operation": "CREATE", "object": {"metadata": {"name": "v", "annotations": {"a": "b"}}}},
-        },
-    ),
-    (
-        "keys the review model accepts by their Python names are kept too",
-        review(
-            {
-                "sub_resource": "status",
-                "user_info": {"username": "u"},
-                "old_object": {"spec": {"priority": 1, "containers": []}},
-            }
-        ),
-        {
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "request": {
-                "sub_resource": "status",
-                "user_info": {"username": "u"},
-                "old_object": {"spec": {"priority": 1}},
-            },
-        },
-    ),
-    (
-        "a value of another JSON type where an object stands is kept as it is, for the checks to report",
-        review({"object": "text", "oldObject": {"metadata": [1], "spec": 7, "status": None}}),
-        {
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "request": {"object": "text", "oldObject": {"metadata": [1], "spec": 7, "status": None}},
-        },
-    ),
-    (
-        "a request that is not an object is kept as it is",
-        review([1, {"a": 2}]),
-        {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": [1, {"a": 2}]},
-    ),
-    ("a body that is a JSON list is returned as one", b'[{"request": {}}]', [{"request": {}}]),
-    (
-        "integers of any size and duplicate keys read as from_json reads them",
-        b'{"request": {"oldObject": {"spec": {"priority": 1, "priority": 123456789012345678901234567890}}}}',
-        {"request": {"oldObject": {"spec": {"priority": 123456789012345678901234567890}}}},
-    ),
-]
-
-
-@pytest.mark.parametrize(("rule", "body", "expected"), KEPT, ids=[case[0] for case in KEPT])
-def test_read_leniently_the_guard_gets_the_fields_it_reads(rule: str, body: bytes, expected: Any) -> None:
-    assert read_review_leniently(body) == expected, rule
-    assert read_guard_request(body) == expected, rule
-
 
 def test_a_review_the_api_server_sends_is_read_into_the_guards_record() -> None:
     request = read_guard_request(review(REQUEST))
@@ -169,10 +92,6 @@ def test_a_review_the_api_server_sends_is_read_into_the_guards_record() -> None:
         "system:kube-scheduler",
         False,
     )
-
-
-def fields(request: GuardRequest) -> dict[str, Any]:
-    return {name: getattr(request, name) for name in GuardRequest.__slots__}
 
 
 AS_READ_WHOLE = [
@@ -196,33 +115,89 @@ AS_READ_WHOLE = [
 @pytest.mark.parametrize(("rule", "request_"), AS_READ_WHOLE, ids=[case[0] for case in AS_READ_WHOLE])
 def test_the_record_read_in_one_pass_is_the_record_of_the_review_read_whole(rule: str, request_: Any) -> None:
     """The one pass reads the review model's fields with its types and defaults: the record is the one of the
-    review read whole and checked, but for the pods' fields the guard does not read."""
+    review read whole and its pods' fields checked."""
     body = review(request_)
-    request = read_guard_request(body)
-    assert isinstance(request, GuardRequest), rule
-    whole = guard_request(AdmissionReview.model_validate_json(body))
-    assert {**fields(request), "old_object": None} == {**fields(whole), "old_object": None}, rule
-    assert (request.old_object is None) is (whole.old_object is None), rule
+    assert fields(read_guard_request(body)) == fields(read_whole(body)), rule
 
 
-NOT_READ_IN_ONE_PASS = [
-    ("a priority of the wrong type", {**REQUEST, "oldObject": {"spec": {"priority": "8000"}}}),
-    ("a priority beyond int32", {**REQUEST, "oldObject": {"spec": {"priority": 2**31}}}),
-    ("a time that is not RFC 3339", {**REQUEST, "oldObject": {"metadata": {"creationTimestamp": "today"}}}),
-    ("a condition's message that is not a string", {**REQUEST, "object": {"status": {"conditions": [{"message": 1}]}}}),
-    ("an object that is not an object", {**REQUEST, "object": "text"}),
-    ("an empty uid", {**REQUEST, "uid": ""}),
-    ("an operation the model does not know", {**REQUEST, "operation": "PATCH"}),
-    ("no resource", {key: value for key, value in REQUEST.items() if key != "resource"}),
-    ("a user name that is not a string", {**REQUEST, "userInfo": {"username": 7}}),
+REFUSED = [
+    # (rule, request, the 400's message)
+    (
+        "a priority of the wrong type",
+        {**REQUEST, "oldObject": {"spec": {"priority": "8000"}}},
+        "request.oldObject.spec.priority: should be an integer",
+    ),
+    (
+        "a priority beyond int32",
+        {**REQUEST, "oldObject": {"spec": {"priority": 2**31}}},
+        "request.oldObject.spec.priority: Input should be less than or equal to 2147483647",
+    ),
+    (
+        "a time that is not RFC 3339",
+        {**REQUEST, "oldObject": {"metadata": {"creationTimestamp": "today"}}},
+        "request.oldObject.metadata.creationTimestamp: Value error, Invalid isoformat string: 'today'",
+    ),
+    (
+        "a condition's message that is not a string",
+        {**REQUEST, "object": {"status": {"conditions": [{"message": 1}]}}},
+        "request.object.status.conditions.0.message: should be a string",
+    ),
+    (
+        "two of one pod's fields: the first, and how many more",
+        {**REQUEST, "oldObject": {"spec": {"priority": "x", "nodeName": 1}}},
+        "request.oldObject.spec.nodeName: should be a string (and 1 more)",
+    ),
+    (
+        "an Eviction's metadata that is not an object",
+        {**REQUEST, "operation": "CREATE", "subResource": "eviction", "object": {"metadata": [1]}},
+        "request.object.metadata: should be an object",
+    ),
+    (
+        "an object that is not an object: the review's problem",
+        {**REQUEST, "object": "text"},
+        "request body is not an AdmissionReview: request.object: should be an object",
+    ),
+    (
+        "an empty uid",
+        {**REQUEST, "uid": ""},
+        "request body is not an AdmissionReview: request.uid: String should have at least 1 character",
+    ),
+    (
+        "an operation the model does not know",
+        {**REQUEST, "operation": "PATCH"},
+        "request body is not an AdmissionReview: request.operation: "
+        "Input should be 'CREATE', 'UPDATE', 'DELETE' or 'CONNECT'",
+    ),
+    (
+        "no resource",
+        {key: value for key, value in REQUEST.items() if key != "resource"},
+        "request body is not an AdmissionReview: request.resource: Field required",
+    ),
+    (
+        "a user name that is not a string",
+        {**REQUEST, "userInfo": {"username": 7}},
+        "request body is not an AdmissionReview: request.userInfo.username: should be a string",
+    ),
+    (
+        "the review's problems come before a pod's, and only they are counted",
+        {**REQUEST, "uid": "", "operation": "PATCH", "oldObject": {"spec": {"priority": "x"}}},
+        "request body is not an AdmissionReview: request.uid: String should have at least 1 character (and 1 more)",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("rule", "request_"), NOT_READ_IN_ONE_PASS, ids=[case[0] for case in NOT_READ_IN_ONE_PASS])
-def test_a_review_with_a_field_of_the_wrong_type_is_read_leniently(rule: str, request_: Any) -> None:
-    """Not the guard's record: its JSON, for the fast path and the checks to say what is wrong."""
+@pytest.mark.parametrize(("rule", "request_", "message"), REFUSED, ids=[case[0] for case in REFUSED])
+def test_a_review_with_a_field_of_the_wrong_type_is_refused_as_read_whole(
+    rule: str, request_: Any, message: str
+) -> None:
+    """The 400's words are those of the review read whole and its pods checked, which name the field."""
     body = review(request_)
-    assert read_guard_request(body) == read_review_leniently(body), rule
+    with pytest.raises(BadRequest) as refused:
+        read_guard_request(body)
+    assert str(refused.value) == message, rule
+    with pytest.raises(BadRequest) as whole:
+        read_whole(body)
+    assert str(whole.value) == message, rule
 
 
 NOT_JSON = [
@@ -234,13 +209,17 @@ NOT_JSON = [
         review({"options": {"a": [[[[[[]]]]]]}}).replace(b"[[[[[[]]]]]]", b"[" * 300 + b"]" * 300),
     ),
     ("trailing text", review({}) + b" x"),
+    ("a JSON list", b'[{"request": {}}]'),
+    ("a JSON string", b'"review"'),
 ]
 
 
 @pytest.mark.parametrize(("rule", "body"), NOT_JSON, ids=[case[0] for case in NOT_JSON])
-def test_a_body_that_is_not_json_is_refused_with_the_parsers_message(rule: str, body: bytes) -> None:
-    with pytest.raises(ValueError) as full:
-        from_json(body)
-    with pytest.raises(ValueError) as guard:
+def test_a_body_that_is_no_json_object_is_refused_as_every_endpoint_refuses_it(rule: str, body: bytes) -> None:
+    """With the words of the other endpoints' reading (`read_model`)."""
+    with pytest.raises(BadRequest) as model:
+        read_model(body, AdmissionReview.model_validate_json, "an AdmissionReview")
+    with pytest.raises(BadRequest) as guard:
         read_guard_request(body)
-    assert str(guard.value) == str(full.value), rule
+    assert str(guard.value) == str(model.value), rule
+    assert str(guard.value).startswith(("request body is not JSON: ", "request body is a JSON ")), rule

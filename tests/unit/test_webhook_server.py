@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -221,7 +222,9 @@ POD_KIND = {"group": "", "version": "v1", "kind": "Pod"}
 VICTIM = {"metadata": {"name": "v", "namespace": "team"}, "spec": {"nodeName": "node-1", "priority": 1}}
 
 
-async def test_guard_answers_a_request_that_cannot_be_a_preemption_from_the_raw_json(guard_http: TestClient) -> None:
+async def test_guard_allows_a_request_that_cannot_be_a_preemption_before_its_caches_are_ready(
+    guard_http: TestClient,
+) -> None:
     payload = review(None, old=VICTIM, operation="DELETE", resource=POD, kind=POD_KIND, user="alice", uid="u-7")
     response = await guard_http.post("/guard/pods", json=payload)
     assert response.status == 200
@@ -244,11 +247,35 @@ async def test_guard_judges_a_possible_preemption_only_from_synced_caches(guard_
     assert response.status == 503  # not the fast path: the full judgement needs the caches
 
 
-async def test_guard_fast_path_still_refuses_a_malformed_review(guard_http: TestClient) -> None:
+GUARD_400 = [
+    # (rule, change of a user's DELETE, which cannot be a preemption, the 400's message)
+    ("no uid", ("uid", None), "request body is not an AdmissionReview: request.uid: Field required"),
+    (
+        "a victim's priority that is text",
+        ("oldObject", {**VICTIM, "spec": {"priority": "high"}}),
+        "request.oldObject.spec.priority: should be an integer",
+    ),
+    (
+        "another resource",
+        ("resource", {"group": "scheduling.k8s.io", "version": "v1", "resource": "priorityclasses"}),
+        "/guard/pods judges core/pods, not scheduling.k8s.io/priorityclasses",
+    ),
+]
+
+
+@pytest.mark.parametrize(("rule", "change", "message"), GUARD_400, ids=[case[0] for case in GUARD_400])
+async def test_guard_reads_every_review_whole_before_its_fast_path(
+    guard_http: TestClient, rule: str, change: tuple[str, Any], message: str
+) -> None:
+    """A malformed review is a 400 that says what is wrong, even one the fast path would have allowed."""
     payload = review(None, old=VICTIM, operation="DELETE", resource=POD, kind=POD_KIND, user="alice")
-    del payload["request"]["uid"]
+    key, value = change
+    if value is None:
+        del payload["request"][key]
+    else:
+        payload["request"][key] = value
     response = await guard_http.post("/guard/pods", json=payload)
-    assert response.status == 400 and "not an AdmissionReview" in (await response.json())["error"]
+    assert (response.status, await response.json()) == (400, {"error": message}), rule
 
 
 @pytest.fixture

@@ -46,8 +46,8 @@ def webhook_app(
     """The server `ptol webhook` wires (webhooks/runner.py): the admission endpoints, and the guard's and the
     extender's of these hooks. The guard's endpoint is the app's `guard` attribute here, for a test to reach."""
     metrics = metrics or WebhookMetrics()
-    routes: list[Endpoint[Any]] = [*admission_endpoints(AdmissionConfig(), snapshot)]
-    guard_endpoint = GuardEndpoint(guard, metrics) if guard is not None else None
+    routes: list[Endpoint[Any]] = [*admission_endpoints(AdmissionConfig(), snapshot, problems)]
+    guard_endpoint = GuardEndpoint(guard, metrics, problems) if guard is not None else None
     if guard_endpoint is not None:
         routes.append(guard_endpoint.endpoint())
     served = ExtenderEndpoint(extender, metrics, problems, max_body_bytes) if extender is not None else None
