@@ -9,7 +9,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from aiohttp import web
 from pydantic_core import to_json
@@ -50,8 +50,7 @@ class Hold:
 NO_HOLD = Hold()
 
 
-@dataclass(frozen=True, slots=True)
-class Reply:
+class Reply(NamedTuple):  # a named tuple: built on every request, in a third of a frozen dataclass's time
     """A handler's verdict on one review: the response, and how long the server holds it before sending it."""
 
     response: AdmissionResponse
