@@ -66,7 +66,7 @@ class GuardEndpoint:
         self.retry_pacer = RetryPacer(hooks.retry_hold)
 
     def endpoint(self) -> Endpoint[GuardRequest]:
-        return Endpoint(GUARD_PATH, GUARD, read, self.handle)
+        return Endpoint(GUARD_PATH, GUARD, read_pod_review, self.handle)
 
     def handle(self, request: GuardRequest) -> Reply:
         """The guard's verdict on a pod request, from its caches' view, with the hold of a refused
@@ -125,7 +125,7 @@ class GuardEndpoint:
         return Reply(response, Hold(hold, release))
 
 
-def read(body: bytes) -> GuardRequest:
+def read_pod_review(body: bytes) -> GuardRequest:
     """A review's body read once, strictly, into the guard's record of its pod request: BadRequest when it
     is no AdmissionReview of a pod request (the API server sends none), saying what is wrong."""
     request = read_guard_request(body)

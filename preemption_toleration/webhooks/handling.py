@@ -50,7 +50,7 @@ class Hold:
 NO_HOLD = Hold()
 
 
-class Reply(NamedTuple):  # a named tuple: built on every request, in a third of a frozen dataclass's time
+class Reply(NamedTuple):  # built on every request: a named tuple takes 0.1 µs less than a frozen dataclass
     """A handler's verdict on one review: the response, and how long the server holds it before sending it."""
 
     response: AdmissionResponse

@@ -22,7 +22,7 @@ from preemption_toleration.api.pod import VictimFields
 from preemption_toleration.core.annotations import LEGACY_PREFIX, PREEMPTOR, PREEMPTOR_PRIORITY
 from preemption_toleration.guard.decisions import Verdict
 from preemption_toleration.guard.request import GuardRequest
-from preemption_toleration.webhooks.guard_endpoint import answer, read
+from preemption_toleration.webhooks.guard_endpoint import answer, read_pod_review
 
 SCHEDULER = "system:kube-scheduler"
 KUBELET = "system:node:node-1"
@@ -364,7 +364,7 @@ def review_of(request: Any, api_version: str = "admission.k8s.io/v1") -> bytes:
 
 def read_row(request: Any) -> GuardRequest:
     """The guard's record of `request`, read as its endpoint reads a review's body (BadRequest: a 400)."""
-    return read(review_of(request))
+    return read_pod_review(review_of(request))
 
 
 _VICTIM: TypeAdapter[VictimFields] = TypeAdapter(VictimFields)
