@@ -166,8 +166,8 @@ def review(user: str) -> bytes:
 
 
 def handle(body: bytes, snapshot: ClusterView, config: GuardConfig) -> bool:
-    """What the server does per guard request, through its own request core (`WebhookApp.answer`): the fast
-    path, else the parsed review, the check of the fields it reads, the judgement and the metrics."""
+    """What the server does per guard request, through its own request core (`WebhookApp.answer`): the review
+    read once with the fields the guard reads checked, the fast path, else the judgement, and the metrics."""
     app = _servers.get(id(snapshot))
     if app is None:
         app = _servers[id(snapshot)] = webhook_app(
@@ -176,8 +176,7 @@ def handle(body: bytes, snapshot: ClusterView, config: GuardConfig) -> bool:
     [endpoint] = [e for e in app.routes if e.name == GUARD]
     status, answer = app.answer(endpoint, body)
     assert status == 200, answer
-    response = answer["response"]  # the fast path's plain answer, or the AdmissionResponse model
-    return bool(response["allowed"] if isinstance(response, dict) else response.allowed)
+    return bool(answer["response"].allowed)  # the AdmissionResponse model
 
 
 _servers: dict[int, WebhookApp] = {}
