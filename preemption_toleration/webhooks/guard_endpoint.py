@@ -32,7 +32,16 @@ from preemption_toleration.guard.request import GuardRequest, read_guard_request
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.telemetry.declared import RefusalMode
-from preemption_toleration.webhooks.handling import Endpoint, HeldBack, Hold, Reply, not_kept, ready, target_problem
+from preemption_toleration.webhooks.handling import (
+    NEEDS_OBJECT,
+    Endpoint,
+    HeldBack,
+    Hold,
+    Reply,
+    not_kept,
+    ready,
+    target_problem,
+)
 from preemption_toleration.webhooks.metrics import WebhookMetrics
 
 logger = logging.getLogger("preemption_toleration.webhooks")
@@ -130,7 +139,8 @@ def read_pod_review(body: bytes) -> GuardRequest:
     is no AdmissionReview of a pod request (the API server sends none), saying what is wrong."""
     request = read_guard_request(body)
     found = (request.group, request.resource)
-    if found != PODS or request.object is None:  # the common case checked inline: it is on every request's path
+    # checked inline first: it is on every request's path, and a DELETE has no object
+    if found != PODS or (request.object is None and request.operation in NEEDS_OBJECT):
         if problem := target_problem(GUARD_PATH, PODS, found, request.operation, request.object is not None):
             raise BadRequest(problem)
     return request
