@@ -176,7 +176,7 @@ def handle(body: bytes, snapshot: ClusterView, config: GuardConfig) -> bool:
     [endpoint] = [e for e in app.routes if e.name == GUARD]
     status, answer = app.answer(endpoint, body)
     assert status == 200, answer
-    return bool(answer["response"].allowed)  # the AdmissionResponse model
+    return bool(answer["response"]["allowed"])
 
 
 _servers: dict[int, WebhookApp] = {}

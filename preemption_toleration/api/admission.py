@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -60,19 +61,39 @@ class AdmissionReview(_Wire):
     request: AdmissionRequest
 
 
-class AdmissionStatus(_Wire):
+# The answer is built here, never read: plain records, no validation. Written as JSON through `to_wire`, a
+# dict of plain values, it costs the server a few µs less per request than a pydantic model serialized in
+# the same pass as the review around it (measured side by side over HTTP).
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionStatus:
     code: int
     message: str
     reason: str | None = None
 
 
-class AdmissionResponse(_Wire):
+@dataclass(frozen=True, slots=True)
+class AdmissionResponse:
     uid: str
     allowed: bool
     status: AdmissionStatus | None = None
     warnings: list[str] | None = None
     patch_type: Literal["JSONPatch"] | None = None
     patch: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """As the API server reads it: camelCase, unset fields left out."""
+        wire: dict[str, Any] = {"uid": self.uid, "allowed": self.allowed}
+        if (status := self.status) is not None:
+            wire["status"] = {"code": status.code, "message": status.message}
+            if status.reason is not None:
+                wire["status"]["reason"] = status.reason
+        if self.warnings is not None:
+            wire["warnings"] = self.warnings
+        if self.patch is not None:
+            wire["patchType"], wire["patch"] = self.patch_type, self.patch
+        return wire
 
 
 def _fit(warnings: Sequence[str]) -> list[str] | None:
@@ -105,13 +126,9 @@ def split_text(text: str, limit: int) -> list[str]:
     return pieces
 
 
-_RESPONSE = AdmissionResponse.__pydantic_validator__.validate_python  # the model's __init__ without its overhead
-
-
 def allow(uid: str, warnings: Sequence[str] = (), patch: Sequence[dict[str, Any]] = ()) -> AdmissionResponse:
     if not warnings and not patch:
-        response: AdmissionResponse = _RESPONSE({"uid": uid, "allowed": True})  # most answers: the fewest fields
-        return response
+        return AdmissionResponse(uid, True)  # most answers
     encoded = base64.b64encode(to_json(list(patch))).decode() if patch else None
     return AdmissionResponse(
         uid=uid,
@@ -128,12 +145,11 @@ def deny(
     return AdmissionResponse(
         uid=uid,
         allowed=False,
-        status=AdmissionStatus(code=code, message=message, reason=reason),
+        status=AdmissionStatus(code, message, reason),
         warnings=_fit(warnings),
     )
 
 
 def review_response(api_version: str, response: AdmissionResponse) -> dict[str, Any]:
-    """The body to send back: an AdmissionReview of the request's apiVersion. The response stays a model:
-    serialize the whole with `to_json(body, by_alias=True, exclude_none=True)`."""
-    return {"apiVersion": api_version, "kind": "AdmissionReview", "response": response}
+    """The body to send back: an AdmissionReview of the request's apiVersion, as JSON values."""
+    return {"apiVersion": api_version, "kind": "AdmissionReview", "response": response.to_wire()}

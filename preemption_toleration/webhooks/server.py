@@ -20,7 +20,6 @@ from aiohttp.http_parser import RawRequestMessage
 from aiohttp.streams import StreamReader
 from aiohttp.web_protocol import RequestHandler
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from pydantic_core import to_json
 
 from preemption_toleration.admission.decisions import (
     AdmissionConfig,
@@ -53,6 +52,7 @@ from preemption_toleration.webhooks.handling import (
     Hold,
     Reply,
     Unready,
+    json_answer,
     read_body,
     ready,
     review_reader,
@@ -136,14 +136,6 @@ def _log(path: str, admission: AdmissionRequest, decision: AdmissionResponse) ->
             "warnings": decision.warnings,
             "dryRun": bool(admission.dry_run),
         },
-    )
-
-
-def _review_answer(body: Any, status: int) -> web.Response:
-    """An admission answer, whose AdmissionResponse model is written by pydantic-core in the same pass as
-    the rest (by its camelCase aliases, unset fields left out): no dictionary of it is built first."""
-    return web.Response(
-        body=to_json(body, by_alias=True, exclude_none=True), status=status, content_type="application/json"
     )
 
 
@@ -261,7 +253,7 @@ class WebhookApp:
                 status, answer, hold = self.reply(endpoint, body)
                 if hold.seconds > 0 and not self.draining:
                     started += await hold.wait()  # pacing, not work: the request's latency metric leaves it out
-            return self._counted(name, latency, started, _review_answer(answer, status))
+            return self._counted(name, latency, started, json_answer(answer, status))
 
         return handle
 

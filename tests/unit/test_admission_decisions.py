@@ -2,6 +2,7 @@
 
 import base64
 import json
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,15 @@ from preemption_toleration.admission.decisions import (
     validate_policy,
     validate_priority_class,
 )
-from preemption_toleration.api.admission import MAX_WARNING_LENGTH, AdmissionReview, allow, split_text
+from preemption_toleration.api.admission import (
+    MAX_WARNING_LENGTH,
+    AdmissionResponse,
+    AdmissionReview,
+    allow,
+    deny,
+    review_response,
+    split_text,
+)
 from preemption_toleration.core.annotations import LEGACY_PREFIX, PREFIX
 from preemption_toleration.governance.documents import between_documents, conflicts
 from preemption_toleration.governance.plan import plan
@@ -475,3 +484,38 @@ def test_ptol_validate_admission_and_the_status_give_one_no_effect_message() -> 
         outcome.message
         == "Applied to PriorityClass batch: minimum-preemptable-priority=100. " + NO_EFFECT.split('"p": ', 1)[1]
     )
+
+
+PATCH = "W3sib3AiOiJhZGQiLCJwYXRoIjoiL2EiLCJ2YWx1ZSI6IjEifV0="  # [{"op":"add","path":"/a","value":"1"}]
+WIRE = [
+    # (rule, response, what the API server reads)
+    ("allowed: uid and allowed alone", allow("u"), {"uid": "u", "allowed": True}),
+    ("warnings as given", allow("u", ["w"]), {"uid": "u", "allowed": True, "warnings": ["w"]}),
+    (
+        "a patch in base64, with its type",
+        allow("u", patch=[{"op": "add", "path": "/a", "value": "1"}]),
+        {"uid": "u", "allowed": True, "patchType": "JSONPatch", "patch": PATCH},
+    ),
+    (
+        "a refusal with its code, message and reason",
+        deny("u", 429, "wait", "TooManyRequests"),
+        {"uid": "u", "allowed": False, "status": {"code": 429, "message": "wait", "reason": "TooManyRequests"}},
+    ),
+    (
+        "a refusal without a reason has no reason field",
+        deny("u", 403, "no"),
+        {"uid": "u", "allowed": False, "status": {"code": 403, "message": "no"}},
+    ),
+]
+
+
+@pytest.mark.parametrize(("rule", "response", "wire"), WIRE, ids=[case[0] for case in WIRE])
+def test_a_response_is_written_in_the_api_servers_field_names(
+    rule: str, response: AdmissionResponse, wire: dict[str, Any]
+) -> None:
+    """No field for what is unset: the API server refuses a response with an unknown field."""
+    assert review_response("admission.k8s.io/v1", response) == {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": wire,
+    }, rule
