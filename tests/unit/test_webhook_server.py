@@ -571,7 +571,7 @@ async def test_a_connection_accepted_before_the_drain_ends_still_gets_its_answer
 
 
 async def test_a_mutation_answer_is_written_in_the_api_servers_field_names() -> None:
-    """The AdmissionResponse model is serialized with the rest of the review: camelCase names, the patch in
+    """The AdmissionResponse is written with the rest of the review: camelCase names, the patch in
     base64, and no field for what is unset (the API server refuses a response with an unknown field)."""
     import base64
 
