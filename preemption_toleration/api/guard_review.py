@@ -14,7 +14,7 @@ review model would say of it, or, when only a pod's field is wrong, with that fi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Annotated, Any, Required
 
 from pydantic import AliasChoices, BaseModel, Field, TypeAdapter, ValidationError
@@ -84,14 +84,10 @@ def _problem(error: ValidationError) -> str:
     if envelope:  # what the review model, which reads a pod as any JSON object, says
         return f"request body is not an AdmissionReview: {errors_told(envelope)}"
     pod = errors[0]["loc"][:2]
-    return errors_told(_of(errors, pod))
+    return errors_told([each for each in errors if each["loc"][:2] == pod])
 
 
 def _in_pod(error: ErrorDetails) -> bool:
     """A problem inside a pod (not of the pod as a whole: one that is no object is the review's)."""
     location = error["loc"]
     return len(location) > 2 and location[:2] in _PODS
-
-
-def _of(errors: Sequence[ErrorDetails], pod: tuple[int | str, ...]) -> list[ErrorDetails]:
-    return [each for each in errors if each["loc"][:2] == pod]

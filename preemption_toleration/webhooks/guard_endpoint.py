@@ -33,7 +33,6 @@ from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.telemetry.declared import RefusalMode
 from preemption_toleration.webhooks.handling import (
-    NEEDS_OBJECT,
     Endpoint,
     HeldBack,
     Hold,
@@ -69,8 +68,6 @@ class GuardEndpoint:
         self.hooks = hooks
         self.metrics = metrics
         self.problems = problems  # why the caches a decision needs may not be decided from
-        self._identities = hooks.config.preemptor_identities  # the fast path's, read once
-        self._every_eviction = hooks.config.judges_every_eviction
         self.refusal_reports = RepeatFilter()
         self.retry_pacer = RetryPacer(hooks.retry_hold)
 
@@ -81,11 +78,12 @@ class GuardEndpoint:
         """The guard's verdict on a pod request, from its caches' view, with the hold of a refused
         immediate retry. A request that cannot be a preemption is allowed at once, unjudged, whether or
         not the caches are ready (its fast path: most requests the guard receives)."""
-        if not is_preemption(request, self._identities, self._every_eviction):
+        config = self.hooks.config
+        if not is_preemption(request, config.preemptor_identities, config.judges_every_eviction):
             return Reply(allow(request.uid))
         ready(self.problems("all"))
         view = self.hooks.view()
-        verdict = judge(request, view, self.hooks.config)
+        verdict = judge(request, view, config)
         if verdict.source is not None:
             self.metrics.preemptor_sources.inc(verdict.source.value)
         refusal = verdict.refusal
@@ -139,10 +137,8 @@ def read_pod_review(body: bytes) -> GuardRequest:
     is no AdmissionReview of a pod request (the API server sends none), saying what is wrong."""
     request = read_guard_request(body)
     found = (request.group, request.resource)
-    # checked inline first: it is on every request's path, and a DELETE has no object
-    if found != PODS or (request.object is None and request.operation in NEEDS_OBJECT):
-        if problem := target_problem(GUARD_PATH, PODS, found, request.operation, request.object is not None):
-            raise BadRequest(problem)
+    if problem := target_problem(GUARD_PATH, PODS, found, request.operation, request.object is not None):
+        raise BadRequest(problem)
     return request
 
 

@@ -109,9 +109,6 @@ def review_reader(path: str, judged: tuple[str, str]) -> Callable[[bytes], Admis
 _REVIEW = AdmissionReview.model_validate_json
 
 
-NEEDS_OBJECT = ("CREATE", "UPDATE")  # the operations whose review carries the object written
-
-
 def target_problem(
     path: str, judged: tuple[str, str], found: tuple[str, str], operation: str, has_object: bool
 ) -> str | None:
@@ -119,7 +116,7 @@ def target_problem(
     than `judged`, or a CREATE or UPDATE without its object."""
     if found != judged:
         return f"{path} judges {judged[0] or 'core'}/{judged[1]}, not {found[0] or 'core'}/{found[1]}"
-    if operation in NEEDS_OBJECT and not has_object:
+    if operation in ("CREATE", "UPDATE") and not has_object:
         return f"a {operation} request needs request.object"
     return None
 
