@@ -20,6 +20,7 @@ from preemption_toleration.devcluster import (
     ensure_namespace,
     ensure_toolchain,
 )
+from preemption_toleration.devcluster.features import FEATURES
 from preemption_toleration.devcluster.gomod import GoModError
 from preemption_toleration.devcluster.pin import pin_kustomize, pin_kwok, pin_release
 from preemption_toleration.devcluster.toolchain import DEFAULT_KUBERNETES_VERSION, VERSION_ENV
@@ -50,6 +51,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=dns_label,
         metavar="NS",
         help="also create this namespace with its default ServiceAccount (repeatable)",
+    )
+    up.add_argument(
+        "--feature",
+        action="append",
+        default=[],
+        choices=list(FEATURES),
+        metavar="NAME",
+        help="start with an optional feature (repeatable): "
+        + "; ".join(f"{f.name}: {f.summary}, Kubernetes {'.'.join(map(str, f.since))}+" for f in FEATURES.values()),
     )
     up.set_defaults(handler=_up)
 
@@ -153,11 +163,12 @@ def _up(args: argparse.Namespace) -> int:
             return 1
         toolchain = ensure_toolchain(_say, args.kubernetes_version)
         cluster = LocalCluster(args.dir, toolchain)
+        with_features = f" with {', '.join(args.feature)}" if args.feature else ""
         _say(
-            f"starting Kubernetes {toolchain.version}: etcd, kube-apiserver, kube-controller-manager, "
-            f"kube-scheduler and KWOK in {cluster.directory}"
+            f"starting Kubernetes {toolchain.version}{with_features}: etcd, kube-apiserver, "
+            f"kube-controller-manager, kube-scheduler and KWOK in {cluster.directory}"
         )
-        cluster.start()
+        cluster.start(features=args.feature)
         try:
             asyncio.run(_populate(cluster, args))
         except BaseException:
@@ -203,5 +214,7 @@ def _status(args: argparse.Namespace) -> int:
         _say(f"{component.name:24} {state:8} pid {component.pid:<8} log {component.log}")
     ready = cluster.is_ready()
     _say(f"API server {cluster.server}: {'ready' if ready else 'not ready'}")
+    if features := cluster.features:
+        _say(f"features {', '.join(feature.name for feature in features)}")
     _say(f"kubeconfig {cluster.kubeconfig}")
     return 0 if ready and all(c.running for c in components) else 1

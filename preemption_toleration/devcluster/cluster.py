@@ -33,6 +33,12 @@ from kubernetes_asyncio.config import new_client_from_config
 
 from preemption_toleration import pki
 from preemption_toleration.devcluster import processes
+from preemption_toleration.devcluster.features import (
+    ClusterFeature,
+    features_named,
+    gate_flags,
+    runtime_config_flags,
+)
 from preemption_toleration.devcluster.processes import ProcessRecord
 from preemption_toleration.devcluster.toolchain import Toolchain, ensure_toolchain
 
@@ -121,6 +127,11 @@ class LocalCluster:
         return bool(self._state.get("tiedToStarter", False))
 
     @property
+    def features(self) -> tuple[ClusterFeature, ...]:
+        """The optional features it runs with (`devcluster.features`)."""
+        return features_named(self._state.get("features", ()), self.kubernetes_version)
+
+    @property
     def kubernetes_version(self) -> str:
         """The release it runs, e.g. `1.37.2`."""
         return self._recorded("kubernetesVersion")
@@ -146,16 +157,23 @@ class LocalCluster:
         timeout: float = 120.0,
         die_with_parent: bool = False,
         extenders: Sequence[Mapping[str, Any]] = (),
+        features: Sequence[str] = (),
     ) -> None:
         """Start etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK.
 
         `die_with_parent` ties the processes to the calling thread (for test sessions: they go away
         even if the test run is killed); the CLI leaves it off so the cluster outlives `ptol dev cluster up`.
-        `extenders` are scheduler extender entries (KubeSchedulerConfiguration v1 `extenders`).
+        `extenders` are scheduler extender entries (KubeSchedulerConfiguration v1 `extenders`). `features`
+        names optional features (`devcluster.features`, e.g. `pod-groups`); ClusterError names one the
+        release does not offer.
         """
         if self.running_components():
             raise ClusterError(f"a cluster is already running in {self.directory}; stop it first")
         toolchain = self.toolchain  # may build: before anything is started
+        try:
+            chosen = features_named(features, toolchain.version)
+        except ValueError as error:
+            raise ClusterError(str(error)) from None
         self._die_with_parent = die_with_parent
         self._reset_directory()
         names = ("etcd", "etcd-peer", "apiserver")
@@ -165,6 +183,7 @@ class LocalCluster:
             "ports": ports,
             "tiedToStarter": die_with_parent,
             "kubernetesVersion": toolchain.version,
+            "features": [feature.name for feature in chosen],
         }
         try:
             self._write_pki_and_kubeconfigs()
@@ -423,6 +442,8 @@ class LocalCluster:
                 "--endpoint-reconciler-type=none",
                 "--allow-privileged=true",
                 "--profiling=false",
+                *gate_flags(self.features),
+                *runtime_config_flags(self.features),
                 "--v=1",
             ],
         )
@@ -449,6 +470,7 @@ class LocalCluster:
                     f"--root-ca-file={self.ca_cert_file}",
                     f"--cluster-signing-cert-file={self.ca_cert_file}",
                     f"--cluster-signing-key-file={pki_dir / 'ca.key'}",
+                    *gate_flags(self.features),
                     "--v=1",
                 ],
             )
@@ -479,6 +501,7 @@ class LocalCluster:
                     f"--authentication-kubeconfig={kubeconfig}",
                     f"--authorization-kubeconfig={kubeconfig}",
                     f"--cert-dir={self.pki_dir / 'scheduler'}",
+                    *gate_flags(self.features),
                     "--v=2",
                 ],
             )
