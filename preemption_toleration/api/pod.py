@@ -42,11 +42,16 @@ class _Metadata(TypedDict, total=False):
     deletionTimestamp: Time | None
 
 
+class _SchedulingGroup(TypedDict, total=False):
+    podGroupName: StrictStr | None
+
+
 class _VictimSpec(TypedDict, total=False):
     nodeName: StrictStr | None
     priority: Int32 | None
     priorityClassName: StrictStr | None
     preemptionPolicy: StrictStr | None
+    schedulingGroup: _SchedulingGroup | None  # its PodGroup (Kubernetes 1.37, `GenericWorkload`)
 
 
 class _Spec(_VictimSpec, total=False):

@@ -10,8 +10,9 @@ from typing import Any
 
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
 from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
+from preemption_toleration.core.groups import DisruptionMode, as_preemptor
 from preemption_toleration.core.intparse import IntParseError, parse_go_int
-from preemption_toleration.core.pods import PREEMPTION_MARK
+from preemption_toleration.core.pods import PREEMPTION_MARK, PreemptorFacts
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_under
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.guard.inference import VictimPlace, infer_departed_preemptor, infer_preemptor
@@ -20,6 +21,7 @@ from preemption_toleration.guard.request import GuardRequest
 from preemption_toleration.guard.waste import in_vain
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.pod import PodRecord, SlimPod, priority_only
+from preemption_toleration.records.pod_group import MemberRecord, PodGroupRecord
 
 DEFAULT_PREEMPTOR_IDENTITIES = ("system:kube-scheduler",)
 
@@ -164,8 +166,9 @@ def describe(
         if configured
         else f"the preemptor ({who}) is below it"
     )
+    member = f" of PodGroup {victim.group.ref}" if isinstance(victim, MemberRecord) else ""
     head = (
-        f"pod {victim.ref} (PriorityClass {class_name}, priority {victim.priority}) tolerates "
+        f"pod {victim.ref}{member} (PriorityClass {class_name}, priority {victim.priority}) tolerates "
         f"preemption by priorities below {protection.refuse_below} ({source}); {judged_as}"
     )
     if protection.kind is ProtectionKind.FOREVER:
@@ -188,6 +191,33 @@ def describe(
     )
 
 
+def _group_of(pod: PodRecord, view: ClusterView) -> PodGroupRecord | None:
+    """The PodGroup a pod names, when the cache has it."""
+    name = pod.pod_group
+    return view.groups.get(f"{pod.key[0]}/{name}") if name is not None else None
+
+
+def as_member(pod: PodRecord, view: ClusterView) -> PodRecord:
+    """The victim as the contract judges it: as a member of its PodGroup, when it has one (`core.groups`)."""
+    group = _group_of(pod, view)
+    if group is None:
+        return pod
+    return MemberRecord(pod, group, view.pods.members_of(group.key).scheduled_since())
+
+
+def _preemptor_facts(preemptor: PodRecord, view: ClusterView) -> PreemptorFacts:
+    """A preemptor as the scheduler judges it: by its PodGroup when it has one."""
+    group = _group_of(preemptor, view)
+    if group is None:
+        return preemptor
+    return as_preemptor(preemptor, group, view.pods.members_of(group.key).pods.values())
+
+
+# What stands for all the members of a victim group of `disruptionMode: all` in one preemption
+# (`inventory.group_verdicts`): the preemptor and how it was known, and the exemption.
+GroupDecision = tuple[PodRecord, PreemptorSource, bool, Protection | None]
+
+
 def _judge(
     kind: GuardOperation,
     request: GuardRequest,
@@ -198,28 +228,40 @@ def _judge(
     config: GuardConfig,
     now: datetime,
 ) -> Verdict:
+    """The verdict on `victim` (`as_member`: a member of a PodGroup as its group) and `preemptor`."""
+    whole = victim.group if isinstance(victim, MemberRecord) and victim.group.disruption is DisruptionMode.ALL else None
     class_name = victim.priority_class or ""
     record = view.classes.get(class_name)
     toleration = record.toleration if record is not None else None  # parsed when the class entered the cache
-    try:
-        exempt, found = exemption(victim, preemptor, toleration, now)
-    except PriorityClassNotFound:
-        # upstream skips the node; we cannot judge either
-        return Verdict(source=source, preemptor=preemptor)
+    kept: GroupDecision | None = view.group_verdicts.recall(whole.uid) if whole is not None else None
+    if kept is not None:  # the decision of the group's first member in this preemption
+        preemptor, source, exempt, found = kept
+    else:
+        try:
+            exempt, found = exemption(victim, _preemptor_facts(preemptor, view), toleration, now)
+        except PriorityClassNotFound:
+            # upstream skips the node; we cannot judge either
+            return Verdict(source=source, preemptor=preemptor)
+        if whole is not None:
+            view.group_verdicts.keep(whole.uid, (preemptor, source, exempt, found))
+    judged_as = _preemptor_facts(preemptor, view)
     if not exempt:
-        checks_waste = config.refuse_in_vain and kind.scheduler_write and not config.audit
+        # a group's members are preempted across nodes, not node by node: none of them is in vain on its node
+        checks_waste = (
+            config.refuse_in_vain and kind.scheduler_write and not config.audit and not isinstance(victim, MemberRecord)
+        )
         wasted = _in_vain(victim, preemptor, view, now) if checks_waste else None
         if wasted is not None:
             protection, message = wasted
-            refusal = _refusal(kind, request, victim, preemptor, protection, 403, message, audit=False)
+            refusal = _refusal(kind, request, victim, preemptor, judged_as, protection, 403, message, audit=False)
             return Verdict(refusal, source, preemptor)
         return Verdict(source=source, preemptor=preemptor)
     protection = found if found is not None else protection_under(victim, toleration, now)
     preemptor_name = preemptor.ref if preemptor.name else None
     if preemptor_name and source is PreemptorSource.DEPARTED:
         preemptor_name = f"{preemptor_name}, deleted since"
-    if preemptor.preempts_never:  # exempt by upstream's check 3, whatever the victim's class says
-        who = f"{preemptor_name}, priority {preemptor.priority}" if preemptor_name else "the preemptor"
+    if judged_as.preempts_never:  # exempt by upstream's check 3, whatever the victim's class says
+        who = f"{preemptor_name}, priority {judged_as.priority}" if preemptor_name else "the preemptor"
         message = (
             f"pod {victim.ref} may not be preempted by {who}: the preemptor has "
             "preemptionPolicy Never, so it preempts no pod."
@@ -228,7 +270,7 @@ def _judge(
         message = describe(
             victim,
             protection,
-            preemptor.priority,
+            judged_as.priority,
             preemptor_name,
             view.owner(class_name),
             now,
@@ -237,7 +279,7 @@ def _judge(
     seconds_left = protection.seconds_left(now)
     retry_after = seconds_left if kind is GuardOperation.EVICTION else None
     code = 429 if retry_after is not None else 403
-    refusal = _refusal(kind, request, victim, preemptor, protection, code, message, config.audit)
+    refusal = _refusal(kind, request, victim, preemptor, judged_as, protection, code, message, config.audit)
     refusal.retry_after = retry_after
     return Verdict(refusal, source, preemptor)
 
@@ -247,15 +289,16 @@ def _refusal(
     request: GuardRequest,
     victim: PodRecord,
     preemptor: PodRecord,
+    judged_as: PreemptorFacts,
     protection: Protection,
     code: int,
     message: str,
     audit: bool,
 ) -> Refusal:
-    """The refusal of `victim` to `preemptor` (named when it has a name)."""
+    """The refusal of `victim` to `preemptor` (named when it has a name), judged at `judged_as`' priority."""
     preemptor_name = preemptor.ref if preemptor.name else None
     return Refusal(
-        kind, victim, preemptor.priority, preemptor_name, protection, code, message, audit, request.dry_run, preemptor
+        kind, victim, judged_as.priority, preemptor_name, protection, code, message, audit, request.dry_run, preemptor
     )
 
 
@@ -293,10 +336,11 @@ def judge(request: GuardRequest, view: ClusterView, config: GuardConfig, now: da
 
 def _judge_eviction(request: GuardRequest, view: ClusterView, config: GuardConfig, now: datetime) -> Verdict:
     """An Eviction: judged against the preemptor it names, or, configured, against a priority."""
-    victim: PodRecord | None = view.pods.get((request.namespace or "", request.name))
+    pod: PodRecord | None = view.pods.get((request.namespace or "", request.name))
     preemptor, problem = _explicit_preemptor(request.annotations, view)
-    if victim is None:
+    if pod is None:
         return ALLOWED  # a pod we do not know
+    victim = as_member(pod, view)
     if problem is not None:
         return Verdict(note=f"not judged as a preemption: {problem}")
     kind = GuardOperation.EVICTION
@@ -331,10 +375,11 @@ def _judge_scheduler_write(
 ) -> Verdict:
     """A scheduler's write on its victim names no preemptor: the one an extender call named, else the pending
     pod it most likely preempts for, else one deleted a moment ago."""
-    victim = _victim(request, view, request.namespace or "")
-    node_name = victim.node_name if victim is not None else None
-    if victim is None or not node_name:
+    pod = _victim(request, view, request.namespace or "")
+    node_name = pod.node_name if pod is not None else None
+    if pod is None or not node_name:
         return ALLOWED  # an unbound pod is nobody's victim
+    victim = as_member(pod, view)  # at its group's priority, as the scheduler judges it
     recorded = _recorded_preemptor(victim, node_name, view, now)
     if recorded is not None:
         return _judge(kind, request, victim, recorded, PreemptorSource.RECORDED, view, config, now)

@@ -7,6 +7,10 @@ pending pods of a few Jobs costs a decision a few comparisons.
 
 A candidate deleted (a cancelled job) is remembered for a while, the latest of each shape: the
 scheduler's asynchronous preemption for it goes on deleting its victims after it is gone.
+
+The members of each PodGroup (Kubernetes 1.37) are indexed by the group's key, with the time its last member
+was scheduled computed once per change of its members: a decision on a member of a 64-pod group reads one
+value, not 64 pods.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ from __future__ import annotations
 import bisect
 import time
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
+from preemption_toleration.core.groups import group_scheduled_since
 from preemption_toleration.core.resources import LATEST_RULES, ResizeRules
 from preemption_toleration.records.pod import NO_CONSTRAINTS, Constraints, PodKey, Shared, SlimPod, pod_key, slim_pod
 
@@ -39,6 +45,29 @@ class PendingGroup:
         return namespace, name
 
 
+class GroupMembers:
+    """The pods of one PodGroup the index holds, and when the last of them was scheduled."""
+
+    __slots__ = ("_known", "_since", "pods")
+
+    def __init__(self) -> None:
+        self.pods: dict[PodKey, SlimPod] = {}
+        self._since: datetime | None = None
+        self._known = False  # whether `_since` is of the members as they are
+
+    def changed(self) -> None:
+        self._known = False
+
+    def scheduled_since(self) -> datetime | None:
+        """`core.groups.group_scheduled_since` of the members, computed once per change of them."""
+        if not self._known:
+            self._since, self._known = group_scheduled_since(self.pods.values()), True
+        return self._since
+
+
+NO_MEMBERS = GroupMembers()
+
+
 class PodIndex:
     """Kept equal to the API's pods by a watch (`put`, `remove`, `prune`); read by decisions."""
 
@@ -49,6 +78,7 @@ class PodIndex:
         self._by_node: dict[str, dict[PodKey, SlimPod]] = {}
         self._nominated: dict[str, dict[PodKey, SlimPod]] = {}
         self._groups: dict[tuple[int, str], PendingGroup] = {}
+        self._members: dict[PodKey, GroupMembers] = {}  # by their PodGroup's (namespace, name)
         self._order: list[tuple[int, str]] = []  # group keys as (-priority, signature), sorted
         self._gone: dict[str, None] = {}  # UIDs of deleted pods, oldest first, at most GONE_REMEMBERED
         # (priority, constraints' signature) -> (when, the latest candidate of that shape deleted), oldest first
@@ -120,6 +150,10 @@ class PodIndex:
                 return
             yield pod
 
+    def members_of(self, group: PodKey) -> GroupMembers:
+        """The pods that name the PodGroup `group` (namespace, name); none when no pod does."""
+        return self._members.get(group, NO_MEMBERS)
+
     def pending_groups(self) -> Iterator[PendingGroup]:
         """Groups of pending candidates, highest priority first."""
         for negative_priority, signature in self._order:
@@ -130,6 +164,12 @@ class PodIndex:
     def _index(self, pod: SlimPod) -> None:
         if pod.node_name:
             self._by_node.setdefault(pod.node_name, {})[pod.key] = pod
+        if pod.pod_group is not None:
+            members = self._members.get((pod.key[0], pod.pod_group))
+            if members is None:
+                members = self._members[(pod.key[0], pod.pod_group)] = GroupMembers()
+            members.pods[pod.key] = pod
+            members.changed()
         if nominated := _nominated(pod):
             self._nominated.setdefault(nominated, {})[pod.key] = pod
         if pod.pending_candidate:
@@ -164,6 +204,13 @@ class PodIndex:
     def _unindex(self, pod: SlimPod) -> None:
         if pod.node_name:
             _discard(self._by_node, pod.node_name, pod.key)
+        if pod.pod_group is not None:
+            members = self._members.get((pod.key[0], pod.pod_group))
+            if members is not None:
+                members.pods.pop(pod.key, None)
+                members.changed()
+                if not members.pods:
+                    del self._members[(pod.key[0], pod.pod_group)]
         if nominated := _nominated(pod):
             _discard(self._nominated, nominated, pod.key)
         if pod.pending_candidate:

@@ -6,9 +6,11 @@ from typing import Any
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
 from preemption_toleration.kube.informer import ListFunction
+from preemption_toleration.records.pod_group import POD_GROUP_API
 
 
 def priority_classes(api: ApiClient) -> ListFunction:
@@ -32,3 +34,26 @@ def pod_disruption_budgets(api: ApiClient) -> ListFunction:
         return await custom.list_cluster_custom_object("policy", "v1", "poddisruptionbudgets", **kwargs)
 
     return list_budgets
+
+
+def pod_groups(api: ApiClient) -> ListFunction:
+    """PodGroups of all namespaces (`scheduling.k8s.io/v1beta1`, where the API server serves them)."""
+    custom = client.CustomObjectsApi(api)
+    group, version, plural = POD_GROUP_API
+
+    async def list_pod_groups(**kwargs: Any) -> Any:
+        return await custom.list_cluster_custom_object(group, version, plural, **kwargs)
+
+    return list_pod_groups
+
+
+async def serves_pod_groups(api: ApiClient) -> bool:
+    """Whether the API server serves PodGroups (1.37 with `GenericWorkload` on, and its beta API served)."""
+    group, version, plural = POD_GROUP_API
+    try:
+        found = await client.CustomObjectsApi(api).get_api_resources(group, version)
+    except ApiException as error:
+        if error.status == 404:
+            return False
+        raise
+    return any(resource.name == plural for resource in found.resources or [])

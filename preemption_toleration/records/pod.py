@@ -136,6 +136,11 @@ class PodRecord(Protocol):
     def node_name(self) -> str | None: ...
     @property
     def deletion(self) -> str | None: ...
+    @property
+    def pod_group(self) -> str | None:
+        """The name of its PodGroup, in its namespace (`spec.schedulingGroup.podGroupName`); None: no group."""
+        ...
+
     def scheduled_since(self) -> datetime | None: ...
 
 
@@ -183,6 +188,10 @@ class PodBody(_Named, PodJson):
         deletion = as_mapping(self.body.get("metadata")).get("deletionTimestamp")
         return str(deletion) if deletion else None
 
+    @property
+    def pod_group(self) -> str | None:
+        return group_name(as_mapping(self.body.get("spec")))
+
 
 def priority_only(priority: int) -> PodBody:
     """A preemptor known by its priority alone (an Eviction's annotation, the guard's configured one)."""
@@ -210,6 +219,7 @@ class SlimPod(_Named):
         "constraints",
         "requests",
         "label_pairs",
+        "pod_group",
     )
 
     def __init__(
@@ -231,6 +241,7 @@ class SlimPod(_Named):
         label_pairs: Labels = (),
         started: int | None = None,
         preempted: bool = False,
+        pod_group: str | None = None,
     ) -> None:
         self.key = key
         self.uid = uid
@@ -255,6 +266,7 @@ class SlimPod(_Named):
         self.constraints = constraints
         self.requests = requests
         self.label_pairs = label_pairs
+        self.pod_group = pod_group  # its PodGroup's name, in its namespace
 
     @property
     def labels(self) -> Mapping[str, str]:
@@ -276,6 +288,12 @@ class SlimPod(_Named):
     def queue_order(self) -> tuple[int, str, str, str]:
         """The scheduler's queue order: highest priority first, then the oldest (RFC 3339 sorts by time)."""
         return (-self.priority, self.created, self.key[0], self.key[1])
+
+
+def group_name(spec: Mapping[str, Any]) -> str | None:
+    """The PodGroup a pod's spec names (`schedulingGroup.podGroupName`); None when it names none."""
+    name = as_mapping(spec.get("schedulingGroup")).get("podGroupName")
+    return sys.intern(name) if isinstance(name, str) and name else None
 
 
 def pod_key(pod: Mapping[str, Any]) -> PodKey:
@@ -338,4 +356,5 @@ def slim_pod(pod: Mapping[str, Any], shared: Shared) -> SlimPod:
         label_pairs=shared.labels_of(metadata) if node_name else (),  # only a bound pod is a victim
         started=_epoch_seconds(status.get("startTime")) if node_name else None,
         preempted=bool(metadata.get("deletionTimestamp")) and _marked_by_preemption(status),
+        pod_group=group_name(spec),
     )

@@ -1,10 +1,11 @@
-"""The webhooks' view of the cluster: PriorityClasses and policies (and for the guard, pods and nodes),
-from watches, never from a request."""
+"""The webhooks' view of the cluster: PriorityClasses and policies (and for the guard, pods, nodes and,
+where the API server serves them, PodGroups), from watches, never from a request."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
@@ -14,6 +15,7 @@ from preemption_toleration.api.policy import PLURAL
 from preemption_toleration.api.resources import PRIORITY_CLASS_PLURAL
 from preemption_toleration.core.resources import LATEST_RULES, ResizeRules
 from preemption_toleration.inventory.budgets import BudgetIndex
+from preemption_toleration.inventory.group_verdicts import GroupVerdicts
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.preemptors import PreemptorRecord
 from preemption_toleration.inventory.view import ClusterView
@@ -26,6 +28,7 @@ from preemption_toleration.kube.informer import (
     Informer,
 )
 from preemption_toleration.records.node import NodeRecord, node_record
+from preemption_toleration.records.pod_group import PodGroupRecord, group_ref_of, pod_group_record
 from preemption_toleration.records.policy import PolicyView, policy_view
 from preemption_toleration.records.priority_class import ClassView, class_view
 
@@ -42,6 +45,7 @@ class AdmissionCaches:
         page_size: int = DEFAULT_PAGE_SIZE,
         stale_after: float = DEFAULT_STALE_AFTER_SECONDS,
         rules: ResizeRules = LATEST_RULES,
+        pod_groups: bool = False,
     ) -> None:
         self.stale_after = stale_after
         core = client.CoreV1Api(api)
@@ -49,11 +53,14 @@ class AdmissionCaches:
         self.node_store: DictStore[NodeRecord] = DictStore(node_record)
         self.budget_index = BudgetIndex()
         self.preemptors = PreemptorRecord()  # written by the extender's calls, read by the guard
+        self.group_verdicts: GroupVerdicts[Any] = GroupVerdicts()  # the guard's, kept between its requests
         self.class_store: DictStore[ClassView] = DictStore(class_view)
         self.policy_store: DictStore[PolicyView] = DictStore(policy_view)
+        self.group_store: DictStore[PodGroupRecord] = DictStore(pod_group_record, group_ref_of)
         self.pods: Informer | None = None
         self.nodes: Informer | None = None
         self.budgets: Informer | None = None
+        self.groups: Informer | None = None  # with `guard` and `pod_groups`: the API server serves them
         if guard:
             self.pods = Informer("pods", core.list_pod_for_all_namespaces, self.pod_index, logger, page_size=page_size)
             self.nodes = Informer("nodes", core.list_node, self.node_store, logger, page_size=page_size)
@@ -64,6 +71,10 @@ class AdmissionCaches:
                 logger,
                 page_size=page_size,
             )
+            if pod_groups:
+                self.groups = Informer(
+                    "podgroups", listers.pod_groups(api), self.group_store, logger, page_size=page_size
+                )
         self.classes = Informer(
             PRIORITY_CLASS_PLURAL,
             listers.priority_classes(api),
@@ -86,7 +97,8 @@ class AdmissionCaches:
         self._snapshot = None
 
     def informers(self) -> list[Informer]:
-        return [i for i in (self.classes, self.policies, self.pods, self.nodes, self.budgets) if i is not None]
+        informers = (self.classes, self.policies, self.pods, self.nodes, self.budgets, self.groups)
+        return [informer for informer in informers if informer is not None]
 
     def stats(self) -> list[CacheStats]:
         return [informer.stats() for informer in self.informers()]
@@ -125,6 +137,8 @@ class AdmissionCaches:
             policies=snapshot.policies,
             ownership=snapshot.ownership,
             preemptors=self.preemptors,
+            groups=self.group_store.items,
+            group_verdicts=self.group_verdicts,
         )
 
     def snapshot(self) -> Snapshot:

@@ -17,7 +17,8 @@ from kubernetes_asyncio.client import ApiClient
 from preemption_toleration.admission.decisions import AdmissionConfig
 from preemption_toleration.core.resources import LATEST_RULES, ResizeRules, resize_rules
 from preemption_toleration.guard.decisions import GuardConfig
-from preemption_toleration.kube.client import make_api_client
+from preemption_toleration.kube.client import API_ERRORS, make_api_client
+from preemption_toleration.kube.listers import serves_pod_groups
 from preemption_toleration.kube.version import server_minor
 from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.webhooks.caches import AdmissionCaches
@@ -97,6 +98,21 @@ async def _resize_rules(api: ApiClient) -> ResizeRules:
     return rules
 
 
+async def _pod_groups_served(api: ApiClient) -> bool:
+    """Whether the guard caches PodGroups: the API server serves them (1.37, `GenericWorkload`). Asked once, at
+    start: a cluster that turns the gate on later needs the webhook restarted."""
+    try:
+        served = await serves_pod_groups(api)
+    except API_ERRORS as error:
+        logger.warning(
+            "could not learn whether the API server serves PodGroups; members of pod groups are judged as pods",
+            extra={"problem": str(error)},
+        )
+        return False
+    logger.info("pod groups", extra={"served": served})
+    return served
+
+
 async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:
     api = await make_api_client(settings.kubeconfig)
     try:
@@ -113,6 +129,7 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
         page_size=settings.list_page_size,
         stale_after=settings.stale_after,
         rules=await _resize_rules(api),
+        pod_groups=guard_enabled and await _pod_groups_served(api),
     )
     metrics.track_caches(caches.stats)
     tasks = caches.tasks()

@@ -27,7 +27,13 @@ READ: dict[str, dict[str, Any]] = {
         "creationTimestamp": "2026-11-22T11:00:00Z",
         "deletionTimestamp": "2026-11-22T12:00:00Z",
     },
-    "spec": {"nodeName": "node-1", "priority": 8000, "priorityClassName": "low", "preemptionPolicy": "Never"},
+    "spec": {
+        "nodeName": "node-1",
+        "priority": 8000,
+        "priorityClassName": "low",
+        "preemptionPolicy": "Never",
+        "schedulingGroup": {"podGroupName": "trainers"},
+    },
     "status": {
         "phase": "Running",
         "nominatedNodeName": "node-2",

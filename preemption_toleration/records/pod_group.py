@@ -1,0 +1,101 @@
+"""The record of a PodGroup (`scheduling.k8s.io/v1beta1`, Kubernetes 1.37): what the group contract reads of
+it (`core.groups.GroupFacts`), taken once as the group enters the cache."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from preemption_toleration.core.groups import DisruptionMode, GroupMember
+from preemption_toleration.core.shapes import as_int, as_mapping
+from preemption_toleration.records.pod import PodKey, PodRecord, pod_key
+
+POD_GROUP_API = ("scheduling.k8s.io", "v1beta1", "podgroups")  # (group, version, plural)
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupRecord:
+    key: PodKey  # (namespace, name), as its members name it
+    uid: str
+    priority: int  # spec.priority: 0 when unset, as the scheduler reads it
+    priority_class: str | None
+    disruption: DisruptionMode
+    preempts_never: bool
+    min_count: int | None  # a gang's minimum (spec.schedulingPolicy.gang.minCount); None: not a gang
+
+    @property
+    def ref(self) -> str:
+        return f"{self.key[0]}/{self.key[1]}"
+
+
+def group_ref_of(group: Mapping[str, Any]) -> str:
+    """ "namespace/name" of a PodGroup as the API server returns it: its cache's key."""
+    namespace, name = pod_key(group)
+    return f"{namespace}/{name}"
+
+
+def pod_group_record(group: Mapping[str, Any]) -> PodGroupRecord:
+    """The record of a PodGroup as the API server returns it. A field of the wrong shape reads as absent, and
+    a disruption mode other than `all` as `single` (the API's default)."""
+    metadata = as_mapping(group.get("metadata"))
+    spec = as_mapping(group.get("spec"))
+    gang = as_mapping(as_mapping(spec.get("schedulingPolicy")).get("gang"))
+    min_count = gang.get("minCount")
+    all_at_once = isinstance(as_mapping(spec.get("disruptionMode")).get("all"), Mapping)
+    class_name = spec.get("priorityClassName")
+    return PodGroupRecord(
+        key=pod_key(group),
+        uid=str(metadata.get("uid") or ""),
+        priority=as_int(spec.get("priority")),
+        priority_class=class_name if isinstance(class_name, str) and class_name else None,
+        disruption=DisruptionMode.ALL if all_at_once else DisruptionMode.SINGLE,
+        preempts_never=spec.get("preemptionPolicy") == "Never",
+        min_count=min_count if isinstance(min_count, int) and not isinstance(min_count, bool) else None,
+    )
+
+
+class MemberRecord(GroupMember):
+    """A victim judged as a member of its PodGroup: a `PodRecord` whose priority, class and scheduled time are
+    its group's (`core.groups.as_victim`), everything else the pod's."""
+
+    __slots__ = ()
+    pod: PodRecord
+    group: PodGroupRecord
+
+    def __init__(self, pod: PodRecord, group: PodGroupRecord, group_since: datetime | None) -> None:
+        since = group_since if group.disruption is DisruptionMode.ALL else pod.scheduled_since()
+        super().__init__(pod, group, since)
+
+    @property
+    def key(self) -> PodKey:
+        return self.pod.key
+
+    @property
+    def uid(self) -> str:
+        return self.pod.uid
+
+    @property
+    def namespace(self) -> str:
+        return self.pod.namespace
+
+    @property
+    def name(self) -> str:
+        return self.pod.name
+
+    @property
+    def ref(self) -> str:
+        return self.pod.ref
+
+    @property
+    def node_name(self) -> str | None:
+        return self.pod.node_name
+
+    @property
+    def deletion(self) -> str | None:
+        return self.pod.deletion
+
+    @property
+    def pod_group(self) -> str | None:
+        return self.pod.pod_group

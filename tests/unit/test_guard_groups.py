@@ -1,0 +1,143 @@
+"""The guard's decisions on members of pod groups (docs/contract.md, "Pod groups"): a member judged by its
+group's class and priority, with `disruptionMode: all` from when the last member was scheduled and with one
+decision for all the members of one preemption; a preemptor group by its PodGroup."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from preemption_toleration.guard.decisions import GuardConfig, judge
+from preemption_toleration.inventory.group_verdicts import GroupVerdicts
+from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.view import ClusterView
+from preemption_toleration.records.pod_group import pod_group_record
+from preemption_toleration.records.priority_class import class_view
+from tests.unit.guard_requests import answered
+from tests.unit.test_guard import CLASSES, NOW, POLICIES, bound, node, pending, pod_request
+
+TEN_MINUTES = "low-non-preempted-10min"  # 8000, not below 10000 for 600 s
+
+
+def group(name: str, class_name: str, priority: int = 8000, mode: str = "all") -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "team", "uid": f"uid-{name}"},
+        "spec": {
+            "schedulingPolicy": {"gang": {"minCount": 2}},
+            "disruptionMode": {mode: {}},
+            "priorityClassName": class_name,
+            "priority": priority,
+        },
+    }
+
+
+def member(name: str, of: str, minutes_ago: float, class_name: str = "low", priority: int = 8000) -> dict[str, Any]:
+    pod = bound(name, priority, class_name, ago=timedelta(minutes=minutes_ago))
+    pod["spec"]["schedulingGroup"] = {"podGroupName": of}
+    return pod
+
+
+def view(
+    *pods: dict[str, Any], groups: tuple[dict[str, Any], ...] = (), clock: list[float] | None = None
+) -> ClusterView:
+    records = [pod_group_record(body) for body in groups]
+    return ClusterView(
+        pods=PodIndex.of(pods),
+        nodes={"node-1": node()},
+        classes={name: class_view(body) for name, body in CLASSES.items()},
+        policies=POLICIES,
+        groups={record.ref: record for record in records},
+        group_verdicts=GroupVerdicts(clock=(lambda: clock[0]) if clock else (lambda: 0.0)),
+    )
+
+
+def refused(victim: dict[str, Any], state: ClusterView, now=NOW) -> str | None:
+    """The refusal's message of the scheduler's DELETE of `victim`, or None when allowed."""
+    verdict = judge(pod_request(None, old=victim, name=victim["metadata"]["name"]), state, GuardConfig(), now)
+    return None if verdict.allowed else answered(verdict).status.message
+
+
+PREEMPTOR = pending("high-1", 9000)
+
+PROTECTED_ALL = group("g", TEN_MINUTES)
+PROTECTED_SINGLE = group("g", TEN_MINUTES, mode="single")
+PLAIN_ALL = group("g", "low")
+
+DECISIONS = [
+    # (rule, victim, the other members, groups, refused)
+    ("a member of a protected group, of a plain class", member("m-0", "g", 5), [], [PROTECTED_ALL], True),
+    ("a member of a plain group, of a protected class", member("m-0", "g", 5, TEN_MINUTES), [], [PLAIN_ALL], False),
+    ("naming a group that does not exist: a pod", member("m-0", "gone", 5, TEN_MINUTES), [], [], True),
+    ("all: from the last member scheduled", member("m-0", "g", 15), [member("m-1", "g", 5)], [PROTECTED_ALL], True),
+    ("all: every member scheduled long ago", member("m-0", "g", 15), [member("m-1", "g", 12)], [PROTECTED_ALL], False),
+    ("single: the member's own time", member("m-0", "g", 15), [member("m-1", "g", 5)], [PROTECTED_SINGLE], False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("rule", "victim", "others", "groups", "expected"), DECISIONS, ids=[d[0] for d in DECISIONS])
+def test_a_member_is_judged_as_its_group(
+    rule: str, victim: dict[str, Any], others: list[dict[str, Any]], groups: list[dict[str, Any]], expected: bool
+) -> None:
+    state = view(victim, *others, PREEMPTOR, groups=tuple(groups))
+    assert (refused(victim, state) is not None) is expected
+
+
+def test_the_refusal_names_the_group_and_its_class() -> None:
+    victim = member("m-0", "g", 5, priority=100)
+    message = refused(victim, view(victim, PREEMPTOR, groups=(group("g", TEN_MINUTES),)))
+    assert message is not None
+    assert message.startswith(
+        f"pod team/m-0 of PodGroup team/g (PriorityClass {TEN_MINUTES}, priority 8000) tolerates preemption by "
+        f"priorities below 10000 (the annotations of PriorityClass {TEN_MINUTES}); the preemptor (team/high-1, "
+        "priority 9000) is below it until"
+    )
+
+
+def test_all_the_members_of_one_preemption_get_the_first_ones_answer() -> None:
+    """The group's toleration ends between two members' DELETEs: the second gets the first one's refusal,
+    and the scheduler's next attempt, after a pause, gets a fresh decision."""
+    clock = [0.0]
+    members = [member(f"m-{index}", "g", 10 - 1 / 60) for index in range(3)]  # 1 s of the 600 left
+    state = view(*members, PREEMPTOR, groups=(group("g", TEN_MINUTES),), clock=clock)
+    assert refused(members[0], state) is not None
+    clock[0] += 0.2
+    assert refused(members[1], state, now=NOW + timedelta(seconds=2)) is not None  # past the end: kept
+    clock[0] += 10.0
+    assert refused(members[2], state, now=NOW + timedelta(seconds=12)) is None
+
+
+def test_a_member_of_a_single_group_is_not_kept() -> None:
+    clock = [0.0]
+    members = [member(f"m-{index}", "g", 10 - 1 / 60) for index in range(2)]
+    state = view(*members, PREEMPTOR, groups=(group("g", TEN_MINUTES, mode="single"),), clock=clock)
+    assert refused(members[0], state) is not None
+    assert refused(members[1], state, now=NOW + timedelta(seconds=2)) is None
+
+
+def preemptor_in(of: str, priority: int = 9000) -> dict[str, Any]:
+    pod = pending("high-1", priority)
+    pod["spec"]["schedulingGroup"] = {"podGroupName": of}
+    return pod
+
+
+PREEMPTOR_GROUPS = [
+    # (rule, preemptor pod, groups, refused)
+    ("a preemptor group at the minimum, of pods below it", preemptor_in("p", 9000), [group("p", "high", 10000)], False),
+    ("a preemptor group below the minimum", preemptor_in("p", 9000), [group("p", "high", 9500)], True),
+    ("a preemptor naming a group that does not exist: its own priority", preemptor_in("gone", 10000), [], False),
+]
+
+
+@pytest.mark.parametrize(
+    ("rule", "preemptor", "groups", "expected"), PREEMPTOR_GROUPS, ids=[p[0] for p in PREEMPTOR_GROUPS]
+)
+def test_a_preemptor_group_is_judged_at_its_pod_group_priority(
+    rule: str, preemptor: dict[str, Any], groups: list[dict[str, Any]], expected: bool
+) -> None:
+    victim = bound("victim", 8000, "low-non-preempted")
+    state = view(victim, preemptor, groups=tuple(groups))
+    assert (refused(victim, state) is not None) is expected
