@@ -6,8 +6,10 @@ a tenth are pending, in 100 workload shapes (node selectors, tolerations) of thr
 which fits the victim's node. Then times, side by side in one run, the guard's handling of one
 scheduler DELETE of a protected victim (the whole AdmissionReview parsed, the preemptor inferred, the
 refusal built) and of a user's DELETE (the fast path). Reports the median and p99
-per request and each size's ratio to the empty cache (target: at most 1.2). Saves the figures to
-benchmarks/results/guard_latency.json. Run:
+per request and each size's ratio to the empty cache (target: at most 1.2). Beside them, the scheduler's
+DELETE of a member of a protected 64-pod PodGroup (`disruptionMode: all`), decided afresh each time (the
+guard's decision for the group is not kept between the timed requests): its ratio to the lone victim's
+(target: at most 1.2). Saves the figures to benchmarks/results/guard_latency.json. Run:
 
     .venv/bin/python benchmarks/guard_latency.py [--sizes 0,50000,150000] [--requests 2000]
 """
@@ -28,15 +30,18 @@ from _common import save_results, shown, timed
 from preemption_toleration.admission.decisions import Snapshot
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
 from preemption_toleration.guard.decisions import GuardConfig
+from preemption_toleration.inventory.group_verdicts import LONGEST_SECONDS, GroupVerdicts
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.node import node_record
+from preemption_toleration.records.pod_group import pod_group_record
 from preemption_toleration.records.priority_class import class_view
 from preemption_toleration.webhooks.guard_endpoint import GUARD, GuardHooks
 from preemption_toleration.webhooks.server import WebhookApp
 from tests.unit.webhook_client import webhook_app
 
 NODES = 5000
+GROUP_SIZE = 64
 
 
 def realistic_pod(i: int) -> dict[str, Any]:
@@ -129,8 +134,30 @@ def preemptor() -> dict[str, Any]:
     return pod
 
 
+def group_members() -> list[dict[str, Any]]:
+    """A protected PodGroup's members, bound, each on a node of its own where the preemptor fits, scheduled a
+    second apart."""
+    members = []
+    for m in range(GROUP_SIZE):
+        pod = realistic_pod(1)
+        pod["metadata"].update(name=f"trainer-{m}", namespace="team-0", uid=f"member-{m}")
+        pod["spec"].update(priority=8000, priorityClassName="low", nodeName=f"node-{7 + 20 * m}")  # pool p7
+        pod["spec"]["schedulingGroup"] = {"podGroupName": "trainers"}
+        pod["status"]["conditions"][-1]["lastTransitionTime"] = f"2026-11-22T11:01:{m % 60:02d}Z"
+        members.append(pod)
+    return members
+
+
+PROTECTED_GROUP = pod_group_record(
+    {
+        "metadata": {"name": "trainers", "namespace": "team-0", "uid": "trainers"},
+        "spec": {"priority": 8000, "priorityClassName": "low", "disruptionMode": {"all": {}}},
+    }
+)
+
+
 def snapshot_of(size: int) -> tuple[ClusterView, int]:
-    index = PodIndex.of([preemptor()])
+    index = PodIndex.of([preemptor(), *group_members()])
     json_bytes = 0
     for i in range(size):
         raw = json.dumps(realistic_pod(i)).encode()
@@ -140,13 +167,23 @@ def snapshot_of(size: int) -> tuple[ClusterView, int]:
         f"node-{n}": node_record({"metadata": {"name": f"node-{n}", "labels": {"pool": f"p{n % 20}"}}})
         for n in range(NODES)
     }
-    return ClusterView(pods=index, nodes=nodes, classes=protected_classes()), json_bytes // max(size, 1)
+    ticks = iter(range(0, 1 << 62, int(LONGEST_SECONDS) + 1))  # each request decided afresh
+    view = ClusterView(
+        pods=index,
+        nodes=nodes,
+        classes=protected_classes(),
+        groups={PROTECTED_GROUP.ref: PROTECTED_GROUP},
+        group_verdicts=GroupVerdicts(clock=lambda: float(next(ticks))),
+    )
+    return view, json_bytes // max(size, 1)
 
 
-def review(user: str) -> bytes:
-    victim = realistic_pod(1)  # bound, priority 9000 ... made a protected low pod below
-    victim["spec"].update(priority=8000, priorityClassName="low", nodeName="node-7")
-    victim["metadata"].update(name="victim", namespace="team-0")
+def review(user: str, victim: dict[str, Any] | None = None) -> bytes:
+    """A DELETE by `user` of the protected victim (by default a lone pod, made of a realistic one)."""
+    if victim is None:
+        victim = realistic_pod(1)  # bound, priority 9000 ... made a protected low pod
+        victim["spec"].update(priority=8000, priorityClassName="low", nodeName="node-7")
+        victim["metadata"].update(name="victim", namespace="team-0")
     return json.dumps(
         {
             "apiVersion": "admission.k8s.io/v1",
@@ -155,7 +192,7 @@ def review(user: str) -> bytes:
                 "uid": "u",
                 "kind": {"group": "", "version": "v1", "kind": "Pod"},
                 "resource": {"group": "", "version": "v1", "resource": "pods"},
-                "name": "victim",
+                "name": victim["metadata"]["name"],
                 "namespace": "team-0",
                 "operation": "DELETE",
                 "userInfo": {"username": user},
@@ -189,13 +226,16 @@ def main() -> None:
     args = parser.parse_args()
     config = GuardConfig()
     scheduler, user = review("system:kube-scheduler"), review("alice")
+    member = review("system:kube-scheduler", group_members()[0])
     snapshots = {size: snapshot_of(size) for size in (int(s) for s in args.sizes.split(","))}
     rows = []
     for round_ in range(3):  # interleaved rounds, medians of the three
         for size, (snapshot, pod_bytes) in snapshots.items():
             assert not handle(scheduler, snapshot, config), "the victim must be refused"
+            assert not handle(member, snapshot, config), "the group's member must be refused"
             sched = timed(lambda: handle(scheduler, snapshot, config), args.requests)
             fast = timed(lambda: handle(user, snapshot, config), args.requests)
+            grouped = timed(lambda: handle(member, snapshot, config), args.requests)
             rows.append(
                 {
                     "round": round_,
@@ -205,16 +245,23 @@ def main() -> None:
                     "schedulerDeleteP99Ms": sched[1],
                     "userDeleteP50Ms": fast[0],
                     "userDeleteP99Ms": fast[1],
+                    "memberDeleteP50Ms": grouped[0],
+                    "memberDeleteP99Ms": grouped[1],
                 }
             )
     summary = []
     base = statistics.median(r["schedulerDeleteP50Ms"] for r in rows if r["pods"] == min(snapshots))
-    print(f"{'pods':>8} {'pod JSON':>9} {'scheduler DELETE p50':>21} {'p99':>8} {'ratio':>6} {'user DELETE p50':>16}")
+    print(
+        f"{'pods':>8} {'pod JSON':>9} {'scheduler DELETE p50':>21} {'p99':>8} {'ratio':>6} {'user DELETE p50':>16}"
+        f" {f'member of {GROUP_SIZE} p50':>18} {'/ lone':>7}"
+    )
     for size in snapshots:
         mine = [r for r in rows if r["pods"] == size]
         p50 = statistics.median(r["schedulerDeleteP50Ms"] for r in mine)
         p99 = statistics.median(r["schedulerDeleteP99Ms"] for r in mine)
         fast = statistics.median(r["userDeleteP50Ms"] for r in mine)
+        grouped = statistics.median(r["memberDeleteP50Ms"] for r in mine)
+        to_lone = statistics.median(r["memberDeleteP50Ms"] / r["schedulerDeleteP50Ms"] for r in mine)
         summary.append(
             {
                 "pods": size,
@@ -222,10 +269,13 @@ def main() -> None:
                 "schedulerDeleteP99Ms": p99,
                 "ratioToEmpty": p50 / base,
                 "userDeleteP50Ms": fast,
+                "memberDeleteP50Ms": grouped,
+                "memberToLone": to_lone,
             }
         )
         print(
             f"{size:>8} {mine[0]['podJsonBytes']:>8}B {p50:>19.3f}ms {p99:>6.3f}ms {p50 / base:>6.2f} {fast:>14.3f}ms"
+            f" {grouped:>16.3f}ms {to_lone:>6.2f}x"
         )
     path = save_results("guard_latency", {"requests": args.requests, "summary": summary, "rounds": rows})
     print(f"saved to {shown(path)}")

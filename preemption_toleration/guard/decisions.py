@@ -236,15 +236,15 @@ def _judge(
     kept: GroupDecision | None = view.group_verdicts.recall(whole.uid) if whole is not None else None
     if kept is not None:  # the decision of the group's first member in this preemption
         preemptor, source, exempt, found = kept
-    else:
+    judged_as = _preemptor_facts(preemptor, view)
+    if kept is None:
         try:
-            exempt, found = exemption(victim, _preemptor_facts(preemptor, view), toleration, now)
+            exempt, found = exemption(victim, judged_as, toleration, now)
         except PriorityClassNotFound:
             # upstream skips the node; we cannot judge either
             return Verdict(source=source, preemptor=preemptor)
         if whole is not None:
             view.group_verdicts.keep(whole.uid, (preemptor, source, exempt, found))
-    judged_as = _preemptor_facts(preemptor, view)
     if not exempt:
         # a group's members are preempted across nodes, not node by node: none of them is in vain on its node
         checks_waste = (

@@ -10,7 +10,10 @@ Fixtures:
 - `alice`: runs kubectl as another cluster admin, who is not the operator (so managed annotations are hers
   to be refused);
 - `server`: the webhook server of a module's `ptol run`, the module's `components` fixture (made by
-  `components.ptol_run_fixture` with the flags the module needs).
+  `components.ptol_run_fixture` with the flags the module needs);
+- `group_cluster`, `group_api`: a second control plane of the same release with pod groups on (`ptol dev
+  cluster up --feature pod-groups`), started when a test first asks for it; skipped before 1.37;
+  `group_namespace` and `group_nodes` (two of 2 CPUs) are there.
 
 Async tests must run in the session's event loop (the `api` client lives there): mark them
 `pytest.mark.asyncio(loop_scope="session")`, as the modules here do with `pytestmark`.
@@ -38,6 +41,7 @@ from preemption_toleration.devcluster import (
     ensure_namespace,
     ensure_toolchain,
 )
+from preemption_toleration.devcluster.features import POD_GROUPS, features_named
 from tests.integration.components import RunProcess, Server
 from tests.integration.helpers import START_SECONDS, unique_name
 
@@ -68,6 +72,47 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 async def api(cluster: LocalCluster) -> AsyncIterator[ApiClient]:
     async with await cluster.api_client() as api_client:
         yield api_client
+
+
+@pytest.fixture(scope="session")
+def group_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    toolchain = ensure_toolchain(_progress)
+    try:
+        features_named([POD_GROUPS.name], toolchain.version)
+    except ValueError as error:
+        pytest.skip(str(error))
+    local = LocalCluster(tmp_path_factory.mktemp("group-cluster"), toolchain)
+    local.start(die_with_parent=True, features=[POD_GROUPS.name])
+    try:
+        yield local
+    finally:
+        local.stop()
+
+
+@pytest.fixture(scope="session")
+async def group_api(group_cluster: LocalCluster) -> AsyncIterator[ApiClient]:
+    async with await group_cluster.api_client() as api_client:
+        yield api_client
+
+
+@pytest.fixture
+async def group_namespace(group_api: ApiClient, request: pytest.FixtureRequest) -> AsyncIterator[str]:
+    """A fresh namespace on the pod-group control plane; its pods removed after."""
+    name = unique_name(request.node.name)
+    await ensure_namespace(group_api, name)
+    yield name
+    await delete_namespace(group_api, name)
+
+
+@pytest.fixture
+async def group_nodes(group_api: ApiClient) -> AsyncIterator[list[str]]:
+    """Two nodes of 2 CPUs on the pod-group control plane (room for four pods of 1 CPU), deleted after."""
+    names = [unique_name("node") for _ in range(2)]
+    for name in names:
+        await create_node(group_api, name, cpu="2")
+    yield names
+    for name in names:
+        await delete_node(group_api, name)
 
 
 @pytest.fixture

@@ -1,0 +1,76 @@
+"""Pod groups on the pod-group control plane (`group_cluster`): PodGroups of `scheduling.k8s.io/v1beta1`, their
+member pods, and waiting for what the scheduler does with them."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client import ApiClient
+
+from tests.builders import pod
+from tests.integration.helpers import SCHEDULING_SECONDS, eventually
+from tests.integration.pods import node_of, read_pod
+
+GROUP, VERSION, PLURAL = "scheduling.k8s.io", "v1beta1", "podgroups"
+
+
+def pod_group_body(
+    name: str, class_name: str, size: int, mode: Literal["single", "all"] = "all", gang: bool = True
+) -> dict[str, Any]:
+    """A PodGroup of `size` members of this class: a gang (placed whole or not at all) unless `gang` is False,
+    disrupted pod by pod (`single`) or whole (`all`)."""
+    policy = {"gang": {"minCount": size}} if gang else {"basic": {}}
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {"schedulingPolicy": policy, "disruptionMode": {mode: {}}, "priorityClassName": class_name},
+    }
+
+
+def member_body(name: str, group: str, class_name: str | None, cpu: str = "1") -> dict[str, Any]:
+    """A pod of the group, placed by the scheduler; it ends at once when deleted."""
+    body = pod(name, class_name=class_name, namespace=None, cpu=cpu, grace_seconds=0)
+    body["spec"]["schedulingGroup"] = {"podGroupName": group}
+    return body
+
+
+async def create_group(
+    api: ApiClient, namespace: str, name: str, class_name: str, size: int, **options: Any
+) -> list[str]:
+    """A PodGroup and its `size` members (`name`-0, `name`-1...); their names."""
+    await client.CustomObjectsApi(api).create_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, pod_group_body(name, class_name, size, **options)
+    )
+    members = [f"{name}-{index}" for index in range(size)]
+    core = client.CoreV1Api(api)
+    for member in members:
+        await core.create_namespaced_pod(namespace, member_body(member, name, class_name))
+    return members
+
+
+async def read_group(api: ApiClient, namespace: str, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = await client.CustomObjectsApi(api).get_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, name
+    )
+    return found
+
+
+async def placed(api: ApiClient, namespace: str, members: list[str]) -> dict[str, str | None]:
+    """Each member's node (None: pending), or "gone" for a member deleted."""
+    found: dict[str, str | None] = {}
+    for member in members:
+        body = await read_pod(api, namespace, member)
+        found[member] = "gone" if body is None else node_of(body)
+    return found
+
+
+async def until_placed(api: ApiClient, namespace: str, members: list[str]) -> dict[str, str | None]:
+    """Each member's node, once every member is bound."""
+    return await eventually(
+        lambda: placed(api, namespace, members),
+        lambda nodes: all(node not in (None, "gone") for node in nodes.values()),
+        timeout=SCHEDULING_SECONDS,
+        what=f"{', '.join(members)} bound",
+    )

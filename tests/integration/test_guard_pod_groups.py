@@ -1,0 +1,104 @@
+"""The guard on a control plane with pod groups (Kubernetes 1.37, `--feature pod-groups`), against the
+scheduler's own workload-aware preemption (docs/contract.md, "Pod groups"): a victim group of
+`disruptionMode: all` is refused whole or preempted whole, never in part, where judging its members one by
+one would let some go: members whose own toleration has ended, or whose own class protects nothing."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client import ApiClient
+
+from preemption_toleration.devcluster import LocalCluster
+from tests.integration.components import RunProcess, Server, ptol_run
+from tests.integration.groups import (
+    GROUP,
+    PLURAL,
+    VERSION,
+    create_group,
+    member_body,
+    placed,
+    pod_group_body,
+    until_placed,
+)
+from tests.integration.helpers import SCHEDULING_SECONDS, eventually, unique_name
+from tests.integration.objects import MIN, TOL
+from tests.integration.pods import set_scheduled_at
+
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
+
+GUARANTEE_SECONDS = 20
+
+
+@pytest.fixture(scope="module")
+def guard(group_cluster: LocalCluster) -> Iterator[RunProcess]:
+    with ptol_run(group_cluster, "--resync-seconds", "3") as process:
+        yield process
+
+
+@pytest.fixture
+async def classes(group_api: ApiClient, guard: RunProcess) -> AsyncIterator[dict[str, str]]:
+    """`high` (9000), `guarded` (8000: not below 10000 for its first 20 s), `forever` (8000: never below 10000),
+    by their own annotations, and `plain` (7000)."""
+    suffix = unique_name("c").split("-")[-1]
+    names = {role: f"{role}-{suffix}" for role in ("high", "guarded", "forever", "plain")}
+    scheduling = client.SchedulingV1Api(group_api)
+    notes = {"guarded": {MIN: "10000", TOL: str(GUARANTEE_SECONDS)}, "forever": {MIN: "10000", TOL: "-1"}}
+    values = {"high": 9000, "guarded": 8000, "forever": 8000, "plain": 7000}
+    for role, name in names.items():
+        metadata = {"name": name, "annotations": notes.get(role, {})}
+        await scheduling.create_priority_class({"metadata": metadata, "value": values[role]})
+    yield names
+    for name in names.values():
+        await scheduling.delete_priority_class(name)
+
+
+async def test_a_protected_all_group_is_refused_whole_then_preempted_whole_after_its_toleration(
+    group_api: ApiClient, group_namespace: str, group_nodes: list[str], classes: dict[str, str], guard: RunProcess
+) -> None:
+    server = Server.of(guard)
+    victims = await create_group(group_api, group_namespace, "victims", classes["guarded"], 4)
+    await until_placed(group_api, group_namespace, victims)
+    # Two members' own 20 s are over: judged one by one, they would go and the two others stay.
+    for victim in victims[:2]:
+        await set_scheduled_at(group_api, group_namespace, victim, datetime.now(UTC) - timedelta(minutes=1))
+    before = await server.refusals()
+    preemptors = await create_group(group_api, group_namespace, "preemptors", classes["high"], 2)
+    # Within its 20 s: refused, every member stays.
+    await eventually(server.refusals, lambda count: count > before, timeout=SCHEDULING_SECONDS, what="a refusal")
+    found = await placed(group_api, group_namespace, [*victims, *preemptors])
+    assert all(found[victim] in group_nodes for victim in victims), found
+    assert all(found[preemptor] is None for preemptor in preemptors), found
+    # After it: the whole group goes, and the preemptors take its room.
+    await eventually(
+        lambda: placed(group_api, group_namespace, victims),
+        lambda now: set(now.values()) == {"gone"},
+        timeout=SCHEDULING_SECONDS,
+        what="every victim deleted",
+    )
+    await until_placed(group_api, group_namespace, preemptors)
+
+
+async def test_members_of_other_classes_are_protected_by_their_groups_class(
+    group_api: ApiClient, group_namespace: str, group_nodes: list[str], classes: dict[str, str], guard: RunProcess
+) -> None:
+    """A group of `forever` whose members were bound directly (no scheduler checked their priorities): two of
+    them of `plain` (7000, which protects nothing), two of `forever`. All four stay, refused alike."""
+    server = Server.of(guard)
+    custom, core = client.CustomObjectsApi(group_api), client.CoreV1Api(group_api)
+    body = pod_group_body("mixed", classes["forever"], 4, gang=False)
+    await custom.create_namespaced_custom_object(GROUP, VERSION, group_namespace, PLURAL, body)
+    victims = [f"mixed-{index}" for index in range(4)]
+    for index, victim in enumerate(victims):
+        pod = member_body(victim, "mixed", classes["plain" if index < 2 else "forever"])
+        pod["spec"]["nodeName"] = group_nodes[index % 2]
+        await core.create_namespaced_pod(group_namespace, pod)
+    before = await server.refusals()
+    preemptors = await create_group(group_api, group_namespace, "preemptors", classes["high"], 2)
+    await eventually(server.refusals, lambda count: count >= before + 4, timeout=SCHEDULING_SECONDS, what="refusals")
+    found = await placed(group_api, group_namespace, [*victims, *preemptors])
+    assert all(found[victim] in group_nodes for victim in victims), found
+    assert all(found[preemptor] is None for preemptor in preemptors), found
