@@ -27,6 +27,7 @@ import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import pytest
@@ -59,9 +60,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     toolchain = ensure_toolchain(_progress)  # instant once `ptol dev cluster install` has run
     explicit = os.environ.get("PTOL_TEST_CLUSTER_DIR")
     directory = Path(explicit) if explicit else tmp_path_factory.mktemp("cluster")
-    local = LocalCluster(directory, toolchain)
+    with _running(LocalCluster(directory, toolchain)) as local:
+        yield local
+
+
+@contextmanager
+def _running(local: LocalCluster, features: tuple[str, ...] = ()) -> Iterator[LocalCluster]:
     # Started from the main thread and tied to it: nothing survives the test run, even a killed one.
-    local.start(die_with_parent=True)
+    local.start(die_with_parent=True, features=features)
     try:
         yield local
     finally:
@@ -81,12 +87,8 @@ def group_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
         features_named([POD_GROUPS.name], toolchain.version)
     except ValueError as error:
         pytest.skip(str(error))
-    local = LocalCluster(tmp_path_factory.mktemp("group-cluster"), toolchain)
-    local.start(die_with_parent=True, features=[POD_GROUPS.name])
-    try:
+    with _running(LocalCluster(tmp_path_factory.mktemp("group-cluster"), toolchain), (POD_GROUPS.name,)) as local:
         yield local
-    finally:
-        local.stop()
 
 
 @pytest.fixture(scope="session")
@@ -98,10 +100,8 @@ async def group_api(group_cluster: LocalCluster) -> AsyncIterator[ApiClient]:
 @pytest.fixture
 async def group_namespace(group_api: ApiClient, request: pytest.FixtureRequest) -> AsyncIterator[str]:
     """A fresh namespace on the pod-group control plane; its pods removed after."""
-    name = unique_name(request.node.name)
-    await ensure_namespace(group_api, name)
-    yield name
-    await delete_namespace(group_api, name)
+    async with _fresh_namespace(group_api, request.node.name) as name:
+        yield name
 
 
 @pytest.fixture
@@ -117,7 +117,13 @@ async def group_nodes(group_api: ApiClient) -> AsyncIterator[list[str]]:
 
 @pytest.fixture
 async def namespace(api: ApiClient, request: pytest.FixtureRequest) -> AsyncIterator[str]:
-    name = unique_name(request.node.name)
+    async with _fresh_namespace(api, request.node.name) as name:
+        yield name
+
+
+@asynccontextmanager
+async def _fresh_namespace(api: ApiClient, hint: str) -> AsyncIterator[str]:
+    name = unique_name(hint)
     await ensure_namespace(api, name)
     yield name
     await delete_namespace(api, name)
