@@ -1,6 +1,6 @@
 """The built-in resources the project judges, watches and registers webhooks for, named once: the
 PriorityClass's API group, version, kind and plural (the custom resource's are `api/policy.py`'s), the
-pods', and the one object reference type Events name."""
+pods', the PodGroup's (1.37), and the one object reference type Events name."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ PRIORITY_CLASSES: Final = (PRIORITY_CLASS_GROUP, PRIORITY_CLASS_PLURAL)
 PRIORITY_CLASS_API_VERSION: Final = f"{PRIORITY_CLASS_GROUP}/v1"
 PRIORITY_CLASS_KIND: Final = "PriorityClass"
 PODS: Final = ("", "pods")  # the core group's pods, which the guard judges
+# (group, version, plural) of PodGroups, which the guard caches where the API server serves them
+POD_GROUP_API: Final = (PRIORITY_CLASS_GROUP, "v1beta1", "podgroups")
+POD_GROUP_KIND: Final = "PodGroup"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,3 +48,8 @@ def pod_ref(namespace: str, name: str, uid: str) -> ObjectRef:
 
 def priority_class_ref(name: str, uid: str) -> ObjectRef:
     return ObjectRef(PRIORITY_CLASS_API_VERSION, PRIORITY_CLASS_KIND, name, uid)
+
+
+def pod_group_ref(namespace: str, name: str, uid: str) -> ObjectRef:
+    group, version, _ = POD_GROUP_API
+    return ObjectRef(f"{group}/{version}", POD_GROUP_KIND, name, uid, namespace)

@@ -9,8 +9,8 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
+from preemption_toleration.api.resources import POD_GROUP_API
 from preemption_toleration.kube.informer import ListFunction
-from preemption_toleration.records.pod_group import POD_GROUP_API
 
 
 def priority_classes(api: ApiClient) -> ListFunction:

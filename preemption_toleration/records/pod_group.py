@@ -8,11 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from preemption_toleration.api.resources import ObjectRef, pod_group_ref
 from preemption_toleration.core.groups import DisruptionMode, GroupMember
 from preemption_toleration.core.shapes import as_int, as_mapping
 from preemption_toleration.records.pod import PodKey, PodRecord, pod_key
-
-POD_GROUP_API = ("scheduling.k8s.io", "v1beta1", "podgroups")  # (group, version, plural)
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +27,11 @@ class PodGroupRecord:
     @property
     def ref(self) -> str:
         return f"{self.key[0]}/{self.key[1]}"
+
+    @property
+    def object_ref(self) -> ObjectRef:
+        """What an Event about the group names."""
+        return pod_group_ref(self.key[0], self.key[1], self.uid)
 
 
 def group_ref_of(group: Mapping[str, Any]) -> str:

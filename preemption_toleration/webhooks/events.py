@@ -1,4 +1,5 @@
-"""Kubernetes Events on the victims of refused preemptions, aggregated per victim and reason.
+"""Kubernetes Events on the victims of refused preemptions, aggregated per victim and reason; and for a
+member of a PodGroup, one on its group too, aggregated per group (the group is refused as a whole).
 
 A scheduler retrying many times a second must not flood the API server: the first refusal creates an Event,
 later ones raise its count, at most once per `min_interval` seconds. The guard hands over the first refusal
@@ -20,10 +21,12 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from preemption_toleration.api.resources import pod_ref
+from preemption_toleration.api.resources import ObjectRef, pod_ref
+from preemption_toleration.core.groups import DisruptionMode
 from preemption_toleration.guard.decisions import Refusal
 from preemption_toleration.kube.client import API_ERRORS, answer_of
 from preemption_toleration.kube.events import event_body
+from preemption_toleration.records.pod_group import MemberRecord
 
 logger = logging.getLogger("preemption_toleration.guard")
 COMPONENT = "preemption-toleration-guard"
@@ -39,12 +42,44 @@ class _Aggregate:
     first: datetime
 
 
-def refusal_event(name: str, refusal: Refusal, count: int, first: datetime, now: datetime) -> dict[str, Any]:
-    """The Event on a refused preemption's victim, standing for `count` refusals since `first`."""
+@dataclass(frozen=True)
+class Subject:
+    """What a refusal's Event is about: its object, the Event's words, and the key its repeats add up under."""
+
+    ref: ObjectRef
+    message: str
+    key: tuple[Any, ...]
+
+
+def subjects(refusal: Refusal) -> list[Subject]:
+    """The victim pod; and for a member of a PodGroup, its group, whose Event stands for every member's
+    refusal (the scheduler preempts the group's members together)."""
     victim = refusal.victim
+    found = [
+        Subject(
+            pod_ref(victim.namespace, victim.name, victim.uid),
+            refusal.message,
+            (victim.namespace, victim.name, victim.uid, refusal.audit, refusal.reason),
+        )
+    ]
+    if isinstance(victim, MemberRecord):
+        group = victim.group
+        whole = group.disruption is DisruptionMode.ALL
+        said = "for every member (disruptionMode all)" if whole else "for a member (disruptionMode single)"
+        found.append(
+            Subject(group.object_ref, f"preemption refused {said}: {refusal.message}", (group.uid, refusal.audit))
+        )
+    return found
+
+
+def refusal_event(
+    name: str, refusal: Refusal, count: int, first: datetime, now: datetime, subject: Subject | None = None
+) -> dict[str, Any]:
+    """The Event on a refused preemption's victim (or on `subject`, another of its `subjects`), standing for
+    `count` refusals since `first`."""
+    about = subject or subjects(refusal)[0]
     reason = "PreemptionWouldBeRefused" if refusal.audit else "PreemptionRefused"
-    ref = pod_ref(victim.namespace, victim.name, victim.uid)
-    return event_body(ref, "Warning", reason, refusal.message, COMPONENT, now, name=name, count=count, first=first)
+    return event_body(about.ref, "Warning", reason, about.message, COMPONENT, now, name=name, count=count, first=first)
 
 
 class RefusalEvents:
@@ -76,17 +111,20 @@ class RefusalEvents:
                 logger.exception("could not post the refusal Event")
 
     async def _post(self, refusal: Refusal, count: int = 1) -> None:
-        victim = refusal.victim
-        key = (victim.namespace, victim.name, victim.uid, refusal.audit, refusal.reason)
+        for subject in subjects(refusal):
+            await self._post_on(subject, refusal, count)
+
+    async def _post_on(self, subject: Subject, refusal: Refusal, count: int) -> None:
+        key = subject.key
         aggregate = self.aggregates.get(key)
         now = time.monotonic()
         if aggregate is None:
             if len(self.aggregates) >= MAX_AGGREGATES:  # forget the least recently posted half
                 keep = sorted(self.aggregates.items(), key=lambda item: item[1].posted_at)[MAX_AGGREGATES // 2 :]
                 self.aggregates = dict(keep)
-            name = f"{victim.name or None}.ptol-{uuid.uuid4().hex[:10]}"
+            name = f"{subject.ref.name or None}.ptol-{uuid.uuid4().hex[:10]}"
             first = datetime.now(UTC)
-            body = refusal_event(name, refusal, count, first, first)
+            body = refusal_event(name, refusal, count, first, first, subject)
             await answer_of(
                 self.core.create_namespaced_event(body["metadata"]["namespace"], body, _preload_content=False)
             )
@@ -96,7 +134,7 @@ class RefusalEvents:
         if now - aggregate.posted_at < self.min_interval:
             return  # counted; written with the next post
         aggregate.posted_at = now
-        body = refusal_event(aggregate.name, refusal, aggregate.count, aggregate.first, datetime.now(UTC))
+        body = refusal_event(aggregate.name, refusal, aggregate.count, aggregate.first, datetime.now(UTC), subject)
         patch = {key: body[key] for key in ("count", "lastTimestamp", "message")}
         namespace = body["metadata"]["namespace"]
         try:

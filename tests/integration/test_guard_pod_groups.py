@@ -33,6 +33,13 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")
 GUARANTEE_SECONDS = 20
 
 
+async def group_events(api: ApiClient, namespace: str, group: str) -> list[client.CoreV1Event]:
+    events = await client.CoreV1Api(api).list_namespaced_event(
+        namespace, field_selector=f"involvedObject.kind=PodGroup,involvedObject.name={group}"
+    )
+    return list(events.items)
+
+
 @pytest.fixture(scope="module")
 def guard(group_cluster: LocalCluster) -> Iterator[RunProcess]:
     with ptol_run(group_cluster, "--resync-seconds", "3") as process:
@@ -72,6 +79,13 @@ async def test_a_protected_all_group_is_refused_whole_then_preempted_whole_after
     found = await placed(group_api, group_namespace, [*victims, *preemptors])
     assert all(found[victim] in group_nodes for victim in victims), found
     assert all(found[preemptor] is None for preemptor in preemptors), found
+    [event] = await eventually(
+        lambda: group_events(group_api, group_namespace, "victims"), bool, what="the PodGroup's Event"
+    )
+    assert event.reason == "PreemptionRefused" and event.involved_object.api_version == "scheduling.k8s.io/v1beta1"
+    assert event.message.startswith(
+        f"preemption refused for every member (disruptionMode all): pod {group_namespace}/victims-"
+    )
     # After it: the whole group goes, and the preemptors take its room.
     await eventually(
         lambda: placed(group_api, group_namespace, victims),

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from preemption_toleration.core.protection import Protection, ProtectionKind
 from preemption_toleration.guard.decisions import Refusal
 from preemption_toleration.records.pod import PodBody
+from preemption_toleration.records.pod_group import MemberRecord, pod_group_record
 from preemption_toleration.webhooks import events as events_module
 from preemption_toleration.webhooks.events import RefusalEvents
 
@@ -142,3 +143,39 @@ async def test_no_failure_of_a_post_ends_the_event_loop() -> None:
         await asyncio.sleep(0.01)
     assert not task.done() and len(core.created) == 1
     task.cancel()
+
+
+def member_refusal(name: str, mode: str = "all") -> Refusal:
+    """The refusal of a member of PodGroup team/trainers."""
+    group = pod_group_record(
+        {"metadata": {"name": "trainers", "namespace": "team", "uid": "g1"}, "spec": {"disruptionMode": {mode: {}}}}
+    )
+    pod = PodBody({"metadata": {"name": name, "namespace": "team", "uid": f"u-{name}"}})
+    protection = Protection(ProtectionKind.FOREVER, "forever", 8000, refuse_below=10000, toleration_seconds=-1)
+    message = f"pod team/{name} of PodGroup team/trainers ..."
+    return Refusal("delete", MemberRecord(pod, group, None), 9000, "team/high", protection, 403, message, False, False)
+
+
+async def test_a_members_refusal_is_an_event_on_its_pod_and_one_on_its_group_for_every_member(monkeypatch) -> None:
+    clock = {"now": 1000.0}
+    monkeypatch.setattr(events_module.time, "monotonic", lambda: clock["now"])
+    core = FakeCore()
+    recorder = recorder_with(core, clock)
+    for name in ("trainer-0", "trainer-1", "trainer-2"):
+        await recorder._post(member_refusal(name))
+    pods = [e for e in core.created if e["involvedObject"]["kind"] == "Pod"]
+    [group] = [e for e in core.created if e["involvedObject"]["kind"] == "PodGroup"]
+    assert [e["involvedObject"]["name"] for e in pods] == ["trainer-0", "trainer-1", "trainer-2"]
+    assert group["involvedObject"] == {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "name": "trainers",
+        "namespace": "team",
+        "uid": "g1",
+    }
+    assert group["message"] == (
+        "preemption refused for every member (disruptionMode all): pod team/trainer-0 of PodGroup team/trainers ..."
+    )
+    clock["now"] += 10
+    await recorder._post(member_refusal("trainer-3"))
+    assert [(patch["count"]) for name, patch in core.patched if name == group["metadata"]["name"]] == [4]
