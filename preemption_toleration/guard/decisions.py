@@ -6,7 +6,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
 from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
@@ -213,9 +213,26 @@ def _preemptor_facts(preemptor: PodRecord, view: ClusterView) -> PreemptorFacts:
     return as_preemptor(preemptor, group, view.pods.members_of(group.key).pods.values())
 
 
-# What stands for all the members of a victim group of `disruptionMode: all` in one preemption
-# (`inventory.group_verdicts`): the preemptor and how it was known, and the exemption.
-GroupDecision = tuple[PodRecord, PreemptorSource, bool, Protection | None]
+class GroupDecision(NamedTuple):
+    """What stands for all the members of a victim group of `disruptionMode: all` in one preemption
+    (`inventory.group_verdicts`): the preemptor and how it was known, and the exemption; no preemptor: not
+    judged (none could be found), so allowed."""
+
+    preemptor: PodRecord | None
+    source: PreemptorSource | None
+    exempt: bool = False
+    found: Protection | None = None
+
+
+NO_PREEMPTOR = GroupDecision(None, None)
+
+
+def whole_group(victim: PodRecord) -> PodGroupRecord | None:
+    """The group of a victim judged as a member of a `disruptionMode: all` group: its members get one
+    decision per preemption."""
+    if isinstance(victim, MemberRecord) and victim.group.disruption is DisruptionMode.ALL:
+        return victim.group
+    return None
 
 
 def _judge(
@@ -227,24 +244,25 @@ def _judge(
     view: ClusterView,
     config: GuardConfig,
     now: datetime,
+    whole: PodGroupRecord | None = None,
+    kept: GroupDecision | None = None,
 ) -> Verdict:
-    """The verdict on `victim` (`as_member`: a member of a PodGroup as its group) and `preemptor`."""
-    whole = victim.group if isinstance(victim, MemberRecord) and victim.group.disruption is DisruptionMode.ALL else None
+    """The verdict on `victim` (`as_member`: a member of a PodGroup as its group) and `preemptor`: the `kept`
+    decision of its `whole` group in this preemption, or a new one, then kept for the group's other members."""
     class_name = victim.priority_class or ""
     record = view.classes.get(class_name)
     toleration = record.toleration if record is not None else None  # parsed when the class entered the cache
-    kept: GroupDecision | None = view.group_verdicts.recall(whole.uid) if whole is not None else None
-    if kept is not None:  # the decision of the group's first member in this preemption
-        preemptor, source, exempt, found = kept
     judged_as = _preemptor_facts(preemptor, view)
-    if kept is None:
+    if kept is not None:
+        exempt, found = kept.exempt, kept.found
+    else:
         try:
             exempt, found = exemption(victim, judged_as, toleration, now)
         except PriorityClassNotFound:
             # upstream skips the node; we cannot judge either
             return Verdict(source=source, preemptor=preemptor)
         if whole is not None:
-            view.group_verdicts.keep(whole.uid, (preemptor, source, exempt, found))
+            view.group_verdicts.keep(whole.uid, GroupDecision(preemptor, source, exempt, found))
     if not exempt:
         # a group's members are preempted across nodes, not node by node: none of them is in vain on its node
         checks_waste = (
@@ -374,23 +392,44 @@ def _judge_scheduler_write(
     scheduler: str | None,
 ) -> Verdict:
     """A scheduler's write on its victim names no preemptor: the one an extender call named, else the pending
-    pod it most likely preempts for, else one deleted a moment ago."""
+    pod it most likely preempts for, else one deleted a moment ago. A member of a `disruptionMode: all` group
+    gets the decision its group's first member got in this preemption."""
     pod = _victim(request, view, request.namespace or "")
     node_name = pod.node_name if pod is not None else None
     if pod is None or not node_name:
         return ALLOWED  # an unbound pod is nobody's victim
     victim = as_member(pod, view)  # at its group's priority, as the scheduler judges it
+    whole = whole_group(victim)
+    kept: GroupDecision | None = view.group_verdicts.recall(whole.uid) if whole is not None else None
+    if kept is not None:
+        if kept.preemptor is None or kept.source is None:
+            return ALLOWED
+        return _judge(kind, request, victim, kept.preemptor, kept.source, view, config, now, whole, kept)
+    found = _scheduler_preemptor(victim, node_name, whole is not None, view, now, scheduler)
+    if found is None:
+        if whole is not None:
+            view.group_verdicts.keep(whole.uid, NO_PREEMPTOR)
+        return ALLOWED
+    preemptor, source = found
+    return _judge(kind, request, victim, preemptor, source, view, config, now, whole)
+
+
+def _scheduler_preemptor(
+    victim: PodRecord, node_name: str, across_nodes: bool, view: ClusterView, now: datetime, scheduler: str | None
+) -> tuple[PodRecord, PreemptorSource] | None:
+    """The preemptor of a scheduler's write: the one an extender call named, else the pending pod it most
+    likely preempts for, else one deleted a moment ago. `across_nodes`: the victim is a member of a group the
+    scheduler preempts whole, across nodes, so the preemptor need not fit on the victim's node."""
     recorded = _recorded_preemptor(victim, node_name, view, now)
     if recorded is not None:
-        return _judge(kind, request, victim, recorded, PreemptorSource.RECORDED, view, config, now)
-    place = VictimPlace(victim.priority, node_name, view.nodes.get(node_name), scheduler)
+        return recorded, PreemptorSource.RECORDED
+    node = None if across_nodes else view.nodes.get(node_name)
+    place = VictimPlace(victim.priority, node_name, node, scheduler)
     inferred = infer_preemptor(place, view.pods)
     if inferred is not None:
-        return _judge(kind, request, victim, inferred, PreemptorSource.INFERRED, view, config, now)
+        return inferred, PreemptorSource.INFERRED
     departed = infer_departed_preemptor(place, view.pods)
-    if departed is None:
-        return ALLOWED
-    return _judge(kind, request, victim, departed, PreemptorSource.DEPARTED, view, config, now)
+    return (departed, PreemptorSource.DEPARTED) if departed is not None else None
 
 
 _ENTRIES: dict[GuardOperation, Callable[[GuardRequest, ClusterView, GuardConfig, datetime], Verdict]] = {

@@ -26,7 +26,7 @@ from tests.integration.groups import (
 )
 from tests.integration.helpers import SCHEDULING_SECONDS, eventually, unique_name
 from tests.integration.objects import MIN, TOL
-from tests.integration.pods import set_scheduled_at
+from tests.integration.pods import pod_body, set_scheduled_at, until_bound
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -48,13 +48,17 @@ def guard(group_cluster: LocalCluster) -> Iterator[RunProcess]:
 
 @pytest.fixture
 async def classes(group_api: ApiClient, guard: RunProcess) -> AsyncIterator[dict[str, str]]:
-    """`high` (9000), `guarded` (8000: not below 10000 for its first 20 s), `forever` (8000: never below 10000),
-    by their own annotations, and `plain` (7000)."""
+    """`high` (9000), `guarded` (8000: not below 10000 for its first 20 s), `ten-minutes` (the same for 600 s),
+    `forever` (8000: never below 10000), by their own annotations, and `plain` (7000)."""
     suffix = unique_name("c").split("-")[-1]
-    names = {role: f"{role}-{suffix}" for role in ("high", "guarded", "forever", "plain")}
+    names = {role: f"{role}-{suffix}" for role in ("high", "guarded", "ten-minutes", "forever", "plain")}
     scheduling = client.SchedulingV1Api(group_api)
-    notes = {"guarded": {MIN: "10000", TOL: str(GUARANTEE_SECONDS)}, "forever": {MIN: "10000", TOL: "-1"}}
-    values = {"high": 9000, "guarded": 8000, "forever": 8000, "plain": 7000}
+    notes = {
+        "guarded": {MIN: "10000", TOL: str(GUARANTEE_SECONDS)},
+        "ten-minutes": {MIN: "10000", TOL: "600"},
+        "forever": {MIN: "10000", TOL: "-1"},
+    }
+    values = {"high": 9000, "guarded": 8000, "ten-minutes": 8000, "forever": 8000, "plain": 7000}
     for role, name in names.items():
         metadata = {"name": name, "annotations": notes.get(role, {})}
         await scheduling.create_priority_class({"metadata": metadata, "value": values[role]})
@@ -116,3 +120,48 @@ async def test_members_of_other_classes_are_protected_by_their_groups_class(
     found = await placed(group_api, group_namespace, [*victims, *preemptors])
     assert all(found[victim] in group_nodes for victim in victims), found
     assert all(found[preemptor] is None for preemptor in preemptors), found
+
+
+async def test_a_single_groups_members_are_judged_one_by_one(
+    group_api: ApiClient, group_namespace: str, group_nodes: list[str], classes: dict[str, str], guard: RunProcess
+) -> None:
+    """`disruptionMode: single`, 10 minutes: the two members whose own 10 minutes are over (and which started
+    last, so that the scheduler picks them) go for the preemptors; the two others stay. Judged as `all` (from
+    its last member scheduled), the group would be refused for 10 minutes."""
+    victims = await create_group(group_api, group_namespace, "victims", classes["ten-minutes"], 4, mode="single")
+    await until_placed(group_api, group_namespace, victims)
+    now = datetime.now(UTC)
+    for index, victim in enumerate(victims):
+        expired = index < 2
+        scheduled = now - timedelta(minutes=11 if expired else 0)
+        started = now - timedelta(seconds=0 if expired else 120)  # the last started are the scheduler's victims
+        await set_scheduled_at(group_api, group_namespace, victim, scheduled, started)
+    preemptors = await create_group(group_api, group_namespace, "preemptors", classes["high"], 2)
+    await until_placed(group_api, group_namespace, preemptors)
+    found = await placed(group_api, group_namespace, victims)
+    assert [found[victim] == "gone" for victim in victims] == [True, True, False, False], found
+
+
+async def test_a_lone_preemptor_is_refused_a_protected_all_group_whole(
+    group_api: ApiClient, group_namespace: str, group_nodes: list[str], classes: dict[str, str], guard: RunProcess
+) -> None:
+    """A plain pod of `high` needs a member's room: the scheduler's preemption takes the `all` group whole,
+    which the group refuses whole for its 20 s (though two members' own are over), then gives up whole."""
+    server = Server.of(guard)
+    victims = await create_group(group_api, group_namespace, "victims", classes["guarded"], 4)
+    await until_placed(group_api, group_namespace, victims)
+    for victim in victims[:2]:
+        await set_scheduled_at(group_api, group_namespace, victim, datetime.now(UTC) - timedelta(minutes=1))
+    before = await server.refusals()
+    core = client.CoreV1Api(group_api)
+    await core.create_namespaced_pod(group_namespace, pod_body("lone", classes["high"], group_nodes[0], cpu="1"))
+    await eventually(server.refusals, lambda count: count > before, timeout=SCHEDULING_SECONDS, what="a refusal")
+    found = await placed(group_api, group_namespace, [*victims, "lone"])
+    assert all(found[victim] in group_nodes for victim in victims) and found["lone"] is None, found
+    await eventually(
+        lambda: placed(group_api, group_namespace, victims),
+        lambda now: set(now.values()) == {"gone"},
+        timeout=SCHEDULING_SECONDS,
+        what="every victim deleted",
+    )
+    await until_bound(group_api, group_namespace, "lone", group_nodes[0])

@@ -141,3 +141,25 @@ def test_a_preemptor_group_is_judged_at_its_pod_group_priority(
     victim = bound("victim", 8000, "low-non-preempted")
     state = view(victim, preemptor, groups=tuple(groups))
     assert (refused(victim, state) is not None) is expected
+
+
+def test_a_preemptor_of_an_all_group_need_not_fit_on_the_members_node() -> None:
+    """The scheduler preempts an `all` group across nodes: a preemptor kept to another node is still the
+    one; a lone victim there is not its victim."""
+    elsewhere = pending("high-1", 9000, nodeSelector={"pool": "elsewhere"})
+    victim = member("m-0", "g", 5)
+    assert refused(victim, view(victim, elsewhere, groups=(PROTECTED_ALL,))) is not None
+    lone = bound("lone", 8000, TEN_MINUTES, ago=timedelta(minutes=5))
+    assert refused(lone, view(lone, elsewhere)) is None
+
+
+def test_a_member_found_without_a_preemptor_leaves_the_others_of_its_preemption_allowed() -> None:
+    clock = [0.0]
+    members = [member(f"m-{index}", "g", 5) for index in range(2)]
+    state = view(*members, groups=(PROTECTED_ALL,), clock=clock)
+    assert refused(members[0], state) is None  # no pending pod: not judged
+    state.pods.put(PREEMPTOR)
+    clock[0] += 0.1
+    assert refused(members[1], state) is None  # the same preemption: allowed alike
+    clock[0] += 10.0
+    assert refused(members[1], state) is not None  # the next one: judged
