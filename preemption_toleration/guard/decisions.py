@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Any, NamedTuple
 
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
@@ -67,11 +67,22 @@ class Refusal:
         return self.protection.kind.value
 
     @property
+    def victim_kind(self) -> VictimKind:
+        return VictimKind.POD_GROUP if isinstance(self.victim, MemberRecord) else VictimKind.POD
+
+    @property
     def denial(self) -> str:
         """What the refused client reads: the message, and for a 429 when to try again."""
         if self.retry_after is None:
             return self.message
         return f"{self.message} Retry after {self.retry_after} s."
+
+
+class VictimKind(StrEnum):
+    """What a refusal protects, in the scheduler's own words for what it preempts."""
+
+    POD = "pod"
+    POD_GROUP = "podgroup"  # a member of a PodGroup, judged as its group
 
 
 class PreemptorSource(str, Enum):

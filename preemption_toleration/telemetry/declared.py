@@ -11,7 +11,7 @@ from enum import Enum, StrEnum
 from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.extender.decisions import NodeChoice
 from preemption_toleration.governance.plan import Reason
-from preemption_toleration.guard.decisions import PreemptorSource
+from preemption_toleration.guard.decisions import PreemptorSource, VictimKind
 from preemption_toleration.guard.prefilter import GuardOperation
 from preemption_toleration.steering.plan import Declined
 
@@ -130,8 +130,14 @@ GUARD_REFUSALS = Metric(
     Kind.COUNTER,
     _W,
     "Preemptions the guard refused (mode=enforce) or would have refused (mode=audit), by request kind "
-    "(delete, eviction, status) and protection (Forever, Until, NotScheduled).",
-    (Label.of("kind", GuardOperation), Label.of("protection", REFUSED_KINDS), Label.of("mode", RefusalMode)),
+    "(delete, eviction, status), protection (Forever, Until, NotScheduled) and victim (pod, or podgroup: a "
+    "member of a PodGroup, judged as its group).",
+    (
+        Label.of("kind", GuardOperation),
+        Label.of("protection", REFUSED_KINDS),
+        Label.of("mode", RefusalMode),
+        Label.of("victim", VictimKind),
+    ),
     hot=True,  # a scheduler retrying a protected victim makes this a hot path
     described_in="eviction-guard.md",
 )

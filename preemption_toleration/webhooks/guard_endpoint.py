@@ -96,7 +96,7 @@ class GuardEndpoint:
                 logger.info("preemption allowed with warnings", extra=_fields(request, verdict))
             return Reply(response)
         mode = _AUDIT if refusal.audit else _ENFORCE
-        self.metrics.guard_refusals.inc(refusal.kind, refusal.reason, mode)  # StrEnums: their values
+        self.metrics.guard_refusals.inc(refusal.kind, refusal.reason, mode, refusal.victim_kind)  # StrEnums
         if refusal.preemptor:
             self.metrics.refused(refusal.preemptor)
         # A scheduler retrying a protected victim asks many times a second: counted each time, reported

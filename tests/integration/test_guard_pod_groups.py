@@ -83,6 +83,7 @@ async def test_a_protected_all_group_is_refused_whole_then_preempted_whole_after
     found = await placed(group_api, group_namespace, [*victims, *preemptors])
     assert all(found[victim] in group_nodes for victim in victims), found
     assert all(found[preemptor] is None for preemptor in preemptors), found
+    assert (await server.metric("ptol_guard_refusals_total", "victim")).get("podgroup", 0) > 0
     [event] = await eventually(
         lambda: group_events(group_api, group_namespace, "victims"), bool, what="the PodGroup's Event"
     )

@@ -472,7 +472,7 @@ async def test_a_scheduler_retrying_a_refused_victim_is_counted_each_time_and_re
             ).json()
             assert answer["response"]["allowed"] is False and answer["response"]["status"]["code"] == 403
     refusals = extender_http.app_metrics.guard_refusals  # type: ignore[attr-defined]
-    assert refusals.value("delete", "Forever", "enforce") == 5
+    assert refusals.value("delete", "Forever", "enforce", "pod") == 5
     assert extender_http.app_metrics.refusals_of("team/high") == 5  # type: ignore[attr-defined]
     [(message, count)] = extender_http.reported  # type: ignore[attr-defined]
     assert count == 1 and "team/high, priority 9000" in message
