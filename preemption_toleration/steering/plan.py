@@ -56,6 +56,9 @@ class Declined(str, Enum):
     NO_NODE = "no-node"  # no node where it fits without a pod that tolerates it
     CHANGED = "changed"  # the chosen node changed while the plan was made: planned again at the next refusal
     STALE_CACHE = "stale-cache"  # a cache is not current (`problems()`): nothing is planned or done from it
+    # a preemption of or for a pod group (workload-aware preemption takes groups across nodes; a plan is a
+    # pod's, on one node): never acted for, in part or whole
+    POD_GROUP = "pod-group"
 
 
 @dataclass(frozen=True)

@@ -185,8 +185,9 @@ STEERING = Metric(
     "bear out), failed, restarted (steering started again after an error), or declined: no-evidence, "
     "unjudged (constraints the project does not judge), fits, no-node, in-progress (the "
     "scheduler's own preemption is under way), changed (the chosen node changed while planned), "
-    "stale-cache (a cache is not current: nothing planned), unchanged (declined before and no cache "
-    "changed since, or its wait is not over: not planned again).",
+    "stale-cache (a cache is not current: nothing planned), pod-group (a preemption of or for a pod group: "
+    "never steered), unchanged (declined before and no cache changed since, or its wait is not over: not "
+    "planned again).",
     (Label.of("outcome", [*SteeringOutcome, *Declined]),),
     described_in="eviction-guard.md#steering-managed-clusters",
 )

@@ -31,7 +31,6 @@ from preemption_toleration.guard.repeats import RepeatFilter, RetryPacer
 from preemption_toleration.guard.request import GuardRequest, read_guard_request
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.pod import PodRecord
-from preemption_toleration.records.pod_group import MemberRecord
 from preemption_toleration.telemetry.declared import RefusalMode
 from preemption_toleration.webhooks.handling import (
     Endpoint,
@@ -118,9 +117,7 @@ class GuardEndpoint:
         gone = verdict.source is PreemptorSource.DEPARTED  # nothing to steer or to hold back for
         if refusal.kind.scheduler_write and not refusal.audit and not refusal.dry_run:
             hold = self.retry_pacer.hold(key, time.monotonic())
-            # steering makes a pod's preemption, node by node: never part of a group's
-            steerable = not gone and not in_group(refusal.victim, refusal.preemptor_pod)
-            release = self.hooks.steer(refusal.victim, refusal.preemptor) if steerable else None
+            release = None if gone else self.hooks.steer(refusal.victim, refusal.preemptor)
         until = refusal.protection.until
         if (
             not gone
@@ -154,12 +151,6 @@ def answer(uid: str, verdict: Verdict) -> AdmissionResponse:
     if refusal.audit:
         return allow(uid, verdict.warnings)
     return deny(uid, refusal.code, refusal.denial, "TooManyRequests" if refusal.code == 429 else None)
-
-
-def in_group(victim: PodRecord, preemptor: PodRecord | None) -> bool:
-    """Whether a preemption is one of pod groups: the victim is judged as a group's member, or the preemptor
-    belongs to a group."""
-    return isinstance(victim, MemberRecord) or (preemptor is not None and preemptor.pod_group is not None)
 
 
 def _remember_marking_preemptor(request: GuardRequest, verdict: Verdict, view: ClusterView) -> None:

@@ -46,6 +46,7 @@ from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.kube.client import API_ERRORS
 from preemption_toleration.kube.events import ObjectEvents
 from preemption_toleration.records.pod import DEFAULT_SCHEDULER, NO_CONSTRAINTS, PodRecord, SlimPod
+from preemption_toleration.records.pod_group import MemberRecord
 from preemption_toleration.steering.pacing import DEFAULT_PACE, DeclinedPlans, Pace, TokenBucket
 from preemption_toleration.steering.plan import (
     Declined,
@@ -167,7 +168,25 @@ class Steerer:
         found = refused_victim(victim)
         if found is None:
             return None
+        if self._of_groups(victim, preemptor):
+            return None
         return self._enqueue(RefusedVictim(found.namespace, found.name, found.uid, found.node, preemptor))
+
+    def _of_groups(self, victim: PodRecord, preemptor: str | None) -> bool:
+        """Whether the refused preemption is one of or for a pod group, which steering declines (reported
+        once per window and group, with an Event on the preemptor)."""
+        namespace, _, name = (preemptor or "").partition("/")
+        pending = self.view().pods.get((namespace, name)) if preemptor else None
+        if isinstance(victim, MemberRecord):
+            subject, detail = f"podgroup {victim.group.ref}", f"the victim is a member of PodGroup {victim.group.ref}"
+        elif pending is not None and pending.pod_group is not None:
+            subject = f"podgroup {pending.namespace}/{pending.pod_group}"
+            detail = f"the preemptor is a member of PodGroup {pending.namespace}/{pending.pod_group}"
+        else:
+            return False
+        detail += " (the scheduler preempts groups across nodes; steering makes a pod's preemption on one node)"
+        self._report_declined(subject, NotSteered(Declined.POD_GROUP, detail), pending)
+        return True
 
     def _enqueue(self, item: RefusedVictim) -> asyncio.Event | None:
         """Queues the refused victim unless it is queued already; the event set once its preemption is steered
@@ -239,7 +258,7 @@ class Steerer:
         logger.info(
             "preemption not steered", extra={"subject": subject, "reason": result.reason.value, "detail": result.detail}
         )
-        if preemptor is not None and result.reason is Declined.UNJUDGED:
+        if preemptor is not None and result.reason in (Declined.UNJUDGED, Declined.POD_GROUP):
             self._event(
                 preemptor, "PreemptionNotSteered", f"Not steered: {result.detail}; the guard alone stands", "Warning"
             )
@@ -319,6 +338,12 @@ class Steerer:
 
     async def _steer(self, found: SlimPod, view: ClusterView, now: datetime) -> bool:
         """Plans and carries out the preemption for one preemptor; True as `_consider`."""
+        if found.pod_group is not None:  # the scheduler preempts for its group, across nodes
+            detail = f"the preemptor is a member of PodGroup {found.namespace}/{found.pod_group}"
+            self._report_declined(
+                f"podgroup {found.namespace}/{found.pod_group}", NotSteered(Declined.POD_GROUP, detail), found
+            )
+            return False
         terminating = self._still_terminating(found.uid, view)
         if terminating is not None:
             # the scheduler waits for that node while they go; a plan elsewhere would preempt twice
