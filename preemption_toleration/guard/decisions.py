@@ -61,6 +61,7 @@ class Refusal:
     dry_run: bool
     preemptor_pod: PodRecord | None = None  # as judged (priority only, when unnamed)
     retry_after: int | None = None  # seconds, for a 429: when the Eviction may succeed
+    preemptor_group: PodGroupRecord | None = None  # the preemptor's PodGroup, when it has one
 
     @property
     def reason(self) -> str:
@@ -310,6 +311,7 @@ def _judge(
     code = 429 if retry_after is not None else 403
     refusal = _refusal(kind, request, victim, preemptor, judged_as, protection, code, message, config.audit)
     refusal.retry_after = retry_after
+    refusal.preemptor_group = _group_of(preemptor, view)
     return Verdict(refusal, source, preemptor)
 
 

@@ -52,8 +52,8 @@ class Subject:
 
 
 def subjects(refusal: Refusal) -> list[Subject]:
-    """The victim pod; and for a member of a PodGroup, its group, whose Event stands for every member's
-    refusal (the scheduler preempts the group's members together)."""
+    """The victim pod; for a member of a PodGroup, its group, whose Event stands for every member's refusal
+    (the scheduler preempts the group's members together); and the preemptor's PodGroup, when it has one."""
     victim = refusal.victim
     found = [
         Subject(
@@ -68,6 +68,14 @@ def subjects(refusal: Refusal) -> list[Subject]:
         said = "for every member (disruptionMode all)" if whole else "for a member (disruptionMode single)"
         found.append(
             Subject(group.object_ref, f"preemption refused {said}: {refusal.message}", (group.uid, refusal.audit))
+        )
+    if (preemptors := refusal.preemptor_group) is not None:
+        found.append(
+            Subject(
+                preemptors.object_ref,
+                f"a member's preemption refused: {refusal.message}",
+                (preemptors.uid, "preemptor", refusal.audit),
+            )
         )
     return found
 

@@ -91,6 +91,10 @@ async def test_a_protected_all_group_is_refused_whole_then_preempted_whole_after
     assert event.message.startswith(
         f"preemption refused for every member (disruptionMode all): pod {group_namespace}/victims-"
     )
+    [told] = await eventually(
+        lambda: group_events(group_api, group_namespace, "preemptors"), bool, what="the preemptors' PodGroup's Event"
+    )
+    assert told.message.startswith(f"a member's preemption refused: pod {group_namespace}/victims-")
     # After it: the whole group goes, and the preemptors take its room.
     await eventually(
         lambda: placed(group_api, group_namespace, victims),

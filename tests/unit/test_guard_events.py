@@ -179,3 +179,16 @@ async def test_a_members_refusal_is_an_event_on_its_pod_and_one_on_its_group_for
     clock["now"] += 10
     await recorder._post(member_refusal("trainer-3"))
     assert [(patch["count"]) for name, patch in core.patched if name == group["metadata"]["name"]] == [4]
+
+
+async def test_a_preemptor_groups_refusal_is_an_event_on_that_group_too(monkeypatch) -> None:
+    monkeypatch.setattr(events_module.time, "monotonic", lambda: 1000.0)
+    core = FakeCore()
+    recorder = recorder_with(core, None)
+    refused = refusal()
+    refused.preemptor_group = pod_group_record({"metadata": {"name": "high", "namespace": "team", "uid": "g2"}})
+    await recorder._post(refused)
+    assert [(e["involvedObject"]["kind"], e["message"]) for e in core.created] == [
+        ("Pod", "pod team/victim ..."),
+        ("PodGroup", "a member's preemption refused: pod team/victim ..."),
+    ]

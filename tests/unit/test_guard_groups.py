@@ -163,3 +163,15 @@ def test_a_member_found_without_a_preemptor_leaves_the_others_of_its_preemption_
     assert refused(members[1], state) is None  # the same preemption: allowed alike
     clock[0] += 10.0
     assert refused(members[1], state) is not None  # the next one: judged
+
+
+def test_a_refusal_names_the_preemptors_group() -> None:
+    victim = bound("victim", 8000, "low-non-preempted")
+    verdict = judge(
+        pod_request(None, old=victim),
+        view(victim, preemptor_in("p", 9000), groups=(group("p", "high", 9000),)),
+        GuardConfig(),
+        NOW,
+    )
+    assert verdict.refusal is not None and verdict.refusal.preemptor_group is not None
+    assert verdict.refusal.preemptor_group.ref == "team/p"
