@@ -13,7 +13,14 @@ from typing import Any
 from preemption_toleration.cli.failures import refused
 from preemption_toleration.cli.options import KUBECONFIG
 from preemption_toleration.cli.values import dns_label, non_empty
-from preemption_toleration.core.explain import explain_class, explain_pod, explain_preemptor, is_pending, render
+from preemption_toleration.core.explain import (
+    Member,
+    explain_class,
+    explain_pod,
+    explain_preemptor,
+    is_pending,
+    render,
+)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -88,8 +95,11 @@ async def _explain(args: argparse.Namespace) -> dict[str, Any]:
         scheduling = client.SchedulingV1Api(api)
         if args.kind == "pod":
             namespace, name = pod_key(args)
-            pod = api.sanitize_for_serialization(await client.CoreV1Api(api).read_namespaced_pod(name, namespace))
-            class_name = (pod.get("spec") or {}).get("priorityClassName")
+            pod = await _read_pod(api, namespace, name)
+            member = await _as_member(api, pod)
+            class_name = (
+                member.judged.priority_class if member is not None else (pod.get("spec") or {}).get("priorityClassName")
+            )
             priority_class = None
             if class_name:
                 try:
@@ -100,7 +110,7 @@ async def _explain(args: argparse.Namespace) -> dict[str, Any]:
                     raise SystemExit(f"pod {args.name}: its PriorityClass {class_name} does not exist") from error
             policy = await _governing_policy(api, class_name) if class_name else None
             now = datetime.now(UTC)
-            facts = explain_pod(pod, priority_class, policy, now)
+            facts = explain_pod(pod, priority_class, policy, now, member)
             if is_pending(pod):
                 facts.update(await _as_preemptor(api, pod, now))
             return facts
@@ -108,6 +118,51 @@ async def _explain(args: argparse.Namespace) -> dict[str, Any]:
         return explain_class(priority_class, await _governing_policy(api, args.name))
     finally:
         await api.close()
+
+
+async def _read_pod(api: Any, namespace: str, name: str) -> dict[str, Any]:
+    """The pod's JSON, every field (the client's model drops fields it does not know, such as
+    `spec.schedulingGroup` of 1.37)."""
+    from kubernetes_asyncio import client
+
+    from preemption_toleration.kube.client import answer_of
+
+    found: dict[str, Any] = json.loads(
+        await answer_of(client.CoreV1Api(api).read_namespaced_pod(name, namespace, _preload_content=False))
+    )
+    return found
+
+
+async def _as_member(api: Any, pod: dict[str, Any]) -> Member | None:
+    """The pod as a member of the PodGroup it names, judged as its group; None without one, or when the API
+    server serves no PodGroup or has none of that name (the pod is judged as a pod)."""
+    from kubernetes_asyncio import client
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    from preemption_toleration.api.resources import POD_GROUP_API
+    from preemption_toleration.core.groups import group_scheduled_since
+    from preemption_toleration.kube.client import answer_of
+    from preemption_toleration.records.pod import PodBody, group_name
+    from preemption_toleration.records.pod_group import MemberRecord, pod_group_record
+
+    name = group_name(pod.get("spec") or {})
+    if name is None:
+        return None
+    namespace = (pod.get("metadata") or {}).get("namespace") or ""
+    group_api, version, plural = POD_GROUP_API
+    try:
+        body = await client.CustomObjectsApi(api).get_namespaced_custom_object(
+            group_api, version, namespace, plural, name
+        )
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+    group = pod_group_record(body)
+    listed = await answer_of(client.CoreV1Api(api).list_namespaced_pod(namespace, _preload_content=False))
+    pods = [PodBody(item) for item in json.loads(listed).get("items") or []]
+    since = group_scheduled_since(member for member in pods if member.pod_group == name)
+    return Member(group.ref, group.disruption.value, MemberRecord(PodBody(pod), group, since))
 
 
 def namespace_conflict(args: argparse.Namespace) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,12 +18,29 @@ from preemption_toleration.core.annotations import (
     parse_toleration_policy,
 )
 from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
-from preemption_toleration.core.pods import PodJson, pod_priority, pod_ref, preempts_never, priority_class_name
-from preemption_toleration.core.protection import Protection, ProtectionKind, protection_of
+from preemption_toleration.core.pods import (
+    PodFacts,
+    PodJson,
+    pod_priority,
+    pod_ref,
+    preempts_never,
+    priority_class_name,
+)
+from preemption_toleration.core.protection import Protection, ProtectionKind, protection_of, protection_under
 from preemption_toleration.core.times import rfc3339
 
 # Shown in text; `-o json` lists them all.
 LISTED_IN_TEXT = 20
+
+
+@dataclass(frozen=True)
+class Member:
+    """A pod judged as a member of its PodGroup: the group ("namespace/name"), its disruption mode, and the
+    facts the contract reads (`core.groups.as_victim`)."""
+
+    group: str
+    disruption: str
+    judged: PodFacts
 
 
 def has_toleration(priority_class: Mapping[str, Any]) -> bool:
@@ -32,15 +50,24 @@ def has_toleration(priority_class: Mapping[str, Any]) -> bool:
 
 
 def explain_pod(
-    pod: Mapping[str, Any], priority_class: Mapping[str, Any] | None, policy: str | None, now: datetime
+    pod: Mapping[str, Any],
+    priority_class: Mapping[str, Any] | None,
+    policy: str | None,
+    now: datetime,
+    member: Member | None = None,
 ) -> dict[str, Any]:
-    protection = protection_of(pod, priority_class, now)
-    priority = pod_priority(pod)
+    """The facts of `pod`'s protection; of a member of a PodGroup (`member`), as its group's (docs/contract.md,
+    "Pod groups"): `priority_class` is then the group's class."""
+    judged = member.judged if member is not None else PodJson(pod)
+    toleration = class_toleration(priority_class) if priority_class is not None else None
+    protection = protection_under(judged, toleration, now)
+    priority = judged.priority
     facts: dict[str, Any] = {
         "kind": "Pod",
         "name": pod_ref(pod),
-        "priorityClassName": priority_class_name(pod) or None,
+        "priorityClassName": judged.priority_class or None,
         "priority": priority,
+        **({"podGroup": member.group, "disruptionMode": member.disruption} if member is not None else {}),
         "policy": policy,
         "protection": protection.kind.value,
         "reason": protection.reason,
@@ -134,7 +161,8 @@ _ANY_HIGHER = "any higher priority with preemptionPolicy PreemptLowerPriority"
 
 def _render_pod(facts: Mapping[str, Any], source: str) -> str:
     class_name = facts["priorityClassName"] or "-"
-    head = f"pod {facts['name']} (PriorityClass {class_name}, priority {facts['priority']}){source}:"
+    member = f" of PodGroup {facts['podGroup']}" if facts.get("podGroup") else ""
+    head = f"pod {facts['name']}{member} (PriorityClass {class_name}, priority {facts['priority']}){source}:"
     kind = facts["protection"]
     if facts.get("toleration") is False and facts["priorityClassName"]:
         return f"{head} not protected: {facts['reason']}; {_ANY_HIGHER} may preempt it now."

@@ -5,6 +5,8 @@ one would let some go: members whose own toleration has ended, or whose own clas
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 
@@ -125,6 +127,18 @@ async def test_members_of_other_classes_are_protected_by_their_groups_class(
     found = await placed(group_api, group_namespace, [*victims, *preemptors])
     assert all(found[victim] in group_nodes for victim in victims), found
     assert all(found[preemptor] is None for preemptor in preemptors), found
+    # `ptol explain` says the same of a member of the plain class: its group's class protects it
+    explained = subprocess.run(
+        [sys.executable, "-m", "preemption_toleration", "explain", "pod", f"{group_namespace}/mixed-0"]
+        + ["--kubeconfig", str(guard.cluster.kubeconfig)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert explained.stdout.strip() == (
+        f"pod {group_namespace}/mixed-0 of PodGroup {group_namespace}/mixed (PriorityClass {classes['forever']}, "
+        "priority 8000): refuses priorities 8001 to 9999 forever; priorities >= 10000 may preempt it now."
+    )
 
 
 async def test_a_single_groups_members_are_judged_one_by_one(

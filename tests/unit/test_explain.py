@@ -255,3 +255,28 @@ def test_a_long_list_is_cut_in_text_and_whole_in_json() -> None:
     lines = render(facts).splitlines()
     assert len(lines) == 2 + LISTED_IN_TEXT + 1
     assert lines[-1] == "  ... and 3 more (-o json lists them all)"
+
+
+def test_a_member_of_a_pod_group_is_explained_as_its_group() -> None:
+    """A pod of a plain class (priority 100), scheduled long ago, in an `all` group of a 10-minute class whose
+    last member was scheduled 100 s ago: the group's class, priority and time."""
+    from preemption_toleration.core.explain import Member
+    from preemption_toleration.records.pod import PodBody
+    from preemption_toleration.records.pod_group import MemberRecord, pod_group_record
+
+    group = pod_group_record(
+        {
+            "metadata": {"name": "g", "namespace": "default", "uid": "u"},
+            "spec": {"priority": 8000, "priorityClassName": "c", "disruptionMode": {"all": {}}},
+        }
+    )
+    member_pod = pod("v", 100, "plain", NOW - timedelta(hours=1))
+    judged = MemberRecord(PodBody(member_pod), group, NOW - timedelta(seconds=100))
+    facts = explain_pod(
+        member_pod, priority_class("c", 8000, "10000", "600"), None, NOW, Member("default/g", "all", judged)
+    )
+    assert (facts["podGroup"], facts["disruptionMode"], facts["priorityClassName"]) == ("default/g", "all", "c")
+    assert render(facts) == (
+        "pod default/v of PodGroup default/g (PriorityClass c, priority 8000): refuses priorities 8001 to 9999 until "
+        "2026-11-22T12:08:20Z (500 s left), then every higher priority may; priorities >= 10000 may preempt it now."
+    )
