@@ -49,15 +49,16 @@ def group_scheduled_since(members: Iterable[PodFacts]) -> datetime | None:
 
 
 class GroupMember:
-    """A victim judged as a member of its group: the group's priority and class, and the time its toleration
-    runs from (a `PodFacts`)."""
+    """A victim judged as a member of its group (a `PodFacts`): the group's priority and class, and the time
+    its toleration runs from, with `disruptionMode: all` the group's (`group_since`, `group_scheduled_since`
+    of its members), else the pod's own."""
 
     __slots__ = ("_since", "group", "pod")
 
-    def __init__(self, pod: PodFacts, group: GroupFacts, since: datetime | None) -> None:
+    def __init__(self, pod: PodFacts, group: GroupFacts, group_since: datetime | None) -> None:
         self.pod = pod
         self.group = group
-        self._since = since
+        self._since = group_since if group.disruption is DisruptionMode.ALL else pod.scheduled_since()
 
     @property
     def priority(self) -> int:
@@ -79,9 +80,7 @@ def as_victim(pod: PodFacts, group: GroupFacts | None, group_since: datetime | N
     """The facts `pod` is judged by as a victim: its group's priority and class, and with `disruptionMode: all`
     the group's scheduled time (`group_since`: `group_scheduled_since` of its members); the pod itself when it
     has no group."""
-    if group is None:
-        return pod
-    return GroupMember(pod, group, group_since if group.disruption is DisruptionMode.ALL else pod.scheduled_since())
+    return pod if group is None else GroupMember(pod, group, group_since)
 
 
 class GroupPreemptor:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from preemption_toleration.api.resources import ObjectRef, pod_group_ref
@@ -67,10 +66,6 @@ class MemberRecord(GroupMember):
     __slots__ = ()
     pod: PodRecord
     group: PodGroupRecord
-
-    def __init__(self, pod: PodRecord, group: PodGroupRecord, group_since: datetime | None) -> None:
-        since = group_since if group.disruption is DisruptionMode.ALL else pod.scheduled_since()
-        super().__init__(pod, group, since)
 
     @property
     def key(self) -> PodKey:
