@@ -13,14 +13,7 @@ from typing import Any
 from preemption_toleration.cli.failures import refused
 from preemption_toleration.cli.options import KUBECONFIG
 from preemption_toleration.cli.values import dns_label, non_empty
-from preemption_toleration.core.explain import (
-    Member,
-    explain_class,
-    explain_pod,
-    explain_preemptor,
-    is_pending,
-    render,
-)
+from preemption_toleration.core.explain import Member, explain_class, explain_pod, explain_preemptor, is_pending, render
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

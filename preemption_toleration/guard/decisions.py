@@ -256,11 +256,12 @@ def _judge(
     view: ClusterView,
     config: GuardConfig,
     now: datetime,
-    whole: PodGroupRecord | None = None,
-    kept: GroupDecision | None = None,
 ) -> Verdict:
-    """The verdict on `victim` (`as_member`: a member of a PodGroup as its group) and `preemptor`: the `kept`
-    decision of its `whole` group in this preemption, or a new one, then kept for the group's other members."""
+    """The verdict on `victim` (`as_member`: a member of a PodGroup as its group) and `preemptor`. A scheduler's
+    write on a member of a `disruptionMode: all` group gets the decision its group's first member got in this
+    preemption, or a new one, then kept for the group's other members."""
+    whole = whole_group(victim) if kind.scheduler_write else None
+    kept: GroupDecision | None = view.group_verdicts.recall(whole.uid) if whole is not None else None
     class_name = victim.priority_class or ""
     record = view.classes.get(class_name)
     toleration = record.toleration if record is not None else None  # parsed when the class entered the cache
@@ -414,17 +415,16 @@ def _judge_scheduler_write(
     victim = as_member(pod, view)  # at its group's priority, as the scheduler judges it
     whole = whole_group(victim)
     kept: GroupDecision | None = view.group_verdicts.recall(whole.uid) if whole is not None else None
-    if kept is not None:
-        if kept.preemptor is None or kept.source is None:
-            return ALLOWED
-        return _judge(kind, request, victim, kept.preemptor, kept.source, view, config, now, whole, kept)
-    found = _scheduler_preemptor(victim, node_name, whole is not None, view, now, scheduler)
+    if kept is not None:  # `_judge` reads the rest of it
+        found = (kept.preemptor, kept.source) if kept.preemptor is not None and kept.source is not None else None
+    else:
+        found = _scheduler_preemptor(victim, node_name, whole is not None, view, now, scheduler)
     if found is None:
-        if whole is not None:
+        if whole is not None and kept is None:
             view.group_verdicts.keep(whole.uid, NO_PREEMPTOR)
         return ALLOWED
     preemptor, source = found
-    return _judge(kind, request, victim, preemptor, source, view, config, now, whole)
+    return _judge(kind, request, victim, preemptor, source, view, config, now)
 
 
 def _scheduler_preemptor(

@@ -144,7 +144,7 @@ class PodRecord(Protocol):
     def scheduled_since(self) -> datetime | None: ...
 
 
-class _Named:
+class Named:
     """A pod's namespace, name and reference, from its `key`."""
 
     __slots__ = ()
@@ -165,7 +165,7 @@ class _Named:
         return f"{namespace}/{name or '?'}" if namespace else name or "?"
 
 
-class PodBody(_Named, PodJson):
+class PodBody(Named, PodJson):
     """A `PodRecord` over a pod's JSON as a request carries it (a victim in a review, the preemptor of an
     extender call), read as each field is asked for: a request's pod is read once, never copied."""
 
@@ -198,7 +198,7 @@ def priority_only(priority: int) -> PodBody:
     return PodBody({"spec": {"priority": priority}})
 
 
-class SlimPod(_Named):
+class SlimPod(Named):
     """What the guard and the extender read of a pod of the caches: a `PodRecord` of a few hundred bytes."""
 
     __slots__ = (

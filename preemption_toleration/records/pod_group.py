@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from preemption_toleration.api.resources import ObjectRef, pod_group_ref
 from preemption_toleration.core.groups import DisruptionMode, GroupMember
 from preemption_toleration.core.shapes import as_int, as_mapping
-from preemption_toleration.records.pod import PodKey, PodRecord, pod_key
+from preemption_toleration.records.pod import Named, PodKey, PodRecord, pod_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,42 +60,15 @@ def pod_group_record(group: Mapping[str, Any]) -> PodGroupRecord:
     )
 
 
-class MemberRecord(GroupMember):
+class MemberRecord(Named, GroupMember):
     """A victim judged as a member of its PodGroup: a `PodRecord` whose priority, class and scheduled time are
-    its group's (`core.groups.as_victim`), everything else the pod's."""
+    its group's (`core.groups.GroupMember`), everything else the pod's."""
 
-    __slots__ = ()
+    __slots__ = ("deletion", "key", "node_name", "pod_group", "uid")
     pod: PodRecord
     group: PodGroupRecord
 
-    @property
-    def key(self) -> PodKey:
-        return self.pod.key
-
-    @property
-    def uid(self) -> str:
-        return self.pod.uid
-
-    @property
-    def namespace(self) -> str:
-        return self.pod.namespace
-
-    @property
-    def name(self) -> str:
-        return self.pod.name
-
-    @property
-    def ref(self) -> str:
-        return self.pod.ref
-
-    @property
-    def node_name(self) -> str | None:
-        return self.pod.node_name
-
-    @property
-    def deletion(self) -> str | None:
-        return self.pod.deletion
-
-    @property
-    def pod_group(self) -> str | None:
-        return self.pod.pod_group
+    def __init__(self, pod: PodRecord, group: PodGroupRecord, group_since: datetime | None) -> None:
+        super().__init__(pod, group, group_since)
+        self.key, self.uid, self.pod_group = pod.key, pod.uid, pod.pod_group
+        self.node_name, self.deletion = pod.node_name, pod.deletion

@@ -3,13 +3,16 @@ member pods, and waiting for what the scheduler does with them."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from tests.builders import pod
-from tests.integration.helpers import SCHEDULING_SECONDS, eventually
+from tests.integration.helpers import SCHEDULING_SECONDS, eventually, unique_name
+from tests.integration.objects import MIN, TOL
 from tests.integration.pods import node_of, read_pod
 
 GROUP, VERSION, PLURAL = "scheduling.k8s.io", "v1beta1", "podgroups"
@@ -74,3 +77,54 @@ async def until_placed(api: ApiClient, namespace: str, members: list[str]) -> di
         timeout=SCHEDULING_SECONDS,
         what=f"{', '.join(members)} bound",
     )
+
+
+async def until_all_gone(api: ApiClient, namespace: str, members: list[str]) -> None:
+    """Returns once every one of `members` is deleted."""
+    await eventually(
+        lambda: placed(api, namespace, members),
+        lambda nodes: set(nodes.values()) == {"gone"},
+        timeout=SCHEDULING_SECONDS,
+        what=f"{', '.join(members)} deleted",
+    )
+
+
+# PriorityClasses of the tests, by role: (value, annotations)
+ROLES: dict[str, tuple[int, dict[str, str]]] = {
+    "low": (1000, {}),
+    "high": (9000, {}),
+    "plain": (7000, {}),
+    "guarded": (8000, {MIN: "10000", TOL: "20"}),  # not below 10000 for its first 20 s
+    "ten-minutes": (8000, {MIN: "10000", TOL: "600"}),
+    "forever": (8000, {MIN: "10000", TOL: "-1"}),  # never below 10000
+}
+
+
+@asynccontextmanager
+async def priority_classes(api: ApiClient, *roles: str) -> AsyncIterator[dict[str, str]]:
+    """PriorityClasses of these `ROLES`, named uniquely (role -> name), deleted after."""
+    suffix = unique_name("c").split("-")[-1]
+    names = {role: f"{role}-{suffix}" for role in roles}
+    scheduling = client.SchedulingV1Api(api)
+    for role, name in names.items():
+        value, annotations = ROLES[role]
+        await scheduling.create_priority_class({"metadata": {"name": name, "annotations": annotations}, "value": value})
+    try:
+        yield names
+    finally:
+        for name in names.values():
+            await scheduling.delete_priority_class(name)
+
+
+async def events_about(api: ApiClient, namespace: str, selector: str) -> list[client.CoreV1Event]:
+    """The Events of the namespace its field `selector` picks (`involvedObject.kind=PodGroup,...`)."""
+    return list((await client.CoreV1Api(api).list_namespaced_event(namespace, field_selector=selector)).items)
+
+
+async def placed_group(
+    api: ApiClient, namespace: str, name: str, class_name: str, size: int, **options: Any
+) -> list[str]:
+    """`create_group`, returned once every member is bound."""
+    members = await create_group(api, namespace, name, class_name, size, **options)
+    await until_placed(api, namespace, members)
+    return members

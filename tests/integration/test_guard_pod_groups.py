@@ -15,31 +15,17 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.devcluster import LocalCluster
+from tests.integration import groups
 from tests.integration.components import RunProcess, Server, ptol_run
-from tests.integration.groups import (
-    GROUP,
-    PLURAL,
-    VERSION,
-    create_group,
-    member_body,
-    placed,
-    pod_group_body,
-    until_placed,
-)
-from tests.integration.helpers import SCHEDULING_SECONDS, eventually, unique_name
-from tests.integration.objects import MIN, TOL
+from tests.integration.groups import create_group, placed, placed_group, until_all_gone, until_placed
+from tests.integration.helpers import SCHEDULING_SECONDS, eventually
 from tests.integration.pods import pod_body, set_scheduled_at, until_bound
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
-GUARANTEE_SECONDS = 20
-
 
 async def group_events(api: ApiClient, namespace: str, group: str) -> list[client.CoreV1Event]:
-    events = await client.CoreV1Api(api).list_namespaced_event(
-        namespace, field_selector=f"involvedObject.kind=PodGroup,involvedObject.name={group}"
-    )
-    return list(events.items)
+    return await groups.events_about(api, namespace, f"involvedObject.kind=PodGroup,involvedObject.name={group}")
 
 
 @pytest.fixture(scope="module")
@@ -48,36 +34,27 @@ def guard(group_cluster: LocalCluster) -> Iterator[RunProcess]:
         yield process
 
 
+async def half_over(api: ApiClient, namespace: str, class_name: str) -> list[str]:
+    """A group `victims` of 4 members, placed, two of which were scheduled a minute ago: judged one by one,
+    a 20 s toleration would let those two go and keep the others."""
+    victims = await placed_group(api, namespace, "victims", class_name, 4)
+    for victim in victims[:2]:
+        await set_scheduled_at(api, namespace, victim, datetime.now(UTC) - timedelta(minutes=1))
+    return victims
+
+
 @pytest.fixture
 async def classes(group_api: ApiClient, guard: RunProcess) -> AsyncIterator[dict[str, str]]:
-    """`high` (9000), `guarded` (8000: not below 10000 for its first 20 s), `ten-minutes` (the same for 600 s),
-    `forever` (8000: never below 10000), by their own annotations, and `plain` (7000)."""
-    suffix = unique_name("c").split("-")[-1]
-    names = {role: f"{role}-{suffix}" for role in ("high", "guarded", "ten-minutes", "forever", "plain")}
-    scheduling = client.SchedulingV1Api(group_api)
-    notes = {
-        "guarded": {MIN: "10000", TOL: str(GUARANTEE_SECONDS)},
-        "ten-minutes": {MIN: "10000", TOL: "600"},
-        "forever": {MIN: "10000", TOL: "-1"},
-    }
-    values = {"high": 9000, "guarded": 8000, "ten-minutes": 8000, "forever": 8000, "plain": 7000}
-    for role, name in names.items():
-        metadata = {"name": name, "annotations": notes.get(role, {})}
-        await scheduling.create_priority_class({"metadata": metadata, "value": values[role]})
-    yield names
-    for name in names.values():
-        await scheduling.delete_priority_class(name)
+    """`high`, `guarded` (20 s), `ten-minutes`, `forever` and `plain` (`groups.ROLES`)."""
+    async with groups.priority_classes(group_api, "high", "guarded", "ten-minutes", "forever", "plain") as names:
+        yield names
 
 
 async def test_a_protected_all_group_is_refused_whole_then_preempted_whole_after_its_toleration(
     group_api: ApiClient, group_namespace: str, group_nodes: list[str], classes: dict[str, str], guard: RunProcess
 ) -> None:
     server = Server.of(guard)
-    victims = await create_group(group_api, group_namespace, "victims", classes["guarded"], 4)
-    await until_placed(group_api, group_namespace, victims)
-    # Two members' own 20 s are over: judged one by one, they would go and the two others stay.
-    for victim in victims[:2]:
-        await set_scheduled_at(group_api, group_namespace, victim, datetime.now(UTC) - timedelta(minutes=1))
+    victims = await half_over(group_api, group_namespace, classes["guarded"])
     before = await server.refusals()
     preemptors = await create_group(group_api, group_namespace, "preemptors", classes["high"], 2)
     # Within its 20 s: refused, every member stays.
@@ -98,12 +75,7 @@ async def test_a_protected_all_group_is_refused_whole_then_preempted_whole_after
     )
     assert told.message.startswith(f"a member's preemption refused: pod {group_namespace}/victims-")
     # After it: the whole group goes, and the preemptors take its room.
-    await eventually(
-        lambda: placed(group_api, group_namespace, victims),
-        lambda now: set(now.values()) == {"gone"},
-        timeout=SCHEDULING_SECONDS,
-        what="every victim deleted",
-    )
+    await until_all_gone(group_api, group_namespace, victims)
     await until_placed(group_api, group_namespace, preemptors)
 
 
@@ -114,11 +86,11 @@ async def test_members_of_other_classes_are_protected_by_their_groups_class(
     them of `plain` (7000, which protects nothing), two of `forever`. All four stay, refused alike."""
     server = Server.of(guard)
     custom, core = client.CustomObjectsApi(group_api), client.CoreV1Api(group_api)
-    body = pod_group_body("mixed", classes["forever"], 4, gang=False)
-    await custom.create_namespaced_custom_object(GROUP, VERSION, group_namespace, PLURAL, body)
+    body = groups.pod_group_body("mixed", classes["forever"], 4, gang=False)
+    await custom.create_namespaced_custom_object(groups.GROUP, groups.VERSION, group_namespace, groups.PLURAL, body)
     victims = [f"mixed-{index}" for index in range(4)]
     for index, victim in enumerate(victims):
-        pod = member_body(victim, "mixed", classes["plain" if index < 2 else "forever"])
+        pod = groups.member_body(victim, "mixed", classes["plain" if index < 2 else "forever"])
         pod["spec"]["nodeName"] = group_nodes[index % 2]
         await core.create_namespaced_pod(group_namespace, pod)
     before = await server.refusals()
@@ -147,8 +119,7 @@ async def test_a_single_groups_members_are_judged_one_by_one(
     """`disruptionMode: single`, 10 minutes: the two members whose own 10 minutes are over (and which started
     last, so that the scheduler picks them) go for the preemptors; the two others stay. Judged as `all` (from
     its last member scheduled), the group would be refused for 10 minutes."""
-    victims = await create_group(group_api, group_namespace, "victims", classes["ten-minutes"], 4, mode="single")
-    await until_placed(group_api, group_namespace, victims)
+    victims = await placed_group(group_api, group_namespace, "victims", classes["ten-minutes"], 4, mode="single")
     now = datetime.now(UTC)
     for index, victim in enumerate(victims):
         expired = index < 2
@@ -167,20 +138,12 @@ async def test_a_lone_preemptor_is_refused_a_protected_all_group_whole(
     """A plain pod of `high` needs a member's room: the scheduler's preemption takes the `all` group whole,
     which the group refuses whole for its 20 s (though two members' own are over), then gives up whole."""
     server = Server.of(guard)
-    victims = await create_group(group_api, group_namespace, "victims", classes["guarded"], 4)
-    await until_placed(group_api, group_namespace, victims)
-    for victim in victims[:2]:
-        await set_scheduled_at(group_api, group_namespace, victim, datetime.now(UTC) - timedelta(minutes=1))
+    victims = await half_over(group_api, group_namespace, classes["guarded"])
     before = await server.refusals()
     core = client.CoreV1Api(group_api)
     await core.create_namespaced_pod(group_namespace, pod_body("lone", classes["high"], group_nodes[0], cpu="1"))
     await eventually(server.refusals, lambda count: count > before, timeout=SCHEDULING_SECONDS, what="a refusal")
     found = await placed(group_api, group_namespace, [*victims, "lone"])
     assert all(found[victim] in group_nodes for victim in victims) and found["lone"] is None, found
-    await eventually(
-        lambda: placed(group_api, group_namespace, victims),
-        lambda now: set(now.values()) == {"gone"},
-        timeout=SCHEDULING_SECONDS,
-        what="every victim deleted",
-    )
+    await until_all_gone(group_api, group_namespace, victims)
     await until_bound(group_api, group_namespace, "lone", group_nodes[0])

@@ -16,36 +16,16 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from tests.integration.groups import (
-    GROUP,
-    PLURAL,
-    VERSION,
-    create_group,
-    member_body,
-    placed,
-    pod_group_body,
-    read_group,
-    until_placed,
-)
-from tests.integration.helpers import SCHEDULING_SECONDS, eventually, unique_name
+from tests.integration import groups
+from tests.integration.groups import create_group, read_group, until_all_gone, until_placed
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
-
-LOW, HIGH = 1000, 2000
 
 
 @pytest.fixture
 async def classes(group_api: ApiClient) -> AsyncIterator[dict[str, str]]:
-    """`low` (1000) and `high` (2000), plain."""
-    suffix = unique_name("c").split("-")[-1]
-    values = {"low": LOW, "high": HIGH}
-    names = {role: f"{role}-{suffix}" for role in values}
-    scheduling = client.SchedulingV1Api(group_api)
-    for role, name in names.items():
-        await scheduling.create_priority_class({"metadata": {"name": name}, "value": values[role]})
-    yield names
-    for name in names.values():
-        await scheduling.delete_priority_class(name)
+    async with groups.priority_classes(group_api, "low", "high") as names:
+        yield names
 
 
 async def test_the_bed_serves_pod_groups_with_their_class_priority(
@@ -53,7 +33,7 @@ async def test_the_bed_serves_pod_groups_with_their_class_priority(
 ) -> None:
     await create_group(group_api, group_namespace, "g", classes["high"], 2)
     group = await read_group(group_api, group_namespace, "g")
-    assert group["spec"]["priority"] == HIGH
+    assert group["spec"]["priority"] == groups.ROLES["high"][0]
     assert group["spec"]["disruptionMode"] == {"all": {}}
 
 
@@ -63,24 +43,18 @@ async def test_the_bed_preempts_a_whole_all_group_for_a_preemptor_group(
     victims = await create_group(group_api, group_namespace, "victims", classes["low"], 4)
     assert set((await until_placed(group_api, group_namespace, victims)).values()) == set(group_nodes)
     preemptors = await create_group(group_api, group_namespace, "preemptors", classes["high"], 2)
-    # Two CPUs would do, but the victim group goes whole.
-    await eventually(
-        lambda: placed(group_api, group_namespace, victims),
-        lambda found: set(found.values()) == {"gone"},
-        timeout=SCHEDULING_SECONDS,
-        what="every victim deleted",
-    )
+    await until_all_gone(group_api, group_namespace, victims)  # two CPUs would do: the victim group goes whole
     await until_placed(group_api, group_namespace, preemptors)
 
 
 async def test_without_the_gate_no_pod_group_is_served_and_no_pod_keeps_one(api: ApiClient, namespace: str) -> None:
     with pytest.raises(ApiException) as refused:
         await client.CustomObjectsApi(api).create_namespaced_custom_object(
-            GROUP, VERSION, namespace, PLURAL, pod_group_body("g", "plain", 2)
+            groups.GROUP, groups.VERSION, namespace, groups.PLURAL, groups.pod_group_body("g", "plain", 2)
         )
     assert refused.value.status == 404
     core = client.CoreV1Api(api)
-    await core.create_namespaced_pod(namespace, member_body("m-0", "g", None))
+    await core.create_namespaced_pod(namespace, groups.member_body("m-0", "g", None))
     raw = await core.read_namespaced_pod("m-0", namespace, _preload_content=False)  # the JSON, every field
     spec = json.loads(await raw.read())["spec"]
     assert "schedulingGroup" not in spec and spec["containers"]
