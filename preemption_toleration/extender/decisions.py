@@ -39,7 +39,7 @@ from preemption_toleration.extender.victims import (
 from preemption_toleration.inventory.budgets import counted_by_a_budget, split_by_budget_violation
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.node import NodeRecord
-from preemption_toleration.records.pod import SlimPod
+from preemption_toleration.records.pod import PodRecord, SlimPod
 
 
 class NodeChoice(str, Enum):
@@ -82,7 +82,8 @@ class ExemptionCheck:
     def __call__(self, pod: SlimPod) -> bool:
         found = self.known.get(pod.uid)
         if found is None:
-            found, protection = exemption(pod, self.preemptor, self._toleration(pod), self.now)
+            judged = self.view.as_member(pod)  # a member of a PodGroup as its group, as the guard judges it
+            found, protection = exemption(judged, self.preemptor, self._toleration(judged), self.now)
             self.known[pod.uid] = found
             if protection is not None:
                 self.protections[pod.uid] = protection
@@ -94,12 +95,13 @@ class ExemptionCheck:
         for pod in pods:
             protection = self.protections.get(pod.uid)
             if protection is None:  # exempt by the preemptor's preemptionPolicy alone
-                protection = protection_under(pod, self._toleration(pod), self.now)
+                judged = self.view.as_member(pod)
+                protection = protection_under(judged, self._toleration(judged), self.now)
             if protection.kind is ProtectionKind.UNTIL and protection.until is not None:
                 ends.append(protection.until)
         return min(ends, default=None)
 
-    def _toleration(self, pod: SlimPod) -> ClassToleration | None:
+    def _toleration(self, pod: PodRecord) -> ClassToleration | None:
         """The toleration of the pod's class, as its record parsed it; None when the cache has no such class."""
         record = self.view.classes.get(pod.priority_class or "")
         return record.toleration if record is not None else None

@@ -203,23 +203,9 @@ def describe(
     )
 
 
-def _group_of(pod: PodRecord, view: ClusterView) -> PodGroupRecord | None:
-    """The PodGroup a pod names, when the cache has it."""
-    name = pod.pod_group
-    return view.groups.get(f"{pod.key[0]}/{name}") if name is not None else None
-
-
-def as_member(pod: PodRecord, view: ClusterView) -> PodRecord:
-    """The victim as the contract judges it: as a member of its PodGroup, when it has one (`core.groups`)."""
-    group = _group_of(pod, view)
-    if group is None:
-        return pod
-    return MemberRecord(pod, group, view.pods.members_of(group.key).scheduled_since())
-
-
 def _preemptor_facts(preemptor: PodRecord, view: ClusterView) -> PreemptorFacts:
     """A preemptor as the scheduler judges it: by its PodGroup when it has one."""
-    group = _group_of(preemptor, view)
+    group = view.group_of(preemptor)
     if group is None:
         return preemptor
     return as_preemptor(preemptor, group, view.pods.members_of(group.key).pods.values())
@@ -257,9 +243,9 @@ def _judge(
     config: GuardConfig,
     now: datetime,
 ) -> Verdict:
-    """The verdict on `victim` (`as_member`: a member of a PodGroup as its group) and `preemptor`. A scheduler's
-    write on a member of a `disruptionMode: all` group gets the decision its group's first member got in this
-    preemption, or a new one, then kept for the group's other members."""
+    """The verdict on `victim` (`ClusterView.as_member`: a member of a PodGroup as its group) and `preemptor`.
+    A scheduler's write on a member of a `disruptionMode: all` group gets the decision its group's first member
+    got in this preemption, or a new one, then kept for the group's other members."""
     whole = whole_group(victim) if kind.scheduler_write else None
     kept: GroupDecision | None = view.group_verdicts.recall(whole.uid) if whole is not None else None
     class_name = victim.priority_class or ""
@@ -312,7 +298,7 @@ def _judge(
     code = 429 if retry_after is not None else 403
     refusal = _refusal(kind, request, victim, preemptor, judged_as, protection, code, message, config.audit)
     refusal.retry_after = retry_after
-    refusal.preemptor_group = _group_of(preemptor, view)
+    refusal.preemptor_group = view.group_of(preemptor)
     return Verdict(refusal, source, preemptor)
 
 
@@ -372,7 +358,7 @@ def _judge_eviction(request: GuardRequest, view: ClusterView, config: GuardConfi
     preemptor, problem = _explicit_preemptor(request.annotations, view)
     if pod is None:
         return ALLOWED  # a pod we do not know
-    victim = as_member(pod, view)
+    victim = view.as_member(pod)
     if problem is not None:
         return Verdict(note=f"not judged as a preemption: {problem}")
     kind = GuardOperation.EVICTION
@@ -412,7 +398,7 @@ def _judge_scheduler_write(
     node_name = pod.node_name if pod is not None else None
     if pod is None or not node_name:
         return ALLOWED  # an unbound pod is nobody's victim
-    victim = as_member(pod, view)  # at its group's priority, as the scheduler judges it
+    victim = view.as_member(pod)  # at its group's priority, as the scheduler judges it
     whole = whole_group(victim)
     kept: GroupDecision | None = view.group_verdicts.recall(whole.uid) if whole is not None else None
     if kept is not None:  # `_judge` reads the rest of it

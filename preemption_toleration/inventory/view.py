@@ -13,7 +13,8 @@ from preemption_toleration.inventory.ownership import PolicyIndex
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.preemptors import PreemptorRecord
 from preemption_toleration.records.node import NodeRecord
-from preemption_toleration.records.pod_group import PodGroupRecord
+from preemption_toleration.records.pod import PodRecord
+from preemption_toleration.records.pod_group import MemberRecord, PodGroupRecord
 from preemption_toleration.records.policy import PolicyView
 from preemption_toleration.records.priority_class import ClassView
 
@@ -35,6 +36,18 @@ class ClusterView:
     groups: Mapping[str, PodGroupRecord] = field(default_factory=dict)  # PodGroups by "namespace/name"
     # the guard's decisions for victim groups (`guard.decisions.GroupDecision`), kept between requests
     group_verdicts: GroupVerdicts[Any] = field(default_factory=GroupVerdicts)
+
+    def group_of(self, pod: PodRecord) -> PodGroupRecord | None:
+        """The PodGroup a pod names, when the cache has it."""
+        name = pod.pod_group
+        return self.groups.get(f"{pod.key[0]}/{name}") if name is not None else None
+
+    def as_member(self, pod: PodRecord) -> PodRecord:
+        """A victim as the contract judges it: as a member of its PodGroup, when it has one (`core.groups`)."""
+        group = self.group_of(pod)
+        if group is None:
+            return pod
+        return MemberRecord(pod, group, self.pods.members_of(group.key).scheduled_since())
 
     def owner(self, class_name: str) -> str | None:
         """The policy that governs a class (the oldest that claims it), read only for a refusal's message."""

@@ -356,6 +356,10 @@ class Steerer:
             self.metrics.count(SteeringOutcome.UNCHANGED)
             return False
         plan = await self._plan(found, view, now)
+        if not isinstance(plan, NotSteered) and (members := [v for v in plan.victims if v.pod_group is not None]):
+            # the scheduler would take their groups whole, across nodes: a plan of this node's pods cannot say
+            groups = ", ".join(sorted({f"{member.namespace}/{member.pod_group}" for member in members}))
+            plan = NotSteered(Declined.POD_GROUP, f"its victims on {plan.node} include members of PodGroup {groups}")
         if isinstance(plan, NotSteered):
             self.declined_plans.declined(found.uid, generation, time.monotonic())
             self._report_declined(f"{found.namespace}/{found.name}", plan, found)

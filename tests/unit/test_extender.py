@@ -387,3 +387,25 @@ def test_a_preemptor_is_held_until_the_first_toleration_on_the_node_ends_propose
     [outcome] = decision.outcomes
     assert outcome.choice is NodeChoice.DROPPED
     assert outcome.held_until == datetime(2026, 11, 22, 12, 2, tzinfo=UTC)
+
+
+def test_a_member_of_a_protected_pod_group_is_judged_as_its_group() -> None:
+    """On a cluster with pod groups, a lone preemptor's victims may be members of a group: a member of the
+    plain class `low` in a PodGroup of `low-non-preempted` tolerates the preemptor, as the guard judges it, and
+    the other pod goes in its place. Without the PodGroup, the member is judged by its own class."""
+    from preemption_toleration.records.pod_group import pod_group_record
+
+    member = pod("m", "low", started="2026-11-22T11:30:00Z", spec__schedulingGroup={"podGroupName": "g"})
+    pods = [member, pod("plain", "low")]
+    group = pod_group_record(
+        {
+            "metadata": {"name": "g", "namespace": "team", "uid": "g"},
+            "spec": {"priority": 8000, "priorityClassName": "low-non-preempted", "disruptionMode": {"all": {}}},
+        }
+    )
+    preemptor = pod("high", "high", cpu="2", node=None)
+    grouped = view(pods)
+    grouped.groups = {group.ref: group}
+    for state, expected in ((grouped, ["uid-plain"]), (view(pods), ["uid-m"])):
+        [outcome] = decide_preemption(args(preemptor, {"node-a": ["m"]}), state, NOW).outcomes
+        assert sorted(outcome.victims) == expected, outcome
