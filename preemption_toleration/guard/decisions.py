@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum, StrEnum
@@ -404,7 +404,7 @@ def _judge_scheduler_write(
     if kept is not None:  # `_judge` reads the rest of it
         found = (kept.preemptor, kept.source) if kept.preemptor is not None and kept.source is not None else None
     else:
-        found = _scheduler_preemptor(victim, node_name, whole is not None, view, now, scheduler)
+        found = _scheduler_preemptor(victim, node_name, whole, view, now, scheduler)
     if found is None:
         if whole is not None and kept is None:
             view.group_verdicts.keep(whole.uid, NO_PREEMPTOR)
@@ -413,22 +413,42 @@ def _judge_scheduler_write(
     return _judge(kind, request, victim, preemptor, source, view, config, now)
 
 
+def _places(
+    victim: PodRecord, node_name: str, whole: PodGroupRecord | None, view: ClusterView, scheduler: str | None
+) -> Iterator[VictimPlace]:
+    """Where the scheduler may be placing the preemptor: the victim's node, then, for a member of a group it
+    takes whole, across nodes, the nodes of the group's other members, in name order (read only when the
+    victim's own node gives no preemptor)."""
+    yield VictimPlace(victim.priority, node_name, view.nodes.get(node_name), scheduler)
+    if whole is not None:
+        members = view.pods.members_of(whole.key).pods.values()
+        for node in sorted({member.node_name for member in members if member.node_name} - {node_name}):
+            yield VictimPlace(victim.priority, node, view.nodes.get(node), scheduler)
+
+
 def _scheduler_preemptor(
-    victim: PodRecord, node_name: str, across_nodes: bool, view: ClusterView, now: datetime, scheduler: str | None
+    victim: PodRecord,
+    node_name: str,
+    whole: PodGroupRecord | None,
+    view: ClusterView,
+    now: datetime,
+    scheduler: str | None,
 ) -> tuple[PodRecord, PreemptorSource] | None:
     """The preemptor of a scheduler's write: the one an extender call named, else the pending pod it most
-    likely preempts for, else one deleted a moment ago. `across_nodes`: the victim is a member of a group the
-    scheduler preempts whole, across nodes, so the preemptor need not fit on the victim's node."""
+    likely preempts for, else one deleted a moment ago, on the victim's node or, for a member of a group the
+    scheduler takes `whole`, on another member's (`_places`)."""
     recorded = _recorded_preemptor(victim, node_name, view, now)
     if recorded is not None:
         return recorded, PreemptorSource.RECORDED
-    node = None if across_nodes else view.nodes.get(node_name)
-    place = VictimPlace(victim.priority, node_name, node, scheduler)
-    inferred = infer_preemptor(place, view.pods)
-    if inferred is not None:
-        return inferred, PreemptorSource.INFERRED
-    departed = infer_departed_preemptor(place, view.pods)
-    return (departed, PreemptorSource.DEPARTED) if departed is not None else None
+    for place in _places(victim, node_name, whole, view, scheduler):
+        inferred = infer_preemptor(place, view.pods)
+        if inferred is not None:
+            return inferred, PreemptorSource.INFERRED
+    for place in _places(victim, node_name, whole, view, scheduler):
+        departed = infer_departed_preemptor(place, view.pods)
+        if departed is not None:
+            return departed, PreemptorSource.DEPARTED
+    return None
 
 
 _ENTRIES: dict[GuardOperation, Callable[[GuardRequest, ClusterView, GuardConfig, datetime], Verdict]] = {

@@ -143,12 +143,18 @@ def test_a_preemptor_group_is_judged_at_its_pod_group_priority(
     assert (refused(victim, state) is not None) is expected
 
 
-def test_a_preemptor_of_an_all_group_need_not_fit_on_the_members_node() -> None:
-    """The scheduler preempts an `all` group across nodes: a preemptor kept to another node is still the
-    one; a lone victim there is not its victim."""
+def test_a_preemptor_of_an_all_group_may_fit_on_another_members_node() -> None:
+    """The scheduler takes an `all` group whole, across nodes: a preemptor kept to the node of another member
+    is the one; one that fits on no member's node is not, nor is it a lone victim's preemptor."""
     elsewhere = pending("high-1", 9000, nodeSelector={"pool": "elsewhere"})
-    victim = member("m-0", "g", 5)
-    assert refused(victim, view(victim, elsewhere, groups=(PROTECTED_ALL,))) is not None
+    victim, other = member("m-0", "g", 5), member("m-1", "g", 5)
+    other["spec"]["nodeName"] = "node-2"
+    state = view(victim, other, elsewhere, groups=(PROTECTED_ALL,))
+    state.nodes = {"node-1": node(), "node-2": node("node-2", labels={"pool": "elsewhere"})}
+    assert refused(victim, state) is not None
+    state = view(victim, other, elsewhere, groups=(PROTECTED_ALL,))  # node-2 has no such pool
+    state.nodes = {"node-1": node(), "node-2": node("node-2")}
+    assert refused(victim, state) is None
     lone = bound("lone", 8000, TEN_MINUTES, ago=timedelta(minutes=5))
     assert refused(lone, view(lone, elsewhere)) is None
 
