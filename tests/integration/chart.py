@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from preemption_toleration.devcluster import LocalCluster
+from preemption_toleration.devcluster.components import ComponentProcess
 from preemption_toleration.manifests.webhook_configurations import GUARD_NAME, NAME, service_manifests
 from tests.integration.components import INSTALL_NAMESPACE, ROOT, install_crd
 from tests.integration.conftest import Kubectl
@@ -85,6 +86,21 @@ def clean_slate(cluster: LocalCluster, kubectl: Kubectl) -> Iterator[None]:
     for kind, name in CONFIGURATIONS:
         kubectl("delete", kind, name, "--ignore-not-found", check=False)
     install_crd(cluster)  # the peering object the other modules' operators share
+
+
+@contextlib.contextmanager
+def logs_on_failure(*processes: ComponentProcess) -> Iterator[None]:
+    """An assertion failing inside also prints the end of each process's log and whether it still runs:
+    a start that is slow only on a loaded machine is told apart from one that failed."""
+    try:
+        yield
+    except AssertionError as failure:
+        tails = "\n".join(
+            f"--- ptol {process.command} ({'running' if process.running() else 'exited'}), its log's end:\n"
+            f"{process.log()[-4000:]}"
+            for process in processes
+        )
+        raise AssertionError(f"{failure}\n{tails}") from failure
 
 
 async def assert_bad_class_refused(kubectl: Kubectl, name: str) -> None:

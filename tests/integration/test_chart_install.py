@@ -34,6 +34,7 @@ from tests.integration.chart import (
     container_args,
     helm,
     live,
+    logs_on_failure,
     registered,
     token_kubeconfig,
 )
@@ -96,40 +97,41 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_api_server(
     service = live(kubectl, "service", SERVICE, "-n", INSTALL_NAMESPACE)
     cluster.route_service(service["spec"]["clusterIP"], 443, f"127.0.0.1:{port}")
     try:
-        webhook.wait_for("webhook server listening", webhook.start(), timeout=START_SECONDS)
-        operator.start()
-        # once ready, the server registered its three configurations, with its CA (self-managed TLS)
-        await eventually(
-            lambda: _async(registered, kubectl),
-            lambda found: len(found) == 3,
-            timeout=START_SECONDS,
-            what="registration",
-        )
-        assert all(ca_bundles(kubectl))
+        with logs_on_failure(webhook, operator):
+            webhook.wait_for("webhook server listening", webhook.start(), timeout=START_SECONDS)
+            operator.start()
+            # once ready, the server registered its three configurations, with its CA (self-managed TLS)
+            await eventually(
+                lambda: _async(registered, kubectl),
+                lambda found: len(found) == 3,
+                timeout=START_SECONDS,
+                what="registration",
+            )
+            assert all(ca_bundles(kubectl))
 
-        # admission, through the Service: a bad PriorityClass is refused with the webhook's message
-        await assert_bad_class_refused(kubectl, bad)
+            # admission, through the Service: a bad PriorityClass is refused with the webhook's message
+            await assert_bad_class_refused(kubectl, bad)
 
-        # the operator, with the chart's RBAC, writes the annotations of the policy applied before
-        await eventually(
-            lambda: read_class(api, pc),
-            lambda c: ours(c) == {MIN: "10000", TOL: "-1"},
-            timeout=START_SECONDS,
-            what="annotations",
-        )
+            # the operator, with the chart's RBAC, writes the annotations of the policy applied before
+            await eventually(
+                lambda: read_class(api, pc),
+                lambda c: ours(c) == {MIN: "10000", TOL: "-1"},
+                timeout=START_SECONDS,
+                what="annotations",
+            )
 
-        # the guard, through the Service: an Eviction by a preemptor of priority 9000 is refused
-        node = (await make_node()).metadata.name
-        await create_bound(api, pods_namespace, "protected", pc, node, cpu="1")
-        with pytest.raises(ApiException) as refused:
-            await _evict_by_preemptor(api, pods_namespace, "protected")
-        assert refused.value.status == 403
-        assert json.loads(refused.value.body)["message"].startswith(
-            'admission webhook "pods.guard.preemption-toleration.dev" denied the request: '
-            f"pod {pods_namespace}/protected (PriorityClass {pc}"
-        )
-        for process in (webhook, operator):
-            assert "forbidden" not in process.log().lower(), process.log()[-3000:]
+            # the guard, through the Service: an Eviction by a preemptor of priority 9000 is refused
+            node = (await make_node()).metadata.name
+            await create_bound(api, pods_namespace, "protected", pc, node, cpu="1")
+            with pytest.raises(ApiException) as refused:
+                await _evict_by_preemptor(api, pods_namespace, "protected")
+            assert refused.value.status == 403
+            assert json.loads(refused.value.body)["message"].startswith(
+                'admission webhook "pods.guard.preemption-toleration.dev" denied the request: '
+                f"pod {pods_namespace}/protected (PriorityClass {pc}"
+            )
+            for process in (webhook, operator):
+                assert "forbidden" not in process.log().lower(), process.log()[-3000:]
 
         # helm upgrade with changed values changes what it should; the webhook's pods, rolled with the new
         # arguments, register the configurations they now ask for
