@@ -207,14 +207,16 @@ def _nominations(
 ) -> tuple[list[SlimPod], list[SlimPod]]:
     """The other pods nominated to node `name`, as (those that count against the preemptor there, those
     there by nominations upstream would not have made: `hopeless`). A pod steering nominated there itself
-    (`ours`: UID -> the node) is never hopeless: that nomination is the one upstream's plugin made."""
+    (`ours`: UID -> the node) is never hopeless: that nomination is the one upstream's plugin made; nor is a
+    member of a pod group."""
     counted: list[SlimPod] = []
     cleared: list[SlimPod] = []
     for pod in view.pods.nominated_to(name):
         if pod.uid == preemptor.uid:
             continue
-        ours_there = ours.get(pod.uid) == name
-        (cleared if not ours_there and hopeless(pod, preemptor, name, view, now) else counted).append(pod)
+        # a group's member is nominated by the scheduler's preemption for its group: never cleared, in part
+        keep = ours.get(pod.uid) == name or pod.pod_group is not None
+        (cleared if not keep and hopeless(pod, preemptor, name, view, now) else counted).append(pod)
     return counted, cleared
 
 

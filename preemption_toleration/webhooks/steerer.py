@@ -51,6 +51,7 @@ from preemption_toleration.steering.pacing import DEFAULT_PACE, DeclinedPlans, P
 from preemption_toleration.steering.plan import (
     Declined,
     NotSteered,
+    RefusedFor,
     SteeringPlan,
     blocking_nominations,
     fits_on,
@@ -75,6 +76,7 @@ JSON_PATCH = "application/json-patch+json"
 CLEAR_AGAIN_SECONDS = 0.25
 LOOK_AGAIN_SECONDS = 0.5  # a refusal with no preemptor to steer is looked at once more this much later
 REQUEST_TIMEOUT = 10
+_ACROSS_NODES = " (the scheduler preempts groups across nodes; steering makes a pod's preemption on one node)"
 
 
 @dataclass(frozen=True)
@@ -184,7 +186,7 @@ class Steerer:
             detail = f"the preemptor is a member of PodGroup {pending.namespace}/{pending.pod_group}"
         else:
             return False
-        detail += " (the scheduler preempts groups across nodes; steering makes a pod's preemption on one node)"
+        detail += _ACROSS_NODES
         self._report_declined(subject, NotSteered(Declined.POD_GROUP, detail), pending)
         return True
 
@@ -330,20 +332,29 @@ class Steerer:
             self._report_declined(f"{item.namespace}/{item.name}", found, None)
             self._look_again(item)
             return False
+        if self._for_a_group(found):
+            return False
         await self._unblock(found.first, view, now)
         if found.to_steer is None:
             self._look_again(item)
             return any(pod.uid in self.steered for pod in found.steered_lately)
         return await self._steer(found.to_steer, view, now)
 
+    def _for_a_group(self, found: RefusedFor) -> bool:
+        """Whether the pod steering would act for (clear the nominations that block it, or plan for it) is a
+        member of a pod group, which steering declines before doing either: the scheduler preempts for the
+        group across nodes, and an action for one member would be an action for the group in part."""
+        member = next((pod for pod in (found.first, found.to_steer) if pod and pod.pod_group is not None), None)
+        if member is None:
+            return False
+        detail = f"the preemptor is a member of PodGroup {member.namespace}/{member.pod_group}" + _ACROSS_NODES
+        self._report_declined(
+            f"podgroup {member.namespace}/{member.pod_group}", NotSteered(Declined.POD_GROUP, detail), member
+        )
+        return True
+
     async def _steer(self, found: SlimPod, view: ClusterView, now: datetime) -> bool:
         """Plans and carries out the preemption for one preemptor; True as `_consider`."""
-        if found.pod_group is not None:  # the scheduler preempts for its group, across nodes
-            detail = f"the preemptor is a member of PodGroup {found.namespace}/{found.pod_group}"
-            self._report_declined(
-                f"podgroup {found.namespace}/{found.pod_group}", NotSteered(Declined.POD_GROUP, detail), found
-            )
-            return False
         terminating = self._still_terminating(found.uid, view)
         if terminating is not None:
             # the scheduler waits for that node while they go; a plan elsewhere would preempt twice

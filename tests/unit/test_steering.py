@@ -419,6 +419,13 @@ BLOCKING = [
         ["twin"],
         {"uid-twin": "node-b"},
     ),
+    (
+        "a twin that is a pod group's member keeps its nomination: its group's preemption made it",
+        "3",
+        [pod("protected", "low-non-preempted", cpu="2")],
+        [twin(spec__schedulingGroup={"podGroupName": "job"})],
+        [],
+    ),
 ]
 
 

@@ -273,3 +273,30 @@ async def test_a_refusal_without_evidence_is_looked_at_once_more(api, monkeypatc
     await asyncio.sleep(0.01)
     assert subject.queue.empty(), "looked at once more, not for ever"
     assert counted.outcomes == ["no-evidence", "no-evidence"]
+
+
+async def test_a_group_members_preemption_is_declined_before_any_nomination_is_cleared(api) -> None:
+    """The pod the guard refused a victim for is a member of a pod group, nominated where a twin's
+    nomination alone blocks it: steering declines it as a group's (the scheduler preempts for the group,
+    across nodes) before it clears the twin's nomination, which would act for the group in part."""
+    victim = pod("p000", "low-non-preempted", cpu="2", node="n000")
+    member = pod(
+        "high",
+        "high",
+        cpu="1",
+        node=None,
+        status__nominatedNodeName="n000",
+        spec__schedulingGroup={"podGroupName": "job"},
+    )
+    twin = pod("twin", "high", cpu="1", node=None, status__nominatedNodeName="n000")
+    view = ClusterView(PodIndex.of([victim, member, twin]), {"n000": node("n000", cpu="3")}, CLASS_RECORDS)
+    counted = Counted()
+    subject = steerer(api, view, counted)
+    cleared: list[str] = []
+
+    async def clear(pod, node, preemptor) -> None:
+        cleared.append(pod.name)
+
+    subject._clear_blocking = clear  # type: ignore[method-assign]
+    assert not await subject._consider(refused(victim))
+    assert counted.outcomes == ["pod-group"] and cleared == [] and counted.plans == []
