@@ -19,6 +19,12 @@ from preemption_toleration.records.policy import PolicyView
 from preemption_toleration.records.priority_class import ClassView
 
 
+class GroupsNotCurrent(Exception):
+    """A pod names a PodGroup and the PodGroup cache may not be decided from (not listed, silent, or PodGroups
+    not served when the server started): judged as a lone pod, a member would be judged apart from its group,
+    so no decision is made from it."""
+
+
 # Built on every judged request: a plain slotted class builds about five times faster than a frozen
 # dataclass (each field of one is set through object.__setattr__). Never mutated.
 @dataclass(slots=True)
@@ -36,11 +42,17 @@ class ClusterView:
     groups: Mapping[str, PodGroupRecord] = field(default_factory=dict)  # PodGroups by "namespace/name"
     # the guard's decisions for victim groups (`guard.decisions.GroupDecision`), kept between requests
     group_verdicts: GroupVerdicts[Any] = field(default_factory=GroupVerdicts)
+    groups_problem: str | None = None  # why `groups` may not be decided from (None: it may)
 
     def group_of(self, pod: PodRecord) -> PodGroupRecord | None:
-        """The PodGroup a pod names, when the cache has it."""
+        """The PodGroup a pod names, when the cache has it (a pod whose group does not exist is judged as a
+        pod); GroupsNotCurrent when it names one and the cache may not be decided from."""
         name = pod.pod_group
-        return self.groups.get(f"{pod.key[0]}/{name}") if name is not None else None
+        if name is None:
+            return None
+        if self.groups_problem is not None:
+            raise GroupsNotCurrent(self.groups_problem)
+        return self.groups.get(f"{pod.key[0]}/{name}")
 
     def as_member(self, pod: PodRecord) -> PodRecord:
         """A victim as the contract judges it: as a member of its PodGroup, when it has one (`core.groups`)."""

@@ -32,6 +32,9 @@ from preemption_toleration.records.pod_group import PodGroupRecord, group_ref_of
 from preemption_toleration.records.policy import PolicyView, policy_view
 from preemption_toleration.records.priority_class import ClassView, class_view
 
+# Only a pod that names a PodGroup asks, and the API server keeps that field only where it serves them.
+NOT_SERVED = "podgroups: not served when this server started (restart it after turning GenericWorkload on)"
+
 
 class AdmissionCaches:
     """Classes and policies for every webhook; with `guard`, also the pod index, node records and the
@@ -87,10 +90,12 @@ class AdmissionCaches:
             PLURAL, listers.policies(api), self.policy_store, logger, self._changed, page_size=page_size
         )
         self._snapshot: Snapshot | None = None
-        # What each kind of decision reads, listed once: `problems` is asked on every request.
+        # What each kind of decision reads, listed once: `problems` is asked on every request. PodGroups are
+        # not among "all": only a request about a pod that names one needs them (`ClusterView.groups_problem`).
+        apart = (self.budgets, self.groups)
         self._needed: dict[Needs, list[Informer]] = {
             "admission": [self.classes, self.policies],
-            "all": [informer for informer in self.informers() if informer is not self.budgets],
+            "all": [informer for informer in self.informers() if informer not in apart],
         }
 
     def _changed(self) -> None:
@@ -106,7 +111,9 @@ class AdmissionCaches:
     def required(self) -> list[Informer]:
         """The caches every decision needs. PodDisruptionBudgets are not among them: only the extender
         reads them, and until they are listed it counts no budget (a missing permission for them, say after
-        an upgrade of the image alone, must not take the admission webhooks and the guard down)."""
+        an upgrade of the image alone, must not take the admission webhooks and the guard down). Nor are
+        PodGroups, for the same reason: until they are listed, a decision about a pod that names one is not
+        made (`groups_problem`), and every other decision is."""
         return list(self._needed["all"])
 
     def generation(self) -> int:
@@ -139,7 +146,14 @@ class AdmissionCaches:
             preemptors=self.preemptors,
             groups=self.group_store.items,
             group_verdicts=self.group_verdicts,
+            groups_problem=self.groups_problem(),
         )
+
+    def groups_problem(self) -> str | None:
+        """Why a pod's PodGroup may not be read from the cache (None: it may)."""
+        if self.groups is None:
+            return NOT_SERVED
+        return self.groups.health(self.stale_after)
 
     def snapshot(self) -> Snapshot:
         if self._snapshot is None:

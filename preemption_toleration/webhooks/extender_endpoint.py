@@ -17,7 +17,7 @@ from preemption_toleration.api.extender import ExtenderPreemptionArgs
 from preemption_toleration.api.paths import EXTENDER_PREEMPT_PATH
 from preemption_toleration.extender.decisions import NodeChoice, decide_preemption
 from preemption_toleration.inventory.preemptors import PreemptorRecord
-from preemption_toleration.inventory.view import ClusterView
+from preemption_toleration.inventory.view import ClusterView, GroupsNotCurrent
 from preemption_toleration.records.pod import PodBody
 from preemption_toleration.webhooks.handling import (
     CLIENT_CLOSED_REQUEST,
@@ -94,6 +94,8 @@ class ExtenderEndpoint:
             return 200, self._decide(args)
         except Unready as unready:
             return unready.answer
+        except GroupsNotCurrent as problem:  # a member judged apart from its group would break it
+            return Unready([str(problem)]).answer
         except Exception as error:  # noqa: BLE001 - a bug must not become a 500; counted and logged
             return unexpected(self.metrics, EXTENDER, error)
 

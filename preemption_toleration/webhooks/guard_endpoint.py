@@ -29,7 +29,7 @@ from preemption_toleration.guard.decisions import (
 from preemption_toleration.guard.prefilter import GuardOperation, is_preemption
 from preemption_toleration.guard.repeats import RepeatFilter, RetryPacer
 from preemption_toleration.guard.request import GuardRequest, read_guard_request
-from preemption_toleration.inventory.view import ClusterView
+from preemption_toleration.inventory.view import ClusterView, GroupsNotCurrent
 from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.telemetry.declared import RefusalMode
 from preemption_toleration.webhooks.handling import (
@@ -37,6 +37,7 @@ from preemption_toleration.webhooks.handling import (
     HeldBack,
     Hold,
     Reply,
+    Unready,
     not_kept,
     ready,
     target_problem,
@@ -83,7 +84,10 @@ class GuardEndpoint:
             return Reply(allow(request.uid))
         ready(self.problems("all"))
         view = self.hooks.view()
-        verdict = judge(request, view, config)
+        try:
+            verdict = judge(request, view, config)
+        except GroupsNotCurrent as problem:  # a member judged apart from its group would break it
+            raise Unready([str(problem)]) from problem
         if verdict.source is not None:
             self.metrics.preemptor_sources.inc(verdict.source.value)
         refusal = verdict.refusal

@@ -18,6 +18,7 @@ from preemption_toleration.admission.decisions import AdmissionConfig
 from preemption_toleration.core.resources import LATEST_RULES, ResizeRules, resize_rules
 from preemption_toleration.guard.decisions import GuardConfig
 from preemption_toleration.kube.client import API_ERRORS, make_api_client
+from preemption_toleration.kube.informer import Informer
 from preemption_toleration.kube.listers import serves_pod_groups
 from preemption_toleration.kube.version import server_minor
 from preemption_toleration.records.pod import PodRecord
@@ -41,6 +42,21 @@ from preemption_toleration.webhooks.steerer import Steerer
 logger = logging.getLogger("preemption_toleration.webhooks")
 
 
+# How long a starting server waits for the PodGroups once the other caches are listed: it is ready without
+# them after that (a role that misses them, say after an upgrade of the image alone, must not keep it unready).
+GROUPS_START_WAIT_SECONDS = 10.0
+
+
+async def _listed_within(informer: Informer, timeout: float, stop: asyncio.Event) -> bool:
+    """Whether `informer` is listed within `timeout` seconds (False, at once, once stopped)."""
+    listed = asyncio.create_task(informer.synced.wait())
+    stopped = asyncio.create_task(stop.wait())
+    await asyncio.wait({listed, stopped}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    for waiter in (listed, stopped):
+        waiter.cancel()
+    return informer.synced.is_set()
+
+
 async def _synced_or_stopped(caches: AdmissionCaches, stop: asyncio.Event) -> bool:
     """Waits, however long it takes (a GitOps sync may apply the CRD after us), until every cache is listed;
     False if stopped first. Meanwhile /readyz says what is missing and each failure is logged once."""
@@ -55,6 +71,14 @@ async def _synced_or_stopped(caches: AdmissionCaches, stop: asyncio.Event) -> bo
     for waiter in (synced, stopped):
         waiter.cancel()
     if not caches.synced:
+        return False
+    if caches.groups is not None and not await _listed_within(caches.groups, GROUPS_START_WAIT_SECONDS, stop):
+        logger.warning(
+            "podgroups not listed yet: ready without them; no decision is made about a pod that names one until"
+            " they are",
+            extra={"problem": caches.groups_problem()},
+        )
+    if stop.is_set():
         return False
     logger.info("caches synced", extra={"objects": {s.resource: s.objects for s in caches.stats()}})
     freeze_heap()
@@ -105,7 +129,7 @@ async def _pod_groups_served(api: ApiClient) -> bool:
         served = await serves_pod_groups(api)
     except API_ERRORS as error:
         logger.warning(
-            "could not learn whether the API server serves PodGroups; members of pod groups are judged as pods",
+            "could not learn whether the API server serves PodGroups; no decision is made about a pod that names one",
             extra={"problem": str(error)},
         )
         return False

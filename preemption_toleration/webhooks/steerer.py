@@ -42,7 +42,7 @@ from preemption_toleration.core.pods import PREEMPTION_MARK
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.extender.decisions import ExemptionCheck
 from preemption_toleration.guard.waste import stock_choice_refused
-from preemption_toleration.inventory.view import ClusterView
+from preemption_toleration.inventory.view import ClusterView, GroupsNotCurrent
 from preemption_toleration.kube.client import API_ERRORS
 from preemption_toleration.kube.events import ObjectEvents
 from preemption_toleration.records.pod import DEFAULT_SCHEDULER, NO_CONSTRAINTS, PodRecord, SlimPod
@@ -235,6 +235,10 @@ class Steerer:
             try:
                 if await self._consider(item) and steered is not None:
                     steered.set()
+            except GroupsNotCurrent as problem:  # a pod names a PodGroup the cache cannot tell of yet
+                self._report_declined(
+                    f"{item.namespace}/{item.name}", NotSteered(Declined.STALE_CACHE, str(problem)), None
+                )
             except Exception:
                 self.metrics.count(SteeringOutcome.FAILED)
                 logger.exception("steering failed", extra={"victim": f"{item.namespace}/{item.name}"})

@@ -12,7 +12,7 @@ import pytest
 from preemption_toleration.guard.decisions import GuardConfig, judge
 from preemption_toleration.inventory.group_verdicts import GroupVerdicts
 from preemption_toleration.inventory.pods import PodIndex
-from preemption_toleration.inventory.view import ClusterView
+from preemption_toleration.inventory.view import ClusterView, GroupsNotCurrent
 from preemption_toleration.records.pod_group import pod_group_record
 from preemption_toleration.records.priority_class import class_view
 from tests.unit.guard_requests import answered
@@ -181,3 +181,27 @@ def test_a_refusal_names_the_preemptors_group() -> None:
     )
     assert verdict.refusal is not None and verdict.refusal.preemptor_group is not None
     assert verdict.refusal.preemptor_group.ref == "team/p"
+
+
+UNKNOWN = "podgroups: not listed yet (last problem: 403 Forbidden)"
+NOT_CURRENT = [
+    # (rule, victim, preemptor, decided)
+    ("a member victim: no decision", member("m-0", "g", 5), PREEMPTOR, False),
+    ("a member preemptor: no decision", bound("victim", 8000, "low-non-preempted"), preemptor_in("p"), False),
+    ("a lone victim and preemptor: decided as ever", bound("victim", 8000, "low-non-preempted"), PREEMPTOR, True),
+]
+
+
+@pytest.mark.parametrize(("rule", "victim", "preemptor", "decided"), NOT_CURRENT, ids=[n[0] for n in NOT_CURRENT])
+def test_no_decision_about_a_group_is_made_from_a_podgroup_cache_that_is_not_current(
+    rule: str, victim: dict[str, Any], preemptor: dict[str, Any], decided: bool
+) -> None:
+    """Judged as lone pods, a group's members would be decided one by one: the guard answers that it is not
+    ready instead (a 503, which the API server treats by the guard's failurePolicy, alike for every member)."""
+    state = view(victim, preemptor, groups=(PROTECTED_ALL, group("p", "high", 9000)))
+    state.groups_problem = UNKNOWN
+    if decided:
+        assert refused(victim, state) is not None
+    else:
+        with pytest.raises(GroupsNotCurrent, match="podgroups: not listed yet"):
+            refused(victim, state)

@@ -650,3 +650,32 @@ async def test_a_client_that_hangs_up_mid_body_gets_one_quiet_line(http: TestCli
     ]
     assert not any(record.exc_info for record in records)
     assert (await http.get("/healthz")).status == 200
+
+
+async def test_the_guard_answers_503_for_a_member_of_a_group_while_podgroups_are_not_listed() -> None:
+    """PodGroups unlisted (say, the role misses them after an upgrade of the image alone): the server stays
+    ready and decides about lone pods; about a member of a group it answers 503 with the reason, which
+    the API server treats by the guard's failurePolicy, alike for every member."""
+    from preemption_toleration.guard.decisions import GuardConfig
+    from preemption_toleration.inventory.pods import PodIndex
+    from preemption_toleration.inventory.view import ClusterView
+    from preemption_toleration.webhooks.guard_endpoint import GuardHooks
+    from tests.unit.test_extender import CLASS_RECORDS, node, pod
+
+    READY["value"] = True
+    member = pod("member", "low-non-preempted", spec__schedulingGroup={"podGroupName": "job"})
+    lone = pod("lone", "low-non-preempted")
+    preemptor = pod("high", "high", node=None)
+    problem = "podgroups: not listed yet (last problem: 403 Forbidden)"
+
+    def state() -> ClusterView:
+        pods = PodIndex.of([member, lone, preemptor])
+        return ClusterView(pods, {"node-a": node("node-a")}, CLASS_RECORDS, groups_problem=problem)
+
+    hooks = GuardHooks(state, GuardConfig(), lambda refusal, count: None)
+    async with webhook_client(webhook_app(lambda: snapshot_of({}, {}), not_ready, guard=hooks)) as guard_http:
+        assert (await guard_http.get("/readyz")).status == 200
+        answered = await guard_http.post("/guard/pods", json=_scheduler_deletes(member))
+        assert (answered.status, await answered.json()) == (503, {"error": f"caches are not ready: {problem}"})
+        decided = await guard_http.post("/guard/pods", json=_scheduler_deletes(lone))
+        assert decided.status == 200 and (await decided.json())["response"]["allowed"] is False
