@@ -42,6 +42,7 @@ async def test_once_the_caches_are_listed_a_later_listing_of_pods_freezes_as_it_
         def __init__(self) -> None:
             self.pods = Informer("pods", lambda **_: None, PodIndex(), logging.getLogger("test"))
             self.pods.synced.set()
+            self.groups = None  # PodGroups not served
 
         def required(self) -> list[Informer]:
             return [self.pods]
@@ -60,3 +61,43 @@ async def test_once_the_caches_are_listed_a_later_listing_of_pods_freezes_as_it_
     finally:
         gc.unfreeze()
     assert isinstance(getattr(caches.pods.page_listed, "__self__", None), PageFreezer)
+
+
+async def test_a_start_waits_for_the_podgroups_a_while_then_is_ready_without_them(monkeypatch, caplog) -> None:
+    """PodGroups served but never listed (say, a role that misses them): once the other caches are listed the
+    start waits for them `GROUPS_START_WAIT_SECONDS` at most, then goes on, and says why."""
+    from preemption_toleration.webhooks import runner
+
+    monkeypatch.setattr(runner, "GROUPS_START_WAIT_SECONDS", 0.05)
+
+    class Caches:  # the part of AdmissionCaches the start-up reads
+        def __init__(self) -> None:
+            self.pods = Informer("pods", lambda **_: None, PodIndex(), logging.getLogger("test"))
+            self.pods.synced.set()
+            self.groups = Informer("podgroups", lambda **_: None, PodIndex(), logging.getLogger("test"))
+
+        def required(self) -> list[Informer]:
+            return [self.pods]
+
+        @property
+        def synced(self) -> bool:
+            return self.pods.synced.is_set()
+
+        def stats(self) -> list:
+            return [self.pods.stats()]
+
+        def groups_problem(self) -> str | None:
+            return self.groups.health(60.0)
+
+    try:
+        with caplog.at_level(logging.WARNING, "preemption_toleration.webhooks"):
+            assert await asyncio.wait_for(_synced_or_stopped(Caches(), asyncio.Event()), timeout=5)  # type: ignore[arg-type]
+    finally:
+        gc.unfreeze()
+    assert [(record.getMessage(), record.problem) for record in caplog.records] == [
+        (
+            "podgroups not listed yet: ready without them; no decision is made about a pod that names one until"
+            " they are",
+            "podgroups: not listed yet",
+        )
+    ]
