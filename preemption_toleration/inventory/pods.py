@@ -23,7 +23,16 @@ from typing import Any
 
 from preemption_toleration.core.groups import group_scheduled_since
 from preemption_toleration.core.resources import LATEST_RULES, ResizeRules
-from preemption_toleration.records.pod import NO_CONSTRAINTS, Constraints, PodKey, Shared, SlimPod, pod_key, slim_pod
+from preemption_toleration.records.pod import (
+    NO_CONSTRAINTS,
+    Constraints,
+    PodKey,
+    Shared,
+    SlimPod,
+    pod_key,
+    preempted,
+    slim_pod,
+)
 
 _EMPTY: Mapping[PodKey, SlimPod] = {}
 GONE_REMEMBERED = 4096  # UIDs of the latest deleted pods kept, to tell "deleted" from "not seen yet"
@@ -83,6 +92,9 @@ class PodIndex:
         self._gone: dict[str, None] = {}  # UIDs of deleted pods, oldest first, at most GONE_REMEMBERED
         # (priority, constraints' signature) -> (when, the latest candidate of that shape deleted), oldest first
         self._departed: dict[tuple[int, str], tuple[float, SlimPod]] = {}
+        # Told of a member of a PodGroup that the scheduler's preemption has begun to delete (marked and
+        # terminating, or gone marked) when a watch shows it happen: never for a pod listed so at the start.
+        self.member_preempted: Callable[[SlimPod], None] | None = None
 
     @classmethod
     def of(cls, pods: Iterable[Mapping[str, Any]]) -> PodIndex:
@@ -103,6 +115,8 @@ class PodIndex:
             self._unindex(old)
             if old.pending_candidate and pod.deletion is not None and pod.node_name is None:
                 self._depart(old)
+            if pod.preempted and not old.preempted and pod.pod_group is not None and self.member_preempted:
+                self.member_preempted(pod)
         self.pods[pod.key] = pod
         self._index(pod)
         return pod.key
@@ -111,6 +125,9 @@ class PodIndex:
         old = self.pods.pop(pod_key(raw), None)
         if old is not None:
             self._drop(old)
+            # deleted at once (no grace period): its last state is the watch's DELETED object
+            if not old.preempted and old.pod_group is not None and self.member_preempted and preempted(raw):
+                self.member_preempted(old)
 
     def prune(self, keep: Collection[Hashable]) -> None:
         """Drops every pod whose key is not in `keep` (what a fresh listing did not return)."""

@@ -320,6 +320,13 @@ def _marked_by_preemption(status: Mapping[str, Any]) -> bool:
     return False
 
 
+def preempted(raw: Mapping[str, Any]) -> bool:
+    """The scheduler's preemption has begun to delete the pod: marked by it (PREEMPTION_MARK) and deleting."""
+    return bool(as_mapping(raw.get("metadata")).get("deletionTimestamp")) and _marked_by_preemption(
+        as_mapping(raw.get("status"))
+    )
+
+
 def _epoch_seconds(value: Any) -> int | None:
     """An RFC 3339 time as whole seconds since the epoch; None when absent or unreadable."""
     if not isinstance(value, str) or not value:

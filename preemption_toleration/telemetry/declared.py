@@ -93,7 +93,8 @@ class Metric:
 ENDPOINT = Label("endpoint", meaning="the webhook endpoint")
 CACHE_KIND = Label(
     "kind",
-    meaning="the watched resource: priorityclasses, preemptiontolerationpolicies, pods, nodes, poddisruptionbudgets",
+    meaning="the watched resource: priorityclasses, preemptiontolerationpolicies, pods, nodes, poddisruptionbudgets, "
+    "podgroups",
 )
 _W, _O = Component.WEBHOOK, Component.OPERATOR
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
@@ -140,6 +141,15 @@ GUARD_REFUSALS = Metric(
     ),
     hot=True,  # a scheduler retrying a protected victim makes this a hot path
     described_in="eviction-guard.md",
+)
+GUARD_UNJUDGED_MEMBERS = Metric(
+    "ptol_guard_unjudged_members_total",
+    Kind.COUNTER,
+    _W,
+    "Members of PodGroups of disruptionMode all that the scheduler's preemption deleted without the guard "
+    "allowing it (the guard was not called, or answered too late and the API server applied its failurePolicy): "
+    "groups partly preempted. Each group's are told by a Warning Event MembersPreemptedUnjudged on it.",
+    described_in="eviction-guard.md#pod-groups-kubernetes-137",
 )
 GUARD_REFUSALS_BY_PREEMPTOR = Metric(
     "ptol_guard_refusals_by_preemptor_total",
@@ -296,6 +306,7 @@ METRICS = (
     CACHE_LIST_PAGES,
     CACHE_WATCH_FAILURES,
     GUARD_REFUSALS,
+    GUARD_UNJUDGED_MEMBERS,
     GUARD_REFUSALS_BY_PREEMPTOR,
     GUARD_PREEMPTOR_SOURCES,
     EXTENDER_NODES,

@@ -8,16 +8,18 @@ import asyncio
 import logging
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from aiohttp import web
+from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.admission.decisions import AdmissionConfig
 from preemption_toleration.core.resources import LATEST_RULES, ResizeRules, resize_rules
 from preemption_toleration.guard.decisions import GuardConfig
 from preemption_toleration.kube.client import API_ERRORS, make_api_client
+from preemption_toleration.kube.events import ObjectEvents
 from preemption_toleration.kube.informer import Informer
 from preemption_toleration.kube.listers import serves_pod_groups
 from preemption_toleration.kube.version import server_minor
@@ -25,6 +27,7 @@ from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.webhooks.caches import AdmissionCaches
 from preemption_toleration.webhooks.certificates import serving_certificates, trust_extender_clients
 from preemption_toleration.webhooks.draining import drain
+from preemption_toleration.webhooks.events import COMPONENT as GUARD_COMPONENT
 from preemption_toleration.webhooks.events import RefusalEvents
 from preemption_toleration.webhooks.extender_endpoint import ExtenderEndpoint, ExtenderHooks
 from preemption_toleration.webhooks.guard_endpoint import GuardEndpoint, GuardHooks
@@ -34,10 +37,11 @@ from preemption_toleration.webhooks.metrics import WebhookMetrics
 from preemption_toleration.webhooks.metrics_site import serve_metrics
 from preemption_toleration.webhooks.nudger import Nudger
 from preemption_toleration.webhooks.registration import Registrar
-from preemption_toleration.webhooks.self_registration import register, registrar_of
+from preemption_toleration.webhooks.self_registration import guard_skipped_namespaces, register, registrar_of
 from preemption_toleration.webhooks.server import WebhookApp, admission_endpoints
 from preemption_toleration.webhooks.settings import WebhookSettings
 from preemption_toleration.webhooks.steerer import Steerer
+from preemption_toleration.webhooks.unjudged import UnjudgedMembers
 
 logger = logging.getLogger("preemption_toleration.webhooks")
 
@@ -112,6 +116,22 @@ def _start_steering(
     return steerer.refused
 
 
+def _watch_unjudged_members(
+    api: ApiClient,
+    caches: AdmissionCaches,
+    metrics: WebhookMetrics,
+    tasks: list[asyncio.Task[Any]],
+    skipped: Collection[str],
+) -> UnjudgedMembers:
+    """Members of pod groups the scheduler's preemption deletes without the guard's decision, from the pod
+    cache's watch (set before the cache's tasks first run), reported as `webhooks.unjudged` says."""
+    events = ObjectEvents(client.CoreV1Api(api), GUARD_COMPONENT, logger)
+    tasks.append(asyncio.create_task(events.run(), name="unjudged-member-events"))
+    unjudged = UnjudgedMembers(caches.view, events, metrics.unjudged_members.inc, skipped)
+    caches.pod_index.member_preempted = unjudged.member_preempted
+    return unjudged
+
+
 async def _resize_rules(api: ApiClient) -> ResizeRules:
     """How the cluster's scheduler counts a pod resized in place: by the API server's release."""
     minor = await server_minor(api)
@@ -180,7 +200,10 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
             trust_extender_clients(settings, certificates, api.configuration.ssl_ca_cert)
             extender = ExtenderHooks(caches.view, caches.preemptors, nudger.hold, authenticated=True)
         steer = _start_steering(api, caches, settings, metrics, tasks)
-        guard = GuardHooks(caches.view, guard_config, events.record, held_back, settings.retry_hold, steer)
+        unjudged = _watch_unjudged_members(api, caches, metrics, tasks, guard_skipped_namespaces(settings))
+        guard = GuardHooks(
+            caches.view, guard_config, events.record, held_back, settings.retry_hold, steer, unjudged.allowed
+        )
     tasks.append(asyncio.create_task(certificates.maintain(), name="certificates"))
     config = AdmissionConfig(operator_identities=tuple(settings.operator_identities))
     routes: list[Endpoint[Any]] = [*admission_endpoints(config, caches.snapshot, caches.problems)]

@@ -51,10 +51,16 @@ def registration_of(settings: WebhookSettings, bound_port: int | None = None) ->
         guard_failure_policy=settings.guard_failure_policy,
         preemptor_identities=list(settings.preemptor_identities),
         every_eviction=settings.eviction_preemptor_priority is not None,
-        # in a cluster the server's own namespace too: the guard never judges the deletion of its own pods
-        guard_skipped_namespaces=tuple(sorted({*settings.guard_skip_namespaces, *(service[:1] if service else ())})),
+        guard_skipped_namespaces=guard_skipped_namespaces(settings),
         owner_cluster_role=settings.register_owner,
     )
+
+
+def guard_skipped_namespaces(settings: WebhookSettings) -> tuple[str, ...]:
+    """The namespaces the guard is never sent, by name: `--guard-skip-namespace`, and in a cluster the server's
+    own namespace too (the guard never judges the deletion of its own pods)."""
+    own = settings.register_service.partition("/")[0] if settings.register_service else None
+    return tuple(sorted({*settings.guard_skip_namespaces, *([own] if own else [])}))
 
 
 def registrar_of(

@@ -103,6 +103,23 @@ def logs_on_failure(*processes: ComponentProcess) -> Iterator[None]:
         raise AssertionError(f"{failure}\n{tails}") from failure
 
 
+async def started_and_answering(
+    webhook: ComponentProcess, operator: ComponentProcess, kubectl: Kubectl, bad: str, timeout: float
+) -> None:
+    """The release's webhook server and operator started (the server first, until it listens); once ready,
+    the server has registered its three configurations, with its CA, and a PriorityClass `bad` (a bad
+    annotation) is refused through the Service with the webhook's message."""
+    webhook.wait_for("webhook server listening", webhook.start(), timeout=timeout)
+    operator.start()
+
+    async def configurations() -> list[tuple[str, str]]:
+        return registered(kubectl)
+
+    await eventually(configurations, lambda found: len(found) == 3, timeout=timeout, what="registration")
+    assert all(ca_bundles(kubectl))
+    await assert_bad_class_refused(kubectl, bad)
+
+
 async def assert_bad_class_refused(kubectl: Kubectl, name: str) -> None:
     """kubectl's error for a PriorityClass with a bad annotation, once the webhook answers through the
     Service (before, the API server reports that it could not call it), is the webhook's message."""

@@ -21,7 +21,7 @@ from preemption_toleration.logs import REGISTERED
 from preemption_toleration.manifests.scheduler_extender import scheduler_extender_of
 from preemption_toleration.manifests.webhook_configurations import GUARD_NAME
 from tests.integration.helpers import START_SECONDS
-from tests.metrics import by_label
+from tests.metrics import by_label, total
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "crds" / "preemptiontolerationpolicies.yaml"
@@ -191,6 +191,14 @@ class Server:
             session.get(f"{self.metrics_base}/metrics") as response,
         ):
             return by_label(await response.text(), name, label)
+
+    async def total(self, name: str) -> float:
+        """The sum of a metric's samples, read from /metrics."""
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(f"{self.metrics_base}/metrics") as response,
+        ):
+            return total(await response.text(), name)
 
     async def extender_nodes(self) -> dict[str, float]:
         return await self.metric("ptol_extender_nodes_total", "choice")

@@ -28,7 +28,6 @@ from tests.integration.chart import (
     CRD,
     RELEASE,
     SERVICE,
-    assert_bad_class_refused,
     ca_bundles,
     clean_slate,
     container_args,
@@ -36,6 +35,7 @@ from tests.integration.chart import (
     live,
     logs_on_failure,
     registered,
+    started_and_answering,
     token_kubeconfig,
 )
 from tests.integration.components import INSTALL_NAMESPACE
@@ -98,19 +98,8 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_api_server(
     cluster.route_service(service["spec"]["clusterIP"], 443, f"127.0.0.1:{port}")
     try:
         with logs_on_failure(webhook, operator):
-            webhook.wait_for("webhook server listening", webhook.start(), timeout=START_SECONDS)
-            operator.start()
-            # once ready, the server registered its three configurations, with its CA (self-managed TLS)
-            await eventually(
-                lambda: _async(registered, kubectl),
-                lambda found: len(found) == 3,
-                timeout=START_SECONDS,
-                what="registration",
-            )
-            assert all(ca_bundles(kubectl))
-
-            # admission, through the Service: a bad PriorityClass is refused with the webhook's message
-            await assert_bad_class_refused(kubectl, bad)
+            # registered once ready, with its CA (self-managed TLS); admission through the Service
+            await started_and_answering(webhook, operator, kubectl, bad, START_SECONDS)
 
             # the operator, with the chart's RBAC, writes the annotations of the policy applied before
             await eventually(

@@ -77,6 +77,9 @@ async def test_a_protected_all_group_is_refused_whole_then_preempted_whole_after
     # After it: the whole group goes, and the preemptors take its room.
     await until_all_gone(group_api, group_namespace, victims)
     await until_placed(group_api, group_namespace, preemptors)
+    # the guard allowed each member's preemption: none is told as preempted without its decision
+    assert await server.total("ptol_guard_unjudged_members_total") == 0
+    assert [e.reason for e in await group_events(group_api, group_namespace, "victims")] == ["PreemptionRefused"]
 
 
 async def test_members_of_other_classes_are_protected_by_their_groups_class(

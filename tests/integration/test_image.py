@@ -26,13 +26,11 @@ from tests.integration.chart import (
     CHART,
     RELEASE,
     SERVICE,
-    assert_bad_class_refused,
-    ca_bundles,
     clean_slate,
     container_args,
     helm,
     live,
-    registered,
+    started_and_answering,
     token_kubeconfig,
 )
 from tests.integration.components import INSTALL_NAMESPACE, ROOT
@@ -137,18 +135,8 @@ async def test_the_image_serves_the_chart_s_webhooks_and_runs_its_operator(
         service = live(kubectl, "service", SERVICE, "-n", INSTALL_NAMESPACE)
         cluster.route_service(service["spec"]["clusterIP"], 443, f"127.0.0.1:{port}")
         try:
-            webhook.wait_for("webhook server listening", webhook.start(), timeout=SLOW_SECONDS)
-            operator.start()
-            await eventually(
-                lambda: _async(registered, kubectl),
-                lambda found: len(found) == 3,
-                timeout=SLOW_SECONDS,
-                what="registration",
-            )
-            assert all(ca_bundles(kubectl))
-
             # a bad PriorityClass, refused by the webhook in the container, with its message
-            await assert_bad_class_refused(kubectl, bad)
+            await started_and_answering(webhook, operator, kubectl, bad, SLOW_SECONDS)
 
             # the operator in the container annotates the policy's class
             apply_class_and_policy(kubectl, pc, ptp)
@@ -198,7 +186,3 @@ def test_the_image_runs_read_only_as_an_unprivileged_user(image: str) -> None:
         env={**os.environ, **environment},
     )
     assert version.returncode == 0 and version.stdout.startswith("ptol "), version
-
-
-async def _async(function: Any, *args: Any) -> Any:
-    return function(*args)

@@ -35,26 +35,30 @@ def test_the_default_freeze_moves_new_records_out_of_full_collections() -> None:
         gc.unfreeze()
 
 
+class Caches:  # the part of AdmissionCaches the start-up reads
+    def __init__(self, groups: Informer | None) -> None:
+        self.pods = Informer("pods", lambda **_: None, PodIndex(), logging.getLogger("test"))
+        self.pods.synced.set()
+        self.groups = groups
+
+    def required(self) -> list[Informer]:
+        return [self.pods]
+
+    @property
+    def synced(self) -> bool:
+        return self.pods.synced.is_set()
+
+    def stats(self) -> list:
+        return [self.pods.stats()]
+
+    def groups_problem(self) -> str | None:
+        return self.groups.health(60.0) if self.groups is not None else None
+
+
 async def test_once_the_caches_are_listed_a_later_listing_of_pods_freezes_as_it_goes() -> None:
     """The wiring in the webhook's start-up: the pod cache's listings after the first one are frozen."""
 
-    class Caches:  # the part of AdmissionCaches the start-up reads
-        def __init__(self) -> None:
-            self.pods = Informer("pods", lambda **_: None, PodIndex(), logging.getLogger("test"))
-            self.pods.synced.set()
-            self.groups = None  # PodGroups not served
-
-        def required(self) -> list[Informer]:
-            return [self.pods]
-
-        @property
-        def synced(self) -> bool:
-            return self.pods.synced.is_set()
-
-        def stats(self) -> list:
-            return [self.pods.stats()]
-
-    caches = Caches()
+    caches = Caches(groups=None)  # PodGroups not served
     assert caches.pods.page_listed is None
     try:
         assert await _synced_or_stopped(caches, asyncio.Event())  # type: ignore[arg-type]
@@ -70,28 +74,10 @@ async def test_a_start_waits_for_the_podgroups_a_while_then_is_ready_without_the
 
     monkeypatch.setattr(runner, "GROUPS_START_WAIT_SECONDS", 0.05)
 
-    class Caches:  # the part of AdmissionCaches the start-up reads
-        def __init__(self) -> None:
-            self.pods = Informer("pods", lambda **_: None, PodIndex(), logging.getLogger("test"))
-            self.pods.synced.set()
-            self.groups = Informer("podgroups", lambda **_: None, PodIndex(), logging.getLogger("test"))
-
-        def required(self) -> list[Informer]:
-            return [self.pods]
-
-        @property
-        def synced(self) -> bool:
-            return self.pods.synced.is_set()
-
-        def stats(self) -> list:
-            return [self.pods.stats()]
-
-        def groups_problem(self) -> str | None:
-            return self.groups.health(60.0)
-
+    groups = Informer("podgroups", lambda **_: None, PodIndex(), logging.getLogger("test"))
     try:
         with caplog.at_level(logging.WARNING, "preemption_toleration.webhooks"):
-            assert await asyncio.wait_for(_synced_or_stopped(Caches(), asyncio.Event()), timeout=5)  # type: ignore[arg-type]
+            assert await asyncio.wait_for(_synced_or_stopped(Caches(groups), asyncio.Event()), timeout=5)  # type: ignore[arg-type]
     finally:
         gc.unfreeze()
     assert [(record.getMessage(), record.problem) for record in caplog.records] == [
