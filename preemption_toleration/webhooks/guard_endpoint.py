@@ -60,8 +60,8 @@ class GuardHooks:
     # a refused scheduler write: its victim and the preemptor ("namespace/name") it was refused for; what it
     # returns, once set, ends the refusal's hold (steering made the preemption: the scheduler retries at once)
     steer: Callable[[PodRecord, str | None], asyncio.Event | None] = lambda victim, preemptor: None
-    # a preemption's request about the pod (namespace, name) allowed (a member's preemption the guard allowed
-    # is not reported as unjudged: `webhooks.unjudged`)
+    # a preemption's request about a member of a PodGroup (namespace, name) allowed: its preemption is not
+    # reported as unjudged (`webhooks.unjudged`)
     allowed: Callable[[PodKey], None] = lambda key: None
 
 
@@ -98,7 +98,9 @@ class GuardEndpoint:
             _remember_marking_preemptor(request, verdict, view)
         response = answer(request.uid, verdict)
         if verdict.allowed and not request.dry_run:
-            self.hooks.allowed((request.namespace or "", request.name))
+            key = (request.namespace or "", request.name)
+            if (pod := view.pods.get(key)) is not None and pod.pod_group is not None:
+                self.hooks.allowed(key)
         if refusal is None:
             if verdict.note is not None:
                 logger.info("preemption allowed with warnings", extra=_fields(request, verdict))

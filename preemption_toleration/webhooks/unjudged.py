@@ -26,7 +26,7 @@ from preemption_toleration.records.pod import PodKey, SlimPod
 logger = logging.getLogger("preemption_toleration.guard")
 REASON = "MembersPreemptedUnjudged"
 BATCH_SECONDS = 2.0  # the members of one group seen within this long after the first: one Event
-ALLOWED_KEPT = 16_384  # the latest pods whose preemption the guard allowed (the watch shows it ms later)
+ALLOWED_KEPT = 4096  # the latest members whose preemption the guard allowed (the watch shows it ms later)
 NAMED = 10  # members an Event names; the others are counted
 
 
@@ -65,7 +65,7 @@ class UnjudgedMembers:
         self._batches: dict[tuple[str, str], list[str]] = {}  # the group's key -> members seen, not yet told
 
     def allowed(self, key: PodKey) -> None:
-        """The guard allowed a preemption's request about the pod `key` (no I/O: on the request path)."""
+        """The guard allowed a preemption's request about the member `key` (no I/O: on the request path)."""
         self._allowed.pop(key, None)
         self._allowed[key] = None
         if len(self._allowed) > ALLOWED_KEPT:

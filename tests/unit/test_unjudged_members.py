@@ -175,7 +175,8 @@ def test_the_events_words(rule: str, members: list[str], remaining: int, begins:
 
 
 async def test_the_guard_tells_which_preemptions_it_allowed() -> None:
-    """An allowed preemption's request is told to `allowed`; a refused one and a dry run are not."""
+    """An allowed preemption's request about a member is told to `allowed`; a refused one, a dry run and one
+    about a lone pod are not."""
     told: list[tuple[str, str]] = []
     victim = member("m-0", "g", 5)
     protected = view(victim, PREEMPTOR, groups=(pod_group("g", "low-non-preempted"),))  # forever
@@ -184,4 +185,8 @@ async def test_the_guard_tells_which_preemptions_it_allowed() -> None:
         hooks = GuardHooks(lambda state=state: state, GuardConfig(), lambda refusal, count: None, allowed=told.append)
         endpoint = GuardEndpoint(hooks, WebhookMetrics(), lambda needs: [])
         endpoint.handle(pod_request(None, old=victim, name="m-0", dry_run=dry_run))
+    lone = view(LONE, PREEMPTOR)
+    hooks = GuardHooks(lambda: lone, GuardConfig(), lambda refusal, count: None, allowed=told.append)
+    reply = GuardEndpoint(hooks, WebhookMetrics(), lambda needs: []).handle(pod_request(None, old=LONE, name="lone"))
+    assert reply.response.allowed
     assert told == [("team", "m-0")]
