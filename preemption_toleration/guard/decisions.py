@@ -203,12 +203,12 @@ def describe(
     )
 
 
-def _preemptor_facts(preemptor: PodRecord, view: ClusterView) -> PreemptorFacts:
-    """A preemptor as the scheduler judges it: by its PodGroup when it has one."""
+def _preemptor_facts(preemptor: PodRecord, view: ClusterView) -> tuple[PreemptorFacts, PodGroupRecord | None]:
+    """A preemptor as the scheduler judges it (by its PodGroup when it has one), and that PodGroup."""
     group = view.group_of(preemptor)
     if group is None:
-        return preemptor
-    return as_preemptor(preemptor, group, view.pods.members_of(group.key).pods.values())
+        return preemptor, None
+    return as_preemptor(preemptor, group, view.pods.members_of(group.key).pods.values()), group
 
 
 class GroupDecision(NamedTuple):
@@ -242,16 +242,17 @@ def _judge(
     view: ClusterView,
     config: GuardConfig,
     now: datetime,
+    kept: GroupDecision | None = None,
 ) -> Verdict:
     """The verdict on `victim` (`ClusterView.as_member`: a member of a PodGroup as its group) and `preemptor`.
     A scheduler's write on a member of a `disruptionMode: all` group gets the decision its group's first member
-    got in this preemption, or a new one, then kept for the group's other members."""
+    got in this preemption (`kept`, recalled by the caller), or a new one, then kept for the group's other
+    members."""
     whole = whole_group(victim) if kind.scheduler_write else None
-    kept: GroupDecision | None = view.group_verdicts.recall(whole.uid) if whole is not None else None
     class_name = victim.priority_class or ""
     record = view.classes.get(class_name)
     toleration = record.toleration if record is not None else None  # parsed when the class entered the cache
-    judged_as = _preemptor_facts(preemptor, view)
+    judged_as, preemptor_group = _preemptor_facts(preemptor, view)
     if kept is not None:
         exempt, found = kept.exempt, kept.found
     else:
@@ -298,7 +299,7 @@ def _judge(
     code = 429 if retry_after is not None else 403
     refusal = _refusal(kind, request, victim, preemptor, judged_as, protection, code, message, config.audit)
     refusal.retry_after = retry_after
-    refusal.preemptor_group = view.group_of(preemptor)
+    refusal.preemptor_group = preemptor_group
     return Verdict(refusal, source, preemptor)
 
 
@@ -401,7 +402,7 @@ def _judge_scheduler_write(
     victim = view.as_member(pod)  # at its group's priority, as the scheduler judges it
     whole = whole_group(victim)
     kept: GroupDecision | None = view.group_verdicts.recall(whole.uid) if whole is not None else None
-    if kept is not None:  # `_judge` reads the rest of it
+    if kept is not None:  # `_judge` reads the rest of it, and recalls it no more
         found = (kept.preemptor, kept.source) if kept.preemptor is not None and kept.source is not None else None
     else:
         found = _scheduler_preemptor(victim, node_name, whole, view, now, scheduler)
@@ -410,7 +411,7 @@ def _judge_scheduler_write(
             view.group_verdicts.keep(whole.uid, NO_PREEMPTOR)
         return ALLOWED
     preemptor, source = found
-    return _judge(kind, request, victim, preemptor, source, view, config, now)
+    return _judge(kind, request, victim, preemptor, source, view, config, now, kept)
 
 
 def _places(

@@ -111,16 +111,20 @@ class RefusalEvents:
         the queue full and every later refusal without its Event)."""
         while True:
             refusal, count = await self.queue.get()
-            try:
-                await self._post(refusal, count)
-            except API_ERRORS as error:
-                logger.warning("could not post the refusal Event", extra={"problem": repr(error)})
-            except Exception:
-                logger.exception("could not post the refusal Event")
+            await self._post(refusal, count)
 
     async def _post(self, refusal: Refusal, count: int = 1) -> None:
+        """Each of the refusal's Events, whatever became of the others (a victim's that failed does not keep
+        its PodGroup's from being posted)."""
         for subject in subjects(refusal):
-            await self._post_on(subject, refusal, count)
+            try:
+                await self._post_on(subject, refusal, count)
+            except API_ERRORS as error:
+                logger.warning(
+                    "could not post the refusal Event", extra={"object": subject.ref.name, "problem": repr(error)}
+                )
+            except Exception:
+                logger.exception("could not post the refusal Event", extra={"object": subject.ref.name})
 
     async def _post_on(self, subject: Subject, refusal: Refusal, count: int) -> None:
         key = subject.key

@@ -98,9 +98,9 @@ class GuardEndpoint:
             _remember_marking_preemptor(request, verdict, view)
         response = answer(request.uid, verdict)
         if verdict.allowed and not request.dry_run:
-            key = (request.namespace or "", request.name)
-            if (pod := view.pods.get(key)) is not None and pod.pod_group is not None:
-                self.hooks.allowed(key)
+            judged = (request.namespace or "", request.name)
+            if (pod := view.pods.get(judged)) is not None and pod.pod_group is not None:
+                self.hooks.allowed(judged)
         if refusal is None:
             if verdict.note is not None:
                 logger.info("preemption allowed with warnings", extra=_fields(request, verdict))

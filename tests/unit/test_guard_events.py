@@ -192,3 +192,12 @@ async def test_a_preemptor_groups_refusal_is_an_event_on_that_group_too(monkeypa
         ("Pod", "pod team/victim ..."),
         ("PodGroup", "a member's preemption refused: pod team/victim ..."),
     ]
+
+
+async def test_a_failed_post_on_the_victim_does_not_keep_its_groups_event_from_being_posted(monkeypatch) -> None:
+    monkeypatch.setattr(events_module.time, "monotonic", lambda: 1000.0)
+    core = BrokenCore()
+    core.failures = core.failures[:1]  # the victim's Event: the connection dropped
+    recorder = recorder_with(core, None)
+    await recorder._post(member_refusal("trainer-0"))
+    assert [e["involvedObject"]["kind"] for e in core.created] == ["PodGroup"]
