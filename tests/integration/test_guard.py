@@ -30,6 +30,7 @@ from tests.integration.pods import (
     read_pod,
     set_scheduled_at,
     stays,
+    until_bound,
     until_gone,
 )
 
@@ -141,6 +142,29 @@ async def test_guaranteed_running_time_then_preemption(
     # As upstream's test does: move the PodScheduled time more than 600 s into the past.
     await set_scheduled_at(api, namespace, "victim", datetime.now(UTC) - timedelta(seconds=601))
     await preempts(api, namespace, "victim", "high", node)
+
+
+async def test_pods_naming_a_pod_group_are_judged_one_by_one_where_groups_are_not_served(
+    api: ApiClient, namespace: str, make_node: MakeNode, classes: dict[str, str]
+) -> None:
+    """Without `GenericWorkload` (this control plane) the API server drops `schedulingGroup`: two pods meant as
+    one group are judged as pods, as ever. `over`, past its own 10 minutes, is preempted though `within`, of
+    the same would-be group, was just scheduled (as members of an `all` group, both would be kept: the group's
+    time runs from its last member's scheduling, test_guard_pod_groups.py)."""
+    ten_minutes = classes["low-non-preempted-10min"]
+    await wait_annotations(api, ten_minutes, {MIN: "10000", TOL: "600"})
+    nodes = {name: (await make_node(cpu="2", memory="8Gi")).metadata.name for name in ("over", "within")}
+    for name, node in nodes.items():
+        body = pod_body(name, ten_minutes, node)
+        body["spec"]["schedulingGroup"] = {"podGroupName": "job"}
+        await client.CoreV1Api(api).create_namespaced_pod(namespace, body)
+        await until_bound(api, namespace, name, node)
+        raw = await client.CoreV1Api(api).read_namespaced_pod(name, namespace, _preload_content=False)
+        assert "schedulingGroup" not in json.loads(await raw.read())["spec"]  # the client's model drops it too
+    await set_scheduled_at(api, namespace, "over", datetime.now(UTC) - timedelta(seconds=601))
+    await client.CoreV1Api(api).create_namespaced_pod(namespace, pod_body("high", classes["high"], nodes["over"]))
+    await preempts(api, namespace, "over", "high", nodes["over"])
+    assert node_of(await read_pod(api, namespace, "within")) == nodes["within"]
 
 
 async def _evict(api: ApiClient, namespace: str, name: str, annotations: dict[str, str]) -> ApiException | None:
