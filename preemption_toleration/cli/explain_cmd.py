@@ -13,7 +13,16 @@ from typing import Any
 from preemption_toleration.cli.failures import refused
 from preemption_toleration.cli.options import KUBECONFIG
 from preemption_toleration.cli.values import dns_label, non_empty
-from preemption_toleration.core.explain import Member, explain_class, explain_pod, explain_preemptor, is_pending, render
+from preemption_toleration.core.explain import (
+    Member,
+    explain_class,
+    explain_group,
+    explain_pod,
+    explain_preemptor,
+    is_pending,
+    render,
+)
+from preemption_toleration.records.pod import group_name
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -23,13 +32,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Read the cluster and say, in plain words, which priorities may preempt a pod (or the pods "
         "of a PriorityClass) now, which are refused, until when, and which policy says so. Only reads.",
     )
-    parser.add_argument("kind", choices=["pod", "priorityclass", "pc"], help="pod, or priorityclass (pc)")
+    parser.add_argument(
+        "kind",
+        choices=["pod", "podgroup", "pg", "priorityclass", "pc"],
+        help="pod, podgroup (pg; Kubernetes 1.37), or priorityclass (pc)",
+    )
     parser.add_argument(
         "name",
-        help="NAME of a class; NAMESPACE/NAME or NAME of a pod (namespace: -n, else the kubeconfig context's, "
-        "else default)",
+        help="NAME of a class; NAMESPACE/NAME or NAME of a pod or PodGroup (namespace: -n, else the kubeconfig "
+        "context's, else default)",
     )
-    parser.add_argument("-n", "--namespace", type=dns_label, metavar="NS", help="the pod's namespace")
+    parser.add_argument("-n", "--namespace", type=dns_label, metavar="NS", help="the pod's or PodGroup's namespace")
     parser.add_argument(
         "--context", type=non_empty, help="the kubeconfig context to use (default: its current-context)"
     )
@@ -79,38 +92,64 @@ async def _as_preemptor(api: Any, pod: dict[str, Any], now: datetime) -> dict[st
 
 async def _explain(args: argparse.Namespace) -> dict[str, Any]:
     from kubernetes_asyncio import client
-    from kubernetes_asyncio.client.exceptions import ApiException
 
     from preemption_toleration.kube.client import make_api_client
 
     api = await make_api_client(args.kubeconfig, context=args.context)
     try:
-        scheduling = client.SchedulingV1Api(api)
         if args.kind == "pod":
-            namespace, name = pod_key(args)
-            pod = await _read_pod(api, namespace, name)
-            member = await _as_member(api, pod)
-            class_name = (
-                member.judged.priority_class if member is not None else (pod.get("spec") or {}).get("priorityClassName")
-            )
-            priority_class = None
-            if class_name:
-                try:
-                    priority_class = api.sanitize_for_serialization(await scheduling.read_priority_class(class_name))
-                except ApiException as error:
-                    if error.status != 404:
-                        raise
-                    raise SystemExit(f"pod {args.name}: its PriorityClass {class_name} does not exist") from error
-            policy = await _governing_policy(api, class_name) if class_name else None
-            now = datetime.now(UTC)
-            facts = explain_pod(pod, priority_class, policy, now, member)
-            if is_pending(pod):
-                facts.update(await _as_preemptor(api, pod, now))
-            return facts
+            return await _explain_pod(api, args)
+        if args.kind in ("podgroup", "pg"):
+            return await _explain_group(api, args)
+        scheduling = client.SchedulingV1Api(api)
         priority_class = api.sanitize_for_serialization(await scheduling.read_priority_class(args.name))
         return explain_class(priority_class, await _governing_policy(api, args.name))
     finally:
         await api.close()
+
+
+async def _explain_pod(api: Any, args: argparse.Namespace) -> dict[str, Any]:
+    namespace, name = pod_key(args)
+    pod = await _read_pod(api, namespace, name)
+    named = group_name(pod.get("spec") or {})
+    found = await _group(api, namespace, named, pod) if named else None
+    member = found[0] if found is not None else None
+    class_name = member.judged.priority_class if member else (pod.get("spec") or {}).get("priorityClassName")
+    priority_class, policy = await _class_and_policy(api, args, class_name)
+    now = datetime.now(UTC)
+    facts = explain_pod(pod, priority_class, policy, now, member)
+    if is_pending(pod):
+        facts.update(await _as_preemptor(api, pod, now))
+    return facts
+
+
+async def _explain_group(api: Any, args: argparse.Namespace) -> dict[str, Any]:
+    namespace, name = pod_key(args)
+    found = await _group(api, namespace, name)
+    if found is None:
+        raise SystemExit(f"podgroup {namespace}/{name}: not found (or the API server serves no PodGroups)")
+    judged, members = found
+    priority_class, policy = await _class_and_policy(api, args, judged.judged.priority_class)
+    now = datetime.now(UTC)
+    return explain_group(judged.group, judged.disruption, members, priority_class, policy, now, judged)
+
+
+async def _class_and_policy(
+    api: Any, args: argparse.Namespace, class_name: str | None
+) -> tuple[dict[str, Any] | None, str | None]:
+    """The PriorityClass the object is judged by, and the policy that governs it (None, None without one)."""
+    from kubernetes_asyncio import client
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    if not class_name:
+        return None, None
+    try:
+        found = await client.SchedulingV1Api(api).read_priority_class(class_name)
+    except ApiException as error:
+        if error.status != 404:
+            raise
+        raise SystemExit(f"{args.kind} {args.name}: its PriorityClass {class_name} does not exist") from error
+    return api.sanitize_for_serialization(found), await _governing_policy(api, class_name)
 
 
 async def _read_pod(api: Any, namespace: str, name: str) -> dict[str, Any]:
@@ -126,22 +165,21 @@ async def _read_pod(api: Any, namespace: str, name: str) -> dict[str, Any]:
     return found
 
 
-async def _as_member(api: Any, pod: dict[str, Any]) -> Member | None:
-    """The pod as a member of the PodGroup it names, judged as its group; None without one, or when the API
-    server serves no PodGroup or has none of that name (the pod is judged as a pod)."""
+async def _group(
+    api: Any, namespace: str, name: str, pod: dict[str, Any] | None = None
+) -> tuple[Member, list[tuple[dict[str, Any], Member]]] | None:
+    """The PodGroup `name` as its members are judged (`pod`, given, as a member; else the group's own facts,
+    as any member), and each of its members judged; None when the API server serves no PodGroup or has none
+    of that name (a pod naming it is judged as a pod)."""
     from kubernetes_asyncio import client
     from kubernetes_asyncio.client.exceptions import ApiException
 
     from preemption_toleration.api.resources import POD_GROUP_API
     from preemption_toleration.core.groups import group_scheduled_since
     from preemption_toleration.kube.client import answer_of
-    from preemption_toleration.records.pod import PodBody, group_name
+    from preemption_toleration.records.pod import PodBody
     from preemption_toleration.records.pod_group import MemberRecord, pod_group_record
 
-    name = group_name(pod.get("spec") or {})
-    if name is None:
-        return None
-    namespace = (pod.get("metadata") or {}).get("namespace") or ""
     group_api, version, plural = POD_GROUP_API
     try:
         body = await client.CustomObjectsApi(api).get_namespaced_custom_object(
@@ -153,16 +191,21 @@ async def _as_member(api: Any, pod: dict[str, Any]) -> Member | None:
         raise
     group = pod_group_record(body)
     listed = await answer_of(client.CoreV1Api(api).list_namespaced_pod(namespace, _preload_content=False))
-    pods = [PodBody(item) for item in json.loads(listed).get("items") or []]
-    since = group_scheduled_since(member for member in pods if member.pod_group == name)
-    return Member(group.ref, group.disruption.value, MemberRecord(PodBody(pod), group, since))
+    pods = [item for item in json.loads(listed).get("items") or [] if group_name(item.get("spec") or {}) == name]
+    since = group_scheduled_since(PodBody(item) for item in pods)
+
+    def judged(member: dict[str, Any]) -> Member:
+        return Member(group.ref, group.disruption.value, MemberRecord(PodBody(member), group, since))
+
+    as_given = judged(pod if pod is not None else {"metadata": {"namespace": namespace}})
+    return as_given, [(member, judged(member)) for member in pods]
 
 
 def namespace_conflict(args: argparse.Namespace) -> str | None:
     """Why the pod's NAMESPACE/NAME and -n do not go together, if they do not."""
     namespace, slash, _ = args.name.rpartition("/")
-    if args.kind == "pod" and slash and args.namespace and namespace != args.namespace:
-        return f"pod {args.name} is in namespace {namespace}, -n names {args.namespace}: give one of them"
+    if args.kind != "priorityclass" and args.kind != "pc" and slash and args.namespace and namespace != args.namespace:
+        return f"{args.kind} {args.name} is in namespace {namespace}, -n names {args.namespace}: give one of them"
     return None
 
 
@@ -184,7 +227,8 @@ def run(args: argparse.Namespace) -> int:
         facts = asyncio.run(_explain(args))
     except ApiException as error:
         reason = "not found" if error.status == 404 else f"{error.status} {error.reason}"
-        print(f"{args.kind} {'/'.join(pod_key(args)) if args.kind == 'pod' else args.name}: {reason}", file=sys.stderr)
+        namespaced = args.kind in ("pod", "podgroup", "pg")
+        print(f"{args.kind} {'/'.join(pod_key(args)) if namespaced else args.name}: {reason}", file=sys.stderr)
         return 1
     print(json.dumps(facts, indent=2) if args.output == "json" else render(facts))
     return 0

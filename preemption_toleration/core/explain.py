@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -92,6 +92,29 @@ def explain_pod(
     return facts
 
 
+def explain_group(
+    group: str,
+    disruption: str,
+    members: Sequence[tuple[Mapping[str, Any], Member]],
+    priority_class: Mapping[str, Any] | None,
+    policy: str | None,
+    now: datetime,
+    judged: Member,
+) -> dict[str, Any]:
+    """The facts of a PodGroup's protection (docs/contract.md, "Pod groups"): with `disruptionMode: all` one
+    protection, its members' (`judged`: the group's facts, as any member is judged; the group's time runs
+    from when its last member was scheduled); with `single`, each member's, at the group's priority."""
+    whole = explain_pod({"metadata": {}}, priority_class, policy, now, judged)
+    for key in ("podGroup", "disruptionMode", "name", "kind"):
+        whole.pop(key, None)
+    facts: dict[str, Any] = {"kind": "PodGroup", "name": group, "disruptionMode": disruption, "members": len(members)}
+    if disruption == "all":
+        return {**facts, **whole}
+    each = [explain_pod(pod, priority_class, policy, now, member) for pod, member in members]
+    keep = ("priorityClassName", "priority", "policy", "toleration")
+    return {**facts, **{key: whole[key] for key in keep}, "memberProtections": sorted(each, key=lambda f: f["name"])}
+
+
 _MOMENT = datetime(2000, 1, 1, tzinfo=UTC)  # any moment will do: a class's protection does not depend on it
 
 
@@ -153,7 +176,27 @@ def render(facts: Mapping[str, Any]) -> str:
             f"{head} its pods refuse preemptors of priority {refused['from']} to {refused['to']} {when}; "
             f"priority {facts[MINIMUM.spec_field]} and above may preempt them at once."
         )
+    if facts["kind"] == "PodGroup":
+        return _render_group(facts, source)
     return _render_pod(facts, source) + _render_preemptor(facts)
+
+
+def _render_group(facts: Mapping[str, Any], source: str) -> str:
+    count = facts["members"]
+    head = (
+        f"PodGroup {facts['name']} (PriorityClass {facts['priorityClassName'] or '-'}, priority {facts['priority']}, "
+        f"disruptionMode {facts['disruptionMode']}, {count} member{'s' if count != 1 else ''}){source}:"
+    )
+    if facts["disruptionMode"] == "all":
+        since = "from when its last member was scheduled"
+        return f"{head} {_protection_words(facts, since)} The group is preempted whole or not at all."
+    members = facts["memberProtections"]
+    lines = [f"{head} each member is judged on its own, at the group's priority:"]
+    for member in members[:LISTED_IN_TEXT]:
+        lines.append(f"  pod {member['name']}: {_protection_words(member)}")
+    if len(members) > LISTED_IN_TEXT:
+        lines.append(f"  ... and {len(members) - LISTED_IN_TEXT} more (-o json lists them all)")
+    return "\n".join(lines)
 
 
 _ANY_HIGHER = "any higher priority with preemptionPolicy PreemptLowerPriority"
@@ -163,11 +206,16 @@ def _render_pod(facts: Mapping[str, Any], source: str) -> str:
     class_name = facts["priorityClassName"] or "-"
     member = f" of PodGroup {facts['podGroup']}" if facts.get("podGroup") else ""
     head = f"pod {facts['name']}{member} (PriorityClass {class_name}, priority {facts['priority']}){source}:"
+    return f"{head} {_protection_words(facts)}"
+
+
+def _protection_words(facts: Mapping[str, Any], since: str = "") -> str:
+    """Who may preempt it now, and until when the others are refused (`since`: from when its time runs)."""
     kind = facts["protection"]
     if facts.get("toleration") is False and facts["priorityClassName"]:
-        return f"{head} not protected: {facts['reason']}; {_ANY_HIGHER} may preempt it now."
+        return f"not protected: {facts['reason']}; {_ANY_HIGHER} may preempt it now."
     if kind == ProtectionKind.NONE.value:
-        return f"{head} not protected ({facts['reason']}); every priority {facts['mayPreemptNow']} may preempt it now."
+        return f"not protected ({facts['reason']}); every priority {facts['mayPreemptNow']} may preempt it now."
     refused = facts["refusedPriorities"]
     span = f"priorities {refused['from']} to {refused['to']}"
     if kind == ProtectionKind.FOREVER.value:
@@ -175,8 +223,9 @@ def _render_pod(facts: Mapping[str, Any], source: str) -> str:
     elif kind == ProtectionKind.NOT_SCHEDULED.value:
         tail = f"refuses {span}; not scheduled yet, its {facts[TOLERATION.spec_field]} s start when it is"
     else:
-        tail = f"refuses {span} until {facts['until']} ({facts['secondsLeft']} s left), then every higher priority may"
-    return f"{head} {tail}; priorities {facts['mayPreemptNow']} may preempt it now."
+        left = f"{facts['secondsLeft']} s left{', ' + since if since else ''}"
+        tail = f"refuses {span} until {facts['until']} ({left}), then every higher priority may"
+    return f"{tail}; priorities {facts['mayPreemptNow']} may preempt it now."
 
 
 def is_pending(pod: Mapping[str, Any]) -> bool:

@@ -102,17 +102,21 @@ async def test_members_of_other_classes_are_protected_by_their_groups_class(
     found = await placed(group_api, group_namespace, [*victims, *preemptors])
     assert all(found[victim] in group_nodes for victim in victims), found
     assert all(found[preemptor] is None for preemptor in preemptors), found
-    # `ptol explain` says the same of a member of the plain class: its group's class protects it
-    explained = subprocess.run(
-        [sys.executable, "-m", "preemption_toleration", "explain", "pod", f"{group_namespace}/mixed-0"]
-        + ["--kubeconfig", str(guard.cluster.kubeconfig)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert explained.stdout.strip() == (
+
+    # `ptol explain` says the same of a member of the plain class (its group's class protects it), and of the group
+    def explain(*what: str) -> str:
+        argv = [sys.executable, "-m", "preemption_toleration", "explain", *what]
+        argv += ["--kubeconfig", str(guard.cluster.kubeconfig)]
+        return subprocess.run(argv, capture_output=True, text=True, check=True).stdout.strip()
+
+    assert explain("pod", f"{group_namespace}/mixed-0") == (
         f"pod {group_namespace}/mixed-0 of PodGroup {group_namespace}/mixed (PriorityClass {classes['forever']}, "
         "priority 8000): refuses priorities 8001 to 9999 forever; priorities >= 10000 may preempt it now."
+    )
+    assert explain("podgroup", "mixed", "-n", group_namespace) == (
+        f"PodGroup {group_namespace}/mixed (PriorityClass {classes['forever']}, priority 8000, disruptionMode all, "
+        "4 members): refuses priorities 8001 to 9999 forever; priorities >= 10000 may preempt it now. The group is "
+        "preempted whole or not at all."
     )
 
 

@@ -557,6 +557,17 @@ async def test_explain_reads_the_cluster(
     assert {"name": f"{namespace}/p", "priorityClassName": pc, "priority": 8000, "protection": "Forever"} in facts[
         "toleratedBy"
     ]
+    # a PodGroup where the API server serves none (no GenericWorkload here): said, exit 1
+    missing = subprocess.run(
+        [sys.executable, "-m", "preemption_toleration", "explain", "podgroup", f"{namespace}/train"]
+        + ["--kubeconfig", str(cluster.kubeconfig)],
+        capture_output=True,
+        text=True,
+    )
+    assert (missing.returncode, missing.stderr.strip()) == (
+        1,
+        f"podgroup {namespace}/train: not found (or the API server serves no PodGroups)",
+    )
 
 
 async def test_metrics_count_what_the_operator_did(

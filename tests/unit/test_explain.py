@@ -280,3 +280,66 @@ def test_a_member_of_a_pod_group_is_explained_as_its_group() -> None:
         "pod default/v of PodGroup default/g (PriorityClass c, priority 8000): refuses priorities 8001 to 9999 until "
         "2026-11-22T12:08:20Z (500 s left), then every higher priority may; priorities >= 10000 may preempt it now."
     )
+
+
+def group_members(mode: str, ages: list[float]) -> tuple[object, list]:
+    """PodGroup default/g of class c (8000, 10 minutes), `mode`; members scheduled `ages` seconds ago, judged."""
+    from preemption_toleration.core.explain import Member
+    from preemption_toleration.core.groups import group_scheduled_since
+    from preemption_toleration.records.pod import PodBody
+    from preemption_toleration.records.pod_group import MemberRecord, pod_group_record
+
+    group = pod_group_record(
+        {
+            "metadata": {"name": "g", "namespace": "default", "uid": "u"},
+            "spec": {"priority": 8000, "priorityClassName": "c", "disruptionMode": {mode: {}}},
+        }
+    )
+    pods = [pod(f"m-{index}", 100, "plain", NOW - timedelta(seconds=age)) for index, age in enumerate(ages)]
+    since = group_scheduled_since(PodBody(body) for body in pods)
+
+    def judged(body: dict) -> Member:
+        return Member("default/g", mode, MemberRecord(PodBody(body), group, since))
+
+    return judged({"metadata": {"namespace": "default"}}), [(body, judged(body)) for body in pods]
+
+
+GROUPS = [
+    (
+        "all: one protection, from when its last member was scheduled",
+        "all",
+        [3600, 100],
+        "PodGroup default/g (PriorityClass c, priority 8000, disruptionMode all, 2 members): refuses priorities "
+        "8001 to 9999 until 2026-11-22T12:08:20Z (500 s left, from when its last member was scheduled), then every "
+        "higher priority may; priorities >= 10000 may preempt it now. The group is preempted whole or not at all.",
+    ),
+    (
+        "all, every member scheduled long ago: not protected",
+        "all",
+        [3600, 700],
+        "PodGroup default/g (PriorityClass c, priority 8000, disruptionMode all, 2 members): not protected (the "
+        "guaranteed running time of 600s has passed); every priority > 8000 may preempt it now. The group is "
+        "preempted whole or not at all.",
+    ),
+    (
+        "single: each member on its own, at the group's priority",
+        "single",
+        [3600, 100],
+        "PodGroup default/g (PriorityClass c, priority 8000, disruptionMode single, 2 members): each member is judged "
+        "on its own, at the group's priority:\n"
+        "  pod default/m-0: not protected (the guaranteed running time of 600s has passed); every priority > 8000 "
+        "may preempt it now.\n"
+        "  pod default/m-1: refuses priorities 8001 to 9999 until 2026-11-22T12:08:20Z (500 s left), then every "
+        "higher priority may; priorities >= 10000 may preempt it now.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("rule", "mode", "ages", "text"), GROUPS, ids=[g[0] for g in GROUPS])
+def test_a_pod_group_is_explained_as_the_contract_judges_its_members(rule, mode, ages, text) -> None:
+    from preemption_toleration.core.explain import explain_group
+
+    judged, members = group_members(mode, ages)
+    facts = explain_group("default/g", mode, members, priority_class("c", 8000, "10000", "600"), None, NOW, judged)
+    assert render(facts) == text, rule
+    assert facts["kind"] == "PodGroup" and facts["members"] == len(ages)
