@@ -92,8 +92,8 @@ class PodIndex:
         self._gone: dict[str, None] = {}  # UIDs of deleted pods, oldest first, at most GONE_REMEMBERED
         # (priority, constraints' signature) -> (when, the latest candidate of that shape deleted), oldest first
         self._departed: dict[tuple[int, str], tuple[float, SlimPod]] = {}
-        # Told of a member of a PodGroup that the scheduler's preemption has begun to delete (marked and
-        # terminating, or gone marked) when a watch shows it happen: never for a pod listed so at the start.
+        # Told, once, of a member of a PodGroup that the scheduler's preemption has begun to delete: marked and
+        # terminating (as a watch or a listing shows it), or gone marked.
         self.member_preempted: Callable[[SlimPod], None] | None = None
 
     @classmethod
@@ -115,8 +115,8 @@ class PodIndex:
             self._unindex(old)
             if old.pending_candidate and pod.deletion is not None and pod.node_name is None:
                 self._depart(old)
-            if pod.preempted and not old.preempted and pod.pod_group is not None and self.member_preempted:
-                self.member_preempted(pod)
+        if pod.preempted and (old is None or not old.preempted) and pod.pod_group is not None and self.member_preempted:
+            self.member_preempted(pod)
         self.pods[pod.key] = pod
         self._index(pod)
         return pod.key

@@ -142,13 +142,13 @@ GUARD_REFUSALS = Metric(
     hot=True,  # a scheduler retrying a protected victim makes this a hot path
     described_in="eviction-guard.md",
 )
-GUARD_UNJUDGED_MEMBERS = Metric(
-    "ptol_guard_unjudged_members_total",
+GUARD_GROUPS_LEFT_IN_PART = Metric(
+    "ptol_guard_groups_left_in_part_total",
     Kind.COUNTER,
     _W,
-    "Members of PodGroups of disruptionMode all that the scheduler's preemption deleted without the guard "
-    "allowing it (the guard was not called, or answered too late and the API server applied its failurePolicy): "
-    "groups partly preempted. Each group's are told by a Warning Event MembersPreemptedUnjudged on it.",
+    "PodGroups of disruptionMode all that the scheduler's preemption left in part: some members preempted, others "
+    "still running (deletions the guard was not asked about, or another check refused). Each is told by a Warning "
+    "Event PreemptedInPart on the PodGroup.",
     described_in="eviction-guard.md#pod-groups-kubernetes-137",
 )
 GUARD_REFUSALS_BY_PREEMPTOR = Metric(
@@ -306,7 +306,7 @@ METRICS = (
     CACHE_LIST_PAGES,
     CACHE_WATCH_FAILURES,
     GUARD_REFUSALS,
-    GUARD_UNJUDGED_MEMBERS,
+    GUARD_GROUPS_LEFT_IN_PART,
     GUARD_REFUSALS_BY_PREEMPTOR,
     GUARD_PREEMPTOR_SOURCES,
     EXTENDER_NODES,

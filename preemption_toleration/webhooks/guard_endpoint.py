@@ -30,7 +30,7 @@ from preemption_toleration.guard.prefilter import GuardOperation, is_preemption
 from preemption_toleration.guard.repeats import RepeatFilter, RetryPacer
 from preemption_toleration.guard.request import GuardRequest, read_guard_request
 from preemption_toleration.inventory.view import ClusterView, GroupsNotCurrent
-from preemption_toleration.records.pod import PodKey, PodRecord
+from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.telemetry.declared import RefusalMode
 from preemption_toleration.webhooks.handling import (
     Endpoint,
@@ -60,9 +60,6 @@ class GuardHooks:
     # a refused scheduler write: its victim and the preemptor ("namespace/name") it was refused for; what it
     # returns, once set, ends the refusal's hold (steering made the preemption: the scheduler retries at once)
     steer: Callable[[PodRecord, str | None], asyncio.Event | None] = lambda victim, preemptor: None
-    # a preemption's request about a member of a PodGroup (namespace, name) allowed: its preemption is not
-    # reported as unjudged (`webhooks.unjudged`)
-    allowed: Callable[[PodKey], None] = lambda key: None
 
 
 class GuardEndpoint:
@@ -97,10 +94,6 @@ class GuardEndpoint:
         if refusal is None and request.kind is GuardOperation.STATUS:
             _remember_marking_preemptor(request, verdict, view)
         response = answer(request.uid, verdict)
-        if verdict.allowed and not request.dry_run:
-            judged = (request.namespace or "", request.name)
-            if (pod := view.pods.get(judged)) is not None and pod.pod_group is not None:
-                self.hooks.allowed(judged)
         if refusal is None:
             if verdict.note is not None:
                 logger.info("preemption allowed with warnings", extra=_fields(request, verdict))

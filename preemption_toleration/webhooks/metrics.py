@@ -60,7 +60,7 @@ class WebhookMetrics:
         self.steering = SteeringMetrics(self.registry)
         self.extender_nodes = counter(declared.EXTENDER_NODES, self.registry)
         self.nudges = counter(declared.NUDGES, self.registry)
-        self.unjudged_members = counter(declared.GUARD_UNJUDGED_MEMBERS, self.registry)
+        self.groups_left_in_part = counter(declared.GUARD_GROUPS_LEFT_IN_PART, self.registry)
         self.unexpected_errors = counter(declared.UNEXPECTED_ERRORS, self.registry)
         self._caches = _CacheCollector()
         self.registry.register(self._caches)

@@ -36,12 +36,12 @@ from preemption_toleration.webhooks.heap import REFREEZE_EVERY_PAGES, PageFreeze
 from preemption_toleration.webhooks.metrics import WebhookMetrics
 from preemption_toleration.webhooks.metrics_site import serve_metrics
 from preemption_toleration.webhooks.nudger import Nudger
+from preemption_toleration.webhooks.partial_groups import PartialGroups
 from preemption_toleration.webhooks.registration import Registrar
 from preemption_toleration.webhooks.self_registration import guard_skipped_namespaces, register, registrar_of
 from preemption_toleration.webhooks.server import WebhookApp, admission_endpoints
 from preemption_toleration.webhooks.settings import WebhookSettings
 from preemption_toleration.webhooks.steerer import Steerer
-from preemption_toleration.webhooks.unjudged import UnjudgedMembers
 
 logger = logging.getLogger("preemption_toleration.webhooks")
 
@@ -116,20 +116,19 @@ def _start_steering(
     return steerer.refused
 
 
-def _watch_unjudged_members(
+def _watch_partial_groups(
     api: ApiClient,
     caches: AdmissionCaches,
     metrics: WebhookMetrics,
     tasks: list[asyncio.Task[Any]],
     skipped: Collection[str],
-) -> UnjudgedMembers:
-    """Members of pod groups the scheduler's preemption deletes without the guard's decision, from the pod
-    cache's watch (set before the cache's tasks first run), reported as `webhooks.unjudged` says."""
+) -> None:
+    """Pod groups the scheduler's preemption leaves in part, from the pod cache's watch (hooked before the
+    cache's tasks first run), reported as `webhooks.partial_groups` says."""
     events = ObjectEvents(client.CoreV1Api(api), GUARD_COMPONENT, logger)
-    tasks.append(asyncio.create_task(events.run(), name="unjudged-member-events"))
-    unjudged = UnjudgedMembers(caches.view, events, metrics.unjudged_members.inc, skipped)
-    caches.pod_index.member_preempted = unjudged.member_preempted
-    return unjudged
+    tasks.append(asyncio.create_task(events.run(), name="partial-group-events"))
+    partial = PartialGroups(caches.view, events, metrics.groups_left_in_part.inc, skipped)
+    caches.pod_index.member_preempted = partial.member_preempted
 
 
 async def _resize_rules(api: ApiClient) -> ResizeRules:
@@ -200,10 +199,8 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
             trust_extender_clients(settings, certificates, api.configuration.ssl_ca_cert)
             extender = ExtenderHooks(caches.view, caches.preemptors, nudger.hold, authenticated=True)
         steer = _start_steering(api, caches, settings, metrics, tasks)
-        unjudged = _watch_unjudged_members(api, caches, metrics, tasks, guard_skipped_namespaces(settings))
-        guard = GuardHooks(
-            caches.view, guard_config, events.record, held_back, settings.retry_hold, steer, unjudged.allowed
-        )
+        _watch_partial_groups(api, caches, metrics, tasks, guard_skipped_namespaces(settings))
+        guard = GuardHooks(caches.view, guard_config, events.record, held_back, settings.retry_hold, steer)
     tasks.append(asyncio.create_task(certificates.maintain(), name="certificates"))
     config = AdmissionConfig(operator_identities=tuple(settings.operator_identities))
     routes: list[Endpoint[Any]] = [*admission_endpoints(config, caches.snapshot, caches.problems)]

@@ -5,6 +5,8 @@ one would let some go: members whose own toleration has ended, or whose own clas
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -13,8 +15,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.devcluster import LocalCluster
+from preemption_toleration.webhooks.partial_groups import BATCH_SECONDS
 from tests.integration import groups
 from tests.integration.components import RunProcess, Server, ptol_run
 from tests.integration.groups import create_group, placed, placed_group, until_all_gone, until_placed
@@ -77,8 +81,9 @@ async def test_a_protected_all_group_is_refused_whole_then_preempted_whole_after
     # After it: the whole group goes, and the preemptors take its room.
     await until_all_gone(group_api, group_namespace, victims)
     await until_placed(group_api, group_namespace, preemptors)
-    # the guard allowed each member's preemption: none is told as preempted without its decision
-    assert await server.total("ptol_guard_unjudged_members_total") == 0
+    # preempted whole: nothing is told as left in part, once the server's batch of the members is over
+    await asyncio.sleep(BATCH_SECONDS + 1)
+    assert await server.total("ptol_guard_groups_left_in_part_total") == 0
     assert [e.reason for e in await group_events(group_api, group_namespace, "victims")] == ["PreemptionRefused"]
 
 
@@ -154,3 +159,83 @@ async def test_a_lone_preemptor_is_refused_a_protected_all_group_whole(
     assert all(found[victim] in group_nodes for victim in victims) and found["lone"] is None, found
     await until_all_gone(group_api, group_namespace, victims)
     await until_bound(group_api, group_namespace, "lone", group_nodes[0])
+
+
+@contextlib.asynccontextmanager
+async def deletion_refused(api: ApiClient, namespace: str, label: str) -> AsyncIterator[None]:
+    """A ValidatingAdmissionPolicy that refuses every DELETE of a pod of `namespace` labelled `label`, as another
+    admission check of the cluster may; removed after, with the label (the API server drops a removed policy a
+    moment later, and the namespace's pods are deleted at once)."""
+    name = f"keep-{namespace}"[:63]
+    admission = client.AdmissionregistrationV1Api(api)
+    policy = {
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "resourceRules": [
+                    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"], "resources": ["pods"]}
+                ],
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
+            },
+            "validations": [
+                {
+                    "expression": f"!has(oldObject.metadata.labels) || !('{label}' in oldObject.metadata.labels)",
+                    "message": "kept by the test",
+                }
+            ],
+        },
+    }
+    binding = {"metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}}
+    await admission.create_validating_admission_policy(policy)
+    await admission.create_validating_admission_policy_binding(binding)
+    try:
+        yield
+    finally:
+        core = client.CoreV1Api(api)
+        for pod in (await core.list_namespaced_pod(namespace, label_selector=label)).items:
+            await core.patch_namespaced_pod(pod.metadata.name, namespace, {"metadata": {"labels": {label: None}}})
+        await admission.delete_validating_admission_policy_binding(name)
+        await admission.delete_validating_admission_policy(name)
+
+
+async def test_a_group_the_scheduler_leaves_in_part_is_told_on_its_pod_group(
+    group_api: ApiClient, group_namespace: str, group_nodes: list[str], classes: dict[str, str], guard: RunProcess
+) -> None:
+    """A plain `all` group the guard lets go whole, two of whose members another admission check keeps (a
+    ValidatingAdmissionPolicy refusing their DELETE): the scheduler's preemption deletes the two others and
+    leaves the group in part, which the server tells on the PodGroup and counts."""
+    server = Server.of(guard)
+    victims = await placed_group(group_api, group_namespace, "victims", classes["plain"], 4)
+    core = client.CoreV1Api(group_api)
+    for victim in victims[2:]:
+        await core.patch_namespaced_pod(victim, group_namespace, {"metadata": {"labels": {"keep": "true"}}})
+    before = await server.total("ptol_guard_groups_left_in_part_total")
+    async with deletion_refused(group_api, group_namespace, "keep"):
+
+        async def kept() -> str:
+            try:
+                await core.delete_namespaced_pod(victims[2], group_namespace, dry_run="All")
+            except ApiException as error:
+                return str(error.body)
+            return "deleted"
+
+        await eventually(kept, lambda said: "kept by the test" in said, what="the policy in force")
+        await create_group(group_api, group_namespace, "preemptors", classes["high"], 2)
+        [event] = await eventually(
+            lambda: groups.events_about(
+                group_api, group_namespace, "involvedObject.kind=PodGroup,reason=PreemptedInPart"
+            ),
+            bool,
+            timeout=SCHEDULING_SECONDS,
+            what="the PodGroup's Event",
+        )
+        preempted, left = (", ".join(f"{group_namespace}/{v}" for v in part) for part in (victims[:2], victims[2:]))
+        assert (event.type, event.involved_object.name) == ("Warning", "victims")
+        assert event.message.startswith(
+            f"the scheduler's preemption left this group in part: 2 members ({preempted}) preempted, 2 members "
+            f"({left}) still running; "
+        ), event.message
+        assert await server.total("ptol_guard_groups_left_in_part_total") == before + 1
+        found = await placed(group_api, group_namespace, victims)
+        assert [found[victim] in group_nodes for victim in victims] == [False, False, True, True], found
