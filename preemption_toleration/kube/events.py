@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes_asyncio import client
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.api.resources import ObjectRef
 from preemption_toleration.core.times import rfc3339
@@ -93,11 +94,19 @@ class ObjectEvents:
         self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(maxsize=QUEUE_LIMIT)
 
     def post(
-        self, ref: ObjectRef, event_type: str, reason: str, message: str, related: ObjectRef | None = None
+        self,
+        ref: ObjectRef,
+        event_type: str,
+        reason: str,
+        message: str,
+        related: ObjectRef | None = None,
+        name: str | None = None,
     ) -> None:
+        """Queues the Event. `name`: its own, for one that every replica tells alike (what they all see in the
+        cluster): the first posted stands, the others' are answered 409 and dropped quietly."""
         now = datetime.now(UTC)
         body = event_body(
-            ref, event_type, reason, message, self.component, now, related=related, instance=self.instance
+            ref, event_type, reason, message, self.component, now, related=related, instance=self.instance, name=name
         )
         try:
             self.queue.put_nowait(body)
@@ -119,11 +128,16 @@ class ObjectEvents:
                 self.logger.exception("could not post an Event", extra=_about(body))
 
     async def _post(self, body: dict[str, Any]) -> None:
-        await answer_of(
-            self.core.create_namespaced_event(
-                body["metadata"]["namespace"], body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+        try:
+            await answer_of(
+                self.core.create_namespaced_event(
+                    body["metadata"]["namespace"], body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+                )
             )
-        )
+        except ApiException as error:
+            if error.status != 409 or "name" not in body["metadata"]:
+                raise
+            # another replica posted the Event of this name already
 
 
 def _about(body: Mapping[str, Any]) -> dict[str, Any]:

@@ -148,7 +148,7 @@ GUARD_GROUPS_LEFT_IN_PART = Metric(
     _W,
     "PodGroups of disruptionMode all that the scheduler's preemption left in part: some members preempted, others "
     "still running (deletions the guard was not asked about, or another check refused). Each is told by a Warning "
-    "Event PreemptedInPart on the PodGroup.",
+    "Event PreemptedInPart on the PodGroup. Every replica counts what the cluster shows: take the max across them.",
     described_in="eviction-guard.md#pod-groups-kubernetes-137",
 )
 GUARD_REFUSALS_BY_PREEMPTOR = Metric(

@@ -10,12 +10,14 @@ round. The pod cache's watch shows each member the scheduler's preemption begins
 `BATCH_SECONDS` after a group's first, if some of its members still run, not being deleted, the group was left
 in part: counted (`ptol_guard_groups_left_in_part_total`), logged, and told by a Warning Event on the PodGroup.
 The guard goes on deciding about the members left as one. This reads only what the cluster shows, so every
-replica of the server tells the same (Events are aggregated by the API server's clients alike).
+replica of the server tells the same: one Event (named after what was seen: the first replica's stands), and
+the same count in each replica's metric.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections.abc import Callable, Collection
 
@@ -46,6 +48,13 @@ def in_part_message(preempted: list[str], left: list[str]) -> str:
         "running; the guard decides about a disruptionMode all group as one, so some of its members' deletions were "
         "not judged by it (it was not called for them, or did not answer in time) or were refused by another check"
     )
+
+
+def event_name(group: tuple[str, str], uid: str, preempted: list[str]) -> str:
+    """The Event's name, the same in every replica that saw the same members preempted: one Event, not one per
+    replica."""
+    digest = hashlib.sha256("\n".join([uid, *preempted]).encode()).hexdigest()[:12]
+    return f"{group[1][:200]}.ptol-in-part-{digest}"
 
 
 class PartialGroups:
@@ -95,4 +104,10 @@ class PartialGroups:
             "pod group left in part by the scheduler's preemption",
             extra={"podGroup": group.ref, "preempted": preempted, "left": left},
         )
-        self.events.post(group.object_ref, "Warning", REASON, in_part_message(preempted, left))
+        self.events.post(
+            group.object_ref,
+            "Warning",
+            REASON,
+            in_part_message(preempted, left),
+            name=event_name(group.key, group.uid, preempted),
+        )

@@ -184,3 +184,18 @@ def test_a_full_queue_drops_the_event_with_a_log_line(monkeypatch, caplog) -> No
     events.post(POLICY.ref, "Normal", "Applied", "second")
     assert events.queue.qsize() == 1
     assert [record.getMessage() for record in caplog.records] == ["event queue full; Event not posted"]
+
+
+async def test_a_named_event_another_replica_posted_first_is_dropped_quietly(caplog) -> None:
+    """Every replica tells a group left in part by one Event of the same name: the API server keeps the first
+    (201) and answers the others 409, which is no failure; a 409 for an Event without a name of its own is."""
+    core = FakeCore([Answer(201), Answer(409, b"already exists"), Answer(409, b"already exists")])
+    events = ObjectEvents(core, "c", logging.getLogger("test.events"))  # type: ignore[arg-type]
+    for _ in range(2):
+        events.post(POD_REF, "Warning", "PreemptedInPart", "m", name="g.ptol-in-part-1")
+    events.post(POD_REF, "Warning", "Other", "m")
+    async with posting(events):
+        await until(lambda: len(caplog.records) == 1)
+        await asyncio.sleep(0.05)
+    assert [body["metadata"].get("name") for _, body in core.created] == ["g.ptol-in-part-1"]
+    assert [(record.getMessage(), record.reason) for record in caplog.records] == [("could not post an Event", "Other")]

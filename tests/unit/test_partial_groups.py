@@ -14,7 +14,7 @@ from preemption_toleration.api.resources import ObjectRef
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.records.pod import SlimPod
 from preemption_toleration.webhooks import partial_groups
-from preemption_toleration.webhooks.partial_groups import PartialGroups, in_part_message
+from preemption_toleration.webhooks.partial_groups import PartialGroups, event_name, in_part_message
 from tests.unit.test_guard_groups import PREEMPTOR, PROTECTED_ALL, PROTECTED_SINGLE, member, view
 
 MARK = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
@@ -76,9 +76,11 @@ class Posted:
 
     def __init__(self) -> None:
         self.events: list[tuple[ObjectRef, str, str, str]] = []
+        self.names: list[str | None] = []
 
-    def post(self, ref: ObjectRef, event_type: str, reason: str, message: str) -> None:
+    def post(self, ref: ObjectRef, event_type: str, reason: str, message: str, name: str | None = None) -> None:
         self.events.append((ref, event_type, reason, message))
+        self.names.append(name)
 
 
 def deleting(index: PodIndex, name: str) -> SlimPod:
@@ -174,3 +176,12 @@ MESSAGES = [
 @pytest.mark.parametrize(("rule", "preempted", "left", "said"), MESSAGES, ids=[m[0] for m in MESSAGES])
 def test_the_events_words(rule: str, preempted: list[str], left: list[str], said: str) -> None:
     assert said in in_part_message(preempted, left), rule
+
+
+def test_every_replica_names_the_event_alike_so_one_stands() -> None:
+    """The Event's name comes from what the cluster shows (the group's UID and the members preempted): two
+    replicas that saw the same post one Event; another preemption of the group is another Event."""
+    first = event_name(("team", "g"), "uid-g", ["team/m-0", "team/m-1"])
+    assert first == event_name(("team", "g"), "uid-g", ["team/m-0", "team/m-1"])
+    assert first.startswith("g.ptol-in-part-")
+    assert first != event_name(("team", "g"), "uid-g", ["team/m-2"])
