@@ -30,7 +30,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.guard.nudges import Nudge, NudgePlan
 from preemption_toleration.inventory.pods import PodIndex
-from preemption_toleration.kube.client import API_ERRORS
+from preemption_toleration.kube.client import API_ERRORS, answer_of
 from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.telemetry.declared import NudgeOutcome
 
@@ -74,12 +74,15 @@ class Nudger:
 
     async def _nominate_and_withdraw(self, nudge: Nudge) -> None:
         for body, content_type in ((nomination(nudge), MERGE_PATCH), (withdrawal(nudge), JSON_PATCH)):
-            await self.core.patch_namespaced_pod_status(
-                nudge.name,
-                nudge.namespace,
-                body,
-                _content_type=content_type,
-                _request_timeout=PATCH_TIMEOUT_SECONDS,
+            await answer_of(  # the pod the API server returns is not read: bytes, no model built
+                self.core.patch_namespaced_pod_status(
+                    nudge.name,
+                    nudge.namespace,
+                    body,
+                    _content_type=content_type,
+                    _request_timeout=PATCH_TIMEOUT_SECONDS,
+                    _preload_content=False,
+                )
             )
 
     async def _send(self, nudge: Nudge) -> None:

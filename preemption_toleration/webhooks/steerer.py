@@ -43,7 +43,7 @@ from preemption_toleration.core.times import rfc3339
 from preemption_toleration.extender.decisions import ExemptionCheck
 from preemption_toleration.guard.waste import stock_choice_refused
 from preemption_toleration.inventory.view import ClusterView, GroupsNotCurrent
-from preemption_toleration.kube.client import API_ERRORS
+from preemption_toleration.kube.client import API_ERRORS, answer_of
 from preemption_toleration.kube.events import ObjectEvents
 from preemption_toleration.records.pod import DEFAULT_SCHEDULER, NO_CONSTRAINTS, PodRecord, SlimPod
 from preemption_toleration.records.pod_group import MemberRecord
@@ -470,8 +470,15 @@ class Steerer:
             {"op": "remove", "path": "/status/nominatedNodeName"},
         ]
         try:
-            await self.core.patch_namespaced_pod_status(
-                pod.name, pod.namespace, patch, _content_type=JSON_PATCH, _request_timeout=REQUEST_TIMEOUT
+            await answer_of(
+                self.core.patch_namespaced_pod_status(
+                    pod.name,
+                    pod.namespace,
+                    patch,
+                    _content_type=JSON_PATCH,
+                    _request_timeout=REQUEST_TIMEOUT,
+                    _preload_content=False,
+                )
             )
         except ApiException as error:
             if error.status not in (404, 409, 422):  # gone, or a test failed (another pod, another node)
@@ -537,18 +544,25 @@ class Steerer:
             await self._clear_blocking(pod, node, f"{namespace}/{name}")
         for victim_namespace, victim_name, victim_uid in victims:
             try:
-                await self.core.patch_namespaced_pod_status(
-                    victim_name,
-                    victim_namespace,
-                    {"metadata": {"uid": victim_uid}, **disruption_target(scheduler, now)},
-                    _content_type=STRATEGIC,
-                    _request_timeout=REQUEST_TIMEOUT,
+                # the pods the API server returns are not read: bytes, no model built
+                await answer_of(
+                    self.core.patch_namespaced_pod_status(
+                        victim_name,
+                        victim_namespace,
+                        {"metadata": {"uid": victim_uid}, **disruption_target(scheduler, now)},
+                        _content_type=STRATEGIC,
+                        _request_timeout=REQUEST_TIMEOUT,
+                        _preload_content=False,
+                    )
                 )
-                await self.core.delete_namespaced_pod(
-                    victim_name,
-                    victim_namespace,
-                    body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=victim_uid)),
-                    _request_timeout=REQUEST_TIMEOUT,
+                await answer_of(
+                    self.core.delete_namespaced_pod(
+                        victim_name,
+                        victim_namespace,
+                        body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=victim_uid)),
+                        _request_timeout=REQUEST_TIMEOUT,
+                        _preload_content=False,
+                    )
                 )
             except ApiException as error:
                 # gone, or another pod of that name now (its UID differs: 409, or 422 for the mark)
@@ -577,12 +591,15 @@ class Steerer:
     async def _nominate(self, namespace: str, name: str, uid: str, node: str) -> bool:
         """The preemptor's `status.nominatedNodeName`, under its UID; False when it is gone or bound."""
         try:
-            await self.core.patch_namespaced_pod_status(
-                name,
-                namespace,
-                {"metadata": {"uid": uid}, "status": {"nominatedNodeName": node}},
-                _content_type=MERGE,
-                _request_timeout=REQUEST_TIMEOUT,
+            await answer_of(
+                self.core.patch_namespaced_pod_status(
+                    name,
+                    namespace,
+                    {"metadata": {"uid": uid}, "status": {"nominatedNodeName": node}},
+                    _content_type=MERGE,
+                    _request_timeout=REQUEST_TIMEOUT,
+                    _preload_content=False,
+                )
             )
         except ApiException as error:
             if error.status not in (404, 409, 422):  # gone, another pod, or bound (a bound pod takes none)

@@ -23,6 +23,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from preemption_toleration.kube.client import answer_of
 from preemption_toleration.steering.plan import SteeringPlan
 from preemption_toleration.steering.resumption import LeftPlan, PodRef
 from preemption_toleration.webhooks.periodic import every
@@ -145,7 +146,11 @@ class SteeringLeases:
         body = lease_body(plan, self.namespace, self.holder, self.window, now)
         name = body["metadata"]["name"]
         try:
-            await self.leases.create_namespaced_lease(self.namespace, body, _request_timeout=REQUEST_TIMEOUT)
+            await answer_of(
+                self.leases.create_namespaced_lease(
+                    self.namespace, body, _request_timeout=REQUEST_TIMEOUT, _preload_content=False
+                )
+            )
             return True
         except ApiException as error:
             if error.status != 409:
@@ -156,7 +161,11 @@ class SteeringLeases:
             return False
         body["metadata"]["resourceVersion"] = existing.metadata.resource_version
         try:
-            await self.leases.replace_namespaced_lease(name, self.namespace, body, _request_timeout=REQUEST_TIMEOUT)
+            await answer_of(
+                self.leases.replace_namespaced_lease(
+                    name, self.namespace, body, _request_timeout=REQUEST_TIMEOUT, _preload_content=False
+                )
+            )
         except ApiException as error:
             if error.status == 409:
                 return False  # another replica took it first
@@ -166,12 +175,15 @@ class SteeringLeases:
     async def mark(self, uid: str, state: str) -> None:
         """The preemptor's Lease says `state` (DONE, REFUSED); a Lease deleted meanwhile is no error."""
         try:
-            await self.leases.patch_namespaced_lease(
-                LEASE_PREFIX + uid,
-                self.namespace,
-                {"metadata": {"annotations": {STATE: state}}},
-                _content_type=MERGE,
-                _request_timeout=REQUEST_TIMEOUT,
+            await answer_of(
+                self.leases.patch_namespaced_lease(
+                    LEASE_PREFIX + uid,
+                    self.namespace,
+                    {"metadata": {"annotations": {STATE: state}}},
+                    _content_type=MERGE,
+                    _request_timeout=REQUEST_TIMEOUT,
+                    _preload_content=False,
+                )
             )
         except ApiException as error:
             if error.status != 404:
@@ -197,7 +209,11 @@ class SteeringLeases:
             if not lease.swept(now):
                 continue
             try:
-                await self.leases.delete_namespaced_lease(lease.name, self.namespace, _request_timeout=REQUEST_TIMEOUT)
+                await answer_of(
+                    self.leases.delete_namespaced_lease(
+                        lease.name, self.namespace, _request_timeout=REQUEST_TIMEOUT, _preload_content=False
+                    )
+                )
             except ApiException as error:
                 if error.status != 404:
                     raise
