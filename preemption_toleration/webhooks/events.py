@@ -25,12 +25,12 @@ from preemption_toleration.api.resources import ObjectRef, pod_ref
 from preemption_toleration.core.groups import DisruptionMode
 from preemption_toleration.guard.decisions import Refusal
 from preemption_toleration.kube.client import API_ERRORS, answer_of
-from preemption_toleration.kube.events import event_body
+from preemption_toleration.kube.events import POSTERS, REQUEST_TIMEOUT, event_body
 from preemption_toleration.records.pod_group import MemberRecord
 
 logger = logging.getLogger("preemption_toleration.guard")
 COMPONENT = "preemption-toleration-guard"
-QUEUE_LIMIT = 1000
+QUEUE_LIMIT = 10_000  # refusals waiting (the repeats of a victim are folded before: `guard.repeats`)
 MAX_AGGREGATES = 10000
 
 
@@ -40,6 +40,16 @@ class _Aggregate:
     count: int
     posted_at: float
     first: datetime
+
+
+class _Turn:
+    """One aggregate's lock, and how many posters have it or wait for it."""
+
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.users = 0
 
 
 @dataclass(frozen=True)
@@ -91,11 +101,15 @@ def refusal_event(
 
 
 class RefusalEvents:
+    """Queued refusals, posted `POSTERS` at once (as the operator's Events are: `kube.events`), each Event's
+    aggregate by one poster at a time, so that it is created once and then counted up."""
+
     def __init__(self, api: ApiClient, min_interval: float = 10.0) -> None:
         self.core = client.CoreV1Api(api)
         self.min_interval = min_interval
         self.queue: asyncio.Queue[tuple[Refusal, int]] = asyncio.Queue(maxsize=QUEUE_LIMIT)
         self.aggregates: dict[tuple[Any, ...], _Aggregate] = {}
+        self.posting: dict[tuple[Any, ...], _Turn] = {}  # by aggregate key, while posters have or wait for it
 
     def record(self, refusal: Refusal, count: int = 1) -> None:
         """Queue `refusal`, which stands for `count` refusals of its victim (the repeats since the last)."""
@@ -107,8 +121,11 @@ class RefusalEvents:
             logger.warning("event queue full; refusal not posted as an Event")
 
     async def run(self) -> None:
-        """Posts queued refusals for ever: no failure of one post ends the loop (a dead loop would leave
-        the queue full and every later refusal without its Event)."""
+        """Posts queued refusals for ever, `POSTERS` at once: no failure of one post ends it (a dead poster
+        would leave the queue full and every later refusal without its Event)."""
+        await asyncio.gather(*(self._post_queued() for _ in range(POSTERS)))
+
+    async def _post_queued(self) -> None:
         while True:
             refusal, count = await self.queue.get()
             await self._post(refusal, count)
@@ -127,6 +144,20 @@ class RefusalEvents:
                 logger.exception("could not post the refusal Event", extra={"object": subject.ref.name})
 
     async def _post_on(self, subject: Subject, refusal: Refusal, count: int) -> None:
+        """One Event's post, its aggregate held by this poster alone meanwhile (`posting`)."""
+        turn = self.posting.get(subject.key)
+        if turn is None:
+            turn = self.posting[subject.key] = _Turn()
+        turn.users += 1
+        try:
+            async with turn.lock:
+                await self._post_aggregate(subject, refusal, count)
+        finally:
+            turn.users -= 1
+            if turn.users == 0:
+                del self.posting[subject.key]  # no other poster has it or waits for it
+
+    async def _post_aggregate(self, subject: Subject, refusal: Refusal, count: int) -> None:
         key = subject.key
         aggregate = self.aggregates.get(key)
         now = time.monotonic()
@@ -138,7 +169,9 @@ class RefusalEvents:
             first = datetime.now(UTC)
             body = refusal_event(name, refusal, count, first, first, subject)
             await answer_of(
-                self.core.create_namespaced_event(body["metadata"]["namespace"], body, _preload_content=False)
+                self.core.create_namespaced_event(
+                    body["metadata"]["namespace"], body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+                )
             )
             self.aggregates[key] = _Aggregate(name, count, now, first)
             return
@@ -150,10 +183,18 @@ class RefusalEvents:
         patch = {key: body[key] for key in ("count", "lastTimestamp", "message")}
         namespace = body["metadata"]["namespace"]
         try:
-            await answer_of(self.core.patch_namespaced_event(aggregate.name, namespace, patch, _preload_content=False))
+            await answer_of(
+                self.core.patch_namespaced_event(
+                    aggregate.name, namespace, patch, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+                )
+            )
         except ApiException as error:
             if error.status != 404:
                 raise
             # The Event expired (the API server's --event-ttl, 1 h by default): write it again, whole, with
             # the count and first time so far, as kubectl describe would have shown them.
-            await answer_of(self.core.create_namespaced_event(namespace, body, _preload_content=False))
+            await answer_of(
+                self.core.create_namespaced_event(
+                    namespace, body, _preload_content=False, _request_timeout=REQUEST_TIMEOUT
+                )
+            )

@@ -31,13 +31,15 @@ class FakeCore:
         self.created: list[dict] = []
         self.patched: list[tuple[str, dict]] = []
 
-    async def create_namespaced_event(self, namespace, body, _preload_content=True):
+    async def create_namespaced_event(self, namespace, body, _preload_content=True, _request_timeout=None):
         assert _preload_content is False, "the answer's model is not built"
+        assert _request_timeout is not None, "a hung call does not hold its poster"
         self.created.append(body)
         return Answer(201)
 
-    async def patch_namespaced_event(self, name, namespace, body, _preload_content=True):
+    async def patch_namespaced_event(self, name, namespace, body, _preload_content=True, _request_timeout=None):
         assert _preload_content is False, "the answer's model is not built"
+        assert _request_timeout is not None, "a hung call does not hold its poster"
         self.patched.append((name, body))
         return Answer(200)
 
@@ -52,6 +54,7 @@ async def test_aggregation_and_rate_limit(monkeypatch) -> None:
     clock = {"now": 1000.0}
     monkeypatch.setattr(events_module.time, "monotonic", lambda: clock["now"])
     recorder = RefusalEvents.__new__(RefusalEvents)
+    recorder.posting = {}
     recorder.core = FakeCore()
     recorder.min_interval = 10.0
     recorder.aggregates = {}
@@ -76,6 +79,7 @@ async def test_aggregation_and_rate_limit(monkeypatch) -> None:
 
 async def test_dry_run_posts_nothing_and_audit_has_its_own_reason() -> None:
     recorder = RefusalEvents.__new__(RefusalEvents)
+    recorder.posting = {}
     recorder.queue = asyncio.Queue()
     recorder.record(refusal(dry_run=True))
     assert recorder.queue.empty()
@@ -90,14 +94,15 @@ class ExpiringCore(FakeCore):
         super().__init__()
         self.expired = False
 
-    async def patch_namespaced_event(self, name, namespace, body, _preload_content=True):
+    async def patch_namespaced_event(self, name, namespace, body, _preload_content=True, _request_timeout=None):
         if self.expired:
             return Answer(404)
-        return await super().patch_namespaced_event(name, namespace, body, _preload_content)
+        return await super().patch_namespaced_event(name, namespace, body, _preload_content, _request_timeout)
 
 
 def recorder_with(core, clock) -> RefusalEvents:
     recorder = RefusalEvents.__new__(RefusalEvents)
+    recorder.posting = {}
     recorder.core, recorder.min_interval, recorder.aggregates = core, 10.0, {}
     recorder.queue = asyncio.Queue()
     return recorder
@@ -125,10 +130,10 @@ class BrokenCore(FakeCore):
         super().__init__()
         self.failures = [__import__("aiohttp").ServerDisconnectedError(), RuntimeError("a bug")]
 
-    async def create_namespaced_event(self, namespace, body, _preload_content=True):
+    async def create_namespaced_event(self, namespace, body, _preload_content=True, _request_timeout=None):
         if self.failures:
             raise self.failures.pop(0)
-        return await super().create_namespaced_event(namespace, body, _preload_content)
+        return await super().create_namespaced_event(namespace, body, _preload_content, _request_timeout)
 
 
 async def test_no_failure_of_a_post_ends_the_event_loop() -> None:
@@ -201,3 +206,56 @@ async def test_a_failed_post_on_the_victim_does_not_keep_its_groups_event_from_b
     recorder = recorder_with(core, None)
     await recorder._post(member_refusal("trainer-0"))
     assert [e["involvedObject"]["kind"] for e in core.created] == ["PodGroup"]
+
+
+class GatedCore(FakeCore):
+    """Holds every create while `gate` is closed, counting those in flight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.in_flight = self.most_in_flight = 0
+
+    async def create_namespaced_event(self, namespace, body, _preload_content=True, _request_timeout=None):
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await self.gate.wait()
+        finally:
+            self.in_flight -= 1
+        return await super().create_namespaced_event(namespace, body, _preload_content, _request_timeout)
+
+
+def refusal_of(name: str) -> Refusal:
+    victim = PodBody({"metadata": {"name": name, "namespace": "team", "uid": f"u-{name}"}})
+    protection = Protection(ProtectionKind.FOREVER, "forever", 8000, refuse_below=10000, toleration_seconds=-1)
+    return Refusal("delete", victim, 9000, "team/high", protection, 403, f"pod team/{name} ...", False, False)
+
+
+async def test_refusals_are_posted_many_at_once_and_each_event_is_created_once() -> None:
+    """Refusals of 20 victims are posted as many at once as the operator's Events (`POSTERS`); three of one
+    more victim, queued together, make one Event created once and then counted up, never three."""
+    core = GatedCore()
+    recorder = recorder_with(core, None)
+    recorder.min_interval = 0.0  # every repeat is written
+    for index in range(20):
+        recorder.record(refusal_of(f"v-{index:02d}"))
+    for _ in range(3):
+        recorder.record(refusal())
+    task = asyncio.create_task(recorder.run())
+    try:
+        for _ in range(500):
+            if core.in_flight == events_module.POSTERS:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        assert core.in_flight == events_module.POSTERS == 16  # no more
+        core.gate.set()
+        for _ in range(500):
+            if len(core.created) == 21 and len(core.patched) == 2:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        task.cancel()
+    assert len(core.created) == 21 and [e["involvedObject"]["name"] for e in core.created].count("victim") == 1
+    assert [patch["count"] for _, patch in core.patched] == [2, 3] and recorder.posting == {}
