@@ -8,7 +8,7 @@ import asyncio
 import logging
 import os
 import socket
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Coroutine
 from typing import Any
 
 from aiohttp import web
@@ -20,7 +20,6 @@ from preemption_toleration.core.resources import LATEST_RULES, ResizeRules, resi
 from preemption_toleration.guard.decisions import GuardConfig
 from preemption_toleration.kube.client import API_ERRORS, make_api_client
 from preemption_toleration.kube.events import ObjectEvents
-from preemption_toleration.kube.informer import Informer
 from preemption_toleration.kube.listers import serves_pod_groups
 from preemption_toleration.kube.version import server_minor
 from preemption_toleration.records.pod import PodRecord
@@ -51,14 +50,13 @@ logger = logging.getLogger("preemption_toleration.webhooks")
 GROUPS_START_WAIT_SECONDS = 10.0
 
 
-async def _listed_within(informer: Informer, timeout: float, stop: asyncio.Event) -> bool:
-    """Whether `informer` is listed within `timeout` seconds (False, at once, once stopped)."""
-    listed = asyncio.create_task(informer.synced.wait())
+async def _unless_stopped(work: Coroutine[Any, Any, Any], stop: asyncio.Event, timeout: float | None = None) -> None:
+    """Awaits `work`, no longer than `timeout` seconds (None: however long) and not once `stop` is set."""
+    done = asyncio.create_task(work)
     stopped = asyncio.create_task(stop.wait())
-    await asyncio.wait({listed, stopped}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    for waiter in (listed, stopped):
+    await asyncio.wait({done, stopped}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    for waiter in (done, stopped):
         waiter.cancel()
-    return informer.synced.is_set()
 
 
 async def _synced_or_stopped(caches: AdmissionCaches, stop: asyncio.Event) -> bool:
@@ -69,19 +67,17 @@ async def _synced_or_stopped(caches: AdmissionCaches, stop: asyncio.Event) -> bo
         for informer in caches.required():
             await informer.synced.wait()
 
-    synced = asyncio.create_task(all_synced())
-    stopped = asyncio.create_task(stop.wait())
-    await asyncio.wait({synced, stopped}, return_when=asyncio.FIRST_COMPLETED)
-    for waiter in (synced, stopped):
-        waiter.cancel()
+    await _unless_stopped(all_synced(), stop)
     if not caches.synced:
         return False
-    if caches.groups is not None and not await _listed_within(caches.groups, GROUPS_START_WAIT_SECONDS, stop):
-        logger.warning(
-            "podgroups not listed yet: ready without them; no decision is made about a pod that names one until"
-            " they are",
-            extra={"problem": caches.groups_problem()},
-        )
+    if (groups := caches.groups) is not None:
+        await _unless_stopped(groups.synced.wait(), stop, GROUPS_START_WAIT_SECONDS)
+        if not groups.synced.is_set():
+            logger.warning(
+                "podgroups not listed yet: ready without them; no decision is made about a pod that names one"
+                " until they are",
+                extra={"problem": caches.groups_problem()},
+            )
     if stop.is_set():
         return False
     logger.info("caches synced", extra={"objects": {s.resource: s.objects for s in caches.stats()}})
