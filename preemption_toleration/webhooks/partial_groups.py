@@ -1,16 +1,18 @@
 """Pod groups of `disruptionMode: all` that the scheduler's preemption left in part: counted, logged, and told
 on their PodGroup.
 
-The guard decides once for a whole group of `disruptionMode: all`, so through it alone a group is preempted
-whole or not at all. A group can still be left in part where the guard was not asked about some members (the
-server down, or too slow, and the API server applied the failurePolicy Ignore; a scheduler missing from
-`--preemptor-identity`; a namespace the guard skips) while another check refused the others, or the other way
-round. The pod cache's watch shows each member the scheduler's preemption begins to delete (marked
-`PreemptionByScheduler` and deleting: `PodIndex.member_preempted`, which a listing at start reports too);
-`BATCH_SECONDS` after a group's first, if some of its members still run, not being deleted, the group was left
-in part: counted (`ptol_guard_groups_left_in_part_total`), logged, and told by a Warning Event on the PodGroup.
-The guard goes on deciding about the members left as one. This reads only what the cluster shows, so every
-replica of the server tells the same: one Event (named after what was seen: the first replica's stands), and
+The guard decides once for a whole group of `disruptionMode: all`, so through it alone a group is preempted whole
+or not at all. A group can still be left in part where the guard was not asked about some members (the server
+down, or too slow, and the API server applied the failurePolicy Ignore; a scheduler missing from `--preemptor-
+identity`; a namespace the guard skips) while another check refused the others, or the other way round. The pod
+cache's watch shows each member the scheduler's preemption begins to delete (marked `PreemptionByScheduler` and
+deleting: `PodIndex.member_preempted`, which a listing at start reports too); `BATCH_SECONDS` after a group's
+first, if some of its members still run, not being deleted, the group was left in part: counted
+(`ptol_guard_groups_left_in_part_total`), logged, and told by a Warning Event on the PodGroup. The scheduler may
+delete a group's victims over more than one attempt (one refused DELETE cancels the attempt's others, which a
+later attempt deletes), so a group told before is told again with every member preempted so far, not only the last
+batch's. The guard goes on deciding about the members left as one. This reads only what the cluster shows, so
+every replica of the server tells the same: one Event (named after what was seen: the first replica's stands), and
 the same count in each replica's metric.
 """
 
@@ -32,6 +34,7 @@ REASON = "PreemptedInPart"
 # deletion was seen are left.
 BATCH_SECONDS = 5.0
 NAMED = 10  # members an Event names; the others are counted
+REMEMBERED = 10_000  # groups told in part whose preempted members are kept for a later telling; the oldest go
 FINISHED = ("Succeeded", "Failed")
 
 
@@ -72,6 +75,8 @@ class PartialGroups:
         self.count = count
         self.skipped = frozenset(skipped)  # namespaces the guard is never sent, by name: not its business
         self._batches: dict[tuple[str, str], list[str]] = {}  # the group's key -> members preempted, not yet told
+        # the group's key -> its UID and the members told preempted (a group of that name made again starts anew)
+        self._told: dict[tuple[str, str], tuple[str, frozenset[str]]] = {}
 
     def member_preempted(self, pod: SlimPod) -> None:
         """A member of a PodGroup the scheduler's preemption began to delete (from the watch, no I/O)."""
@@ -87,7 +92,8 @@ class PartialGroups:
         asyncio.get_running_loop().call_later(BATCH_SECONDS, self._tell, group_key)
 
     def _tell(self, group_key: tuple[str, str]) -> None:
-        preempted = sorted(self._batches.pop(group_key, []))
+        batch = self._batches.pop(group_key, [])
+        told_uid, told = self._told.pop(group_key, ("", frozenset()))
         view = self.view()
         group = view.groups.get("/".join(group_key)) if view.groups_problem is None else None
         if group is None or group.disruption is not DisruptionMode.ALL:
@@ -99,6 +105,10 @@ class PartialGroups:
         )
         if not left:
             return  # preempted whole
+        preempted = sorted({*batch, *(told if told_uid == group.uid else ())})
+        self._told[group_key] = (group.uid, frozenset(preempted))
+        if len(self._told) > REMEMBERED:
+            del self._told[next(iter(self._told))]
         self.count()
         logger.warning(
             "pod group left in part by the scheduler's preemption",

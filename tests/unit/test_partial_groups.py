@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
@@ -137,6 +138,23 @@ async def test_a_group_left_in_part_is_told_by_one_event_on_it() -> None:
         "its members' deletions were not judged by it (it was not called for them, or did not answer in time) or "
         "were refused by another check"
     )
+
+
+async def test_a_group_told_again_names_every_member_preempted_so_far() -> None:
+    """The scheduler deleted a group's victims over two attempts (a refused DELETE cancels the attempt's
+    others): the second Event names both members, under another name; the same group made anew starts anew."""
+    state = view(*(member(f"m-{index}", "g", 5) for index in range(4)), PREEMPTOR, groups=(PROTECTED_ALL,))
+    posted, counted = Posted(), [0]
+    partial = PartialGroups(lambda: state, posted, lambda: counted.__setitem__(0, counted[0] + 1))  # type: ignore[arg-type]
+    for name in ("m-1", "m-0"):
+        partial.member_preempted(deleting(state.pods, name))
+        await asyncio.sleep(0.01)
+    state.groups["team/g"] = dataclasses.replace(state.groups["team/g"], uid="uid-g-again")
+    partial.member_preempted(deleting(state.pods, "m-2"))
+    await asyncio.sleep(0.01)
+    said = [message.split(" preempted,")[0].split(": ")[1] for *_, message in posted.events]
+    assert said == ["1 member (team/m-1)", "2 members (team/m-0, team/m-1)", "1 member (team/m-2)"]
+    assert counted[0] == 3 and len(set(posted.names)) == 3
 
 
 REPORTS = [
