@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Awaitable
 from pathlib import Path
@@ -16,6 +17,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config.config_exception import ConfigException
 
 APPLY_PATCH = "application/apply-patch+yaml"  # the content type of a server-side apply
+STATUS_TEXT = 300  # characters of an error's body that is no Status, kept in its problem
 
 # What a call to the API server can raise besides its answer: an error status (ApiException), and network
 # failures, which aiohttp does not always make OSErrors (ServerDisconnectedError, ClientPayloadError).
@@ -23,11 +25,28 @@ API_ERRORS: tuple[type[BaseException], ...] = (ApiException, aiohttp.ClientError
 
 
 async def raise_for_status(response: aiohttp.ClientResponse) -> None:
-    """The ApiException the client raises for an error status, for an answer read without the client's model
-    (`_preload_content=False`, which leaves every status to the caller)."""
+    """The ApiException the client raises for an error status (its reason phrase, and the answer's body), for an
+    answer read without the client's model (`_preload_content=False`, which leaves every status to the caller)."""
     if response.status >= 400:
-        text = (await response.read()).decode(errors="replace").strip()
-        raise ApiException(status=response.status, reason=text[:200] or response.reason)
+        error = ApiException(status=response.status, reason=getattr(response, "reason", None))
+        error.body = (await response.read()).decode(errors="replace").strip()
+        raise error
+
+
+def api_problem(error: BaseException) -> str:
+    """What failed, in one line for a status message or a log: for an error status, the status, its reason
+    phrase and the message of the API server's Status (`403 Forbidden: priorityclasses "x" is forbidden: ...`,
+    as kubectl prints it; a body that is no Status, its start); else the error's type and text."""
+    if not isinstance(error, ApiException):
+        return f"{type(error).__name__}: {error}"
+    said = f"{error.status} {error.reason or ''}".strip()
+    body = error.body.decode(errors="replace") if isinstance(error.body, bytes) else str(error.body or "")
+    try:
+        answer = json.loads(body) if body else None
+    except ValueError:
+        answer = None
+    message = str(answer.get("message") or "") if isinstance(answer, dict) else body[:STATUS_TEXT]
+    return f"{said}: {message}" if message else said
 
 
 async def answer_of(request: Awaitable[aiohttp.ClientResponse]) -> bytes:

@@ -27,7 +27,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.api.resources import ObjectRef
 from preemption_toleration.core.times import rfc3339
-from preemption_toleration.kube.client import API_ERRORS, answer_of
+from preemption_toleration.kube.client import API_ERRORS, answer_of, api_problem
 
 CLUSTER_SCOPED_EVENTS_NAMESPACE = "default"
 MAX_MESSAGE = 1024  # the API server's limit on an Event's message
@@ -123,7 +123,7 @@ class ObjectEvents:
             try:
                 await self._post(body)
             except API_ERRORS as error:
-                self.logger.warning("could not post an Event", extra={**_about(body), "problem": str(error)[:200]})
+                self.logger.warning("could not post an Event", extra={**_about(body), "problem": api_problem(error)})
             except Exception:
                 self.logger.exception("could not post an Event", extra=_about(body))
 

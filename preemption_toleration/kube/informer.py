@@ -27,7 +27,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import aiohttp
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from preemption_toleration.kube.client import raise_for_status
+from preemption_toleration.kube.client import api_problem, raise_for_status
 
 V = TypeVar("V")
 ListFunction = Callable[..., Awaitable[Any]]
@@ -432,7 +432,7 @@ class Informer:
                 if error.status == 410:  # an expired continue token
                     self.logger.info("listing expired; listing again", extra={"kind": self.kind})
                     continue
-                problem = f"{error.status} {error.reason}".strip()
+                problem = api_problem(error)
                 if error.status == 404:
                     problem += " (the resource is not served: is its CRD installed?)"
                 elif error.status in (401, 403):

@@ -30,7 +30,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.guard.nudges import Nudge, NudgePlan
 from preemption_toleration.inventory.pods import PodIndex
-from preemption_toleration.kube.client import API_ERRORS, answer_of
+from preemption_toleration.kube.client import API_ERRORS, answer_of, api_problem
 from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.telemetry.declared import NudgeOutcome
 
@@ -103,7 +103,7 @@ class Nudger:
             again = self.plan.retry(nudge, datetime.now(UTC))
             logger.warning(
                 "nudge failed",
-                extra={"preemptor": who, "problem": str(error)[:200], "attempt": nudge.attempt, "retrying": again},
+                extra={"preemptor": who, "problem": api_problem(error), "attempt": nudge.attempt, "retrying": again},
             )
             return
         self.count(NudgeOutcome.NUDGED)

@@ -43,7 +43,7 @@ from preemption_toleration.core.times import rfc3339
 from preemption_toleration.extender.decisions import ExemptionCheck
 from preemption_toleration.guard.waste import stock_choice_refused
 from preemption_toleration.inventory.view import ClusterView, GroupsNotCurrent
-from preemption_toleration.kube.client import API_ERRORS, answer_of
+from preemption_toleration.kube.client import API_ERRORS, answer_of, api_problem
 from preemption_toleration.kube.events import ObjectEvents
 from preemption_toleration.records.pod import DEFAULT_SCHEDULER, NO_CONSTRAINTS, PodRecord, SlimPod
 from preemption_toleration.records.pod_group import MemberRecord
@@ -629,7 +629,7 @@ class Steerer:
         try:
             left = await self.leases.left(datetime.now(UTC))
         except API_ERRORS as error:
-            logger.warning("steering: could not list its Leases", extra={"problem": str(error)[:200]})
+            logger.warning("steering: could not list its Leases", extra={"problem": api_problem(error)})
             return
         now = datetime.now(UTC)
         for lease_name, plan in left:

@@ -23,7 +23,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from preemption_toleration.kube.client import answer_of
+from preemption_toleration.kube.client import answer_of, api_problem
 from preemption_toleration.steering.plan import SteeringPlan
 from preemption_toleration.steering.resumption import LeftPlan, PodRef
 from preemption_toleration.webhooks.periodic import every
@@ -224,4 +224,4 @@ class SteeringLeases:
 
 
 def _sweep_failed(error: Exception) -> None:
-    logger.warning("steering: could not sweep its Leases", extra={"problem": str(error)[:200]})
+    logger.warning("steering: could not sweep its Leases", extra={"problem": api_problem(error)})
