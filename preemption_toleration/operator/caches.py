@@ -5,10 +5,10 @@ PriorityClasses come from the operator's own paged, raw-JSON watch (kopf does no
 parsed into its view once, kept, and unless the view is as the last reconcile planned on it (the echo of
 our own write), reported to `changed`, which asks for a reconcile.
 
-Policies come from kopf's own watch, the one that runs their handlers (policy_stream.py): each event is put
-in `PolicyFeed`'s store before kopf hands it to a handler, so the reconcile a handler asks for plans on that
-version or a later one. The feed also learns what no handler does: when a listing is complete (no reconcile
-may run before it, or a policy not listed yet would look deleted and its classes be released), which
+Policies come from kopf's own watch (policy_stream.py), which kopf keeps for the operator's one policy handler
+and pauses on a standby replica: each event is put in `PolicyFeed`'s store and, unless it is the echo of our
+own status patch, asks for a reconcile, as a class's does. The feed also learns when a listing is complete (no
+reconcile may run before it, or a policy not listed yet would look deleted and its classes be released), which
 policies a listing no longer shows (deleted while the stream was down: pruned), and that the stream has
 stopped (kopf pauses a standby replica's watch; the store is then stale until the next listing).
 """
@@ -60,12 +60,20 @@ class ClassStore(DictStore[ClassView]):
 
 class PolicyFeed:
     """The policies as kopf's watch shows them. `listed` is set while a stream is live past its complete
-    listing; each stream (a listing, then a watch) starts with `stream_started` and ends with `stream_ended`."""
+    listing; each stream (a listing, then a watch) starts with `stream_started` and ends with `stream_ended`.
+    Once `follow` has named them, `changed` is told of each policy that changed, was deleted or pruned, unless
+    `is_known(view)`: the policy is as the last reconcile saw it (the echo of our own status patch)."""
 
     def __init__(self) -> None:
         self.store: DictStore[PolicyView] = DictStore(policy_view)
         self.listed = asyncio.Event()
         self._listing: set[Hashable] | None = None  # the keys listed so far, until the listing is complete
+        self._is_known: Callable[[PolicyView], bool] = lambda _: False
+        self._changed: Callable[[], None] = lambda: None
+
+    def follow(self, is_known: Callable[[PolicyView], bool], changed: Callable[[], None]) -> None:
+        """Set by the operator's start, once its reconciler exists (the feed is made before kopf starts)."""
+        self._is_known, self._changed = is_known, changed
 
     def stream_started(self) -> None:
         self.listed.clear()
@@ -78,16 +86,22 @@ class PolicyFeed:
             return  # a BOOKMARK (no object identity) or an ERROR status, which kopf handles
         if kind == "DELETED":
             self.store.remove(raw)
+            self._changed()
         elif kind in (None, "ADDED", "MODIFIED"):
             key = self.store.put(raw)
             if kind is None and self._listing is not None:
                 self._listing.add(key)
+            if not self._is_known(self.store.items[key]):
+                self._changed()
 
     def listing_complete(self) -> None:
         """Whatever the listing did not show was deleted while no stream was live."""
+        count = len(self.store)
         self.store.prune(self._listing or ())
         self._listing = None
         self.listed.set()
+        if len(self.store) < count:
+            self._changed()
 
     def stream_ended(self) -> None:
         self.listed.clear()

@@ -1,12 +1,18 @@
-"""kopf wiring: the policies' lifecycle (finalizers, retries) and the operator's other triggers of a reconcile.
+"""kopf wiring: the operator's start and stop, its peering and probes, and the triggers of a reconcile.
 
-Every trigger asks for the same global reconcile (see reconciler.py): the policies' kopf handlers, the
-changes of classes that the operator's class watch reports (caches.py; kopf does not watch classes), and the
-resync (resync.py). Triggers are coalesced: those that arrive while a reconcile waits or runs share the
-next one, which reads the operator's caches as they are then. A class event that shows the class as the
-last reconcile saw it (the echo of our own write) asks for nothing. No reconcile runs before both caches
-have listed everything, so the first one never mistakes a not-yet-listed policy for a deleted one and
-releases its classes. The policies' handlers and cache share kopf's one watch of them (policy_stream.py).
+Every trigger asks for the same global reconcile (see reconciler.py): a change of a policy or of a class, as
+the operator's one watch of each reports it (caches.py; the policies' comes from kopf, policy_stream.py), a
+failed reconcile's retry, and the resync (resync.py). Triggers are coalesced: those that arrive while a
+reconcile waits or runs share the next one, which reads the operator's caches as they are then. An event that
+shows an object as the last reconcile saw it (the echo of our own write) asks for nothing. No reconcile runs
+before both caches have listed everything, so the first one never mistakes a not-yet-listed policy for a
+deleted one and releases its classes.
+
+The policies have one kopf handler, of events (`policy_event`), which keeps kopf's watch of them and has it
+paused on a standby replica. kopf's handlers of changes (create, update, delete) would cost two patches of
+every new policy, its finalizer and its last-handled configuration, which the reconcile needs neither of
+(docs/operator.md): it plans from the caches, releases the classes of a policy that is gone (at once, or at
+the operator's next start), and retries what failed itself.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from preemption_toleration.operator.resync import ResyncClock, reconcile_on_chan
 
 EVENTS_COMPONENT = "preemption-toleration-operator"  # the "From" of its Events in kubectl describe
 POLICIES = (GROUP, VERSION, PLURAL)
+FORMER_FINALIZER = f"{GROUP}/finalizer"
 
 logger = logging.getLogger("preemption_toleration.operator")
 registry = kopf.OperatorRegistry()
@@ -59,15 +66,17 @@ class OperatorState:
 API_RETRY_BACKOFFS: tuple[float, ...] = (1, 1, 2, 3, 5, 8, 13, 21) + (30,) * 20
 
 
+# A failed reconcile (a class write or a status patch refused) runs again this long after.
+RETRY_SECONDS = 10.0
+
+
 def apply_settings(settings: kopf.OperatorSettings, config: OperatorConfig) -> None:
-    settings.persistence.finalizer = f"{GROUP}/finalizer"
-    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix=GROUP, key="last-handled-configuration"
-    )
+    # The finalizer earlier releases put on every policy: kopf removes it from each (no handler of ours needs
+    # one), so that a policy of theirs is not kept from deletion.
+    settings.persistence.finalizer = FORMER_FINALIZER
     settings.peering.priority = config.peering_priority
     # Our Events are posted by ObjectEvents, where kubectl describe finds them (kube/events.py); kopf's own,
-    # its handlers' log lines ("Handler 'policy_changed' succeeded."), stay in the log.
+    # about its handlers, stay in the log.
     settings.posting.enabled = False
     settings.watching.server_timeout = 300  # re-establish long watches before proxies cut them
     settings.watching.client_timeout = 330
@@ -88,15 +97,16 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         impersonating(api, config.impersonate, RUN_OPERATOR_GROUP)
     events = ObjectEvents(client.CoreV1Api(api), EVENTS_COMPONENT, logger)
     reconciler = Reconciler(api, config.field_manager, events.post, logger, metrics=memo.metrics)
-    class_changes = asyncio.Event()
+    changes = asyncio.Event()
     policies: PolicyFeed = memo.policies
+    policies.follow(reconciler.is_known_policy, changes.set)
     caches = OperatorCaches(
         api,
         config.field_manager,
         logger,
         policies=policies,
         is_known=reconciler.is_known,
-        class_changed=lambda _: class_changes.set(),
+        class_changed=lambda _: changes.set(),
     )
 
     clock = ResyncClock()
@@ -105,7 +115,10 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         await caches.synced()
         clock.started()
         policies, classes = caches.contents()
-        return await reconciler.reconcile(policies, classes)
+        result = await reconciler.reconcile(policies, classes)
+        if result.failures:
+            asyncio.get_running_loop().call_later(RETRY_SECONDS, changes.set)
+        return result
 
     coalescer = Coalescer(reconcile, config.settle_seconds)
     # kopf has set `standalone` from the operator's arguments (no peering name) before any startup handler
@@ -119,7 +132,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         count=memo.metrics.resynced,
         logger=logger,
     )
-    on_changes = reconcile_on_changes(changes=class_changes, reconcile=coalescer.request, paused=paused, logger=logger)
+    on_changes = reconcile_on_changes(changes=changes, reconcile=coalescer.request, paused=paused, logger=logger)
     tasks = [
         *caches.tasks(),
         asyncio.create_task(on_changes, name="class-changes"),
@@ -150,30 +163,10 @@ async def close(memo: kopf.Memo, **_: Any) -> None:
         await state.api.close()
 
 
-async def _reconcile(memo: kopf.Memo) -> ReconcileResult:
-    state: OperatorState = memo.state
-    return await state.coalescer.request()  # the cache has this handler's version of the policy, or a later one
-
-
-def _raise_for_retry(result: ReconcileResult, policy: str) -> None:
-    failures = result.failures_of(policy)
-    if failures:
-        # kopf retries the handler with its backoff; the status already says what failed.
-        raise kopf.TemporaryError("; ".join(failures), delay=10)
-
-
-@kopf.on.resume(*POLICIES, registry=registry)
-@kopf.on.create(*POLICIES, registry=registry)
-@kopf.on.update(*POLICIES, registry=registry)
-async def policy_changed(name: str, memo: kopf.Memo, **_: Any) -> None:
-    _raise_for_retry(await _reconcile(memo), name)
-
-
-@kopf.on.delete(*POLICIES, registry=registry)
-async def policy_deleted(name: str, memo: kopf.Memo, **_: Any) -> None:
-    # Once the cache shows the policy as deleting, the plan releases its classes; the finalizer stays
-    # until that has worked.
-    _raise_for_retry(await _reconcile(memo), name)
+@kopf.on.event(*POLICIES, registry=registry)
+async def policy_event(**_: Any) -> None:
+    """Nothing to do: the event has reached the policies' feed before kopf calls this, and asked for a
+    reconcile there. This handler is what has kopf watch the policies (and pause that watch on a standby)."""
 
 
 @kopf.on.probe(id="policies", registry=registry)

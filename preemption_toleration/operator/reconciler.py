@@ -31,8 +31,7 @@ from preemption_toleration.governance.plan import (
     plan,
 )
 from preemption_toleration.governance.status import READY, build_status, status_differs
-from preemption_toleration.inventory.ownership import claims
-from preemption_toleration.kube.client import API_ERRORS
+from preemption_toleration.kube.client import API_ERRORS, api_problem
 from preemption_toleration.operator.metrics import OperatorMetrics
 from preemption_toleration.operator.writes import apply_class_annotations, patch_policy_status
 from preemption_toleration.records.policy import PolicyView, policy_view
@@ -50,18 +49,7 @@ V = TypeVar("V", ClassView, PolicyView)
 class ReconcileResult:
     writes: int = 0
     status_patches: int = 0
-    failures: list[str] = field(default_factory=list)
-    # the failures each policy's handler retries for: a failed write of a class it governs, a failed
-    # release of a class it claimed while it is being deleted (its finalizer waits), its failed status
-    failures_by_policy: dict[str, list[str]] = field(default_factory=dict)
-
-    def fail(self, failure: str, policies: Iterable[str]) -> None:
-        self.failures.append(failure)
-        for policy in policies:
-            self.failures_by_policy.setdefault(policy, []).append(failure)
-
-    def failures_of(self, policy: str) -> list[str]:
-        return self.failures_by_policy.get(policy, [])
+    failures: list[str] = field(default_factory=list)  # what failed: retried by the next reconcile
 
 
 @dataclass(frozen=True)
@@ -87,12 +75,6 @@ async def _bounded(jobs: Iterable[Awaitable[None]], limit: int = WRITE_CONCURREN
             await job
 
     await asyncio.gather(*(gated(job) for job in jobs))
-
-
-def _api_problem(error: BaseException) -> str:
-    if isinstance(error, ApiException):
-        return f"{error.status} {error.reason}".strip()
-    return f"{type(error).__name__}: {error}"
 
 
 def _ready_reason(status: Mapping[str, Any]) -> tuple[str | None, str | None]:
@@ -124,11 +106,16 @@ class Reconciler:
         self._written_classes: dict[str, _Written[ClassView]] = {}
         self._written_policies: dict[str, _Written[PolicyView]] = {}
         self.known_classes: dict[str, ClassView] = {}  # as the last run planned on them
+        self.known_policies: dict[str, PolicyView] = {}
 
     def is_known(self, view: ClassView) -> bool:
         """The class is as the last run saw it (e.g. the echo of our own write): planning again would
         change nothing."""
         return self.known_classes.get(view.name) == view
+
+    def is_known_policy(self, view: PolicyView) -> bool:
+        """The policy is as the last run saw it (e.g. the echo of our own status patch)."""
+        return self.known_policies.get(view.name) == view
 
     @staticmethod
     def _fresh(cached: list[V], written: dict[str, _Written[V]]) -> list[V]:
@@ -154,6 +141,7 @@ class Reconciler:
             policies = self._fresh(list(policies), self._written_policies)
             classes = self._fresh(list(classes), self._written_classes)
             self.known_classes = {view.name: view for view in classes}
+            self.known_policies = {view.name: view for view in policies}
             result = await self._reconcile(policies, classes, now or datetime.now(UTC))
         self.metrics.reconciled(Result.FAILED if result.failures else Result.OK)
         self.metrics.objects.labels(PRIORITY_CLASS_PLURAL).set(len(classes))
@@ -166,11 +154,6 @@ class Reconciler:
         outcomes: dict[str, PolicyOutcome] = dict(decided.outcomes)
         views = {view.name: view for view in classes}
         policy_by_name = {policy.name: policy for policy in policies}
-        deleting = [policy for policy in policies if policy.deleting and policy.spec is not None]
-
-        def releasing(view: ClassView) -> list[str]:
-            """The deleting policies whose finalizer waits for this class's release: those that claim it."""
-            return [policy.name for policy in deleting if policy.spec is not None and claims(policy.spec, view)]
 
         async def write_class(write: ClassWrite) -> None:
             view = views[write.class_name]
@@ -178,12 +161,9 @@ class Reconciler:
             try:
                 stored = await self.apply_class(self.api, apply_body(view, write.annotations), self.field_manager)
             except API_ERRORS as error:
-                problem = _api_problem(error)
+                problem = api_problem(error)
                 self.metrics.wrote(action, Result.FAILED)
-                result.fail(
-                    f"PriorityClass {write.class_name}: {problem}",
-                    [write.policy_name] if write.policy_name else releasing(view),
-                )
+                result.failures.append(f"PriorityClass {write.class_name}: {problem}")
                 self.logger.warning("write failed", extra={"priorityClass": write.class_name, "problem": problem})
                 if write.policy_name is not None and write.policy_name in outcomes:
                     outcomes[write.policy_name] = failed_outcome(outcomes[write.policy_name], write.class_name, problem)
@@ -212,13 +192,15 @@ class Reconciler:
                 stored = await self.patch_status(self.api, name, wanted, policy.status)
             except ApiException as error:
                 if error.status != 404:  # a policy deleted meanwhile needs no status
-                    result.fail(f"PreemptionTolerationPolicy {name} status: {_api_problem(error)}", [name])
+                    result.failures.append(f"PreemptionTolerationPolicy {name} status: {api_problem(error)}")
                 return
             except API_ERRORS as error:  # one policy's network error spares the others
-                result.fail(f"PreemptionTolerationPolicy {name} status: {_api_problem(error)}", [name])
+                result.failures.append(f"PreemptionTolerationPolicy {name} status: {api_problem(error)}")
                 return
             if isinstance(stored, Mapping):
-                self._written_policies[name] = _Written(policy.resource_version, policy_view(stored))
+                written = policy_view(stored)
+                self._written_policies[name] = _Written(policy.resource_version, written)
+                self.known_policies[name] = written
             result.status_patches += 1
             self.metrics.status_patches.inc()
             if previous != (outcome.reason.value, outcome.message) and outcome.reason is not Reason.APPLIED:

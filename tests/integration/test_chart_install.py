@@ -197,7 +197,6 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_api_server(
         operator.stop()
         webhook.stop()
         kubectl("delete", "ptp", ptp, "--ignore-not-found", "--wait=false", check=False)
-        kubectl("patch", "ptp", ptp, "--type=merge", "-p", '{"metadata":{"finalizers":null}}', check=False)
         for name in (pc, bad):
             kubectl("delete", "priorityclass", name, "--ignore-not-found", check=False)
         kubectl("delete", "secret", "webhook-tls", "-n", INSTALL_NAMESPACE, "--ignore-not-found", check=False)

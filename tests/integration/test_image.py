@@ -153,7 +153,6 @@ async def test_the_image_serves_the_chart_s_webhooks_and_runs_its_operator(
             operator.stop()
             webhook.stop()
             kubectl("delete", "ptp", ptp, "--ignore-not-found", "--wait=false", check=False)
-            kubectl("patch", "ptp", ptp, "--type=merge", "-p", '{"metadata":{"finalizers":null}}', check=False)
             for name in (pc, bad):
                 kubectl("delete", "priorityclass", name, "--ignore-not-found", check=False)
             kubectl("delete", "secret", "webhook-tls", "-n", INSTALL_NAMESPACE, "--ignore-not-found", check=False)

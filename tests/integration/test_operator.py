@@ -64,9 +64,7 @@ def operator(cluster: LocalCluster) -> Iterator[OperatorProcess]:
 
 @pytest.fixture
 async def cleanup(api: ApiClient) -> AsyncIterator[list[tuple[str, str]]]:
-    """Objects a test created, deleted afterwards: ("pc" | "ptp", name). A policy is gone only once the
-    operator has released its classes and removed its finalizer: waited for, so that none is left behind with
-    its finalizer when the operator stops after the module's last test."""
+    """Objects a test created, deleted afterwards: ("pc" | "ptp", name), each policy waited for until gone."""
     created: list[tuple[str, str]] = []
     yield created
     for kind, name in reversed(created):
@@ -165,7 +163,7 @@ async def test_policy_changes_and_removal_of_a_field_and_deletion(
     left = released["metadata"]["annotations"]
     left.pop("kubectl.kubernetes.io/last-applied-configuration", None)
     assert left == {"keep": "me"}
-    assert await read_policy(api, ptp) is None  # the finalizer was removed once the class was released
+    assert await read_policy(api, ptp) is None
 
 
 async def test_missing_class_then_created_then_deleted(

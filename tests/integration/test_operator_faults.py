@@ -1,11 +1,15 @@
-"""The operator under faults in the middle of a burst of 50 policies: killed with SIGKILL, or its API server
-restarted. Afterwards, as a user sees it: every policy is Ready, every class carries exactly its policy's
-annotations, and deleting the policies releases every class and leaves no finalizer behind."""
+"""The operator under faults: in the middle of a burst of 50 policies, killed with SIGKILL, or its API server
+restarted; afterwards, as a user sees it, every policy is Ready, every class carries exactly its policy's
+annotations, and deleting the policies releases every class and leaves no policy behind. A write another
+admission check refuses, retried once it is let through, without waiting for the resync; a policy deleted while
+the operator was stopped, released at its start; and a policy of an earlier release, which kopf's finalizer
+held, let go."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import aiohttp
 import pytest
@@ -16,8 +20,26 @@ from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
 from preemption_toleration.devcluster import LocalCluster
 from tests.integration.components import OperatorProcess, install_crd
 from tests.integration.conftest import Kubectl
-from tests.integration.helpers import ANSWER_SECONDS, SLOW_SECONDS, START_SECONDS, eventually, unique_name
-from tests.integration.objects import MIN, TOL, class_manifest, ours, policy_manifest, ready
+from tests.integration.helpers import (
+    ANSWER_SECONDS,
+    REACTION_SECONDS,
+    SLOW_SECONDS,
+    START_SECONDS,
+    eventually,
+    unique_name,
+)
+from tests.integration.objects import (
+    MIN,
+    TOL,
+    class_manifest,
+    ours,
+    policy_manifest,
+    read_class,
+    read_policy,
+    ready,
+    wait_annotations,
+    wait_ready,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -86,14 +108,14 @@ class Burst:
         return wrong
 
     async def left_behind(self, api: ApiClient) -> list[str]:
-        """What deleting the policies has not undone yet: a policy (its finalizer), a class's annotations."""
+        """What deleting the policies has not undone yet: a policy, a class's annotations."""
         classes = await _classes(api, self.classes)
         left = [f"{name}: {ours(classes.get(name))}" for name in self.classes if ours(classes.get(name))]
         return left + list(await _policies(api, self.policies))
 
     async def converges_then_deleted_leaves_nothing(self, api: ApiClient) -> None:
         """Every policy becomes Ready and every class gets its policy's annotations; then deleting the policies
-        releases every class and leaves no finalizer behind."""
+        releases every class and leaves no policy behind."""
         await eventually(
             lambda: self.converged(api),
             lambda wrong: wrong == [],
@@ -105,7 +127,7 @@ class Burst:
             lambda: self.left_behind(api),
             lambda left: left == [],
             timeout=SLOW_SECONDS,
-            what="every policy gone (no finalizer left behind) and every class released",
+            what="every policy gone and every class released",
         )
 
     def cleanup(self) -> None:
@@ -183,3 +205,134 @@ async def test_an_api_server_restarted_in_the_middle_of_a_burst_leaves_nothing_b
         lambda: _answers(api), bool, timeout=ANSWER_SECONDS, what="the admin client's calls answered again"
     )
     await burst.converges_then_deleted_leaves_nothing(api)
+
+
+@pytest.fixture
+def unhurried_operator(cluster: LocalCluster) -> Iterator[OperatorProcess]:
+    """An operator whose resync comes only after the tests that use it: what it does, it did on its own."""
+    install_crd(cluster)
+    process = OperatorProcess(cluster, "--resync-seconds", "3600", log_name="operator-unhurried.log")
+    process.start()
+    yield process
+    process.stop()
+
+
+@contextlib.asynccontextmanager
+async def class_writes_refused(api: ApiClient, label: str) -> AsyncIterator[Callable[[], Awaitable[None]]]:
+    """A ValidatingAdmissionPolicy that refuses every change of a PriorityClass labelled `label`, as another
+    admission check of a cluster may; yields the function that lets them through again (removes it)."""
+    name = f"refuse-{label}"[:63]
+    admission = client.AdmissionregistrationV1Api(api)
+    policy = {
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": ["scheduling.k8s.io"],
+                        "apiVersions": ["v1"],
+                        "operations": ["UPDATE"],
+                        "resources": ["priorityclasses"],
+                    }
+                ],
+                "objectSelector": {"matchLabels": {label: "true"}},
+            },
+            "validations": [{"expression": "false", "message": "refused by the test"}],
+        },
+    }
+    binding = {"metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}}
+    await admission.create_validating_admission_policy(policy)
+    await admission.create_validating_admission_policy_binding(binding)
+    removed = False
+
+    async def let_through() -> None:
+        nonlocal removed
+        if not removed:
+            removed = True
+            await admission.delete_validating_admission_policy_binding(name)
+            await admission.delete_validating_admission_policy(name)
+
+    try:
+        yield let_through
+    finally:
+        await let_through()
+
+
+async def test_a_refused_write_is_retried_without_waiting_for_the_resync(
+    api: ApiClient, kubectl: Kubectl, unhurried_operator: OperatorProcess
+) -> None:
+    """Another check refuses the class's write: the policy says so (ApplyFailed); once the check lets writes
+    through, the operator's own retry writes the class, with nothing else changed to ask for it."""
+    pc, ptp, label = unique_name("refused"), unique_name("policy"), unique_name("refuse")
+    kubectl("apply", "-f", "-", input=class_manifest(pc, labels={label: "true"}))
+    try:
+        async with class_writes_refused(api, label) as let_through:
+            kubectl(
+                "apply",
+                "-f",
+                "-",
+                input=policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000}),
+            )
+            policy = await wait_ready(api, ptp, "False", "ApplyFailed")
+            assert "refused by the test" in ready(policy)[2]
+            assert ours(await read_class(api, pc)) == {}
+            await let_through()
+            await wait_annotations(api, pc, {MIN: "10000"})
+            await wait_ready(api, ptp, "True", "Applied")
+    finally:
+        kubectl("delete", "ptp", ptp, "--ignore-not-found", check=False)
+        kubectl("delete", "priorityclass", pc, "--ignore-not-found", check=False)
+
+
+async def test_a_policy_deleted_while_the_operator_was_stopped_is_released_at_its_start(
+    api: ApiClient, kubectl: Kubectl, operator: OperatorProcess
+) -> None:
+    """No finalizer holds a policy: `kubectl delete` while the operator is stopped deletes it at once, and the
+    operator releases its class when it starts."""
+    pc, ptp = unique_name("orphan"), unique_name("policy")
+    kubectl("apply", "-f", "-", input=class_manifest(pc))
+    try:
+        kubectl(
+            "apply",
+            "-f",
+            "-",
+            input=policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000}),
+        )
+        await wait_annotations(api, pc, {MIN: "10000"})
+        policy = await wait_ready(api, ptp, "True", "Applied")
+        assert "finalizers" not in policy["metadata"]
+        assert [key for key in policy["metadata"].get("annotations") or {} if key.startswith(f"{GROUP}/")] == []
+        operator.stop()
+        kubectl("delete", "ptp", ptp, "--wait=true", "--timeout=10s")
+        assert ours(await read_class(api, pc)) == {MIN: "10000"}
+        operator.start()
+        await wait_annotations(api, pc, {})
+    finally:
+        kubectl("delete", "ptp", ptp, "--ignore-not-found", check=False)
+        kubectl("delete", "priorityclass", pc, "--ignore-not-found", check=False)
+
+
+async def test_a_policy_an_earlier_release_held_by_its_finalizer_is_let_go(
+    api: ApiClient, kubectl: Kubectl, operator: OperatorProcess
+) -> None:
+    """Earlier releases put kopf's finalizer on every policy: the operator removes it, so that deleting such a
+    policy is not held up, and releases its class."""
+    pc, ptp = unique_name("former"), unique_name("policy")
+    kubectl("apply", "-f", "-", input=class_manifest(pc))
+    try:
+        former = json.loads(policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000}))
+        former["metadata"]["finalizers"] = [f"{GROUP}/finalizer"]
+        kubectl("apply", "-f", "-", input=json.dumps(former))
+        await wait_annotations(api, pc, {MIN: "10000"})
+        await eventually(
+            lambda: read_policy(api, ptp),
+            lambda policy: policy is not None and not policy["metadata"].get("finalizers"),
+            timeout=REACTION_SECONDS,
+            what="the former finalizer removed",
+        )
+        kubectl("delete", "ptp", ptp, "--wait=true", f"--timeout={REACTION_SECONDS}s")
+        await wait_annotations(api, pc, {})
+    finally:
+        kubectl("delete", "ptp", ptp, "--ignore-not-found", check=False)
+        kubectl("delete", "priorityclass", pc, "--ignore-not-found", check=False)

@@ -103,9 +103,7 @@ async def test_the_operator_does_its_job_with_its_role_alone(
             "default", field_selector=f"involvedObject.name={ptp}"
         )
         assert "Applied" in {event.reason for event in events.items}
-        kubectl(
-            "delete", "ptp", ptp, "--wait=true", f"--timeout={START_SECONDS}s"
-        )  # its finalizer, removed by the operator
+        kubectl("delete", "ptp", ptp, "--wait=true", f"--timeout={START_SECONDS}s")
         await eventually(
             lambda: read_class(api, pc), lambda c: ours(c) == {}, timeout=START_SECONDS, what="annotations released"
         )
@@ -155,7 +153,6 @@ async def test_the_operator_stopped_by_an_error_starts_again_and_does_its_job(
         restarts = _samples(_get(f"http://127.0.0.1:{metrics}/metrics")[1])["ptol_operator_restarts_total"]
         assert restarts >= 1, operator.log()[-3000:]
     finally:
-        # its finalizer: removed by the operator, so before it stops
         kubectl("delete", "ptp", ptp, "--ignore-not-found", "--wait=true", f"--timeout={START_SECONDS}s", check=False)
         operator.stop()
         kubectl("delete", "priorityclass", pc, "--ignore-not-found", check=False)

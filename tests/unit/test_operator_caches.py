@@ -22,6 +22,8 @@ def priority_class(name: str, value: int = 1000, version: str = "1") -> dict[str
 
 def policy(name: str, version: str, target: str = "batch") -> dict[str, Any]:
     return {
+        "apiVersion": "preemption-toleration.dev/v1alpha1",
+        "kind": "PreemptionTolerationPolicy",
         "metadata": {"name": name, "resourceVersion": version, "creationTimestamp": "2026-11-01T00:00:00Z"},
         "spec": {"priorityClassName": target, "minimumPreemptablePriority": 10000},
     }
@@ -120,6 +122,25 @@ def test_watch_events_change_and_delete_and_events_without_an_object_are_left_to
     assert feed.store.items["p"].resource_version == "6"
     feed.take({"type": "DELETED", "object": policy("p", "7")})
     assert feed.store.items == {}
+
+
+def test_a_policy_asks_for_a_reconcile_unless_it_is_as_the_last_reconcile_saw_it() -> None:
+    """Each policy event asks for a reconcile (no kopf handler of changes does), except the echo of our own
+    status patch; a deletion and a prune that removes something ask too."""
+    feed, known, asked = PolicyFeed(), {}, []
+    feed.follow(lambda view: known.get(view.name) == view, lambda: asked.append(len(feed.store)))
+    feed.stream_started()
+    for event in listed(policy("a", "5"), policy("b", "6")):
+        feed.take(event)
+    feed.listing_complete()  # prunes nothing
+    known["a"] = feed.store.items["a"]
+    feed.take({"type": "MODIFIED", "object": policy("a", "7")})  # the echo: same content, a newer version
+    feed.take({"type": "MODIFIED", "object": policy("a", "8", target="other")})
+    feed.take({"type": "DELETED", "object": policy("a", "9")})
+    feed.stream_ended()
+    feed.stream_started()
+    feed.listing_complete()  # b was deleted while no stream was live
+    assert asked == [1, 2, 2, 1, 0]
 
 
 async def test_the_reconcile_reads_the_feeds_policies_once_classes_and_policies_are_listed() -> None:

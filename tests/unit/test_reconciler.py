@@ -185,11 +185,13 @@ async def test_a_change_after_our_write_is_planned_on_not_hidden_by_it() -> None
     assert result.writes == 1 and len(server.applied) == 2
 
 
-async def test_a_failed_write_holds_back_only_the_policy_it_concerns() -> None:
-    recorder = Recorder(fail_apply=ApiException(status=403, reason="Forbidden"))
-    result = await recorder.reconciler().reconcile([make_policy()], [ClassView("low", 8000, uid="c1")], NOW)
-    assert result.failures_of("p") == ["PriorityClass low: 403 Forbidden"]
-    assert result.failures_of("another-policy") == []
+async def test_a_failed_write_fails_only_the_policy_it_concerns() -> None:
+    refuser = ClassRefuser("a")
+    classes = [ClassView(name, 8000, uid=f"c-{name}") for name in ("a", "b")]
+    result = await refuser.reconciler().reconcile([named_policy("pa", "a"), named_policy("pb", "b")], classes, NOW)
+    assert result.failures == ["PriorityClass a: 403 Forbidden"]
+    assert [status["conditions"][0]["reason"] for status in refuser.statuses] == ["ApplyFailed", "Applied"]
+    assert [body["metadata"]["name"] for body in refuser.applied] == ["b"]
 
 
 async def test_network_errors_that_are_not_oserrors_are_failures_of_their_policy_not_crashes() -> None:
@@ -203,7 +205,7 @@ async def test_network_errors_that_are_not_oserrors_are_failures_of_their_policy
     ):
         recorder = Recorder(fail_apply=error)
         result = await recorder.reconciler().reconcile([make_policy()], [ClassView("low", 8000, uid="c1")], NOW)
-        assert result.failures_of("p") == [f"PriorityClass low: {shown}"]
+        assert result.failures == [f"PriorityClass low: {shown}"]
         assert recorder.statuses[0]["conditions"][0]["reason"] == "ApplyFailed"
 
 
@@ -223,7 +225,7 @@ class ClassRefuser(Recorder):
 def named_policy(name, class_name, deleting=False):
     metadata = {"name": name, "uid": f"u-{name}", "generation": 1, "creationTimestamp": "2026-11-01T00:00:00Z"}
     if deleting:
-        metadata.update(deletionTimestamp="2026-11-22T00:00:00Z", finalizers=["preemption-toleration.dev/finalizer"])
+        metadata.update(deletionTimestamp="2026-11-22T00:00:00Z", finalizers=["example.com/keep"])
     return policy_view(
         {
             "apiVersion": "preemption-toleration.dev/v1alpha1",
@@ -234,14 +236,17 @@ def named_policy(name, class_name, deleting=False):
     )
 
 
-async def test_a_refused_release_holds_only_the_finalizer_of_the_policy_that_claimed_the_class() -> None:
+async def test_the_classes_of_a_policy_deleting_or_gone_are_released_and_a_refused_release_is_a_failure() -> None:
+    """No finalizer holds a policy: its classes are released once the caches show it deleting (another
+    finalizer holds it) or gone, and a release refused is retried like any failed write."""
     owned = frozenset({MIN})
     classes = [
-        ClassView(name, 8000, annotations={MIN: "10000"}, owned_keys=owned, uid=f"c-{name}") for name in ("a", "b", "c")
+        ClassView(name, 8000, annotations={MIN: "10000"}, owned_keys=owned, uid=f"c-{name}")
+        for name in ("a", "b", "c", "d")
     ]
     policies = [named_policy("pa", "a", deleting=True), named_policy("pb", "b", deleting=True), named_policy("pc", "c")]
     refuser = ClassRefuser("a")
     result = await refuser.reconciler().reconcile(policies, classes, NOW)
-    assert result.failures_of("pa") == ["PriorityClass a: 403 Forbidden"]
-    assert result.failures_of("pb") == [] and result.failures_of("pc") == []
-    assert [body["metadata"]["name"] for body in refuser.applied] == ["b"]  # b released; c already as wanted
+    assert result.failures == ["PriorityClass a: 403 Forbidden"]
+    # b released (its policy deleting), d released (its policy gone), c already as wanted
+    assert [body["metadata"]["name"] for body in refuser.applied] == ["b", "d"]
