@@ -1,26 +1,28 @@
 """Operator burst convergence for 10 x 30, 100 x 300 and 1,000 x 3,000: time, class writes, status patches, Events.
 
-For each size P x C, in a fresh local control plane (`preemption_toleration.devcluster.LocalCluster`):
-C PriorityClasses are created first, labelled `team: t<i mod P>`; then `ptol operator --metrics` starts and
-settles; then P selector policies (`priorityClassSelector.matchLabels: {team: t<i>}`) are created at once,
-64 requests in flight. Measured: the time until converged (every class carries the desired annotations and
-every policy's Ready condition is True/Applied with observedGeneration == generation; polled by listing
-both every 0.5 s), the time until quiet (its last class write or status patch before --settle seconds
-without any: a converged state can still be rewritten), the class writes (ptol_operator_writes_total) and
-status patches (ptol_operator_status_patches_total) over the burst, and the Events about our classes and
-policies (stored in the namespace `default`), counted once their number has not grown for --settle seconds
-after quiet: Events are posted off the writes' path and may trail them; "events s" is when the last of
-them was seen (polled every second; "at quiet": none came after). Then the operator is restarted and the
-writes it makes once resumed are counted. The API server's own count of the write requests over the burst
-(apiserver_request_total, by verb and resource: the operator's, kopf's and the benchmark's creates) is shown too,
-and the CPU seconds the operator and each control-plane process used from the burst's start until it was quiet.
+For each size P x C, in a fresh local control plane (`preemption_toleration.devcluster.LocalCluster`): C
+PriorityClasses are created first, labelled `team: t<i mod P>`; then `ptol operator --metrics` starts and settles;
+then P selector policies (`priorityClassSelector.matchLabels: {team: t<i>}`) are created at once, 64 requests in
+flight. Measured: the time until converged (every class carries the desired annotations and every policy's Ready
+condition is True/Applied with observedGeneration == generation; followed by a watch of each, which costs the API
+server less than listing them would), the time until quiet (its last class write or status patch before --settle
+seconds without any: a converged state can still be rewritten), the class writes (ptol_operator_writes_total) and
+status patches (ptol_operator_status_patches_total) over the burst, and the Events about our classes and policies
+(stored in the namespace `default`), counted once their number has not grown for --settle seconds after quiet:
+Events are posted off the writes' path and may trail them; "events s" is when the last of them was seen (polled
+every second; "at quiet": none came after). Then the operator is restarted and the writes it makes once resumed
+are counted. The API server's own count of the write requests over the burst (apiserver_request_total, by verb and
+resource: the operator's, kopf's and the benchmark's creates) is shown too, and the CPU seconds the operator and
+each control-plane process used from the burst's start until it was quiet.
 
 With --floor, the same cluster then measures what the burst's requests cost the API server alone, with the
-operator stopped: C other classes and P other policies (floor-NNNN) are created, and the benchmark itself sends the
-burst's requests, as the operator sent them: C server-side applies of the annotations the operator wrote
-(copied from burst-0000), each with one Event, 16 of each in flight, then P status patches (copied from
-burst-0000's status), 16 in flight. "floor s" is their time; "/ floor" is converged over it: on a machine
-whose 2 cores the API server and etcd already fill, the floor, not the operator, sets the convergence.
+operator stopped: C other classes are created (floor-NNNN), then, timed, P other policies as the burst creates
+them (64 in flight), and the requests the operator sends for them, sent by the benchmark itself as the
+operator sent them: C server-side applies of the annotations the operator wrote (copied from burst-0000),
+each with one Event, 16 of each in flight, then P status patches (copied from burst-0000's status), 16 in
+flight. "floor s" is their time; "/ floor" is converged over it (both count from the first policy's creation):
+on a machine whose 2 cores the API server and etcd already fill, the floor, not the operator, sets the
+convergence.
 
 Targets: one write per class that needs a change (writes == C), <= 2 status patches per policy, one Event
 per real change (none dropped), all posted by the time the operator is quiet ("at quiet"), 100 x 300
@@ -29,6 +31,7 @@ A size that does not converge within --timeout is reported as "not converged" wi
 Saves benchmarks/results/operator_burst.json. Run:
 
     .venv/bin/python benchmarks/operator_burst.py [--quick] [--sizes 10x30,100x300] [--timeout 120] [--floor]
+        [--code PATH] [--save-as NAME]
 """
 
 from __future__ import annotations
@@ -37,11 +40,15 @@ import argparse
 import asyncio
 import json
 import subprocess
+import sys
+import threading
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import aiohttp
 from _cluster import api_client, bounded, install_crd, local_cluster, raw, with_retries
 from _common import save_results, shown
 from _webhook_bench import cpu_seconds
@@ -111,19 +118,90 @@ def policy_converged(policy: dict[str, Any]) -> bool:
     )
 
 
-async def progress(cluster: LocalCluster) -> tuple[int, int]:
-    """(classes with the desired annotations, converged policies)."""
-    async with await api_client(cluster) as api:
-        classes = json.loads(
-            await raw(client.SchedulingV1Api(api).list_priority_class(label_selector=LABEL, _preload_content=False))
-        )["items"]
-        policies = json.loads(
-            await raw(
-                client.CustomObjectsApi(api).list_cluster_custom_object(GROUP, VERSION, PLURAL, _preload_content=False)
+def class_converged(priority_class: dict[str, Any]) -> bool:
+    annotations = priority_class["metadata"].get("annotations") or {}
+    return all(annotations.get(key) == value for key, value in DESIRED.items())
+
+
+class Convergence:
+    """Which classes and burst policies are converged, followed by one watch of each kind in a thread of its own
+    (until 2026-11-28 this benchmark listed both every half second, on the API server the burst waits on):
+    `done` counts them, `converged_at` is when all were (time.monotonic), None until then."""
+
+    def __init__(self, cluster: LocalCluster, total: tuple[int, int]) -> None:
+        self.cluster, self.total = cluster, total
+        self.classes: dict[str, bool] = {}
+        self.policies: dict[str, bool] = {}
+        self.converged_at: float | None = None
+        self.listed = threading.Event()
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._until_stopped()), daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+        self.listed.wait(timeout=60)
+
+    @property
+    def done(self) -> tuple[int, int]:
+        return sum(self.classes.values()), sum(self.policies.values())
+
+    async def _until_stopped(self) -> None:
+        """Follows until the control plane stops, which ends the watches."""
+        try:
+            await self._follow()
+        except (TimeoutError, aiohttp.ClientError, OSError):
+            pass
+
+    async def _follow(self) -> None:
+        async with await api_client(self.cluster, 4) as api:
+            scheduling, custom = client.SchedulingV1Api(api), client.CustomObjectsApi(api)
+            classes_listed = json.loads(
+                await raw(scheduling.list_priority_class(label_selector=LABEL, _preload_content=False))
             )
-        )["items"]
-    done = sum(all((c["metadata"].get("annotations") or {}).get(k) == v for k, v in DESIRED.items()) for c in classes)
-    return done, sum(map(policy_converged, policies))
+            policies_listed = json.loads(
+                await raw(custom.list_cluster_custom_object(GROUP, VERSION, PLURAL, _preload_content=False))
+            )
+            for item in classes_listed["items"]:
+                self.classes[item["metadata"]["name"]] = class_converged(item)
+            for item in policies_listed["items"]:
+                self._policy(item)
+            self.listed.set()
+            await asyncio.gather(
+                self._watch(
+                    scheduling.list_priority_class(
+                        label_selector=LABEL,
+                        watch=True,
+                        resource_version=classes_listed["metadata"]["resourceVersion"],
+                        timeout_seconds=3600,
+                        _preload_content=False,
+                    ),
+                    lambda item: self.classes.__setitem__(item["metadata"]["name"], class_converged(item)),
+                ),
+                self._watch(
+                    custom.list_cluster_custom_object(
+                        GROUP,
+                        VERSION,
+                        PLURAL,
+                        watch=True,
+                        resource_version=policies_listed["metadata"]["resourceVersion"],
+                        timeout_seconds=3600,
+                        _preload_content=False,
+                    ),
+                    self._policy,
+                ),
+            )
+
+    def _policy(self, item: dict[str, Any]) -> None:
+        if item["metadata"]["name"].startswith("burst-"):
+            self.policies[item["metadata"]["name"]] = policy_converged(item)
+
+    async def _watch(self, call: Awaitable[aiohttp.ClientResponse], take: Callable[[dict[str, Any]], None]) -> None:
+        response = await call
+        async for line in response.content:
+            event = json.loads(line)
+            if event.get("type") in ("ADDED", "MODIFIED"):
+                take(event["object"])
+            if self.converged_at is None and self.done == self.total:
+                self.converged_at = time.monotonic()
 
 
 async def our_events(cluster: LocalCluster) -> dict[str, dict[str, Any]]:
@@ -140,22 +218,32 @@ async def our_events(cluster: LocalCluster) -> dict[str, dict[str, Any]]:
     }
 
 
+async def burst_writes(cluster: LocalCluster) -> tuple[dict[str, str], dict[str, Any]]:
+    """What the operator wrote for burst-0000: the annotations on its class, and its status."""
+    async with await api_client(cluster) as api:
+        scheduling, custom = client.SchedulingV1Api(api), client.CustomObjectsApi(api)
+        written = json.loads(await raw(scheduling.read_priority_class("burst-0000", _preload_content=False)))
+        found = await raw(
+            custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, "burst-0000", _preload_content=False)
+        )
+    annotations = {
+        key: value
+        for key, value in written["metadata"]["annotations"].items()
+        if key in DESIRED or "preemption-toleration" in key
+    }
+    return annotations, json.loads(found)["status"]
+
+
 async def floor_seconds(cluster: LocalCluster, policies: int, classes: int) -> float:
     """The time the burst's requests take the API server alone, sent as the operator sends them (see --floor);
-    the objects written are new ones, made before the clock starts (the operator is stopped: none is governed)."""
+    the classes written are new ones, made before the clock starts (the operator is stopped: none is governed),
+    and the policies are created once it has, as the burst's are."""
     await create_classes(cluster, policies, classes, prefix="floor")
+    annotations, status = await burst_writes(cluster)
+    started = time.monotonic()
     await create_policies(cluster, policies, prefix="floor")
     async with await api_client(cluster, IN_FLIGHT) as api:
         scheduling, custom, core = client.SchedulingV1Api(api), client.CustomObjectsApi(api), client.CoreV1Api(api)
-        written = json.loads(await raw(scheduling.read_priority_class("burst-0000", _preload_content=False)))
-        annotations = {
-            key: value
-            for key, value in written["metadata"]["annotations"].items()
-            if key in DESIRED or "preemption-toleration" in key
-        }
-        status = json.loads(
-            await raw(custom.get_cluster_custom_object(GROUP, VERSION, PLURAL, "burst-0000", _preload_content=False))
-        )["status"]
 
         async def apply(i: int) -> None:
             body = {
@@ -192,7 +280,6 @@ async def floor_seconds(cluster: LocalCluster, policies: int, classes: int) -> f
                 )
             )
 
-        started = time.monotonic()
         await asyncio.gather(
             bounded(range(classes), apply, WRITE_CONCURRENCY), bounded(range(classes), post_event, WRITE_CONCURRENCY)
         )
@@ -233,14 +320,18 @@ def summarize_events(events: list[dict[str, Any]]) -> dict[str, Any]:
 class Operator:
     """`ptol operator --metrics` as a child process, and its counters."""
 
-    def __init__(self, cluster: LocalCluster, run: str) -> None:
+    def __init__(self, cluster: LocalCluster, run: str, code: str | None = None) -> None:
         self.port = free_port()
+        # another checkout's package first on the path, and not this one's (-P: no working directory on it)
+        launcher = (sys.executable, "-P", "-m", "preemption_toleration") if code else ()
         self.process = ComponentProcess(
             "operator",
             cluster.kubeconfig,
             cluster.logs_dir / f"operator-{run}.log",
             "--metrics",
             f"127.0.0.1:{self.port}",
+            launcher=launcher,
+            env={"PYTHONPATH": code} if code else None,
         )
 
     def counters(self) -> dict[str, float]:
@@ -271,19 +362,17 @@ class Operator:
 
 
 def follow_burst(
-    cluster: LocalCluster, operator: Operator, total: tuple[int, int], started: float, args: argparse.Namespace
+    convergence: Convergence, operator: Operator, started: float, args: argparse.Namespace
 ) -> dict[str, Any]:
     """Poll until converged and then quiet (writes and status patches unchanged for --settle seconds), or
     until --timeout: when it converged, when the operator stopped writing, and how far it got."""
     found: dict[str, Any] = {}
-    done, counts, last_change = (0, 0), (-1.0, -1.0), started
+    counts, last_change = (-1.0, -1.0), started
     while time.monotonic() - started < args.timeout:
         if not operator.process.running():
             return found | {"problem": f"operator exited (log: {operator.process.log_path.name})"}
-        if "converged_seconds" not in found:
-            done = asyncio.run(progress(cluster))
-            if done == total:
-                found["converged_seconds"] = round(time.monotonic() - started, 2)
+        if "converged_seconds" not in found and convergence.converged_at is not None:
+            found["converged_seconds"] = round(convergence.converged_at - started, 2)
         try:
             now = operator.counters()
         except OSError:
@@ -294,7 +383,7 @@ def follow_burst(
             found["quiet_seconds"] = round(last_change - started, 2)
             break
         time.sleep(POLL_SECONDS)
-    found["classes_done"], found["policies_done"] = done
+    found["classes_done"], found["policies_done"] = convergence.done
     return found
 
 
@@ -332,16 +421,18 @@ def run_size(policies: int, classes: int, args: argparse.Namespace) -> dict[str,
     with local_cluster() as cluster:
         install_crd(cluster)
         asyncio.run(create_classes(cluster, policies, classes))
-        operator = Operator(cluster, "burst")
+        operator = Operator(cluster, "burst", args.code)
         try:
             if not operator.start_and_settle(quiet=2.0, timeout=120):
                 return row | {"problem": "operator not ready"}
             before, events_before = operator.counters(), asyncio.run(our_events(cluster))
+            convergence = Convergence(cluster, (classes, policies))
+            convergence.start()
             requests_before, cpu_before = written_requests(cluster), cpu_by_process(cluster, operator)
             started = time.monotonic()
             asyncio.run(create_policies(cluster, policies))
             row["create_seconds"] = round(time.monotonic() - started, 2)
-            row |= follow_burst(cluster, operator, (classes, policies), started, args)
+            row |= follow_burst(convergence, operator, started, args)
             if "problem" in row:
                 return row
             after, cpu_after = operator.counters(), cpu_by_process(cluster, operator)
@@ -353,7 +444,7 @@ def run_size(policies: int, classes: int, args: argparse.Namespace) -> dict[str,
             if "converged_seconds" not in row:
                 return row
             operator.process.stop()
-            operator = Operator(cluster, "restart")
+            operator = Operator(cluster, "restart", args.code)
             if not operator.start_and_settle(quiet=args.settle, timeout=max(120, args.timeout), need_reconcile=True):
                 return row | {"problem": "operator not resumed after restart"}
             restart = operator.counters()
@@ -402,6 +493,12 @@ def main() -> None:
         help="also time the burst's requests sent by the benchmark, the operator stopped (the API server's floor)",
     )
     parser.add_argument(
+        "--code",
+        metavar="PATH",
+        help="run the operator of this checkout of the project (e.g. a git worktree of an earlier commit), for a "
+        "run side by side with the current code",
+    )
+    parser.add_argument(
         "--save-as",
         default="operator_burst",
         metavar="NAME",
@@ -437,6 +534,9 @@ def main() -> None:
         )
         if row.get("cpu_seconds"):
             print(f"{'':>13}CPU seconds from the burst's start to quiet: {row['cpu_seconds']}")
+            if row.get("writes"):
+                per_write = row["cpu_seconds"]["operator"] / row["writes"] * 1000
+                print(f"{'':>13}the operator's CPU per class write: {per_write:.2f} ms")
         if row.get("written_requests"):
             print(f"{'':>13}writes the API server counted (the benchmark's creates too): {row['written_requests']}")
         if row.get("events"):
