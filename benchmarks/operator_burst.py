@@ -123,85 +123,107 @@ def class_converged(priority_class: dict[str, Any]) -> bool:
     return all(annotations.get(key) == value for key, value in DESIRED.items())
 
 
+Take = Callable[[dict[str, Any]], None]
+
+
 class Convergence:
     """Which classes and burst policies are converged, followed by one watch of each kind in a thread of its own
     (until 2026-11-28 this benchmark listed both every half second, on the API server the burst waits on):
-    `done` counts them, `converged_at` is when all were (time.monotonic), None until then."""
+    `done` counts them, `converged_at` is when all were (time.monotonic), None until then; `problems` says what
+    stopped the thread, `restarts` counts the watches the API server ended. `stop` ends it, before the restart
+    and the floor."""
 
     def __init__(self, cluster: LocalCluster, total: tuple[int, int]) -> None:
         self.cluster, self.total = cluster, total
         self.classes: dict[str, bool] = {}
         self.policies: dict[str, bool] = {}
         self.converged_at: float | None = None
+        self.problems: list[str] = []
+        self.restarts: dict[str, int] = {}  # watches the API server ended, by kind
         self.listed = threading.Event()
-        self._thread = threading.Thread(target=lambda: asyncio.run(self._until_stopped()), daemon=True)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
 
     def start(self) -> None:
         self._thread.start()
-        self.listed.wait(timeout=60)
+        if not self.listed.wait(timeout=60):
+            raise RuntimeError(f"the convergence watches did not start: {self.problems}")
+
+    def stop(self) -> None:
+        if self._loop is not None and self._task is not None:
+            self._loop.call_soon_threadsafe(self._task.cancel)
+        self._thread.join(timeout=10)
 
     @property
     def done(self) -> tuple[int, int]:
         return sum(self.classes.values()), sum(self.policies.values())
 
-    async def _until_stopped(self) -> None:
-        """Follows until the control plane stops, which ends the watches."""
+    async def _run(self) -> None:
+        self._loop, self._task = asyncio.get_running_loop(), asyncio.current_task()
         try:
             await self._follow()
-        except (TimeoutError, aiohttp.ClientError, OSError):
+        except asyncio.CancelledError:
             pass
+        except Exception as error:  # noqa: BLE001 - reported with the row, not lost in a thread
+            self.problems.append(f"{type(error).__name__}: {error}")
 
     async def _follow(self) -> None:
         async with await api_client(self.cluster, 4) as api:
             scheduling, custom = client.SchedulingV1Api(api), client.CustomObjectsApi(api)
-            classes_listed = json.loads(
-                await raw(scheduling.list_priority_class(label_selector=LABEL, _preload_content=False))
-            )
-            policies_listed = json.loads(
-                await raw(custom.list_cluster_custom_object(GROUP, VERSION, PLURAL, _preload_content=False))
-            )
-            for item in classes_listed["items"]:
-                self.classes[item["metadata"]["name"]] = class_converged(item)
-            for item in policies_listed["items"]:
-                self._policy(item)
+
+            def classes(**kwargs: Any) -> Awaitable[aiohttp.ClientResponse]:
+                return scheduling.list_priority_class(label_selector=LABEL, _preload_content=False, **kwargs)
+
+            def policies(**kwargs: Any) -> Awaitable[aiohttp.ClientResponse]:
+                return custom.list_cluster_custom_object(GROUP, VERSION, PLURAL, _preload_content=False, **kwargs)
+
+            class_rv, policy_rv = await self._list(classes, self._class), await self._list(policies, self._policy)
             self.listed.set()
             await asyncio.gather(
-                self._watch(
-                    scheduling.list_priority_class(
-                        label_selector=LABEL,
-                        watch=True,
-                        resource_version=classes_listed["metadata"]["resourceVersion"],
-                        timeout_seconds=3600,
-                        _preload_content=False,
-                    ),
-                    lambda item: self.classes.__setitem__(item["metadata"]["name"], class_converged(item)),
-                ),
-                self._watch(
-                    custom.list_cluster_custom_object(
-                        GROUP,
-                        VERSION,
-                        PLURAL,
-                        watch=True,
-                        resource_version=policies_listed["metadata"]["resourceVersion"],
-                        timeout_seconds=3600,
-                        _preload_content=False,
-                    ),
-                    self._policy,
-                ),
+                self._follow_kind("priorityclasses", classes, self._class, class_rv),
+                self._follow_kind(PLURAL, policies, self._policy, policy_rv),
             )
+
+    async def _list(self, call: Callable[..., Awaitable[aiohttp.ClientResponse]], take: Take) -> str:
+        listed = json.loads(await raw(call()))
+        for item in listed["items"]:
+            take(item)
+        self._check()
+        return str(listed["metadata"]["resourceVersion"])
+
+    async def _follow_kind(
+        self, kind: str, call: Callable[..., Awaitable[aiohttp.ClientResponse]], take: Take, version: str
+    ) -> None:
+        """Watches from `version`; when the API server ends the watch (it closes one that reads too slowly, as
+        this thread may while the burst fills both cores), lists again and watches from there."""
+        while True:
+            response = await call(watch=True, resource_version=version, timeout_seconds=3600, _request_timeout=3600)
+            seen = 0
+            try:
+                async for line in response.content:
+                    event = json.loads(line)
+                    seen += 1
+                    if event.get("type") in ("ADDED", "MODIFIED"):
+                        take(event["object"])
+                        self._check()
+                    elif event.get("type") == "ERROR":
+                        break
+            except (TimeoutError, aiohttp.ClientError):
+                pass
+            self.restarts[kind] = self.restarts.get(kind, 0) + 1
+            version = await self._list(call, take)
+
+    def _check(self) -> None:
+        if self.converged_at is None and self.done == self.total:
+            self.converged_at = time.monotonic()
+
+    def _class(self, item: dict[str, Any]) -> None:
+        self.classes[item["metadata"]["name"]] = class_converged(item)
 
     def _policy(self, item: dict[str, Any]) -> None:
         if item["metadata"]["name"].startswith("burst-"):
             self.policies[item["metadata"]["name"]] = policy_converged(item)
-
-    async def _watch(self, call: Awaitable[aiohttp.ClientResponse], take: Callable[[dict[str, Any]], None]) -> None:
-        response = await call
-        async for line in response.content:
-            event = json.loads(line)
-            if event.get("type") in ("ADDED", "MODIFIED"):
-                take(event["object"])
-            if self.converged_at is None and self.done == self.total:
-                self.converged_at = time.monotonic()
 
 
 async def our_events(cluster: LocalCluster) -> dict[str, dict[str, Any]]:
@@ -384,6 +406,10 @@ def follow_burst(
             break
         time.sleep(POLL_SECONDS)
     found["classes_done"], found["policies_done"] = convergence.done
+    convergence.stop()
+    found["convergence_watches_restarted"] = convergence.restarts
+    if "converged_seconds" not in found and convergence.problems:
+        found["problem"] = "; ".join(convergence.problems)
     return found
 
 
@@ -532,6 +558,8 @@ def main() -> None:
             + f"{row.get('problem', '')}",
             flush=True,
         )
+        if row.get("convergence_watches_restarted"):
+            print(f"{'':>13}watches of this benchmark the API server ended: {row['convergence_watches_restarted']}")
         if row.get("cpu_seconds"):
             print(f"{'':>13}CPU seconds from the burst's start to quiet: {row['cpu_seconds']}")
             if row.get("writes"):

@@ -80,11 +80,13 @@ async def _as_preemptor(api: Any, pod: dict[str, Any], now: datetime) -> dict[st
     from kubernetes_asyncio import client
     from kubernetes_asyncio.client.exceptions import ApiException
 
+    from preemption_toleration.kube.client import api_problem
+
     try:
         pods = await client.CoreV1Api(api).list_pod_for_all_namespaces(field_selector="spec.nodeName!=")
         classes = await client.SchedulingV1Api(api).list_priority_class()
     except ApiException as error:  # a user who may read one namespace: the rest of the answer stands
-        listing = f"listing the pods of all namespaces was answered {error.status} {error.reason}"
+        listing = f"listing the pods of all namespaces was answered {api_problem(error)}"
         return {"pending": True, "toleratedByUnknown": listing}
     by_name = {c["metadata"]["name"]: c for c in api.sanitize_for_serialization(classes).get("items") or []}
     return explain_preemptor(pod, api.sanitize_for_serialization(pods).get("items") or [], by_name, now)
@@ -221,12 +223,14 @@ def pod_key(args: argparse.Namespace) -> tuple[str, str]:
 def run(args: argparse.Namespace) -> int:
     from kubernetes_asyncio.client.exceptions import ApiException
 
+    from preemption_toleration.kube.client import api_problem
+
     if problem := namespace_conflict(args):
         return refused("explain", problem)
     try:
         facts = asyncio.run(_explain(args))
     except ApiException as error:
-        reason = "not found" if error.status == 404 else f"{error.status} {error.reason}"
+        reason = "not found" if error.status == 404 else api_problem(error)
         namespaced = args.kind in ("pod", "podgroup", "pg")
         print(f"{args.kind} {'/'.join(pod_key(args)) if namespaced else args.name}: {reason}", file=sys.stderr)
         return 1

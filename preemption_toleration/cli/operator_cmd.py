@@ -23,9 +23,9 @@ RESYNC_SECONDS = Option(
     env="PTOL_RESYNC_SECONDS",
     default=flag_value(OPERATOR_DEFAULTS.resync_seconds),
     type=resync_seconds,
-    help="how often everything is re-checked and failed writes retried",
+    help="how often everything is re-checked (failed writes are retried 10 s after they fail)",
     shown="S",
-    meaning="how often everything is re-checked and failed writes retried (1 to 86400)",
+    meaning="how often everything is re-checked (1 to 86400); failed writes are retried 10 s after they fail",
 )
 METRICS = Option(
     "--metrics",

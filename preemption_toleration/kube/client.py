@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 from collections.abc import Awaitable
@@ -11,13 +12,18 @@ from typing import Any
 
 import aiohttp
 import yaml
+from aiohttp.helpers import get_env_proxy_for_url
 from kubernetes_asyncio import config
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config.config_exception import ConfigException
+from yarl import URL
 
 APPLY_PATCH = "application/apply-patch+yaml"  # the content type of a server-side apply
-STATUS_TEXT = 300  # characters of an error's body that is no Status, kept in its problem
+# The client's own read buffer: a watch event of a large object can exceed aiohttp's default (etcd takes
+# requests of up to 1.5 MiB).
+CLIENT_READ_BUFFER = 2**21
+PROBLEM_TEXT = 1000  # characters of an error's message (a Status's, or a body that is no Status) in its problem
 
 # What a call to the API server can raise besides its answer: an error status (ApiException), and network
 # failures, which aiohttp does not always make OSErrors (ServerDisconnectedError, ClientPayloadError).
@@ -36,7 +42,8 @@ async def raise_for_status(response: aiohttp.ClientResponse) -> None:
 def api_problem(error: BaseException) -> str:
     """What failed, in one line for a status message or a log: for an error status, the status, its reason
     phrase and the message of the API server's Status (`403 Forbidden: priorityclasses "x" is forbidden: ...`,
-    as kubectl prints it; a body that is no Status, its start); else the error's type and text."""
+    as kubectl prints it; a body that is no Status, itself), on one line and cut to `PROBLEM_TEXT` characters;
+    else the error's type and text."""
     if not isinstance(error, ApiException):
         return f"{type(error).__name__}: {error}"
     said = f"{error.status} {error.reason or ''}".strip()
@@ -45,7 +52,10 @@ def api_problem(error: BaseException) -> str:
         answer = json.loads(body) if body else None
     except ValueError:
         answer = None
-    message = str(answer.get("message") or "") if isinstance(answer, dict) else body[:STATUS_TEXT]
+    message = str(answer.get("message") or "") if isinstance(answer, dict) else body
+    message = " ".join(message.split())  # one line, in a status condition as in a log
+    if len(message) > PROBLEM_TEXT:
+        message = message[: PROBLEM_TEXT - 3] + "..."
     return f"{said}: {message}" if message else said
 
 
@@ -206,6 +216,27 @@ def with_default_timeout(api: ApiClient, default_timeout: tuple[float, float]) -
     return api
 
 
+def with_environment_read_once(api: ApiClient) -> ApiClient:
+    """`api`, whose session reads the proxy environment ($HTTPS_PROXY, $NO_PROXY) once, here, not at every
+    call. The client's session trusts the environment, so aiohttp looks up the proxy and reads ~/.netrc, each
+    in a thread, for every request: a fifth of the operator's CPU in a burst of writes. The proxy the
+    environment names for the API server is set on the client as a kubeconfig's `proxy-url` would be (one of
+    those wins); ~/.netrc is not read (kubectl and client-go do not read it either)."""
+    rest = api.rest_client
+    if rest.proxy is None:
+        with contextlib.suppress(LookupError):
+            proxy, proxy_auth = get_env_proxy_for_url(URL(api.configuration.host))
+            rest.proxy = str(proxy)
+            if proxy_auth is not None:
+                rest.proxy_headers = {**(rest.proxy_headers or {}), "Proxy-Authorization": proxy_auth.encode()}
+    trusting = rest.pool_manager
+    rest.pool_manager = aiohttp.ClientSession(
+        connector=trusting.connector, trust_env=False, read_bufsize=CLIENT_READ_BUFFER
+    )
+    trusting.detach()  # its connector now serves the new session
+    return api
+
+
 async def make_api_client(
     kubeconfig: str | None = None,
     default_timeout: tuple[float, float] = DEFAULT_REQUEST_TIMEOUT,
@@ -215,4 +246,5 @@ async def make_api_client(
     client.close()` (or `async with`). ClusterConfigError when there is no usable configuration
     (load_configuration)."""
     configuration = await load_configuration(kubeconfig, context)
-    return with_default_timeout(ApiClient(configuration=configuration), default_timeout)
+    api = with_environment_read_once(ApiClient(configuration=configuration))
+    return with_default_timeout(api, default_timeout)

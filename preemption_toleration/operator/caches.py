@@ -95,13 +95,13 @@ class PolicyFeed:
                 self._changed()
 
     def listing_complete(self) -> None:
-        """Whatever the listing did not show was deleted while no stream was live."""
-        count = len(self.store)
+        """Whatever the listing did not show was deleted while no stream was live. The listing's end asks for a
+        reconcile: those its objects asked for came while no reconcile could run (a standby replica, until its
+        listing is complete, stands by and drops them)."""
         self.store.prune(self._listing or ())
         self._listing = None
         self.listed.set()
-        if len(self.store) < count:
-            self._changed()
+        self._changed()
 
     def stream_ended(self) -> None:
         self.listed.clear()

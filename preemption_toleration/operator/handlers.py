@@ -35,11 +35,18 @@ from preemption_toleration.operator.caches import OperatorCaches, PolicyFeed
 from preemption_toleration.operator.coalescer import Coalescer
 from preemption_toleration.operator.config import OperatorConfig
 from preemption_toleration.operator.reconciler import Reconciler, ReconcileResult
-from preemption_toleration.operator.resync import ResyncClock, reconcile_on_changes, resync_forever, standby_reason
+from preemption_toleration.operator.resync import (
+    ResyncClock,
+    Retry,
+    reconcile_on_changes,
+    resync_forever,
+    standby_reason,
+)
 
 EVENTS_COMPONENT = "preemption-toleration-operator"  # the "From" of its Events in kubectl describe
 POLICIES = (GROUP, VERSION, PLURAL)
 FORMER_FINALIZER = f"{GROUP}/finalizer"
+POLICY_EVENT_HANDLER = "policy_event"  # kopf's id of the policies' one handler, in its log lines
 
 logger = logging.getLogger("preemption_toleration.operator")
 registry = kopf.OperatorRegistry()
@@ -54,6 +61,7 @@ class OperatorState:
     reconciler: Reconciler
     coalescer: Coalescer[ReconcileResult]
     tasks: list[asyncio.Task[None]]
+    retry: Retry
 
 
 # kopf's delays between retries of a failed API request (5xx, 403, 429, connection errors). With its
@@ -81,10 +89,6 @@ def apply_settings(settings: kopf.OperatorSettings, config: OperatorConfig) -> N
     settings.watching.server_timeout = 300  # re-establish long watches before proxies cut them
     settings.watching.client_timeout = 330
     settings.watching.chunk_size = LIST_PAGE_SIZE  # list the policies in pages, as the other caches do
-    # Every handler awaits a reconcile, which waits for the end of the listing that kopf's watcher is
-    # streaming (policy_stream.py): a cap on kopf's workers would let the handlers of a listing's first
-    # objects hold up the watcher before it reaches that end.
-    settings.queueing.worker_limit = None
     settings.networking.error_backoffs = API_RETRY_BACKOFFS
 
 
@@ -110,14 +114,14 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     )
 
     clock = ResyncClock()
+    retry = Retry(RETRY_SECONDS, changes.set)
 
     async def reconcile() -> ReconcileResult:
         await caches.synced()
         clock.started()
         policies, classes = caches.contents()
         result = await reconciler.reconcile(policies, classes)
-        if result.failures:
-            asyncio.get_running_loop().call_later(RETRY_SECONDS, changes.set)
+        retry.after(failed=bool(result.failures))
         return result
 
     coalescer = Coalescer(reconcile, config.settle_seconds)
@@ -135,11 +139,11 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     on_changes = reconcile_on_changes(changes=changes, reconcile=coalescer.request, paused=paused, logger=logger)
     tasks = [
         *caches.tasks(),
-        asyncio.create_task(on_changes, name="class-changes"),
+        asyncio.create_task(on_changes, name="changes"),
         asyncio.create_task(resync, name="resync"),
         asyncio.create_task(events.run(), name="events"),
     ]
-    memo.state = OperatorState(api, caches, reconciler, coalescer, tasks)
+    memo.state = OperatorState(api, caches, reconciler, coalescer, tasks, retry)
 
 
 @kopf.on.login(registry=registry)
@@ -156,6 +160,7 @@ async def close(memo: kopf.Memo, **_: Any) -> None:
     state: OperatorState | None = memo.get("state")
     if state is not None:
         # the tasks first: the resync could otherwise ask a closed coalescer for a run nobody awaits
+        state.retry.cancel()
         for task in state.tasks:
             task.cancel()
         await asyncio.gather(*state.tasks, return_exceptions=True)
@@ -163,7 +168,7 @@ async def close(memo: kopf.Memo, **_: Any) -> None:
         await state.api.close()
 
 
-@kopf.on.event(*POLICIES, registry=registry)
+@kopf.on.event(*POLICIES, id=POLICY_EVENT_HANDLER, registry=registry)
 async def policy_event(**_: Any) -> None:
     """Nothing to do: the event has reached the policies' feed before kopf calls this, and asked for a
     reconcile there. This handler is what has kopf watch the policies (and pause that watch on a standby)."""

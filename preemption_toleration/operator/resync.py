@@ -1,6 +1,6 @@
-"""The operator's triggers beside kopf's handlers: the reconcile after changes of the classes (which the
-operator's own watch follows, not kopf: caches.py), and the resync, one task per operator that asks for a
-reconcile once per period, the safety net that retries failed writes and repairs drift nobody was told about.
+"""The operator's triggers: the reconcile after changes (of the classes, which the operator's own watch follows,
+and of the policies, which kopf's does: caches.py; and a failed reconcile's retry), and the resync, one task per
+operator that asks for a reconcile once per period, the safety net that repairs drift nobody was told about.
 
 A reconcile asked by any trigger counts as the period's resync, so a busy operator resyncs no more than
 it already reconciles. kopf pauses the handlers of a standby replica but not these tasks, so under peering
@@ -53,6 +53,37 @@ class ResyncClock:
         self.last = _now()
 
 
+class Retry:
+    """At most one retry pending: after a reconcile that failed, `ask` is called `delay` seconds later, unless a
+    reconcile succeeded meanwhile (`after(failed=False)` cancels it). However many reconciles fail meanwhile,
+    one call comes, so a lasting failure costs a reconcile per `delay`, not one more chain of retries per failed
+    run."""
+
+    def __init__(self, delay: float, ask: Callable[[], None]) -> None:
+        self.delay = delay
+        self.ask = ask
+        self._pending: asyncio.TimerHandle | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self._pending is not None
+
+    def after(self, *, failed: bool) -> None:
+        if not failed:
+            self.cancel()
+        elif self._pending is None:
+            self._pending = asyncio.get_running_loop().call_later(self.delay, self._due)
+
+    def cancel(self) -> None:
+        if self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
+
+    def _due(self) -> None:
+        self._pending = None
+        self.ask()
+
+
 async def resync_forever(
     *,
     clock: ResyncClock,
@@ -65,7 +96,7 @@ async def resync_forever(
 ) -> None:
     """Runs until cancelled. `count` gets each period's outcome: ran, standby or failed. `paused`: None for a
     replica that runs alone, else why it stands by now (None: it is the active one)."""
-    clock.last = max(clock.last, _now())  # the start reconciles everything (kopf resumes)
+    clock.last = max(clock.last, _now())  # the start reconciles everything (the policies' listing asks for it)
     was_active = True
     standby_until = 0.0  # a standby's next look
     while True:
@@ -111,7 +142,7 @@ async def reconcile_on_changes(
     logger: logging.Logger,
 ) -> None:
     """Runs until cancelled: one reconcile after each burst of changes (`changes` set once or many times),
-    on the active replica only. A failure is logged; the resync retries it."""
+    on the active replica only. A reconcile that raises is logged; the resync runs it again."""
     while True:
         await changes.wait()
         changes.clear()

@@ -24,6 +24,7 @@ from tests.integration.components import RunProcess, Server, ptol_run
 from tests.integration.groups import create_group, placed, placed_group, until_all_gone, until_placed
 from tests.integration.helpers import SCHEDULING_SECONDS, eventually
 from tests.integration.pods import pod_body, set_scheduled_at, until_bound
+from tests.integration.refusals import refused_by_admission
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -163,40 +164,24 @@ async def test_a_lone_preemptor_is_refused_a_protected_all_group_whole(
 
 @contextlib.asynccontextmanager
 async def deletion_refused(api: ApiClient, namespace: str, label: str) -> AsyncIterator[None]:
-    """A ValidatingAdmissionPolicy that refuses every DELETE of a pod of `namespace` labelled `label`, as another
-    admission check of the cluster may; removed after, with the label (the API server drops a removed policy a
-    moment later, and the namespace's pods are deleted at once)."""
-    name = f"keep-{namespace}"[:63]
-    admission = client.AdmissionregistrationV1Api(api)
-    policy = {
-        "metadata": {"name": name},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": {
-                "resourceRules": [
-                    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"], "resources": ["pods"]}
-                ],
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
-            },
-            "validations": [
-                {
-                    "expression": f"!has(oldObject.metadata.labels) || !('{label}' in oldObject.metadata.labels)",
-                    "message": "kept by the test",
-                }
-            ],
-        },
-    }
-    binding = {"metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}}
-    await admission.create_validating_admission_policy(policy)
-    await admission.create_validating_admission_policy_binding(binding)
-    try:
-        yield
-    finally:
-        core = client.CoreV1Api(api)
-        for pod in (await core.list_namespaced_pod(namespace, label_selector=label)).items:
-            await core.patch_namespaced_pod(pod.metadata.name, namespace, {"metadata": {"labels": {label: None}}})
-        await admission.delete_validating_admission_policy_binding(name)
-        await admission.delete_validating_admission_policy(name)
+    """Every DELETE of a pod of `namespace` labelled `label` refused, as another admission check of the cluster
+    may; after, the label removed too (the namespace's pods are deleted at once)."""
+    rule = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"], "resources": ["pods"]}
+    async with refused_by_admission(
+        api,
+        f"keep-{namespace}",
+        rule,
+        f"!has(oldObject.metadata.labels) || !('{label}' in oldObject.metadata.labels)",
+        "kept by the test",
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}},
+    ) as remove:
+        try:
+            yield
+        finally:
+            core = client.CoreV1Api(api)
+            for pod in (await core.list_namespaced_pod(namespace, label_selector=label)).items:
+                await core.patch_namespaced_pod(pod.metadata.name, namespace, {"metadata": {"labels": {label: None}}})
+            await remove()
 
 
 async def test_a_group_the_scheduler_leaves_in_part_is_told_on_its_pod_group(

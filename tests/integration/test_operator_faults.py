@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AbstractAsyncContextManager
+from typing import Any
 
 import aiohttp
 import pytest
@@ -40,19 +42,24 @@ from tests.integration.objects import (
     wait_annotations,
     wait_ready,
 )
+from tests.integration.refusals import refused_by_admission
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
 BURST = 50
 
 
-@pytest.fixture
-def operator(cluster: LocalCluster) -> Iterator[OperatorProcess]:
+def running_operator(cluster: LocalCluster, resync_seconds: int, log_name: str) -> Iterator[OperatorProcess]:
     install_crd(cluster)
-    process = OperatorProcess(cluster, "--resync-seconds", "3", log_name="operator-faults.log")
+    process = OperatorProcess(cluster, "--resync-seconds", str(resync_seconds), log_name=log_name)
     process.start()
     yield process
     process.stop()
+
+
+@pytest.fixture
+def operator(cluster: LocalCluster) -> Iterator[OperatorProcess]:
+    yield from running_operator(cluster, 3, "operator-faults.log")
 
 
 class Burst:
@@ -210,53 +217,43 @@ async def test_an_api_server_restarted_in_the_middle_of_a_burst_leaves_nothing_b
 @pytest.fixture
 def unhurried_operator(cluster: LocalCluster) -> Iterator[OperatorProcess]:
     """An operator whose resync comes only after the tests that use it: what it does, it did on its own."""
-    install_crd(cluster)
-    process = OperatorProcess(cluster, "--resync-seconds", "3600", log_name="operator-unhurried.log")
-    process.start()
-    yield process
-    process.stop()
+    yield from running_operator(cluster, 3600, "operator-unhurried.log")
 
 
-@contextlib.asynccontextmanager
-async def class_writes_refused(api: ApiClient, label: str) -> AsyncIterator[Callable[[], Awaitable[None]]]:
-    """A ValidatingAdmissionPolicy that refuses every change of a PriorityClass labelled `label`, as another
-    admission check of a cluster may; yields the function that lets them through again (removes it)."""
-    name = f"refuse-{label}"[:63]
-    admission = client.AdmissionregistrationV1Api(api)
-    policy = {
-        "metadata": {"name": name},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": {
-                "resourceRules": [
-                    {
-                        "apiGroups": ["scheduling.k8s.io"],
-                        "apiVersions": ["v1"],
-                        "operations": ["UPDATE"],
-                        "resources": ["priorityclasses"],
-                    }
-                ],
-                "objectSelector": {"matchLabels": {label: "true"}},
-            },
-            "validations": [{"expression": "false", "message": "refused by the test"}],
-        },
+def class_writes_refused(api: ApiClient, label: str) -> AbstractAsyncContextManager[Callable[[], Awaitable[None]]]:
+    """Every change of a PriorityClass labelled `label` refused, as another admission check of a cluster may;
+    yields the function that lets them through again."""
+    rule = {
+        "apiGroups": ["scheduling.k8s.io"],
+        "apiVersions": ["v1"],
+        "operations": ["UPDATE"],
+        "resources": ["priorityclasses"],
     }
-    binding = {"metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}}
-    await admission.create_validating_admission_policy(policy)
-    await admission.create_validating_admission_policy_binding(binding)
-    removed = False
+    return refused_by_admission(
+        api,
+        f"refuse-{label}",
+        rule,
+        "false",
+        "refused by the test",
+        {"objectSelector": {"matchLabels": {label: "true"}}},
+    )
 
-    async def let_through() -> None:
-        nonlocal removed
-        if not removed:
-            removed = True
-            await admission.delete_validating_admission_policy_binding(name)
-            await admission.delete_validating_admission_policy(name)
 
+@contextlib.contextmanager
+def deleted_after(kubectl: Kubectl, pc: str, ptp: str) -> Iterator[None]:
+    """The class `pc` and the policy `ptp` a test makes, deleted after it whatever happened."""
     try:
-        yield let_through
+        yield
     finally:
-        await let_through()
+        kubectl("delete", "ptp", ptp, "--ignore-not-found", check=False)
+        kubectl("delete", "priorityclass", pc, "--ignore-not-found", check=False)
+
+
+def apply_policy(kubectl: Kubectl, ptp: str, pc: str, **metadata: Any) -> None:
+    """`kubectl apply` of policy `ptp`: class `pc` not preempted below priority 10000, with this metadata."""
+    manifest = json.loads(policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000}))
+    manifest["metadata"].update(metadata)
+    kubectl("apply", "-f", "-", input=json.dumps(manifest))
 
 
 async def test_a_refused_write_is_retried_without_waiting_for_the_resync(
@@ -266,23 +263,21 @@ async def test_a_refused_write_is_retried_without_waiting_for_the_resync(
     through, the operator's own retry writes the class, with nothing else changed to ask for it."""
     pc, ptp, label = unique_name("refused"), unique_name("policy"), unique_name("refuse")
     kubectl("apply", "-f", "-", input=class_manifest(pc, labels={label: "true"}))
-    try:
+    with deleted_after(kubectl, pc, ptp):
         async with class_writes_refused(api, label) as let_through:
-            kubectl(
-                "apply",
-                "-f",
-                "-",
-                input=policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000}),
-            )
+
+            async def refused() -> str:
+                probe = '{"metadata":{"annotations":{"probe":"x"}}}'
+                return kubectl("patch", "priorityclass", pc, "--dry-run=server", "-p", probe, check=False).stderr
+
+            await eventually(refused, lambda said: "refused by the test" in said, what="the refusal in force")
+            apply_policy(kubectl, ptp, pc)
             policy = await wait_ready(api, ptp, "False", "ApplyFailed")
             assert "refused by the test" in ready(policy)[2]
             assert ours(await read_class(api, pc)) == {}
             await let_through()
             await wait_annotations(api, pc, {MIN: "10000"})
             await wait_ready(api, ptp, "True", "Applied")
-    finally:
-        kubectl("delete", "ptp", ptp, "--ignore-not-found", check=False)
-        kubectl("delete", "priorityclass", pc, "--ignore-not-found", check=False)
 
 
 async def test_a_policy_deleted_while_the_operator_was_stopped_is_released_at_its_start(
@@ -292,47 +287,41 @@ async def test_a_policy_deleted_while_the_operator_was_stopped_is_released_at_it
     operator releases its class when it starts."""
     pc, ptp = unique_name("orphan"), unique_name("policy")
     kubectl("apply", "-f", "-", input=class_manifest(pc))
-    try:
-        kubectl(
-            "apply",
-            "-f",
-            "-",
-            input=policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000}),
-        )
+    with deleted_after(kubectl, pc, ptp):
+        apply_policy(kubectl, ptp, pc)
         await wait_annotations(api, pc, {MIN: "10000"})
         policy = await wait_ready(api, ptp, "True", "Applied")
+        # nothing written on the policy but its status: no finalizer, no annotation of kopf's or ours
         assert "finalizers" not in policy["metadata"]
-        assert [key for key in policy["metadata"].get("annotations") or {} if key.startswith(f"{GROUP}/")] == []
+        assert list(policy["metadata"].get("annotations") or {}) == ["kubectl.kubernetes.io/last-applied-configuration"]
         operator.stop()
         kubectl("delete", "ptp", ptp, "--wait=true", "--timeout=10s")
         assert ours(await read_class(api, pc)) == {MIN: "10000"}
         operator.start()
         await wait_annotations(api, pc, {})
-    finally:
-        kubectl("delete", "ptp", ptp, "--ignore-not-found", check=False)
-        kubectl("delete", "priorityclass", pc, "--ignore-not-found", check=False)
 
 
 async def test_a_policy_an_earlier_release_held_by_its_finalizer_is_let_go(
     api: ApiClient, kubectl: Kubectl, operator: OperatorProcess
 ) -> None:
-    """Earlier releases put kopf's finalizer on every policy: the operator removes it, so that deleting such a
-    policy is not held up, and releases its class."""
+    """Earlier releases put kopf's finalizer on every policy: the operator removes it, from a policy in use, and
+    from one deleted while no operator ran, left Terminating, which then goes and releases its class."""
     pc, ptp = unique_name("former"), unique_name("policy")
+    former = {"finalizers": [f"{GROUP}/finalizer"]}
+
+    async def finalizers() -> list[str] | None:
+        found = await read_policy(api, ptp)
+        return None if found is None else list(found["metadata"].get("finalizers") or [])
+
     kubectl("apply", "-f", "-", input=class_manifest(pc))
-    try:
-        former = json.loads(policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000}))
-        former["metadata"]["finalizers"] = [f"{GROUP}/finalizer"]
-        kubectl("apply", "-f", "-", input=json.dumps(former))
+    with deleted_after(kubectl, pc, ptp):
+        apply_policy(kubectl, ptp, pc, **former)
         await wait_annotations(api, pc, {MIN: "10000"})
-        await eventually(
-            lambda: read_policy(api, ptp),
-            lambda policy: policy is not None and not policy["metadata"].get("finalizers"),
-            timeout=REACTION_SECONDS,
-            what="the former finalizer removed",
-        )
-        kubectl("delete", "ptp", ptp, "--wait=true", f"--timeout={REACTION_SECONDS}s")
+        await eventually(finalizers, lambda found: found == [], timeout=REACTION_SECONDS, what="its finalizer removed")
+        operator.stop()
+        apply_policy(kubectl, ptp, pc, **former)  # as the earlier release left it
+        kubectl("delete", "ptp", ptp, "--wait=false")
+        assert await finalizers() == [f"{GROUP}/finalizer"]  # Terminating
+        operator.start()
+        await eventually(finalizers, lambda found: found is None, timeout=START_SECONDS, what="the policy gone")
         await wait_annotations(api, pc, {})
-    finally:
-        kubectl("delete", "ptp", ptp, "--ignore-not-found", check=False)
-        kubectl("delete", "priorityclass", pc, "--ignore-not-found", check=False)

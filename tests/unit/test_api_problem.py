@@ -42,6 +42,11 @@ PROBLEMS = [
     ("a body that is no Status: its start", answered(502, "Bad Gateway", "upstream gone " * 50), "502 Bad Gateway: up"),
     ("a Status without a message: the status alone", answered(500, "Error", '{"kind": "Status"}'), "500 Error"),
     ("a network error: its type and text", aiohttp.ServerDisconnectedError(), "ServerDisconnectedError: Server"),
+    (
+        "a long message of many lines: one line, cut",
+        answered(422, "Unprocessable Entity", json.dumps({"message": "first line\n  second " + "x" * 2000})),
+        "422 Unprocessable Entity: first line second xxx",
+    ),
 ]  # fmt: skip
 
 
@@ -49,7 +54,7 @@ PROBLEMS = [
 def test_what_a_failed_call_says(rule: str, error: BaseException, said: str) -> None:
     problem = api_problem(error)
     assert problem.startswith(said), (rule, problem)
-    assert len(problem) < 400 and "\n" not in problem and "HTTP response" not in problem, rule
+    assert len(problem) <= 1040 and "\n" not in problem and "HTTP response" not in problem, rule
 
 
 class Answer:

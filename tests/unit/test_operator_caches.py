@@ -126,13 +126,14 @@ def test_watch_events_change_and_delete_and_events_without_an_object_are_left_to
 
 def test_a_policy_asks_for_a_reconcile_unless_it_is_as_the_last_reconcile_saw_it() -> None:
     """Each policy event asks for a reconcile (no kopf handler of changes does), except the echo of our own
-    status patch; a deletion and a prune that removes something ask too."""
+    status patch; a deletion asks too, and the end of every listing (on a standby replica, the requests of the
+    listing's objects came while it stood by)."""
     feed, known, asked = PolicyFeed(), {}, []
     feed.follow(lambda view: known.get(view.name) == view, lambda: asked.append(len(feed.store)))
     feed.stream_started()
     for event in listed(policy("a", "5"), policy("b", "6")):
         feed.take(event)
-    feed.listing_complete()  # prunes nothing
+    feed.listing_complete()  # prunes nothing, and asks all the same
     known["a"] = feed.store.items["a"]
     feed.take({"type": "MODIFIED", "object": policy("a", "7")})  # the echo: same content, a newer version
     feed.take({"type": "MODIFIED", "object": policy("a", "8", target="other")})
@@ -140,7 +141,7 @@ def test_a_policy_asks_for_a_reconcile_unless_it_is_as_the_last_reconcile_saw_it
     feed.stream_ended()
     feed.stream_started()
     feed.listing_complete()  # b was deleted while no stream was live
-    assert asked == [1, 2, 2, 1, 0]
+    assert asked == [1, 2, 2, 2, 1, 0]
 
 
 async def test_the_reconcile_reads_the_feeds_policies_once_classes_and_policies_are_listed() -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
+
 import kopf
 
 from preemption_toleration.operator.config import OperatorConfig
 from preemption_toleration.operator.handlers import apply_settings
-from preemption_toleration.operator.runner import new_identity
+from preemption_toleration.operator.runner import NoEventHandlerLines, new_identity
 
 KOPF_SILENT_WATCH_RESTART_SECONDS = 70  # kopf's settings.watching.inactivity_timeout
 
@@ -29,15 +31,17 @@ def test_peering_priorities_are_random_unless_set() -> None:
     assert len(priorities) > 15 and all(p >= 1 for p in priorities)
 
 
-def test_kopf_lists_the_policies_in_pages_and_never_caps_its_workers() -> None:
+def test_kopf_lists_the_policies_in_pages() -> None:
     settings = kopf.OperatorSettings()
-    settings.queueing.worker_limit = 4
     apply_settings(settings, OperatorConfig())
     assert settings.watching.chunk_size == 100
-    # a cap would let the handlers of a listing's first policies, each waiting for the listing's end,
-    # hold up the watcher that streams it
-    assert settings.queueing.worker_limit is None
 
 
 def test_replicas_on_one_host_join_the_peering_under_identities_of_their_own() -> None:
     assert len({new_identity() for _ in range(50)}) == 50
+
+
+def test_kopfs_line_for_each_run_of_the_policies_event_handler_is_dropped_and_its_others_kept() -> None:
+    line = logging.LogRecord("kopf.objects", logging.INFO, "", 0, "Handler 'policy_event' succeeded.", None, None)
+    other = logging.LogRecord("kopf.objects", logging.INFO, "", 0, "Removing the finalizer.", None, None)
+    assert not NoEventHandlerLines().filter(line) and NoEventHandlerLines().filter(other)

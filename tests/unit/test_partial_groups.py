@@ -203,3 +203,28 @@ def test_every_replica_names_the_event_alike_so_one_stands() -> None:
     assert first == event_name(("team", "g"), "uid-g", ["team/m-0", "team/m-1"])
     assert first.startswith("g.ptol-in-part-")
     assert first != event_name(("team", "g"), "uid-g", ["team/m-2"])
+
+
+async def test_what_was_told_counts_for_a_while_and_not_for_a_member_running_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Members told preempted count in a later telling for TOLD_SECONDS, not after; and a member made again
+    under its name that runs is among those left, not those preempted."""
+    state = view(*(member(f"m-{index}", "g", 5) for index in range(4)), PREEMPTOR, groups=(PROTECTED_ALL,))
+    posted = Posted()
+    partial = PartialGroups(lambda: state, posted, lambda: None)  # type: ignore[arg-type]
+    partial.member_preempted(deleting(state.pods, "m-0"))
+    partial.member_preempted(deleting(state.pods, "m-1"))
+    await asyncio.sleep(0.01)
+    state.pods.put(member("m-0", "g", 5))  # m-0 made again, running
+    partial.member_preempted(deleting(state.pods, "m-2"))
+    await asyncio.sleep(0.01)
+    monkeypatch.setattr(partial_groups, "TOLD_SECONDS", 0.0)  # what was told is forgotten by the next telling
+    partial.member_preempted(deleting(state.pods, "m-3"))
+    await asyncio.sleep(0.01)
+    said = [message.split(" still running")[0].split(": ")[1] for *_, message in posted.events]
+    assert said == [
+        "2 members (team/m-0, team/m-1) preempted, 2 members (team/m-2, team/m-3)",
+        "2 members (team/m-1, team/m-2) preempted, 2 members (team/m-0, team/m-3)",
+        "1 member (team/m-3) preempted, 1 member (team/m-0)",
+    ]

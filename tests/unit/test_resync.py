@@ -19,6 +19,7 @@ from preemption_toleration.operator.resync import (
     PENDING_RETRY_SECONDS,
     STANDBY_RECHECK_SECONDS,
     ResyncClock,
+    Retry,
     reconcile_on_changes,
     resync_forever,
     standby_reason,
@@ -206,3 +207,19 @@ async def test_changes_seen_by_a_standby_are_left_to_the_active_replica() -> Non
         changes.set()
         await asyncio.sleep(5)
     assert reconciles.runs == 0 and len(asked) == 1
+
+
+async def test_a_failed_reconcile_asks_for_one_retry_however_many_fail_and_a_success_cancels_it() -> None:
+    """A lasting failure costs one reconcile per delay, not a chain of retries per failed run."""
+    start, asked = now(), []
+    retry = Retry(10.0, lambda: asked.append(now() - start))
+    retry.after(failed=True)
+    await asyncio.sleep(4)
+    retry.after(failed=True)  # another run failed meanwhile (a class event's): still one retry, at 10 s
+    await asyncio.sleep(7)
+    assert asked == [10.0] and not retry.pending
+    retry.after(failed=True)
+    await asyncio.sleep(5)
+    retry.after(failed=False)  # a run succeeded: nothing left to retry
+    await asyncio.sleep(20)
+    assert asked == [10.0] and not retry.pending
