@@ -49,17 +49,23 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")
 BURST = 50
 
 
-def running_operator(cluster: LocalCluster, resync_seconds: int, log_name: str) -> Iterator[OperatorProcess]:
+@contextlib.contextmanager
+def running_operator(
+    cluster: LocalCluster, resync_seconds: int, log_name: str, *args: str
+) -> Iterator[OperatorProcess]:
     install_crd(cluster)
-    process = OperatorProcess(cluster, "--resync-seconds", str(resync_seconds), log_name=log_name)
+    process = OperatorProcess(cluster, "--resync-seconds", str(resync_seconds), *args, log_name=log_name)
     process.start()
-    yield process
-    process.stop()
+    try:
+        yield process
+    finally:
+        process.stop()
 
 
 @pytest.fixture
 def operator(cluster: LocalCluster) -> Iterator[OperatorProcess]:
-    yield from running_operator(cluster, 3, "operator-faults.log")
+    with running_operator(cluster, 3, "operator-faults.log") as process:
+        yield process
 
 
 class Burst:
@@ -217,7 +223,8 @@ async def test_an_api_server_restarted_in_the_middle_of_a_burst_leaves_nothing_b
 @pytest.fixture
 def unhurried_operator(cluster: LocalCluster) -> Iterator[OperatorProcess]:
     """An operator whose resync comes only after the tests that use it: what it does, it did on its own."""
-    yield from running_operator(cluster, 3600, "operator-unhurried.log")
+    with running_operator(cluster, 3600, "operator-unhurried.log") as process:
+        yield process
 
 
 def class_writes_refused(api: ApiClient, label: str) -> AbstractAsyncContextManager[Callable[[], Awaitable[None]]]:
@@ -325,3 +332,20 @@ async def test_a_policy_an_earlier_release_held_by_its_finalizer_is_let_go(
         operator.start()
         await eventually(finalizers, lambda found: found is None, timeout=START_SECONDS, what="the policy gone")
         await wait_annotations(api, pc, {})
+
+
+async def test_a_peered_replica_reconciles_after_its_listing_without_waiting_for_the_resync(
+    api: ApiClient, kubectl: Kubectl, cluster: LocalCluster
+) -> None:
+    """A replica of a peering stands by until its listing of the policies is complete, and the requests the
+    listing's objects make come while it does: the listing's end asks again, so a policy applied before the
+    replica started is written at its start, not a resync period later."""
+    pc, ptp = unique_name("peered"), unique_name("policy")
+    install_crd(cluster)
+    kubectl("apply", "-f", "-", input=class_manifest(pc))
+    with deleted_after(kubectl, pc, ptp):
+        apply_policy(kubectl, ptp, pc)
+        peered = ("--peering", "preemption-toleration", "--priority", "300")
+        with running_operator(cluster, 3600, "operator-unhurried-peered.log", *peered):
+            await wait_annotations(api, pc, {MIN: "10000"})
+            await wait_ready(api, ptp, "True", "Applied")
