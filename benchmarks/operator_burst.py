@@ -60,10 +60,9 @@ from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY,
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.components import ComponentProcess
 from preemption_toleration.devcluster.processes import free_port
-from preemption_toleration.kube.client import APPLY_PATCH
+from preemption_toleration.kube.client import APPLY_PATCH, MERGE_PATCH
 from preemption_toleration.kube.events import event_body
 from preemption_toleration.operator.reconciler import WRITE_CONCURRENCY
-from preemption_toleration.operator.writes import MERGE_PATCH
 from tests.builders import policy, priority_class
 from tests.metrics import samples, scrape, total
 

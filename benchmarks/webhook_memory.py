@@ -51,6 +51,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from preemption_toleration.devcluster import LocalCluster, create_node, ensure_namespace
 from preemption_toleration.devcluster.components import ComponentProcess
 from preemption_toleration.devcluster.processes import free_port
+from preemption_toleration.kube.client import MERGE_PATCH
 from tests.metrics import scrape, total
 
 LADDER = (0, 10_000, 50_000, 150_000)
@@ -58,7 +59,6 @@ QUICK = (0, 2_000)
 NODES, NAMESPACES, IN_FLIGHT = 300, 10, 64
 PENDING_EVERY = 10  # one pod in ten is Pending, with the higher priority
 LOW, HIGH = "bench-batch", "bench-urgent"
-MERGE_PATCH = "application/merge-patch+json"
 STEADY_SECONDS, SAMPLE_SECONDS = 10.0, 0.1
 INSECURE = ssl.create_default_context()  # for the webhook's generated, self-signed certificate
 INSECURE.check_hostname, INSECURE.verify_mode = False, ssl.CERT_NONE

@@ -19,7 +19,11 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.config.config_exception import ConfigException
 from yarl import URL
 
-APPLY_PATCH = "application/apply-patch+yaml"  # the content type of a server-side apply
+# The content types of the API server's patches
+APPLY_PATCH = "application/apply-patch+yaml"  # a server-side apply
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 # The client's own read buffer: a watch event of a large object can exceed aiohttp's default (etcd takes
 # requests of up to 1.5 MiB).
 CLIENT_READ_BUFFER = 2**21
@@ -66,6 +70,16 @@ async def answer_of(request: Awaitable[aiohttp.ClientResponse]) -> bytes:
     response = await request
     await raise_for_status(response)
     return await response.read()
+
+
+async def patch_pod_status(core: Any, namespace: str, name: str, body: Any, content_type: str, timeout: float) -> None:
+    """A patch of a pod's status whose answer, the pod, is not read: bytes, no model built. `core`: a
+    CoreV1Api."""
+    await answer_of(
+        core.patch_namespaced_pod_status(
+            name, namespace, body, _content_type=content_type, _request_timeout=timeout, _preload_content=False
+        )
+    )
 
 
 def kubeconfig_path(explicit: str | None = None) -> str | None:

@@ -10,9 +10,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
-from preemption_toleration.kube.client import APPLY_PATCH, answer_of
-
-MERGE_PATCH = "application/merge-patch+json"
+from preemption_toleration.kube.client import APPLY_PATCH, MERGE_PATCH, answer_of
 
 
 async def apply_class_annotations(api: ApiClient, body: Mapping[str, Any], field_manager: str) -> dict[str, Any]:

@@ -30,13 +30,11 @@ from kubernetes_asyncio.client.exceptions import ApiException
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.guard.nudges import Nudge, NudgePlan
 from preemption_toleration.inventory.pods import PodIndex
-from preemption_toleration.kube.client import API_ERRORS, answer_of, api_problem
+from preemption_toleration.kube.client import API_ERRORS, JSON_PATCH, MERGE_PATCH, api_problem, patch_pod_status
 from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.telemetry.declared import NudgeOutcome
 
 logger = logging.getLogger("preemption_toleration.guard")
-MERGE_PATCH = "application/merge-patch+json"
-JSON_PATCH = "application/json-patch+json"
 MAX_WAIT_SECONDS = 60.0  # wakes at least this often, whatever the plan says
 PATCH_TIMEOUT_SECONDS = 10
 
@@ -74,16 +72,7 @@ class Nudger:
 
     async def _nominate_and_withdraw(self, nudge: Nudge) -> None:
         for body, content_type in ((nomination(nudge), MERGE_PATCH), (withdrawal(nudge), JSON_PATCH)):
-            await answer_of(  # the pod the API server returns is not read: bytes, no model built
-                self.core.patch_namespaced_pod_status(
-                    nudge.name,
-                    nudge.namespace,
-                    body,
-                    _content_type=content_type,
-                    _request_timeout=PATCH_TIMEOUT_SECONDS,
-                    _preload_content=False,
-                )
-            )
+            await patch_pod_status(self.core, nudge.namespace, nudge.name, body, content_type, PATCH_TIMEOUT_SECONDS)
 
     async def _send(self, nudge: Nudge) -> None:
         who = f"{nudge.namespace}/{nudge.name}"

@@ -43,7 +43,15 @@ from preemption_toleration.core.times import rfc3339
 from preemption_toleration.extender.decisions import ExemptionCheck
 from preemption_toleration.guard.waste import stock_choice_refused
 from preemption_toleration.inventory.view import ClusterView, GroupsNotCurrent
-from preemption_toleration.kube.client import API_ERRORS, answer_of, api_problem
+from preemption_toleration.kube.client import (
+    API_ERRORS,
+    JSON_PATCH,
+    MERGE_PATCH,
+    STRATEGIC_MERGE_PATCH,
+    answer_of,
+    api_problem,
+    patch_pod_status,
+)
 from preemption_toleration.kube.events import ObjectEvents
 from preemption_toleration.records.pod import DEFAULT_SCHEDULER, NO_CONSTRAINTS, PodRecord, SlimPod
 from preemption_toleration.records.pod_group import MemberRecord
@@ -66,9 +74,6 @@ from preemption_toleration.webhooks.steering_leases import DONE, REFUSED, Steeri
 logger = logging.getLogger("preemption_toleration.steering")
 COMPONENT = "preemption-toleration-steering"
 QUEUE_LIMIT = 1000
-STRATEGIC = "application/strategic-merge-patch+json"
-MERGE = "application/merge-patch+json"
-JSON_PATCH = "application/json-patch+json"
 # A blocking nomination cleared is cleared again, once the stock scheduler has made it again, no sooner. Well
 # under the guard's retry hold (1 s), which paces both pods' attempts: the blocking pod nominates itself again
 # at the start of each of its attempts and the preemptor tries a moment later; a limit as long as the hold
@@ -470,16 +475,7 @@ class Steerer:
             {"op": "remove", "path": "/status/nominatedNodeName"},
         ]
         try:
-            await answer_of(
-                self.core.patch_namespaced_pod_status(
-                    pod.name,
-                    pod.namespace,
-                    patch,
-                    _content_type=JSON_PATCH,
-                    _request_timeout=REQUEST_TIMEOUT,
-                    _preload_content=False,
-                )
-            )
+            await patch_pod_status(self.core, pod.namespace, pod.name, patch, JSON_PATCH, REQUEST_TIMEOUT)
         except ApiException as error:
             if error.status not in (404, 409, 422):  # gone, or a test failed (another pod, another node)
                 raise
@@ -544,18 +540,11 @@ class Steerer:
             await self._clear_blocking(pod, node, f"{namespace}/{name}")
         for victim_namespace, victim_name, victim_uid in victims:
             try:
-                # the pods the API server returns are not read: bytes, no model built
-                await answer_of(
-                    self.core.patch_namespaced_pod_status(
-                        victim_name,
-                        victim_namespace,
-                        {"metadata": {"uid": victim_uid}, **disruption_target(scheduler, now)},
-                        _content_type=STRATEGIC,
-                        _request_timeout=REQUEST_TIMEOUT,
-                        _preload_content=False,
-                    )
+                mark = {"metadata": {"uid": victim_uid}, **disruption_target(scheduler, now)}
+                await patch_pod_status(
+                    self.core, victim_namespace, victim_name, mark, STRATEGIC_MERGE_PATCH, REQUEST_TIMEOUT
                 )
-                await answer_of(
+                await answer_of(  # the pod the API server returns is not read: bytes, no model built
                     self.core.delete_namespaced_pod(
                         victim_name,
                         victim_namespace,
@@ -591,16 +580,8 @@ class Steerer:
     async def _nominate(self, namespace: str, name: str, uid: str, node: str) -> bool:
         """The preemptor's `status.nominatedNodeName`, under its UID; False when it is gone or bound."""
         try:
-            await answer_of(
-                self.core.patch_namespaced_pod_status(
-                    name,
-                    namespace,
-                    {"metadata": {"uid": uid}, "status": {"nominatedNodeName": node}},
-                    _content_type=MERGE,
-                    _request_timeout=REQUEST_TIMEOUT,
-                    _preload_content=False,
-                )
-            )
+            nomination = {"metadata": {"uid": uid}, "status": {"nominatedNodeName": node}}
+            await patch_pod_status(self.core, namespace, name, nomination, MERGE_PATCH, REQUEST_TIMEOUT)
         except ApiException as error:
             if error.status not in (404, 409, 422):  # gone, another pod, or bound (a bound pod takes none)
                 raise

@@ -23,7 +23,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from preemption_toleration.kube.client import answer_of, api_problem
+from preemption_toleration.kube.client import MERGE_PATCH, answer_of, api_problem
 from preemption_toleration.steering.plan import SteeringPlan
 from preemption_toleration.steering.resumption import LeftPlan, PodRef
 from preemption_toleration.webhooks.periodic import every
@@ -34,7 +34,6 @@ LABEL = "preemption-toleration.dev/steering"
 PREFIX = "preemption-toleration.dev/"
 STATE, PREEMPTOR, NODE, VICTIMS = (PREFIX + key for key in ("state", "preemptor", "node", "victims"))
 ACTING, DONE, REFUSED = "acting", "done", "refused"  # refused: a Lease left acting the cluster does not bear out
-MERGE = "application/merge-patch+json"
 REQUEST_TIMEOUT = 10
 RESUME_AFTER_SECONDS = 15  # a Lease left "acting" this long was left by a replica that stopped in the middle
 SWEEP_EVERY_SECONDS = 300
@@ -180,7 +179,7 @@ class SteeringLeases:
                     LEASE_PREFIX + uid,
                     self.namespace,
                     {"metadata": {"annotations": {STATE: state}}},
-                    _content_type=MERGE,
+                    _content_type=MERGE_PATCH,
                     _request_timeout=REQUEST_TIMEOUT,
                     _preload_content=False,
                 )
