@@ -30,12 +30,6 @@ def selector_of(spec: PreemptionTolerationPolicySpec) -> Selector | None:
     return spec.priority_class_selector.to_kube() if spec.priority_class_selector else {}
 
 
-def claims(spec: PreemptionTolerationPolicySpec, view: ClassView) -> bool:
-    """The policy claims this class: by its name, or by a selector matching its labels."""
-    selector = selector_of(spec)
-    return spec.priority_class_name == view.name if selector is None else selector_matches(selector, view.labels)
-
-
 def _required_pairs(selector: Selector) -> list[tuple[str, str]]:
     """Label pairs of which every class the selector matches carries one (empty: no such guarantee)."""
     match_labels = selector.get("matchLabels") or {}

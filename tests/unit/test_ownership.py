@@ -5,11 +5,21 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from preemption_toleration.inventory.ownership import PolicyIndex, age_order, claims
+from preemption_toleration.api.policy import PreemptionTolerationPolicySpec
+from preemption_toleration.core.selectors import selector_matches
+from preemption_toleration.inventory.ownership import PolicyIndex, age_order, selector_of
 from preemption_toleration.records.policy import policy_view
 from preemption_toleration.records.priority_class import ClassView
 from tests import builders
 from tests.builders import rfc3339
+
+
+def claims(spec: PreemptionTolerationPolicySpec, view: ClassView) -> bool:
+    """The rule itself, the reference the index must agree with: the policy claims this class by its name, or
+    by a selector matching its labels."""
+    selector = selector_of(spec)
+    return spec.priority_class_name == view.name if selector is None else selector_matches(selector, view.labels)
+
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
