@@ -19,6 +19,7 @@ InPlacePodLevelResourcesVerticalScaling is on by default. A resize the kubelet f
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -44,20 +45,29 @@ _SUFFIXES: dict[str, Fraction] = {
 _QUANTITY = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:([eE][+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)")
 MAX_QUANTITY_LENGTH = 64
 INT64_MAX = 2**63 - 1
+QUANTITIES_REMEMBERED = 4096
 
 
 class QuantityError(ValueError):
     pass
 
 
-def parse_quantity(text: object) -> Fraction:
-    """The exact value of a Kubernetes quantity such as `500m`, `1.5Gi`, `2e3` or a JSON number."""
+def _quantity_text(text: object) -> str:
     if isinstance(text, bool):
         raise QuantityError(f"{text!r} is not a quantity")
     if isinstance(text, int | float):
         text = repr(text)
     if not isinstance(text, str) or len(text) > MAX_QUANTITY_LENGTH:
         raise QuantityError(f"{str(text)[:MAX_QUANTITY_LENGTH]!r} is not a quantity")
+    return text
+
+
+def parse_quantity(text: object) -> Fraction:
+    """The exact value of a Kubernetes quantity such as `500m`, `1.5Gi`, `2e3` or a JSON number."""
+    return _parsed(_quantity_text(text))
+
+
+def _parsed(text: str) -> Fraction:
     match = _QUANTITY.fullmatch(text.strip())
     if match is None:
         raise QuantityError(f"{text!r} is not a quantity")
@@ -69,6 +79,14 @@ def parse_quantity(text: object) -> Fraction:
             return Fraction(0) if power < 0 else Fraction(INT64_MAX)
         return value * Fraction(10) ** power
     return value * _SUFFIXES[suffix or ""]
+
+
+# A cluster's pods ask for a few distinct quantities ("250m", "1Gi"), and Fractions are slow: every pod the
+# watch brings and every preemptor the extender judges would parse them again. Bounded, as the strings come
+# from the cluster.
+@functools.lru_cache(maxsize=QUANTITIES_REMEMBERED)
+def _scaled_text(resource: str, text: str) -> int:
+    return scaled(resource, _parsed(text))
 
 
 def _ceil(value: Fraction) -> int:
@@ -84,7 +102,7 @@ def _scaled_list(values: Any) -> dict[str, int]:
     found: dict[str, int] = {}
     for name, quantity in values.items() if is_mapping(values) else ():
         try:
-            found[str(name)] = scaled(str(name), parse_quantity(quantity))
+            found[str(name)] = _scaled_text(str(name), _quantity_text(quantity))
         except QuantityError:
             continue  # the API server validates quantities; an unreadable one counts as nothing
     return found

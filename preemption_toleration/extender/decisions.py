@@ -15,6 +15,7 @@ class the cache does not know, when a victim is exempt, leaves the node out.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -36,7 +37,7 @@ from preemption_toleration.extender.victims import (
     potential_victims,
     select_victims,
 )
-from preemption_toleration.inventory.budgets import counted_by_a_budget, split_by_budget_violation
+from preemption_toleration.inventory.budgets import split_by_budget_violation
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.node import NodeRecord
 from preemption_toleration.records.pod import PodRecord, SlimPod
@@ -121,18 +122,20 @@ class _Preemptor:
 
     uid: str
     priority: int
-    requests: Mapping[str, int]
+    spec: Mapping[str, Any]
     unjudged: tuple[str, ...]  # constraints a choice on resources alone would miss (`core.constraints`)
 
     @classmethod
     def of(cls, pod: Mapping[str, Any]) -> _Preemptor:
         spec = as_mapping(pod.get("spec"))
         return cls(
-            str(as_mapping(pod.get("metadata")).get("uid") or ""),
-            pod_priority(pod),
-            pod_requests(spec),
-            unjudged_constraints(spec),
+            str(as_mapping(pod.get("metadata")).get("uid") or ""), pod_priority(pod), spec, unjudged_constraints(spec)
         )
+
+    @functools.cached_property
+    def requests(self) -> Mapping[str, int]:
+        """Summed once, when a node's victims are chosen again: the scheduler's own victims need no fit."""
+        return pod_requests(self.spec)
 
 
 def _node_outcome(
@@ -223,7 +226,7 @@ def _unproposed_exemptions(
     does not, which changes the count and can change the victims. Then choose again, or, for a preemptor
     the project cannot judge exactly, count again."""
     lower = [pod for pod in on_node.values() if pod.priority < preemptor.priority and pod.deletion is None]
-    if not any(exempt(pod) for pod in lower if counted_by_a_budget(pod, view.budgets)):
+    if not any(exempt(pod) for pod in view.budgets.counted(lower)):
         return NodeOutcome(node, NodeChoice.UNCHANGED, tuple(uids))
     split = _budget_split(view)
     node_object = view.nodes.get(node)

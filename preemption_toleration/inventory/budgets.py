@@ -6,7 +6,7 @@ indexed by namespace: a decision reads only the budgets of its victims' namespac
 
 from __future__ import annotations
 
-from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +79,8 @@ class BudgetIndex:
     def __init__(self) -> None:
         self.budgets: dict[BudgetKey, SlimBudget] = {}
         self._by_namespace: dict[str, dict[BudgetKey, SlimBudget]] = {}
+        # Those with disruptions left, by namespace: the only ones on which a pod can spend one
+        self._spendable: dict[str, tuple[SlimBudget, ...]] = {}
 
     @classmethod
     def of(cls, budgets: Iterable[Mapping[str, Any]]) -> BudgetIndex:
@@ -95,6 +97,7 @@ class BudgetIndex:
         budget = slim_budget(raw)
         self.budgets[key] = budget
         self._by_namespace.setdefault(key[0], {})[key] = budget
+        self._index_spendable(key[0])
         return key
 
     def remove(self, raw: Mapping[str, Any]) -> None:
@@ -110,6 +113,14 @@ class BudgetIndex:
             members.pop(key, None)
             if not members:
                 del self._by_namespace[key[0]]
+            self._index_spendable(key[0])
+
+    def _index_spendable(self, namespace: str) -> None:
+        spendable = tuple(b for b in self.in_namespace(namespace) if b.disruptions_allowed > 0)
+        if spendable:
+            self._spendable[namespace] = spendable
+        else:
+            self._spendable.pop(namespace, None)
 
     def __len__(self) -> int:
         return len(self.budgets)
@@ -117,20 +128,18 @@ class BudgetIndex:
     def in_namespace(self, namespace: str) -> Collection[SlimBudget]:
         return self._by_namespace.get(namespace, {}).values()
 
-
-def counted_by_a_budget(pod: SlimPod, budgets: BudgetIndex) -> bool:
-    """Whether the scheduler's split would spend one of a budget's remaining disruptions on this pod. A
-    budget with none left makes every pod it selects violating, whichever other pods are on the node, so a
-    pod under it changes no other pod's count."""
-    if not pod.label_pairs:
-        return False
-    spendable = [
-        b for b in budgets.in_namespace(pod.namespace) if b.disruptions_allowed > 0 and pod.name not in b.disrupted_pods
-    ]
-    if not spendable:
-        return False
-    labels = pod.labels
-    return any(b.selects(labels) for b in spendable)
+    def counted(self, pods: Iterable[SlimPod]) -> Iterator[SlimPod]:
+        """The pods on which the scheduler's split would spend one of a budget's remaining disruptions. A
+        budget with none left makes every pod it selects violating, whichever other pods are on the node, so
+        a pod under it changes no other pod's count."""
+        spendable_in = self._spendable.get
+        for pod in pods:
+            if not pod.label_pairs:
+                continue
+            namespace, name = pod.key
+            spendable = spendable_in(namespace)
+            if spendable and any(name not in b.disrupted_pods and b.selects(pod.labels) for b in spendable):
+                yield pod
 
 
 def split_by_budget_violation(pods: Sequence[SlimPod], budgets: BudgetIndex) -> tuple[list[SlimPod], list[SlimPod]]:

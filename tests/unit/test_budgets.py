@@ -102,6 +102,69 @@ def test_split_by_budget_violation(
     assert [p.name for p in good] == [name for name in names if name not in violating], "order kept"
 
 
+# (rule, pods, budgets put in this order, budget names removed after, expected pods counted)
+COUNTED = [
+    ("a budget with disruptions left counts each pod it selects", [labelled("a")], [budget("web", 1)], [], ["a"]),
+    ("a budget with none left counts none", [labelled("a")], [budget("web", 0)], [], []),
+    (
+        "a budget put again with none left counts none any more",
+        [labelled("a")],
+        [budget("web", 1), budget("web", 0)],
+        [],
+        [],
+    ),
+    (
+        "a budget put again with disruptions left counts again",
+        [labelled("a")],
+        [budget("web", 0), budget("web", 2)],
+        [],
+        ["a"],
+    ),
+    ("a removed budget counts none", [labelled("a")], [budget("web", 1)], ["web"], []),
+    (
+        "the other budget of the namespace still counts after one is removed",
+        [labelled("a")],
+        [budget("web", 1), budget("web-too", 1)],
+        ["web"],
+        ["a"],
+    ),
+    ("a budget of another namespace counts none", [labelled("a")], [budget("web", 1, namespace="other")], [], []),
+    (
+        "a pod the API server already counts as disrupted is not",
+        [labelled("a")],
+        [budget("web", 1, disrupted=("a",))],
+        [],
+        [],
+    ),
+    (
+        "a pod without labels is not",
+        [labelled("a", labels={})],
+        [budget("web", 1, selector={"matchExpressions": [{"key": "app", "operator": "DoesNotExist"}]})],
+        [],
+        [],
+    ),
+    (
+        "only the pods a budget selects, in the order given",
+        [labelled("b"), labelled("x", labels={"app": "db"}), labelled("a")],
+        [budget("web", 1)],
+        [],
+        ["b", "a"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("rule", "pods", "budgets", "removed", "counted"), COUNTED, ids=[case[0] for case in COUNTED])
+def test_the_pods_a_budget_would_spend_a_disruption_on(
+    rule: str, pods: list[dict[str, Any]], budgets: list[dict[str, Any]], removed: list[str], counted: list[str]
+) -> None:
+    index = PodIndex.of(pods)
+    budget_index = BudgetIndex.of(budgets)
+    for name in removed:
+        budget_index.remove(budget(name, 0))
+    ordered = [index.get(("team", body["metadata"]["name"])) for body in pods]
+    assert [p.name for p in budget_index.counted(ordered)] == counted, rule
+
+
 def _decide(pods: list[dict[str, Any]], budgets: list[dict[str, Any]], cpu: str) -> tuple[Any, dict[str, Any]]:
     view = ClusterView(PodIndex.of(pods), {"node-a": node("node-a", cpu="4")}, CLASS_RECORDS, BudgetIndex.of(budgets))
     decision = decide_preemption(args(pod("high", "high", cpu=cpu, node=None), {"node-a": ["p"]}), view, NOW)
