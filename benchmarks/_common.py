@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -47,6 +48,14 @@ def machine_info() -> dict[str, Any]:
         "python": platform.python_version(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
+
+
+def code_revision(checkout: str) -> str:
+    """The commit a checkout of the project is at, for the results of a run against it (`--code`)."""
+    found = subprocess.run(
+        ["git", "-C", checkout, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    )
+    return found.stdout.strip() if found.returncode == 0 else f"{checkout} (not a git checkout)"
 
 
 def save_results(name: str, payload: Mapping[str, Any]) -> Path:

@@ -98,10 +98,12 @@ def ptol_webhook(
     log_name: str = "ptol-webhook.log",
     extra_args: Sequence[str] = (),
     ready_timeout: float = 120.0,
+    code: str | None = None,
 ) -> Iterator[tuple[str, int]]:
     """`ptol webhook` (guard enforced) on a free loopback port, caches synced: (base URL, pid).
 
-    With `register`, its webhook configurations call it by URL (and are removed when it stops)."""
+    With `register`, its webhook configurations call it by URL (and are removed when it stops). With
+    `code`, the package of another checkout at that path runs instead of this one's."""
     port = free_port()
     base = f"https://{HOST}:{port}"
     extra = ["--register-url", base] if register else []
@@ -117,6 +119,9 @@ def ptol_webhook(
         "enforce",
         *extra,
         *extra_args,
+        # another checkout's package first on the path, and not this one's (-P: no working directory on it)
+        launcher=(sys.executable, "-P", "-m", "preemption_toleration") if code else (),
+        env={"PYTHONPATH": code} if code else None,
     )
     since = process.start()
     try:

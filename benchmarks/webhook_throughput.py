@@ -15,9 +15,13 @@ a pod protected forever; `ptol webhook` runs with `--retry-hold-seconds 0`, so e
 what is measured is the refusal's cost (with the hold, the scheduler sends about one a second).
 Target: ours >= 0.8x the bare handler's requests/s on every endpoint.
 
+With `--code PATH`, a third server runs another checkout's `ptol webhook` ("theirs") on the same CPU, against
+the same caches and bodies, in the same rounds (the order of the three turns each round), and the table adds
+ours/theirs per CPU-second: the median of the rounds' paired ratios, which a code change is judged by.
+
 Needs `wrk` (`apt-get install wrk`) and the control-plane binaries (`ptol dev cluster install`). Run:
 
-    .venv/bin/python benchmarks/webhook_throughput.py [--quick] [--rounds N] [--seconds S] [--pods N]
+    .venv/bin/python benchmarks/webhook_throughput.py [--quick] [--rounds N] [--seconds S] [--pods N] [--code PATH]
 
 Prints a table and saves it to benchmarks/results/webhook_throughput.json.
 """
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import copy
 import json
 import os
@@ -39,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from _cluster import api_client, bounded, local_cluster
-from _common import save_results, shown
+from _common import code_revision, save_results, shown
 from _webhook_bench import (
     bare_webhook,
     create_owner,
@@ -68,6 +73,7 @@ from preemption_toleration.core.annotations import TOLERATION_SECONDS as TOL
 from preemption_toleration.devcluster import LocalCluster, create_node, ensure_namespace
 
 NAMESPACE, TARGET = "bench", 0.8
+THEIRS = "theirs"  # the server of another checkout (--code)
 TIER = {"preemption-toleration.dev/tier": "guaranteed-10min"}
 CLASSES: list[tuple[str, int, dict[str, str], dict[str, str]]] = [
     ("critical", 10000, {}, {}),
@@ -247,32 +253,41 @@ async def record(api: ApiClient) -> dict[str, dict[str, Any]]:
 
 
 def benchmark(
-    cluster: LocalCluster, bodies: dict[str, bytes], scratch: Path, rounds: int, seconds: int
+    cluster: LocalCluster, bodies: dict[str, bytes], scratch: Path, rounds: int, seconds: int, code: str | None
 ) -> tuple[dict[str, str], dict[str, dict[str, list[Run]]]]:
-    """Both servers on one CPU, wrk on another: (our decisions, runs by endpoint and server)."""
+    """The servers on one CPU, wrk on another: (our decisions, runs by endpoint and server)."""
     cpus = sorted(os.sched_getaffinity(0))
     server_cpu, wrk_cpu = (cpus[0], cpus[1]) if len(cpus) >= 2 else (None, None)
     scripts = {key: post_script(body, scratch / key) for key, body in bodies.items()}
     pin_control_plane(cluster, wrk_cpu)
-    with (
-        # refusals answered at once: this measures what a refusal costs, not the pacing of retries
-        ptol_webhook(cluster, cpu=server_cpu, extra_args=("--retry-hold-seconds", "0")) as (ours, ours_pid),
-        bare_webhook(cluster.logs_dir / "bare-webhook.log", cpu=server_cpu) as (bare, bare_pid),
-    ):
-        servers = {"bare": (bare, bare_pid), "ours": (ours, ours_pid)}
-        if not decision(ours, GUARD_PATH, bodies["probe-protected-victim"]).startswith("denied"):
-            raise SystemExit(
-                "the guard did not infer the pending preemptor: the scheduler DELETE would not measure what it should"
+    # refusals answered at once: this measures what a refusal costs, not the pacing of retries
+    hold = ("--retry-hold-seconds", "0")
+    with contextlib.ExitStack() as stack:
+        servers = {
+            "bare": stack.enter_context(bare_webhook(cluster.logs_dir / "bare-webhook.log", cpu=server_cpu)),
+            "ours": stack.enter_context(ptol_webhook(cluster, cpu=server_cpu, extra_args=hold)),
+        }
+        if code is not None:
+            servers[THEIRS] = stack.enter_context(
+                ptol_webhook(cluster, cpu=server_cpu, extra_args=hold, code=code, log_name="ptol-webhook-theirs.log")
             )
-        decisions = {key: decision(ours, path, bodies[key]) for key, path in ENDPOINTS}
+        for name in ("ours", THEIRS) if code is not None else ("ours",):
+            if not decision(servers[name][0], GUARD_PATH, bodies["probe-protected-victim"]).startswith("denied"):
+                raise SystemExit(
+                    f"{name}: the guard did not infer the pending preemptor: the scheduler DELETE would not measure "
+                    "what it should"
+                )
+        decisions = {key: decision(servers["ours"][0], path, bodies[key]) for key, path in ENDPOINTS}
         for key, path in ENDPOINTS:
-            decision(bare, path, bodies[key])
+            decision(servers["bare"][0], path, bodies[key])
             for base, pid in servers.values():
                 wrk(base + path, scripts[key], 1, pid, wrk_cpu)  # warm-up
-        runs: dict[str, dict[str, list[Run]]] = {key: {"bare": [], "ours": []} for key, _ in ENDPOINTS}
-        for number in range(rounds):  # each round: bare and ours back to back, in alternating order
+        names = list(servers)
+        runs: dict[str, dict[str, list[Run]]] = {key: {name: [] for name in names} for key, _ in ENDPOINTS}
+        for number in range(rounds):  # each round: the servers back to back, the order turned by one
+            order = names[number % len(names) :] + names[: number % len(names)]
             for key, path in ENDPOINTS:
-                for name in ("bare", "ours") if number % 2 == 0 else ("ours", "bare"):
+                for name in order:
                     base, pid = servers[name]
                     runs[key][name].append(wrk(base + path, scripts[key], seconds, pid, wrk_cpu))
     return decisions, runs
@@ -283,20 +298,24 @@ def report(
 ) -> list[dict[str, Any]]:
     """Print the table; its rows, with every run."""
 
-    def paired_ratio(key: str, field: str) -> float:
-        """The median over rounds of ours / bare, each round's two runs taken back to back."""
+    def paired_ratio(key: str, field: str, over: str = "bare") -> float:
+        """The median over rounds of ours / `over`, each round's runs taken back to back."""
         return round(
             statistics.median(
                 float(getattr(o, field)) / float(getattr(b, field))
-                for o, b in zip(runs[key]["ours"], runs[key]["bare"], strict=True)
+                for o, b in zip(runs[key]["ours"], runs[key][over], strict=True)
             ),
             3,
         )
 
+    compared = THEIRS in next(iter(runs.values()))
+
     rows: list[dict[str, Any]] = []
     print(
         f"{'endpoint':<23} {'body KB':>7} {'bare req/s':>10} {'ours req/s':>10} {'ratio':>6} {'CPU ratio':>9}  "
-        f"{'bare p50/p99 ms':>15}  {'ours p50/p99 ms':>15}  ours decision"
+        f"{'bare p50/p99 ms':>15}  {'ours p50/p99 ms':>15}"
+        + (f" {'theirs CPU':>10} {'ours/theirs CPU':>15}" if compared else "")
+        + "  ours decision"
     )
     for key, path in ENDPOINTS:
         figures = {
@@ -304,9 +323,19 @@ def report(
                 field: round(statistics.median(getattr(run, field) for run in runs[key][name]), 3)
                 for field in ("requests_per_s", "requests_per_cpu_s", "p50_ms", "p99_ms")
             }
-            for name in ("bare", "ours")
+            for name in runs[key]
         }
         ratio, cpu_ratio = paired_ratio(key, "requests_per_s"), paired_ratio(key, "requests_per_cpu_s")
+        against: dict[str, float] = {}
+        if compared:
+            theirs_cpu = statistics.median(
+                float(t.requests_per_cpu_s) / float(b.requests_per_cpu_s)
+                for t, b in zip(runs[key][THEIRS], runs[key]["bare"], strict=True)
+            )
+            against = {
+                "theirs_cpu_ratio": round(theirs_cpu, 3),
+                "ours_over_theirs_cpu": paired_ratio(key, "requests_per_cpu_s", THEIRS),
+            }
         rows.append(
             {
                 "endpoint": key,
@@ -317,17 +346,21 @@ def report(
                 "ratio": ratio,
                 "cpu_ratio": cpu_ratio,
                 "meets_target": ratio >= TARGET,
-                "runs": {name: [asdict(run) for run in runs[key][name]] for name in ("bare", "ours")},
+                **against,
+                "runs": {name: [asdict(run) for run in server_runs] for name, server_runs in runs[key].items()},
             }
         )
         bare, ours = figures["bare"], figures["ours"]
         print(
             f"{key:<23} {len(bodies[key]) / 1024:>7.1f} {bare['requests_per_s']:>10.0f} "
             f"{ours['requests_per_s']:>10.0f} {ratio:>5.2f}x {cpu_ratio:>8.2f}x  "
-            f"{bare['p50_ms']:>7.2f}/{bare['p99_ms']:<7.2f}  {ours['p50_ms']:>7.2f}/{ours['p99_ms']:<7.2f}  "
-            f"{decisions[key]}"
+            f"{bare['p50_ms']:>7.2f}/{bare['p99_ms']:<7.2f}  {ours['p50_ms']:>7.2f}/{ours['p99_ms']:<7.2f}"
+            + (f" {against['theirs_cpu_ratio']:>9.2f}x {against['ours_over_theirs_cpu']:>14.3f}x" if compared else "")
+            + f"  {decisions[key]}"
         )
     print("ratio: median over rounds of ours/bare requests/s; CPU ratio: the same per CPU-second of the server")
+    if compared:
+        print("theirs CPU: theirs/bare per CPU-second; ours/theirs CPU: median over rounds of the paired ratio")
     failed = [row["endpoint"] for row in rows if not row["meets_target"]]
     print(f"target ours >= {TARGET}x bare on every endpoint: {'missed on ' + ', '.join(failed) if failed else 'met'}")
     errors = sum(
@@ -347,6 +380,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, help="rounds per endpoint (default 5)")
     parser.add_argument("--seconds", type=int, help="seconds per wrk run (default 3)")
     parser.add_argument("--pods", type=int, help="bound pods in the cluster (default 100)")
+    parser.add_argument(
+        "--code",
+        metavar="PATH",
+        help="also run the `ptol webhook` of another checkout at PATH (e.g. a git worktree of an earlier "
+        "commit), side by side with the current code",
+    )
     parser.add_argument("--dir", help="keep the cluster's directory (logs) here instead of a temporary one")
     parser.add_argument(
         "--save-as",
@@ -368,7 +407,7 @@ def main() -> None:
     with local_cluster(args.dir) as cluster, tempfile.TemporaryDirectory() as scratch:
         install_crd(cluster)
         bodies = {key: json.dumps(body).encode() for key, body in asyncio.run(prepare(cluster)).items()}
-        decisions, runs = benchmark(cluster, bodies, Path(scratch), rounds, seconds)
+        decisions, runs = benchmark(cluster, bodies, Path(scratch), rounds, seconds, args.code)
         problems = log_problems(cluster.logs_dir / "ptol-webhook.log")
     rows = report(bodies, decisions, runs)
     if problems:
@@ -383,6 +422,7 @@ def main() -> None:
                 "wrk_threads": 1,
                 "pods": pods,
                 "target_ratio": TARGET,
+                "theirs": code_revision(args.code) if args.code else None,
             },
             "rows": rows,
             "webhook_log_problems": problems[:20],
