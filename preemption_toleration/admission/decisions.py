@@ -163,12 +163,13 @@ def mutate_priority_class(request: AdmissionRequest, snapshot: Snapshot) -> Admi
     return allow(request.uid, warnings, patch)
 
 
-def _conflict(name: str, spec: Any, snapshot: Snapshot) -> str | None:
+def _conflict(name: str, governed: list[str], snapshot: Snapshot) -> str | None:
     """Whether another live policy already claims a class this one would (`conflicts_of`): the classes it
-    would govern, each asked of the ownership index (a class that does not exist yet is claimed by name only).
-    The message names the oldest such policy, the one that governs, as the operator decides."""
+    would govern (`governed_names`), each asked of the ownership index (a class that does not exist yet is
+    claimed by name only). The message names the oldest such policy, the one that governs, as the operator
+    decides."""
     claimed: dict[str, list[PolicyView]] = {}
-    for class_name in governed_names(spec, snapshot.classes, snapshot.labels):
+    for class_name in governed:
         view = snapshot.classes.get(class_name)
         if view is None:  # claimed by name only
             claimed[class_name] = snapshot.ownership.claimants_of(class_name, {}, exists=False)
@@ -178,7 +179,7 @@ def _conflict(name: str, spec: Any, snapshot: Snapshot) -> str | None:
     return found[0].message if found else None
 
 
-def _without_effect(name: str, spec: Any, snapshot: Snapshot) -> list[str]:
+def _without_effect(name: str, spec: Any, governed: list[str], snapshot: Snapshot) -> list[str]:
     """A warning when the policy's minimum holds back no preemptor of a class it would govern that the
     cache knows (a class created later is judged by the operator's status)."""
     minimum = spec.minimum_preemptable_priority
@@ -186,7 +187,7 @@ def _without_effect(name: str, spec: Any, snapshot: Snapshot) -> list[str]:
         return []  # the policy's own rules warn (toleration-without-minimum, no-effect)
     known = [
         ClassValue(class_name, view.value)
-        for class_name in governed_names(spec, snapshot.classes, snapshot.labels)
+        for class_name in governed
         if (view := snapshot.classes.get(class_name)) is not None
     ]
     low = unaffected(minimum, known)
@@ -200,19 +201,23 @@ def validate_policy(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionR
         deleting = as_mapping(obj.get("metadata")).get("deletionTimestamp")
         if deleting or obj.get("spec") == old.get("spec"):
             return allow(request.uid)  # finalizers, labels, annotations: the spec was judged before
-    parts = read_policy(obj)
+    parts = read_policy(obj, served=True)
     errors, warnings = _ratchet(parts.findings, [])
     if errors and old is not None:  # only an error can be excused by the old object having it too
-        errors, warnings = _ratchet(parts.findings, read_policy(old).findings)
+        errors, warnings = _ratchet(parts.findings, read_policy(old, served=True).findings)
     if errors or parts.spec is None:
         return deny(
             request.uid, 422, " ".join(f.message for f in errors) or "The policy is invalid.", warnings=warnings
         )
-    warnings += _without_effect(parts.name, parts.spec, snapshot)
-    conflict = _conflict(parts.name, parts.spec, snapshot)
+    governed = governed_names(parts.spec, snapshot.classes, snapshot.labels)
+    warnings += _without_effect(parts.name, parts.spec, governed, snapshot)
+    conflict = _conflict(parts.name, governed, snapshot)
     if conflict is not None:
-        old_spec = read_policy(old).spec if old is not None else None
-        if old_spec is not None and _conflict(parts.name, old_spec, snapshot) == conflict:
+        old_spec = read_policy(old, served=True).spec if old is not None else None
+        if (
+            old_spec is not None
+            and _conflict(parts.name, governed_names(old_spec, snapshot.classes, snapshot.labels), snapshot) == conflict
+        ):
             return allow(request.uid, [*warnings, conflict])  # not made worse by this change
         return deny(request.uid, 409, conflict, warnings=warnings)
     return allow(request.uid, warnings)

@@ -205,8 +205,8 @@ def _api_version_text(api_version: Any) -> str:
 
 
 class PolicyParts(NamedTuple):
-    """A policy's name, its metadata and spec models (both None when any error was found), and every
-    finding."""
+    """A policy's name, its metadata and spec models (both None when any error was found; the metadata also
+    when it was not read), and every finding."""
 
     name: str
     metadata: ObjectMeta | None
@@ -214,8 +214,11 @@ class PolicyParts(NamedTuple):
     findings: list[Finding]
 
 
-def read_policy(obj: Mapping[str, Any]) -> PolicyParts:
-    """`parse_policy` without the model around the parts (the admission webhook needs only the spec)."""
+def read_policy(obj: Mapping[str, Any], *, served: bool = False) -> PolicyParts:
+    """`parse_policy` without the model around the parts. `served`: the object of an admission review, which
+    the API server has decoded and validated as an object with ObjectMeta before it calls a webhook, so its
+    labels and annotations are strings already; its metadata is not read again (the webhook needs only the
+    spec)."""
     metadata = obj.get("metadata")
     name = policy_name(metadata)
     findings: list[Finding] = []
@@ -252,6 +255,8 @@ def read_policy(obj: Mapping[str, Any]) -> PolicyParts:
     findings += _semantic_findings(name, spec_model)
     if any(finding.is_error for finding in findings):
         return PolicyParts(name, None, None, findings)
+    if served:
+        return PolicyParts(name, None, spec_model, findings)
     try:
         metadata_model = ObjectMeta.model_validate(metadata or {})
     except ValidationError as invalid:

@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 
 from preemption_toleration.validation import Severity, check_policy
-from preemption_toleration.validation.policy import parse_policy
+from preemption_toleration.validation.policy import parse_policy, read_policy
 
 E, W = Severity.ERROR, Severity.WARNING
 
@@ -128,6 +128,24 @@ def test_rule(rule, spec, severity, words) -> None:
     assert findings[0].severity is severity
     for word in words:
         assert word in findings[0].message
+
+
+@pytest.mark.parametrize(("rule", "spec", "severity", "words"), RULES, ids=[f"{c[0]}-{i}" for i, c in enumerate(RULES)])
+def test_a_served_policy_is_judged_by_the_same_rules(rule, spec, severity, words) -> None:
+    """The webhook reads a policy as served (its metadata decoded by the API server already) and finds what
+    `ptol validate` finds, with the same spec model."""
+    served, read = read_policy(policy(spec), served=True), read_policy(policy(spec))
+    assert served.findings == read.findings
+    assert served.spec == read.spec
+    assert served.metadata is None
+
+
+def test_a_served_policy_has_its_metadata_left_to_the_api_server() -> None:
+    document = policy({"priorityClassName": "low", "minimumPreemptablePriority": 10000})
+    document["metadata"]["labels"] = {"team": 7}  # the API server refuses this before any webhook sees it
+    assert [f.rule for f in read_policy(document).findings] == ["invalid-field"]
+    served = read_policy(document, served=True)
+    assert served.findings == [] and served.spec is not None
 
 
 def test_wrong_api_version_and_missing_name() -> None:
