@@ -20,28 +20,9 @@ from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
 from preemption_toleration.devcluster import LocalCluster
+from tests.integration import helpers, objects
 from tests.integration.components import OperatorProcess, install_crd
 from tests.integration.conftest import Kubectl
-from tests.integration.helpers import (
-    ANSWER_SECONDS,
-    REACTION_SECONDS,
-    SLOW_SECONDS,
-    START_SECONDS,
-    eventually,
-    unique_name,
-)
-from tests.integration.objects import (
-    MIN,
-    TOL,
-    class_manifest,
-    ours,
-    policy_manifest,
-    read_class,
-    read_policy,
-    ready,
-    wait_annotations,
-    wait_ready,
-)
 from tests.integration.refusals import refused_by_admission
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -73,21 +54,21 @@ class Burst:
 
     def __init__(self, kubectl: Kubectl) -> None:
         self.kubectl = kubectl
-        label = unique_name("fault")
+        label = helpers.unique_name("fault")
         self.classes = [f"{label}-c{i}" for i in range(BURST)]
         self.policies = [f"{label}-p{i}" for i in range(BURST)]
 
     def wanted(self, index: int) -> dict[str, str]:
-        return {MIN: str(10000 + index), TOL: str(60 * (index + 1))}
+        return {objects.MIN: str(10000 + index), objects.TOL: str(60 * (index + 1))}
 
     def apply_classes(self) -> None:
-        manifests = [json.loads(class_manifest(name)) for name in self.classes]
+        manifests = [json.loads(objects.class_manifest(name)) for name in self.classes]
         self.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests}))
 
     def apply_policies(self) -> None:
         manifests = [
             json.loads(
-                policy_manifest(
+                objects.policy_manifest(
                     policy,
                     {
                         "priorityClassName": name,
@@ -102,44 +83,46 @@ class Burst:
 
     async def annotated(self, api: ApiClient) -> int:
         classes = await _classes(api, self.classes)
-        return sum(ours(classes.get(name)) == self.wanted(i) for i, name in enumerate(self.classes))
+        return sum(objects.ours(classes.get(name)) == self.wanted(i) for i, name in enumerate(self.classes))
 
     async def converged(self, api: ApiClient) -> list[str]:
         """What still differs from the converged state (empty: converged)."""
         classes = await _classes(api, self.classes)
         policies = await _policies(api, self.policies)
         wrong = [
-            f"{name}: {ours(classes.get(name))}"
+            f"{name}: {objects.ours(classes.get(name))}"
             for i, name in enumerate(self.classes)
-            if ours(classes.get(name)) != self.wanted(i)
+            if objects.ours(classes.get(name)) != self.wanted(i)
         ]
         wrong += [
-            f"{name}: {ready(policies.get(name))}"
+            f"{name}: {objects.ready(policies.get(name))}"
             for name in self.policies
-            if ready(policies.get(name))[:2] != ("True", "Applied")
+            if objects.ready(policies.get(name))[:2] != ("True", "Applied")
         ]
         return wrong
 
     async def left_behind(self, api: ApiClient) -> list[str]:
         """What deleting the policies has not undone yet: a policy, a class's annotations."""
         classes = await _classes(api, self.classes)
-        left = [f"{name}: {ours(classes.get(name))}" for name in self.classes if ours(classes.get(name))]
+        left = [
+            f"{name}: {objects.ours(classes.get(name))}" for name in self.classes if objects.ours(classes.get(name))
+        ]
         return left + list(await _policies(api, self.policies))
 
     async def converges_then_deleted_leaves_nothing(self, api: ApiClient) -> None:
         """Every policy becomes Ready and every class gets its policy's annotations; then deleting the policies
         releases every class and leaves no policy behind."""
-        await eventually(
+        await helpers.eventually(
             lambda: self.converged(api),
             lambda wrong: wrong == [],
-            timeout=SLOW_SECONDS,
+            timeout=helpers.SLOW_SECONDS,
             what="every policy Ready and every class with its policy's annotations",
         )
         self.kubectl("delete", "ptp", *self.policies, "--wait=false")
-        await eventually(
+        await helpers.eventually(
             lambda: self.left_behind(api),
             lambda left: left == [],
-            timeout=SLOW_SECONDS,
+            timeout=helpers.SLOW_SECONDS,
             what="every policy gone and every class released",
         )
 
@@ -185,10 +168,10 @@ async def burst(kubectl: Kubectl) -> AsyncIterator[Burst]:
 async def fault_in_the_middle(api: ApiClient, burst: Burst, fault: Callable[[], None]) -> int:
     """Applies the burst and calls `fault` once the first class is written; returns how many were then."""
     burst.apply_policies()
-    done = await eventually(
+    done = await helpers.eventually(
         lambda: burst.annotated(api),
         lambda count: count > 0,
-        timeout=START_SECONDS,
+        timeout=helpers.START_SECONDS,
         interval=0.05,
         what="the first class written",
     )
@@ -214,8 +197,8 @@ async def test_an_api_server_restarted_in_the_middle_of_a_burst_leaves_nothing_b
     api: ApiClient, cluster: LocalCluster, operator: OperatorProcess, burst: Burst
 ) -> None:
     assert await fault_in_the_middle(api, burst, cluster.restart_apiserver) < BURST, "the restart came after the burst"
-    await eventually(
-        lambda: _answers(api), bool, timeout=ANSWER_SECONDS, what="the admin client's calls answered again"
+    await helpers.eventually(
+        lambda: _answers(api), bool, timeout=helpers.ANSWER_SECONDS, what="the admin client's calls answered again"
     )
     await burst.converges_then_deleted_leaves_nothing(api)
 
@@ -258,7 +241,7 @@ def deleted_after(kubectl: Kubectl, pc: str, ptp: str) -> Iterator[None]:
 
 def apply_policy(kubectl: Kubectl, ptp: str, pc: str, **metadata: Any) -> None:
     """`kubectl apply` of policy `ptp`: class `pc` not preempted below priority 10000, with this metadata."""
-    manifest = json.loads(policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000}))
+    manifest = json.loads(objects.policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000}))
     manifest["metadata"].update(metadata)
     kubectl("apply", "-f", "-", input=json.dumps(manifest))
 
@@ -268,8 +251,8 @@ async def test_a_refused_write_is_retried_without_waiting_for_the_resync(
 ) -> None:
     """Another check refuses the class's write: the policy says so (ApplyFailed); once the check lets writes
     through, the operator's own retry writes the class, with nothing else changed to ask for it."""
-    pc, ptp, label = unique_name("refused"), unique_name("policy"), unique_name("refuse")
-    kubectl("apply", "-f", "-", input=class_manifest(pc, labels={label: "true"}))
+    pc, ptp, label = helpers.unique_name("refused"), helpers.unique_name("policy"), helpers.unique_name("refuse")
+    kubectl("apply", "-f", "-", input=objects.class_manifest(pc, labels={label: "true"}))
     with deleted_after(kubectl, pc, ptp):
         async with class_writes_refused(api, label) as let_through:
 
@@ -277,14 +260,14 @@ async def test_a_refused_write_is_retried_without_waiting_for_the_resync(
                 probe = '{"metadata":{"annotations":{"probe":"x"}}}'
                 return kubectl("patch", "priorityclass", pc, "--dry-run=server", "-p", probe, check=False).stderr
 
-            await eventually(refused, lambda said: "refused by the test" in said, what="the refusal in force")
+            await helpers.eventually(refused, lambda said: "refused by the test" in said, what="the refusal in force")
             apply_policy(kubectl, ptp, pc)
-            policy = await wait_ready(api, ptp, "False", "ApplyFailed")
-            assert "refused by the test" in ready(policy)[2]
-            assert ours(await read_class(api, pc)) == {}
+            policy = await objects.wait_ready(api, ptp, "False", "ApplyFailed")
+            assert "refused by the test" in objects.ready(policy)[2]
+            assert objects.ours(await objects.read_class(api, pc)) == {}
             await let_through()
-            await wait_annotations(api, pc, {MIN: "10000"})
-            await wait_ready(api, ptp, "True", "Applied")
+            await objects.wait_annotations(api, pc, {objects.MIN: "10000"})
+            await objects.wait_ready(api, ptp, "True", "Applied")
 
 
 async def test_a_policy_deleted_while_the_operator_was_stopped_is_released_at_its_start(
@@ -292,20 +275,20 @@ async def test_a_policy_deleted_while_the_operator_was_stopped_is_released_at_it
 ) -> None:
     """No finalizer holds a policy: `kubectl delete` while the operator is stopped deletes it at once, and the
     operator releases its class when it starts."""
-    pc, ptp = unique_name("orphan"), unique_name("policy")
-    kubectl("apply", "-f", "-", input=class_manifest(pc))
+    pc, ptp = helpers.unique_name("orphan"), helpers.unique_name("policy")
+    kubectl("apply", "-f", "-", input=objects.class_manifest(pc))
     with deleted_after(kubectl, pc, ptp):
         apply_policy(kubectl, ptp, pc)
-        await wait_annotations(api, pc, {MIN: "10000"})
-        policy = await wait_ready(api, ptp, "True", "Applied")
+        await objects.wait_annotations(api, pc, {objects.MIN: "10000"})
+        policy = await objects.wait_ready(api, ptp, "True", "Applied")
         # nothing written on the policy but its status: no finalizer, no annotation of kopf's or ours
         assert "finalizers" not in policy["metadata"]
         assert list(policy["metadata"].get("annotations") or {}) == ["kubectl.kubernetes.io/last-applied-configuration"]
         operator.stop()
         kubectl("delete", "ptp", ptp, "--wait=true", "--timeout=10s")
-        assert ours(await read_class(api, pc)) == {MIN: "10000"}
+        assert objects.ours(await objects.read_class(api, pc)) == {objects.MIN: "10000"}
         operator.start()
-        await wait_annotations(api, pc, {})
+        await objects.wait_annotations(api, pc, {})
 
 
 async def test_a_policy_an_earlier_release_held_by_its_finalizer_is_let_go(
@@ -313,25 +296,29 @@ async def test_a_policy_an_earlier_release_held_by_its_finalizer_is_let_go(
 ) -> None:
     """Earlier releases put kopf's finalizer on every policy: the operator removes it, from a policy in use, and
     from one deleted while no operator ran, left Terminating, which then goes and releases its class."""
-    pc, ptp = unique_name("former"), unique_name("policy")
+    pc, ptp = helpers.unique_name("former"), helpers.unique_name("policy")
     former = {"finalizers": [f"{GROUP}/finalizer"]}
 
     async def finalizers() -> list[str] | None:
-        found = await read_policy(api, ptp)
+        found = await objects.read_policy(api, ptp)
         return None if found is None else list(found["metadata"].get("finalizers") or [])
 
-    kubectl("apply", "-f", "-", input=class_manifest(pc))
+    kubectl("apply", "-f", "-", input=objects.class_manifest(pc))
     with deleted_after(kubectl, pc, ptp):
         apply_policy(kubectl, ptp, pc, **former)
-        await wait_annotations(api, pc, {MIN: "10000"})
-        await eventually(finalizers, lambda found: found == [], timeout=REACTION_SECONDS, what="its finalizer removed")
+        await objects.wait_annotations(api, pc, {objects.MIN: "10000"})
+        await helpers.eventually(
+            finalizers, lambda found: found == [], timeout=helpers.REACTION_SECONDS, what="its finalizer removed"
+        )
         operator.stop()
         apply_policy(kubectl, ptp, pc, **former)  # as the earlier release left it
         kubectl("delete", "ptp", ptp, "--wait=false")
         assert await finalizers() == [f"{GROUP}/finalizer"]  # Terminating
         operator.start()
-        await eventually(finalizers, lambda found: found is None, timeout=START_SECONDS, what="the policy gone")
-        await wait_annotations(api, pc, {})
+        await helpers.eventually(
+            finalizers, lambda found: found is None, timeout=helpers.START_SECONDS, what="the policy gone"
+        )
+        await objects.wait_annotations(api, pc, {})
 
 
 async def test_a_peered_replica_reconciles_after_its_listing_without_waiting_for_the_resync(
@@ -340,12 +327,12 @@ async def test_a_peered_replica_reconciles_after_its_listing_without_waiting_for
     """A replica of a peering stands by until its listing of the policies is complete, and the requests the
     listing's objects make come while it does: the listing's end asks again, so a policy applied before the
     replica started is written at its start, not a resync period later."""
-    pc, ptp = unique_name("peered"), unique_name("policy")
+    pc, ptp = helpers.unique_name("peered"), helpers.unique_name("policy")
     install_crd(cluster)
-    kubectl("apply", "-f", "-", input=class_manifest(pc))
+    kubectl("apply", "-f", "-", input=objects.class_manifest(pc))
     with deleted_after(kubectl, pc, ptp):
         apply_policy(kubectl, ptp, pc)
         peered = ("--peering", "preemption-toleration", "--priority", "300")
         with running_operator(cluster, 3600, "operator-unhurried-peered.log", *peered):
-            await wait_annotations(api, pc, {MIN: "10000"})
-            await wait_ready(api, ptp, "True", "Applied")
+            await objects.wait_annotations(api, pc, {objects.MIN: "10000"})
+            await objects.wait_ready(api, ptp, "True", "Applied")

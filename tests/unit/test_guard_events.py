@@ -12,6 +12,7 @@ from preemption_toleration.records.pod import PodBody
 from preemption_toleration.records.pod_group import MemberRecord, pod_group_record
 from preemption_toleration.webhooks import events as events_module
 from preemption_toleration.webhooks.events import RefusalEvents
+from tests.unit.gate import Gate
 
 NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
 
@@ -213,16 +214,10 @@ class GatedCore(FakeCore):
 
     def __init__(self) -> None:
         super().__init__()
-        self.gate = asyncio.Event()
-        self.in_flight = self.most_in_flight = 0
+        self.gate = Gate(closed=True)
 
     async def create_namespaced_event(self, namespace, body, _preload_content=True, _request_timeout=None):
-        self.in_flight += 1
-        self.most_in_flight = max(self.most_in_flight, self.in_flight)
-        try:
-            await self.gate.wait()
-        finally:
-            self.in_flight -= 1
+        await self.gate.passing()
         return await super().create_namespaced_event(namespace, body, _preload_content, _request_timeout)
 
 
@@ -245,12 +240,12 @@ async def test_refusals_are_posted_many_at_once_and_each_event_is_created_once()
     task = asyncio.create_task(recorder.run())
     try:
         for _ in range(500):
-            if core.in_flight == events_module.POSTERS:
+            if core.gate.in_flight == events_module.POSTERS:
                 break
             await asyncio.sleep(0.01)
         await asyncio.sleep(0.05)
-        assert core.in_flight == events_module.POSTERS == 16  # no more
-        core.gate.set()
+        assert core.gate.in_flight == events_module.POSTERS == 16  # no more
+        core.gate.open()
         for _ in range(500):
             if len(core.created) == 21 and len(core.patched) == 2:
                 break

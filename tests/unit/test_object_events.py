@@ -19,6 +19,7 @@ from preemption_toleration.kube import events as events_module
 from preemption_toleration.kube.events import ObjectEvents, event_body
 from preemption_toleration.records.policy import policy_view
 from preemption_toleration.records.priority_class import ClassView
+from tests.unit.gate import Gate
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 POLICY = policy_view(
@@ -106,18 +107,11 @@ class FakeCore:
     def __init__(self, failures: list[BaseException | Answer] | None = None) -> None:
         self.failures = failures or []
         self.created: list[tuple[str, dict]] = []
-        self.gate = asyncio.Event()
-        self.gate.set()
-        self.in_flight = self.most_in_flight = 0
+        self.gate = Gate()
 
     async def create_namespaced_event(self, namespace, body, _preload_content=True, _request_timeout=None):
         assert _preload_content is False  # the answer is read as bytes, never built into a model
-        self.in_flight += 1
-        self.most_in_flight = max(self.most_in_flight, self.in_flight)
-        try:
-            await self.gate.wait()
-        finally:
-            self.in_flight -= 1
+        await self.gate.passing()
         failure = self.failures.pop(0) if self.failures else Answer(201)
         if isinstance(failure, BaseException):
             raise failure
@@ -163,18 +157,18 @@ async def test_a_burst_is_posted_whole_and_as_many_at_once_as_the_writes() -> No
     """A 1,000 x 3,000 burst writes 3,000 classes, one Event each, 16 writes at a time: every Event is
     queued, and they are posted 16 at once."""
     core = FakeCore()
-    core.gate.clear()
+    core.gate.close()
     events = ObjectEvents(core, "c", logging.getLogger("test.events"))  # type: ignore[arg-type]
     for i in range(3000):
         events.post(POLICY.ref, "Normal", "Applied", f"Applied to PriorityClass burst-{i:04d}.")
     assert events.queue.qsize() == 3000  # none dropped
     async with posting(events):
-        await until(lambda: core.in_flight == 16)
+        await until(lambda: core.gate.in_flight == 16)
         await asyncio.sleep(0.05)
-        assert core.in_flight == events_module.POSTERS == 16  # no more
-        core.gate.set()
+        assert core.gate.in_flight == events_module.POSTERS == 16  # no more
+        core.gate.open()
         await until(lambda: len(core.created) == 3000)
-    assert core.most_in_flight == 16 and events.queue.empty()
+    assert core.gate.most_in_flight == 16 and events.queue.empty()
 
 
 def test_a_full_queue_drops_the_event_with_a_log_line(monkeypatch, caplog) -> None:
