@@ -8,6 +8,7 @@ import pytest
 
 from preemption_toleration.guard.inference import VictimPlace, infer_preemptor
 from preemption_toleration.inventory.pods import DEPARTED_SHAPES, PodIndex
+from preemption_toleration.records import pod as pod_records
 from preemption_toleration.records.node import NodeRecord
 from preemption_toleration.records.pod import PodBody, Shared, slim_pod
 
@@ -77,6 +78,26 @@ def test_pods_of_one_workload_share_their_constraints_and_requests() -> None:
     assert first.constraints is second.constraints and first.requests is second.requests
     assert first.constraints.pod == {"spec": spec}
     assert first.key[0] is sys.intern("team")
+
+
+def test_label_values_are_shared_by_a_table_of_the_index_not_interned(monkeypatch) -> None:
+    """Values, many of them one pod's own, are shared through the index's bounded table; each value is one
+    object for every pod that has it, and the interpreter's interned strings do not grow with them."""
+    monkeypatch.setattr(pod_records, "MAX_SHARED", 3)
+    shared = Shared()
+
+    def bound(name: str, template: str):
+        body = raw_pod(name, node="node-1")
+        body["metadata"]["labels"] = {"app": "x", "pod-template-hash": "".join(template)}  # a new str each time
+        return slim_pod(body, shared)
+
+    first, second, other = bound("a", ["h", "1"]), bound("b", ["h", "1"]), bound("c", ["h", "2"])
+    assert first.label_pairs == ("app", "x", "pod-template-hash", "h1") and first.labels["pod-template-hash"] == "h1"
+    assert first.label_pairs[3] is second.label_pairs[3] and first.label_pairs is second.label_pairs
+    assert first.label_pairs[3] is not sys.intern("".join(["h", "1"]))  # ours, not the interpreter's
+    assert other.label_pairs[3] == "h2" and len(shared.values) == 3  # x, h1, h2
+    bound("d", ["h", "3"])  # the table was full: emptied, then holds what this pod brought
+    assert set(shared.values) == {"x", "h3"}
 
 
 def test_malformed_fields_read_as_absent() -> None:
