@@ -138,7 +138,10 @@ class BudgetIndex:
                 continue
             namespace, name = pod.key
             spendable = spendable_in(namespace)
-            if spendable and any(name not in b.disrupted_pods and b.selects(pod.labels) for b in spendable):
+            if not spendable:
+                continue
+            labels = pod.labels  # a dict built from the pod's pairs: once, whatever the budgets
+            if any(name not in b.disrupted_pods and b.selects(labels) for b in spendable):
                 yield pod
 
 

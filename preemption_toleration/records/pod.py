@@ -71,7 +71,7 @@ class Shared:
         self.labels: dict[Labels, Labels] = {}
         # Label values, many of them one pod's own (a pod-template-hash, a StatefulSet's pod name): a table of
         # ours, not the interpreter's interned strings, whose one dict, already holding every identifier of
-        # the process, grows by megabytes at a time (measured: 1.9 MB at 10,000 pods, 190 B a pod)
+        # the process, grows by megabytes at a time (a probe of 10,000 pods: 1.9 MB in one step, 190 B a pod)
         self.values: dict[str, str] = {}
 
     def number(self, value: int) -> int:
