@@ -190,15 +190,19 @@ NodeResult = NodeVictims | NotSteered | None  # victims there; FITS (no preempti
 
 def hopeless(other: SlimPod, preemptor: SlimPod, name: str, view: ClusterView, now: datetime) -> bool:
     """Whether `other`, nominated to node `name`, is there by a nomination upstream's plugin would not have
-    made once `preemptor` is placed there: it counts against the preemptor (at least its priority) and cannot
-    fit there itself, with the preemptor counted, whatever pods that do not tolerate it go. The stock
-    scheduler makes such nominations for preemptions the guard refuses, again at each attempt."""
+    made: it counts against the preemptor (at least its priority) and cannot fit there itself whatever pods
+    that do not tolerate it go, counting the preemptor only where the scheduler's queue serves the preemptor
+    first (upstream nominates a pod counting the pods nominated before it, of at least its priority: a pod
+    served first, nominated while the preemptor waited or before it existed, made its nomination without it).
+    The stock scheduler makes such nominations for preemptions the guard refuses, again at each attempt."""
     if other.priority < preemptor.priority or not other.pending_candidate:
         return False
     if (other.constraints or NO_CONSTRAINTS).unjudged:
         return False
     placed = [pod for pod in view.pods.nominated_to(name) if pod.uid not in (other.uid, preemptor.uid)]
-    found = _on_node(other, name, view, ExemptionCheck(other, view, now), [*placed, preemptor])
+    if preemptor.queue_order() < other.queue_order():
+        placed.append(preemptor)
+    found = _on_node(other, name, view, ExemptionCheck(other, view, now), placed)
     return found is None
 
 

@@ -361,8 +361,8 @@ def test_in_progress_is_the_schedulers_terminating_by_preemption(rule, condition
     assert outcome(result) == expected, rule
 
 
-def twin(name="twin", klass="high", **extra):
-    return pod(name, klass, cpu="1", node=None, status__nominatedNodeName="node-a", **extra)
+def twin(name="twin", klass="high", cpu="1", **extra):
+    return pod(name, klass, cpu=cpu, node=None, status__nominatedNodeName="node-a", **extra)
 
 
 BLOCKING = [
@@ -373,6 +373,27 @@ BLOCKING = [
         "3",
         [pod("protected", "low-non-preempted", cpu="2")],
         [twin()],
+        ["twin"],
+    ),
+    (
+        "a twin of one priority created after the preemptor, served after it, counts it: cleared",
+        "3",
+        [pod("protected", "low-non-preempted", cpu="2")],
+        [twin(metadata__creationTimestamp="2026-11-22T10:30:00Z")],
+        ["twin"],
+    ),
+    (
+        "a twin of one priority created before the preemptor, served first, was nominated without it: kept",
+        "3",
+        [pod("protected", "low-non-preempted", cpu="2")],
+        [twin(metadata__creationTimestamp="2026-11-22T09:30:00Z")],
+        [],
+    ),
+    (
+        "an older twin that cannot fit even without the preemptor is cleared all the same",
+        "2",
+        [pod("protected", "low-non-preempted", cpu="1")],
+        [twin(cpu="2", metadata__creationTimestamp="2026-11-22T09:30:00Z")],
         ["twin"],
     ),
     (
