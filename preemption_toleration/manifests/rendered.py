@@ -22,6 +22,7 @@ _SOURCE_LINE = re.compile(r"^(---\n)?# Source: .*\n", re.M)
 
 
 STEERING = ("guard.steering=on", "extender.enabled=false")
+STEERING_AUDIT = ("guard.steering=audit", "extender.enabled=false")
 STEERING_RIGHTS = "preemption-toleration-webhook-steering"  # the Role and RoleBinding steering adds
 
 
@@ -52,6 +53,9 @@ RENDERED = (
     Rendered("config/steering/webhook.yaml", "webhook.yaml", STEERING),
     Rendered("config/steering/rbac.yaml", "rbac-webhook.yaml", STEERING, without=(STEERING_RIGHTS,)),
     Rendered("config/steering/steering-rbac.yaml", "rbac-webhook.yaml", STEERING, only=(STEERING_RIGHTS,)),
+    # config/steering-audit: the same install with steering in audit, which writes nothing and needs no right
+    Rendered("config/steering-audit/webhook.yaml", "webhook.yaml", STEERING_AUDIT),
+    Rendered("config/steering-audit/rbac.yaml", "rbac-webhook.yaml", STEERING_AUDIT),
 )
 
 

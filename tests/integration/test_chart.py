@@ -314,6 +314,7 @@ def _scheduling(objects: Objects) -> None:
 MONITORING = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
 CertManager = ("--set", "certificates.mode=cert-manager")
 Steering = ("--set", "guard.steering=on", "--set", "extender.enabled=false")
+SteeringAudit = ("--set", "guard.steering=audit", "--set", "extender.enabled=false")
 COMBINATIONS: dict[str, tuple[tuple[str, ...], Callable[[Objects], None]]] = {
     "defaults": ((), _defaults),
     "cert-manager with its own Issuer": (CertManager, _cert_manager),
@@ -479,6 +480,7 @@ AGREEMENT = [
     ("default", ()),
     ("certmanager", CertManager),
     ("steering", Steering),
+    ("steering-audit", SteeringAudit),
 ]
 
 

@@ -40,6 +40,7 @@ VARIANTS = [
     "default",
     "certmanager",
     "steering",
+    "steering-audit",
     "samples",
     "components/validating-admission-policy",
 ]
@@ -137,7 +138,7 @@ def test_certmanager_variant_renders_with_files_and_its_ca(kubectl: Kubectl) -> 
     assert "kind: Certificate" in rendered and "isCA: true" in rendered
 
 
-@pytest.mark.parametrize("variant", ["default", "certmanager", "steering"])
+@pytest.mark.parametrize("variant", ["default", "certmanager", "steering", "steering-audit"])
 def test_no_variant_applies_a_webhook_configuration(kubectl: Kubectl, variant: str) -> None:
     """The server registers them once ready: an install whose server never starts leaves writes working."""
     objects = by_kind_and_name(kubectl("kustomize", str(ROOT / "config" / variant)).stdout)
@@ -146,6 +147,19 @@ def test_no_variant_applies_a_webhook_configuration(kubectl: Kubectl, variant: s
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[args.index("--register-service") + 1] == f"{NAMESPACE}/{WEBHOOK_DEPLOYMENT}"
     assert args[args.index("--register-owner") + 1] == WEBHOOK_DEPLOYMENT
+
+
+def test_steering_in_audit_has_no_right_to_write(kubectl: Kubectl) -> None:
+    """config/steering-audit runs `--steering audit`, which writes nothing but Events: no right to delete pods,
+    patch their status or keep Leases (switching config/steering's argument would keep them)."""
+    objects = by_kind_and_name(kubectl("kustomize", str(ROOT / "config" / "steering-audit")).stdout)
+    deployment = objects[("Deployment", WEBHOOK_DEPLOYMENT)]
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--steering") + 1] == "audit"
+    assert not [name for kind, name in objects if kind in ("Role", "RoleBinding") and "steering" in name]
+    rules = objects[("ClusterRole", "preemption-toleration-webhook")]["rules"]
+    pod_rules = [rule for rule in rules if "" in rule["apiGroups"] and {"pods", "pods/status"} & set(rule["resources"])]
+    assert {verb for rule in pod_rules for verb in rule["verbs"]} <= {"list", "watch"}, pod_rules
 
 
 @pytest.mark.parametrize("variant", ["default", "certmanager"])
