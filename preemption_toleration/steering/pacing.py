@@ -42,7 +42,7 @@ class DeclinedPlans:
 
     def __init__(self, remembered: int = DECLINED_REMEMBERED) -> None:
         self.remembered = remembered
-        self.at: dict[str, tuple[int, float, float]] = {}  # uid -> (generation, when, wait)
+        self.at: dict[str, tuple[int | None, float, float]] = {}  # uid -> (generation, when, wait)
 
     def due(self, uid: str, generation: int, now: float) -> bool:
         """Whether a plan for this preemptor may tell anything new: never declined, or declined at another
@@ -53,7 +53,9 @@ class DeclinedPlans:
         declined_generation, when, wait = found
         return generation != declined_generation and now >= when + wait
 
-    def declined(self, uid: str, generation: int, now: float) -> None:
+    def declined(self, uid: str, generation: int | None, now: float) -> None:
+        """Declined at `generation` of the caches; None (an action given up): due once the wait is over,
+        whatever the caches do."""
         found = self.at.pop(uid, None)
         wait = FIRST_WAIT_SECONDS if found is None else min(found[2] * 2, MAX_WAIT_SECONDS)
         self.at[uid] = (generation, now, wait)  # the newest last

@@ -53,7 +53,8 @@ class SteeringOutcome(StrEnum):
     UNBLOCKED = "unblocked"  # a nomination upstream would not have made, which kept a preemptor off, cleared
     RESUMED = "resumed"  # finished after a restart
     RESUME_REFUSED = "resume-refused"  # a Lease left acting the cluster does not bear out
-    FAILED = "failed"
+    FAILED = "failed"  # a write failed: the action given up, its Lease released
+    STOPPED = "stopped"  # a victim judged again before its DELETE may not be preempted any more: given up
     RESTARTED = "restarted"  # steering started again after an error nothing foresaw
     UNCHANGED = "unchanged"  # declined before and no cache changed since, or its wait is not over
 
@@ -192,7 +193,9 @@ STEERING = Metric(
     "claimed-elsewhere (another replica acted within the window), overtaken (bound before steering "
     "acted), unblocked (a nomination upstream would not have made, which kept a preemptor from its node, "
     "cleared), resumed (finished after a restart), resume-refused (a Lease left acting the cluster does not "
-    "bear out), failed, restarted (steering started again after an error), or declined: no-evidence, "
+    "bear out), failed (a write failed: the action given up, its Lease released), stopped (a victim judged again "
+    "before its DELETE may not be preempted any more: the action given up), restarted (steering started again "
+    "after an error), or declined: no-evidence, "
     "unjudged (constraints the project does not judge), fits, no-node, in-progress (the "
     "scheduler's own preemption is under way), changed (the chosen node changed while planned), "
     "stale-cache (a cache is not current: nothing planned), pod-group (a preemption of or for a pod group: "

@@ -10,10 +10,14 @@ preemptor from preempting elsewhere while a victim on its nominated node termina
 
 One action per preemptor per window, whichever replica: a Lease named after the preemptor's UID, in the
 server's namespace, is created before anything is written (a second replica's create fails) and records
-the plan (the protocol is `steering_leases`'). A replica that restarts finishes a Lease left half done:
-each victim is deleted only under its recorded UID, so no other pod is deleted and none twice. Actions are
-rate-limited per replica (`steering.pacing.TokenBucket`). In audit mode the plan is logged, counted and
-posted as an Event on the preemptor, and nothing is written.
+the plan (the protocol is `steering_leases`'). Each victim is judged again right before its DELETE
+(`steering.recheck`): a policy applied meanwhile wins, and the action stops there. A write that fails, or an
+action that stops, gives the action up: its Lease is released, nothing of it is remembered as in progress,
+and the preemptor is planned again after a wait (1 s, doubled up to 10 s). A replica that starts finds the
+Leases left acting by one that stopped in the middle; a Lease only says which preemptor it acted for
+(`steering.resumption`): a fresh plan chooses the victims, under the claim and rate limit of a live action.
+Actions are rate-limited per replica (`steering.pacing.TokenBucket`). In audit mode the plan is logged,
+counted and posted as an Event on the preemptor, and nothing else is written, not even a Lease.
 
 Planning shares the event loop that answers the API server, so it never holds it for long
 (`steering.pacing`): a plan runs in slices of about 2 ms and takes at most a quarter of the loop's time, a
@@ -27,7 +31,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -53,6 +57,7 @@ from preemption_toleration.kube.client import (
     patch_pod_status,
 )
 from preemption_toleration.kube.events import ObjectEvents
+from preemption_toleration.kube.informer import DictStore, Informer
 from preemption_toleration.records.pod import DEFAULT_SCHEDULER, NO_CONSTRAINTS, PodRecord, SlimPod
 from preemption_toleration.records.pod_group import MemberRecord
 from preemption_toleration.steering.pacing import DEFAULT_PACE, DeclinedPlans, Pace, TokenBucket
@@ -66,10 +71,19 @@ from preemption_toleration.steering.plan import (
     preemptor_of_refusal,
     search_plan,
 )
-from preemption_toleration.steering.resumption import LeftPlan, check_left_plan
+from preemption_toleration.steering.recheck import victim_now
+from preemption_toleration.steering.resumption import LeftPlan, borne_out, preemptor_of_left_plan
 from preemption_toleration.telemetry.declared import SteeringOutcome
 from preemption_toleration.webhooks.metrics import SteeringMetrics
-from preemption_toleration.webhooks.steering_leases import DONE, REFUSED, SteeringLeases
+from preemption_toleration.webhooks.steering_leases import (
+    DONE,
+    LEASE_PREFIX,
+    REFUSED,
+    RELEASED,
+    LeaseState,
+    SteeringLeases,
+    steered_nominations,
+)
 
 logger = logging.getLogger("preemption_toleration.steering")
 COMPONENT = "preemption-toleration-steering"
@@ -81,6 +95,7 @@ QUEUE_LIMIT = 1000
 CLEAR_AGAIN_SECONDS = 0.25
 LOOK_AGAIN_SECONDS = 0.5  # a refusal with no preemptor to steer is looked at once more this much later
 REQUEST_TIMEOUT = 10
+LIST_AGAIN_SECONDS = (1.0, 30.0)  # the first and the longest wait before the Leases left are listed again
 _ACROSS_NODES = " (the scheduler preempts groups across nodes; steering makes a pod's preemption on one node)"
 
 
@@ -99,6 +114,10 @@ def refused_victim(victim: PodRecord) -> RefusedVictim | None:
     if not node:
         return None
     return RefusedVictim(victim.namespace, victim.name, victim.uid, node)
+
+
+class ActionStopped(Exception):
+    """A victim may not be preempted any more (judged again right before its DELETE): the rest are left."""
 
 
 def scheduler_of(pod: SlimPod) -> str:
@@ -143,6 +162,9 @@ class Steerer:
     ) -> None:
         self.core = client.CoreV1Api(api)
         self.leases = SteeringLeases(api, namespace, holder, window_seconds)
+        # every replica's steering Leases, watched: the nominations any replica's steering made (`_ours`)
+        self.lease_store: DictStore[LeaseState] = DictStore(LeaseState.from_json)
+        self.lease_watch = Informer("steering-leases", self.leases.list_leases, self.lease_store, logger)
         self.events = ObjectEvents(self.core, COMPONENT, logger, instance=holder)
         self.view = view
         self.audit = mode == "audit"
@@ -214,11 +236,11 @@ class Steerer:
     async def run_supervised(self, restart_after: float = 1.0) -> None:
         """The Lease sweep, the Event poster, and `run`, started again after an error nothing foresaw (logged with its
         traceback, counted `restarted`): steering never ends silently while the server runs."""
-        for work, name in (
-            (self.leases.sweep_forever(), "steering-lease-sweep"),
-            (self.events.run(), "steering-events"),
-        ):
-            self.sending.add(asyncio.create_task(work, name=name))
+        self.sending.add(asyncio.create_task(self.events.run(), name="steering-events"))
+        self.sending.add(asyncio.create_task(self._resume(), name="steering-resume"))
+        if not self.audit:  # audit writes nothing but Events and metrics, and may not read Leases
+            self.sending.add(asyncio.create_task(self.leases.sweep_forever(), name="steering-lease-sweep"))
+            self.sending.add(asyncio.create_task(self.lease_watch.run(), name="steering-lease-watch"))
         while True:
             try:
                 await self.run()
@@ -228,11 +250,6 @@ class Steerer:
             await asyncio.sleep(restart_after)
 
     async def run(self) -> None:
-        try:
-            await self._resume()
-        except Exception:  # a failure to resume must not end steering
-            self.metrics.count(SteeringOutcome.FAILED)
-            logger.exception("steering: could not finish the actions left in the middle")
         while True:
             item = await self.queue.get()
             steered = self.queued.pop((item.namespace, item.name), None)
@@ -375,58 +392,90 @@ class Steerer:
             # declined before, and nothing changed or its wait is not over
             self.metrics.count(SteeringOutcome.UNCHANGED)
             return False
+        plan = await self._fresh_plan(found, view, now)
+        if isinstance(plan, NotSteered):
+            self.declined_plans.declined(found.uid, generation, time.monotonic())
+            self._report_declined(f"{found.namespace}/{found.name}", plan, found)
+            return False
+        if self._stale(f"{found.namespace}/{found.name}", found):  # the caches went stale while it was planned
+            return False
+        if self.audit:
+            self.declined_plans.forget(found.uid)
+            self._audit(plan)
+            return False
+        retake = found.uid in self.room_taken
+        self.room_taken.discard(found.uid)
+        if not await self._act(plan, retake=retake):
+            return False  # an action given up waits longer each time in a row (`_give_up`)
+        self.declined_plans.forget(found.uid)
+        self.metrics.count(SteeringOutcome.STEERED)
+        return True
+
+    async def _fresh_plan(self, found: SlimPod, view: ClusterView, now: datetime) -> SteeringPlan | NotSteered:
+        """The plan for `found` from the caches, declined when a victim is a pod group's member."""
         plan = await self._plan(found, view, now)
         if not isinstance(plan, NotSteered) and (members := [v for v in plan.victims if v.pod_group is not None]):
             # the scheduler would take their groups whole, across nodes: a plan of this node's pods cannot say
             groups = ", ".join(sorted({f"{member.namespace}/{member.pod_group}" for member in members}))
             plan = NotSteered(Declined.POD_GROUP, f"its victims on {plan.node} include members of PodGroup {groups}")
-        if isinstance(plan, NotSteered):
-            self.declined_plans.declined(found.uid, generation, time.monotonic())
-            self._report_declined(f"{found.namespace}/{found.name}", plan, found)
-            return False
-        self.declined_plans.forget(found.uid)
-        if self._stale(f"{found.namespace}/{found.name}", found):  # the caches went stale while it was planned
-            return False
-        self.recent[found.uid] = time.monotonic()
-        if len(self.recent) > 10 * QUEUE_LIMIT:
-            self.recent.clear()
+        return plan
+
+    def _audit(self, plan: SteeringPlan, left_by: str | None = None) -> None:
+        """Audit mode: the plan logged, counted and told on the preemptor; nothing else is written."""
+        found = plan.preemptor
+        _remember(self.recent, found.uid, time.monotonic())
         victims = ", ".join(f"{pod.namespace}/{pod.name}" for pod in plan.victims)
-        fields = {"preemptor": f"{found.namespace}/{found.name}", "node": plan.node, "victims": victims}
-        if self.audit:
-            self.metrics.count(SteeringOutcome.AUDITED)
-            logger.info("preemption would be steered", extra=fields)
-            self._event(
-                found,
-                "PreemptionWouldBeSteered",
-                f"Would preempt {victims} on node {plan.node} for this pod (steering in audit mode)",
-                "Normal",
-            )
-            return False
+        self.metrics.count(SteeringOutcome.AUDITED)
+        logger.info("preemption would be steered", extra={**_fields(plan), "left_by": left_by})
+        after = f" (finishing the action of Lease {left_by}, left acting)" if left_by else ""
+        self._event(
+            found,
+            "PreemptionWouldBeSteered",
+            f"Would preempt {victims} on node {plan.node} for this pod{after} (steering in audit mode)",
+            "Normal",
+        )
+
+    async def _act(self, plan: SteeringPlan, retake: bool = False, left_version: str | None = None) -> bool:
+        """The plan carried out once its turn in the rate limit came and its Lease is claimed (`left_version`:
+        taken over from a Lease left acting at that version); True when done. A write that fails, or a victim
+        that may not be preempted any more, gives the action up (`_give_up`)."""
         wait = self.bucket.wait_seconds()
         if wait > 0:
             await asyncio.sleep(wait)
-        claimed = await self.leases.claim(plan, now, retake=found.uid in self.room_taken)
-        self.room_taken.discard(found.uid)
-        if not claimed:
+        if not await self.leases.claim(plan, retake=retake, left_version=left_version):
             self.metrics.count(SteeringOutcome.CLAIMED_ELSEWHERE)
             return False
-        logger.info("steering a preemption", extra=fields)
-        to_delete = [(pod.namespace, pod.name, pod.uid) for pod in plan.to_delete]
-        self.steered[found.uid] = (plan.node, tuple(to_delete))
-        if len(self.steered) > 10 * QUEUE_LIMIT:
-            del self.steered[next(iter(self.steered))]
-        if not await self._carry_out(
-            plan.preemptor.namespace,
-            plan.preemptor.name,
-            plan.preemptor.uid,
-            plan.node,
-            to_delete,
-            scheduler_of(plan.preemptor),
-            plan.cleared,
-        ):
-            return False
-        self.metrics.count(SteeringOutcome.STEERED)
-        return True
+        _remember(self.recent, plan.preemptor.uid, time.monotonic())  # once claimed: only then did it act
+        logger.info("steering a preemption", extra=_fields(plan))
+        try:
+            return await self._carry_out(plan)
+        except ActionStopped as stopped:
+            await self._give_up(plan, SteeringOutcome.STOPPED, str(stopped))
+        except API_ERRORS as error:
+            await self._give_up(plan, SteeringOutcome.FAILED, api_problem(error))
+        return False
+
+    async def _give_up(self, plan: SteeringPlan, outcome: SteeringOutcome, problem: str) -> None:
+        """An action that failed or stopped leaves nothing behind in this replica: not in progress, not lately
+        steered; its preemptor is planned again after a wait (1 s, doubled up to 10 s), whatever the caches
+        do, and its Lease is released so that any replica may. What it deleted already stays deleted."""
+        found = plan.preemptor
+        self.steered.pop(found.uid, None)
+        self.recent.pop(found.uid, None)
+        self.declined_plans.declined(found.uid, None, time.monotonic())
+        self.metrics.count(outcome)
+        logger.warning("steering: an action was given up", extra={**_fields(plan), "problem": problem})
+        self._event(
+            found,
+            "PreemptionSteeringStopped",
+            f"Steering gave up its preemption on node {plan.node} for this pod: {problem}; the scheduler's next "
+            "attempt is judged afresh",
+            "Warning",
+        )
+        try:
+            await self.leases.mark(found.uid, RELEASED)
+        except API_ERRORS as error:  # it blocks other replicas until its window ends, no longer
+            logger.warning("steering: could not release a Lease", extra={"problem": api_problem(error)})
 
     async def _unblock(self, preemptor: SlimPod, view: ClusterView, now: datetime) -> None:
         """Clears the nominations that alone keep the preemptor from its nominated node, where upstream's
@@ -438,8 +487,11 @@ class Steerer:
             await self._clear_blocking(pod, node, preemptor.ref)
 
     def _ours(self) -> dict[str, str]:
-        """The pods this replica steered, by UID, to the node of each: their nominations are never cleared."""
-        return {uid: node for uid, (node, _) in self.steered.items()}
+        """The pods steering nominated, this replica or another (by their Leases), by UID, to the node of each:
+        their nominations are never cleared."""
+        found = steered_nominations(self.lease_store.items.values(), datetime.now(UTC))
+        found.update((uid, node) for uid, (node, _) in self.steered.items())
+        return found
 
     async def _clear_blocking(self, pod: SlimPod, node: str, preemptor: str) -> None:
         """Clears one nomination upstream would not have made, at most once per CLEAR_AGAIN_SECONDS a pod;
@@ -515,66 +567,78 @@ class Steerer:
             self.room_taken.clear()
         return True
 
-    async def _carry_out(
-        self,
-        namespace: str,
-        name: str,
-        uid: str,
-        node: str,
-        victims: list[tuple[str, str, str]],
-        scheduler: str,
-        cleared: Sequence[SlimPod] = (),
-    ) -> bool:
+    async def _carry_out(self, plan: SteeringPlan) -> bool:
         """The scheduler's executor, for one plan: nominate the preemptor first (while its victims terminate
         by preemption there, the scheduler waits for that node instead of preempting elsewhere), clear the
-        nominations there upstream would not have made (`cleared`), then mark and delete each victim, each
-        write under the pod's UID; post the Events and record the Lease done."""
-        now = datetime.now(UTC)
+        nominations there upstream would not have made (`plan.cleared`), then mark and delete each victim,
+        each judged again against the caches of that moment (ActionStopped when one may not be preempted any
+        more) and each write under the pod's UID; post the Events and record the Lease done."""
+        preemptor, node = plan.preemptor, plan.node
+        namespace, name, uid = preemptor.namespace, preemptor.name, preemptor.uid
+        scheduler = scheduler_of(preemptor)
         preemptor_ref = pod_ref(namespace, name, uid)
         if not await self._still_pending(namespace, name, uid) or not await self._nominate(namespace, name, uid, node):
             # bound (or gone) since the plan: the scheduler got there first
             self.metrics.count(SteeringOutcome.OVERTAKEN)
             await self._finish(uid)
             return False
-        for pod in cleared:
+        # in progress from its first write on: kept while its victims are there (`_still_terminating`)
+        _remember(self.steered, uid, (node, tuple((pod.namespace, pod.name, pod.uid) for pod in plan.to_delete)))
+        for pod in plan.cleared:
             await self._clear_blocking(pod, node, f"{namespace}/{name}")
-        for victim_namespace, victim_name, victim_uid in victims:
-            try:
-                mark = {"metadata": {"uid": victim_uid}, **disruption_target(scheduler, now)}
-                await patch_pod_status(
-                    self.core, victim_namespace, victim_name, mark, STRATEGIC_MERGE_PATCH, REQUEST_TIMEOUT
-                )
-                await answer_of(  # the pod the API server returns is not read: bytes, no model built
-                    self.core.delete_namespaced_pod(
-                        victim_name,
-                        victim_namespace,
-                        body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=victim_uid)),
-                        _request_timeout=REQUEST_TIMEOUT,
-                        _preload_content=False,
-                    )
-                )
-            except ApiException as error:
-                # gone, or another pod of that name now (its UID differs: 409, or 422 for the mark)
-                if error.status not in (404, 409, 422):
-                    raise
-                continue
-            self.events.post(
-                pod_ref(victim_namespace, victim_name, victim_uid),
-                "Normal",
-                "Preempted",
-                f"Preempted by pod {uid} on node {node} (steered by preemption-toleration, as upstream's "
-                "PreemptionToleration would: the scheduler's own choice was refused)",
-                related=preemptor_ref,
-            )
-        names = ", ".join(f"{n}/{v}" for n, v, _ in victims)
+        deleted: list[str] = []
+        for victim in plan.to_delete:
+            if await self._preempt(preemptor, node, victim, scheduler):
+                deleted.append(f"{victim.namespace}/{victim.name}")
         self.events.post(
             preemptor_ref,
             "Normal",
             "PreemptionSteered",
-            f"Preempted {names} on node {node} for this pod and nominated it there, as upstream's "
-            "PreemptionToleration would: the scheduler's own choice of victims was refused",
+            f"Preempted {', '.join(deleted) or 'no pod'} on node {node} for this pod and nominated it there, as "
+            "upstream's PreemptionToleration would: the scheduler's own choice of victims was refused",
         )
         await self._finish(uid)
+        return True
+
+    async def _preempt(self, preemptor: SlimPod, node: str, victim: SlimPod, scheduler: str) -> bool:
+        """One victim judged again, marked and deleted, under its UID; False when it is gone already (or another
+        pod of that name is there now); ActionStopped when it may not be preempted any more."""
+        problems = self.problems()
+        if problems:
+            raise ActionStopped("a cache is not current: " + "; ".join(problems))
+        ref = (victim.namespace, victim.name, victim.uid)
+        judged = victim_now(ref, node, preemptor, self.view(), datetime.now(UTC))
+        if isinstance(judged, str):
+            raise ActionStopped(judged)
+        if judged is None:
+            return False
+        try:
+            mark = {"metadata": {"uid": victim.uid}, **disruption_target(scheduler, datetime.now(UTC))}
+            await patch_pod_status(
+                self.core, victim.namespace, victim.name, mark, STRATEGIC_MERGE_PATCH, REQUEST_TIMEOUT
+            )
+            await answer_of(  # the pod the API server returns is not read: bytes, no model built
+                self.core.delete_namespaced_pod(
+                    victim.name,
+                    victim.namespace,
+                    body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=victim.uid)),
+                    _request_timeout=REQUEST_TIMEOUT,
+                    _preload_content=False,
+                )
+            )
+        except ApiException as error:
+            # gone, or another pod of that name now (its UID differs: 409, or 422 for the mark)
+            if error.status not in (404, 409, 422):
+                raise
+            return False
+        self.events.post(
+            pod_ref(victim.namespace, victim.name, victim.uid),
+            "Normal",
+            "Preempted",
+            f"Preempted by pod {preemptor.uid} on node {node} (steered by preemption-toleration, as upstream's "
+            "PreemptionToleration would: the scheduler's own choice was refused)",
+            related=pod_ref(preemptor.namespace, preemptor.name, preemptor.uid),
+        )
         return True
 
     async def _nominate(self, namespace: str, name: str, uid: str, node: str) -> bool:
@@ -602,41 +666,82 @@ class Steerer:
         await self.leases.mark(uid, DONE)
 
     async def _resume(self) -> None:
-        """Finish what a replica that stopped in the middle left (Leases still "acting" after a while), as
-        far as the cluster bears it out (`steering.resumption`): each Lease on its own, its errors logged and
-        counted. Waits until the caches are current, since each Lease is checked against them."""
-        while self.problems():  # noqa: ASYNC110 - "current" is several caches' health, polled
-            await asyncio.sleep(1)
-        try:
-            left = await self.leases.left(datetime.now(UTC))
-        except API_ERRORS as error:
-            logger.warning("steering: could not list its Leases", extra={"problem": api_problem(error)})
-            return
-        now = datetime.now(UTC)
+        """Acts for the preemptors of the Leases left acting by a replica that stopped in the middle, each as a
+        fresh plan says (`steering.resumption`), its errors logged and counted. Waits until the caches are
+        current, since each is planned from them; the list is made again, after a growing wait, until it is
+        made once."""
+        wait, longest = LIST_AGAIN_SECONDS
+        while True:
+            while self.problems():  # noqa: ASYNC110 - "current" is several caches' health, polled
+                await asyncio.sleep(1)
+            try:
+                left = await self.leases.left(datetime.now(UTC))
+                break
+            except API_ERRORS as error:
+                if self.audit and isinstance(error, ApiException) and error.status == 403:
+                    logger.info("steering (audit): no right to list Leases, so no action left acting is reported")
+                    return
+                self.metrics.count(SteeringOutcome.FAILED)
+                logger.warning(
+                    "steering: could not list the Leases left acting; listing again",
+                    extra={"problem": api_problem(error), "after": wait},
+                )
+                await asyncio.sleep(wait)
+                wait = min(wait * 2, longest)
         for lease_name, plan in left:
             try:
-                await self._resume_one(lease_name, plan, now)
+                await self._resume_one(lease_name, plan)
             except Exception:
                 self.metrics.count(SteeringOutcome.FAILED)
                 logger.exception("steering: could not finish an action left in the middle", extra={"lease": lease_name})
 
-    async def _resume_one(self, lease_name: str, left: LeftPlan, now: datetime) -> None:
-        namespace, name, uid = left.preemptor
-        checked = check_left_plan(left, self.view(), now)
-        if isinstance(checked, str):
-            self.metrics.count(SteeringOutcome.RESUME_REFUSED)
-            logger.warning(
-                "steering: an action left in the middle is not finished", extra={"lease": lease_name, "reason": checked}
-            )
-            await self.leases.mark(uid, REFUSED)
+    async def _resume_one(self, lease_name: str, left: LeftPlan) -> None:
+        """A Lease left acting asks for its preemptor: a fresh plan answers, and is carried out only where it
+        bears the left one out."""
+        view, now = self.view(), datetime.now(UTC)
+        found = preemptor_of_left_plan(left, view, now)
+        if isinstance(found, str):
+            await self._refuse_left(lease_name, found)
+            return
+        plan = await self._fresh_plan(found, view, now)
+        problem = f"a fresh plan declines it: {plan.detail}" if isinstance(plan, NotSteered) else borne_out(left, plan)
+        if problem is not None:
+            await self._refuse_left(lease_name, problem)
+            return
+        assert isinstance(plan, SteeringPlan)
+        if self._stale(f"{found.namespace}/{found.name}", found):
+            return
+        if self.audit:
+            self._audit(plan, left_by=lease_name)
             return
         logger.info("steering: finishing an action left in the middle", extra={"lease": lease_name})
-        if await self._carry_out(
-            namespace, name, uid, left.node, list(checked.victims), scheduler_of(checked.preemptor)
-        ):
+        if await self._act(plan, left_version=left.version):
             self.metrics.count(SteeringOutcome.RESUMED)
+
+    async def _refuse_left(self, lease_name: str, reason: str) -> None:
+        """A Lease left acting that the cluster does not bear out: said, counted and (but in audit) marked."""
+        self.metrics.count(SteeringOutcome.RESUME_REFUSED)
+        logger.warning(
+            "steering: an action left in the middle is not finished", extra={"lease": lease_name, "reason": reason}
+        )
+        if not self.audit:
+            await self.leases.mark(lease_name.removeprefix(LEASE_PREFIX), REFUSED)
 
     # --- Events ----------------------------------------------------------------------------------------------
 
     def _event(self, pod: SlimPod, reason: str, message: str, kind: str) -> None:
         self.events.post(pod_ref(pod.namespace, pod.name, pod.uid), kind, reason, message)
+
+
+def _fields(plan: SteeringPlan) -> dict[str, str]:
+    preemptor = plan.preemptor
+    victims = ", ".join(f"{pod.namespace}/{pod.name}" for pod in plan.victims)
+    return {"preemptor": f"{preemptor.namespace}/{preemptor.name}", "node": plan.node, "victims": victims}
+
+
+def _remember(memory: dict[str, Any], key: str, value: Any) -> None:
+    """Kept within 10 x QUEUE_LIMIT entries: the oldest goes first."""
+    memory.pop(key, None)
+    memory[key] = value
+    if len(memory) > 10 * QUEUE_LIMIT:
+        del memory[next(iter(memory))]

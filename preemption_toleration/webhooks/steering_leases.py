@@ -1,20 +1,23 @@
 """Steering's Lease protocol: one action per preemptor per window, whichever replica acts.
 
 A Lease named after the preemptor's UID, in the server's namespace, is created before anything is written
-(a second replica's create fails with 409) and records the plan: the preemptor, the node and each victim
-with its UID. It says "acting" until the action is done ("done"), or until a Lease left acting is found not
-borne out by the cluster ("refused"). A Lease left acting for RESUME_AFTER_SECONDS was left by a replica
-that stopped in the middle: the next to start finishes it, as far as the cluster bears it out
-(`steering.resumption`). Every Lease is deleted SWEEP_AFTER_SECONDS after its last renewal.
+(a second replica's create fails with 409), its times taken at the write, and records the plan: the
+preemptor, the node and each victim with its UID. It says "acting" until the action is done ("done"), until
+an action that failed or stopped is given up ("released": any replica may claim it again at once), or until
+a Lease left acting is found not borne out by the cluster ("refused"). A Lease left acting for
+RESUME_AFTER_SECONDS was left by a replica that stopped in the middle: the next to start takes it over (a
+write on the version it read, so that of two replicas starting together one does) and acts for its
+preemptor as a fresh plan says (`steering.resumption`). Every Lease is deleted SWEEP_AFTER_SECONDS after
+its last renewal.
 
-The Lease's contents are what anyone who may write Leases there wrote: `left_plan` reads them into a claim
-that the cluster must then confirm, never into an action.
+The Lease's contents are what anyone who may write Leases there wrote: `left_plan` reads them into a
+question (which preemptor?) that the cluster answers, never into an action.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,6 +26,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.kube.client import MERGE_PATCH, answer_of, api_problem
 from preemption_toleration.steering.plan import SteeringPlan
 from preemption_toleration.steering.resumption import LeftPlan, PodRef
@@ -33,7 +37,8 @@ LEASE_PREFIX = "ptol-steer-"
 LABEL = "preemption-toleration.dev/steering"
 PREFIX = "preemption-toleration.dev/"
 STATE, PREEMPTOR, NODE, VICTIMS = (PREFIX + key for key in ("state", "preemptor", "node", "victims"))
-ACTING, DONE, REFUSED = "acting", "done", "refused"  # refused: a Lease left acting the cluster does not bear out
+ACTING, DONE, REFUSED, RELEASED = "acting", "done", "refused", "released"
+# refused: a Lease left acting the cluster does not bear out; released: an action that failed or stopped
 REQUEST_TIMEOUT = 10
 RESUME_AFTER_SECONDS = 15  # a Lease left "acting" this long was left by a replica that stopped in the middle
 SWEEP_EVERY_SECONDS = 300
@@ -90,6 +95,22 @@ class LeaseState:
     holder: str | None
     renewed: datetime | None
     duration_seconds: int
+    version: str = ""  # its resourceVersion
+
+    @staticmethod
+    def from_json(raw: Mapping[str, Any]) -> LeaseState:
+        """From a Lease as the API server sends it (a watch's); a field of the wrong shape reads as absent."""
+        metadata, spec = as_mapping(raw.get("metadata")), as_mapping(raw.get("spec"))
+        annotations = as_mapping(metadata.get("annotations"))
+        duration = spec.get("leaseDurationSeconds")
+        return LeaseState(
+            str(metadata.get("name") or ""),
+            {str(key): str(value) for key, value in annotations.items() if isinstance(value, str)},
+            spec.get("holderIdentity") if isinstance(spec.get("holderIdentity"), str) else None,
+            _parsed(spec.get("renewTime")),
+            duration if isinstance(duration, int) and not isinstance(duration, bool) else 0,
+            str(metadata.get("resourceVersion") or ""),
+        )
 
     @staticmethod
     def of(lease: Any) -> LeaseState:
@@ -100,6 +121,7 @@ class LeaseState:
             lease.spec.holder_identity,
             lease.spec.renew_time,
             lease.spec.lease_duration_seconds or 0,
+            lease.metadata.resource_version or "",
         )
 
     def held(self, now: datetime) -> bool:
@@ -109,9 +131,38 @@ class LeaseState:
     def done_by(self, holder: str) -> bool:
         return self.holder == holder and self.annotations.get(STATE) == DONE
 
+    def blocks(self, holder: str, now: datetime, retake: bool = False) -> bool:
+        """Whether it keeps `holder` from acting for its preemptor now: held, and neither released (an action
+        given up) nor, with `retake`, finished by `holder` itself."""
+        if not self.held(now) or self.annotations.get(STATE) == RELEASED:
+            return False
+        return not (retake and self.done_by(holder))
+
     def swept(self, now: datetime) -> bool:
         """Done, refused, or acting but past any window (resuming would refuse it): kept a while, then gone."""
         return self.renewed is None or self.renewed + timedelta(seconds=SWEEP_AFTER_SECONDS) < now
+
+
+def _parsed(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        found = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return found if found.tzinfo is not None else None
+
+
+def steered_nominations(leases: Iterable[LeaseState], now: datetime) -> dict[str, str]:
+    """The nominations steering made, whichever replica made them: preemptor UID -> node, from the Leases held
+    and acting or done. Never cleared as ones upstream would not have made (`steering.plan._nominations`); a
+    Lease can ask that much, and no more: it deletes nothing."""
+    found = {}
+    for lease in leases:
+        node = lease.annotations.get(NODE)
+        if node and lease.annotations.get(STATE) in (ACTING, DONE) and lease.held(now):
+            found[lease.name.removeprefix(LEASE_PREFIX)] = node
+    return found
 
 
 def left_plan(lease: LeaseState, window: int, now: datetime) -> LeftPlan | None:
@@ -126,7 +177,8 @@ def left_plan(lease: LeaseState, window: int, now: datetime) -> LeftPlan | None:
     uid = lease.name.removeprefix(LEASE_PREFIX)
     node = lease.annotations.get(NODE) or ""
     victims = tuple(victims_of(lease.annotations))
-    return LeftPlan((namespace, name, uid), node, victims, lease.renewed, min(lease.duration_seconds, window))
+    window = min(lease.duration_seconds, window)
+    return LeftPlan((namespace, name, uid), node, victims, lease.renewed, window, lease.version)
 
 
 class SteeringLeases:
@@ -138,27 +190,29 @@ class SteeringLeases:
         self.holder = holder
         self.window = window
 
-    async def claim(self, plan: SteeringPlan, now: datetime, retake: bool = False) -> bool:
+    async def claim(self, plan: SteeringPlan, retake: bool = False, left_version: str | None = None) -> bool:
         """Whether this replica may act for the plan's preemptor now: its Lease created, or taken over from
-        one past its window (or, with `retake`, one this replica itself finished). False when another
-        replica holds it, or took it first."""
-        body = lease_body(plan, self.namespace, self.holder, self.window, now)
+        one past its window or released (or, with `retake`, one this replica itself finished); with
+        `left_version`, the Lease left acting at that version, taken over unless anyone wrote it since. False
+        when another replica holds it, or took it first. Its times are those of the write, not the plan's."""
+        body = lease_body(plan, self.namespace, self.holder, self.window, datetime.now(UTC))
         name = body["metadata"]["name"]
-        try:
-            await answer_of(
-                self.leases.create_namespaced_lease(
-                    self.namespace, body, _request_timeout=REQUEST_TIMEOUT, _preload_content=False
+        if left_version is None:
+            try:
+                await answer_of(
+                    self.leases.create_namespaced_lease(
+                        self.namespace, body, _request_timeout=REQUEST_TIMEOUT, _preload_content=False
+                    )
                 )
-            )
-            return True
-        except ApiException as error:
-            if error.status != 409:
-                raise
-        existing = await self.leases.read_namespaced_lease(name, self.namespace, _request_timeout=REQUEST_TIMEOUT)
-        state = LeaseState.of(existing)
-        if state.held(now) and not (retake and state.done_by(self.holder)):
-            return False
-        body["metadata"]["resourceVersion"] = existing.metadata.resource_version
+                return True
+            except ApiException as error:
+                if error.status != 409:
+                    raise
+            existing = await self.leases.read_namespaced_lease(name, self.namespace, _request_timeout=REQUEST_TIMEOUT)
+            if LeaseState.of(existing).blocks(self.holder, datetime.now(UTC), retake):
+                return False
+            left_version = existing.metadata.resource_version
+        body["metadata"]["resourceVersion"] = left_version
         try:
             await answer_of(
                 self.leases.replace_namespaced_lease(
@@ -166,8 +220,8 @@ class SteeringLeases:
                 )
             )
         except ApiException as error:
-            if error.status == 409:
-                return False  # another replica took it first
+            if error.status in (404, 409):
+                return False  # another replica took it first (or swept it)
             raise
         return True
 
@@ -187,6 +241,10 @@ class SteeringLeases:
         except ApiException as error:
             if error.status != 404:
                 raise
+
+    async def list_leases(self, **options: Any) -> Any:
+        """The steering Leases of the namespace, as an informer lists and watches them."""
+        return await self.leases.list_namespaced_lease(self.namespace, label_selector=f"{LABEL}=true", **options)
 
     async def listed(self) -> list[LeaseState]:
         found = await self.leases.list_namespaced_lease(

@@ -5,6 +5,7 @@ of 2 CPUs that may go to either node."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -12,13 +13,17 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.webhooks.steering_leases import ACTING, LABEL, LEASE_PREFIX, NODE, PREEMPTOR, STATE, VICTIMS
+from tests.integration.components import RunProcess
 from tests.integration.conftest import Kubectl, MakeNode
-from tests.integration.helpers import START_SECONDS, eventually, unique_name
+from tests.integration.helpers import REACTION_SECONDS, START_SECONDS, eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest
 from tests.integration.pods import create_bound, pod_body
 from tests.integration.test_extender_victims import on_nodes
+
+FAULT_LABEL = "ptol-test-fault"  # pods whose status writes `fault_policy` forbids
 
 
 @pytest.fixture(scope="module")
@@ -69,3 +74,95 @@ def left_lease(uid: str, preemptor: str, node: str, victims: str, age_seconds: f
         "metadata": {"name": LEASE_PREFIX + uid, "labels": {LABEL: "true"}, "annotations": annotations},
         "spec": {"holderIdentity": "a-stopped-replica", "leaseDurationSeconds": 60, "renewTime": renewed},
     }
+
+
+async def held_pending(
+    api: ApiClient, namespace: str, name: str, class_name: str, nominated: str | None = None, cpu: str = "1"
+) -> dict[str, Any]:
+    """A pending preemptor nobody schedules until the test says so; nominated to `nominated` as the scheduler
+    (or the replica that stopped) nominated it, and then it may go to that node alone."""
+    body = pod_body(name, class_name, "no-node", cpu=cpu)
+    body["spec"]["schedulerName"] = "no-such-scheduler"
+    if nominated is not None:
+        body = on_nodes(body, nominated)
+    else:
+        del body["spec"]["nodeSelector"]
+    core = client.CoreV1Api(api)
+    created = await core.create_namespaced_pod(namespace, body)
+    if nominated is not None:
+        await core.patch_namespaced_pod_status(name, namespace, {"status": {"nominatedNodeName": nominated}})
+    return {"name": name, "uid": created.metadata.uid}
+
+
+async def left_acting(
+    api: ApiClient, namespace: str, preemptor: dict[str, Any], node: str, victims: list[dict[str, Any]], age: float
+) -> str:
+    """A Lease in the steering namespace, as a replica that stopped in the middle (or a forger) leaves it."""
+    listed = ",".join(f"{namespace}/{victim['metadata']['name']}={victim['metadata']['uid']}" for victim in victims)
+    body = left_lease(preemptor["uid"], f"{namespace}/{preemptor['name']}", node, listed, age)
+    await client.CoordinationV1Api(api).create_namespaced_lease("default", body)
+    return str(body["metadata"]["name"])
+
+
+async def state_of(api: ApiClient, lease: str) -> str | None:
+    found = await client.CoordinationV1Api(api).read_namespaced_lease(lease, "default")
+    return (found.metadata.annotations or {}).get(STATE)
+
+
+async def until_state(api: ApiClient, lease: str, state: str) -> None:
+    await eventually(lambda: state_of(api, lease), lambda found: found == state, timeout=REACTION_SECONDS, what=state)
+
+
+def restart(process: RunProcess) -> None:
+    process.stop()
+    process.start()
+
+
+def fault_policy(kubectl: Kubectl, name: str) -> None:
+    """A ValidatingAdmissionPolicy that forbids status writes of pods labelled FAULT_LABEL (a 403, as a
+    missing right or another admission controller gives it)."""
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "resourceRules": [
+                    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods/status"]}
+                ]
+            },
+            "validations": [
+                {
+                    "expression": f"!has(object.metadata.labels) || !('{FAULT_LABEL}' in object.metadata.labels)",
+                    "reason": "Forbidden",
+                    "message": "status writes of this pod are forbidden by the test",
+                }
+            ],
+        },
+    }
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {"policyName": name, "validationActions": ["Deny"]},
+    }
+    kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [policy, binding]}))
+
+
+async def until_status_writes_refused(api: ApiClient, namespace: str, name: str) -> None:
+    """Waits until `fault_policy` refuses status writes of the pod (the API server loads a new policy a moment
+    after it is created): a harmless condition is written until it is refused."""
+    probe = {"status": {"conditions": [{"type": "example.com/ProbedByTest", "status": "True"}]}}
+    core = client.CoreV1Api(api)
+
+    async def refused() -> bool:
+        try:
+            await core.patch_namespaced_pod_status(name, namespace, probe)
+        except ApiException as error:
+            if error.status == 403:
+                return True
+            raise
+        return False
+
+    await eventually(refused, bool, timeout=REACTION_SECONDS, what=f"status writes of {name} refused")

@@ -5,6 +5,7 @@ preempts the plain pod upstream's plugin would have chosen and the scheduler bin
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -21,6 +22,7 @@ from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.manifests.webhook_configurations import GUARD_WEBHOOK
 from preemption_toleration.records.pod import Shared, slim_pod
+from preemption_toleration.records.priority_class import class_view
 from preemption_toleration.steering.plan import SteeringPlan
 from preemption_toleration.webhooks.metrics import SteeringMetrics
 from preemption_toleration.webhooks.steerer import Steerer
@@ -31,6 +33,7 @@ from preemption_toleration.webhooks.steering_leases import (
     LEASE_PREFIX,
     NODE,
     PREEMPTOR,
+    RELEASED,
     STATE,
     SWEEP_AFTER_SECONDS,
     VICTIMS,
@@ -40,19 +43,19 @@ from tests.integration.components import RunProcess, Server, ptol_run_fixture
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import REACTION_SECONDS, eventually, unique_name
 from tests.integration.pods import create_bound, pod_body, read_pod, until_bound, until_gone
-from tests.integration.steering import event_of, events, left_lease, steering_classes, two_full_nodes
+from tests.integration.steering import (
+    event_of,
+    events,
+    held_pending,
+    left_lease,
+    steering_classes,
+    two_full_nodes,
+)
 from tests.integration.test_extender_victims import on_nodes, pod_names_on
 from tests.metrics import total
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 __all__ = ["steering_classes"]  # a fixture
-
-
-def bare_steerer(api: ApiClient, holder: str) -> Steerer:
-    """A steerer of replica `holder` over empty caches: for its actions alone."""
-    return Steerer(
-        api, lambda: ClusterView(PodIndex(), {}, {}), "on", "default", holder, SteeringMetrics(CollectorRegistry())
-    )
 
 
 components = ptol_run_fixture("--extender", "off", "--steering", "on")
@@ -108,26 +111,18 @@ async def test_a_restart_in_the_middle_finishes_the_action_and_deletes_no_other_
     steering_classes: dict[str, str],
     cluster: LocalCluster,
 ) -> None:
-    """A replica claimed a preemptor and stopped in the middle: its Lease says "acting", with two victims.
-    One of them was deleted already and a new pod of the same name runs now. After a restart, the server
-    deletes the other victim, not the new pod, and nominates the preemptor, which the scheduler binds."""
+    """A replica claimed a preemptor, nominated it and stopped in the middle: its Lease says "acting", with two
+    victims. One of them was deleted already and a new pod of the same name runs now (started before the other
+    victim, so a fresh plan preempts that one). After a restart, the server deletes the other victim, not the
+    new pod, and the preemptor stays nominated there."""
     process = components
     node = (await make_node(cpu="2", memory="8Gi")).metadata.name
-    plain = await create_bound(api, namespace, "plain", steering_classes["low"], node, cpu="1")
     again = await create_bound(api, namespace, "again", steering_classes["low"], node, cpu="1")
-    preemptor = await client.CoreV1Api(api).create_namespaced_pod(
-        namespace,
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": "pending"},
-            "spec": {
-                "priorityClassName": steering_classes["high"],
-                "schedulerName": "no-such-scheduler",  # nobody schedules it until the test says so
-                "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": "1"}}}],
-            },
-        },
-    )
+    await asyncio.sleep(1.1)  # status.startTime is in whole seconds: plain is the least important
+    plain = await create_bound(api, namespace, "plain", steering_classes["low"], node, cpu="1")
+    created = await held_pending(api, namespace, "pending", steering_classes["high"], nominated=node)
+    preemptor = await client.CoreV1Api(api).read_namespaced_pod("pending", namespace)
+    assert preemptor.metadata.uid == created["uid"]
     uid = preemptor.metadata.uid
     # left 20 s ago: past RESUME_AFTER_SECONDS (15 s), within the Lease's window (60 s)
     victims = f"{namespace}/plain={plain['metadata']['uid']},{namespace}/again=uid-of-a-deleted-pod"
@@ -167,13 +162,57 @@ async def test_two_replicas_never_act_twice_for_one_preemptor(api: ApiClient) ->
     def replica(holder: str) -> SteeringLeases:
         return SteeringLeases(api, "default", holder, 60)
 
-    now = datetime.now(UTC)
-    claims = await asyncio.gather(*(replica(f"replica-{n}").claim(plan, now) for n in range(2)))
+    claims = await asyncio.gather(*(replica(f"replica-{n}").claim(plan) for n in range(2)))
     try:
         assert sorted(claims) == [False, True]
-        assert await replica("replica-2").claim(plan, datetime.now(UTC)) is False
+        assert await replica("replica-2").claim(plan) is False
     finally:
         await client.CoordinationV1Api(api).delete_namespaced_lease(LEASE_PREFIX + preemptor.uid, "default")
+
+
+def plan_for(uid_hint: str) -> SteeringPlan:
+    preemptor = slim_pod(
+        {"metadata": {"namespace": "team", "name": "p", "uid": f"{uid_hint}-{unique_name('u')}"}, "spec": {}}, Shared()
+    )
+    return SteeringPlan(preemptor, "node-x", (), 0)
+
+
+async def test_a_claim_is_dated_when_it_is_written_not_when_its_plan_was_made(api: ApiClient) -> None:
+    """A plan takes seconds at 5,000 nodes; a claim dated from its start would read as left (15 s) to a replica
+    starting meanwhile. The Lease's times are those of its write."""
+    plan = plan_for("dated")
+    before = datetime.now(UTC)
+    assert await SteeringLeases(api, "default", "r", 60).claim(plan)
+    try:
+        lease = await client.CoordinationV1Api(api).read_namespaced_lease(LEASE_PREFIX + plan.preemptor.uid, "default")
+        assert lease.spec.renew_time >= before - timedelta(milliseconds=1)
+        assert lease.spec.acquire_time >= before - timedelta(milliseconds=1)
+    finally:
+        await client.CoordinationV1Api(api).delete_namespaced_lease(LEASE_PREFIX + plan.preemptor.uid, "default")
+
+
+async def test_two_replicas_starting_together_take_over_a_left_lease_once(api: ApiClient) -> None:
+    """Both read one Lease left acting and take it over at the version they read: one write wins, the other
+    fails, whatever their order; a released Lease is claimed at once by another replica."""
+    plan = plan_for("left")
+    name = LEASE_PREFIX + plan.preemptor.uid
+    coordination = client.CoordinationV1Api(api)
+    await coordination.create_namespaced_lease("default", left_lease(plan.preemptor.uid, "team/p", "node-x", "", 20))
+    try:
+        [left] = [lease for lease in await SteeringLeases(api, "default", "r", 60).listed() if lease.name == name]
+        claims = await asyncio.gather(
+            *(
+                SteeringLeases(api, "default", f"replica-{n}", 60).claim(plan, left_version=left.version)
+                for n in range(2)
+            )
+        )
+        assert sorted(claims) == [False, True]
+        await SteeringLeases(api, "default", "replica-0", 60).mark(plan.preemptor.uid, RELEASED)
+        assert await SteeringLeases(api, "default", "replica-2", 60).claim(plan)
+        taken = await coordination.read_namespaced_lease(name, "default")
+        assert (taken.spec.holder_identity, taken.metadata.annotations[STATE]) == ("replica-2", ACTING)
+    finally:
+        await coordination.delete_namespaced_lease(name, "default")
 
 
 async def test_leases_are_swept_after_a_while_whatever_their_state(api: ApiClient) -> None:
@@ -266,7 +305,7 @@ def guard_fail_open(kubectl: Kubectl) -> float:
 
 
 async def test_every_write_of_an_action_is_made_under_the_pods_uid(
-    api: ApiClient, namespace: str, make_node: MakeNode, steering_classes: dict[str, str]
+    api: ApiClient, namespace: str, make_node: MakeNode, steering_classes: dict[str, str], kubectl: Kubectl
 ) -> None:
     """A plan names a victim whose pod was replaced by another of the same name: neither the mark nor the
     DELETE reaches the new pod; the preemptor is nominated first, under its own UID."""
@@ -275,11 +314,15 @@ async def test_every_write_of_an_action_is_made_under_the_pods_uid(
     body = pod_body("pending", steering_classes["high"], node, cpu="1")
     body["spec"]["schedulerName"] = "no-such-scheduler"  # nobody schedules it
     pending = await client.CoreV1Api(api).create_namespaced_pod(namespace, body)
-    steerer = bare_steerer(api, "r")
+    # the cache still holds the replaced pod: judged again before its DELETE, it may be preempted
+    replaced = dict(again, metadata={**again["metadata"], "uid": "uid-of-a-replaced-pod"})
+    low = kubectl("get", "priorityclass", steering_classes["low"], "-o", "json").stdout
+    view = ClusterView(PodIndex.of([replaced]), {}, {steering_classes["low"]: class_view(json.loads(low))})
+    steerer = Steerer(api, lambda: view, "on", "default", "r", SteeringMetrics(CollectorRegistry()))
+    shared = Shared()
+    preemptor = slim_pod(api.sanitize_for_serialization(pending), shared)
     try:
-        await steerer._carry_out(
-            namespace, "pending", pending.metadata.uid, node, [(namespace, "again", "uid-of-a-replaced-pod")], "s"
-        )
+        await steerer._carry_out(SteeringPlan(preemptor, node, (slim_pod(replaced, shared),), 0))
         left_alone = await read_pod(api, namespace, "again")
         assert left_alone is not None and left_alone["metadata"]["uid"] == again["metadata"]["uid"]
         conditions = left_alone["status"].get("conditions") or []

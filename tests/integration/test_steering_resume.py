@@ -1,69 +1,45 @@
 """Steering's Leases are input, not truth (`ptol run --extender off --steering on`): after a restart, a Lease
-left "acting" is finished only as far as the cluster bears it out. A forged Lease deletes nothing, a
-two-day-old one is not carried out, and an API error while one is finished ends neither the others nor
-steering itself."""
+left "acting" only says which preemptor a replica was acting for, and a fresh plan from the caches chooses
+the victims. A forged Lease deletes nothing, neither a protected pod nor pods the preemptor does not need or
+cannot use, a two-day-old one is not carried out, and an API error while one is finished ends neither the
+others nor steering itself."""
 
 from __future__ import annotations
-
-import json
-from typing import Any
 
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
-from preemption_toleration.webhooks.steering_leases import ACTING, DONE, REFUSED, STATE
+from preemption_toleration.webhooks.steering_leases import DONE, REFUSED, RELEASED
 from tests.integration.components import RunProcess, ptol_run_fixture
 from tests.integration.conftest import Kubectl, MakeNode
-from tests.integration.helpers import REACTION_SECONDS, eventually, unique_name
+from tests.integration.helpers import unique_name
 from tests.integration.pods import create_bound, pod_body, read_pod, until_bound, until_gone
-from tests.integration.steering import left_lease, steering_classes, two_full_nodes
+from tests.integration.steering import (
+    FAULT_LABEL,
+    fault_policy,
+    held_pending,
+    left_acting,
+    restart,
+    steering_classes,
+    two_full_nodes,
+    until_state,
+    until_status_writes_refused,
+)
+from tests.integration.test_extender_victims import on_nodes
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 __all__ = ["steering_classes"]  # a fixture
 
 components = ptol_run_fixture("--extender", "off", "--steering", "on")
-FAULT_LABEL = "ptol-test-fault"
-
-
-async def held_pending(api: ApiClient, namespace: str, name: str, class_name: str) -> dict[str, Any]:
-    """A pending preemptor nobody schedules until the test says so."""
-    body = pod_body(name, class_name, "no-node", cpu="1")
-    del body["spec"]["nodeSelector"]
-    body["spec"]["schedulerName"] = "no-such-scheduler"
-    created = await client.CoreV1Api(api).create_namespaced_pod(namespace, body)
-    return {"name": name, "uid": created.metadata.uid}
-
-
-async def left_acting(
-    api: ApiClient, namespace: str, preemptor: dict[str, Any], node: str, victims: list[dict[str, Any]], age: float
-) -> str:
-    """A Lease in the steering namespace, as a replica that stopped in the middle (or a forger) leaves it."""
-    listed = ",".join(f"{namespace}/{victim['metadata']['name']}={victim['metadata']['uid']}" for victim in victims)
-    body = left_lease(preemptor["uid"], f"{namespace}/{preemptor['name']}", node, listed, age)
-    await client.CoordinationV1Api(api).create_namespaced_lease("default", body)
-    return str(body["metadata"]["name"])
-
-
-async def state_of(api: ApiClient, lease: str) -> str | None:
-    found = await client.CoordinationV1Api(api).read_namespaced_lease(lease, "default")
-    return (found.metadata.annotations or {}).get(STATE)
-
-
-async def until_state(api: ApiClient, lease: str, state: str) -> None:
-    await eventually(lambda: state_of(api, lease), lambda found: found == state, timeout=REACTION_SECONDS, what=state)
-
-
-def restart(process: RunProcess) -> None:
-    process.stop()
-    process.start()
 
 
 async def test_a_forged_lease_deletes_nothing(
     api: ApiClient, namespace: str, make_node: MakeNode, components: RunProcess, steering_classes: dict[str, str]
 ) -> None:
     """Anyone who may write Leases in the steering namespace writes one naming a protected pod as the victim of
-    a pending pod: the restarted server refuses it, since the pod tolerates that preemptor."""
+    a pending pod: the restarted server refuses it (the pod was never nominated there, and no plan would
+    preempt a pod that tolerates it)."""
     node = (await make_node(cpu="2", memory="8Gi")).metadata.name
     protected = await create_bound(api, namespace, "protected", steering_classes["prot"], node, cpu="1")
     preemptor = await held_pending(api, namespace, "pending", steering_classes["high"])
@@ -75,7 +51,39 @@ async def test_a_forged_lease_deletes_nothing(
         assert still is not None and still["metadata"]["uid"] == protected["metadata"]["uid"]
         assert not still["metadata"].get("deletionTimestamp")
         assert not ((await read_pod(api, namespace, "pending")) or {}).get("status", {}).get("nominatedNodeName")
-        assert "tolerates the preemptor" in components.log()
+        assert "an action left in the middle is not finished" in components.log()
+    finally:
+        await client.CoordinationV1Api(api).delete_namespaced_lease(lease, "default")
+
+
+async def test_a_lease_naming_pods_a_fresh_plan_would_not_preempt_deletes_none_of_them(
+    api: ApiClient, namespace: str, make_node: MakeNode, components: RunProcess, steering_classes: dict[str, str]
+) -> None:
+    """A Lease renewed 25 s ago names three plain pods of a node the preemptor may not use (its node affinity
+    keeps it to another node, where a plain pod of its size runs), and the preemptor is nominated to the
+    Lease's node. A fresh plan preempts on the preemptor's own node, not on the Lease's: the Lease is refused
+    and none of the three is deleted, nor the pod of the preemptor's node."""
+    excluded = (await make_node(cpu="3", memory="8Gi")).metadata.name
+    usable = (await make_node(cpu="1", memory="8Gi")).metadata.name
+    named = [
+        await create_bound(api, namespace, f"plain-{n}", steering_classes["low"], excluded, cpu="1") for n in range(3)
+    ]
+    other = await create_bound(api, namespace, "other", steering_classes["low"], usable, cpu="1")
+    body = on_nodes(pod_body("pending", steering_classes["high"], usable, cpu="1"), usable)
+    body["spec"]["schedulerName"] = "no-such-scheduler"
+    core = client.CoreV1Api(api)
+    created = await core.create_namespaced_pod(namespace, body)
+    await core.patch_namespaced_pod_status("pending", namespace, {"status": {"nominatedNodeName": excluded}})
+    preemptor = {"name": "pending", "uid": created.metadata.uid}
+    lease = await left_acting(api, namespace, preemptor, excluded, named, age=25)
+    try:
+        restart(components)
+        await until_state(api, lease, REFUSED)
+        for pod in [*named, other]:
+            still = await read_pod(api, namespace, pod["metadata"]["name"])
+            assert still is not None and still["metadata"]["uid"] == pod["metadata"]["uid"]
+            assert not still["metadata"].get("deletionTimestamp"), pod["metadata"]["name"]
+        assert f"a fresh plan preempts on {usable}, not on its node {excluded}" in components.log()
     finally:
         await client.CoordinationV1Api(api).delete_namespaced_lease(lease, "default")
 
@@ -97,38 +105,6 @@ async def test_a_two_day_old_lease_is_not_carried_out(
         await client.CoordinationV1Api(api).delete_namespaced_lease(lease, "default")
 
 
-def fault_policy(kubectl: Kubectl, name: str) -> None:
-    """A ValidatingAdmissionPolicy that forbids status writes of pods labelled FAULT_LABEL (a 403, as a
-    missing right or another admission controller gives it)."""
-    policy = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicy",
-        "metadata": {"name": name},
-        "spec": {
-            "failurePolicy": "Fail",
-            "matchConstraints": {
-                "resourceRules": [
-                    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods/status"]}
-                ]
-            },
-            "validations": [
-                {
-                    "expression": f"!has(object.metadata.labels) || !('{FAULT_LABEL}' in object.metadata.labels)",
-                    "reason": "Forbidden",
-                    "message": "status writes of this pod are forbidden by the test",
-                }
-            ],
-        },
-    }
-    binding = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingAdmissionPolicyBinding",
-        "metadata": {"name": name},
-        "spec": {"policyName": name, "validationActions": ["Deny"]},
-    }
-    kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [policy, binding]}))
-
-
 async def test_an_api_error_while_resuming_ends_neither_the_other_leases_nor_steering(
     api: ApiClient,
     namespace: str,
@@ -137,39 +113,33 @@ async def test_an_api_error_while_resuming_ends_neither_the_other_leases_nor_ste
     steering_classes: dict[str, str],
     kubectl: Kubectl,
 ) -> None:
-    """Two Leases left acting: the first one's victim cannot be marked (the API server answers 403), the
+    """Two Leases left acting, each for a preemptor nominated to its own full node: the first one's victim
+    cannot be marked (the API server answers 403), so that action is given up and its Lease released; the
     second one is finished all the same, and steering then makes a preemption as usual."""
     policy = unique_name("fault")
     fault_policy(kubectl, policy)
-    node = (await make_node(cpu="2", memory="8Gi")).metadata.name
+    node = (await make_node(cpu="1", memory="8Gi")).metadata.name
+    other_node = (await make_node(cpu="1", memory="8Gi")).metadata.name
     faulty_body = pod_body("faulty", steering_classes["low"], node, cpu="1")
     faulty_body["metadata"]["labels"] = {FAULT_LABEL: "true"}
     await client.CoreV1Api(api).create_namespaced_pod(namespace, faulty_body)
     faulty = await until_bound(api, namespace, "faulty", node)
-    plain = await create_bound(api, namespace, "plain", steering_classes["low"], node, cpu="1")
-    first = await held_pending(api, namespace, "first", steering_classes["high"])
-    second = await held_pending(api, namespace, "second", steering_classes["high"])
+    await until_status_writes_refused(api, namespace, "faulty")
+    plain = await create_bound(api, namespace, "plain", steering_classes["low"], other_node, cpu="1")
+    first = await held_pending(api, namespace, "first", steering_classes["high"], nominated=node)
+    second = await held_pending(api, namespace, "second", steering_classes["high"], nominated=other_node)
     leases = [
         await left_acting(api, namespace, first, node, [faulty], age=20),
-        await left_acting(api, namespace, second, node, [plain], age=20),
+        await left_acting(api, namespace, second, other_node, [plain], age=20),
     ]
     try:
         restart(components)
         await until_gone(api, namespace, "plain")
         await until_state(api, leases[1], DONE)
-        assert await state_of(api, leases[0]) == ACTING  # left for the sweep; its window ends
-        assert (await read_pod(api, namespace, "faulty")) is not None
         # the Leases are taken in name order (their preemptors' UIDs): the faulty one may come second
-
-        async def log() -> str:
-            return components.log()
-
-        await eventually(
-            log,
-            lambda text: "could not finish an action left in the middle" in text,
-            timeout=REACTION_SECONDS,
-            what="the failed resume logged",
-        )
+        await until_state(api, leases[0], RELEASED)  # any replica may act for it again at once
+        assert (await read_pod(api, namespace, "faulty")) is not None
+        assert "steering: an action was given up" in components.log()
         node_a, node_b, preemptor = await two_full_nodes(api, namespace, make_node, steering_classes)
         await client.CoreV1Api(api).create_namespaced_pod(namespace, preemptor)
         await until_bound(api, namespace, "high", node_b)

@@ -100,6 +100,58 @@ def test_a_left_leases_window_is_never_longer_than_the_servers() -> None:
     assert found is not None and found.window_seconds == 60
 
 
+BLOCKS = [
+    # (rule, the Lease, asked by, retake, blocks)
+    ("held and acting: another replica is in the middle of it", lease(leases.ACTING, 5), "r2", False, True),
+    ("held and done: one action per preemptor per window", lease(leases.DONE, 5), "r2", False, True),
+    ("released (an action given up): any replica may claim it at once", lease(leases.RELEASED, 5), "r2", False, False),
+    ("released, and asked by the replica that gave it up", lease(leases.RELEASED, 5), "r1", False, False),
+    ("done by the asker, retaken (its room was taken)", lease(leases.DONE, 5), "r1", True, False),
+    ("done by another, retake asked: still held", lease(leases.DONE, 5, holder="r2"), "r1", True, True),
+    ("past its window: free", lease(leases.ACTING, 61), "r2", False, False),
+]
+
+
+@pytest.mark.parametrize(("rule", "state", "asker", "retake", "blocks"), BLOCKS, ids=[case[0] for case in BLOCKS])
+def test_whom_a_lease_keeps_from_acting(rule: str, state: LeaseState, asker: str, retake: bool, blocks: bool) -> None:
+    assert state.blocks(asker, NOW, retake) is blocks, rule
+
+
 def test_only_the_holder_that_finished_a_lease_may_retake_it() -> None:
     assert lease(leases.DONE, 1).done_by("r1") and not lease(leases.DONE, 1, holder="r2").done_by("r1")
     assert not lease(leases.ACTING, 1).done_by("r1")
+
+
+def raw_lease(uid: str, state: str | None, renewed_ago: float | None, node: str | None = "node-a") -> dict:
+    annotations = {key: value for key, value in ((leases.STATE, state), (leases.NODE, node)) if value is not None}
+    spec: dict = {"holderIdentity": "r1", "leaseDurationSeconds": 60}
+    if renewed_ago is not None:
+        spec["renewTime"] = (NOW - timedelta(seconds=renewed_ago)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return {"metadata": {"name": leases.LEASE_PREFIX + uid, "annotations": annotations}, "spec": spec}
+
+
+NOMINATIONS = [
+    ("acting and held: another replica's action in progress", raw_lease("a", leases.ACTING, 5), {"a": "node-a"}),
+    ("done within the window: its nomination stands", raw_lease("a", leases.DONE, 30), {"a": "node-a"}),
+    ("released: the action was given up", raw_lease("a", leases.RELEASED, 5), {}),
+    ("refused: nothing was done", raw_lease("a", leases.REFUSED, 5), {}),
+    ("past its window", raw_lease("a", leases.DONE, 61), {}),
+    ("never renewed", raw_lease("a", leases.ACTING, None), {}),
+    ("no node", raw_lease("a", leases.ACTING, 5, node=None), {}),
+    ("a damaged Lease reads as nothing", {"metadata": "x", "spec": ["y"]}, {}),
+]
+
+
+@pytest.mark.parametrize(("rule", "raw", "expected"), NOMINATIONS, ids=[case[0] for case in NOMINATIONS])
+def test_the_nominations_every_replicas_steering_made_are_read_from_the_leases(rule, raw, expected) -> None:
+    assert leases.steered_nominations([LeaseState.from_json(raw)], NOW) == expected, rule
+
+
+def test_a_watched_lease_reads_as_a_listed_one() -> None:
+    raw = raw_lease("a", leases.ACTING, 20)
+    raw["metadata"]["resourceVersion"] = "42"
+    raw["metadata"]["annotations"] |= {leases.PREEMPTOR: "team/high", leases.VICTIMS: "team/a=uid-a"}
+    found = left_plan(LeaseState.from_json(raw), 60, NOW)
+    assert found == LeftPlan(
+        ("team", "high", "a"), "node-a", (("team", "a", "uid-a"),), NOW - timedelta(seconds=20), 60, "42"
+    )

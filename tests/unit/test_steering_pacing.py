@@ -56,6 +56,16 @@ def test_a_declined_preemptor_is_planned_again_after_a_change_and_its_wait(rule,
     assert plans.due("b", *asked), "another preemptor"
 
 
+def test_an_action_given_up_is_due_after_its_wait_whatever_the_caches_do() -> None:
+    """A failed write changes no cache: the preemptor is planned again once its wait is over, doubled each
+    time in a row."""
+    plans = DeclinedPlans()
+    plans.declined("a", None, 0.0)
+    assert not plans.due("a", 7, 0.5) and plans.due("a", 7, 1.0)
+    plans.declined("a", None, 1.0)
+    assert not plans.due("a", 7, 2.5) and plans.due("a", 7, 3.0)
+
+
 def test_a_carried_out_plan_starts_the_wait_again() -> None:
     plans = DeclinedPlans()
     for generation in range(5):
@@ -199,7 +209,11 @@ async def test_steering_that_stops_on_an_error_starts_again_and_says_so(api, cap
             raise RuntimeError("a bug")
         await asyncio.Event().wait()  # runs on
 
+    async def nothing_left() -> None:  # the Leases left are listed beside `run`, once: not this test's
+        pass
+
     subject.run = run  # type: ignore[method-assign]
+    subject._resume = nothing_left  # type: ignore[method-assign]
     supervised = asyncio.create_task(subject.run_supervised(restart_after=0))
     try:
         while len(runs) < 2:
