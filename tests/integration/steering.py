@@ -20,7 +20,7 @@ from tests.integration.components import RunProcess
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import REACTION_SECONDS, START_SECONDS, eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest
-from tests.integration.pods import create_bound, pod_body
+from tests.integration.pods import create_bound, pod_body, until_bound
 from tests.integration.test_extender_victims import on_nodes
 
 FAULT_LABEL = "ptol-test-fault"  # pods whose status writes `fault_policy` forbids
@@ -166,3 +166,13 @@ async def until_status_writes_refused(api: ApiClient, namespace: str, name: str)
         return False
 
     await eventually(refused, bool, timeout=REACTION_SECONDS, what=f"status writes of {name} refused")
+
+
+async def faulty_pod(api: ApiClient, namespace: str, name: str, class_name: str, node: str) -> dict[str, Any]:
+    """A pod of 1 CPU bound to `node` whose status writes `fault_policy` refuses, once they are refused."""
+    body = pod_body(name, class_name, node, cpu="1")
+    body["metadata"]["labels"] = {FAULT_LABEL: "true"}
+    await client.CoreV1Api(api).create_namespaced_pod(namespace, body)
+    bound = await until_bound(api, namespace, name, node)
+    await until_status_writes_refused(api, namespace, name)
+    return bound

@@ -39,18 +39,12 @@ from preemption_toleration.webhooks.steering_leases import (
     VICTIMS,
     SteeringLeases,
 )
+from tests.integration import steering as bed
 from tests.integration.components import RunProcess, Server, ptol_run_fixture
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import REACTION_SECONDS, eventually, unique_name
 from tests.integration.pods import create_bound, pod_body, read_pod, until_bound, until_gone
-from tests.integration.steering import (
-    event_of,
-    events,
-    held_pending,
-    left_lease,
-    steering_classes,
-    two_full_nodes,
-)
+from tests.integration.steering import steering_classes
 from tests.integration.test_extender_victims import on_nodes, pod_names_on
 from tests.metrics import total
 
@@ -69,15 +63,15 @@ async def test_the_preemption_upstream_would_make_happens(
     server: Server,
     steering_classes: dict[str, str],
 ) -> None:
-    node_a, node_b, preemptor = await two_full_nodes(api, namespace, make_node, steering_classes)
+    node_a, node_b, preemptor = await bed.two_full_nodes(api, namespace, make_node, steering_classes)
     created = time.monotonic()
     await client.CoreV1Api(api).create_namespaced_pod(namespace, preemptor)
     await until_bound(api, namespace, "high", node_b)
     print(f"bound to node-b {time.monotonic() - created:.1f} s after its creation")
     assert await pod_names_on(api, namespace) == {"protected": node_a, "high": node_b}
-    steered = await event_of(api, namespace, "high", "PreemptionSteered")
+    steered = await bed.event_of(api, namespace, "high", "PreemptionSteered")
     assert f"{namespace}/plain on node {node_b}" in steered.message
-    preempted = await event_of(api, namespace, "plain", "Preempted")
+    preempted = await bed.event_of(api, namespace, "plain", "Preempted")
     assert preempted.related.name == "high" and node_b in preempted.message
     assert (await server.metric("ptol_steering_total", "outcome")).get("steered", 0) >= 1
 
@@ -89,18 +83,18 @@ async def test_a_preemptor_with_constraints_the_project_does_not_judge_is_not_st
     server: Server,
     steering_classes: dict[str, str],
 ) -> None:
-    node_a, node_b, preemptor = await two_full_nodes(api, namespace, make_node, steering_classes)
+    node_a, node_b, preemptor = await bed.two_full_nodes(api, namespace, make_node, steering_classes)
     preemptor["spec"]["affinity"]["podAntiAffinity"] = {
         "requiredDuringSchedulingIgnoredDuringExecution": [
             {"labelSelector": {"matchLabels": {"app": "none"}}, "topologyKey": "kubernetes.io/hostname"}
         ]
     }
     await client.CoreV1Api(api).create_namespaced_pod(namespace, preemptor)
-    declined = await event_of(api, namespace, "high", "PreemptionNotSteered")
+    declined = await bed.event_of(api, namespace, "high", "PreemptionNotSteered")
     assert "pod anti-affinity" in declined.message
     assert (await server.metric("ptol_steering_total", "outcome")).get("unjudged", 0) >= 1
     assert await pod_names_on(api, namespace) == {"protected": node_a, "plain": node_b, "high": None}
-    assert await events(api, namespace, "high", "PreemptionSteered") == []
+    assert await bed.events(api, namespace, "high", "PreemptionSteered") == []
 
 
 async def test_a_restart_in_the_middle_finishes_the_action_and_deletes_no_other_pod(
@@ -120,13 +114,13 @@ async def test_a_restart_in_the_middle_finishes_the_action_and_deletes_no_other_
     again = await create_bound(api, namespace, "again", steering_classes["low"], node, cpu="1")
     await asyncio.sleep(1.1)  # status.startTime is in whole seconds: plain is the least important
     plain = await create_bound(api, namespace, "plain", steering_classes["low"], node, cpu="1")
-    created = await held_pending(api, namespace, "pending", steering_classes["high"], nominated=node)
+    created = await bed.held_pending(api, namespace, "pending", steering_classes["high"], nominated=node)
     preemptor = await client.CoreV1Api(api).read_namespaced_pod("pending", namespace)
     assert preemptor.metadata.uid == created["uid"]
     uid = preemptor.metadata.uid
     # left 20 s ago: past RESUME_AFTER_SECONDS (15 s), within the Lease's window (60 s)
     victims = f"{namespace}/plain={plain['metadata']['uid']},{namespace}/again=uid-of-a-deleted-pod"
-    lease = left_lease(uid, f"{namespace}/pending", node, victims, 20)
+    lease = bed.left_lease(uid, f"{namespace}/pending", node, victims, 20)
     coordination = client.CoordinationV1Api(api)
     await coordination.create_namespaced_lease("default", lease)
     try:
@@ -197,7 +191,9 @@ async def test_two_replicas_starting_together_take_over_a_left_lease_once(api: A
     plan = plan_for("left")
     name = LEASE_PREFIX + plan.preemptor.uid
     coordination = client.CoordinationV1Api(api)
-    await coordination.create_namespaced_lease("default", left_lease(plan.preemptor.uid, "team/p", "node-x", "", 20))
+    await coordination.create_namespaced_lease(
+        "default", bed.left_lease(plan.preemptor.uid, "team/p", "node-x", "", 20)
+    )
     try:
         [left] = [lease for lease in await SteeringLeases(api, "default", "r", 60).listed() if lease.name == name]
         claims = await asyncio.gather(

@@ -23,20 +23,13 @@ from preemption_toleration.webhooks.caches import AdmissionCaches
 from preemption_toleration.webhooks.metrics import SteeringMetrics
 from preemption_toleration.webhooks.steerer import RefusedVictim, Steerer
 from preemption_toleration.webhooks.steering_leases import DONE, LEASE_PREFIX, RELEASED
+from tests.integration import steering as bed
 from tests.integration.components import install_crd
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import REACTION_SECONDS, START_SECONDS, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest
-from tests.integration.pods import create_bound, pod_body, read_pod, until_bound, until_gone
-from tests.integration.steering import (
-    FAULT_LABEL,
-    fault_policy,
-    held_pending,
-    state_of,
-    steering_classes,
-    until_state,
-    until_status_writes_refused,
-)
+from tests.integration.pods import create_bound, read_pod, until_gone
+from tests.integration.steering import steering_classes
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 __all__ = ["steering_classes"]  # a fixture
@@ -125,7 +118,7 @@ async def test_a_policy_applied_while_an_action_waits_wins_over_its_plan(
         assert not still["metadata"].get("deletionTimestamp")
         assert not any(c["type"] == "DisruptionTarget" for c in still["status"].get("conditions") or [])
         assert outcome(steerer, "stopped") == 1
-        assert await state_of(api, lease) == RELEASED
+        assert await bed.state_of(api, lease) == RELEASED
     finally:
         kubectl("delete", "priorityclass", victim_class, "--ignore-not-found", check=False)
         await _forget_lease(api, lease)
@@ -143,13 +136,9 @@ async def test_a_refused_write_gives_the_action_up_and_the_preemptor_is_steered_
     released, nothing deleted. Once the policy is gone, the next refusal steers the preemption: the victim
     is deleted, the Lease done (a preemptor left "in progress" would never be steered again)."""
     policy = unique_name("fault")
-    fault_policy(kubectl, policy)
+    bed.fault_policy(kubectl, policy)
     node = (await make_node(cpu="1", memory="8Gi")).metadata.name
-    body = pod_body("plain", steering_classes["low"], node, cpu="1")
-    body["metadata"]["labels"] = {FAULT_LABEL: "true"}
-    await client.CoreV1Api(api).create_namespaced_pod(namespace, body)
-    plain = await until_bound(api, namespace, "plain", node)
-    await until_status_writes_refused(api, namespace, "plain")
+    plain = await bed.faulty_pod(api, namespace, "plain", steering_classes["low"], node)
     preemptor = await nominated_preemptor(api, caches, namespace, steering_classes["high"], node)
     steerer = in_process_steerer(api, caches)
     refusal = RefusedVictim(namespace, "plain", plain["metadata"]["uid"], node, f"{namespace}/pending")
@@ -157,7 +146,7 @@ async def test_a_refused_write_gives_the_action_up_and_the_preemptor_is_steered_
     try:
         assert await steerer._consider(refusal) is False
         assert outcome(steerer, "failed") == 1
-        assert await state_of(api, lease) == RELEASED
+        assert await bed.state_of(api, lease) == RELEASED
         assert (await read_pod(api, namespace, "plain")) is not None
         kubectl("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", policy)
         deadline = time.monotonic() + REACTION_SECONDS
@@ -165,7 +154,7 @@ async def test_a_refused_write_gives_the_action_up_and_the_preemptor_is_steered_
             assert time.monotonic() < deadline, "never steered again"
             await asyncio.sleep(0.5)
         await until_gone(api, namespace, "plain")
-        await until_state(api, lease, DONE)
+        await bed.until_state(api, lease, DONE)
         assert outcome(steerer, "steered") == 1
     finally:
         kubectl("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", policy, check=False)
@@ -186,7 +175,7 @@ async def test_a_replica_keeps_the_nomination_another_replicas_steering_made(
     goes, once `first` is counted) and clear it, had it only its own memory; it reads A's Lease and keeps it."""
     node = (await make_node(cpu="2", memory="8Gi")).metadata.name
     protected = await create_bound(api, namespace, "protected", steering_classes["prot"], node, cpu="1")
-    first = await held_pending(api, namespace, "first", steering_classes["high"])
+    first = await bed.held_pending(api, namespace, "first", steering_classes["high"])
     second = await nominated_preemptor_named(api, caches, namespace, "second", steering_classes["high"], node)
     replica_a, replica_b = in_process_steerer(api, caches), in_process_steerer(api, caches)
     cached_second = caches.pod_index.get((namespace, "second"))
@@ -218,7 +207,7 @@ async def test_a_replica_keeps_the_nomination_another_replicas_steering_made(
 async def nominated_preemptor_named(
     api: ApiClient, caches: AdmissionCaches, namespace: str, name: str, class_name: str, node: str
 ) -> dict[str, str]:
-    preemptor = await held_pending(api, namespace, name, class_name, nominated=node)
+    preemptor = await bed.held_pending(api, namespace, name, class_name, nominated=node)
     await until_cached(
         caches,
         lambda: (pod := caches.pod_index.get((namespace, name))) is not None and pod.nominated_node == node,

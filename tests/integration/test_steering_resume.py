@@ -11,21 +11,12 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.webhooks.steering_leases import DONE, REFUSED, RELEASED
+from tests.integration import steering as bed
 from tests.integration.components import RunProcess, ptol_run_fixture
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import unique_name
 from tests.integration.pods import create_bound, pod_body, read_pod, until_bound, until_gone
-from tests.integration.steering import (
-    FAULT_LABEL,
-    fault_policy,
-    held_pending,
-    left_acting,
-    restart,
-    steering_classes,
-    two_full_nodes,
-    until_state,
-    until_status_writes_refused,
-)
+from tests.integration.steering import steering_classes
 from tests.integration.test_extender_victims import on_nodes
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -42,11 +33,11 @@ async def test_a_forged_lease_deletes_nothing(
     preempt a pod that tolerates it)."""
     node = (await make_node(cpu="2", memory="8Gi")).metadata.name
     protected = await create_bound(api, namespace, "protected", steering_classes["prot"], node, cpu="1")
-    preemptor = await held_pending(api, namespace, "pending", steering_classes["high"])
-    lease = await left_acting(api, namespace, preemptor, node, [protected], age=20)
+    preemptor = await bed.held_pending(api, namespace, "pending", steering_classes["high"])
+    lease = await bed.left_acting(api, namespace, preemptor, node, [protected], age=20)
     try:
-        restart(components)
-        await until_state(api, lease, REFUSED)
+        bed.restart(components)
+        await bed.until_state(api, lease, REFUSED)
         still = await read_pod(api, namespace, "protected")
         assert still is not None and still["metadata"]["uid"] == protected["metadata"]["uid"]
         assert not still["metadata"].get("deletionTimestamp")
@@ -75,10 +66,10 @@ async def test_a_lease_naming_pods_a_fresh_plan_would_not_preempt_deletes_none_o
     created = await core.create_namespaced_pod(namespace, body)
     await core.patch_namespaced_pod_status("pending", namespace, {"status": {"nominatedNodeName": excluded}})
     preemptor = {"name": "pending", "uid": created.metadata.uid}
-    lease = await left_acting(api, namespace, preemptor, excluded, named, age=25)
+    lease = await bed.left_acting(api, namespace, preemptor, excluded, named, age=25)
     try:
-        restart(components)
-        await until_state(api, lease, REFUSED)
+        bed.restart(components)
+        await bed.until_state(api, lease, REFUSED)
         for pod in [*named, other]:
             still = await read_pod(api, namespace, pod["metadata"]["name"])
             assert still is not None and still["metadata"]["uid"] == pod["metadata"]["uid"]
@@ -93,11 +84,11 @@ async def test_a_two_day_old_lease_is_not_carried_out(
 ) -> None:
     node = (await make_node(cpu="2", memory="8Gi")).metadata.name
     plain = await create_bound(api, namespace, "plain", steering_classes["low"], node, cpu="1")
-    preemptor = await held_pending(api, namespace, "pending", steering_classes["high"])
-    lease = await left_acting(api, namespace, preemptor, node, [plain], age=2 * 86400)
+    preemptor = await bed.held_pending(api, namespace, "pending", steering_classes["high"])
+    lease = await bed.left_acting(api, namespace, preemptor, node, [plain], age=2 * 86400)
     try:
-        restart(components)
-        await until_state(api, lease, REFUSED)
+        bed.restart(components)
+        await bed.until_state(api, lease, REFUSED)
         still = await read_pod(api, namespace, "plain")
         assert still is not None and not still["metadata"].get("deletionTimestamp")
         assert "longer ago than its window of 60 s" in components.log()
@@ -117,30 +108,26 @@ async def test_an_api_error_while_resuming_ends_neither_the_other_leases_nor_ste
     cannot be marked (the API server answers 403), so that action is given up and its Lease released; the
     second one is finished all the same, and steering then makes a preemption as usual."""
     policy = unique_name("fault")
-    fault_policy(kubectl, policy)
+    bed.fault_policy(kubectl, policy)
     node = (await make_node(cpu="1", memory="8Gi")).metadata.name
     other_node = (await make_node(cpu="1", memory="8Gi")).metadata.name
-    faulty_body = pod_body("faulty", steering_classes["low"], node, cpu="1")
-    faulty_body["metadata"]["labels"] = {FAULT_LABEL: "true"}
-    await client.CoreV1Api(api).create_namespaced_pod(namespace, faulty_body)
-    faulty = await until_bound(api, namespace, "faulty", node)
-    await until_status_writes_refused(api, namespace, "faulty")
+    faulty = await bed.faulty_pod(api, namespace, "faulty", steering_classes["low"], node)
     plain = await create_bound(api, namespace, "plain", steering_classes["low"], other_node, cpu="1")
-    first = await held_pending(api, namespace, "first", steering_classes["high"], nominated=node)
-    second = await held_pending(api, namespace, "second", steering_classes["high"], nominated=other_node)
+    first = await bed.held_pending(api, namespace, "first", steering_classes["high"], nominated=node)
+    second = await bed.held_pending(api, namespace, "second", steering_classes["high"], nominated=other_node)
     leases = [
-        await left_acting(api, namespace, first, node, [faulty], age=20),
-        await left_acting(api, namespace, second, other_node, [plain], age=20),
+        await bed.left_acting(api, namespace, first, node, [faulty], age=20),
+        await bed.left_acting(api, namespace, second, other_node, [plain], age=20),
     ]
     try:
-        restart(components)
+        bed.restart(components)
         await until_gone(api, namespace, "plain")
-        await until_state(api, leases[1], DONE)
+        await bed.until_state(api, leases[1], DONE)
         # the Leases are taken in name order (their preemptors' UIDs): the faulty one may come second
-        await until_state(api, leases[0], RELEASED)  # any replica may act for it again at once
+        await bed.until_state(api, leases[0], RELEASED)  # any replica may act for it again at once
         assert (await read_pod(api, namespace, "faulty")) is not None
         assert "steering: an action was given up" in components.log()
-        node_a, node_b, preemptor = await two_full_nodes(api, namespace, make_node, steering_classes)
+        node_a, node_b, preemptor = await bed.two_full_nodes(api, namespace, make_node, steering_classes)
         await client.CoreV1Api(api).create_namespaced_pod(namespace, preemptor)
         await until_bound(api, namespace, "high", node_b)
     finally:
