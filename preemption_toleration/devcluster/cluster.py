@@ -275,11 +275,11 @@ class LocalCluster:
         path.chmod(0o600)
         return path
 
-    def route_service(self, cluster_ip: str, port: int, target: str) -> None:
-        """Send the API server's connections to a Service's `cluster_ip`:`port` to `target` ("host:port"),
-        as kube-proxy would to the Service's pods (devcluster/service_proxy.py)."""
+    def route_service(self, cluster_ip: str, port: int, target: str | Sequence[str]) -> None:
+        """Send the API server's connections to a Service's `cluster_ip`:`port` to `target` ("host:port"), or
+        to each of several in turn, as kube-proxy would to the Service's pods (devcluster/service_proxy.py)."""
         routes = json.loads(self._routes_file.read_text())
-        routes[f"{cluster_ip}:{port}"] = target
+        routes[f"{cluster_ip}:{port}"] = target if isinstance(target, str) else list(target)
         staging = self._routes_file.with_suffix(".tmp")
         staging.write_text(json.dumps(routes))
         os.replace(staging, self._routes_file)

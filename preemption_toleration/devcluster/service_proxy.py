@@ -3,13 +3,15 @@
 No container runtime runs here, so a Service's pods are our processes on loopback. kube-apiserver reaches a
 webhook configured by `service:` (and an aggregated API) at the Service's ClusterIP, through its egress
 selector's `cluster` connection; the local control plane points that connection at this proxy, which
-forwards `CONNECT <clusterIP>:<port>` to the local address a test routed there (`LocalCluster.route_service`).
+forwards `CONNECT <clusterIP>:<port>` to the local address a test routed there (`LocalCluster.route_service`);
+to one of several, for a Service of several replicas, taken in turn connection by connection, as kube-proxy
+spreads connections over a Service's endpoints (the API server keeps a connection for many calls).
 The webhook configurations, the Service and its TLS names stay as in a real cluster. A CONNECT to an
 unrouted address is answered 502, as a Service without ready endpoints fails.
 
 It listens on a Unix socket (kube-apiserver 1.37 panics on an HTTPConnect egress over plain-HTTP TCP).
 Run as `python -m preemption_toleration.devcluster.service_proxy --socket PATH --routes FILE`; FILE maps
-"ip:port" to "host:port" (JSON), read again on every CONNECT.
+"ip:port" to "host:port" or to a list of them (JSON), read again on every CONNECT.
 """
 
 from __future__ import annotations
@@ -17,19 +19,40 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 # Room for a CONNECT line and a few headers; the API server sends two lines.
 _MAX_HEAD = 8192
 
 
-def routes_of(path: Path) -> dict[str, str]:
+def routes_of(path: Path) -> dict[str, list[str]]:
+    """Each routed "ip:port" and the "host:port" addresses its connections go to."""
     try:
         loaded = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
-    return {str(key): str(value) for key, value in loaded.items()} if isinstance(loaded, dict) else {}
+    if not isinstance(loaded, dict):
+        return {}
+    found = {}
+    for key, value in loaded.items():
+        targets = [str(item) for item in value] if isinstance(value, list) else [str(value)]
+        if targets:
+            found[str(key)] = targets
+    return found
+
+
+class Turns:
+    """Which target of a route the next connection takes: each in turn, counted per route."""
+
+    def __init__(self) -> None:
+        self._counters: dict[str, Iterator[int]] = {}
+
+    def target(self, route: str, targets: list[str]) -> str:
+        counter = self._counters.setdefault(route, itertools.count())
+        return targets[next(counter) % len(targets)]
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -44,14 +67,15 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
             writer.close()
 
 
-async def _serve(routes: Path, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def _serve(routes: Path, turns: Turns, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
         head = await reader.readuntil(b"\r\n\r\n")
     except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
         writer.close()
         return
     parts = head.split(b"\r\n", 1)[0].decode("latin-1").split()
-    target = routes_of(routes).get(parts[1]) if len(parts) == 3 and parts[0] == "CONNECT" else None
+    targets = routes_of(routes).get(parts[1]) if len(parts) == 3 and parts[0] == "CONNECT" else None
+    target = turns.target(parts[1], targets) if targets else None
     if target is None:
         writer.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
         writer.close()
@@ -69,8 +93,9 @@ async def _serve(routes: Path, reader: asyncio.StreamReader, writer: asyncio.Str
 
 
 async def serve(socket_path: Path, routes: Path) -> None:
+    turns = Turns()
     server = await asyncio.start_unix_server(
-        lambda reader, writer: _serve(routes, reader, writer), str(socket_path), limit=_MAX_HEAD
+        lambda reader, writer: _serve(routes, turns, reader, writer), str(socket_path), limit=_MAX_HEAD
     )
     async with server:
         await server.serve_forever()

@@ -694,6 +694,7 @@ class Steerer:
             except Exception:
                 self.metrics.count(SteeringOutcome.FAILED)
                 logger.exception("steering: could not finish an action left in the middle", extra={"lease": lease_name})
+        logger.info("steering: the actions left in the middle were looked at", extra={"leases": len(left)})
 
     async def _resume_one(self, lease_name: str, left: LeftPlan) -> None:
         """A Lease left acting asks for its preemptor: a fresh plan answers, and is carried out only where it
