@@ -262,7 +262,7 @@ def _judge(
             # upstream skips the node; we cannot judge either
             return Verdict(source=source, preemptor=preemptor)
         if whole is not None:
-            view.group_verdicts.keep(whole.uid, GroupDecision(preemptor, source, exempt, found))
+            view.group_verdicts.keep(whole.uid, GroupDecision(preemptor, source, exempt, found), lasting=not exempt)
     if not exempt:
         # a group's members are preempted across nodes, not node by node: none of them is in vain on its node
         checks_waste = (
@@ -408,7 +408,7 @@ def _judge_scheduler_write(
         found = _scheduler_preemptor(victim, node_name, whole, view, now, scheduler)
     if found is None:
         if whole is not None and kept is None:
-            view.group_verdicts.keep(whole.uid, NO_PREEMPTOR)
+            view.group_verdicts.keep(whole.uid, NO_PREEMPTOR, lasting=True)
         return ALLOWED
     preemptor, source = found
     return _judge(kind, request, victim, preemptor, source, view, config, now, kept)

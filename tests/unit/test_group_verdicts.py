@@ -1,6 +1,7 @@
 """One decision per victim group and preemption (`inventory.group_verdicts`): the requests for a group's
 members that follow each other get the first one's decision; the scheduler's next attempt, a pause later,
-gets a fresh one; a chain that never pauses is decided afresh after LONGEST_SECONDS."""
+gets a fresh one; a refusal kept by a chain that never pauses is decided afresh after LONGEST_SECONDS, an
+allowance stands as long as the chain."""
 
 from __future__ import annotations
 
@@ -37,6 +38,30 @@ def test_a_decision_stands_for_the_requests_that_follow_it(
     now = [100.0]
     verdicts: GroupVerdicts[str] = GroupVerdicts(clock=lambda: now[0])
     verdicts.keep("uid", "kept")
+    found = []
+    for at in times:
+        now[0] = 100.0 + at
+        found.append(verdicts.recall("uid"))
+    assert found == recalled
+
+
+CHAIN = [step * GAP * 0.9 for step in range(1, int(3 * LONGEST / (GAP * 0.9)))]  # three windows, no pause
+ALLOWANCES = [
+    # (rule, times asked at after the allowance at 0, what each recalls)
+    ("an allowance stands while the chain goes on, past LONGEST_SECONDS", CHAIN, ["kept"] * len(CHAIN)),
+    ("an allowance ends at the chain's first pause after FRESH_SECONDS", [FRESH - 0.1, FRESH + GAP], ["kept", None]),
+]
+
+
+@pytest.mark.parametrize(("rule", "times", "recalled"), ALLOWANCES, ids=[t[0] for t in ALLOWANCES])
+def test_an_allowance_stands_for_a_group_deleted_over_more_than_one_window(
+    rule: str, times: list[float], recalled: list[str | None]
+) -> None:
+    """A group of some thousand members is deleted over more than LONGEST_SECONDS: a decision made afresh in the
+    middle (a policy applied meanwhile) would stop the deletion there and leave the group in part."""
+    now = [100.0]
+    verdicts: GroupVerdicts[str] = GroupVerdicts(clock=lambda: now[0])
+    verdicts.keep("uid", "kept", lasting=True)
     found = []
     for at in times:
         now[0] = 100.0 + at

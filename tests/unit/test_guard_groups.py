@@ -110,6 +110,22 @@ def test_all_the_members_of_one_preemption_get_the_first_ones_answer() -> None:
     assert refused(members[2], state, now=NOW + timedelta(seconds=12)) is None
 
 
+def test_a_group_deleted_over_more_than_one_window_is_deleted_whole() -> None:
+    """An unprotected group of some thousand members is deleted over more than LONGEST_SECONDS, its members'
+    DELETEs following each other 0.4 s apart. A member scheduled again 20 s in (its group's toleration starting
+    over) does not stop the deletion when the window ends: the group is not left in part."""
+    clock = [0.0]
+    members = [member(f"m-{index}", "g", 15) for index in range(3)]
+    state = view(*members, PREEMPTOR, groups=(PROTECTED_ALL,), clock=clock)
+    assert refused(members[0], state) is None
+    for step in range(1, 90):  # 36 s of requests
+        clock[0] = step * 0.4
+        if step == 50:
+            state.pods.put(member("m-2", "g", 0))  # judged afresh, the group would be protected from here on
+        victim = members[step % 2]
+        assert refused(victim, state, now=NOW + timedelta(seconds=clock[0])) is None, clock[0]
+
+
 def test_a_member_of_a_single_group_is_not_kept() -> None:
     clock = [0.0]
     members = [member(f"m-{index}", "g", 10 - 1 / 60) for index in range(2)]
