@@ -597,7 +597,10 @@ class Steerer:
             f"Preempted {', '.join(deleted) or 'no pod'} on node {node} for this pod and nominated it there, as "
             "upstream's PreemptionToleration would: the scheduler's own choice of victims was refused",
         )
-        await self._finish(uid)
+        try:
+            await self._finish(uid)
+        except API_ERRORS as error:  # done all the same: the Lease holds the other replicas off until its window ends
+            logger.warning("steering: could not record a Lease done", extra={"problem": api_problem(error)})
         return True
 
     async def _preempt(self, preemptor: SlimPod, node: str, victim: SlimPod, scheduler: str) -> bool:
