@@ -82,3 +82,7 @@ class TokenBucket:
         self.at = now
         self.tokens -= 1
         return max(0.0, -self.tokens / self.rate)
+
+    def refund(self) -> None:
+        """An action that did not happen (another replica acts for its preemptor) gives its token back."""
+        self.tokens = min(float(self.burst), self.tokens + 1)

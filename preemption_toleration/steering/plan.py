@@ -46,6 +46,8 @@ INT32_OFFSET = 2**31  # kube-scheduler adds MaxInt32+1 to each priority before s
 MIN_CANDIDATE_NODES_PERCENTAGE = 10
 MIN_CANDIDATE_NODES_ABSOLUTE = 100
 NOTHING_STEERED: Mapping[str, str] = MappingProxyType({})  # no pod nominated by steering itself
+# every nomination may be steering's own (a replica that cannot see the others' Leases): none is cleared
+EVERY_NOMINATION: Mapping[str, str] = MappingProxyType({})
 
 
 class Declined(str, Enum):
@@ -219,7 +221,7 @@ def _nominations(
         if pod.uid == preemptor.uid:
             continue
         # a group's member is nominated by the scheduler's preemption for its group: never cleared, in part
-        keep = ours.get(pod.uid) == name or pod.pod_group is not None
+        keep = ours is EVERY_NOMINATION or ours.get(pod.uid) == name or pod.pod_group is not None
         (cleared if not keep and hopeless(pod, preemptor, name, view, now) else counted).append(pod)
     return counted, cleared
 
@@ -335,10 +337,11 @@ def blocking_nominations(
 ) -> list[SlimPod]:
     """The pods nominated to the preemptor's nominated node that alone keep it from fitting there, where
     upstream's plugin would not have nominated them: of at least its priority (so the scheduler counts them
-    against it), and unable to fit there themselves, with the preemptor counted, whatever pods that do not
-    tolerate them go. The stock scheduler nominates such a pod for a preemption the guard refuses, again at
-    each attempt; two pods of one priority nominated to a node with room for one then wait for each other.
-    Empty unless the preemptor fits there as the node is once those nominations are gone."""
+    against it), and unable to fit there themselves, with the preemptor counted where the scheduler's queue
+    serves it first (`hopeless`), whatever pods that do not tolerate them go. The stock scheduler nominates
+    such a pod for a preemption the guard refuses, again at each attempt; two pods of one priority nominated
+    to a node with room for one then wait for each other. Empty unless the preemptor fits there as the node
+    is once those nominations are gone."""
     name = preemptor.nominated_node
     node = view.nodes.get(name) if name else None
     if name is None or node is None:

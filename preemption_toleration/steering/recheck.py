@@ -16,12 +16,12 @@ PodRef = tuple[str, str, str]  # (namespace, name, uid)
 
 def victim_now(ref: PodRef, node: str, preemptor: SlimPod, view: ClusterView, now: datetime) -> SlimPod | str | None:
     """The victim as the cache holds it now, when it may still be preempted for `preemptor` on `node`; None
-    when it is gone (or another pod of that name is there now: nothing of this plan to delete); otherwise why
-    the action stops before it."""
+    when it is gone, terminating already, or another pod of that name is there now (nothing of this plan to
+    delete); otherwise why the action stops before it."""
     namespace, name, uid = ref
     pod = view.pods.get((namespace, name))
-    if pod is None or pod.uid != uid:
-        return None
+    if pod is None or pod.uid != uid or pod.deletion is not None:
+        return None  # gone, another pod, or terminating already (its mark and DELETE are someone else's)
     where = f"victim {namespace}/{name}"
     if pod.node_name != node:
         return f"{where} is on {pod.node_name or 'no node'}, not on {node}"

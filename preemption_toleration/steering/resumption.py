@@ -43,6 +43,8 @@ def preemptor_of_left_plan(left: LeftPlan, view: ClusterView, now: datetime) -> 
     preemptor = view.pods.get((namespace, name))
     if preemptor is None or preemptor.uid != uid or not preemptor.pending_candidate:
         return f"its preemptor {namespace}/{name} (UID {uid}) is not a pending pod of the cache"
+    if preemptor.pod_group is not None:  # as a live action: the scheduler preempts for its group, across nodes
+        return f"its preemptor {namespace}/{name} is a member of PodGroup {namespace}/{preemptor.pod_group}"
     if not left.node or preemptor.nominated_node != left.node:
         return (
             f"its preemptor {namespace}/{name} is nominated to {preemptor.nominated_node or 'no node'}, not to its "

@@ -31,7 +31,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -57,11 +57,12 @@ from preemption_toleration.kube.client import (
     patch_pod_status,
 )
 from preemption_toleration.kube.events import ObjectEvents
-from preemption_toleration.kube.informer import DictStore, Informer
+from preemption_toleration.kube.informer import DEFAULT_STALE_AFTER_SECONDS, DictStore, Informer
 from preemption_toleration.records.pod import DEFAULT_SCHEDULER, NO_CONSTRAINTS, PodRecord, SlimPod
 from preemption_toleration.records.pod_group import MemberRecord
 from preemption_toleration.steering.pacing import DEFAULT_PACE, DeclinedPlans, Pace, TokenBucket
 from preemption_toleration.steering.plan import (
+    EVERY_NOMINATION,
     Declined,
     NotSteered,
     RefusedFor,
@@ -234,20 +235,26 @@ class Steerer:
     # --- the worker ----------------------------------------------------------------------------------------
 
     async def run_supervised(self, restart_after: float = 1.0) -> None:
-        """The Lease sweep, the Event poster, and `run`, started again after an error nothing foresaw (logged with its
-        traceback, counted `restarted`): steering never ends silently while the server runs."""
+        """The Event poster, the look at the Leases left acting, the Lease sweep and watch (not in audit, which
+        writes nothing but Events and metrics and needs no right to Leases), and `run`, started again after an
+        error nothing foresaw (logged with its traceback, counted `restarted`): steering never ends silently
+        while the server runs. Ended, it ends them all."""
         self.sending.add(asyncio.create_task(self.events.run(), name="steering-events"))
         self.sending.add(asyncio.create_task(self._resume(), name="steering-resume"))
-        if not self.audit:  # audit writes nothing but Events and metrics, and may not read Leases
+        if not self.audit:
             self.sending.add(asyncio.create_task(self.leases.sweep_forever(), name="steering-lease-sweep"))
             self.sending.add(asyncio.create_task(self.lease_watch.run(), name="steering-lease-watch"))
-        while True:
-            try:
-                await self.run()
-            except Exception:
-                self.metrics.count(SteeringOutcome.RESTARTED)
-                logger.exception("steering stopped by an error; it starts again", extra={"after": restart_after})
-            await asyncio.sleep(restart_after)
+        try:
+            while True:
+                try:
+                    await self.run()
+                except Exception:
+                    self.metrics.count(SteeringOutcome.RESTARTED)
+                    logger.exception("steering stopped by an error; it starts again", extra={"after": restart_after})
+                await asyncio.sleep(restart_after)
+        finally:
+            for task in self.sending:
+                task.cancel()
 
     async def run(self) -> None:
         while True:
@@ -442,10 +449,19 @@ class Steerer:
         wait = self.bucket.wait_seconds()
         if wait > 0:
             await asyncio.sleep(wait)
-        if not await self.leases.claim(plan, retake=retake, left_version=left_version):
+        uid = plan.preemptor.uid
+        try:
+            claimed = await self.leases.claim(plan, retake=retake, left_version=left_version)
+        except API_ERRORS as error:  # a create that timed out may have been written: released if so
+            self.bucket.refund()
+            await self._give_up(plan, SteeringOutcome.FAILED, api_problem(error))
+            return False
+        if not claimed:
+            self.bucket.refund()
+            _remember(self.recent, uid, time.monotonic())  # another replica acts for it in this window
             self.metrics.count(SteeringOutcome.CLAIMED_ELSEWHERE)
             return False
-        _remember(self.recent, plan.preemptor.uid, time.monotonic())  # once claimed: only then did it act
+        _remember(self.recent, uid, time.monotonic())
         logger.info("steering a preemption", extra=_fields(plan))
         try:
             return await self._carry_out(plan)
@@ -472,10 +488,7 @@ class Steerer:
             "attempt is judged afresh",
             "Warning",
         )
-        try:
-            await self.leases.mark(found.uid, RELEASED)
-        except API_ERRORS as error:  # it blocks other replicas until its window ends, no longer
-            logger.warning("steering: could not release a Lease", extra={"problem": api_problem(error)})
+        await self._mark(found.uid, RELEASED)  # failing, it holds the other replicas off until its window ends
 
     async def _unblock(self, preemptor: SlimPod, view: ClusterView, now: datetime) -> None:
         """Clears the nominations that alone keep the preemptor from its nominated node, where upstream's
@@ -486,9 +499,12 @@ class Steerer:
         for pod in blocking_nominations(preemptor, view, now, self._ours()):
             await self._clear_blocking(pod, node, preemptor.ref)
 
-    def _ours(self) -> dict[str, str]:
+    def _ours(self) -> Mapping[str, str]:
         """The pods steering nominated, this replica or another (by their Leases), by UID, to the node of each:
-        their nominations are never cleared."""
+        their nominations are never cleared; every nomination, while the watch of the Leases is not current
+        (another replica's could not be told apart)."""
+        if self.lease_watch.health(DEFAULT_STALE_AFTER_SECONDS) is not None:
+            return EVERY_NOMINATION
         found = steered_nominations(self.lease_store.items.values(), datetime.now(UTC))
         found.update((uid, node) for uid, (node, _) in self.steered.items())
         return found
@@ -597,10 +613,7 @@ class Steerer:
             f"Preempted {', '.join(deleted) or 'no pod'} on node {node} for this pod and nominated it there, as "
             "upstream's PreemptionToleration would: the scheduler's own choice of victims was refused",
         )
-        try:
-            await self._finish(uid)
-        except API_ERRORS as error:  # done all the same: the Lease holds the other replicas off until its window ends
-            logger.warning("steering: could not record a Lease done", extra={"problem": api_problem(error)})
+        await self._finish(uid)
         return True
 
     async def _preempt(self, preemptor: SlimPod, node: str, victim: SlimPod, scheduler: str) -> bool:
@@ -666,7 +679,16 @@ class Steerer:
         return bool(pod.metadata.uid == uid and not pod.spec.node_name and not pod.metadata.deletion_timestamp)
 
     async def _finish(self, uid: str) -> None:
-        await self.leases.mark(uid, DONE)
+        await self._mark(uid, DONE)  # failing, done all the same: the Lease holds the others off for its window
+
+    async def _mark(self, uid: str, state: str) -> None:
+        """This replica's Lease for the preemptor says `state`, if this replica still holds it; a failure is
+        logged, not raised (the Lease's window ends its hold)."""
+        try:
+            if not await self.leases.mark(uid, state):
+                logger.info("steering: a Lease was not ours to mark any more", extra={"preemptor": uid, "state": state})
+        except API_ERRORS as error:
+            logger.warning("steering: could not mark a Lease", extra={"state": state, "problem": api_problem(error)})
 
     async def _resume(self) -> None:
         """Acts for the preemptors of the Leases left acting by a replica that stopped in the middle, each as a
@@ -689,8 +711,11 @@ class Steerer:
                     "steering: could not list the Leases left acting; listing again",
                     extra={"problem": api_problem(error), "after": wait},
                 )
-                await asyncio.sleep(wait)
-                wait = min(wait * 2, longest)
+            except Exception:  # nothing foresaw it (a Lease of another shape): said, and listed again
+                self.metrics.count(SteeringOutcome.FAILED)
+                logger.exception("steering: could not read the Leases left acting; listing again")
+            await asyncio.sleep(wait)
+            wait = min(wait * 2, longest)
         for lease_name, plan in left:
             try:
                 await self._resume_one(lease_name, plan)
@@ -705,16 +730,16 @@ class Steerer:
         view, now = self.view(), datetime.now(UTC)
         found = preemptor_of_left_plan(left, view, now)
         if isinstance(found, str):
-            await self._refuse_left(lease_name, found)
+            await self._refuse_left(lease_name, found, left.version)
             return
         plan = await self._fresh_plan(found, view, now)
         problem = f"a fresh plan declines it: {plan.detail}" if isinstance(plan, NotSteered) else borne_out(left, plan)
         if problem is not None:
-            await self._refuse_left(lease_name, problem)
+            await self._refuse_left(lease_name, problem, left.version)
             return
         assert isinstance(plan, SteeringPlan)
         if self._stale(f"{found.namespace}/{found.name}", found):
-            return
+            return  # left acting until its window ends; the guard's next refusal plans the preemption again
         if self.audit:
             self._audit(plan, left_by=lease_name)
             return
@@ -722,14 +747,15 @@ class Steerer:
         if await self._act(plan, left_version=left.version):
             self.metrics.count(SteeringOutcome.RESUMED)
 
-    async def _refuse_left(self, lease_name: str, reason: str) -> None:
-        """A Lease left acting that the cluster does not bear out: said, counted and (but in audit) marked."""
+    async def _refuse_left(self, lease_name: str, reason: str, version: str) -> None:
+        """A Lease left acting that the cluster does not bear out: said, counted and (but in audit) marked, if
+        nobody wrote it since it was read (a replica starting beside this one may have taken it over)."""
         self.metrics.count(SteeringOutcome.RESUME_REFUSED)
         logger.warning(
             "steering: an action left in the middle is not finished", extra={"lease": lease_name, "reason": reason}
         )
         if not self.audit:
-            await self.leases.mark(lease_name.removeprefix(LEASE_PREFIX), REFUSED)
+            await self.leases.mark(lease_name.removeprefix(LEASE_PREFIX), REFUSED, version=version)
 
     # --- Events ----------------------------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.core.shapes import as_mapping
-from preemption_toleration.kube.client import MERGE_PATCH, answer_of, api_problem
+from preemption_toleration.kube.client import JSON_PATCH, answer_of, api_problem
 from preemption_toleration.steering.plan import SteeringPlan
 from preemption_toleration.steering.resumption import LeftPlan, PodRef
 from preemption_toleration.webhooks.periodic import every
@@ -114,13 +114,15 @@ class LeaseState:
 
     @staticmethod
     def of(lease: Any) -> LeaseState:
-        """From the client's V1Lease."""
+        """From the client's V1Lease (anyone may have written it: a Lease without a spec reads as never
+        renewed)."""
+        spec = lease.spec
         return LeaseState(
             lease.metadata.name,
             lease.metadata.annotations or {},
-            lease.spec.holder_identity,
-            lease.spec.renew_time,
-            lease.spec.lease_duration_seconds or 0,
+            spec.holder_identity if spec is not None else None,
+            spec.renew_time if spec is not None else None,
+            (spec.lease_duration_seconds or 0) if spec is not None else 0,
             lease.metadata.resource_version or "",
         )
 
@@ -139,7 +141,8 @@ class LeaseState:
         return not (retake and self.done_by(holder))
 
     def swept(self, now: datetime) -> bool:
-        """Done, refused, or acting but past any window (resuming would refuse it): kept a while, then gone."""
+        """Done, refused, released, or acting but past any window (resuming would refuse it): kept a while,
+        then gone."""
         return self.renewed is None or self.renewed + timedelta(seconds=SWEEP_AFTER_SECONDS) < now
 
 
@@ -154,13 +157,14 @@ def _parsed(value: Any) -> datetime | None:
 
 
 def steered_nominations(leases: Iterable[LeaseState], now: datetime) -> dict[str, str]:
-    """The nominations steering made, whichever replica made them: preemptor UID -> node, from the Leases held
-    and acting or done. Never cleared as ones upstream would not have made (`steering.plan._nominations`); a
-    Lease can ask that much, and no more: it deletes nothing."""
+    """The nominations steering made, whichever replica made them: preemptor UID -> node, from the Leases
+    acting or done, until they are swept (a preemptor waits for its node while its victims terminate, past
+    the window). Never cleared as ones upstream would not have made (`steering.plan._nominations`); a Lease
+    can ask that much, and no more: it deletes nothing."""
     found = {}
     for lease in leases:
         node = lease.annotations.get(NODE)
-        if node and lease.annotations.get(STATE) in (ACTING, DONE) and lease.held(now):
+        if node and lease.annotations.get(STATE) in (ACTING, DONE) and not lease.swept(now):
             found[lease.name.removeprefix(LEASE_PREFIX)] = node
     return found
 
@@ -191,17 +195,16 @@ class SteeringLeases:
         self.window = window
 
     async def claim(self, plan: SteeringPlan, retake: bool = False, left_version: str | None = None) -> bool:
-        """Whether this replica may act for the plan's preemptor now: its Lease created, or taken over from
-        one past its window or released (or, with `retake`, one this replica itself finished); with
+        """Whether this replica may act for the plan's preemptor now: its Lease created, or taken over from one
+        past its window or released (or, with `retake`, one this replica itself finished); with
         `left_version`, the Lease left acting at that version, taken over unless anyone wrote it since. False
         when another replica holds it, or took it first. Its times are those of the write, not the plan's."""
-        body = lease_body(plan, self.namespace, self.holder, self.window, datetime.now(UTC))
-        name = body["metadata"]["name"]
+        name = LEASE_PREFIX + plan.preemptor.uid
         if left_version is None:
             try:
                 await answer_of(
                     self.leases.create_namespaced_lease(
-                        self.namespace, body, _request_timeout=REQUEST_TIMEOUT, _preload_content=False
+                        self.namespace, self._body(plan), _request_timeout=REQUEST_TIMEOUT, _preload_content=False
                     )
                 )
                 return True
@@ -212,6 +215,9 @@ class SteeringLeases:
             if LeaseState.of(existing).blocks(self.holder, datetime.now(UTC), retake):
                 return False
             left_version = existing.metadata.resource_version
+        if not left_version:
+            return False  # no version to write on: never an unconditional replace
+        body = self._body(plan)  # dated now, after the reads
         body["metadata"]["resourceVersion"] = left_version
         try:
             await answer_of(
@@ -225,22 +231,35 @@ class SteeringLeases:
             raise
         return True
 
-    async def mark(self, uid: str, state: str) -> None:
-        """The preemptor's Lease says `state` (DONE, REFUSED); a Lease deleted meanwhile is no error."""
+    def _body(self, plan: SteeringPlan) -> dict[str, Any]:
+        return lease_body(plan, self.namespace, self.holder, self.window, datetime.now(UTC))
+
+    async def mark(self, uid: str, state: str, version: str | None = None) -> bool:
+        """The preemptor's Lease says `state` (DONE, RELEASED, REFUSED), on a condition: held by this replica
+        (without `version`), or still at `version` (a Lease left by another replica, refused). False when it is
+        gone, or no longer so (another replica took it over)."""
+        condition = (
+            {"op": "test", "path": "/metadata/resourceVersion", "value": version}
+            if version is not None
+            else {"op": "test", "path": "/spec/holderIdentity", "value": self.holder}
+        )
+        change = {"op": "add", "path": "/metadata/annotations/" + STATE.replace("/", "~1"), "value": state}
         try:
             await answer_of(
                 self.leases.patch_namespaced_lease(
                     LEASE_PREFIX + uid,
                     self.namespace,
-                    {"metadata": {"annotations": {STATE: state}}},
-                    _content_type=MERGE_PATCH,
+                    [condition, change],
+                    _content_type=JSON_PATCH,
                     _request_timeout=REQUEST_TIMEOUT,
                     _preload_content=False,
                 )
             )
         except ApiException as error:
-            if error.status != 404:
+            if error.status not in (404, 409, 422):  # gone, or a test failed
                 raise
+            return False
+        return True
 
     async def list_leases(self, **options: Any) -> Any:
         """The steering Leases of the namespace, as an informer lists and watches them."""

@@ -187,7 +187,8 @@ async def test_a_claim_is_dated_when_it_is_written_not_when_its_plan_was_made(ap
 
 async def test_two_replicas_starting_together_take_over_a_left_lease_once(api: ApiClient) -> None:
     """Both read one Lease left acting and take it over at the version they read: one write wins, the other
-    fails, whatever their order; a released Lease is claimed at once by another replica."""
+    fails, whatever their order; only the one that holds it may mark it, and once it is released another replica
+    claims it at once."""
     plan = plan_for("left")
     name = LEASE_PREFIX + plan.preemptor.uid
     coordination = client.CoordinationV1Api(api)
@@ -203,7 +204,9 @@ async def test_two_replicas_starting_together_take_over_a_left_lease_once(api: A
             )
         )
         assert sorted(claims) == [False, True]
-        await SteeringLeases(api, "default", "replica-0", 60).mark(plan.preemptor.uid, RELEASED)
+        winner, loser = (f"replica-{claims.index(won)}" for won in (True, False))
+        assert not await SteeringLeases(api, "default", loser, 60).mark(plan.preemptor.uid, RELEASED), "not its own"
+        assert await SteeringLeases(api, "default", winner, 60).mark(plan.preemptor.uid, RELEASED)
         assert await SteeringLeases(api, "default", "replica-2", 60).claim(plan)
         taken = await coordination.read_namespaced_lease(name, "default")
         assert (taken.spec.holder_identity, taken.metadata.annotations[STATE]) == ("replica-2", ACTING)

@@ -29,16 +29,21 @@ __all__ = ["api", "running_loop_is_current"]  # fixtures
 class FakeLeases:
     """Steering's Lease protocol as the steerer calls it, every call recorded; `left` fails `failures` times."""
 
-    def __init__(self, left: list[tuple[str, LeftPlan]] = (), failures: int = 0, claims: bool = True) -> None:
+    def __init__(
+        self, left: list[tuple[str, LeftPlan]] = (), failures: int = 0, claims: bool | BaseException = True
+    ) -> None:
         self.calls: list[tuple[str, Any]] = []
         self._left, self.failures, self.claims = list(left), failures, claims
 
     async def claim(self, plan: SteeringPlan, retake: bool = False, left_version: str | None = None) -> bool:
         self.calls.append(("claim", (plan.preemptor.uid, left_version)))
+        if isinstance(self.claims, BaseException):
+            raise self.claims
         return self.claims
 
-    async def mark(self, uid: str, state: str) -> None:
-        self.calls.append(("mark", (uid, state)))
+    async def mark(self, uid: str, state: str, version: str | None = None) -> bool:
+        self.calls.append(("mark", (uid, state) if version is None else (uid, state, version)))
+        return True
 
     async def left(self, now: datetime) -> list[tuple[str, LeftPlan]]:
         self.calls.append(("left", None))
@@ -104,15 +109,34 @@ async def test_an_action_given_up_leaves_nothing_behind_and_its_preemptor_is_ste
             task.cancel()
 
 
-async def test_nothing_is_remembered_of_a_claim_another_replica_won(api) -> None:
+async def test_a_claim_another_replica_won_is_its_action_and_costs_no_token(api) -> None:
+    """Another replica acts for the preemptor in this window: this one passes over it as steered lately
+    (planning it again at every refusal would spend the rate limit on nothing), keeps nothing as its own action,
+    and gives the token back."""
     view, victim = plain_cluster()
     counted = Counted()
     subject = steerer(api, view, counted)
     leases, carried = FakeLeases(claims=False), []
     with_fakes(subject, leases, carried, None)
+    tokens = subject.bucket.tokens
     assert not await subject._consider(refusal(victim))
     assert counted.outcomes == ["claimed-elsewhere"] and carried == []
-    assert "uid-high" not in subject.recent and "uid-high" not in subject.steered
+    assert "uid-high" in subject.recent and "uid-high" not in subject.steered
+    assert subject.bucket.tokens == tokens
+    await subject._consider(refusal(victim))
+    assert counted.outcomes == ["claimed-elsewhere"], "passed over, not planned again"
+
+
+async def test_a_claim_that_fails_gives_the_action_up_and_releases_what_it_may_have_written(api) -> None:
+    """A create that timed out may have been written: the Lease is released if this replica holds it."""
+    view, victim = plain_cluster()
+    counted = Counted()
+    subject = steerer(api, view, counted)
+    leases, carried = FakeLeases(claims=TimeoutError()), []
+    with_fakes(subject, leases, carried, None)
+    assert not await subject._consider(refusal(victim))
+    assert counted.outcomes == ["failed"] and carried == []
+    assert ("mark", ("uid-high", RELEASED)) in leases.calls and "uid-high" not in subject.recent
 
 
 def left_lease(victims: tuple[str, ...] = ("plain",), node_name: str = "node-a") -> tuple[str, LeftPlan]:
@@ -142,7 +166,7 @@ async def test_a_left_lease_borne_out_is_taken_over_at_the_version_read_and_acte
 async def test_a_left_lease_naming_other_victims_than_a_fresh_plan_is_refused(api) -> None:
     counted, leases, carried = await resumed(api, "on", left_lease(("someone-else",)))
     assert counted.outcomes == ["resume-refused"] and carried == []
-    assert ("mark", ("uid-high", REFUSED)) in leases.calls
+    assert ("mark", ("uid-high", REFUSED, "7")) in leases.calls, "refused only if nobody wrote it since"
 
 
 async def test_audit_writes_nothing_for_a_left_lease_whatever_it_finds(api) -> None:

@@ -86,6 +86,7 @@ JUDGED = [
     ("held: never renewed, free to take", is_held, lease(leases.ACTING, None), False),
     ("swept: renewed 11 minutes ago, whatever its state", is_swept, lease(leases.ACTING, 660), True),
     ("swept: done 9 minutes ago, kept for kubectl get lease", is_swept, lease(leases.DONE, 540), False),
+    ("swept: released 11 minutes ago", is_swept, lease(leases.RELEASED, 660), True),
     ("swept: never renewed", is_swept, lease(leases.DONE, None), True),
 ]
 
@@ -135,7 +136,8 @@ NOMINATIONS = [
     ("done within the window: its nomination stands", raw_lease("a", leases.DONE, 30), {"a": "node-a"}),
     ("released: the action was given up", raw_lease("a", leases.RELEASED, 5), {}),
     ("refused: nothing was done", raw_lease("a", leases.REFUSED, 5), {}),
-    ("past its window", raw_lease("a", leases.DONE, 61), {}),
+    ("done past its window: its victims may still terminate", raw_lease("a", leases.DONE, 61), {"a": "node-a"}),
+    ("swept (renewed 11 minutes ago)", raw_lease("a", leases.DONE, 660), {}),
     ("never renewed", raw_lease("a", leases.ACTING, None), {}),
     ("no node", raw_lease("a", leases.ACTING, 5, node=None), {}),
     ("a damaged Lease reads as nothing", {"metadata": "x", "spec": ["y"]}, {}),

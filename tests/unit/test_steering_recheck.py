@@ -24,6 +24,12 @@ NO_LOW = {name: record for name, record in CLASS_RECORDS.items() if name != "low
 ROWS = [
     ("a plain victim, as planned: deleted", ("plain", "uid-plain"), cluster(pod("plain", "low")), "plain"),
     ("gone since: nothing to delete", ("plain", "uid-plain"), cluster(), None),
+    (
+        "terminating already (an eviction meanwhile): nothing to mark or delete",
+        ("plain", "uid-plain"),
+        cluster(pod("plain", "low", metadata__deletionTimestamp="2026-11-22T11:59:00Z")),
+        None,
+    ),
     ("another pod of that name now: nothing to delete", ("plain", "uid-older"), cluster(pod("plain", "low")), None),
     (
         "its class protects it now (a policy applied while the action ran): the action stops",

@@ -22,6 +22,13 @@ def cluster(*extra):
         pod("high", "high", node=None, status__nominatedNodeName="node-a"),
         pod("waiting", "high", node=None),
         pod("plain", "low", node="node-a"),
+        pod(
+            "member",
+            "high",
+            node=None,
+            status__nominatedNodeName="node-a",
+            spec__schedulingGroup={"podGroupName": "job"},
+        ),
         *extra,
     ]
     return ClusterView(PodIndex.of(pods), {"node-a": node("node-a"), "node-b": node("node-b")}, CLASS_RECORDS)
@@ -52,6 +59,11 @@ ASKED = [
         "nominated to no node",
     ),
     ("a Lease without a node: nothing", left(node_name=""), "not to its node ''"),
+    (
+        "a preemptor that is a pod group's member: nothing, as for a live action",
+        left(preemptor=("team", "member", "uid-member")),
+        "is a member of PodGroup team/job",
+    ),
 ]
 
 
