@@ -16,6 +16,7 @@ question (which preemptor?) that the cluster answers, never into an action.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -99,7 +100,8 @@ class LeaseState:
 
     @staticmethod
     def from_json(raw: Mapping[str, Any]) -> LeaseState:
-        """From a Lease as the API server sends it (a watch's); a field of the wrong shape reads as absent."""
+        """From a Lease as the API server sends it (anyone may have written it): a field of the wrong shape reads
+        as absent, a Lease without a renewal as never renewed."""
         metadata, spec = as_mapping(raw.get("metadata")), as_mapping(raw.get("spec"))
         annotations = as_mapping(metadata.get("annotations"))
         duration = spec.get("leaseDurationSeconds")
@@ -110,20 +112,6 @@ class LeaseState:
             _parsed(spec.get("renewTime")),
             duration if isinstance(duration, int) and not isinstance(duration, bool) else 0,
             str(metadata.get("resourceVersion") or ""),
-        )
-
-    @staticmethod
-    def of(lease: Any) -> LeaseState:
-        """From the client's V1Lease (anyone may have written it: a Lease without a spec reads as never
-        renewed)."""
-        spec = lease.spec
-        return LeaseState(
-            lease.metadata.name,
-            lease.metadata.annotations or {},
-            spec.holder_identity if spec is not None else None,
-            spec.renew_time if spec is not None else None,
-            (spec.lease_duration_seconds or 0) if spec is not None else 0,
-            lease.metadata.resource_version or "",
         )
 
     def held(self, now: datetime) -> bool:
@@ -211,10 +199,18 @@ class SteeringLeases:
             except ApiException as error:
                 if error.status != 409:
                     raise
-            existing = await self.leases.read_namespaced_lease(name, self.namespace, _request_timeout=REQUEST_TIMEOUT)
-            if LeaseState.of(existing).blocks(self.holder, datetime.now(UTC), retake):
+            existing = LeaseState.from_json(
+                json.loads(
+                    await answer_of(
+                        self.leases.read_namespaced_lease(
+                            name, self.namespace, _request_timeout=REQUEST_TIMEOUT, _preload_content=False
+                        )
+                    )
+                )
+            )
+            if existing.blocks(self.holder, datetime.now(UTC), retake):
                 return False
-            left_version = existing.metadata.resource_version
+            left_version = existing.version
         if not left_version:
             return False  # no version to write on: never an unconditional replace
         body = self._body(plan)  # dated now, after the reads
@@ -266,10 +262,9 @@ class SteeringLeases:
         return await self.leases.list_namespaced_lease(self.namespace, label_selector=f"{LABEL}=true", **options)
 
     async def listed(self) -> list[LeaseState]:
-        found = await self.leases.list_namespaced_lease(
-            self.namespace, label_selector=f"{LABEL}=true", _request_timeout=REQUEST_TIMEOUT
-        )
-        return [LeaseState.of(lease) for lease in found.items]
+        found = json.loads(await answer_of(self.list_leases(_request_timeout=REQUEST_TIMEOUT, _preload_content=False)))
+        items = found.get("items") if isinstance(found, dict) else None
+        return [LeaseState.from_json(item) for item in items or [] if isinstance(item, dict)]
 
     async def left(self, now: datetime) -> list[tuple[str, LeftPlan]]:
         """The plans of the Leases left acting, by Lease name."""
