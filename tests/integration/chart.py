@@ -37,6 +37,12 @@ def helm(cluster: LocalCluster, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, capture_output=True, text=True, timeout=SLOW_SECONDS, check=False)
 
 
+def install_release(cluster: LocalCluster, *values: str) -> subprocess.CompletedProcess[str]:
+    """`helm install` of the chart as the release, in its namespace (made), with `values` ("--set", ...)."""
+    install = ("install", RELEASE, str(CHART), "--namespace", INSTALL_NAMESPACE, "--create-namespace")
+    return helm(cluster, *install, *values)
+
+
 def live(kubectl: Kubectl, *args: str) -> Any:
     return json.loads(kubectl("get", *args, "-o", "json").stdout)
 

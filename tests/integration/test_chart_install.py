@@ -32,6 +32,7 @@ from tests.integration.chart import (
     clean_slate,
     container_args,
     helm,
+    install_release,
     live,
     logs_on_failure,
     registered,
@@ -68,9 +69,7 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_api_server(
     tmp_path: Path,
 ) -> None:
     image = ("--set", f"image.repository={UNPULLABLE}")
-    installed = helm(
-        cluster, "install", RELEASE, str(CHART), "--namespace", INSTALL_NAMESPACE, "--create-namespace", *image
-    )
+    installed = install_release(cluster, *image)
     assert installed.returncode == 0, installed.stderr
     assert "It keeps, on purpose," in installed.stdout  # NOTES.txt: what uninstall leaves
     assert "once a replica is ready" in installed.stdout  # NOTES.txt: when the webhooks become active

@@ -23,12 +23,10 @@ from preemption_toleration.devcluster import image as images
 from preemption_toleration.devcluster.components import ComponentProcess
 from preemption_toleration.devcluster.processes import free_port
 from tests.integration.chart import (
-    CHART,
-    RELEASE,
     SERVICE,
     clean_slate,
     container_args,
-    helm,
+    install_release,
     live,
     started_and_answering,
     token_kubeconfig,
@@ -81,14 +79,8 @@ async def test_the_image_serves_the_chart_s_webhooks_and_runs_its_operator(
     image: str, api: ApiClient, cluster: LocalCluster, kubectl: Kubectl, clean_slate: None, tmp_path: Path
 ) -> None:
     repository, _, tag = image.rpartition(":")
-    installed = helm(
+    installed = install_release(
         cluster,
-        "install",
-        RELEASE,
-        str(CHART),
-        "--namespace",
-        INSTALL_NAMESPACE,
-        "--create-namespace",
         "--set",
         f"image.repository={repository}",
         "--set",

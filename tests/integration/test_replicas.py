@@ -22,12 +22,10 @@ from preemption_toleration.devcluster.processes import free_port
 from preemption_toleration.webhooks.steering_leases import DONE, LEASE_PREFIX, STATE
 from tests.integration import steering as bed
 from tests.integration.chart import (
-    CHART,
-    RELEASE,
     SERVICE,
     clean_slate,
     container_args,
-    helm,
+    install_release,
     live,
     logs_on_failure,
     registered,
@@ -80,14 +78,8 @@ async def replicas(
     cluster: LocalCluster, kubectl: Kubectl, clean_slate: None, tmp_path: Path
 ) -> AsyncIterator[Replicas]:
     """The chart installed with steering on and the extender off; its webhook replicas made, not started."""
-    installed = helm(
+    installed = install_release(
         cluster,
-        "install",
-        RELEASE,
-        str(CHART),
-        "--namespace",
-        INSTALL_NAMESPACE,
-        "--create-namespace",
         "--set",
         f"image.repository={UNPULLABLE}",
         "--set",
