@@ -11,16 +11,16 @@ from preemption_toleration.extender.decisions import ExemptionCheck
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.pod import SlimPod
 
-PodRef = tuple[str, str, str]  # (namespace, name, uid)
 
-
-def victim_now(ref: PodRef, node: str, preemptor: SlimPod, view: ClusterView, now: datetime) -> SlimPod | str | None:
-    """The victim as the cache holds it now, when it may still be preempted for `preemptor` on `node`; None
-    when it is gone, terminating already, or another pod of that name is there now (nothing of this plan to
-    delete); otherwise why the action stops before it."""
-    namespace, name, uid = ref
-    pod = view.pods.get((namespace, name))
-    if pod is None or pod.uid != uid or pod.deletion is not None:
+def victim_now(
+    planned: SlimPod, node: str, preemptor: SlimPod, view: ClusterView, now: datetime
+) -> SlimPod | str | None:
+    """The victim a plan named (`planned`) as the cache holds it now, when it may still be preempted for
+    `preemptor` on `node`; None when it is gone, terminating already, or another pod of that name is there now
+    (nothing of this plan to delete); otherwise why the action stops before it."""
+    namespace, name = planned.key
+    pod = view.pods.get(planned.key)
+    if pod is None or pod.uid != planned.uid or pod.deletion is not None:
         return None  # gone, another pod, or terminating already (its mark and DELETE are someone else's)
     where = f"victim {namespace}/{name}"
     if pod.node_name != node:

@@ -429,16 +429,15 @@ class Steerer:
 
     def _audit(self, plan: SteeringPlan, left_by: str | None = None) -> None:
         """Audit mode: the plan logged, counted and told on the preemptor; nothing else is written."""
-        found = plan.preemptor
+        found, fields = plan.preemptor, _fields(plan)
         _remember(self.recent, found.uid, time.monotonic())
-        victims = ", ".join(f"{pod.namespace}/{pod.name}" for pod in plan.victims)
         self.metrics.count(SteeringOutcome.AUDITED)
-        logger.info("preemption would be steered", extra={**_fields(plan), "left_by": left_by})
+        logger.info("preemption would be steered", extra={**fields, "left_by": left_by})
         after = f" (finishing the action of Lease {left_by}, left acting)" if left_by else ""
         self._event(
             found,
             "PreemptionWouldBeSteered",
-            f"Would preempt {victims} on node {plan.node} for this pod{after} (steering in audit mode)",
+            f"Would preempt {fields['victims']} on node {plan.node} for this pod{after} (steering in audit mode)",
             "Normal",
         )
 
@@ -456,12 +455,11 @@ class Steerer:
             self.bucket.refund()
             await self._give_up(plan, SteeringOutcome.FAILED, api_problem(error))
             return False
+        _remember(self.recent, uid, time.monotonic())  # settled: this replica's action, or another's in this window
         if not claimed:
             self.bucket.refund()
-            _remember(self.recent, uid, time.monotonic())  # another replica acts for it in this window
             self.metrics.count(SteeringOutcome.CLAIMED_ELSEWHERE)
             return False
-        _remember(self.recent, uid, time.monotonic())
         logger.info("steering a preemption", extra=_fields(plan))
         try:
             return await self._carry_out(plan)
@@ -622,8 +620,7 @@ class Steerer:
         problems = self.problems()
         if problems:
             raise ActionStopped("a cache is not current: " + "; ".join(problems))
-        ref = (victim.namespace, victim.name, victim.uid)
-        judged = victim_now(ref, node, preemptor, self.view(), datetime.now(UTC))
+        judged = victim_now(victim, node, preemptor, self.view(), datetime.now(UTC))
         if isinstance(judged, str):
             raise ActionStopped(judged)
         if judged is None:

@@ -12,7 +12,8 @@ from preemption_toleration.steering.recheck import victim_now
 from tests.unit.test_extender import CLASS_RECORDS, node, pod
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
-PREEMPTOR = slim_pod(pod("high", "high", node=None), Shared())
+SHARED = Shared()
+PREEMPTOR = slim_pod(pod("high", "high", node=None), SHARED)
 
 
 def cluster(*pods, classes=CLASS_RECORDS):
@@ -67,7 +68,8 @@ ROWS = [
 @pytest.mark.parametrize(("rule", "victim", "view", "expected"), ROWS, ids=[row[0] for row in ROWS])
 def test_a_victim_is_judged_again_right_before_its_delete(rule, victim, view, expected) -> None:
     name, uid = victim
-    found = victim_now(("team", name, uid), "node-a", PREEMPTOR, view, NOW)
+    planned = slim_pod(pod(name, "low", metadata__uid=uid), SHARED)
+    found = victim_now(planned, "node-a", PREEMPTOR, view, NOW)
     if expected is None:
         assert found is None, (rule, found)
     elif expected == name:
