@@ -80,6 +80,13 @@ def ca_bundles(kubectl: Kubectl) -> list[str]:
 def clean_slate(cluster: LocalCluster, kubectl: Kubectl) -> Iterator[None]:
     """The CRD as a kustomize install left it, adopted by Helm as the chart's README says; nothing of
     ours otherwise. Afterwards: no release left, whatever happened."""
+    with slate(cluster, kubectl):
+        yield
+
+
+@contextlib.contextmanager
+def slate(cluster: LocalCluster, kubectl: Kubectl) -> Iterator[None]:
+    """`clean_slate` on `cluster`."""
     install_crd(cluster)
     for verb, extra in (
         ("annotate", [f"meta.helm.sh/release-name={RELEASE}", f"meta.helm.sh/release-namespace={INSTALL_NAMESPACE}"]),

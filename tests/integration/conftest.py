@@ -6,7 +6,7 @@ Fixtures:
 - `api`: a kubernetes_asyncio `ApiClient` as the admin (session-wide);
 - `namespace`: a fresh namespace with its `default` ServiceAccount per test; its pods are removed after;
 - `make_node`: creates simulated Nodes for one test and deletes them after;
-- `kubectl`: runs the cluster's kubectl with the admin kubeconfig;
+- `kubectl`: runs the cluster's kubectl with the admin kubeconfig (`group_kubectl`: the pod-group control plane's);
 - `alice`: runs kubectl as another cluster admin, who is not the operator (so managed annotations are hers
   to be refused);
 - `server`: the webhook server of a module's `ptol run`, the module's `components` fixture (made by
@@ -145,6 +145,17 @@ async def make_node(api: ApiClient) -> AsyncIterator[MakeNode]:
 
 @pytest.fixture(scope="session")
 def kubectl(cluster: LocalCluster) -> Kubectl:
+    return kubectl_of(cluster)
+
+
+@pytest.fixture(scope="session")
+def group_kubectl(group_cluster: LocalCluster) -> Kubectl:
+    return kubectl_of(group_cluster)
+
+
+def kubectl_of(cluster: LocalCluster) -> Kubectl:
+    """The cluster's kubectl as its admin; a failure raises unless `check` is False."""
+
     def run(*args: str, input: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
             cluster.kubectl_argv(*args),
