@@ -252,7 +252,7 @@ async def phase(
     cluster: LocalCluster, api: ApiClient, mode: str, label: str, args: argparse.Namespace
 ) -> dict[str, Any]:
     core = client.CoreV1Api(api)
-    extra = ["--extender", "off", "--steering", mode, "--steering-namespace", STEERING_NAMESPACE]
+    extra = ["--extender", "off", "--steering", mode, "--lease-namespace", STEERING_NAMESPACE]
     refilled = await refill(api, args.nodes)
     # listing 150,000 pods takes the webhook minutes on a busy two-core machine
     ready = 120.0 + args.nodes * PODS_PER_NODE / 250

@@ -206,7 +206,7 @@ def server_options(
             help="where the scheduler calls no extender (managed clusters): when the guard refuses the scheduler's "
             "victims, preempt the ones upstream's plugin would choose, on the node it would choose, and nominate "
             "the preemptor there (on); only report it (audit); or not (off). Needs the rights to delete pods, "
-            "patch pods/status and keep Leases in --steering-namespace",
+            "patch pods/status and keep Leases in --lease-namespace",
             shown="off\\|audit\\|on",
             meaning="where kube-scheduler calls no extender (managed clusters): when the guard refuses the "
             "scheduler's victims, preempt those upstream's plugin would choose, on the node it would choose, and "
@@ -215,15 +215,18 @@ def server_options(
             "keep Leases ([Steering](eviction-guard.md#steering-managed-clusters))",
         ),
         Option(
-            "--steering-namespace",
-            env="PTOL_STEERING_NAMESPACE",
-            default=os.environ.get("POD_NAMESPACE") or defaults.steering_namespace,
+            "--lease-namespace",
+            env="PTOL_LEASE_NAMESPACE",
+            default=os.environ.get("POD_NAMESPACE") or defaults.lease_namespace,
             type=non_empty,
-            help="namespace of the Leases by which replicas steer each preemptor once (default: the pod's "
-            f"namespace, POD_NAMESPACE, else {defaults.steering_namespace})",
+            help="namespace of the Leases by which the replicas agree: the guard's one decision per victim pod "
+            "group and preemption, steering's one action per preemptor (default: the pod's namespace, "
+            f"POD_NAMESPACE, else {defaults.lease_namespace})",
             shown="NS",
-            table_default=f"`POD_NAMESPACE`, else `{WEBHOOK_DEFAULTS.steering_namespace}`",
-            meaning="namespace of the Leases by which replicas steer each preemptor once per minute",
+            table_default=f"`POD_NAMESPACE`, else `{WEBHOOK_DEFAULTS.lease_namespace}`",
+            meaning="namespace of the Leases by which the replicas agree: the guard's one decision per victim "
+            "PodGroup and preemption ([Pod groups](eviction-guard.md#pod-groups-kubernetes-137)), steering's one "
+            "action per preemptor once per minute",
         ),
         Option(
             "--metrics-address",

@@ -103,6 +103,9 @@ class Verdict:
     source: PreemptorSource | None = None  # how the preemptor was known, for a judged preemption
     preemptor: PodRecord | None = None  # the preemptor it was judged against
     note: str | None = None  # a warning for the client of an allowed request
+    # a decision made afresh for a victim group of `disruptionMode: all` (its UID, the decision): the caller
+    # settles it with the other replicas (`group_claims`) and judges again before it answers
+    fresh_group: tuple[str, GroupDecision] | None = None
 
     @property
     def allowed(self) -> bool:
@@ -213,13 +216,15 @@ def _preemptor_facts(preemptor: PodRecord, view: ClusterView) -> tuple[Preemptor
 
 class GroupDecision(NamedTuple):
     """What stands for all the members of a victim group of `disruptionMode: all` in one preemption
-    (`inventory.group_verdicts`): the preemptor and how it was known, and the exemption; no preemptor: not
-    judged (none could be found), so allowed."""
+    (`guard.group_claims`): the preemptor and how it was known, and the exemption; no preemptor: not judged
+    (none could be found), so allowed. `adopted`: made by another replica, so an allowance stands here only
+    where this replica's own facts bear it out."""
 
     preemptor: PodRecord | None
     source: PreemptorSource | None
     exempt: bool = False
     found: Protection | None = None
+    adopted: bool = False
 
 
 NO_PREEMPTOR = GroupDecision(None, None)
@@ -243,27 +248,48 @@ def _judge(
     config: GuardConfig,
     now: datetime,
     kept: GroupDecision | None = None,
+    decides_group: bool = True,
 ) -> Verdict:
     """The verdict on `victim` (`ClusterView.as_member`: a member of a PodGroup as its group) and `preemptor`.
-    A scheduler's write on a member of a `disruptionMode: all` group gets the decision its group's first member
-    got in this preemption (`kept`, recalled by the caller), or a new one, then kept for the group's other
-    members."""
-    whole = whole_group(victim) if kind.scheduler_write else None
-    class_name = victim.priority_class or ""
-    record = view.classes.get(class_name)
+    A scheduler's write on a member of a `disruptionMode: all` group gets the decision that stands for its
+    group in this preemption (`kept`, recalled by the caller), or, with `decides_group`, a new one, which the
+    verdict carries for the caller to settle (`Verdict.fresh_group`)."""
+    whole = whole_group(victim) if kind.scheduler_write and decides_group else None
+    record = view.classes.get(victim.priority_class or "")
     toleration = record.toleration if record is not None else None  # parsed when the class entered the cache
     judged_as, preemptor_group = _preemptor_facts(preemptor, view)
-    if kept is not None:
-        exempt, found = kept.exempt, kept.found
-    else:
-        try:
-            exempt, found = exemption(victim, judged_as, toleration, now)
-        except PriorityClassNotFound:
-            # upstream skips the node; we cannot judge either
-            return Verdict(source=source, preemptor=preemptor)
-        if whole is not None:
-            view.group_verdicts.keep(whole.uid, GroupDecision(preemptor, source, exempt, found), lasting=not exempt)
-    if not exempt:
+    try:
+        exempt, found = (kept.exempt, kept.found) if kept is not None else exemption(victim, judged_as, toleration, now)
+        if exempt and found is None:  # check 3 (preemptionPolicy Never): the protection the message shows
+            found = protection_under(victim, toleration, now)
+    except PriorityClassNotFound:
+        # upstream skips the node; we cannot judge either
+        return Verdict(source=source, preemptor=preemptor)
+    protection = found if exempt else None
+    verdict = _verdict(
+        kind, request, victim, preemptor, source, judged_as, preemptor_group, view, config, now, protection
+    )
+    if whole is not None and kept is None:
+        verdict.fresh_group = (whole.uid, GroupDecision(preemptor, source, exempt, found))
+    return verdict
+
+
+def _verdict(
+    kind: GuardOperation,
+    request: GuardRequest,
+    victim: PodRecord,
+    preemptor: PodRecord,
+    source: PreemptorSource,
+    judged_as: PreemptorFacts,
+    preemptor_group: PodGroupRecord | None,
+    view: ClusterView,
+    config: GuardConfig,
+    now: datetime,
+    protection: Protection | None,
+) -> Verdict:
+    """The verdict of `_judge` once the exemption is known: the victim's protection when it is exempt, else
+    None."""
+    if protection is None:
         # a group's members are preempted across nodes, not node by node: none of them is in vain on its node
         checks_waste = (
             config.refuse_in_vain and kind.scheduler_write and not config.audit and not isinstance(victim, MemberRecord)
@@ -274,7 +300,7 @@ def _judge(
             refusal = _refusal(kind, request, victim, preemptor, judged_as, protection, 403, message, audit=False)
             return Verdict(refusal, source, preemptor)
         return Verdict(source=source, preemptor=preemptor)
-    protection = found if found is not None else protection_under(victim, toleration, now)
+    class_name = victim.priority_class or ""
     preemptor_name = preemptor.ref if preemptor.name else None
     if preemptor_name and source is PreemptorSource.DEPARTED:
         preemptor_name = f"{preemptor_name}, deleted since"
@@ -394,24 +420,58 @@ def _judge_scheduler_write(
 ) -> Verdict:
     """A scheduler's write on its victim names no preemptor: the one an extender call named, else the pending
     pod it most likely preempts for, else one deleted a moment ago. A member of a `disruptionMode: all` group
-    gets the decision its group's first member got in this preemption."""
+    gets the decision that stands for its group in this preemption, else a new one (`Verdict.fresh_group`)."""
     pod = _victim(request, view, request.namespace or "")
     node_name = pod.node_name if pod is not None else None
     if pod is None or not node_name:
         return ALLOWED  # an unbound pod is nobody's victim
     victim = view.as_member(pod)  # at its group's priority, as the scheduler judges it
     whole = whole_group(victim)
-    kept: GroupDecision | None = view.group_verdicts.recall(whole.uid) if whole is not None else None
-    if kept is not None:  # `_judge` reads the rest of it, and recalls it no more
-        found = (kept.preemptor, kept.source) if kept.preemptor is not None and kept.source is not None else None
-    else:
-        found = _scheduler_preemptor(victim, node_name, whole, view, now, scheduler)
+    kept: GroupDecision | None = view.group_verdicts.recall(whole.uid, now) if whole is not None else None
+    if kept is not None and kept.adopted and not kept.exempt:
+        return _borne_out(kind, request, victim, node_name, kept, view, config, now, scheduler)
+    if kept is not None:  # `_judge` reads the rest of it
+        if kept.preemptor is None or kept.source is None:
+            return ALLOWED  # not judged: none could be found
+        preemptor = _cached(kept.preemptor, view) or kept.preemptor  # adopted: as the claim names it
+        return _judge(kind, request, victim, preemptor, kept.source, view, config, now, kept)
+    found = _scheduler_preemptor(victim, node_name, whole, view, now, scheduler)
     if found is None:
-        if whole is not None and kept is None:
-            view.group_verdicts.keep(whole.uid, NO_PREEMPTOR, lasting=True)
+        return ALLOWED if whole is None else Verdict(fresh_group=(whole.uid, NO_PREEMPTOR))
+    preemptor, source = found
+    return _judge(kind, request, victim, preemptor, source, view, config, now)
+
+
+def _borne_out(
+    kind: GuardOperation,
+    request: GuardRequest,
+    victim: PodRecord,
+    node_name: str,
+    adopted: GroupDecision,
+    view: ClusterView,
+    config: GuardConfig,
+    now: datetime,
+    scheduler: str | None,
+) -> Verdict:
+    """An allowance another replica made for the victim's group, as this replica's own facts judge it:
+    against the preemptor it names, when the caches know that pod, else the one this replica finds. Allowed
+    when they bear it out; their refusal when they do not (a Lease anyone may write never deletes a pod this
+    replica protects)."""
+    cached = _cached(adopted.preemptor, view) if adopted.preemptor is not None else None
+    if cached is not None and adopted.source is not None:
+        found: tuple[PodRecord, PreemptorSource] | None = (cached, adopted.source)
+    else:
+        found = _scheduler_preemptor(victim, node_name, whole_group(victim), view, now, scheduler)
+    if found is None:
         return ALLOWED
     preemptor, source = found
-    return _judge(kind, request, victim, preemptor, source, view, config, now, kept)
+    return _judge(kind, request, victim, preemptor, source, view, config, now, decides_group=False)
+
+
+def _cached(claimed: PodRecord, view: ClusterView) -> PodRecord | None:
+    """The caches' record of a preemptor a group's decision names, when they hold that very pod."""
+    cached = view.pods.get(claimed.key)
+    return cached if cached is not None and cached.uid == claimed.uid else None
 
 
 def _places(

@@ -59,6 +59,15 @@ class SteeringOutcome(StrEnum):
     UNCHANGED = "unchanged"  # declined before and no cache changed since, or its wait is not over
 
 
+class GroupDecisionOutcome(StrEnum):
+    """How a replica settled a decision it made afresh for a victim group of `disruptionMode: all`."""
+
+    MADE = "made"  # written: it stands for the group
+    ADOPTED = "adopted"  # another replica's stood
+    RENEWED = "renewed"  # the one that stood, near its end, renewed: the requests go on
+    UNSHARED = "unshared"  # its Lease could not be written: this replica's alone
+
+
 REFUSED_KINDS = (ProtectionKind.FOREVER, ProtectionKind.UNTIL, ProtectionKind.NOT_SCHEDULED)
 REFUSED_PREEMPTOR_SERIES = 100  # preemptors with a series of their own: the most recently refused
 
@@ -150,6 +159,16 @@ GUARD_GROUPS_LEFT_IN_PART = Metric(
     "PodGroups of disruptionMode all that the scheduler's preemption left in part: some members preempted, others "
     "still running (deletions the guard was not asked about, or another check refused). Each is told by a Warning "
     "Event PreemptedInPart on the PodGroup. Every replica counts what the cluster shows: take the max across them.",
+    described_in="eviction-guard.md#pod-groups-kubernetes-137",
+)
+GUARD_GROUP_DECISIONS = Metric(
+    "ptol_guard_group_decisions_total",
+    Kind.COUNTER,
+    _W,
+    "Decisions for victim PodGroups of disruptionMode all settled with the other replicas through a Lease: made "
+    "(this replica's stands), adopted (another's stood), renewed (requests went on past its end), unshared (the "
+    "Lease could not be written; this replica's alone, as with one replica: look for a missing Role).",
+    (Label.of("outcome", GroupDecisionOutcome),),
     described_in="eviction-guard.md#pod-groups-kubernetes-137",
 )
 GUARD_REFUSALS_BY_PREEMPTOR = Metric(
@@ -310,6 +329,7 @@ METRICS = (
     CACHE_WATCH_FAILURES,
     GUARD_REFUSALS,
     GUARD_GROUPS_LEFT_IN_PART,
+    GUARD_GROUP_DECISIONS,
     GUARD_REFUSALS_BY_PREEMPTOR,
     GUARD_PREEMPTOR_SOURCES,
     EXTENDER_NODES,

@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from preemption_toleration.admission.decisions import Needs
@@ -20,18 +20,22 @@ from preemption_toleration.api.resources import PODS
 from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.guard.decisions import (
+    GroupDecision,
     GuardConfig,
     PreemptorSource,
     Refusal,
     Verdict,
     judge,
 )
+from preemption_toleration.guard.group_claims import MARGIN_SECONDS
 from preemption_toleration.guard.prefilter import GuardOperation, is_preemption
 from preemption_toleration.guard.repeats import RepeatFilter, RetryPacer
 from preemption_toleration.guard.request import GuardRequest, read_guard_request
+from preemption_toleration.inventory.group_verdicts import KEPT_GROUPS
 from preemption_toleration.inventory.view import ClusterView, GroupsNotCurrent
 from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.telemetry.declared import RefusalMode
+from preemption_toleration.webhooks.group_leases import GroupClaims, MemoryStore
 from preemption_toleration.webhooks.handling import (
     Endpoint,
     HeldBack,
@@ -60,6 +64,9 @@ class GuardHooks:
     # a refused scheduler write: its victim and the preemptor ("namespace/name") it was refused for; what it
     # returns, once set, ends the refusal's hold (steering made the preemption: the scheduler retries at once)
     steer: Callable[[PodRecord, str | None], asyncio.Event | None] = lambda victim, preemptor: None
+    # where the decisions for victim groups are settled with the other replicas (by default: none)
+    claims: GroupClaims = field(default_factory=lambda: GroupClaims(MemoryStore(), "", "this replica"))
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
 
 
 class GuardEndpoint:
@@ -71,23 +78,57 @@ class GuardEndpoint:
         self.problems = problems  # why the caches a decision needs may not be decided from
         self.refusal_reports = RepeatFilter()
         self.retry_pacer = RetryPacer(hooks.retry_hold)
+        # group UID -> (made at, by): another replica's allowance for it this replica's facts bore out
+        self.borne_out: dict[str, tuple[datetime, str]] = {}
 
     def endpoint(self) -> Endpoint[GuardRequest]:
         return Endpoint(GUARD_PATH, GUARD, read_pod_review, self.handle)
 
-    def handle(self, request: GuardRequest) -> Reply:
+    def handle(self, request: GuardRequest) -> Reply | Awaitable[Reply]:
         """The guard's verdict on a pod request, from its caches' view, with the hold of a refused
         immediate retry. A request that cannot be a preemption is allowed at once, unjudged, whether or
-        not the caches are ready (its fast path: most requests the guard receives)."""
+        not the caches are ready (its fast path: most requests the guard receives). A decision made afresh
+        for a victim group is settled with the other replicas before the answer (`_settled`)."""
         config = self.hooks.config
         if not is_preemption(request, config.preemptor_identities, config.judges_every_eviction):
             return Reply(allow(request.uid))
         ready(self.problems("all"))
         view = self.hooks.view()
-        try:
-            verdict = judge(request, view, config)
-        except GroupsNotCurrent as problem:  # a member judged apart from its group would break it
-            raise Unready([str(problem)]) from problem
+        now = self.hooks.clock()
+        verdict = _judged(request, view, config, now)
+        if verdict.fresh_group is not None:
+            return self._settled(request, verdict.fresh_group, now)
+        return self._reply(request, verdict, view)
+
+    async def _settled(self, request: GuardRequest, fresh: tuple[str, GroupDecision], now: datetime) -> Reply:
+        """The verdict once the group's decision is the one every replica answers (`group_claims`)."""
+        group_uid, decision = fresh
+        claims = self.hooks.claims
+        # audit refuses nothing, so no replica's answer can split a group: nothing is written
+        claim = claims.alone(decision) if self.hooks.config.audit else await claims.settle(group_uid, decision)
+        view = self.hooks.view()
+        trusted_until = claim.valid_until - timedelta(seconds=MARGIN_SECONDS)
+        kept = claim.as_adopted_by(claims.holder)
+        made = (claim.decided_at, claim.holder)
+        checks = kept.adopted and not kept.exempt  # another replica's allowance: borne out by this one's facts?
+        if checks and self.borne_out.get(group_uid) == made:
+            kept, checks = kept._replace(adopted=False), False  # borne out when first adopted: it stands
+        view.group_verdicts.keep(group_uid, kept, trusted_until)
+        verdict = _judged(request, view, self.hooks.config, now)
+        if verdict.fresh_group is not None:  # the claim no longer stands at `now`: never answered unsettled
+            raise Unready([f"the decision for pod group {group_uid} could not be settled in time"])
+        if checks and verdict.refusal is None:
+            # Borne out once, it stands here as it stands there, for as long as it is renewed: facts that change
+            # in the middle of a deletion (a member scheduled again) must not stop it on one replica only.
+            self.borne_out.pop(group_uid, None)
+            self.borne_out[group_uid] = made
+            if len(self.borne_out) > KEPT_GROUPS:
+                del self.borne_out[next(iter(self.borne_out))]
+            view.group_verdicts.keep(group_uid, kept._replace(adopted=False), trusted_until)
+        return self._reply(request, verdict, view)
+
+    def _reply(self, request: GuardRequest, verdict: Verdict, view: ClusterView) -> Reply:
+        """The answer of a verdict: counted, reported, held."""
         if verdict.source is not None:
             self.metrics.preemptor_sources.inc(verdict.source.value)
         refusal = verdict.refusal
@@ -134,6 +175,13 @@ class GuardEndpoint:
             if node is not None and refusal.preemptor_pod is not None:
                 self.hooks.held_back(refusal.preemptor_pod, node, until)
         return Reply(response, Hold(hold, release))
+
+
+def _judged(request: GuardRequest, view: ClusterView, config: GuardConfig, now: datetime) -> Verdict:
+    try:
+        return judge(request, view, config, now)
+    except GroupsNotCurrent as problem:  # a member judged apart from its group would break it
+        raise Unready([str(problem)]) from problem
 
 
 def read_pod_review(body: bytes) -> GuardRequest:

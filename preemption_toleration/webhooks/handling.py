@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
@@ -86,9 +86,9 @@ class Endpoint(Generic[RequestT]):
     # the body read into the handler's request; BadRequest (a 400) says what makes it no review this
     # endpoint judges
     read: Callable[[bytes], RequestT]
-    # the verdict on a request, from the caches it reads itself; Unready (a 503) while they may not be
-    # decided from
-    handle: Callable[[RequestT], Reply]
+    # the verdict on a request, from the caches it reads itself (awaitable when it must ask the cluster
+    # first); Unready (a 503) while they may not be decided from
+    handle: Callable[[RequestT], Reply | Awaitable[Reply]]
 
 
 def review_reader(path: str, judged: tuple[str, str]) -> Callable[[bytes], AdmissionReview]:

@@ -22,7 +22,12 @@ from preemption_toleration.telemetry.collectors import (
     hot_counter,
     hot_histogram,
 )
-from preemption_toleration.telemetry.declared import REFUSED_PREEMPTOR_SERIES, NudgeOutcome, SteeringOutcome
+from preemption_toleration.telemetry.declared import (
+    REFUSED_PREEMPTOR_SERIES,
+    GroupDecisionOutcome,
+    NudgeOutcome,
+    SteeringOutcome,
+)
 
 logger = logging.getLogger("preemption_toleration.webhooks")
 
@@ -61,10 +66,14 @@ class WebhookMetrics:
         self.extender_nodes = counter(declared.EXTENDER_NODES, self.registry)
         self.nudges = counter(declared.NUDGES, self.registry)
         self.groups_left_in_part = counter(declared.GUARD_GROUPS_LEFT_IN_PART, self.registry)
+        self.group_decisions = counter(declared.GUARD_GROUP_DECISIONS, self.registry)
         self.unexpected_errors = counter(declared.UNEXPECTED_ERRORS, self.registry)
         self._caches = _CacheCollector()
         self.registry.register(self._caches)
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+    def group_decided(self, outcome: GroupDecisionOutcome) -> None:
+        self.child(self.group_decisions, outcome.value).inc()
 
     def nudged(self, outcome: NudgeOutcome) -> None:
         self.child(self.nudges, outcome.value).inc()

@@ -29,6 +29,7 @@ from preemption_toleration.webhooks.draining import drain
 from preemption_toleration.webhooks.events import COMPONENT as GUARD_COMPONENT
 from preemption_toleration.webhooks.events import RefusalEvents
 from preemption_toleration.webhooks.extender_endpoint import ExtenderEndpoint, ExtenderHooks
+from preemption_toleration.webhooks.group_leases import GroupClaims, LeaseStore
 from preemption_toleration.webhooks.guard_endpoint import GuardEndpoint, GuardHooks
 from preemption_toleration.webhooks.handling import Endpoint, HeldBack, not_kept
 from preemption_toleration.webhooks.heap import REFREEZE_EVERY_PAGES, PageFreezer, freeze_heap
@@ -97,19 +98,38 @@ def _start_steering(
     """The steerer's worker, when steering is on or in audit; what the guard calls with a refused victim."""
     if settings.steering == "off":
         return lambda victim, preemptor: None
-    holder = f"{os.environ.get('POD_NAME') or socket.gethostname()}-{os.getpid()}"
     steerer = Steerer(
         api,
         caches.view,
         settings.steering,
-        settings.steering_namespace,
-        holder,
+        settings.lease_namespace,
+        _holder(),
         metrics.steering,
         problems=lambda: caches.problems("all"),
         generation=caches.generation,
     )
     tasks.append(asyncio.create_task(steerer.run_supervised(), name="steering"))
     return steerer.refused
+
+
+def _holder() -> str:
+    """This replica, as its Leases name it."""
+    return f"{os.environ.get('POD_NAME') or socket.gethostname()}-{os.getpid()}"
+
+
+def _group_claims(
+    api: ApiClient,
+    caches: AdmissionCaches,
+    settings: WebhookSettings,
+    metrics: WebhookMetrics,
+    tasks: list[asyncio.Task[Any]],
+) -> GroupClaims:
+    """Where the guard settles its decisions for victim groups with the other replicas: the Leases of the
+    server's namespace (swept while PodGroups are served; none is written otherwise)."""
+    store = LeaseStore(api, settings.lease_namespace)
+    if caches.groups is not None:
+        tasks.append(asyncio.create_task(store.sweep_forever(), name="group-claims-sweep"))
+    return GroupClaims(store, settings.lease_namespace, _holder(), metrics.group_decided)
 
 
 def _watch_partial_groups(
@@ -196,7 +216,8 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
             extender = ExtenderHooks(caches.view, caches.preemptors, nudger.hold, authenticated=True)
         steer = _start_steering(api, caches, settings, metrics, tasks)
         _watch_partial_groups(api, caches, metrics, tasks, guard_skipped_namespaces(settings))
-        guard = GuardHooks(caches.view, guard_config, events.record, held_back, settings.retry_hold, steer)
+        claims = _group_claims(api, caches, settings, metrics, tasks)
+        guard = GuardHooks(caches.view, guard_config, events.record, held_back, settings.retry_hold, steer, claims)
     tasks.append(asyncio.create_task(certificates.maintain(), name="certificates"))
     config = AdmissionConfig(operator_identities=tuple(settings.operator_identities))
     routes: list[Endpoint[Any]] = [*admission_endpoints(config, caches.snapshot, caches.problems)]

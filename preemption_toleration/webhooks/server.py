@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
 from aiohttp import HttpVersion11, hdrs, web
@@ -63,6 +63,7 @@ from preemption_toleration.webhooks.metrics import WebhookMetrics
 logger = logging.getLogger("preemption_toleration.webhooks")
 
 Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
+Replied = tuple[int, Any, Hold]  # (HTTP status, JSON body, how long to hold it)
 # The decision label's values, looked up once (StrEnum members: counted as their values) for the request path
 _ALLOWED, _DENIED = AdmissionDecision.ALLOWED, AdmissionDecision.DENIED
 _MUTATED, _WARNED = AdmissionDecision.MUTATED, AdmissionDecision.WARNED
@@ -250,7 +251,8 @@ class WebhookApp:
             except BadRequest as problem:
                 status, answer = self._bad_request(endpoint, str(problem))
             else:
-                status, answer, hold = self.reply(endpoint, body)
+                replied = self.reply(endpoint, body)
+                status, answer, hold = replied if isinstance(replied, tuple) else await replied
                 if hold.seconds > 0 and not self.draining:
                     started += await hold.wait()  # pacing, not work: the request's latency metric leaves it out
             return self._counted(name, latency, started, json_answer(answer, status))
@@ -295,25 +297,47 @@ class WebhookApp:
         return 400, {"error": problem}
 
     def answer(self, endpoint: Endpoint[Any], body: bytes) -> Answer:
-        """An AdmissionReview body in, (HTTP status, answer) out: `reply` without the hold."""
-        status, answer, _ = self.reply(endpoint, body)
+        """An AdmissionReview body in, (HTTP status, answer) out: `reply` without the hold, for a request
+        answered without asking the cluster."""
+        replied = self.reply(endpoint, body)
+        if not isinstance(replied, tuple):
+            replied.close()
+            raise TypeError("this answer asks the cluster first: await reply()")
+        status, answer, _ = replied
         return status, answer
 
-    def reply(self, endpoint: Endpoint[Any], body: bytes) -> tuple[int, Any, Hold]:
+    def reply(self, endpoint: Endpoint[Any], body: bytes) -> Replied | Coroutine[Any, Any, Replied]:
         """An AdmissionReview body in, (HTTP status, answer, seconds to hold it) out: 200 with the review's
         response, 400 with the reason for input that is not a review this endpoint judges, 503 while the
         caches its decision reads may not be decided from. The endpoint reads the body, once; its handler
-        takes the request read and returns its verdict; the answer is encoded here, once."""
+        takes the request read and returns its verdict; the answer is encoded here, once. A handler that must
+        ask the cluster first (the guard settling a group's decision) makes it a coroutine to await."""
         try:
             request = endpoint.read(body)
         except BadRequest as problem:
             return (*self._bad_request(endpoint, str(problem)), NO_HOLD)
         try:
             verdict = endpoint.handle(request)
-        except Unready as unready:
-            return (*unready.answer, NO_HOLD)
-        except Exception as error:  # noqa: BLE001 - a bug must not become a 500; counted and logged
-            return (*unexpected(self.metrics, endpoint.name, error), NO_HOLD)
+        except Exception as error:  # noqa: BLE001 - Unready, or a bug: never a 500
+            return self._failed(endpoint, error)
+        if isinstance(verdict, Reply):
+            return self._replied(endpoint, request, verdict)
+        return self._awaited(endpoint, request, verdict)
+
+    async def _awaited(self, endpoint: Endpoint[Any], request: Any, pending: Awaitable[Reply]) -> Replied:
+        try:
+            verdict = await pending
+        except Exception as error:  # noqa: BLE001 - Unready, or a bug: never a 500
+            return self._failed(endpoint, error)
+        return self._replied(endpoint, request, verdict)
+
+    def _failed(self, endpoint: Endpoint[Any], error: Exception) -> Replied:
+        """503 while the caches may not be decided from; a bug counted and logged (`unexpected`)."""
+        if isinstance(error, Unready):
+            return (*error.answer, NO_HOLD)
+        return (*unexpected(self.metrics, endpoint.name, error), NO_HOLD)
+
+    def _replied(self, endpoint: Endpoint[Any], request: Any, verdict: Reply) -> Replied:
         self._count(endpoint, verdict.response)
         return 200, review_response(request.api_version, verdict.response), verdict.hold
 

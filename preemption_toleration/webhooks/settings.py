@@ -55,7 +55,7 @@ class WebhookSettings:
     extender_client_ca: str | None = None
     # Steering (webhooks.steerer): off, "audit" (report what it would do) or "on"; its Leases' namespace
     steering: str = "off"
-    steering_namespace: str = "default"
+    lease_namespace: str = "default"
 
 
 def local_run_defaults() -> WebhookSettings:

@@ -112,6 +112,10 @@ def _defaults(objects: Objects) -> None:
     assert args[:5] == ["webhook", "--tls-secret", f"{INSTALL_NAMESPACE}/webhook-tls", "--service", WEBHOOK]
     assert args[-2:] == ["--guard", "enforce"] and guard(objects)["failurePolicy"] == "Ignore"
     assert ("Role", "preemption-toleration-webhook-tls") in objects
+    # the guard's one decision per victim group, shared by the replicas through Leases of its namespace
+    [rule] = objects[GROUP_DECISIONS_ROLE]["rules"]
+    assert rule["resources"] == ["leases"] and set(rule["verbs"]) == {"create", "get", "list", "update", "delete"}
+    assert args[args.index("--lease-namespace") + 1] == INSTALL_NAMESPACE
     # the rights to register its own configurations, by name, and to read its owner
     assert _configuration_rights(objects) == {
         f"{resource}/{name}:{verb}"
@@ -204,8 +208,11 @@ def _preemptor_identities(objects: Objects) -> None:
     assert condition["expression"] == guard_match_expression(IDENTITIES)
 
 
+GROUP_DECISIONS_ROLE = ("Role", "preemption-toleration-webhook-group-decisions")
+
+
 def _guard_off(objects: Objects) -> None:
-    assert GUARD not in objects and ADMISSION <= set(objects)
+    assert GUARD not in objects and ADMISSION <= set(objects) and GROUP_DECISIONS_ROLE not in objects
     assert container(objects, WEBHOOK)["args"][-2:] == ["--guard", "off"]
 
 
@@ -233,7 +240,8 @@ STEERING_ROLE = ("Role", "preemption-toleration-webhook-steering")
 
 def _steering_on(objects: Objects) -> None:
     args = container(objects, WEBHOOK)["args"]
-    assert args[-6:] == ["--extender", "off", "--steering", "on", "--steering-namespace", "preemption-toleration"]
+    assert args[-4:] == ["--extender", "off", "--steering", "on"]
+    assert args[args.index("--lease-namespace") + 1] == "preemption-toleration"
     assert _pod_rights(objects) == {"pods:list", "pods:watch", "pods:get", "pods:delete", "pods/status:patch"}
     [rule] = objects[STEERING_ROLE]["rules"]
     assert (
@@ -243,7 +251,7 @@ def _steering_on(objects: Objects) -> None:
 
 def _steering_audit(objects: Objects) -> None:
     """Audit writes nothing but Events: none of steering's rights."""
-    assert container(objects, WEBHOOK)["args"][-4:-2] == ["--steering", "audit"]
+    assert container(objects, WEBHOOK)["args"][-2:] == ["--steering", "audit"]
     assert _pod_rights(objects) == {"pods:list", "pods:watch"}
     assert STEERING_ROLE not in objects
 

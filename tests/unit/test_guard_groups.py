@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 
 from preemption_toleration.guard.decisions import GuardConfig, judge
-from preemption_toleration.inventory.group_verdicts import GroupVerdicts
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.view import ClusterView, GroupsNotCurrent
 from preemption_toleration.records.pod_group import pod_group_record
 from preemption_toleration.records.priority_class import class_view
+from preemption_toleration.webhooks.group_leases import MemoryStore
+from tests.unit.guard_replicas import Replica
 from tests.unit.guard_requests import answered
 from tests.unit.test_guard import CLASSES, NOW, POLICIES, bound, node, pending, pod_request
 
@@ -41,9 +42,7 @@ def member(name: str, of: str, minutes_ago: float, class_name: str = "low", prio
     return pod
 
 
-def view(
-    *pods: dict[str, Any], groups: tuple[dict[str, Any], ...] = (), clock: list[float] | None = None
-) -> ClusterView:
+def view(*pods: dict[str, Any], groups: tuple[dict[str, Any], ...] = ()) -> ClusterView:
     records = [pod_group_record(body) for body in groups]
     return ClusterView(
         pods=PodIndex.of(pods),
@@ -51,12 +50,11 @@ def view(
         classes={name: class_view(body) for name, body in CLASSES.items()},
         policies=POLICIES,
         groups={record.ref: record for record in records},
-        group_verdicts=GroupVerdicts(clock=(lambda: clock[0]) if clock else (lambda: 0.0)),
     )
 
 
 def refused(victim: dict[str, Any], state: ClusterView, now=NOW) -> str | None:
-    """The refusal's message of the scheduler's DELETE of `victim`, or None when allowed."""
+    """The refusal's message of the scheduler's DELETE of `victim`, or None when allowed, decided afresh."""
     verdict = judge(pod_request(None, old=victim, name=victim["metadata"]["name"]), state, GuardConfig(), now)
     return None if verdict.allowed else answered(verdict).status.message
 
@@ -97,41 +95,36 @@ def test_the_refusal_names_the_group_and_its_class() -> None:
     )
 
 
-def test_all_the_members_of_one_preemption_get_the_first_ones_answer() -> None:
+async def test_all_the_members_of_one_preemption_get_the_first_ones_answer() -> None:
     """The group's toleration ends between two members' DELETEs: the second gets the first one's refusal,
     and the scheduler's next attempt, after a pause, gets a fresh decision."""
-    clock = [0.0]
     members = [member(f"m-{index}", "g", 10 - 1 / 60) for index in range(3)]  # 1 s of the 600 left
-    state = view(*members, PREEMPTOR, groups=(group("g", TEN_MINUTES),), clock=clock)
-    assert refused(members[0], state) is not None
-    clock[0] += 0.2
-    assert refused(members[1], state, now=NOW + timedelta(seconds=2)) is not None  # past the end: kept
-    clock[0] += 10.0
-    assert refused(members[2], state, now=NOW + timedelta(seconds=12)) is None
+    replica = Replica(view(*members, PREEMPTOR, groups=(group("g", TEN_MINUTES),)), MemoryStore())
+    assert await replica.refused(members[0], NOW) is not None
+    assert await replica.refused(members[1], NOW + timedelta(seconds=1.2)) is not None  # past the end: kept
+    assert await replica.refused(members[2], NOW + timedelta(seconds=12)) is None
 
 
-def test_a_group_deleted_over_more_than_one_window_is_deleted_whole() -> None:
+async def test_a_group_deleted_over_more_than_one_window_is_deleted_whole() -> None:
     """An unprotected group of some thousand members is deleted over more than LONGEST_SECONDS, its members'
     DELETEs following each other 0.4 s apart. A member scheduled again 20 s in (its group's toleration starting
     over) does not stop the deletion when the window ends: the group is not left in part."""
-    clock = [0.0]
     members = [member(f"m-{index}", "g", 15) for index in range(3)]
-    state = view(*members, PREEMPTOR, groups=(PROTECTED_ALL,), clock=clock)
-    assert refused(members[0], state) is None
+    state = view(*members, PREEMPTOR, groups=(PROTECTED_ALL,))
+    replica = Replica(state, MemoryStore())
+    assert await replica.refused(members[0], NOW) is None
     for step in range(1, 90):  # 36 s of requests
-        clock[0] = step * 0.4
         if step == 50:
             state.pods.put(member("m-2", "g", 0))  # judged afresh, the group would be protected from here on
-        victim = members[step % 2]
-        assert refused(victim, state, now=NOW + timedelta(seconds=clock[0])) is None, clock[0]
+        at = NOW + timedelta(seconds=step * 0.4)
+        assert await replica.refused(members[step % 2], at) is None, step
 
 
-def test_a_member_of_a_single_group_is_not_kept() -> None:
-    clock = [0.0]
+async def test_a_member_of_a_single_group_is_not_kept() -> None:
     members = [member(f"m-{index}", "g", 10 - 1 / 60) for index in range(2)]
-    state = view(*members, PREEMPTOR, groups=(group("g", TEN_MINUTES, mode="single"),), clock=clock)
-    assert refused(members[0], state) is not None
-    assert refused(members[1], state, now=NOW + timedelta(seconds=2)) is None
+    replica = Replica(view(*members, PREEMPTOR, groups=(group("g", TEN_MINUTES, mode="single"),)), MemoryStore())
+    assert await replica.refused(members[0], NOW) is not None
+    assert await replica.refused(members[1], NOW + timedelta(seconds=1.2)) is None
 
 
 def preemptor_in(of: str, priority: int = 9000) -> dict[str, Any]:
@@ -175,16 +168,14 @@ def test_a_preemptor_of_an_all_group_may_fit_on_another_members_node() -> None:
     assert refused(lone, view(lone, elsewhere)) is None
 
 
-def test_a_member_found_without_a_preemptor_leaves_the_others_of_its_preemption_allowed() -> None:
-    clock = [0.0]
+async def test_a_member_found_without_a_preemptor_leaves_the_others_of_its_preemption_allowed() -> None:
     members = [member(f"m-{index}", "g", 5) for index in range(2)]
-    state = view(*members, groups=(PROTECTED_ALL,), clock=clock)
-    assert refused(members[0], state) is None  # no pending pod: not judged
+    state = view(*members, groups=(PROTECTED_ALL,))
+    replica = Replica(state, MemoryStore())
+    assert await replica.refused(members[0], NOW) is None  # no pending pod: not judged
     state.pods.put(PREEMPTOR)
-    clock[0] += 0.1
-    assert refused(members[1], state) is None  # the same preemption: allowed alike
-    clock[0] += 10.0
-    assert refused(members[1], state) is not None  # the next one: judged
+    assert await replica.refused(members[1], NOW + timedelta(seconds=0.1)) is None  # the same preemption: alike
+    assert await replica.refused(members[1], NOW + timedelta(seconds=10)) is not None  # the next one: judged
 
 
 def test_a_refusal_names_the_preemptors_group() -> None:
