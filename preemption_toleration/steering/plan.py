@@ -20,6 +20,8 @@ The search is bounded as the scheduler bounds its own dry run (`GetOffsetAndNumC
 nodes, 100) candidates, one of them without a budget violation. It is a generator that yields after each
 node, so that its caller can give the event loop back between slices of the work: each node is read whole
 within one step, and the chosen node is read again at the end, since the others may have changed meanwhile.
+So is every search steering makes for a refusal (`Steps`): a step reads one node, or judges one pod nominated
+to one, never more, however many pods are nominated there.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from preemption_toleration.core.exemption import PriorityClassNotFound
 from preemption_toleration.extender.decisions import ExemptionCheck
@@ -48,6 +50,18 @@ MIN_CANDIDATE_NODES_ABSOLUTE = 100
 NOTHING_STEERED: Mapping[str, str] = MappingProxyType({})  # no pod nominated by steering itself
 # every nomination may be steering's own (a replica that cannot see the others' Leases): none is cleared
 EVERY_NOMINATION: Mapping[str, str] = MappingProxyType({})
+
+T = TypeVar("T")
+Steps = Generator[None, None, T]  # a search in bounded steps (`next()`); its result is the return value
+
+
+def completed(steps: Steps[T]) -> T:
+    """A search's result, its steps taken at once."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
 
 
 class Declined(str, Enum):
@@ -108,6 +122,17 @@ def preemptor_of_refusal(
     refused_for: Callable[[SlimPod], bool],
     steered_lately: Callable[[SlimPod], bool] = lambda pod: False,
 ) -> RefusedFor | NotSteered:
+    """`refusal_search`, at once."""
+    return completed(refusal_search(victim_node, victim_priority, pods, refused_for, steered_lately))
+
+
+def refusal_search(
+    victim_node: str,
+    victim_priority: int,
+    pods: Iterable[SlimPod],
+    refused_for: Callable[[SlimPod], bool],
+    steered_lately: Callable[[SlimPod], bool] = lambda pod: False,
+) -> Steps[RefusedFor | NotSteered]:
     """The pod the scheduler is preempting for, from its own write: the pending pod nominated to the
     victim's node (`pods`: those nominated there) above the victim's priority, for which the guard refused
     the victim (it tolerates the pod, or would be deleted in vain for it); of several, the one the
@@ -124,6 +149,7 @@ def preemptor_of_refusal(
     )
     passed_over: list[SlimPod] = []
     for pod in found:
+        yield  # one judgement a step (`refused_for` reads the victim's node)
         if not refused_for(pod):
             continue
         if not steered_lately(pod):
@@ -204,22 +230,23 @@ def hopeless(other: SlimPod, preemptor: SlimPod, name: str, view: ClusterView, n
     placed = [pod for pod in view.pods.nominated_to(name) if pod.uid not in (other.uid, preemptor.uid)]
     if preemptor.queue_order() < other.queue_order():
         placed.append(preemptor)
-    found = _on_node(other, name, view, ExemptionCheck(other, view, now), placed)
+    found = completed(_on_node(other, name, view, ExemptionCheck(other, view, now), placed))  # one step
     return found is None
 
 
 def _nominations(
     preemptor: SlimPod, name: str, view: ClusterView, now: datetime, ours: Mapping[str, str] = NOTHING_STEERED
-) -> tuple[list[SlimPod], list[SlimPod]]:
+) -> Steps[tuple[list[SlimPod], list[SlimPod]]]:
     """The other pods nominated to node `name`, as (those that count against the preemptor there, those
     there by nominations upstream would not have made: `hopeless`). A pod steering nominated there itself
     (`ours`: UID -> the node) is never hopeless: that nomination is the one upstream's plugin made; nor is a
     member of a pod group."""
     counted: list[SlimPod] = []
     cleared: list[SlimPod] = []
-    for pod in view.pods.nominated_to(name):
+    for pod in list(view.pods.nominated_to(name)):  # the pods of the moment; each judged at its step
         if pod.uid == preemptor.uid:
             continue
+        yield  # `hopeless` reads the node once
         # a group's member is nominated by the scheduler's preemption for its group: never cleared, in part
         keep = ours is EVERY_NOMINATION or ours.get(pod.uid) == name or pod.pod_group is not None
         (cleared if not keep and hopeless(pod, preemptor, name, view, now) else counted).append(pod)
@@ -233,16 +260,21 @@ def _on_node(
     exempt: ExemptionCheck,
     nominated: list[SlimPod] | None = None,
     ours: Mapping[str, str] = NOTHING_STEERED,
-) -> NodeResult:
-    """The preemptor on one node, as the cache holds it now (no await: the node is read at one moment). The
-    pods nominated there count, but for those whose nominations upstream would not have made (`hopeless`);
-    or, given, `nominated`."""
+) -> Steps[NodeResult]:
+    """The preemptor on one node, the node read in one step (the pods nominated there are judged one a step
+    before it). The pods nominated there count, but for those whose nominations upstream would not have made
+    (`hopeless`); or, given, `nominated`."""
     node = view.nodes.get(name)
     if node is None or not eligible(preemptor, node):
         return None
-    on_node = view.pods.on_node(name)
     if nominated is None:
-        nominated, _ = _nominations(preemptor, name, view, exempt.now, ours)
+        nominated, cleared = yield from _nominations(preemptor, name, view, exempt.now, ours)
+        if nominated or cleared:  # judged a step each: the node is read in a step of its own
+            yield
+            node = view.nodes.get(name)
+            if node is None:
+                return None
+    on_node = view.pods.on_node(name)
     node_allocatable = node.allocatable
     requests = dict(preemptor.requests)
     if fits_as_is(preemptor.priority, requests, on_node, nominated, node_allocatable):
@@ -300,7 +332,7 @@ def search_plan(
     for step in range(len(names)):
         yield
         name = names[(offset + step) % len(names)]
-        found = _on_node(preemptor, name, view, exempt, ours=ours)
+        found = yield from _on_node(preemptor, name, view, exempt, ours=ours)
         if isinstance(found, NotSteered):
             return found
         if found is not None:
@@ -312,8 +344,10 @@ def search_plan(
         return NotSteered(Declined.NO_NODE, "no node where it fits without a pod that tolerates it")
     yield
     chosen_node = pick_node(candidates)
-    counted, cleared = _nominations(preemptor, chosen_node, view, now, ours)
-    now_there = _on_node(preemptor, chosen_node, view, exempt, counted)
+    counted, cleared = yield from _nominations(preemptor, chosen_node, view, now, ours)
+    if counted or cleared:
+        yield
+    now_there = completed(_on_node(preemptor, chosen_node, view, exempt, counted))  # one step
     if isinstance(now_there, NotSteered):
         return now_there
     if now_there is None or [pod.uid for pod in now_there.victims] != [
@@ -335,6 +369,13 @@ def fits_on(preemptor: SlimPod, name: str, view: ClusterView) -> bool:
 def blocking_nominations(
     preemptor: SlimPod, view: ClusterView, now: datetime, ours: Mapping[str, str] = NOTHING_STEERED
 ) -> list[SlimPod]:
+    """`blocking_search`, at once."""
+    return completed(blocking_search(preemptor, view, now, ours))
+
+
+def blocking_search(
+    preemptor: SlimPod, view: ClusterView, now: datetime, ours: Mapping[str, str] = NOTHING_STEERED
+) -> Steps[list[SlimPod]]:
     """The pods nominated to the preemptor's nominated node that alone keep it from fitting there, where
     upstream's plugin would not have nominated them: of at least its priority (so the scheduler counts them
     against it), and unable to fit there themselves, with the preemptor counted where the scheduler's queue
@@ -346,8 +387,12 @@ def blocking_nominations(
     node = view.nodes.get(name) if name else None
     if name is None or node is None:
         return []
-    kept, found = _nominations(preemptor, name, view, now, ours)
+    kept, found = yield from _nominations(preemptor, name, view, now, ours)
     if not found:
+        return []
+    yield
+    node = view.nodes.get(name)
+    if node is None:
         return []
     on_node = view.pods.on_node(name)
     if not fits_as_is(preemptor.priority, dict(preemptor.requests), on_node, kept, node.allocatable):

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
@@ -67,9 +67,10 @@ from preemption_toleration.steering.plan import (
     NotSteered,
     RefusedFor,
     SteeringPlan,
-    blocking_nominations,
+    Steps,
+    blocking_search,
     fits_on,
-    preemptor_of_refusal,
+    refusal_search,
     search_plan,
 )
 from preemption_toleration.steering.recheck import victim_now
@@ -86,6 +87,7 @@ from preemption_toleration.webhooks.steering_leases import (
     steered_nominations,
 )
 
+T = TypeVar("T")
 logger = logging.getLogger("preemption_toleration.steering")
 COMPONENT = "preemption-toleration-steering"
 QUEUE_LIMIT = 1000
@@ -305,27 +307,30 @@ class Steerer:
         return bool(problems)
 
     async def _plan(self, preemptor: SlimPod, view: ClusterView, now: datetime) -> SteeringPlan | NotSteered:
-        """The plan, made in slices of the event loop (`Pace`): the guard's answers wait for one slice at
-        most. The nodes are tried from a random offset, as the scheduler's dry run tries them."""
+        """The plan, made in slices of the event loop (`_paced`). The nodes are tried from a random offset, as
+        the scheduler's dry run tries them."""
         others = {uid for owner, (_, victims) in self.steered.items() if owner != preemptor.uid for *_, uid in victims}
         offset = random.randrange(max(len(view.nodes), 1))
-        search = search_plan(preemptor, view, now, offset, others, self._ours())
-        spent = 0.0
+        return await self._paced(search_plan(preemptor, view, now, offset, others, self._ours()), self.metrics.planned)
+
+    async def _paced(self, steps: Steps[T], spent: Callable[[float], None] = lambda seconds: None) -> T:
+        """A search's result, its steps taken in slices of the event loop (`Pace`): the guard's answers wait
+        for one slice at most. `spent`: told the loop's time the search took."""
+        took = 0.0
         try:
             while True:
                 started = reading = self.clock()
                 try:
                     while reading - started < self.pace.slice_seconds:
-                        next(search)
+                        next(steps)
                         reading = self.clock()
                 finally:
-                    spent += reading - started
+                    took += reading - started
                 await asyncio.sleep(self.pace.pause_after(reading - started))
         except StopIteration as done:
-            result: SteeringPlan | NotSteered = done.value
-            return result
+            return done.value  # type: ignore[no-any-return]
         finally:
-            self.metrics.planned(spent)
+            spent(took)
 
     async def _consider(self, item: RefusedVictim) -> bool:
         """Steers the preemption of one refused victim if it may; True when the preemption is steered (now,
@@ -359,8 +364,8 @@ class Steerer:
                 return False
             return not self._room_taken(candidate, view)
 
-        nominated = view.pods.nominated_to(item.node)
-        found = preemptor_of_refusal(item.node, victim.priority, nominated, refused_for, steered_lately)
+        nominated = list(view.pods.nominated_to(item.node))
+        found = await self._paced(refusal_search(item.node, victim.priority, nominated, refused_for, steered_lately))
         if isinstance(found, NotSteered):
             self._report_declined(f"{item.namespace}/{item.name}", found, None)
             self._look_again(item)
@@ -494,7 +499,7 @@ class Steerer:
         node = preemptor.nominated_node
         if node is None:
             return
-        for pod in blocking_nominations(preemptor, view, now, self._ours()):
+        for pod in await self._paced(blocking_search(preemptor, view, now, self._ours())):
             await self._clear_blocking(pod, node, preemptor.ref)
 
     def _ours(self) -> Mapping[str, str]:

@@ -16,10 +16,12 @@ from preemption_toleration.steering.plan import (
     NotSteered,
     SteeringPlan,
     blocking_nominations,
+    blocking_search,
     candidates_wanted,
     fits_on,
     pick_node,
     preemptor_of_refusal,
+    refusal_search,
     search_plan,
 )
 from tests import builders
@@ -514,3 +516,77 @@ def test_whether_a_steered_preemptor_still_fits_where_it_was_steered(rule, cpus,
     nodes = {"node-a": node("node-a", cpu=cpus)} if cpus else {}
     view = ClusterView(index, nodes, CLASS_RECORDS, BudgetIndex.of([]))
     assert fits_on(index.get(("team", "high")), "node-a", view) is fits, rule
+
+
+class CountingIndex(PodIndex):
+    """A pod index that counts each read of a node's pods: one is one node read."""
+
+    reads = 0
+
+    def on_node(self, node_name):
+        CountingIndex.reads += 1
+        return super().on_node(node_name)
+
+
+TWINS = 40
+
+
+def crowded():
+    """node-a, full of a protected pod, with TWINS pods of high's priority nominated there by the stock
+    scheduler (each hopeless: it fits only if the protected pod went); and high, nominated there too."""
+    preemptor = pod("high", "high", cpu="1", node=None, status__nominatedNodeName="node-a")
+    others = [twin(f"twin-{index}", cpu="2") for index in range(TWINS)]
+    index = CountingIndex.of([pod("protected", "low-non-preempted", cpu="2"), *others, preemptor])
+    view = ClusterView(index, {"node-a": node("node-a", cpu="3")}, CLASS_RECORDS, BudgetIndex.of([]))
+    return index.get(("team", "high")), view
+
+
+SEARCHES = [
+    # (rule, the search of a refusal steering makes, the steps it takes at least)
+    (
+        "the nominations that block the preemptor: each nominated pod judged in a step of its own",
+        lambda preemptor, view: blocking_search(preemptor, view, NOW),
+        TWINS,
+    ),
+    (
+        "a plan's node step: each pod nominated there judged in a step of its own",
+        lambda preemptor, view: search_plan(preemptor, view, NOW),
+        TWINS,
+    ),
+]
+
+
+@pytest.mark.parametrize(("rule", "search", "at_least"), SEARCHES, ids=[s[0] for s in SEARCHES])
+def test_no_step_of_a_search_reads_more_than_one_node(rule, search, at_least) -> None:
+    """The event loop is given back between slices of steps: a node crowded with nominations is read once
+    for each pod nominated there (`hopeless`), one a step, never all in one."""
+    preemptor, view = crowded()
+    steps, most = search(preemptor, view), 0
+    while True:
+        CountingIndex.reads = 0
+        try:
+            next(steps)
+        except StopIteration:
+            most = max(most, CountingIndex.reads)
+            break
+        most = max(most, CountingIndex.reads)
+        at_least -= 1
+    assert most <= 1, rule
+    assert at_least <= 0, rule
+
+
+def test_the_search_of_a_refusal_judges_one_nominated_pod_a_step() -> None:
+    pods = [slim_pod(twin(f"twin-{index}", klass="high"), SHARED) for index in range(5)]
+    judged: list[str] = []
+    steps = refusal_search("node-a", 8000, pods, lambda p: judged.append(p.name) or False)
+    found = []
+    while True:
+        before = len(judged)
+        try:
+            next(steps)
+        except StopIteration as done:
+            found.append(len(judged) - before)
+            assert isinstance(done.value, NotSteered)
+            break
+        found.append(len(judged) - before)
+    assert max(found) <= 1 and len(judged) == 5
