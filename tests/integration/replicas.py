@@ -6,7 +6,7 @@ proxy spreads the API server's connections over them, as kube-proxy spreads them
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import aiohttp
@@ -34,9 +34,12 @@ UNPULLABLE = "registry.invalid/preemption-toleration"  # no pod of the release r
 class Replicas:
     """The release's webhook replicas: processes of this machine, each on a port of its own."""
 
-    def __init__(self, processes: list[ComponentProcess], metrics: list[int]) -> None:
+    def __init__(
+        self, processes: list[ComponentProcess], metrics: list[int], route: Callable[[list[int]], None]
+    ) -> None:
         self.processes = processes
         self.metrics = metrics
+        self.route = route  # the Service's connections spread over these replicas (by index) from now on
 
     def start(self) -> None:
         """Every replica at once, then each until it listens."""
@@ -48,13 +51,23 @@ class Replicas:
         for process in self.processes:
             process.stop()
 
+    def join_late(self, index: int) -> None:
+        """Replica `index` started, and added to the Service once its caches are synced, as a pod joins a
+        Service's endpoints once it is ready."""
+        process = self.processes[index]
+        process.wait_for("caches synced", process.start(), timeout=START_SECONDS)
+        self.route(list(range(len(self.processes))))
+
     async def totals(self, metric: str, **labels: str) -> list[float]:
-        """Each replica's count of `metric{labels}`."""
+        """Each replica's count of `metric{labels}` (since it last started; 0 for one that is stopped)."""
         found = []
         async with aiohttp.ClientSession() as session:
             for port in self.metrics:
-                async with session.get(f"http://127.0.0.1:{port}/metrics") as response:
-                    found.append(total(await response.text(), metric, **labels))
+                try:
+                    async with session.get(f"http://127.0.0.1:{port}/metrics") as response:
+                        found.append(total(await response.text(), metric, **labels))
+                except aiohttp.ClientConnectionError:
+                    found.append(0.0)
         return found
 
     async def steering(self, outcome: str) -> list[float]:
@@ -95,8 +108,12 @@ def webhook_replicas(
         for index in range(count)
     ]
     service = live(kubectl, "service", SERVICE, "-n", INSTALL_NAMESPACE)
-    cluster.route_service(service["spec"]["clusterIP"], 443, [f"127.0.0.1:{port}" for port in ports])
-    found = Replicas(processes, metrics)
+
+    def route(indices: list[int]) -> None:
+        cluster.route_service(service["spec"]["clusterIP"], 443, [f"127.0.0.1:{ports[index]}" for index in indices])
+
+    route(list(range(count)))
+    found = Replicas(processes, metrics, route)
     with contextlib.ExitStack() as stack:
         stack.callback(found.stop)
         stack.enter_context(logs_on_failure(*processes))

@@ -2,12 +2,14 @@
 webhook replicas (`tests.integration.replicas`) on the pod-group control plane (Kubernetes 1.37): the
 scheduler deletes a group's members in parallel, its requests spread over both replicas, and stops at the
 first refusal without restoring what it deleted. A toleration that ends while the scheduler retries must end
-for both replicas at once: the group is refused whole, then preempted whole, never left in part."""
+for both replicas at once: the group is refused whole, then preempted whole, never left in part; round after
+round, and with a replica that joins late, its memory empty, in the middle of the refusals."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -21,10 +23,20 @@ from tests.integration import groups
 from tests.integration.chart import slate
 from tests.integration.components import INSTALL_NAMESPACE
 from tests.integration.conftest import Kubectl
-from tests.integration.groups import create_group, placed, read_group, until_all_gone, until_placed
+from tests.integration.groups import (
+    GROUP,
+    PLURAL,
+    VERSION,
+    create_group,
+    placed,
+    placed_group,
+    read_group,
+    until_all_gone,
+    until_placed,
+)
 from tests.integration.helpers import SCHEDULING_SECONDS, eventually
+from tests.integration.pods import set_scheduled_at
 from tests.integration.replicas import Replicas, until_registered, webhook_replicas
-from tests.integration.test_guard_pod_groups import half_over
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -46,6 +58,50 @@ async def classes(group_api: ApiClient) -> AsyncIterator[dict[str, str]]:
         yield names
 
 
+async def refused_then_preempted_whole(
+    api: ApiClient,
+    namespace: str,
+    nodes: list[str],
+    replicas: Replicas,
+    classes: dict[str, str],
+    name: str,
+    late: int | None = None,
+) -> None:
+    """One round: a group of 4 members protected 20 s from now, whole (two of them scheduled a minute ago),
+    filling both nodes; a preemptor group of 2 that needs their room. Refused while the toleration runs, then
+    preempted whole; `late`: the replica that joins once the refusals began. The preemptors go after."""
+    victims = await placed_group(api, namespace, f"{name}-victims", classes["guarded"], 4)
+    for victim in victims[:2]:
+        await set_scheduled_at(api, namespace, victim, datetime.now(UTC) - timedelta(minutes=1))
+    before = sum(await replicas.totals("ptol_guard_refusals_total"))
+    preemptors = await create_group(api, namespace, f"{name}-preemptors", classes["high"], 2)
+    await eventually(
+        lambda: replicas.totals("ptol_guard_refusals_total"),
+        lambda found: sum(found) > before,
+        timeout=SCHEDULING_SECONDS,
+        what="a refusal",
+    )
+    if late is not None:
+        await asyncio.to_thread(replicas.join_late, late)
+    found = await placed(api, namespace, [*victims, *preemptors])
+    assert all(found[victim] in nodes for victim in victims), found  # refused whole: every member runs
+    # The scheduler retries until the toleration ends, then deletes the members through both replicas.
+    await until_all_gone(api, namespace, victims)
+    await until_placed(api, namespace, preemptors)
+    await asyncio.sleep(BATCH_SECONDS + 1)
+    assert sum(await replicas.totals("ptol_guard_groups_left_in_part_total")) == 0, name
+    # The decisions were the replicas' shared claim: the group's Lease holds the last one, an allowance.
+    uid = (await read_group(api, namespace, f"{name}-victims"))["metadata"]["uid"]
+    lease = await client.CoordinationV1Api(api).read_namespaced_lease(lease_name(uid), INSTALL_NAMESPACE)
+    assert '"refused":false' in lease.metadata.annotations[DECISION]
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    for preemptor in preemptors:
+        await core.delete_namespaced_pod(preemptor, namespace, grace_period_seconds=0)
+    for group in (f"{name}-victims", f"{name}-preemptors"):
+        await custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, group)
+    await until_all_gone(api, namespace, preemptors)
+
+
 async def test_a_toleration_that_ends_while_the_scheduler_retries_ends_for_both_replicas_at_once(
     group_api: ApiClient,
     group_namespace: str,
@@ -55,24 +111,11 @@ async def test_a_toleration_that_ends_while_the_scheduler_retries_ends_for_both_
     classes: dict[str, str],
 ) -> None:
     await until_registered(group_kubectl)
-    victims = await half_over(group_api, group_namespace, classes["guarded"])  # protected 20 s, whole
-    preemptors = await create_group(group_api, group_namespace, "preemptors", classes["high"], 2)
-    refused = await eventually(
-        lambda: replicas.totals("ptol_guard_refusals_total"),
-        lambda found: sum(found) > 0,
-        timeout=SCHEDULING_SECONDS,
-        what="a refusal",
-    )
-    found = await placed(group_api, group_namespace, [*victims, *preemptors])
-    assert all(found[victim] in group_nodes for victim in victims), (found, refused)
-    # The scheduler retries until the toleration ends, then deletes the members through both replicas.
-    await until_all_gone(group_api, group_namespace, victims)
-    await until_placed(group_api, group_namespace, preemptors)
-    await asyncio.sleep(BATCH_SECONDS + 1)
-    assert sum(await replicas.totals("ptol_guard_groups_left_in_part_total")) == 0
-    # The decisions were the replicas' shared claim: the group's Lease holds the last one, an allowance.
-    uid = (await read_group(group_api, group_namespace, "victims"))["metadata"]["uid"]
-    lease = await client.CoordinationV1Api(group_api).read_namespaced_lease(lease_name(uid), INSTALL_NAMESPACE)
-    assert '"refused":false' in lease.metadata.annotations[DECISION]
+    for round_ in range(2):
+        await refused_then_preempted_whole(group_api, group_namespace, group_nodes, replicas, classes, f"r{round_}")
     made = await replicas.totals("ptol_guard_group_decisions_total", outcome="made")
-    assert sum(made) >= 2, made  # the refusal, and the allowance once it ended
+    assert sum(made) >= 4, made  # each round's refusal, and its allowance once the toleration ended
+    # A replica that joins late, with nothing in memory, in the middle of a group's refusals.
+    replicas.route([0])
+    replicas.processes[1].stop()
+    await refused_then_preempted_whole(group_api, group_namespace, group_nodes, replicas, classes, "late", late=1)
