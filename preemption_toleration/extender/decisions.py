@@ -11,6 +11,13 @@ preemptor whose constraints the project judges exactly (`core.constraints`), and
 budget violations counted again. A victim the cache does
 not hold leaves the node as the scheduler proposed it (the guard still judges each deletion); a node or
 class the cache does not know, when a victim is exempt, leaves the node out.
+
+Pod groups (1.37): the scheduler proposes a PodGroup of `disruptionMode: all` whole as the victims of one
+node, its members on other nodes included, and looks each UID of the answer up among that node's pods only.
+So where such a group tolerates the preemptor, the node is left out (an answer the scheduler takes); where it
+does not, the node is returned as proposed, which the scheduler cannot take: it discards the whole answer and
+preempts as it chose, which the guard judges (`ACROSS_NODES`). A choice made again never takes a member of a
+`disruptionMode: all` group, which it could only take in part.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from preemption_toleration.api.extender import ExtenderPreemptionArgs, ExtenderP
 from preemption_toleration.core.annotations import ClassToleration
 from preemption_toleration.core.constraints import unjudged_constraints
 from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
+from preemption_toleration.core.groups import DisruptionMode
 from preemption_toleration.core.pods import PodJson, PreemptorFacts, pod_priority
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_under
 from preemption_toleration.core.resources import pod_requests
@@ -41,6 +49,7 @@ from preemption_toleration.inventory.budgets import split_by_budget_violation
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.node import NodeRecord
 from preemption_toleration.records.pod import PodRecord, SlimPod
+from preemption_toleration.records.pod_group import MemberRecord, PodGroupRecord
 
 
 class NodeChoice(str, Enum):
@@ -49,6 +58,9 @@ class NodeChoice(str, Enum):
     DROPPED = "dropped"  # the preemptor cannot fit there without an exempt pod
     RECOUNTED = "recounted"  # the scheduler's victims, with budget violations counted without exempt pods
     UNKNOWN = "unknown"  # a victim the cache does not hold: the scheduler's choice, for the guard to judge
+    # members of a PodGroup of disruptionMode all on other nodes, which the scheduler cannot take from an
+    # answer: it discards the answer and preempts as it chose, for the guard to judge
+    ACROSS_NODES = "across-nodes"
 
 
 @dataclass(frozen=True)
@@ -145,6 +157,12 @@ def _node_outcome(
     proposed = [on_node.get(uid) for uid in uids]
     if any(pod is None for pod in proposed):
         missing = [uid for uid, pod in zip(uids, proposed, strict=True) if pod is None]
+        try:
+            groups = _groups_across_nodes([pod for pod in proposed if pod is not None], missing, view)
+            if groups is not None:
+                return _across_nodes(node, uids, groups, exempt)
+        except PriorityClassNotFound as missing_class:
+            return NodeOutcome(node, NodeChoice.DROPPED, (), detail=str(missing_class))
         return NodeOutcome(node, NodeChoice.UNKNOWN, tuple(uids), detail=view.pods.describe_absent(missing))
     try:
         exempt_pods = [pod for pod in proposed if pod is not None and exempt(pod)]
@@ -174,7 +192,8 @@ def _node_outcome(
             NodeChoice.DROPPED,
             (),
             exempt_victims,
-            "the preemptor does not fit without a pod that tolerates it",
+            "the preemptor does not fit without a pod that tolerates it (or a member of a PodGroup of disruptionMode "
+            "all, which a choice made again never takes)",
             held_until=held_until,
         )
     return NodeOutcome(
@@ -184,6 +203,55 @@ def _node_outcome(
         exempt_victims,
         pdb_violations=chosen.num_pdb_violations,
         held_until=held_until,
+    )
+
+
+def _whole_group(pod: SlimPod, view: ClusterView) -> PodGroupRecord | None:
+    """The PodGroup of `disruptionMode: all` the pod is a member of, as the cache has it."""
+    judged = view.as_member(pod)
+    if isinstance(judged, MemberRecord) and judged.group.disruption is DisruptionMode.ALL:
+        return judged.group
+    return None
+
+
+def _groups_across_nodes(
+    local: list[SlimPod], missing: list[str], view: ClusterView
+) -> list[tuple[PodGroupRecord, SlimPod]] | None:
+    """The `disruptionMode: all` groups of the node's proposed victims, each with one of its members there,
+    when the proposed victims the node does not hold (`missing`, by UID) are all their members elsewhere;
+    None otherwise."""
+    groups: dict[str, tuple[PodGroupRecord, SlimPod]] = {}
+    for pod in local:
+        group = _whole_group(pod, view)
+        if group is not None:
+            groups.setdefault(group.uid, (group, pod))
+    members = {member.uid for group, _ in groups.values() for member in view.pods.members_of(group.key).pods.values()}
+    return list(groups.values()) if groups and set(missing) <= members else None
+
+
+def _across_nodes(
+    node: str, uids: list[str], groups: list[tuple[PodGroupRecord, SlimPod]], exempt: ExemptionCheck
+) -> NodeOutcome:
+    """A node whose proposed victims include members of `disruptionMode: all` groups on other nodes: left
+    out where a group tolerates the preemptor (judged by one member: its members are judged alike); else as
+    proposed, which the scheduler cannot take (`ACROSS_NODES`)."""
+    tolerating = [(group, member) for group, member in groups if exempt(member)]
+    names = ", ".join(group.ref for group, _ in (tolerating or groups))
+    if tolerating:
+        return NodeOutcome(
+            node,
+            NodeChoice.DROPPED,
+            (),
+            tuple(_name(member) for _, member in tolerating),
+            f"PodGroup {names} (disruptionMode all, members on other nodes too) tolerates the preemptor",
+            held_until=exempt.earliest_end([member for _, member in tolerating]),
+        )
+    return NodeOutcome(
+        node,
+        NodeChoice.ACROSS_NODES,
+        tuple(uids),
+        detail=f"PodGroup {names} (disruptionMode all) has members on other nodes, which the scheduler cannot take "
+        "from the answer: it preempts as it chose, and the guard judges each member",
     )
 
 
@@ -199,14 +267,15 @@ def _upstream_victims(
     exempt: ExemptionCheck,
     view: ClusterView,
 ) -> NodeVictims | None:
-    """Upstream's victims on the node (`victims.select_victims`), pods nominated there counted."""
+    """Upstream's victims on the node (`victims.select_victims`), pods nominated there counted. A member of a
+    `disruptionMode: all` group is never among them: a choice pod by pod could take its group in part."""
     return select_victims(
         preemptor.priority,
         preemptor.requests,
         on_node.values(),
         [pod for pod in view.pods.nominated_to(node) if pod.uid != preemptor.uid],
         node_object.allocatable,
-        exempt,
+        lambda pod: exempt(pod) or _whole_group(pod, view) is not None,
         _budget_split(view),
     )
 

@@ -200,7 +200,9 @@ EXTENDER_NODES = Metric(
     "Candidate nodes the scheduler extender judged, by choice: unchanged (no victim tolerates the "
     "preemptor), replaced (victims chosen without the protected pods), dropped (the preemptor cannot "
     "fit without one), recounted (the scheduler's victims, with budget violations counted without the "
-    "pods that tolerate the preemptor), unknown (a victim the cache does not hold: left to the guard).",
+    "pods that tolerate the preemptor), unknown (a victim the cache does not hold: left to the guard), across-nodes "
+    "(members of a PodGroup of disruptionMode all on other nodes, which the scheduler cannot take from the answer: it "
+    "preempts as it chose, left to the guard).",
     (Label.of("choice", NodeChoice),),
     described_in="scheduler-extender.md",
 )

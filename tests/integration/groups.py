@@ -40,16 +40,16 @@ def member_body(name: str, group: str, class_name: str | None, cpu: str = "1") -
 
 
 async def create_group(
-    api: ApiClient, namespace: str, name: str, class_name: str, size: int, **options: Any
+    api: ApiClient, namespace: str, name: str, class_name: str, size: int, cpu: str = "1", **options: Any
 ) -> list[str]:
-    """A PodGroup and its `size` members (`name`-0, `name`-1...); their names."""
+    """A PodGroup and its `size` members (`name`-0, `name`-1...) of `cpu` each; their names."""
     await client.CustomObjectsApi(api).create_namespaced_custom_object(
         GROUP, VERSION, namespace, PLURAL, pod_group_body(name, class_name, size, **options)
     )
     members = [f"{name}-{index}" for index in range(size)]
     core = client.CoreV1Api(api)
     for member in members:
-        await core.create_namespaced_pod(namespace, member_body(member, name, class_name))
+        await core.create_namespaced_pod(namespace, member_body(member, name, class_name, cpu))
     return members
 
 
@@ -97,6 +97,7 @@ ROLES: dict[str, tuple[int, dict[str, str]]] = {
     "guarded": (8000, {MIN: "10000", TOL: "20"}),  # not below 10000 for its first 20 s
     "ten-minutes": (8000, {MIN: "10000", TOL: "600"}),
     "forever": (8000, {MIN: "10000", TOL: "-1"}),  # never below 10000
+    "low-guarded": (1000, {MIN: "10000", TOL: "20"}),  # below every group's priority, protected 20 s
 }
 
 
@@ -122,9 +123,9 @@ async def events_about(api: ApiClient, namespace: str, selector: str) -> list[cl
 
 
 async def placed_group(
-    api: ApiClient, namespace: str, name: str, class_name: str, size: int, **options: Any
+    api: ApiClient, namespace: str, name: str, class_name: str, size: int, cpu: str = "1", **options: Any
 ) -> list[str]:
     """`create_group`, returned once every member is bound."""
-    members = await create_group(api, namespace, name, class_name, size, **options)
+    members = await create_group(api, namespace, name, class_name, size, cpu, **options)
     await until_placed(api, namespace, members)
     return members

@@ -409,3 +409,73 @@ def test_a_member_of_a_protected_pod_group_is_judged_as_its_group() -> None:
     for state, expected in ((grouped, ["uid-plain"]), (view(pods), ["uid-m"])):
         [outcome] = decide_preemption(args(preemptor, {"node-a": ["m"]}), state, NOW).outcomes
         assert sorted(outcome.victims) == expected, outcome
+
+
+TWO_NODES = (node("node-a"), node("node-b"))
+
+
+def grouped_view(pods, *groups, nodes=TWO_NODES):
+    """The cache with these PodGroups (name, class, mode), each of priority 8000."""
+    from preemption_toleration.records.pod_group import pod_group_record
+
+    state = view(pods, nodes)
+    records = [
+        pod_group_record(
+            {
+                "metadata": {"name": name, "namespace": "team", "uid": f"uid-{name}"},
+                "spec": {"priority": 8000, "priorityClassName": klass, "disruptionMode": {mode: {}}},
+            }
+        )
+        for name, klass, mode in groups
+    ]
+    state.groups = {record.ref: record for record in records}
+    return state
+
+
+def member(name, group, node_name, klass="low"):
+    return pod(name, klass, node=node_name, spec__schedulingGroup={"podGroupName": group})
+
+
+ACROSS = [
+    # (rule, the group's class, its mode, the choice, the victims returned for node-a)
+    ("a protected group on two nodes: node-a left out", "low-non-preempted", "all", NodeChoice.DROPPED, []),
+    (
+        "a plain group on two nodes: as proposed, which the scheduler cannot take",
+        "low",
+        "all",
+        NodeChoice.ACROSS_NODES,
+        ["uid-m-a", "uid-m-b"],
+    ),
+    ("a single group's member elsewhere: a pod the node does not hold", "low", "single", NodeChoice.UNKNOWN, None),
+]
+
+
+@pytest.mark.parametrize(("rule", "klass", "mode", "choice", "returned"), ACROSS, ids=[a[0] for a in ACROSS])
+def test_a_group_proposed_across_nodes_gets_an_answer_the_scheduler_takes_or_none(
+    rule, klass, mode, choice, returned
+) -> None:
+    """1.37 proposes a `disruptionMode: all` group whole as one node's victims, its member on node-b included,
+    and looks each returned UID up on node-a alone."""
+    pods = [member("m-a", "g", "node-a"), member("m-b", "g", "node-b")]
+    preemptor = pod("high", "high", cpu="3", node=None)
+    state = grouped_view(pods, ("g", klass, mode))
+    decision = decide_preemption(args(preemptor, {"node-a": ["m-a", "m-b"]}), state, NOW)
+    [outcome] = decision.outcomes
+    assert outcome.choice is choice, outcome
+    sent = decision.result.node_name_to_meta_victims.get("node-a")
+    if returned is not None:
+        assert ([pod.uid for pod in sent.pods] if sent else []) == returned
+
+
+def test_a_choice_made_again_never_takes_part_of_an_all_group() -> None:
+    """node-a (3 CPUs): two members of a plain `all` group and a protected pod, 1 CPU each. The scheduler
+    proposes the protected pod; chosen again pod by pod, one member would do, and the group would be left in
+    part: the node is left out instead. A lone pod in the group's place is chosen as before."""
+    pods = [member("m-1", "g", "node-a"), member("m-2", "g", "node-a"), pod("protected", "low-non-preempted")]
+    preemptor = pod("high", "high", cpu="1", node=None)
+    state = grouped_view(pods, ("g", "low", "all"))
+    [outcome] = decide_preemption(args(preemptor, {"node-a": ["protected"]}), state, NOW).outcomes
+    assert outcome.choice is NodeChoice.DROPPED and outcome.victims == ()
+    state = grouped_view(pods, ("g", "low", "single"))
+    [outcome] = decide_preemption(args(preemptor, {"node-a": ["protected"]}), state, NOW).outcomes
+    assert outcome.choice is NodeChoice.REPLACED and len(outcome.victims) == 1
