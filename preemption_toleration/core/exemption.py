@@ -25,6 +25,7 @@ from preemption_toleration.core.times import NANOSECONDS_PER_SECOND
 __all__ = [
     "NANOSECONDS_PER_SECOND",
     "PriorityClassNotFound",
+    "class_exemption",
     "exempted_from_preemption",
     "exemption",
     "require_aware",
@@ -67,3 +68,22 @@ def exemption(
     if preemptor.priority >= protection.minimum:  # 5
         return False, protection
     return protection.tolerating, protection  # 6, 7, 8
+
+
+def class_exemption(toleration: ClassToleration | None, preemptor: PreemptorFacts) -> bool | None:
+    """`exemption` for every pod that names a class with this toleration, when the answer does not depend
+    on the pod (checks 3 to 5, or a negative toleration): what a search over many pods of a few classes
+    reads once per class. None when it depends on the pod's scheduling time (or the class is unknown:
+    `exemption` raises)."""
+    if toleration is None:
+        return None
+    if preemptor.preempts_never:  # 3
+        return True
+    policy = toleration.policy
+    if policy is None:  # 4
+        return False
+    if preemptor.priority >= policy.minimum_preemptable_priority:  # 5
+        return False
+    if policy.toleration_seconds < 0:  # 6: tolerates forever
+        return True
+    return None

@@ -32,7 +32,7 @@ from typing import Any
 from preemption_toleration.api.extender import ExtenderPreemptionArgs, ExtenderPreemptionResult, MetaPod, MetaVictims
 from preemption_toleration.core.annotations import ClassToleration
 from preemption_toleration.core.constraints import unjudged_constraints
-from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
+from preemption_toleration.core.exemption import PriorityClassNotFound, class_exemption, exemption
 from preemption_toleration.core.groups import DisruptionMode
 from preemption_toleration.core.pods import PodJson, PreemptorFacts, pod_priority
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_under
@@ -91,9 +91,14 @@ class ExemptionCheck:
         self.now = now
         self.known: dict[str, bool] = {}  # by pod uid: each pod is judged once per call
         self.protections: dict[str, Protection] = {}  # by pod uid, as the judgement computed it
+        self.by_class: dict[str, bool | None] = {}  # `_class_wide`, by class name
 
     def __call__(self, pod: SlimPod) -> bool:
         found = self.known.get(pod.uid)
+        if found is None and pod.pod_group is None and pod.priority_class:
+            found = self._class_wide(pod.priority_class)
+            if found is not None:
+                return found
         if found is None:
             judged = self.view.as_member(pod)  # a member of a PodGroup as its group, as the guard judges it
             found, protection = exemption(judged, self.preemptor, self._toleration(judged), self.now)
@@ -101,6 +106,14 @@ class ExemptionCheck:
             if protection is not None:
                 self.protections[pod.uid] = protection
         return found
+
+    def _class_wide(self, class_name: str) -> bool | None:
+        """The verdict for every pod of this class that is no group member, when it does not depend on the
+        pod (`class_exemption`): read once per class, not once per pod."""
+        if class_name not in self.by_class:
+            record = self.view.classes.get(class_name)
+            self.by_class[class_name] = class_exemption(record.toleration, self.preemptor) if record else None
+        return self.by_class[class_name]
 
     def earliest_end(self, pods: list[SlimPod]) -> datetime | None:
         """When the first of these exempt pods' tolerations ends, if any of them ends."""

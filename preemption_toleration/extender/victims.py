@@ -125,10 +125,10 @@ def select_victims(
     `split_by_budgets` groups the potential victims, most important first, into those whose preemption
     would violate a PodDisruptionBudget and the others (`budgets.split_by_budget_violation`)."""
     present = [pod for pod in node_pods if pod.phase not in TERMINAL_PHASES]
-    usage = _usage_with_nominated(preemptor_priority, present, nominated)
     potential = potential_victims(preemptor_priority, present, exempt)
-    if not potential:
+    if not potential:  # decided before the node's usage is summed: most nodes of a search end here
         return None
+    usage = _usage_with_nominated(preemptor_priority, present, nominated)
     for pod in potential:
         usage.remove(pod.requests)
     if not usage.fits(preemptor_requests, allocatable):

@@ -13,6 +13,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
+
+from preemption_toleration.records.pod import NO_CONSTRAINTS, Requests, SlimPod
 
 SLICE_SECONDS = 0.002  # at 150,000 pods one node of 30 pods takes about 0.2 ms: about 10 nodes a slice
 LOOP_SHARE = 0.25  # of the event loop's time, at most, for planning
@@ -34,37 +37,68 @@ class Pace:
 DEFAULT_PACE = Pace()
 
 
+Shape = tuple[int, Requests, str]
+
+
+def shape_of(preemptor: SlimPod) -> Shape:
+    """What a plan reads of its preemptor to find a node (priority, requests, the constraints a preemption
+    cannot change): the pods of one template (a Job's, a Deployment's) share it."""
+    return preemptor.priority, preemptor.requests, (preemptor.constraints or NO_CONSTRAINTS).signature
+
+
 class DeclinedPlans:
     """When each preemptor's last plan was declined (by UID), at which generation of the caches, and how long
     it waits before the next: from 1 s, doubled at each decline in a row, up to 10 s (the scheduler's own
     `podMaxBackoffSeconds`). A busy cluster changes its caches many times a second, so the generation alone
-    would let every refusal plan again."""
+    would let every refusal plan again. The same holds for a shape (`shape_of`) no node was found for: its
+    other preemptors wait too, since a plan for them reads the same nodes to the same end; a thousand pending
+    pods of one Job make one plan, not a thousand. A wait only delays a plan: declining deletes nothing."""
 
     def __init__(self, remembered: int = DECLINED_REMEMBERED) -> None:
         self.remembered = remembered
         self.at: dict[str, tuple[int | None, float, float]] = {}  # uid -> (generation, when, wait)
+        self.shapes: dict[Shape, tuple[int | None, float, float]] = {}  # shape -> (generation, when, wait)
 
-    def due(self, uid: str, generation: int, now: float) -> bool:
+    def due(self, uid: str, generation: int, now: float, shape: Shape | None = None) -> bool:
         """Whether a plan for this preemptor may tell anything new: never declined, or declined at another
-        generation of the caches and its wait is over."""
-        found = self.at.get(uid)
-        if found is None:
-            return True
-        declined_generation, when, wait = found
-        return generation != declined_generation and now >= when + wait
+        generation of the caches and its wait is over; and so for its shape, when given."""
+        return _due(self.at.get(uid), generation, now) and (
+            shape is None or _due(self.shapes.get(shape), generation, now)
+        )
 
-    def declined(self, uid: str, generation: int | None, now: float) -> None:
+    def declined(self, uid: str, generation: int | None, now: float, shape: Shape | None = None) -> None:
         """Declined at `generation` of the caches; None (an action given up): due once the wait is over,
-        whatever the caches do."""
-        found = self.at.pop(uid, None)
-        wait = FIRST_WAIT_SECONDS if found is None else min(found[2] * 2, MAX_WAIT_SECONDS)
-        self.at[uid] = (generation, now, wait)  # the newest last
-        if len(self.at) > self.remembered:
-            del self.at[next(iter(self.at))]
+        whatever the caches do. `shape`: no node was found for it."""
+        _decline(self.at, uid, generation, now, self.remembered)
+        if shape is not None:
+            _decline(self.shapes, shape, generation, now, self.remembered)
 
-    def forget(self, uid: str) -> None:
-        """A plan for it was carried out (or audited): its next decline waits from the start again."""
+    def forget(self, uid: str, shape: Shape | None = None) -> None:
+        """A plan for it was carried out (or audited): its next decline waits from the start again, and a
+        node was found for its shape."""
         self.at.pop(uid, None)
+        if shape is not None:
+            self.shapes.pop(shape, None)
+
+
+K = TypeVar("K")
+
+
+def _due(found: tuple[int | None, float, float] | None, generation: int, now: float) -> bool:
+    if found is None:
+        return True
+    declined_generation, when, wait = found
+    return generation != declined_generation and now >= when + wait
+
+
+def _decline(
+    table: dict[K, tuple[int | None, float, float]], key: K, generation: int | None, now: float, bound: int
+) -> None:
+    found = table.pop(key, None)
+    wait = FIRST_WAIT_SECONDS if found is None else min(found[2] * 2, MAX_WAIT_SECONDS)
+    table[key] = (generation, now, wait)  # the newest last
+    if len(table) > bound:
+        del table[next(iter(table))]
 
 
 class TokenBucket:

@@ -56,7 +56,7 @@ class SteeringOutcome(StrEnum):
     FAILED = "failed"  # a write failed: the action given up, its Lease released
     STOPPED = "stopped"  # a victim judged again before its DELETE may not be preempted any more: given up
     RESTARTED = "restarted"  # steering started again after an error nothing foresaw
-    UNCHANGED = "unchanged"  # declined before and no cache changed since, or its wait is not over
+    UNCHANGED = "unchanged"  # declined before (or no node for its shape) and no cache changed, or it waits
 
 
 class GroupDecisionOutcome(StrEnum):
@@ -220,8 +220,8 @@ STEERING = Metric(
     "unjudged (constraints the project does not judge), fits, no-node, in-progress (the "
     "scheduler's own preemption is under way), changed (the chosen node changed while planned), "
     "stale-cache (a cache is not current: nothing planned), pod-group (a preemption of or for a pod group: "
-    "never steered), unchanged (declined before and no cache changed since, or its wait is not over: not "
-    "planned again).",
+    "never steered), unchanged (declined before, or a pod of its shape found no node, and no cache changed "
+    "since, or its wait is not over: not planned again).",
     (Label.of("outcome", [*SteeringOutcome, *Declined]),),
     described_in="eviction-guard.md#steering-managed-clusters",
 )

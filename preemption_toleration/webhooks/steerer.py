@@ -60,7 +60,7 @@ from preemption_toleration.kube.events import ObjectEvents
 from preemption_toleration.kube.informer import DEFAULT_STALE_AFTER_SECONDS, DictStore, Informer
 from preemption_toleration.records.pod import DEFAULT_SCHEDULER, NO_CONSTRAINTS, PodRecord, SlimPod
 from preemption_toleration.records.pod_group import MemberRecord
-from preemption_toleration.steering.pacing import DEFAULT_PACE, DeclinedPlans, Pace, TokenBucket
+from preemption_toleration.steering.pacing import DEFAULT_PACE, DeclinedPlans, Pace, TokenBucket, shape_of
 from preemption_toleration.steering.plan import (
     EVERY_NOMINATION,
     Declined,
@@ -399,27 +399,28 @@ class Steerer:
             self._report_declined(f"{found.namespace}/{found.name}", terminating, found)
             return True
         self.steered.pop(found.uid, None)  # an earlier action for it is over: it is planned afresh
-        generation = self.generation()
-        if not self.declined_plans.due(found.uid, generation, time.monotonic()):
-            # declined before, and nothing changed or its wait is not over
+        generation, shape = self.generation(), shape_of(found)
+        if not self.declined_plans.due(found.uid, generation, time.monotonic(), shape):
+            # declined before (it, or its shape for want of a node), and nothing changed or its wait is not over
             self.metrics.count(SteeringOutcome.UNCHANGED)
             return False
         plan = await self._fresh_plan(found, view, now)
         if isinstance(plan, NotSteered):
-            self.declined_plans.declined(found.uid, generation, time.monotonic())
+            no_node = shape if plan.reason is Declined.NO_NODE else None
+            self.declined_plans.declined(found.uid, generation, time.monotonic(), no_node)
             self._report_declined(f"{found.namespace}/{found.name}", plan, found)
             return False
         if self._stale(f"{found.namespace}/{found.name}", found):  # the caches went stale while it was planned
             return False
         if self.audit:
-            self.declined_plans.forget(found.uid)
+            self.declined_plans.forget(found.uid, shape)
             self._audit(plan)
             return False
         retake = found.uid in self.room_taken
         self.room_taken.discard(found.uid)
         if not await self._act(plan, retake=retake):
             return False  # an action given up waits longer each time in a row (`_give_up`)
-        self.declined_plans.forget(found.uid)
+        self.declined_plans.forget(found.uid, shape)
         self.metrics.count(SteeringOutcome.STEERED)
         return True
 

@@ -9,8 +9,11 @@ from preemption_toleration.core.annotations import (
     LEGACY_PREFIX,
     PolicyParseError,
     TolerationPolicy,
+    class_toleration,
     parse_toleration_policy,
 )
+from preemption_toleration.core.exemption import class_exemption
+from preemption_toleration.core.pods import PodJson
 from tests.builders import pod, priority_class
 
 NOW = datetime(2026, 11, 22, 12, 0, 0, tzinfo=UTC)
@@ -225,3 +228,37 @@ def test_upstream_integration_scenarios(scenario, toleration, priority, policy, 
     victim = pod("victim-candidate", 1000, "victims", NOW - ago)
     preemptor = pod("p", priority, preemption_policy=policy)
     assert exempted_from_preemption(victim, preemptor, {"victims": victim_class}, NOW) is tolerates
+
+
+# what a search over many pods reads once per class: the verdict of checks 3 to 6, whatever the pod
+CLASS_WIDE = {  # check number -> the class-wide verdict (None: it depends on when the pod was scheduled)
+    "3": True,
+    "4": False,
+    "5": None,  # the row's own verdict, below
+    "6": True,
+    "7": None,
+    "8": None,
+}
+
+
+CLASSED = [c for c in CHECKS if not c[0].startswith("1 ")]  # a victim of no class is never a class's
+
+
+@pytest.mark.parametrize(("check", "victim", "preemptor", "exempt"), CLASSED, ids=[c[0] for c in CLASSED])
+def test_a_class_wide_verdict_is_the_check_of_every_pod_of_the_class(check, victim, preemptor, exempt) -> None:
+    """`class_exemption` answers for the class only where the eight checks never read the pod, and then as
+    they answer; else None, and each pod is judged."""
+    toleration = class_toleration(CLASSES[victim["spec"]["priorityClassName"]])
+    found = class_exemption(toleration, PodJson(preemptor))
+    expected = CLASS_WIDE[check[0]]
+    if check.startswith("5"):  # check 5 itself decides (not exempt), or a negative toleration does (exempt)
+        expected = exempt
+    assert found is expected
+    if found is not None:
+        for scheduled in (None, NOW - timedelta(days=3650), NOW - timedelta(seconds=1)):
+            other = pod("v2", victim["spec"].get("priority"), victim["spec"]["priorityClassName"], scheduled)
+            assert exempted_from_preemption(other, preemptor, CLASSES, NOW) is found
+
+
+def test_no_class_wide_verdict_for_a_class_the_cache_does_not_have() -> None:
+    assert class_exemption(None, PodJson(pod("p", 1001))) is None

@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.pod import PodBody
-from preemption_toleration.steering.pacing import DeclinedPlans, Pace
+from preemption_toleration.steering.pacing import DeclinedPlans, Pace, shape_of
 from preemption_toleration.steering.plan import Declined
 from preemption_toleration.telemetry.declared import SteeringOutcome
 from preemption_toleration.webhooks import steerer as steerer_module
@@ -64,6 +64,35 @@ def test_an_action_given_up_is_due_after_its_wait_whatever_the_caches_do() -> No
     assert not plans.due("a", 7, 0.5) and plans.due("a", 7, 1.0)
     plans.declined("a", None, 1.0)
     assert not plans.due("a", 7, 2.5) and plans.due("a", 7, 3.0)
+
+
+SHAPES = [
+    # (rule, the other preemptor, same shape)
+    ("another pod of the same template", pod("high-2", "high", cpu="2", node=None), True),
+    ("more CPU", pod("high-3", "high", cpu="3", node=None), False),
+    ("another priority", pod("high-4", "low", cpu="2", node=None), False),
+    ("a node selector", pod("high-5", "high", cpu="2", node=None, spec__nodeSelector={"zone": "a"}), False),
+]
+
+
+@pytest.mark.parametrize(("rule", "other", "same"), SHAPES, ids=[case[0] for case in SHAPES])
+def test_a_shape_is_what_a_plan_reads_of_its_preemptor(rule, other, same) -> None:
+    index = PodIndex.of([pod("high-1", "high", cpu="2", node=None), other])
+    shapes = {shape_of(found) for found in index.pods.values()}
+    assert len(index.pods) == 2 and (len(shapes) == 1) is same, rule
+
+
+def test_no_node_for_a_shape_makes_its_other_preemptors_wait() -> None:
+    plans, shape, other_shape = DeclinedPlans(), (1000, (("cpu", 2000),), "{}"), (1000, (("cpu", 3000),), "{}")
+    plans.declined("a", 1, 0.0, shape)
+    assert not plans.due("b", 2, 0.5, shape), "within the shape's first wait"
+    assert plans.due("b", 2, 1.0, shape), "its wait over, a cache changed"
+    assert not plans.due("b", 1, 60.0, shape), "nothing changed since"
+    assert plans.due("c", 1, 0.0, other_shape) and plans.due("c", 1, 0.0), "another shape, or none given"
+    plans.declined("b", 2, 1.0, shape)
+    assert not plans.due("d", 3, 2.5, shape) and plans.due("d", 3, 3.0, shape), "in a row: 2 s"
+    plans.forget("d", shape)
+    assert plans.due("e", 3, 0.0, shape), "a node was found for the shape"
 
 
 def test_a_carried_out_plan_starts_the_wait_again() -> None:
@@ -146,8 +175,31 @@ async def test_a_declined_preemptor_is_planned_again_only_once_a_cache_changed_a
     generation[0] = 2
     await subject._consider(refused(victim))
     subject.declined_plans.at["uid-high"] = (1, 0.0, 1.0)  # as if declined long ago
+    for shape in subject.declined_plans.shapes:
+        subject.declined_plans.shapes[shape] = (1, 0.0, 1.0)
     await subject._consider(refused(victim))
     assert counted.outcomes == ["no-node", "unchanged", "unchanged", "unchanged", "no-node"]
+    assert len(counted.plans) == 2
+
+
+async def test_pods_of_one_template_found_no_node_make_one_plan_until_the_wait_is_over(api) -> None:
+    """Two pending pods of one shape, each nominated to a node of a protected pod: the second's refusal
+    waits on the first's plan; a pod of another shape is planned."""
+    nodes = 3
+    pods = [pod(f"p{i:03d}", "low-non-preempted", cpu="2", node=f"n{i:03d}") for i in range(nodes)]
+    preemptors = [
+        pod("high-a", "high", cpu="2", node=None, status__nominatedNodeName="n000"),
+        pod("high-b", "high", cpu="2", node=None, status__nominatedNodeName="n001"),
+        pod("high-c", "high", cpu="1", node=None, status__nominatedNodeName="n002"),
+    ]
+    index = PodIndex.of([*pods, *preemptors])
+    view = ClusterView(index, {f"n{i:03d}": node(f"n{i:03d}", cpu="2") for i in range(nodes)}, CLASS_RECORDS)
+    counted, generation = Counted(), [1]
+    subject = steerer(api, view, counted, generation=lambda: generation[0])
+    for victim in pods:
+        await subject._consider(refused(victim))
+        generation[0] += 1
+    assert counted.outcomes == ["no-node", "unchanged", "no-node"]
     assert len(counted.plans) == 2
 
 
