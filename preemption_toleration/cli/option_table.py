@@ -11,6 +11,7 @@ from pathlib import Path
 
 from preemption_toleration.cli.operator_cmd import operator_command_options
 from preemption_toleration.cli.options import LOGGING_OPTIONS, Option
+from preemption_toleration.cli.run_cmd import DEV_CLUSTER, WEBHOOK_REPLICAS
 from preemption_toleration.cli.webhook_options import REGISTRATION_OPTIONS, server_options
 
 HEADER = "| flag | environment | default | meaning |\n|---|---|---|---|\n"
@@ -34,6 +35,7 @@ def configuration_tables() -> dict[str, str]:
     return {
         "## ptol operator": option_table(operator_command_options()),
         "## ptol webhook": option_table((*server_options(), *REGISTRATION_OPTIONS, *LOGGING_OPTIONS)),
+        "## ptol run": option_table((WEBHOOK_REPLICAS, DEV_CLUSTER)),
     }
 
 

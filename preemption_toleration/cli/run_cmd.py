@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from preemption_toleration.cli.failures import EXIT_USAGE, refused, require_cluster_configuration
 from preemption_toleration.cli.operator_cmd import SHARED_WITH_RUN
 from preemption_toleration.cli.options import LOGGING_OPTIONS, Option, add_command
+from preemption_toleration.cli.run_replicas import replica_count
 from preemption_toleration.cli.signals import run_until_signalled
 from preemption_toleration.cli.values import non_empty
 from preemption_toleration.cli.webhook_cmd import prepare, stopped_on_webhook_error
@@ -32,6 +33,17 @@ DEV_CLUSTER = Option(
     "its kube-scheduler with this process as its extender (restored on exit)",
 )
 
+WEBHOOK_REPLICAS = Option(
+    "--webhook-replicas",
+    env="PTOL_WEBHOOK_REPLICAS",
+    type=replica_count,
+    default="1",
+    metavar="N",
+    help="run the webhook server as N processes (1 to 16), each with its own caches and memory, behind the one address "
+    "the configurations call, its connections spread over them in turn as kube-proxy spreads a Service's: the "
+    "chart's replicas on this machine (with N > 1, --metrics-address PORT gives replica i the port PORT + i)",
+)
+
 
 def run_command_options() -> tuple[Option, ...]:
     """Every option of `ptol run`, in the order of its help: the webhook server's, with defaults of its own,
@@ -42,7 +54,7 @@ def run_command_options() -> tuple[Option, ...]:
         "impersonate (an admin); else the kubeconfig's user, the CN of its client certificate (for a kubeconfig "
         f"with a token, {DEFAULT_OPERATOR_IDENTITY}, so name the token's user here)",
     )
-    return (*server, *SHARED_WITH_RUN, DEV_CLUSTER, *LOGGING_OPTIONS)
+    return (*server, WEBHOOK_REPLICAS, *SHARED_WITH_RUN, DEV_CLUSTER, *LOGGING_OPTIONS)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -86,7 +98,13 @@ async def run_all(args: argparse.Namespace, stop: asyncio.Event, local: LocalClu
         if identity:
             settings.operator_identities = [identity]
     webhook_ready = asyncio.Event()
-    webhook = asyncio.create_task(run_webhook(settings, stop, webhook_ready))
+    if args.webhook_replicas > 1:
+        from preemption_toleration.cli.run_replicas import run_replicas
+
+        replicas = run_replicas(settings, args.webhook_replicas, stop, webhook_ready, (args.log_level, args.log_format))
+        webhook = asyncio.create_task(replicas)
+    else:
+        webhook = asyncio.create_task(run_webhook(settings, stop, webhook_ready))
     config = OperatorConfig(kubeconfig=args.kubeconfig, resync_seconds=args.resync_seconds, impersonate=impersonate)
     # kopf runs in a thread and event loop of its own (operator/supervision.py): whichever part ends first
     # ends them all.

@@ -55,7 +55,8 @@ class Turns:
         return targets[next(counter) % len(targets)]
 
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """What `reader` reads, written to `writer` until it ends; then `writer` closed."""
     try:
         while data := await reader.read(65536):
             writer.write(data)
@@ -89,7 +90,7 @@ async def _serve(routes: Path, turns: Turns, reader: asyncio.StreamReader, write
         return
     writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
     await writer.drain()
-    await asyncio.gather(_pipe(reader, upstream_writer), _pipe(upstream_reader, writer))
+    await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
 
 
 async def serve(socket_path: Path, routes: Path) -> None:

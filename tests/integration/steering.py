@@ -21,9 +21,10 @@ from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import REACTION_SECONDS, START_SECONDS, eventually, unique_name
 from tests.integration.objects import MIN, TOL, class_manifest
 from tests.integration.pods import create_bound, pod_body, until_bound
-from tests.integration.test_extender_victims import on_nodes
+from tests.integration.test_extender_victims import on_nodes, pod_names_on
 
 FAULT_LABEL = "ptol-test-fault"  # pods whose status writes `fault_policy` forbids
+HOLD = "example.com/hold"  # a finalizer that keeps a deleted pod terminating until the test releases it
 
 
 @pytest.fixture(scope="module")
@@ -176,3 +177,66 @@ async def faulty_pod(api: ApiClient, namespace: str, name: str, class_name: str,
     bound = await until_bound(api, namespace, name, node)
     await until_status_writes_refused(api, namespace, name)
     return bound
+
+
+async def second_of_two_preemptors(
+    api: ApiClient, namespace: str, make_node: MakeNode, classes: dict[str, str]
+) -> dict[str, str]:
+    """Node n (4 CPUs) runs plain p1, p2, p3 (started in that order; a finalizer keeps each terminating until
+    released) and, started last (the least important of one priority), a protected pod, 1 CPU each. `first`
+    (1.5 CPUs, only on n) comes: the stock scheduler's choice includes the protected pod, and steering
+    preempts p2 and p3 for it, upstream's choice, and nominates it there. Then `second`, the same: the
+    scheduler, which counts `first` there, preempts for `second`, and its choice includes the protected pod
+    again. The guard cannot tell the two apart and names `first`, the queue's first; steering must take
+    `second`, whose preemption is now the scheduler's, not `first` again (steered: nothing to do for a
+    window of 60 s), and preempt p1 for it: both bind, the protected pod stays. Returns the replica that
+    acted for each (its Lease's holder)."""
+    node = (await make_node(cpu="4", memory="8Gi")).metadata.name
+    core = client.CoreV1Api(api)
+    plain = ("p1", "p2", "p3")
+    for name in plain:
+        held = pod_body(name, classes["low"], node, cpu="1")
+        held["metadata"]["finalizers"] = [HOLD]
+        await core.create_namespaced_pod(namespace, held)
+        await until_bound(api, namespace, name, node)
+        await asyncio.sleep(1.1)  # status.startTime is in whole seconds: p1 is the most important
+    try:
+        await create_bound(api, namespace, "protected", classes["prot"], node, cpu="1")
+        first = await core.create_namespaced_pod(namespace, pod_body("first", classes["high"], node, cpu="1500m"))
+
+        async def terminating() -> set[str]:
+            pods = (await core.list_namespaced_pod(namespace)).items
+            return {pod.metadata.name for pod in pods if pod.metadata.deletion_timestamp}
+
+        await eventually(terminating, lambda names: names == {"p2", "p3"}, timeout=REACTION_SECONDS, what="p2, p3")
+        created = await core.create_namespaced_pod(namespace, pod_body("second", classes["high"], node, cpu="1500m"))
+        # steered for `second` itself: its Lease names it, the node and p1 (p2 and p3 count, terminating)
+        leases = client.CoordinationV1Api(api)
+        lease = await eventually(
+            lambda: lease_or_none(leases, LEASE_PREFIX + created.metadata.uid),
+            lambda found: found is not None,
+            timeout=40,  # within steering's window of 60 s, in which `first` is not planned again
+            what="second's steering Lease",
+        )
+        annotations = lease.metadata.annotations
+        assert (annotations[PREEMPTOR], annotations[NODE]) == (f"{namespace}/second", node)
+        assert annotations[VICTIMS].split("=")[0] == f"{namespace}/p1"
+    finally:
+        for name in plain:
+            await core.patch_namespaced_pod(name, namespace, {"metadata": {"finalizers": None}})
+    await until_bound(api, namespace, "first", node)
+    await until_bound(api, namespace, "second", node)
+    assert await pod_names_on(api, namespace) == {"protected": node, "first": node, "second": node}
+    return {
+        name: (await leases.read_namespaced_lease(LEASE_PREFIX + found.metadata.uid, "default")).spec.holder_identity
+        for name, found in (("first", first), ("second", created))
+    }
+
+
+async def lease_or_none(leases: client.CoordinationV1Api, name: str) -> Any:
+    try:
+        return await leases.read_namespaced_lease(name, "default")
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise

@@ -31,12 +31,9 @@ from preemption_toleration.webhooks.steering_leases import (
     DONE,
     LABEL,
     LEASE_PREFIX,
-    NODE,
-    PREEMPTOR,
     RELEASED,
     STATE,
     SWEEP_AFTER_SECONDS,
-    VICTIMS,
     SteeringLeases,
 )
 from tests.integration import steering as bed
@@ -53,7 +50,6 @@ __all__ = ["steering_classes"]  # a fixture
 
 
 components = ptol_run_fixture("--extender", "off", "--steering", "on")
-HOLD = "example.com/hold"  # a finalizer that keeps a deleted pod terminating until the test releases it
 
 
 async def test_the_preemption_upstream_would_make_happens(
@@ -473,61 +469,8 @@ async def test_the_second_of_two_preemptors_is_steered_once_the_first_is(
     server: Server,
     steering_classes: dict[str, str],
 ) -> None:
-    """Node n (4 CPUs) runs plain p1, p2, p3 (started in that order; a finalizer keeps each terminating until
-    released) and, started last (the least important of one priority), a protected pod, 1 CPU each. `first`
-    (1.5 CPUs, only on n) comes: the stock scheduler's choice includes the protected pod, and steering
-    preempts p2 and p3 for it, upstream's choice, and nominates it there. Then `second`, the same: the
-    scheduler, which counts `first` there, preempts for `second`, and its choice includes the protected pod
-    again. The guard cannot tell the two apart and names `first`, the queue's first; steering must take
-    `second`, whose preemption is now the scheduler's, not `first` again (steered: nothing to do for a
-    window of 60 s), and preempt p1 for it: both bind, the protected pod stays."""
-    node = (await make_node(cpu="4", memory="8Gi")).metadata.name
-    core = client.CoreV1Api(api)
-    plain = ("p1", "p2", "p3")
-    for name in plain:
-        held = pod_body(name, steering_classes["low"], node, cpu="1")
-        held["metadata"]["finalizers"] = [HOLD]
-        await core.create_namespaced_pod(namespace, held)
-        await until_bound(api, namespace, name, node)
-        await asyncio.sleep(1.1)  # status.startTime is in whole seconds: p1 is the most important
-    try:
-        await create_bound(api, namespace, "protected", steering_classes["prot"], node, cpu="1")
-        await core.create_namespaced_pod(namespace, pod_body("first", steering_classes["high"], node, cpu="1500m"))
-
-        async def terminating() -> set[str]:
-            pods = (await core.list_namespaced_pod(namespace)).items
-            return {pod.metadata.name for pod in pods if pod.metadata.deletion_timestamp}
-
-        await eventually(terminating, lambda names: names == {"p2", "p3"}, timeout=REACTION_SECONDS, what="p2, p3")
-        created = await core.create_namespaced_pod(
-            namespace, pod_body("second", steering_classes["high"], node, cpu="1500m")
-        )
-        # steered for `second` itself: its Lease names it, the node and p1 (p2 and p3 count, terminating)
-        leases = client.CoordinationV1Api(api)
-        lease = await eventually(
-            lambda: _lease_or_none(leases, LEASE_PREFIX + created.metadata.uid),
-            lambda found: found is not None,
-            timeout=40,  # within steering's window of 60 s, in which `first` is not planned again
-            what="second's steering Lease",
-        )
-        annotations = lease.metadata.annotations
-        assert (annotations[PREEMPTOR], annotations[NODE]) == (f"{namespace}/second", node)
-        assert annotations[VICTIMS].split("=")[0] == f"{namespace}/p1"
-    finally:
-        for name in plain:
-            await core.patch_namespaced_pod(name, namespace, {"metadata": {"finalizers": None}})
-    await until_bound(api, namespace, "first", node)
-    await until_bound(api, namespace, "second", node)
-    assert await pod_names_on(api, namespace) == {"protected": node, "first": node, "second": node}
-
-
-async def _lease_or_none(leases: client.CoordinationV1Api, name: str) -> Any:
-    try:
-        return await leases.read_namespaced_lease(name, "default")
-    except ApiException as error:
-        if error.status == 404:
-            return None
-        raise
+    """`bed.second_of_two_preemptors`, with one replica."""
+    await bed.second_of_two_preemptors(api, namespace, make_node, steering_classes)
 
 
 async def test_a_steered_preemptor_whose_room_another_pod_took_is_steered_again_at_once(
@@ -547,7 +490,7 @@ async def test_a_steered_preemptor_whose_room_another_pod_took_is_steered_again_
     await create_bound(api, namespace, "w", steering_classes["low"], node_c, cpu="2")
     await asyncio.sleep(1.1)  # status.startTime is in whole seconds
     held = pod_body("v", steering_classes["low"], node_b, cpu="2")
-    held["metadata"]["finalizers"] = [HOLD]
+    held["metadata"]["finalizers"] = [bed.HOLD]
     await core.create_namespaced_pod(namespace, held)
     try:
         await until_bound(api, namespace, "v", node_b)
