@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from kubernetes_asyncio import client
@@ -13,7 +14,7 @@ from kubernetes_asyncio.client import ApiClient
 from tests.builders import pod
 from tests.integration.helpers import SCHEDULING_SECONDS, eventually, unique_name
 from tests.integration.objects import MIN, TOL
-from tests.integration.pods import node_of, read_pod
+from tests.integration.pods import node_of, read_pod, set_scheduled_at
 
 GROUP, VERSION, PLURAL = "scheduling.k8s.io", "v1beta1", "podgroups"
 
@@ -129,3 +130,12 @@ async def placed_group(
     members = await create_group(api, namespace, name, class_name, size, cpu, **options)
     await until_placed(api, namespace, members)
     return members
+
+
+async def half_over(api: ApiClient, namespace: str, class_name: str, name: str = "victims") -> list[str]:
+    """A group `name` of 4 members, placed, two of which were scheduled a minute ago: judged one by one,
+    a 20 s toleration would let those two go and keep the others."""
+    victims = await placed_group(api, namespace, name, class_name, 4)
+    for victim in victims[:2]:
+        await set_scheduled_at(api, namespace, victim, datetime.now(UTC) - timedelta(minutes=1))
+    return victims

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -28,14 +27,13 @@ from tests.integration.groups import (
     PLURAL,
     VERSION,
     create_group,
+    half_over,
     placed,
-    placed_group,
     read_group,
     until_all_gone,
     until_placed,
 )
 from tests.integration.helpers import SCHEDULING_SECONDS, eventually
-from tests.integration.pods import set_scheduled_at
 from tests.integration.replicas import Replicas, until_registered, webhook_replicas
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -70,9 +68,7 @@ async def refused_then_preempted_whole(
     """One round: a group of 4 members protected 20 s from now, whole (two of them scheduled a minute ago),
     filling both nodes; a preemptor group of 2 that needs their room. Refused while the toleration runs, then
     preempted whole; `late`: the replica that joins once the refusals began. The preemptors go after."""
-    victims = await placed_group(api, namespace, f"{name}-victims", classes["guarded"], 4)
-    for victim in victims[:2]:
-        await set_scheduled_at(api, namespace, victim, datetime.now(UTC) - timedelta(minutes=1))
+    victims = await half_over(api, namespace, classes["guarded"], f"{name}-victims")
     before = sum(await replicas.totals("ptol_guard_refusals_total"))
     preemptors = await create_group(api, namespace, f"{name}-preemptors", classes["high"], 2)
     await eventually(

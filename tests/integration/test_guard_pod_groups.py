@@ -21,7 +21,7 @@ from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.webhooks.partial_groups import BATCH_SECONDS
 from tests.integration import groups
 from tests.integration.components import RunProcess, Server, ptol_run
-from tests.integration.groups import create_group, placed, placed_group, until_all_gone, until_placed
+from tests.integration.groups import create_group, half_over, placed, placed_group, until_all_gone, until_placed
 from tests.integration.helpers import SCHEDULING_SECONDS, eventually
 from tests.integration.pods import pod_body, set_scheduled_at, until_bound
 from tests.integration.refusals import refused_by_admission
@@ -37,15 +37,6 @@ async def group_events(api: ApiClient, namespace: str, group: str) -> list[clien
 def guard(group_cluster: LocalCluster) -> Iterator[RunProcess]:
     with ptol_run(group_cluster, "--resync-seconds", "3") as process:
         yield process
-
-
-async def half_over(api: ApiClient, namespace: str, class_name: str) -> list[str]:
-    """A group `victims` of 4 members, placed, two of which were scheduled a minute ago: judged one by one,
-    a 20 s toleration would let those two go and keep the others."""
-    victims = await placed_group(api, namespace, "victims", class_name, 4)
-    for victim in victims[:2]:
-        await set_scheduled_at(api, namespace, victim, datetime.now(UTC) - timedelta(minutes=1))
-    return victims
 
 
 @pytest.fixture
