@@ -7,7 +7,8 @@ forwards `CONNECT <clusterIP>:<port>` to the local address a test routed there (
 to one of several, for a Service of several replicas, taken in turn connection by connection, as kube-proxy
 spreads connections over a Service's endpoints (the API server keeps a connection for many calls).
 The webhook configurations, the Service and its TLS names stay as in a real cluster. A CONNECT to an
-unrouted address is answered 502, as a Service without ready endpoints fails.
+unrouted address is answered 502, as a Service without ready endpoints fails; a connection whose target is
+routed away is closed, as an endpoint that leaves a Service drains.
 
 It listens on a Unix socket (kube-apiserver 1.37 panics on an HTTPConnect egress over plain-HTTP TCP).
 Run as `python -m preemption_toleration.devcluster.service_proxy --socket PATH --routes FILE`; FILE maps
@@ -23,9 +24,11 @@ import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 # Room for a CONNECT line and a few headers; the API server sends two lines.
 _MAX_HEAD = 8192
+UNROUTED_CHECK_SECONDS = 0.5  # how often an open connection checks that its target is still routed
 
 
 def routes_of(path: Path) -> dict[str, list[str]]:
@@ -90,7 +93,23 @@ async def _serve(routes: Path, turns: Turns, reader: asyncio.StreamReader, write
         return
     writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
     await writer.drain()
-    await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
+    tunnel: asyncio.Future[Any] = asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
+    unrouted: asyncio.Future[Any] = asyncio.ensure_future(_until_unrouted(routes, parts[1], target))
+    await asyncio.wait({tunnel, unrouted}, return_when=asyncio.FIRST_COMPLETED)
+    unrouted.cancel()
+    for end in (writer, upstream_writer):  # an endpoint that left the Service: its connections end
+        with contextlib.suppress(OSError, RuntimeError):
+            end.close()
+    await tunnel
+
+
+async def _until_unrouted(routes: Path, route: str, target: str) -> None:
+    """Returns once `target` is no longer among the route's targets, as a pod that leaves a Service's
+    endpoints closes its connections when it drains (so the API server's next call takes another)."""
+    while True:
+        await asyncio.sleep(UNROUTED_CHECK_SECONDS)
+        if target not in routes_of(routes).get(route, []):
+            return
 
 
 async def serve(socket_path: Path, routes: Path) -> None:

@@ -80,11 +80,15 @@ from preemption_toleration.webhooks.metrics import SteeringMetrics
 from preemption_toleration.webhooks.steering_leases import (
     DONE,
     LEASE_PREFIX,
+    NODE,
     REFUSED,
     RELEASED,
     LeaseState,
     SteeringLeases,
+    acted_lately,
     steered_nominations,
+    victims_elsewhere,
+    victims_of,
 )
 
 T = TypeVar("T")
@@ -310,6 +314,8 @@ class Steerer:
         """The plan, made in slices of the event loop (`_paced`). The nodes are tried from a random offset, as
         the scheduler's dry run tries them."""
         others = {uid for owner, (_, victims) in self.steered.items() if owner != preemptor.uid for *_, uid in victims}
+        if self.lease_watch.health(DEFAULT_STALE_AFTER_SECONDS) is None:  # and those other replicas steered
+            others |= victims_elsewhere(self.lease_store.items.values(), preemptor.uid, now)
         offset = random.randrange(max(len(view.nodes), 1))
         return await self._paced(search_plan(preemptor, view, now, offset, others, self._ours()), self.metrics.planned)
 
@@ -359,9 +365,10 @@ class Steerer:
                 return False
 
         def steered_lately(candidate: SlimPod) -> bool:
+            """This replica acted for it within the window, or another did (its Lease says so)."""
             acted_at = self.recent.get(candidate.uid)
             if acted_at is None or time.monotonic() - acted_at >= self.window:
-                return False
+                return self._steered_elsewhere(candidate, view, now)
             return not self._room_taken(candidate, view)
 
         nominated = list(view.pods.nominated_to(item.node))
@@ -502,6 +509,21 @@ class Steerer:
             return
         for pod in await self._paced(blocking_search(preemptor, view, now, self._ours())):
             await self._clear_blocking(pod, node, preemptor.ref)
+
+    def _steered_elsewhere(self, preemptor: SlimPod, view: ClusterView, now: datetime) -> bool:
+        """Another replica acted for this preemptor within the window, by its Lease (`acted_lately`),
+        and the preemptor waits for its victims to go or fits on its node once they went; not when another pod
+        took that room (`_room_taken`), nor while the watch of the Leases is not current."""
+        if self.lease_watch.health(DEFAULT_STALE_AFTER_SECONDS) is not None:
+            return False
+        lease = self.lease_store.items.get(LEASE_PREFIX + preemptor.uid)
+        if lease is None or lease.holder == self.holder or not acted_lately(lease, self.window, now):
+            return False
+        node = lease.annotations.get(NODE)
+        if not node:
+            return False
+        victims = {uid for *_, uid in victims_of(lease.annotations)}
+        return any(pod.uid in victims for pod in view.pods.on_node(node)) or fits_on(preemptor, node, view)
 
     def _ours(self) -> Mapping[str, str]:
         """The pods steering nominated, this replica or another (by their Leases), by UID, to the node of each:

@@ -44,6 +44,7 @@ REQUEST_TIMEOUT = 10
 RESUME_AFTER_SECONDS = 15  # a Lease left "acting" this long was left by a replica that stopped in the middle
 SWEEP_EVERY_SECONDS = 300
 SWEEP_AFTER_SECONDS = 600  # a Lease is kept this long (for `kubectl get lease`), then deleted
+CLOCK_SKEW_SECONDS = 1  # the replicas' clocks agree within this; a Lease renewed later than that is forged
 
 
 def _micro(now: datetime) -> str:
@@ -154,6 +155,32 @@ def steered_nominations(leases: Iterable[LeaseState], now: datetime) -> dict[str
         node = lease.annotations.get(NODE)
         if node and lease.annotations.get(STATE) in (ACTING, DONE) and not lease.swept(now):
             found[lease.name.removeprefix(LEASE_PREFIX)] = node
+    return found
+
+
+def acted_lately(lease: LeaseState | None, window: float, now: datetime) -> bool:
+    """Whether a replica (any) acted for the Lease's preemptor within the window: its Lease acting or done,
+    renewed less than the window ago (this server's window at most, whatever the Lease claims) and not in the
+    future. The scheduler then preempts for the next pod nominated to that node, and so does steering
+    (`steering.plan.refusal_search`): a Lease can ask that a preemptor be passed over for a while, which
+    deletes nothing."""
+    if lease is None or lease.renewed is None or lease.annotations.get(STATE) not in (ACTING, DONE):
+        return False
+    if lease.renewed > now + timedelta(seconds=CLOCK_SKEW_SECONDS):
+        return False
+    return now - lease.renewed < timedelta(seconds=min(window, lease.duration_seconds))
+
+
+def victims_elsewhere(leases: Iterable[LeaseState], preemptor_uid: str, now: datetime) -> set[str]:
+    """The UIDs of the victims steering preempted for other preemptors, whichever replica did, by their
+    Leases acting or done until they are swept: their termination does not make `preemptor_uid` wait
+    (`steering.plan.search_plan`'s `preempted_for_others`)."""
+    found: set[str] = set()
+    for lease in leases:
+        if lease.name == LEASE_PREFIX + preemptor_uid or lease.swept(now):
+            continue
+        if lease.annotations.get(STATE) in (ACTING, DONE):
+            found.update(uid for *_, uid in victims_of(lease.annotations))
     return found
 
 

@@ -63,3 +63,46 @@ async def test_connections_to_a_service_of_two_replicas_are_spread_over_both(tmp
         proxy.cancel()
         for server in servers:
             server.close()
+
+
+async def test_a_connection_whose_replica_is_routed_away_is_closed(tmp_path: Path) -> None:
+    """As an endpoint that leaves a Service drains: the open connection ends, and the API server's next one
+    goes to the replica routed now."""
+
+    async def replica(name: str) -> asyncio.Server:
+        async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while await reader.readline():
+                writer.write(name.encode() + b"\n")
+                await writer.drain()
+            writer.close()
+
+        return await asyncio.start_server(echo, "127.0.0.1", 0)
+
+    servers = [await replica("one"), await replica("two")]
+    one, two = (f"127.0.0.1:{server.sockets[0].getsockname()[1]}" for server in servers)
+    routes, socket_path = tmp_path / "routes.json", tmp_path / "proxy.sock"
+    routes.write_text(json.dumps({"10.96.0.9:443": [one]}))
+    proxy = asyncio.create_task(serve(socket_path, routes))
+
+    async def tunnel() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        reader, writer = await asyncio.open_unix_connection(str(socket_path))
+        writer.write(b"CONNECT 10.96.0.9:443 HTTP/1.1\r\nHost: 10.96.0.9:443\r\n\r\n")
+        assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 200")
+        return reader, writer
+
+    async def ask(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> str:
+        writer.write(b"hello\n")
+        return (await reader.readline()).decode().strip()
+
+    try:
+        while not socket_path.exists():
+            await asyncio.sleep(0.01)
+        reader, writer = await tunnel()
+        assert await ask(reader, writer) == "one"
+        routes.write_text(json.dumps({"10.96.0.9:443": [two]}))
+        assert await asyncio.wait_for(reader.read(), timeout=10) == b"", "the open connection is closed"
+        assert await ask(*await tunnel()) == "two"
+    finally:
+        proxy.cancel()
+        for server in servers:
+            server.close()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -180,7 +180,12 @@ async def faulty_pod(api: ApiClient, namespace: str, name: str, class_name: str,
 
 
 async def second_of_two_preemptors(
-    api: ApiClient, namespace: str, make_node: MakeNode, classes: dict[str, str]
+    api: ApiClient,
+    namespace: str,
+    make_node: MakeNode,
+    classes: dict[str, str],
+    lease_namespace: str = "default",
+    between: Callable[[], Awaitable[None]] | None = None,
 ) -> dict[str, str]:
     """Node n (4 CPUs) runs plain p1, p2, p3 (started in that order; a finalizer keeps each terminating until
     released) and, started last (the least important of one priority), a protected pod, 1 CPU each. `first`
@@ -190,7 +195,8 @@ async def second_of_two_preemptors(
     again. The guard cannot tell the two apart and names `first`, the queue's first; steering must take
     `second`, whose preemption is now the scheduler's, not `first` again (steered: nothing to do for a
     window of 60 s), and preempt p1 for it: both bind, the protected pod stays. Returns the replica that
-    acted for each (its Lease's holder)."""
+    acted for each (its Lease's holder, in `lease_namespace`); `between`: awaited once `first` was steered,
+    before `second` comes."""
     node = (await make_node(cpu="4", memory="8Gi")).metadata.name
     core = client.CoreV1Api(api)
     plain = ("p1", "p2", "p3")
@@ -209,11 +215,13 @@ async def second_of_two_preemptors(
             return {pod.metadata.name for pod in pods if pod.metadata.deletion_timestamp}
 
         await eventually(terminating, lambda names: names == {"p2", "p3"}, timeout=REACTION_SECONDS, what="p2, p3")
+        if between is not None:
+            await between()
         created = await core.create_namespaced_pod(namespace, pod_body("second", classes["high"], node, cpu="1500m"))
         # steered for `second` itself: its Lease names it, the node and p1 (p2 and p3 count, terminating)
         leases = client.CoordinationV1Api(api)
         lease = await eventually(
-            lambda: lease_or_none(leases, LEASE_PREFIX + created.metadata.uid),
+            lambda: lease_or_none(leases, LEASE_PREFIX + created.metadata.uid, lease_namespace),
             lambda found: found is not None,
             timeout=40,  # within steering's window of 60 s, in which `first` is not planned again
             what="second's steering Lease",
@@ -228,14 +236,16 @@ async def second_of_two_preemptors(
     await until_bound(api, namespace, "second", node)
     assert await pod_names_on(api, namespace) == {"protected": node, "first": node, "second": node}
     return {
-        name: (await leases.read_namespaced_lease(LEASE_PREFIX + found.metadata.uid, "default")).spec.holder_identity
+        name: (
+            await leases.read_namespaced_lease(LEASE_PREFIX + found.metadata.uid, lease_namespace)
+        ).spec.holder_identity
         for name, found in (("first", first), ("second", created))
     }
 
 
-async def lease_or_none(leases: client.CoordinationV1Api, name: str) -> Any:
+async def lease_or_none(leases: client.CoordinationV1Api, name: str, namespace: str = "default") -> Any:
     try:
-        return await leases.read_namespaced_lease(name, "default")
+        return await leases.read_namespaced_lease(name, namespace)
     except ApiException as error:
         if error.status == 404:
             return None

@@ -157,3 +157,45 @@ def test_a_watched_lease_reads_as_a_listed_one() -> None:
     assert found == LeftPlan(
         ("team", "high", "a"), "node-a", (("team", "a", "uid-a"),), NOW - timedelta(seconds=20), 60, "42"
     )
+
+
+ACTED_LATELY = [
+    # (rule, Lease, this server's window, acted lately)
+    ("acting, renewed 5 s ago", raw_lease("a", leases.ACTING, 5), 60, True),
+    ("done within the window", raw_lease("a", leases.DONE, 30), 60, True),
+    ("done past the window", raw_lease("a", leases.DONE, 61), 60, False),
+    ("this server's window is the longest a Lease may claim", raw_lease("a", leases.DONE, 30), 20, False),
+    ("released: the action was given up", raw_lease("a", leases.RELEASED, 5), 60, False),
+    ("refused: nothing was done", raw_lease("a", leases.REFUSED, 5), 60, False),
+    ("never renewed", raw_lease("a", leases.ACTING, None), 60, False),
+    ("renewed in the future: forged", raw_lease("a", leases.ACTING, -5), 60, False),
+    ("a clock a little ahead", raw_lease("a", leases.ACTING, -0.5), 60, True),
+    ("a damaged Lease reads as nothing", {"metadata": "x", "spec": ["y"]}, 60, False),
+]
+
+
+@pytest.mark.parametrize(("rule", "raw", "window", "expected"), ACTED_LATELY, ids=[case[0] for case in ACTED_LATELY])
+def test_another_replicas_lease_says_whether_it_acted_for_the_preemptor_lately(rule, raw, window, expected) -> None:
+    """The scheduler then preempts for the next pod nominated there, and steering passes the preemptor over."""
+    assert leases.acted_lately(LeaseState.from_json(raw), window, NOW) is expected, rule
+    assert leases.acted_lately(None, window, NOW) is False
+
+
+def test_victims_preempted_for_other_preemptors_are_read_from_every_replicas_leases() -> None:
+    def with_victims(uid: str, state: str, renewed_ago: float, victims: str) -> LeaseState:
+        raw = raw_lease(uid, state, renewed_ago)
+        raw["metadata"]["annotations"][leases.VICTIMS] = victims
+        return LeaseState.from_json(raw)
+
+    found = leases.victims_elsewhere(
+        [
+            with_victims("first", leases.DONE, 30, "team/p2=uid-p2,team/p3=uid-p3"),
+            with_victims("mine", leases.ACTING, 5, "team/p1=uid-p1"),  # the preemptor's own: it waits for them
+            with_victims("given-up", leases.RELEASED, 5, "team/p4=uid-p4"),
+            with_victims("swept", leases.DONE, 660, "team/p5=uid-p5"),
+            with_victims("acting", leases.ACTING, 1, "team/p6=uid-p6,not-a-victim"),
+        ],
+        "mine",
+        NOW,
+    )
+    assert found == {"uid-p2", "uid-p3", "uid-p6"}
