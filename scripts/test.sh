@@ -32,6 +32,7 @@ EACH_RELEASE=(
     tests/integration/test_chart.py tests/integration/test_chart_install.py
     tests/integration/test_steering.py tests/integration/test_steering_audit.py
     tests/integration/test_steering_resume.py tests/integration/test_steering_faults.py
+    tests/integration/test_steering_replicas.py tests/integration/test_run_replicas.py
     tests/integration/test_replicas.py
 )
 for release in 1.36.3 1.35.4; do
