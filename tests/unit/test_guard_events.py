@@ -13,6 +13,9 @@ from preemption_toleration.records.pod_group import MemberRecord, pod_group_reco
 from preemption_toleration.webhooks import events as events_module
 from preemption_toleration.webhooks.events import RefusalEvents
 from tests.unit.gate import Gate
+from tests.unit.virtual_clock import VIRTUAL_CLOCK, running_loop_is_current  # noqa: F401 - an autouse fixture
+
+pytestmark = VIRTUAL_CLOCK
 
 NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
 

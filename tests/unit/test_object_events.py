@@ -20,6 +20,9 @@ from preemption_toleration.kube.events import ObjectEvents, event_body
 from preemption_toleration.records.policy import policy_view
 from preemption_toleration.records.priority_class import ClassView
 from tests.unit.gate import Gate
+from tests.unit.virtual_clock import VIRTUAL_CLOCK, running_loop_is_current  # noqa: F401 - an autouse fixture
+
+pytestmark = VIRTUAL_CLOCK
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
 POLICY = policy_view(

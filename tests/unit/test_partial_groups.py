@@ -17,6 +17,9 @@ from preemption_toleration.records.pod import SlimPod
 from preemption_toleration.webhooks import partial_groups
 from preemption_toleration.webhooks.partial_groups import PartialGroups, event_name, in_part_message
 from tests.unit.test_guard_groups import PREEMPTOR, PROTECTED_ALL, PROTECTED_SINGLE, member, view
+from tests.unit.virtual_clock import VIRTUAL_CLOCK, running_loop_is_current  # noqa: F401 - an autouse fixture
+
+pytestmark = VIRTUAL_CLOCK
 
 MARK = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
 EVICTED = {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}

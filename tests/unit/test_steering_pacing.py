@@ -21,6 +21,9 @@ from preemption_toleration.webhooks import steerer as steerer_module
 from preemption_toleration.webhooks.metrics import SteeringMetrics
 from preemption_toleration.webhooks.steerer import RefusedVictim, Steerer
 from tests.unit.test_extender import CLASS_RECORDS, node, pod
+from tests.unit.virtual_clock import VIRTUAL_CLOCK, running_loop_is_current  # noqa: F401 - an autouse fixture
+
+pytestmark = VIRTUAL_CLOCK
 
 PAUSES = [
     ("a quarter of the loop: three times the slice", Pace(0.002, 0.25), 0.002, 0.006),

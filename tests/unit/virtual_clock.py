@@ -14,7 +14,9 @@ import pytest
 import pytest_asyncio
 
 ON_OWN_LOOP = pytest.mark.asyncio(loop_scope="function")
-VIRTUAL_CLOCK = [ON_OWN_LOOP, pytest.mark.looptime]
+# a module's plain (not async) tests carry the mark too, and are left as they are: nothing to warn of
+_PLAIN_TESTS_TOO = pytest.mark.filterwarnings("ignore:The test <Function .* is marked with '@pytest.mark.asyncio'")
+VIRTUAL_CLOCK = [ON_OWN_LOOP, pytest.mark.looptime, _PLAIN_TESTS_TOO]
 
 
 @pytest_asyncio.fixture(autouse=True, loop_scope="function")
