@@ -12,11 +12,11 @@ from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
 from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
 from preemption_toleration.core.groups import DisruptionMode, as_preemptor
 from preemption_toleration.core.intparse import IntParseError, parse_go_int
-from preemption_toleration.core.pods import PREEMPTION_MARK, PreemptorFacts
+from preemption_toleration.core.pods import PreemptorFacts
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_under
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.guard.inference import VictimPlace, infer_departed_preemptor, infer_preemptor
-from preemption_toleration.guard.prefilter import GuardOperation, is_preemption
+from preemption_toleration.guard.prefilter import GuardOperation, is_preemption, preemption_mark
 from preemption_toleration.guard.request import GuardRequest
 from preemption_toleration.guard.waste import in_vain
 from preemption_toleration.inventory.view import ClusterView
@@ -122,21 +122,13 @@ class Verdict:
 ALLOWED = Verdict()  # users, controllers, drains, unmarked status updates, pods nobody can preempt
 
 
-def _preemption_mark(pod: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    """The scheduler's PREEMPTION_MARK condition on `pod`, if any."""
-    for condition in ((pod or {}).get("status") or {}).get("conditions") or []:
-        if (condition.get("type"), condition.get("status"), condition.get("reason")) == PREEMPTION_MARK:
-            return condition  # type: ignore[no-any-return]
-    return None
-
-
 _MARK_MESSAGE = ": preempting to accommodate a higher priority "  # after the scheduler's name, 1.26 to 1.37
 
 
 def marking_scheduler(pod: Mapping[str, Any] | None) -> str | None:
     """The scheduler (profile) that marked `pod` as its victim: the mark's message begins with its
     `schedulerName`. None without a mark, or with a message of another form."""
-    mark = _preemption_mark(pod)
+    mark = preemption_mark(pod)
     message = mark.get("message") if mark is not None else None
     if not isinstance(message, str):
         return None
@@ -372,11 +364,18 @@ def _victim(request: GuardRequest, view: ClusterView, namespace: str) -> PodReco
 
 def judge(request: GuardRequest, view: ClusterView, config: GuardConfig, now: datetime | None = None) -> Verdict:
     """The verdict on a pod request: allowed unless it is a preemption (`is_preemption`), which its
-    operation's entry judges."""
-    operation = request.kind
-    if operation is None or not is_preemption(request, config.preemptor_identities, config.judges_every_eviction):
+    operation's entry judges (`judge_preemption`)."""
+    if not is_preemption(request, config.preemptor_identities, config.judges_every_eviction):
         return ALLOWED
-    return _ENTRIES[operation](request, view, config, now or datetime.now(UTC))
+    return judge_preemption(request, view, config, now or datetime.now(UTC))
+
+
+def judge_preemption(request: GuardRequest, view: ClusterView, config: GuardConfig, now: datetime) -> Verdict:
+    """The verdict on a request `is_preemption` found one (its caller asked, once): its operation's entry's."""
+    operation = request.kind
+    if operation is None:
+        return ALLOWED
+    return _ENTRIES[operation](request, view, config, now)
 
 
 def _judge_eviction(request: GuardRequest, view: ClusterView, config: GuardConfig, now: datetime) -> Verdict:

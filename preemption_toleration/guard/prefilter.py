@@ -8,7 +8,7 @@ against `is_preemption` row by row. Pure, stdlib only, never raises.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from enum import StrEnum
 from typing import Any, Final, Protocol
 
@@ -82,7 +82,15 @@ def is_preemption(facts: RequestFacts, preemptor_identities: Collection[str], ev
     return operation is GuardOperation.DELETE or facts.newly_marked()
 
 
+def preemption_mark(pod: Any) -> Mapping[str, Any] | None:
+    """The scheduler's PREEMPTION_MARK condition on a checked pod (JSON: conditions a list of objects, or
+    absent), if it carries one."""
+    for condition in ((pod or {}).get("status") or {}).get("conditions") or ():
+        if (condition.get("type"), condition.get("status"), condition.get("reason")) == PREEMPTION_MARK:
+            return condition  # type: ignore[no-any-return]
+    return None
+
+
 def has_mark(pod: Any) -> bool:
-    """Whether a checked pod (JSON: conditions a list of objects, or absent) carries PREEMPTION_MARK."""
-    conditions = ((pod or {}).get("status") or {}).get("conditions") or ()
-    return any((c.get("type"), c.get("status"), c.get("reason")) == PREEMPTION_MARK for c in conditions)
+    """Whether a checked pod carries PREEMPTION_MARK."""
+    return preemption_mark(pod) is not None

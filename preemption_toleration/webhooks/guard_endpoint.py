@@ -25,7 +25,7 @@ from preemption_toleration.guard.decisions import (
     PreemptorSource,
     Refusal,
     Verdict,
-    judge,
+    judge_preemption,
 )
 from preemption_toleration.guard.group_claims import MARGIN_SECONDS
 from preemption_toleration.guard.prefilter import GuardOperation, is_preemption
@@ -179,7 +179,7 @@ class GuardEndpoint:
 
 def _judged(request: GuardRequest, view: ClusterView, config: GuardConfig, now: datetime) -> Verdict:
     try:
-        return judge(request, view, config, now)
+        return judge_preemption(request, view, config, now)  # `handle` asked `is_preemption` already
     except GroupsNotCurrent as problem:  # a member judged apart from its group would break it
         raise Unready([str(problem)]) from problem
 
