@@ -16,9 +16,11 @@ from preemption_toleration.core.pods import PreemptorFacts
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_under
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.guard.inference import VictimPlace, infer_departed_preemptor, infer_preemptor
+from preemption_toleration.guard.memory import GuardMemory
 from preemption_toleration.guard.prefilter import GuardOperation, is_preemption, preemption_mark
 from preemption_toleration.guard.request import GuardRequest
 from preemption_toleration.guard.waste import in_vain
+from preemption_toleration.inventory.preemptors import PreemptorRecord
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.pod import PodRecord, SlimPod, priority_only
 from preemption_toleration.records.pod_group import MemberRecord, PodGroupRecord
@@ -362,23 +364,34 @@ def _victim(request: GuardRequest, view: ClusterView, namespace: str) -> PodReco
     return victim if victim is not None else view.pods.get((namespace, request.name))
 
 
-def judge(request: GuardRequest, view: ClusterView, config: GuardConfig, now: datetime | None = None) -> Verdict:
+def judge(
+    request: GuardRequest,
+    view: ClusterView,
+    config: GuardConfig,
+    now: datetime | None = None,
+    memory: GuardMemory | None = None,
+) -> Verdict:
     """The verdict on a pod request: allowed unless it is a preemption (`is_preemption`), which its
-    operation's entry judges (`judge_preemption`)."""
+    operation's entry judges (`judge_preemption`). A function of the request, the view and the guard's
+    `memory` (by default none: nothing kept from earlier requests)."""
     if not is_preemption(request, config.preemptor_identities, config.judges_every_eviction):
         return ALLOWED
-    return judge_preemption(request, view, config, now or datetime.now(UTC))
+    return judge_preemption(request, view, config, now or datetime.now(UTC), memory or GuardMemory())
 
 
-def judge_preemption(request: GuardRequest, view: ClusterView, config: GuardConfig, now: datetime) -> Verdict:
+def judge_preemption(
+    request: GuardRequest, view: ClusterView, config: GuardConfig, now: datetime, memory: GuardMemory
+) -> Verdict:
     """The verdict on a request `is_preemption` found one (its caller asked, once): its operation's entry's."""
     operation = request.kind
     if operation is None:
         return ALLOWED
-    return _ENTRIES[operation](request, view, config, now)
+    return _ENTRIES[operation](request, view, config, now, memory)
 
 
-def _judge_eviction(request: GuardRequest, view: ClusterView, config: GuardConfig, now: datetime) -> Verdict:
+def _judge_eviction(
+    request: GuardRequest, view: ClusterView, config: GuardConfig, now: datetime, memory: GuardMemory
+) -> Verdict:
     """An Eviction: judged against the preemptor it names, or, configured, against a priority."""
     pod: PodRecord | None = view.pods.get((request.namespace or "", request.name))
     preemptor, problem = _explicit_preemptor(request.annotations, view)
@@ -396,17 +409,21 @@ def _judge_eviction(request: GuardRequest, view: ClusterView, config: GuardConfi
     return _judge(kind, request, victim, configured, PreemptorSource.CONFIGURED, view, config, now)
 
 
-def _judge_delete(request: GuardRequest, view: ClusterView, config: GuardConfig, now: datetime) -> Verdict:
+def _judge_delete(
+    request: GuardRequest, view: ClusterView, config: GuardConfig, now: datetime, memory: GuardMemory
+) -> Verdict:
     """The scheduler's DELETE of its victim, marked just before, when the mark was allowed (a cached pod's
     record keeps no mark)."""
     scheduler = marking_scheduler(request.old_object)
-    return _judge_scheduler_write(GuardOperation.DELETE, request, view, config, now, scheduler)
+    return _judge_scheduler_write(GuardOperation.DELETE, request, view, config, now, memory, scheduler)
 
 
-def _judge_status(request: GuardRequest, view: ClusterView, config: GuardConfig, now: datetime) -> Verdict:
+def _judge_status(
+    request: GuardRequest, view: ClusterView, config: GuardConfig, now: datetime, memory: GuardMemory
+) -> Verdict:
     """The scheduler's status update that newly marks its victim."""
     scheduler = marking_scheduler(request.object)
-    return _judge_scheduler_write(GuardOperation.STATUS, request, view, config, now, scheduler)
+    return _judge_scheduler_write(GuardOperation.STATUS, request, view, config, now, memory, scheduler)
 
 
 def _judge_scheduler_write(
@@ -415,6 +432,7 @@ def _judge_scheduler_write(
     view: ClusterView,
     config: GuardConfig,
     now: datetime,
+    memory: GuardMemory,
     scheduler: str | None,
 ) -> Verdict:
     """A scheduler's write on its victim names no preemptor: the one an extender call named, else the pending
@@ -426,15 +444,15 @@ def _judge_scheduler_write(
         return ALLOWED  # an unbound pod is nobody's victim
     victim = view.as_member(pod)  # at its group's priority, as the scheduler judges it
     whole = whole_group(victim)
-    kept: GroupDecision | None = view.group_verdicts.recall(whole.uid, now) if whole is not None else None
+    kept: GroupDecision | None = memory.group_verdicts.recall(whole.uid, now) if whole is not None else None
     if kept is not None and kept.adopted and not kept.exempt:
-        return _borne_out(kind, request, victim, node_name, kept, view, config, now, scheduler)
+        return _borne_out(kind, request, victim, node_name, kept, view, config, now, memory, scheduler)
     if kept is not None:  # `_judge` reads the rest of it
         if kept.preemptor is None or kept.source is None:
             return ALLOWED  # not judged: none could be found
         preemptor = _cached(kept.preemptor, view) or kept.preemptor  # adopted: as the claim names it
         return _judge(kind, request, victim, preemptor, kept.source, view, config, now, kept)
-    found = _scheduler_preemptor(victim, node_name, whole, view, now, scheduler)
+    found = _scheduler_preemptor(victim, node_name, whole, view, now, memory, scheduler)
     if found is None:
         return ALLOWED if whole is None else Verdict(fresh_group=(whole.uid, NO_PREEMPTOR))
     preemptor, source = found
@@ -450,6 +468,7 @@ def _borne_out(
     view: ClusterView,
     config: GuardConfig,
     now: datetime,
+    memory: GuardMemory,
     scheduler: str | None,
 ) -> Verdict:
     """An allowance another replica made for the victim's group, as this replica's own facts judge it:
@@ -460,7 +479,7 @@ def _borne_out(
     if cached is not None and adopted.source is not None:
         found: tuple[PodRecord, PreemptorSource] | None = (cached, adopted.source)
     else:
-        found = _scheduler_preemptor(victim, node_name, whole_group(victim), view, now, scheduler)
+        found = _scheduler_preemptor(victim, node_name, whole_group(victim), view, now, memory, scheduler)
     if found is None:
         return ALLOWED
     preemptor, source = found
@@ -492,12 +511,13 @@ def _scheduler_preemptor(
     whole: PodGroupRecord | None,
     view: ClusterView,
     now: datetime,
+    memory: GuardMemory,
     scheduler: str | None,
 ) -> tuple[PodRecord, PreemptorSource] | None:
     """The preemptor of a scheduler's write: the one an extender call named, else the pending pod it most
     likely preempts for, else one deleted a moment ago, on the victim's node or, for a member of a group the
     scheduler takes `whole`, on another member's (`_places`)."""
-    recorded = _recorded_preemptor(victim, node_name, view, now)
+    recorded = _recorded_preemptor(victim, node_name, view, now, memory.preemptors)
     if recorded is not None:
         return recorded, PreemptorSource.RECORDED
     for place in _places(victim, node_name, whole, view, scheduler):
@@ -511,21 +531,23 @@ def _scheduler_preemptor(
     return None
 
 
-_ENTRIES: dict[GuardOperation, Callable[[GuardRequest, ClusterView, GuardConfig, datetime], Verdict]] = {
+_ENTRIES: dict[GuardOperation, Callable[[GuardRequest, ClusterView, GuardConfig, datetime, GuardMemory], Verdict]] = {
     GuardOperation.EVICTION: _judge_eviction,
     GuardOperation.DELETE: _judge_delete,
     GuardOperation.STATUS: _judge_status,
 }
 
 
-def _recorded_preemptor(victim: PodRecord, node_name: str, view: ClusterView, now: datetime) -> SlimPod | None:
+def _recorded_preemptor(
+    victim: PodRecord, node_name: str, view: ClusterView, now: datetime, preemptors: PreemptorRecord | None
+) -> SlimPod | None:
     """The preemptor an extender call named for this victim, as the cache sees it now, while it may still
     be preempting it: the same pod, pending, not deleting, of higher priority than the victim, and not
     nominated to another node. None otherwise, or without a record. Only a pod of the cache counts, so a
     call naming a pod that does not exist decides nothing."""
-    if view.preemptors is None:
+    if preemptors is None:
         return None
-    record = view.preemptors.lookup(victim.uid, now)
+    record = preemptors.lookup(victim.uid, now)
     cached = view.pods.get(record.key) if record is not None else None
     if (
         record is None

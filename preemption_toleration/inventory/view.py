@@ -5,13 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from preemption_toleration.inventory.budgets import BudgetIndex
-from preemption_toleration.inventory.group_verdicts import GroupVerdicts
 from preemption_toleration.inventory.ownership import PolicyIndex
 from preemption_toleration.inventory.pods import PodIndex
-from preemption_toleration.inventory.preemptors import PreemptorRecord
 from preemption_toleration.records.node import NodeRecord
 from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.records.pod_group import MemberRecord, PodGroupRecord
@@ -38,10 +35,7 @@ class ClusterView:
     budgets: BudgetIndex = field(default_factory=BudgetIndex)
     policies: Mapping[str, PolicyView] = field(default_factory=dict)  # read only for a refusal's message
     ownership: PolicyIndex | None = None  # built from `policies` when not given
-    preemptors: PreemptorRecord | None = None  # what the extender's calls said; None: the guard infers only
     groups: Mapping[str, PodGroupRecord] = field(default_factory=dict)  # PodGroups by "namespace/name"
-    # the guard's decisions for victim groups (`guard.decisions.GroupDecision`), kept between requests
-    group_verdicts: GroupVerdicts[Any] = field(default_factory=GroupVerdicts)
     groups_problem: str | None = None  # why `groups` may not be decided from (None: it may)
 
     def group_of(self, pod: PodRecord) -> PodGroupRecord | None:

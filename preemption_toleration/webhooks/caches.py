@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
@@ -14,8 +13,8 @@ from preemption_toleration.admission.decisions import Needs, Snapshot
 from preemption_toleration.api.policy import PLURAL
 from preemption_toleration.api.resources import PRIORITY_CLASS_PLURAL
 from preemption_toleration.core.resources import LATEST_RULES, ResizeRules
+from preemption_toleration.guard.memory import GuardMemory
 from preemption_toleration.inventory.budgets import BudgetIndex
-from preemption_toleration.inventory.group_verdicts import GroupVerdicts
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.preemptors import PreemptorRecord
 from preemption_toleration.inventory.view import ClusterView
@@ -56,7 +55,7 @@ class AdmissionCaches:
         self.node_store: DictStore[NodeRecord] = DictStore(node_record)
         self.budget_index = BudgetIndex()
         self.preemptors = PreemptorRecord()  # written by the extender's calls, read by the guard
-        self.group_verdicts: GroupVerdicts[Any] = GroupVerdicts()  # the guard's, kept between its requests
+        self.guard_memory = GuardMemory(preemptors=self.preemptors)  # the guard's, kept between its requests
         self.class_store: DictStore[ClassView] = DictStore(class_view)
         self.policy_store: DictStore[PolicyView] = DictStore(policy_view)
         self.group_store: DictStore[PodGroupRecord] = DictStore(pod_group_record, group_ref_of)
@@ -143,9 +142,7 @@ class AdmissionCaches:
             budgets=self.budget_index,
             policies=snapshot.policies,
             ownership=snapshot.ownership,
-            preemptors=self.preemptors,
             groups=self.group_store.items,
-            group_verdicts=self.group_verdicts,
             groups_problem=self.groups_problem(),
         )
 

@@ -28,10 +28,12 @@ from preemption_toleration.guard.decisions import (
     judge_preemption,
 )
 from preemption_toleration.guard.group_claims import MARGIN_SECONDS
+from preemption_toleration.guard.memory import GuardMemory
 from preemption_toleration.guard.prefilter import GuardOperation, is_preemption
 from preemption_toleration.guard.repeats import RepeatFilter, RetryPacer
 from preemption_toleration.guard.request import GuardRequest, read_guard_request
 from preemption_toleration.inventory.group_verdicts import KEPT_GROUPS
+from preemption_toleration.inventory.preemptors import PreemptorRecord
 from preemption_toleration.inventory.view import ClusterView, GroupsNotCurrent
 from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.telemetry.declared import RefusalMode
@@ -67,6 +69,7 @@ class GuardHooks:
     # where the decisions for victim groups are settled with the other replicas (by default: none)
     claims: GroupClaims = field(default_factory=lambda: GroupClaims(MemoryStore(), "", "this replica"))
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    memory: GuardMemory = field(default_factory=GuardMemory)  # what the guard keeps between requests
 
 
 class GuardEndpoint:
@@ -95,7 +98,7 @@ class GuardEndpoint:
         ready(self.problems("all"))
         view = self.hooks.view()
         now = self.hooks.clock()
-        verdict = _judged(request, view, config, now)
+        verdict = _judged(request, view, config, now, self.hooks.memory)
         if verdict.fresh_group is not None:
             return self._settled(request, verdict.fresh_group, now)
         return self._reply(request, verdict, view)
@@ -113,8 +116,8 @@ class GuardEndpoint:
         checks = kept.adopted and not kept.exempt  # another replica's allowance: borne out by this one's facts?
         if checks and self.borne_out.get(group_uid) == made:
             kept, checks = kept._replace(adopted=False), False  # borne out when first adopted: it stands
-        view.group_verdicts.keep(group_uid, kept, trusted_until)
-        verdict = _judged(request, view, self.hooks.config, now)
+        self.hooks.memory.group_verdicts.keep(group_uid, kept, trusted_until)
+        verdict = _judged(request, view, self.hooks.config, now, self.hooks.memory)
         if verdict.fresh_group is not None:  # the claim no longer stands at `now`: never answered unsettled
             raise Unready([f"the decision for pod group {group_uid} could not be settled in time"])
         if checks and verdict.refusal is None:
@@ -124,7 +127,7 @@ class GuardEndpoint:
             self.borne_out[group_uid] = made
             if len(self.borne_out) > KEPT_GROUPS:
                 del self.borne_out[next(iter(self.borne_out))]
-            view.group_verdicts.keep(group_uid, kept._replace(adopted=False), trusted_until)
+            self.hooks.memory.group_verdicts.keep(group_uid, kept._replace(adopted=False), trusted_until)
         return self._reply(request, verdict, view)
 
     def _reply(self, request: GuardRequest, verdict: Verdict, view: ClusterView) -> Reply:
@@ -133,7 +136,7 @@ class GuardEndpoint:
             self.metrics.preemptor_sources.inc(verdict.source.value)
         refusal = verdict.refusal
         if refusal is None and request.kind is GuardOperation.STATUS:
-            _remember_marking_preemptor(request, verdict, view)
+            _remember_marking_preemptor(request, verdict, self.hooks.memory.preemptors)
         response = answer(request.uid, verdict)
         if refusal is None:
             if verdict.note is not None:
@@ -177,9 +180,11 @@ class GuardEndpoint:
         return Reply(response, Hold(hold, release))
 
 
-def _judged(request: GuardRequest, view: ClusterView, config: GuardConfig, now: datetime) -> Verdict:
+def _judged(
+    request: GuardRequest, view: ClusterView, config: GuardConfig, now: datetime, memory: GuardMemory
+) -> Verdict:
     try:
-        return judge_preemption(request, view, config, now)  # `handle` asked `is_preemption` already
+        return judge_preemption(request, view, config, now, memory)  # `handle` asked `is_preemption` already
     except GroupsNotCurrent as problem:  # a member judged apart from its group would break it
         raise Unready([str(problem)]) from problem
 
@@ -205,15 +210,15 @@ def answer(uid: str, verdict: Verdict) -> AdmissionResponse:
     return deny(uid, refusal.code, refusal.denial, "TooManyRequests" if refusal.code == 429 else None)
 
 
-def _remember_marking_preemptor(request: GuardRequest, verdict: Verdict, view: ClusterView) -> None:
+def _remember_marking_preemptor(request: GuardRequest, verdict: Verdict, preemptors: PreemptorRecord | None) -> None:
     """The scheduler marks a victim (`DisruptionTarget`), then deletes it: the DELETE is judged against
     the preemptor the allowed mark was judged against, not guessed again, so a guess that changes in
     between (another pod now pending) cannot refuse the DELETE and leave the pod marked but running."""
     victim_uid = as_mapping(as_mapping(request.old_object).get("metadata")).get("uid")
-    if verdict.preemptor is None or view.preemptors is None or not isinstance(victim_uid, str):
+    if verdict.preemptor is None or preemptors is None or not isinstance(victim_uid, str):
         return
     if verdict.source in (PreemptorSource.INFERRED, PreemptorSource.RECORDED):
-        view.preemptors.remember(verdict.preemptor, [victim_uid], datetime.now(UTC))
+        preemptors.remember(verdict.preemptor, [victim_uid], datetime.now(UTC))
 
 
 def _fields(request: GuardRequest, verdict: Verdict) -> dict[str, Any]:

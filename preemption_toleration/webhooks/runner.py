@@ -217,7 +217,16 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
         steer = _start_steering(api, caches, settings, metrics, tasks)
         _watch_partial_groups(api, caches, metrics, tasks, guard_skipped_namespaces(settings))
         claims = _group_claims(api, caches, settings, metrics, tasks)
-        guard = GuardHooks(caches.view, guard_config, events.record, held_back, settings.retry_hold, steer, claims)
+        guard = GuardHooks(
+            caches.view,
+            guard_config,
+            events.record,
+            held_back,
+            settings.retry_hold,
+            steer,
+            claims,
+            memory=caches.guard_memory,
+        )
     tasks.append(asyncio.create_task(certificates.maintain(), name="certificates"))
     config = AdmissionConfig(operator_identities=tuple(settings.operator_identities))
     routes: list[Endpoint[Any]] = [*admission_endpoints(config, caches.snapshot, caches.problems)]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from preemption_toleration.guard.decisions import GuardConfig, PreemptorSource, judge
+from preemption_toleration.guard.memory import GuardMemory
 from preemption_toleration.guard.nudges import MARGIN, NudgePlan
 from preemption_toleration.inventory.preemptors import PreemptorRecord
 from preemption_toleration.records.pod import PodBody
@@ -53,7 +53,7 @@ def _judge(*pods: dict[str, Any], recorded: dict[str, Any] | None):
     record = PreemptorRecord()
     if recorded is not None:
         record.remember(PodBody(recorded), ["uid-victim"], NOW)
-    return judge(pod_request(None, old=VICTIM), replace(state, preemptors=record), GuardConfig(), NOW)
+    return judge(pod_request(None, old=VICTIM), state, GuardConfig(), NOW, GuardMemory(preemptors=record))
 
 
 def _nominated_high(node: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from preemption_toleration.admission.decisions import snapshot_of
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY as MIN
 from preemption_toleration.core.annotations import TOLERATION_SECONDS as TOL
 from preemption_toleration.core.times import rfc3339
+from preemption_toleration.guard.memory import GuardMemory
 from preemption_toleration.kube.informer import CacheStats
 from preemption_toleration.webhooks.draining import drain
 from preemption_toleration.webhooks.metrics import WebhookMetrics
@@ -314,10 +315,11 @@ async def extender_http() -> AsyncIterator[TestClient]:
         held.append((preemptor.name, node, until))
 
     guard = GuardHooks(
-        lambda: ClusterView(pods=pods, nodes=nodes, classes=classes_of(CLASSES), preemptors=record),
+        lambda: ClusterView(pods=pods, nodes=nodes, classes=classes_of(CLASSES)),
         GuardConfig(),
         lambda refusal, count: reported.append((refusal.message, count)),
         hold,
+        memory=GuardMemory(preemptors=record),
     )
     extender = ExtenderHooks(lambda: ClusterView(pods, nodes, CLASS_RECORDS), record, hold)
     metrics = WebhookMetrics()
