@@ -27,7 +27,7 @@ from kubernetes_asyncio import client
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
 from preemption_toleration.kube.client import make_api_client
-from preemption_toleration.kube.events import ObjectEvents
+from preemption_toleration.kube.events import EventRecorder
 from preemption_toleration.kube.identity import RUN_OPERATOR_GROUP, impersonating
 from preemption_toleration.kube.informer import DEFAULT_PAGE_SIZE as LIST_PAGE_SIZE
 from preemption_toleration.kube.kopf_login import connection_info
@@ -83,7 +83,7 @@ def apply_settings(settings: kopf.OperatorSettings, config: OperatorConfig) -> N
     # one), so that a policy of theirs is not kept from deletion.
     settings.persistence.finalizer = FORMER_FINALIZER
     settings.peering.priority = config.peering_priority
-    # Our Events are posted by ObjectEvents, where kubectl describe finds them (kube/events.py); kopf's own,
+    # Our Events are posted by EventRecorder, where kubectl describe finds them (kube/events.py); kopf's own,
     # about its handlers, stay in the log.
     settings.posting.enabled = False
     settings.watching.server_timeout = 300  # re-establish long watches before proxies cut them
@@ -99,7 +99,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     api = await make_api_client(config.kubeconfig)
     if config.impersonate is not None:
         impersonating(api, config.impersonate, RUN_OPERATOR_GROUP)
-    events = ObjectEvents(client.CoreV1Api(api), EVENTS_COMPONENT, logger)
+    events = EventRecorder(client.CoreV1Api(api), EVENTS_COMPONENT, logger)
     reconciler = Reconciler(api, config.field_manager, events.post, logger, metrics=memo.metrics)
     changes = asyncio.Event()
     policies: PolicyFeed = memo.policies

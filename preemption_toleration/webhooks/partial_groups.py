@@ -26,7 +26,7 @@ from collections.abc import Callable, Collection
 
 from preemption_toleration.core.groups import DisruptionMode
 from preemption_toleration.inventory.view import ClusterView
-from preemption_toleration.kube.events import ObjectEvents
+from preemption_toleration.kube.events import EventRecorder
 from preemption_toleration.records.pod import SlimPod
 
 logger = logging.getLogger("preemption_toleration.guard")
@@ -68,7 +68,7 @@ class PartialGroups:
     def __init__(
         self,
         view: Callable[[], ClusterView],
-        events: ObjectEvents,
+        events: EventRecorder,
         count: Callable[[], None],
         skipped: Collection[str] = (),
     ) -> None:

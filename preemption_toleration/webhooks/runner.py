@@ -19,7 +19,7 @@ from preemption_toleration.admission.decisions import AdmissionConfig
 from preemption_toleration.core.resources import LATEST_RULES, ResizeRules, resize_rules
 from preemption_toleration.guard.decisions import GuardConfig
 from preemption_toleration.kube.client import API_ERRORS, make_api_client
-from preemption_toleration.kube.events import ObjectEvents
+from preemption_toleration.kube.events import EventRecorder
 from preemption_toleration.kube.listers import serves_pod_groups
 from preemption_toleration.kube.version import server_minor
 from preemption_toleration.records.pod import PodRecord
@@ -94,6 +94,7 @@ def _start_steering(
     settings: WebhookSettings,
     metrics: WebhookMetrics,
     tasks: list[asyncio.Task[Any]],
+    recorder: EventRecorder,
 ) -> Callable[[PodRecord, str | None], asyncio.Event | None]:
     """The steerer's worker, when steering is on or in audit; what the guard calls with a refused victim."""
     if settings.steering == "off":
@@ -107,6 +108,7 @@ def _start_steering(
         metrics.steering,
         problems=lambda: caches.problems("all"),
         generation=caches.generation,
+        events=recorder,
     )
     tasks.append(asyncio.create_task(steerer.run_supervised(), name="steering"))
     return steerer.refused
@@ -133,17 +135,11 @@ def _group_claims(
 
 
 def _watch_partial_groups(
-    api: ApiClient,
-    caches: AdmissionCaches,
-    metrics: WebhookMetrics,
-    tasks: list[asyncio.Task[Any]],
-    skipped: Collection[str],
+    caches: AdmissionCaches, metrics: WebhookMetrics, recorder: EventRecorder, skipped: Collection[str]
 ) -> None:
     """Pod groups the scheduler's preemption leaves in part, from the pod cache's watch (hooked before the
     cache's tasks first run), reported as `webhooks.partial_groups` says."""
-    events = ObjectEvents(client.CoreV1Api(api), GUARD_COMPONENT, logger)
-    tasks.append(asyncio.create_task(events.run(), name="partial-group-events"))
-    partial = PartialGroups(caches.view, events, metrics.groups_left_in_part.inc, skipped)
+    partial = PartialGroups(caches.view, recorder, metrics.groups_left_in_part.inc, skipped)
     caches.pod_index.member_preempted = partial.member_preempted
 
 
@@ -201,8 +197,10 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
         refuse_in_vain=settings.steering == "on",
     )
     if guard_enabled:
-        events = RefusalEvents(api)
-        tasks.append(asyncio.create_task(events.run(), name="guard-events"))
+        # the server's one Event recorder: the guard's refusals, steering's actions, groups left in part
+        recorder = EventRecorder(client.CoreV1Api(api), GUARD_COMPONENT, logger, instance=_holder())
+        tasks.append(asyncio.create_task(recorder.run(), name="events"))
+        events = RefusalEvents(recorder)
         held_back: HeldBack = not_kept
         if settings.extender:
             # The expiry nudge re-queues a preemptor the extender left unschedulable when the toleration that
@@ -214,8 +212,8 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
             # The extender reads the guard's caches and tells it the preemptor of each victim it saw.
             trust_extender_clients(settings, certificates, api.configuration.ssl_ca_cert)
             extender = ExtenderHooks(caches.view, caches.preemptors, nudger.hold, authenticated=True)
-        steer = _start_steering(api, caches, settings, metrics, tasks)
-        _watch_partial_groups(api, caches, metrics, tasks, guard_skipped_namespaces(settings))
+        steer = _start_steering(api, caches, settings, metrics, tasks, recorder)
+        _watch_partial_groups(caches, metrics, recorder, guard_skipped_namespaces(settings))
         claims = _group_claims(api, caches, settings, metrics, tasks)
         guard = GuardHooks(
             caches.view,

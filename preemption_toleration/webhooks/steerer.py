@@ -56,7 +56,7 @@ from preemption_toleration.kube.client import (
     api_problem,
     patch_pod_status,
 )
-from preemption_toleration.kube.events import ObjectEvents
+from preemption_toleration.kube.events import EventRecorder
 from preemption_toleration.kube.informer import DEFAULT_STALE_AFTER_SECONDS, DictStore, Informer
 from preemption_toleration.records.pod import DEFAULT_SCHEDULER, NO_CONSTRAINTS, PodRecord, SlimPod
 from preemption_toleration.records.pod_group import MemberRecord
@@ -166,13 +166,16 @@ class Steerer:
         generation: Callable[[], int] = lambda: 0,
         pace: Pace = DEFAULT_PACE,
         clock: Callable[[], float] = time.perf_counter,
+        events: EventRecorder | None = None,
     ) -> None:
         self.core = client.CoreV1Api(api)
         self.leases = SteeringLeases(api, namespace, holder, window_seconds)
         # every replica's steering Leases, watched: the nominations any replica's steering made (`_ours`)
         self.lease_store: DictStore[LeaseState] = DictStore(LeaseState.from_json)
         self.lease_watch = Informer("steering-leases", self.leases.list_leases, self.lease_store, logger)
-        self.events = ObjectEvents(self.core, COMPONENT, logger, instance=holder)
+        # the server's recorder (its Events name this component each), else one of its own, run with steering
+        self.own_events = events is None
+        self.events = events or EventRecorder(self.core, COMPONENT, logger, instance=holder)
         self.view = view
         self.audit = mode == "audit"
         self.namespace = namespace
@@ -245,7 +248,8 @@ class Steerer:
         writes nothing but Events and metrics and needs no right to Leases), and `run`, started again after an
         error nothing foresaw (logged with its traceback, counted `restarted`): steering never ends silently
         while the server runs. Ended, it ends them all."""
-        self.sending.add(asyncio.create_task(self.events.run(), name="steering-events"))
+        if self.own_events:
+            self.sending.add(asyncio.create_task(self.events.run(), name="steering-events"))
         self.sending.add(asyncio.create_task(self._resume(), name="steering-resume"))
         if not self.audit:
             self.sending.add(asyncio.create_task(self.leases.sweep_forever(), name="steering-lease-sweep"))
@@ -638,6 +642,7 @@ class Steerer:
             "PreemptionSteered",
             f"Preempted {', '.join(deleted) or 'no pod'} on node {node} for this pod and nominated it there, as "
             "upstream's PreemptionToleration would: the scheduler's own choice of victims was refused",
+            component=COMPONENT,
         )
         await self._finish(uid)
         return True
@@ -679,6 +684,7 @@ class Steerer:
             f"Preempted by pod {preemptor.uid} on node {node} (steered by preemption-toleration, as upstream's "
             "PreemptionToleration would: the scheduler's own choice was refused)",
             related=pod_ref(preemptor.namespace, preemptor.name, preemptor.uid),
+            component=COMPONENT,
         )
         return True
 
@@ -785,7 +791,7 @@ class Steerer:
     # --- Events ----------------------------------------------------------------------------------------------
 
     def _event(self, pod: SlimPod, reason: str, message: str, kind: str) -> None:
-        self.events.post(pod_ref(pod.namespace, pod.name, pod.uid), kind, reason, message)
+        self.events.post(pod_ref(pod.namespace, pod.name, pod.uid), kind, reason, message, component=COMPONENT)
 
 
 def _fields(plan: SteeringPlan) -> dict[str, str]:

@@ -1,17 +1,19 @@
-"""Refusal Events are aggregated per victim: one Event whose count grows, written at most every interval.
+"""Refusal Events are aggregated per victim: one Event whose count grows, written at most every interval, by
+the server's one recorder (`kube.events.EventRecorder`).
 
-The Events API is replaced by a recorder here; tests/integration/test_guard.py reads the real Event.
+The Events API is replaced by a fake here; tests/integration/test_guard.py reads the real Event.
 """
 
 import asyncio
+import logging
 from datetime import UTC, datetime
 
 from preemption_toleration.core.protection import Protection, ProtectionKind
 from preemption_toleration.guard.decisions import Refusal
+from preemption_toleration.kube.events import POSTERS, EventRecorder
 from preemption_toleration.records.pod import PodBody
 from preemption_toleration.records.pod_group import MemberRecord, pod_group_record
-from preemption_toleration.webhooks import events as events_module
-from preemption_toleration.webhooks.events import RefusalEvents
+from preemption_toleration.webhooks.events import COMPONENT, RefusalEvents
 from tests.unit.gate import Gate
 from tests.unit.virtual_clock import VIRTUAL_CLOCK, running_loop_is_current  # noqa: F401 - an autouse fixture
 
@@ -54,19 +56,15 @@ def refusal(dry_run=False, audit=False) -> Refusal:
     return Refusal("delete", victim, 9000, "team/high", protection, 403, "pod team/victim ...", audit, dry_run)
 
 
-async def test_aggregation_and_rate_limit(monkeypatch) -> None:
+async def test_aggregation_and_rate_limit() -> None:
     clock = {"now": 1000.0}
-    monkeypatch.setattr(events_module.time, "monotonic", lambda: clock["now"])
-    recorder = RefusalEvents.__new__(RefusalEvents)
-    recorder.posting = {}
-    recorder.core = FakeCore()
-    recorder.min_interval = 10.0
-    recorder.aggregates = {}
+    core = FakeCore()
+    recorder = Recorded(core, clock)
     for _ in range(5):  # a scheduler retrying every second
-        await recorder._post(refusal())
+        await recorder.post(refusal())
         clock["now"] += 1
-    assert len(recorder.core.created) == 1 and recorder.core.patched == []
-    created = recorder.core.created[0]
+    assert len(core.created) == 1 and core.patched == []
+    created = core.created[0]
     assert created["reason"] == "PreemptionRefused" and created["type"] == "Warning" and created["count"] == 1
     assert created["involvedObject"] == {
         "apiVersion": "v1",
@@ -76,19 +74,18 @@ async def test_aggregation_and_rate_limit(monkeypatch) -> None:
         "uid": "u1",
     }
     clock["now"] += 10
-    await recorder._post(refusal())
-    [(name, patch)] = recorder.core.patched
+    await recorder.post(refusal())
+    [(name, patch)] = core.patched
     assert name == created["metadata"]["name"] and patch["count"] == 6
 
 
 async def test_dry_run_posts_nothing_and_audit_has_its_own_reason() -> None:
-    recorder = RefusalEvents.__new__(RefusalEvents)
-    recorder.posting = {}
-    recorder.queue = asyncio.Queue()
-    recorder.record(refusal(dry_run=True))
-    assert recorder.queue.empty()
-    body = events_module.refusal_event("n", refusal(audit=True), 1, NOW, NOW)
-    assert body["reason"] == "PreemptionWouldBeRefused"
+    core = FakeCore()
+    recorder = Recorded(core)
+    await recorder.post(refusal(dry_run=True))
+    assert core.created == []
+    await recorder.post(refusal(audit=True))
+    assert [body["reason"] for body in core.created] == ["PreemptionWouldBeRefused"]
 
 
 class ExpiringCore(FakeCore):
@@ -104,23 +101,29 @@ class ExpiringCore(FakeCore):
         return await super().patch_namespaced_event(name, namespace, body, _preload_content, _request_timeout)
 
 
-def recorder_with(core, clock) -> RefusalEvents:
-    recorder = RefusalEvents.__new__(RefusalEvents)
-    recorder.posting = {}
-    recorder.core, recorder.min_interval, recorder.aggregates = core, 10.0, {}
-    recorder.queue = asyncio.Queue()
-    return recorder
+class Recorded:
+    """The guard's RefusalEvents over the server's recorder, on a fake Events API (`core`) and `clock`."""
+
+    def __init__(self, core, clock: dict | None = None) -> None:
+        now = (lambda: clock["now"]) if clock is not None else (lambda: 1000.0)
+        self.recorder = EventRecorder(core, COMPONENT, logging.getLogger("test.guard-events"), clock=now)
+        self.events = RefusalEvents(self.recorder)
+
+    async def post(self, refused: Refusal) -> None:
+        """The refusal recorded, and what it queued posted at once."""
+        self.events.record(refused)
+        while not self.recorder.queue.empty():
+            await self.recorder.posted(self.recorder.queue.get_nowait())
 
 
-async def test_an_expired_event_is_written_again_with_the_count_so_far(monkeypatch) -> None:
+async def test_an_expired_event_is_written_again_with_the_count_so_far() -> None:
     clock = {"now": 1000.0}
-    monkeypatch.setattr(events_module.time, "monotonic", lambda: clock["now"])
     core = ExpiringCore()
-    recorder = recorder_with(core, clock)
-    await recorder._post(refusal())
+    recorder = Recorded(core, clock)
+    await recorder.post(refusal())
     core.expired = True
     clock["now"] += 3600
-    await recorder._post(refusal())
+    await recorder.post(refusal())
     first, again = core.created
     assert again["metadata"]["name"] == first["metadata"]["name"] and again["count"] == 2
     assert again["firstTimestamp"] == first["firstTimestamp"] and again["message"] == first["message"]
@@ -142,10 +145,10 @@ class BrokenCore(FakeCore):
 
 async def test_no_failure_of_a_post_ends_the_event_loop() -> None:
     core = BrokenCore()
-    recorder = recorder_with(core, None)
-    task = asyncio.create_task(recorder.run())
+    recorder = Recorded(core)
+    task = asyncio.create_task(recorder.recorder.run())
     for _ in range(3):
-        recorder.record(refusal())
+        recorder.events.record(refusal())
     for _ in range(100):
         if core.created:
             break
@@ -165,13 +168,12 @@ def member_refusal(name: str, mode: str = "all") -> Refusal:
     return Refusal("delete", MemberRecord(pod, group, None), 9000, "team/high", protection, 403, message, False, False)
 
 
-async def test_a_members_refusal_is_an_event_on_its_pod_and_one_on_its_group_for_every_member(monkeypatch) -> None:
+async def test_a_members_refusal_is_an_event_on_its_pod_and_one_on_its_group_for_every_member() -> None:
     clock = {"now": 1000.0}
-    monkeypatch.setattr(events_module.time, "monotonic", lambda: clock["now"])
     core = FakeCore()
-    recorder = recorder_with(core, clock)
+    recorder = Recorded(core, clock)
     for name in ("trainer-0", "trainer-1", "trainer-2"):
-        await recorder._post(member_refusal(name))
+        await recorder.post(member_refusal(name))
     pods = [e for e in core.created if e["involvedObject"]["kind"] == "Pod"]
     [group] = [e for e in core.created if e["involvedObject"]["kind"] == "PodGroup"]
     assert [e["involvedObject"]["name"] for e in pods] == ["trainer-0", "trainer-1", "trainer-2"]
@@ -186,29 +188,27 @@ async def test_a_members_refusal_is_an_event_on_its_pod_and_one_on_its_group_for
         "preemption refused for every member (disruptionMode all): pod team/trainer-0 of PodGroup team/trainers ..."
     )
     clock["now"] += 10
-    await recorder._post(member_refusal("trainer-3"))
+    await recorder.post(member_refusal("trainer-3"))
     assert [(patch["count"]) for name, patch in core.patched if name == group["metadata"]["name"]] == [4]
 
 
-async def test_a_preemptor_groups_refusal_is_an_event_on_that_group_too(monkeypatch) -> None:
-    monkeypatch.setattr(events_module.time, "monotonic", lambda: 1000.0)
+async def test_a_preemptor_groups_refusal_is_an_event_on_that_group_too() -> None:
     core = FakeCore()
-    recorder = recorder_with(core, None)
+    recorder = Recorded(core)
     refused = refusal()
     refused.preemptor_group = pod_group_record({"metadata": {"name": "high", "namespace": "team", "uid": "g2"}})
-    await recorder._post(refused)
+    await recorder.post(refused)
     assert [(e["involvedObject"]["kind"], e["message"]) for e in core.created] == [
         ("Pod", "pod team/victim ..."),
         ("PodGroup", "a member's preemption refused: pod team/victim ..."),
     ]
 
 
-async def test_a_failed_post_on_the_victim_does_not_keep_its_groups_event_from_being_posted(monkeypatch) -> None:
-    monkeypatch.setattr(events_module.time, "monotonic", lambda: 1000.0)
+async def test_a_failed_post_on_the_victim_does_not_keep_its_groups_event_from_being_posted() -> None:
     core = BrokenCore()
     core.failures = core.failures[:1]  # the victim's Event: the connection dropped
-    recorder = recorder_with(core, None)
-    await recorder._post(member_refusal("trainer-0"))
+    recorder = Recorded(core)
+    await recorder.post(member_refusal("trainer-0"))
     assert [e["involvedObject"]["kind"] for e in core.created] == ["PodGroup"]
 
 
@@ -234,20 +234,20 @@ async def test_refusals_are_posted_many_at_once_and_each_event_is_created_once()
     """Refusals of 20 victims are posted as many at once as the operator's Events (`POSTERS`); three of one
     more victim, queued together, make one Event created once and then counted up, never three."""
     core = GatedCore()
-    recorder = recorder_with(core, None)
-    recorder.min_interval = 0.0  # every repeat is written
+    recorder = Recorded(core)
+    recorder.recorder.min_interval = 0.0  # every repeat is written
     for index in range(20):
-        recorder.record(refusal_of(f"v-{index:02d}"))
+        recorder.events.record(refusal_of(f"v-{index:02d}"))
     for _ in range(3):
-        recorder.record(refusal())
-    task = asyncio.create_task(recorder.run())
+        recorder.events.record(refusal())
+    task = asyncio.create_task(recorder.recorder.run())
     try:
         for _ in range(500):
-            if core.gate.in_flight == events_module.POSTERS:
+            if core.gate.in_flight == POSTERS:
                 break
             await asyncio.sleep(0.01)
         await asyncio.sleep(0.05)
-        assert core.gate.in_flight == events_module.POSTERS == 16  # no more
+        assert core.gate.in_flight == POSTERS == 16  # no more
         core.gate.open()
         for _ in range(500):
             if len(core.created) == 21 and len(core.patched) == 2:
@@ -256,4 +256,4 @@ async def test_refusals_are_posted_many_at_once_and_each_event_is_created_once()
     finally:
         task.cancel()
     assert len(core.created) == 21 and [e["involvedObject"]["name"] for e in core.created].count("victim") == 1
-    assert [patch["count"] for _, patch in core.patched] == [2, 3] and recorder.posting == {}
+    assert [patch["count"] for _, patch in core.patched] == [2, 3] and recorder.recorder.posting == {}

@@ -16,7 +16,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.api.resources import pod_ref
 from preemption_toleration.kube import events as events_module
-from preemption_toleration.kube.events import ObjectEvents, event_body
+from preemption_toleration.kube.events import EventRecorder, event_body
 from preemption_toleration.records.policy import policy_view
 from preemption_toleration.records.priority_class import ClassView
 from tests.unit.gate import Gate
@@ -124,7 +124,7 @@ class FakeCore:
 
 
 @asynccontextmanager
-async def posting(events: ObjectEvents) -> AsyncIterator[None]:
+async def posting(events: EventRecorder) -> AsyncIterator[None]:
     """The posters run inside the block, and are stopped after it."""
     task = asyncio.create_task(events.run())
     try:
@@ -146,7 +146,7 @@ async def test_a_failed_post_is_logged_and_the_next_one_is_posted(caplog) -> Non
     core = FakeCore(
         [ApiException(status=403, reason="Forbidden"), Answer(422, b"Event is invalid"), RuntimeError("bug")]
     )
-    events = ObjectEvents(core, "c", logging.getLogger("test.events"))  # type: ignore[arg-type]
+    events = EventRecorder(core, "c", logging.getLogger("test.events"))  # type: ignore[arg-type]
     for reason in ("Refused", "Invalid", "Broken", "Applied"):
         events.post(POLICY.ref, "Normal", reason, "m")
     async with posting(events):
@@ -161,7 +161,7 @@ async def test_a_burst_is_posted_whole_and_as_many_at_once_as_the_writes() -> No
     queued, and they are posted 16 at once."""
     core = FakeCore()
     core.gate.close()
-    events = ObjectEvents(core, "c", logging.getLogger("test.events"))  # type: ignore[arg-type]
+    events = EventRecorder(core, "c", logging.getLogger("test.events"))  # type: ignore[arg-type]
     for i in range(3000):
         events.post(POLICY.ref, "Normal", "Applied", f"Applied to PriorityClass burst-{i:04d}.")
     assert events.queue.qsize() == 3000  # none dropped
@@ -176,7 +176,7 @@ async def test_a_burst_is_posted_whole_and_as_many_at_once_as_the_writes() -> No
 
 def test_a_full_queue_drops_the_event_with_a_log_line(monkeypatch, caplog) -> None:
     monkeypatch.setattr(events_module, "QUEUE_LIMIT", 1)
-    events = ObjectEvents(FakeCore(), "c", logging.getLogger("test.events"))  # type: ignore[arg-type]
+    events = EventRecorder(FakeCore(), "c", logging.getLogger("test.events"))  # type: ignore[arg-type]
     events.post(POLICY.ref, "Normal", "Applied", "first")
     events.post(POLICY.ref, "Normal", "Applied", "second")
     assert events.queue.qsize() == 1
@@ -187,7 +187,7 @@ async def test_a_named_event_another_replica_posted_first_is_dropped_quietly(cap
     """Every replica tells a group left in part by one Event of the same name: the API server keeps the first
     (201) and answers the others 409, which is no failure; a 409 for an Event without a name of its own is."""
     core = FakeCore([Answer(201), Answer(409, b"already exists"), Answer(409, b"already exists")])
-    events = ObjectEvents(core, "c", logging.getLogger("test.events"))  # type: ignore[arg-type]
+    events = EventRecorder(core, "c", logging.getLogger("test.events"))  # type: ignore[arg-type]
     for _ in range(2):
         events.post(POD_REF, "Warning", "PreemptedInPart", "m", name="g.ptol-in-part-1")
     events.post(POD_REF, "Warning", "Other", "m")

@@ -76,7 +76,7 @@ def test_the_pod_index_tells_of_a_member_the_schedulers_preemption_began_to_dele
 
 
 class Posted:
-    """ObjectEvents' `post`, kept."""
+    """EventRecorder' `post`, kept."""
 
     def __init__(self) -> None:
         self.events: list[tuple[ObjectRef, str, str, str]] = []
