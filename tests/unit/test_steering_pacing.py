@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from kubernetes_asyncio.client import ApiClient
@@ -18,6 +19,7 @@ from preemption_toleration.steering.pacing import DeclinedPlans, Pace, shape_of
 from preemption_toleration.steering.plan import Declined
 from preemption_toleration.telemetry.declared import SteeringOutcome
 from preemption_toleration.webhooks import steerer as steerer_module
+from preemption_toleration.webhooks import steering_leases as leases
 from preemption_toleration.webhooks.metrics import SteeringMetrics
 from preemption_toleration.webhooks.steerer import RefusedVictim, Steerer
 from tests.unit.test_extender import CLASS_RECORDS, node, pod
@@ -369,3 +371,37 @@ async def test_a_group_members_preemption_is_declined_before_any_nomination_is_c
     subject._clear_blocking = clear  # type: ignore[method-assign]
     assert not await subject._consider(refused(victim))
     assert counted.outcomes == ["pod-group"] and cleared == [] and counted.plans == []
+
+
+def another_replicas_lease(preemptor_uid: str, node: str, victims: str) -> dict:
+    """A steering Lease another replica wrote 5 s ago: done, for `preemptor_uid` on `node`, with `victims`."""
+    renewed = (datetime.now(UTC) - timedelta(seconds=5)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    annotations = {leases.STATE: leases.DONE, leases.NODE: node, leases.VICTIMS: victims}
+    return {
+        "metadata": {"name": leases.LEASE_PREFIX + preemptor_uid, "annotations": annotations},
+        "spec": {"holderIdentity": "another-replica", "leaseDurationSeconds": 60, "renewTime": renewed},
+    }
+
+
+LATELY = [
+    # (rule, the victims another replica's Lease for `first` names, whom steering plans for)
+    ("its victims still terminating: the scheduler preempts for the next", "team/p000=uid-p000", "uid-second"),
+    ("its victims gone and its room taken: planned again", "team/gone=uid-gone", "uid-first"),
+]
+
+
+@pytest.mark.parametrize(("rule", "victims", "planned"), LATELY, ids=[case[0] for case in LATELY])
+async def test_a_preemptor_another_replica_steered_lately_is_passed_over_while_it_waits(
+    api, rule, victims, planned
+) -> None:
+    """Two pods of one priority nominated to n000, `first` served first; another replica's Lease says it
+    steered `first` there 5 s ago. While `first` waits for that action, steering takes `second`, as the
+    scheduler does; once the action's victims are gone and `first` does not fit there, `first` again."""
+    victim = pod("p000", "low-non-preempted", cpu="2", node="n000")
+    pending = [pod(name, "high", cpu="2", node=None, status__nominatedNodeName="n000") for name in ("first", "second")]
+    view = ClusterView(PodIndex.of([victim, *pending]), {"n000": node("n000", cpu="2")}, CLASS_RECORDS)
+    subject = steerer(api, view, Counted())
+    subject.lease_watch.synced.set()  # the Leases listed
+    subject.lease_store.put(another_replicas_lease("uid-first", "n000", victims))
+    await subject._consider(refused(victim))
+    assert set(subject.declined_plans.at) == {planned}, rule
