@@ -11,7 +11,7 @@ import pytest
 
 from preemption_toleration.devcluster.service_proxy import Turns, routes_of, serve
 
-pytestmark = pytest.mark.asyncio(loop_scope="function")
+ON_OWN_LOOP = pytest.mark.asyncio(loop_scope="function")  # the async tests only: the others are plain
 
 
 def test_a_route_names_one_address_or_several(tmp_path: Path) -> None:
@@ -29,6 +29,7 @@ def test_each_connection_takes_the_next_replica_of_its_route() -> None:
     assert turns.target("other:443", targets) == "a", "counted per route"
 
 
+@ON_OWN_LOOP
 async def test_connections_to_a_service_of_two_replicas_are_spread_over_both(tmp_path: Path) -> None:
     answered: list[str] = []
 
@@ -65,6 +66,7 @@ async def test_connections_to_a_service_of_two_replicas_are_spread_over_both(tmp
             server.close()
 
 
+@ON_OWN_LOOP
 async def test_a_connection_whose_replica_is_routed_away_is_closed(tmp_path: Path) -> None:
     """As an endpoint that leaves a Service drains: the open connection ends, and the API server's next one
     goes to the replica routed now."""
