@@ -196,6 +196,10 @@ async def _until_stopped(
     while not stop.is_set():
         for index, (process, event, port) in enumerate(zip(processes, events, ports, strict=True)):
             if not process.is_alive():
+                with contextlib.suppress(TimeoutError):  # Ctrl-C reaches the replicas too: ours, not a failure
+                    await asyncio.wait_for(stop.wait(), 1)
+                if stop.is_set():
+                    return
                 raise WebhookError(f"webhook replica run-{index} ended (exit code {process.exitcode}): see its log")
             if spreader.ports[index] is None and event.is_set():
                 spreader.ports[index] = port
