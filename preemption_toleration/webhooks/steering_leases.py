@@ -145,6 +145,11 @@ def _parsed(value: Any) -> datetime | None:
     return found if found.tzinfo is not None else None
 
 
+def _stands(lease: LeaseState, now: datetime) -> bool:
+    """An action acting or done, until its Lease is swept: what it preempted and nominated stands."""
+    return lease.annotations.get(STATE) in (ACTING, DONE) and not lease.swept(now)
+
+
 def steered_nominations(leases: Iterable[LeaseState], now: datetime) -> dict[str, str]:
     """The nominations steering made, whichever replica made them: preemptor UID -> node, from the Leases
     acting or done, until they are swept (a preemptor waits for its node while its victims terminate, past
@@ -153,7 +158,7 @@ def steered_nominations(leases: Iterable[LeaseState], now: datetime) -> dict[str
     found = {}
     for lease in leases:
         node = lease.annotations.get(NODE)
-        if node and lease.annotations.get(STATE) in (ACTING, DONE) and not lease.swept(now):
+        if node and _stands(lease, now):
             found[lease.name.removeprefix(LEASE_PREFIX)] = node
     return found
 
@@ -177,9 +182,7 @@ def victims_elsewhere(leases: Iterable[LeaseState], preemptor_uid: str, now: dat
     (`steering.plan.search_plan`'s `preempted_for_others`)."""
     found: set[str] = set()
     for lease in leases:
-        if lease.name == LEASE_PREFIX + preemptor_uid or lease.swept(now):
-            continue
-        if lease.annotations.get(STATE) in (ACTING, DONE):
+        if lease.name != LEASE_PREFIX + preemptor_uid and _stands(lease, now):
             found.update(uid for *_, uid in victims_of(lease.annotations))
     return found
 
