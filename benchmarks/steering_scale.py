@@ -8,12 +8,14 @@ guard refuses each DisruptionTarget patch and DELETE, and with steering on each 
 plan, which reads the whole cluster and declines (`no-node`).
 
 `ptol webhook --extender off` (the guard alone, registered with the API server by URL) runs once per phase,
-steering off and on alternately (--rounds), each phase --seconds long with a fresh set of preemptors.
+steering off and on in each of --rounds rounds (off first in even rounds, on first in odd ones), each phase
+--seconds long with a fresh set of preemptors.
 Reported per phase, from the API server's own metrics: the guard's admission time
 (`apiserver_admission_webhook_admission_duration_seconds`, p50 and p99 interpolated in its buckets) and its
 calls, `apiserver_admission_webhook_fail_open_count` (a late answer is an allowed DELETE); the protected pods
 deleted; from a probe beside it, every 100 ms: /healthz's answer time and the guard's answer to a
-scheduler's DELETE of a protected pod, sent to the webhook directly (p50, p99, max); from the webhook:
+scheduler's DELETE of a protected pod, sent to the webhook directly once it refused one (p50, p99, max,
+and how many it allowed); from the webhook:
 plans made per second and the event loop's time they took (`ptol_steering_plan_seconds`), its CPU per second.
 
 Targets: 0 fail-open, 0 protected pods deleted, the guard's p99 with steering on <= 1.2 x steering off,
@@ -56,6 +58,7 @@ PODS_PER_NODE, NAMESPACES, IN_FLIGHT = 30, 10, 48
 PROTECTED, HIGH = "scale-protected", "scale-high"
 STEERING_NAMESPACE = "scale-steering"
 PROBE_SECONDS = 0.1
+WARM_UP_SECONDS = 60.0  # for the webhook's caches to hold the preemptors
 SETTLE_SECONDS = 10.0  # after the preemptors are gone, before the guard stops
 DURATION = "apiserver_admission_webhook_admission_duration_seconds"
 
@@ -209,12 +212,27 @@ def scheduler_delete(pod: dict[str, Any], node: str) -> bytes:
 @contextmanager
 def probing(base: str, nodes: int) -> Iterator[dict[str, list[float]]]:
     """Every PROBE_SECONDS: /healthz, and the guard's answer to a scheduler's DELETE (of another node's pod
-    each time, so that the guard's retry hold for one victim never applies)."""
+    each time, so that the guard's retry hold for one victim never applies), from the first one refused."""
     times: dict[str, list[float]] = {"healthz": [], "guard": [], "guard_allowed": []}
     stop = threading.Event()
+    step = 0
+
+    def refused() -> bool:
+        node = step % nodes
+        body = scheduler_delete(victim_body(node, step // nodes % PODS_PER_NODE), node_name(node))
+        status, answer = https(base + GUARD_PATH, body, timeout=30)
+        return status == 200 and not json.loads(answer)["response"]["allowed"]
+
+    # Measured from the first refusal on: until the webhook's caches hold a pending preemptor, the guard
+    # rightly allows a DELETE that nobody could be preempting for.
+    deadline = time.monotonic() + WARM_UP_SECONDS
+    while not refused():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the guard refused no probe within {WARM_UP_SECONDS:.0f} s of the preemptors")
+        time.sleep(PROBE_SECONDS)
 
     def probe() -> None:
-        step = 0
+        nonlocal step
         while not stop.wait(PROBE_SECONDS):
             started = time.perf_counter()
             https(f"{base}/healthz", timeout=30)
@@ -264,10 +282,10 @@ async def phase(
         before_webhook, cpu_before = webhook_figures(base), cpu_seconds(pid)
         protected_before = await protected_pods(api)
         started = time.monotonic()
+        for index in range(args.preemptors):
+            body = preemptor_body(label, index)
+            await core.create_namespaced_pod(body["metadata"]["namespace"], body)
         with probing(base, args.nodes) as probes:
-            for index in range(args.preemptors):
-                body = preemptor_body(label, index)
-                await core.create_namespaced_pod(body["metadata"]["namespace"], body)
             await asyncio.sleep(args.seconds)
         elapsed = time.monotonic() - started
         after_api = apiserver_metrics(cluster)
@@ -345,7 +363,9 @@ def main() -> None:
             try:
                 await populate(api, args.nodes)
                 for round_ in range(args.rounds):
-                    for mode in ("off", "on"):
+                    # off first in even rounds, on first in odd ones: a drift of the cluster over the run
+                    # (its store growing, the machine's other load) weighs on both alike
+                    for mode in ("off", "on") if round_ % 2 == 0 else ("on", "off"):
                         rows.append(await phase(cluster, api, mode, f"r{round_}-{mode}", args))
             finally:
                 await api.close()
