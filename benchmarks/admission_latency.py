@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import _common  # noqa: F401 (puts the repository on the path: the reference rule is a test's)
+
 from preemption_toleration.admission.decisions import (
     AdmissionConfig,
     Snapshot,
@@ -28,9 +30,10 @@ from preemption_toleration.admission.decisions import (
 )
 from preemption_toleration.api.admission import AdmissionRequest
 from preemption_toleration.governance.plan import plan
-from preemption_toleration.inventory.ownership import age_order, claims
+from preemption_toleration.inventory.ownership import age_order
 from preemption_toleration.records.policy import policy_view
 from preemption_toleration.records.priority_class import class_view
+from tests.unit.test_ownership import claims  # every policy asked in turn: the rule before the index
 
 RESULTS = Path(__file__).resolve().parent / "results" / "admission_latency.json"
 SIZES = [(10, 10), (100, 200), (500, 1000), (1000, 3000)]  # (policies, classes)
