@@ -35,6 +35,8 @@ from _common import save_results, shown, timed
 
 from preemption_toleration.admission.decisions import Snapshot
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
+from preemption_toleration.guard.adapter.group_leases import GroupClaims, MemoryStore
+from preemption_toleration.guard.adapter.guard_endpoint import GUARD, GuardHooks
 from preemption_toleration.guard.decisions import GuardConfig
 from preemption_toleration.guard.group_claims import LONGEST_SECONDS
 from preemption_toleration.inventory.pods import PodIndex
@@ -42,8 +44,6 @@ from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.node import node_record
 from preemption_toleration.records.pod_group import pod_group_record
 from preemption_toleration.records.priority_class import class_view
-from preemption_toleration.webhooks.group_leases import GroupClaims, MemoryStore
-from preemption_toleration.webhooks.guard_endpoint import GUARD, GuardHooks
 from preemption_toleration.webhooks.server import WebhookApp
 from tests.unit.webhook_client import webhook_app
 

@@ -1,8 +1,6 @@
-"""The webhook server's adapters: `server` (the aiohttp app, routing, health, readiness, metrics and the
-admission endpoints' wiring), `guard_endpoint` and `extender_endpoint` (the guard's and the scheduler
-extender's request handling) and `handling` (what they share); the watch caches they decide from, TLS,
-Events, expiry nudges, steering (`steerer`, its Lease protocol `steering_leases`), work done every so often
-(`periodic`), the `registration` of the webhook configurations (built by `manifests`), and
-`runner`, the composition root, with a module per job it wires: `settings`, `certificates`,
-`self_registration`, `draining`, `heap` and `metrics_site`. The decisions they serve are pure: `admission`,
-`guard` and `extender`."""
+"""The webhook server: `server` (the aiohttp app, routing, health, readiness, metrics and the wiring of
+each feature's endpoint), the watch caches every feature decides from, TLS (`tls`, `secret_tls`,
+`certificates`), the `registration` of the webhook configurations (built by `manifests`), and `runner`, the
+composition root, with a module per job it wires: `settings`, `self_registration`, `draining`, `heap` and
+`metrics_site`. Each feature's decisions and adapter live in its own package: `admission`, `guard`,
+`extender` and `steering`; what their adapters share with the server is `serving`."""

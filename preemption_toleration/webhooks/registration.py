@@ -37,7 +37,7 @@ from preemption_toleration.manifests.webhook_configurations import (
     url_client_config,
     validating_configuration,
 )
-from preemption_toleration.webhooks.periodic import every
+from preemption_toleration.serving.periodic import every
 
 logger = logging.getLogger("preemption_toleration.webhooks.registration")
 FIELD_MANAGER = "preemption-toleration-webhook"

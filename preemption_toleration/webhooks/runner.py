@@ -17,31 +17,31 @@ from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.admission.decisions import AdmissionConfig
 from preemption_toleration.core.resources import LATEST_RULES, ResizeRules, resize_rules
+from preemption_toleration.extender.adapter.extender_endpoint import ExtenderEndpoint, ExtenderHooks
+from preemption_toleration.guard.adapter.group_leases import GroupClaims, LeaseStore
+from preemption_toleration.guard.adapter.guard_endpoint import GuardEndpoint, GuardHooks
+from preemption_toleration.guard.adapter.nudger import Nudger
+from preemption_toleration.guard.adapter.partial_groups import PartialGroups
+from preemption_toleration.guard.adapter.refusal_events import COMPONENT as GUARD_COMPONENT
+from preemption_toleration.guard.adapter.refusal_events import RefusalEvents
 from preemption_toleration.guard.decisions import GuardConfig
 from preemption_toleration.kube.client import API_ERRORS, make_api_client
 from preemption_toleration.kube.events import EventRecorder
 from preemption_toleration.kube.listers import serves_pod_groups
 from preemption_toleration.kube.version import server_minor
 from preemption_toleration.records.pod import PodRecord
+from preemption_toleration.serving.handling import Endpoint, HeldBack, not_kept
+from preemption_toleration.serving.webhook_metrics import WebhookMetrics
+from preemption_toleration.steering.adapter.steerer import Steerer
 from preemption_toleration.webhooks.caches import AdmissionCaches
 from preemption_toleration.webhooks.certificates import serving_certificates, trust_extender_clients
 from preemption_toleration.webhooks.draining import drain
-from preemption_toleration.webhooks.events import COMPONENT as GUARD_COMPONENT
-from preemption_toleration.webhooks.events import RefusalEvents
-from preemption_toleration.webhooks.extender_endpoint import ExtenderEndpoint, ExtenderHooks
-from preemption_toleration.webhooks.group_leases import GroupClaims, LeaseStore
-from preemption_toleration.webhooks.guard_endpoint import GuardEndpoint, GuardHooks
-from preemption_toleration.webhooks.handling import Endpoint, HeldBack, not_kept
 from preemption_toleration.webhooks.heap import REFREEZE_EVERY_PAGES, PageFreezer, freeze_heap
-from preemption_toleration.webhooks.metrics import WebhookMetrics
 from preemption_toleration.webhooks.metrics_site import serve_metrics
-from preemption_toleration.webhooks.nudger import Nudger
-from preemption_toleration.webhooks.partial_groups import PartialGroups
 from preemption_toleration.webhooks.registration import Registrar
 from preemption_toleration.webhooks.self_registration import guard_skipped_namespaces, register, registrar_of
 from preemption_toleration.webhooks.server import WebhookApp, admission_endpoints
 from preemption_toleration.webhooks.settings import WebhookSettings
-from preemption_toleration.webhooks.steerer import Steerer
 
 logger = logging.getLogger("preemption_toleration.webhooks")
 
@@ -138,7 +138,7 @@ def _watch_partial_groups(
     caches: AdmissionCaches, metrics: WebhookMetrics, recorder: EventRecorder, skipped: Collection[str]
 ) -> None:
     """Pod groups the scheduler's preemption leaves in part, from the pod cache's watch (hooked before the
-    cache's tasks first run), reported as `webhooks.partial_groups` says."""
+    cache's tasks first run), reported as `guard.adapter.partial_groups` says."""
     partial = PartialGroups(caches.view, recorder, metrics.groups_left_in_part.inc, skipped)
     caches.pod_index.member_preempted = partial.member_preempted
 

@@ -18,7 +18,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration import pki
 from preemption_toleration.manifests.webhook_configurations import NAME
-from preemption_toleration.webhooks.periodic import every
+from preemption_toleration.serving.periodic import every
 from preemption_toleration.webhooks.tls import Issuer, load_pair, not_after, server_context
 
 logger = logging.getLogger("preemption_toleration.webhooks.tls")

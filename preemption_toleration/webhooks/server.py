@@ -39,10 +39,8 @@ from preemption_toleration.api.paths import (
 )
 from preemption_toleration.api.policy import GROUP, PLURAL
 from preemption_toleration.api.resources import PRIORITY_CLASSES
-from preemption_toleration.telemetry.declared import AdmissionDecision
-from preemption_toleration.telemetry.hot import Buckets
-from preemption_toleration.webhooks.extender_endpoint import EXTENDER, ExtenderEndpoint
-from preemption_toleration.webhooks.handling import (
+from preemption_toleration.extender.adapter.extender_endpoint import EXTENDER, ExtenderEndpoint
+from preemption_toleration.serving.handling import (
     CLIENT_CLOSED_REQUEST,
     DEFAULT_MAX_BODY_BYTES,
     NO_HOLD,
@@ -58,7 +56,9 @@ from preemption_toleration.webhooks.handling import (
     review_reader,
     unexpected,
 )
-from preemption_toleration.webhooks.metrics import WebhookMetrics
+from preemption_toleration.serving.webhook_metrics import WebhookMetrics
+from preemption_toleration.telemetry.declared import AdmissionDecision
+from preemption_toleration.telemetry.hot import Buckets
 
 logger = logging.getLogger("preemption_toleration.webhooks")
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from preemption_toleration.admission.decisions import AdmissionConfig
 from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES
 from preemption_toleration.kube.informer import DEFAULT_PAGE_SIZE, DEFAULT_STALE_AFTER_SECONDS
-from preemption_toleration.webhooks.handling import DEFAULT_MAX_BODY_BYTES
+from preemption_toleration.serving.handling import DEFAULT_MAX_BODY_BYTES
 
 
 @dataclass
@@ -53,7 +53,7 @@ class WebhookSettings:
     guard_skip_namespaces: list[str] = field(default_factory=lambda: ["kube-system"])
     # the CA that signs the scheduler's client certificate (the extender's caller); None: the cluster's CA
     extender_client_ca: str | None = None
-    # Steering (webhooks.steerer): off, "audit" (report what it would do) or "on"; its Leases' namespace
+    # Steering (steering.adapter.steerer): off, "audit" (report what it would do) or "on"; its Leases' namespace
     steering: str = "off"
     lease_namespace: str = "default"
 

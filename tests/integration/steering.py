@@ -15,7 +15,15 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from preemption_toleration.webhooks.steering_leases import ACTING, LABEL, LEASE_PREFIX, NODE, PREEMPTOR, STATE, VICTIMS
+from preemption_toleration.steering.adapter.steering_leases import (
+    ACTING,
+    LABEL,
+    LEASE_PREFIX,
+    NODE,
+    PREEMPTOR,
+    STATE,
+    VICTIMS,
+)
 from tests.integration.components import RunProcess
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import REACTION_SECONDS, START_SECONDS, eventually, unique_name

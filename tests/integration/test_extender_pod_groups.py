@@ -15,7 +15,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.devcluster import LocalCluster
-from preemption_toleration.webhooks.partial_groups import BATCH_SECONDS
+from preemption_toleration.guard.adapter.partial_groups import BATCH_SECONDS
 from tests.integration import groups
 from tests.integration.components import RunProcess, Server, ptol_run, scheduler_extended
 from tests.integration.groups import placed, placed_group, until_all_gone, until_placed

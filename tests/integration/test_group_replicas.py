@@ -16,8 +16,8 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.devcluster import LocalCluster
+from preemption_toleration.guard.adapter.partial_groups import BATCH_SECONDS
 from preemption_toleration.guard.group_claims import DECISION, lease_name
-from preemption_toleration.webhooks.partial_groups import BATCH_SECONDS
 from tests.integration import groups
 from tests.integration.chart import slate
 from tests.integration.components import INSTALL_NAMESPACE

@@ -18,7 +18,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.devcluster import LocalCluster
-from preemption_toleration.webhooks.partial_groups import BATCH_SECONDS
+from preemption_toleration.guard.adapter.partial_groups import BATCH_SECONDS
 from tests.integration import groups
 from tests.integration.components import RunProcess, Server, ptol_run
 from tests.integration.groups import create_group, half_over, placed, placed_group, until_all_gone, until_placed

@@ -13,7 +13,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.devcluster import LocalCluster
-from preemption_toleration.webhooks.steering_leases import DONE, LEASE_PREFIX, STATE
+from preemption_toleration.steering.adapter.steering_leases import DONE, LEASE_PREFIX, STATE
 from tests.integration import steering as bed
 from tests.integration.chart import clean_slate
 from tests.integration.components import INSTALL_NAMESPACE

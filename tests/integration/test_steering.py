@@ -23,10 +23,9 @@ from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.manifests.webhook_configurations import GUARD_WEBHOOK
 from preemption_toleration.records.pod import Shared, slim_pod
 from preemption_toleration.records.priority_class import class_view
-from preemption_toleration.steering.plan import SteeringPlan
-from preemption_toleration.webhooks.metrics import SteeringMetrics
-from preemption_toleration.webhooks.steerer import Steerer
-from preemption_toleration.webhooks.steering_leases import (
+from preemption_toleration.serving.webhook_metrics import SteeringMetrics
+from preemption_toleration.steering.adapter.steerer import Steerer
+from preemption_toleration.steering.adapter.steering_leases import (
     ACTING,
     DONE,
     LABEL,
@@ -36,6 +35,7 @@ from preemption_toleration.webhooks.steering_leases import (
     SWEEP_AFTER_SECONDS,
     SteeringLeases,
 )
+from preemption_toleration.steering.plan import SteeringPlan
 from tests.integration import steering as bed
 from tests.integration.components import RunProcess, Server, ptol_run_fixture
 from tests.integration.conftest import Kubectl, MakeNode

@@ -7,7 +7,7 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
-from preemption_toleration.webhooks.steering_leases import ACTING, STATE
+from preemption_toleration.steering.adapter.steering_leases import ACTING, STATE
 from tests.integration.components import RunProcess, Server, ptol_run_fixture
 from tests.integration.conftest import MakeNode
 from tests.integration.pods import create_bound, read_pod

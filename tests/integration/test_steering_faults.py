@@ -18,11 +18,11 @@ from kubernetes_asyncio.client import ApiClient
 from prometheus_client import CollectorRegistry
 
 from preemption_toleration.devcluster import LocalCluster
+from preemption_toleration.serving.webhook_metrics import SteeringMetrics
+from preemption_toleration.steering.adapter.steerer import RefusedVictim, Steerer
+from preemption_toleration.steering.adapter.steering_leases import DONE, LEASE_PREFIX, RELEASED
 from preemption_toleration.steering.plan import SteeringPlan
 from preemption_toleration.webhooks.caches import AdmissionCaches
-from preemption_toleration.webhooks.metrics import SteeringMetrics
-from preemption_toleration.webhooks.steerer import RefusedVictim, Steerer
-from preemption_toleration.webhooks.steering_leases import DONE, LEASE_PREFIX, RELEASED
 from tests.integration import steering as bed
 from tests.integration.components import install_crd
 from tests.integration.conftest import Kubectl, MakeNode

@@ -10,7 +10,7 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
-from preemption_toleration.webhooks.steering_leases import DONE, REFUSED, RELEASED
+from preemption_toleration.steering.adapter.steering_leases import DONE, REFUSED, RELEASED
 from tests.integration import steering as bed
 from tests.integration.components import RunProcess, ptol_run_fixture
 from tests.integration.conftest import Kubectl, MakeNode

@@ -1,5 +1,5 @@
 """Replicas of the guard's endpoint for unit tests: each with its own view and memory, the group decisions
-settled through one store (`webhooks.group_leases.MemoryStore`, as the Leases of one namespace), on a clock
+settled through one store (`guard.adapter.group_leases.MemoryStore`, as the Leases of one namespace), on a clock
 the test sets at each request."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from preemption_toleration.guard.adapter.group_leases import GroupClaims, MemoryStore
+from preemption_toleration.guard.adapter.guard_endpoint import GuardEndpoint, GuardHooks
 from preemption_toleration.guard.decisions import GuardConfig
 from preemption_toleration.inventory.view import ClusterView
-from preemption_toleration.webhooks.group_leases import GroupClaims, MemoryStore
-from preemption_toleration.webhooks.guard_endpoint import GuardEndpoint, GuardHooks
-from preemption_toleration.webhooks.handling import Reply
-from preemption_toleration.webhooks.metrics import WebhookMetrics
+from preemption_toleration.serving.handling import Reply
+from preemption_toleration.serving.webhook_metrics import WebhookMetrics
 from tests.unit.test_guard import pod_request
 
 ENFORCING = GuardConfig()

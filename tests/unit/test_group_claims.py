@@ -1,5 +1,5 @@
 """One decision per victim group of `disruptionMode: all` and preemption, whichever replica is asked
-(`guard.group_claims`, `webhooks.group_leases`): how long a claim stands, what a Lease is read as, and two
+(`guard.group_claims`, `guard.adapter.group_leases`): how long a claim stands, what a Lease is read as, and two
 replicas of the guard's endpoint with facts of their own settling through one store."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from preemption_toleration.core.protection import Protection, ProtectionKind
+from preemption_toleration.guard.adapter.group_leases import Conflict, GroupClaims, MemoryStore
 from preemption_toleration.guard.decisions import GroupDecision, GuardConfig, PreemptorSource
 from preemption_toleration.guard.group_claims import (
     BURST_GAP_SECONDS,
@@ -26,7 +27,6 @@ from preemption_toleration.guard.group_claims import (
 from preemption_toleration.inventory.group_verdicts import KEPT_GROUPS, GroupVerdicts
 from preemption_toleration.records.pod import PodBody
 from preemption_toleration.telemetry.declared import GroupDecisionOutcome
-from preemption_toleration.webhooks.group_leases import Conflict, GroupClaims, MemoryStore
 from tests.unit.guard_replicas import Replica
 from tests.unit.test_guard import NOW
 from tests.unit.test_guard_groups import PREEMPTOR, PROTECTED_ALL, TEN_MINUTES, group, member, view

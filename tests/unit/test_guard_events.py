@@ -9,11 +9,11 @@ import logging
 from datetime import UTC, datetime
 
 from preemption_toleration.core.protection import Protection, ProtectionKind
+from preemption_toleration.guard.adapter.refusal_events import COMPONENT, RefusalEvents
 from preemption_toleration.guard.decisions import Refusal
 from preemption_toleration.kube.events import POSTERS, EventRecorder
 from preemption_toleration.records.pod import PodBody
 from preemption_toleration.records.pod_group import MemberRecord, pod_group_record
-from preemption_toleration.webhooks.events import COMPONENT, RefusalEvents
 from tests.unit.gate import Gate
 from tests.unit.virtual_clock import VIRTUAL_CLOCK, running_loop_is_current  # noqa: F401 - an autouse fixture
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from preemption_toleration.guard.adapter.group_leases import MemoryStore
 from preemption_toleration.guard.decisions import GuardConfig, judge
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.view import ClusterView, GroupsNotCurrent
 from preemption_toleration.records.pod_group import pod_group_record
 from preemption_toleration.records.priority_class import class_view
-from preemption_toleration.webhooks.group_leases import MemoryStore
 from tests.unit.guard_replicas import Replica
 from tests.unit.guard_requests import answered
 from tests.unit.test_guard import CLASSES, NOW, POLICIES, bound, node, pending, pod_request

@@ -11,6 +11,8 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "preemption_toleration"
 
+# The features whose package holds their pure decisions at its top and their adapter in `<feature>.adapter`.
+FEATURES = ("guard", "extender", "steering")
 # Lowest first. A package may import its own layer's and lower layers' packages, never a higher one.
 LAYERS: list[set[str]] = [
     {"core", "logs"},  # the contract itself; standard library only
@@ -21,7 +23,9 @@ LAYERS: list[set[str]] = [
     {"guard", "steering"},  # the guard's decisions, inference, record and nudge plan; steering's plan
     {"manifests"},  # every generated manifest: CRDs, webhook configurations, admission policy, chart sources
     {"pki", "kube", "telemetry"},  # I/O basics: certificates, the API client, informers; every metric
-    {"operator", "webhooks"},  # the adapters: kopf handlers, the aiohttp server
+    {"serving"},  # what the server and every feature's adapter share: an endpoint's shape, the server's metrics
+    {*(f"{feature}.adapter" for feature in FEATURES)},  # each feature's adapter: endpoint, worker, Leases, Events
+    {"operator", "webhooks"},  # the adapters: kopf handlers, and the aiohttp server that serves the features
     {"devcluster"},  # the local control plane (a dev and test harness)
     {"demo"},
     {"cli"},
@@ -44,8 +48,19 @@ IO_LIBRARIES = {
     "ctypes",
     "cryptography",
 }
-# Adapters that must not know each other: each talks to the API server on its own.
-SIBLINGS = {frozenset({"operator", "webhooks"})}
+# Adapters that must not know each other: each talks to the API server on its own; the server wires the
+# features' adapters together, none of them imports another.
+ADAPTERS = ("operator", "webhooks", *(f"{feature}.adapter" for feature in FEATURES))
+SIBLINGS = {frozenset({one, other}) for one in ADAPTERS for other in ADAPTERS if one != other}
+SIBLINGS -= {frozenset({"webhooks", f"{feature}.adapter"}) for feature in FEATURES}
+
+
+def unit_of(parts: tuple[str, ...]) -> str:
+    """The layered unit a module's path (inside the package) belongs to: its top-level package, or a
+    feature's adapter."""
+    if len(parts) >= 2 and parts[0] in FEATURES and parts[1] == "adapter":
+        return f"{parts[0]}.adapter"
+    return parts[0]
 
 
 def layer_of(package: str) -> int:
@@ -62,7 +77,7 @@ def imports() -> list[tuple[str, str, str]]:
                 continue
             package = parts[0][:-3]
         else:
-            package = parts[0]
+            package = unit_of(parts)
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 names = (
@@ -84,6 +99,7 @@ IMPORTS = imports()
 def test_every_package_has_a_layer() -> None:
     packages = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     packages |= {p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__")}
+    packages |= {f"{p.parent.name}.adapter" for p in PACKAGE.glob("*/adapter") if (p / "__init__.py").exists()}
     assert packages == set().union(*LAYERS)
 
 
@@ -113,7 +129,7 @@ def test_no_package_imports_a_higher_layer_or_a_sibling_adapter() -> None:
     for importer, name, where in IMPORTS:
         if not name.startswith("preemption_toleration."):
             continue
-        imported = name.split(".")[1]
+        imported = unit_of(tuple(name.split(".")[1:]))
         if imported == importer:
             continue
         if layer_of(imported) > layer_of(importer) or frozenset({importer, imported}) in SIBLINGS:

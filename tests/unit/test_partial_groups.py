@@ -1,5 +1,5 @@
 """Pod groups the scheduler's preemption left in part: the members it began to delete, seen in the pod cache's
-watch, and the group told on its PodGroup when others still run (webhooks/partial_groups.py). One row or test
+watch, and the group told on its PodGroup when others still run (guard/adapter/partial_groups.py). One row or test
 per rule."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from preemption_toleration.api.resources import ObjectRef
+from preemption_toleration.guard.adapter import partial_groups
+from preemption_toleration.guard.adapter.partial_groups import PartialGroups, event_name, in_part_message
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.records.pod import SlimPod
-from preemption_toleration.webhooks import partial_groups
-from preemption_toleration.webhooks.partial_groups import PartialGroups, event_name, in_part_message
 from tests.unit.test_guard_groups import PREEMPTOR, PROTECTED_ALL, PROTECTED_SINGLE, member, view
 from tests.unit.virtual_clock import VIRTUAL_CLOCK, running_loop_is_current  # noqa: F401 - an autouse fixture
 

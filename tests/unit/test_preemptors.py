@@ -210,7 +210,7 @@ def test_a_retry_gives_way_to_a_newer_plan() -> None:
 
 
 def test_the_nudge_nominates_the_preemptor_to_the_node_then_withdraws_only_its_own_nomination() -> None:
-    from preemption_toleration.webhooks.nudger import nomination, withdrawal
+    from preemption_toleration.guard.adapter.nudger import nomination, withdrawal
 
     plan = NudgePlan()
     plan.hold(PodBody(HIGH), "node-7", END, NOW)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from preemption_toleration.webhooks.handling import Hold
+from preemption_toleration.serving.handling import Hold
 from tests.unit.virtual_clock import VIRTUAL_CLOCK, running_loop_is_current  # noqa: F401 - an autouse fixture
 
 pytestmark = VIRTUAL_CLOCK

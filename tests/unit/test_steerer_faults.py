@@ -13,11 +13,11 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.view import ClusterView
+from preemption_toleration.steering.adapter import steerer as steerer_module
+from preemption_toleration.steering.adapter.steerer import ActionStopped, RefusedVictim, Steerer
+from preemption_toleration.steering.adapter.steering_leases import LEASE_PREFIX, REFUSED, RELEASED
 from preemption_toleration.steering.plan import SteeringPlan
 from preemption_toleration.steering.resumption import LeftPlan
-from preemption_toleration.webhooks import steerer as steerer_module
-from preemption_toleration.webhooks.steerer import ActionStopped, RefusedVictim, Steerer
-from preemption_toleration.webhooks.steering_leases import LEASE_PREFIX, REFUSED, RELEASED
 from tests.unit.test_extender import CLASS_RECORDS, node, pod
 from tests.unit.test_steering_pacing import Counted, api, steerer
 from tests.unit.virtual_clock import VIRTUAL_CLOCK, running_loop_is_current

@@ -1,4 +1,4 @@
-"""Steering's Lease protocol (`webhooks/steering_leases.py`), as built and read before anything is sent: the
+"""Steering's Lease protocol (`steering/adapter/steering_leases.py`), as built and read before anything is sent: the
 Lease that claims a preemptor and records the plan, the plan read back from a Lease left acting, and when a
 Lease is held, retaken or swept. The live claim race, sweep and resumption are tests/integration/test_steering.py's
 and test_steering_resume.py's."""
@@ -11,10 +11,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from preemption_toleration.records.pod import Shared, slim_pod
+from preemption_toleration.steering.adapter import steering_leases as leases
+from preemption_toleration.steering.adapter.steering_leases import LeaseState, lease_body, left_plan, victims_of
 from preemption_toleration.steering.plan import SteeringPlan
 from preemption_toleration.steering.resumption import LeftPlan
-from preemption_toleration.webhooks import steering_leases as leases
-from preemption_toleration.webhooks.steering_leases import LeaseState, lease_body, left_plan, victims_of
 from tests.unit.test_extender import pod
 
 NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)

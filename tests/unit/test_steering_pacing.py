@@ -15,13 +15,13 @@ from prometheus_client import CollectorRegistry
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.pod import PodBody
+from preemption_toleration.serving.webhook_metrics import SteeringMetrics
+from preemption_toleration.steering.adapter import steerer as steerer_module
+from preemption_toleration.steering.adapter import steering_leases as leases
+from preemption_toleration.steering.adapter.steerer import RefusedVictim, Steerer
 from preemption_toleration.steering.pacing import DeclinedPlans, Pace, shape_of
 from preemption_toleration.steering.plan import Declined
 from preemption_toleration.telemetry.declared import SteeringOutcome
-from preemption_toleration.webhooks import steerer as steerer_module
-from preemption_toleration.webhooks import steering_leases as leases
-from preemption_toleration.webhooks.metrics import SteeringMetrics
-from preemption_toleration.webhooks.steerer import RefusedVictim, Steerer
 from tests.unit.test_extender import CLASS_RECORDS, node, pod
 from tests.unit.virtual_clock import VIRTUAL_CLOCK, running_loop_is_current  # noqa: F401 - an autouse fixture
 

@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry
 from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.kube.informer import CacheStats
 from preemption_toleration.operator.metrics import OperatorMetrics
+from preemption_toleration.serving.webhook_metrics import WebhookMetrics
 from preemption_toleration.steering.plan import Declined
 from preemption_toleration.telemetry import declared
 from preemption_toleration.telemetry.collectors import counter, hot_counter
@@ -25,7 +26,6 @@ from preemption_toleration.telemetry.declared import (
     WriteAction,
 )
 from preemption_toleration.telemetry.reference import PATH, metrics_reference
-from preemption_toleration.webhooks.metrics import WebhookMetrics
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -65,7 +65,7 @@ def test_histogram_bounds_must_increase() -> None:
 
 
 def test_refusals_by_preemptor_keep_the_most_recently_refused_series(monkeypatch: pytest.MonkeyPatch) -> None:
-    from preemption_toleration.webhooks import metrics as metrics_module
+    from preemption_toleration.serving import webhook_metrics as metrics_module
 
     monkeypatch.setattr(metrics_module, "REFUSED_PREEMPTOR_SERIES", 2)
     metrics = metrics_module.WebhookMetrics()

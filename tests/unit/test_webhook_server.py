@@ -18,8 +18,8 @@ from preemption_toleration.core.annotations import TOLERATION_SECONDS as TOL
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.guard.memory import GuardMemory
 from preemption_toleration.kube.informer import CacheStats
+from preemption_toleration.serving.webhook_metrics import WebhookMetrics
 from preemption_toleration.webhooks.draining import drain
-from preemption_toleration.webhooks.metrics import WebhookMetrics
 from preemption_toleration.webhooks.server import WebhookApp
 from tests.builders import priority_class
 from tests.unit.admission_payloads import review
@@ -207,9 +207,9 @@ async def test_a_body_that_arrives_in_pieces_is_read_whole(http: TestClient) -> 
 
 @pytest.fixture
 async def guard_http() -> AsyncIterator[TestClient]:
+    from preemption_toleration.guard.adapter.guard_endpoint import GuardHooks
     from preemption_toleration.guard.decisions import GuardConfig
     from preemption_toleration.inventory.view import ClusterView
-    from preemption_toleration.webhooks.guard_endpoint import GuardHooks
 
     READY["value"] = False  # caches not synced: only the fast path can answer
     hooks = GuardHooks(ClusterView, GuardConfig(), lambda refusal, count: None)
@@ -282,12 +282,12 @@ async def test_guard_reads_every_review_whole_before_its_fast_path(
 @pytest.fixture
 async def extender_http() -> AsyncIterator[TestClient]:
     """The extender and the guard in one server, on one pod index, as `ptol webhook` runs them."""
+    from preemption_toleration.extender.adapter.extender_endpoint import ExtenderHooks
+    from preemption_toleration.guard.adapter.guard_endpoint import GuardHooks
     from preemption_toleration.guard.decisions import GuardConfig
     from preemption_toleration.inventory.pods import PodIndex
     from preemption_toleration.inventory.preemptors import PreemptorRecord
     from preemption_toleration.inventory.view import ClusterView
-    from preemption_toleration.webhooks.extender_endpoint import ExtenderHooks
-    from preemption_toleration.webhooks.guard_endpoint import GuardHooks
     from tests.unit.test_extender import CLASS_RECORDS, CLASSES, node, pod
 
     READY["value"] = True
@@ -658,10 +658,10 @@ async def test_the_guard_answers_503_for_a_member_of_a_group_while_podgroups_are
     """PodGroups unlisted (say, the role misses them after an upgrade of the image alone): the server stays
     ready and decides about lone pods; about a member of a group it answers 503 with the reason, which
     the API server treats by the guard's failurePolicy, alike for every member."""
+    from preemption_toleration.guard.adapter.guard_endpoint import GuardHooks
     from preemption_toleration.guard.decisions import GuardConfig
     from preemption_toleration.inventory.pods import PodIndex
     from preemption_toleration.inventory.view import ClusterView
-    from preemption_toleration.webhooks.guard_endpoint import GuardHooks
     from tests.unit.test_extender import CLASS_RECORDS, node, pod
 
     READY["value"] = True

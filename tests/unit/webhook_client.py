@@ -9,10 +9,10 @@ from aiohttp import web
 from aiohttp.test_utils import BaseTestServer, TestClient
 
 from preemption_toleration.admission.decisions import AdmissionConfig, Needs, Snapshot
-from preemption_toleration.webhooks.extender_endpoint import ExtenderEndpoint, ExtenderHooks
-from preemption_toleration.webhooks.guard_endpoint import GuardEndpoint, GuardHooks
-from preemption_toleration.webhooks.handling import DEFAULT_MAX_BODY_BYTES, Endpoint
-from preemption_toleration.webhooks.metrics import WebhookMetrics
+from preemption_toleration.extender.adapter.extender_endpoint import ExtenderEndpoint, ExtenderHooks
+from preemption_toleration.guard.adapter.guard_endpoint import GuardEndpoint, GuardHooks
+from preemption_toleration.serving.handling import DEFAULT_MAX_BODY_BYTES, Endpoint
+from preemption_toleration.serving.webhook_metrics import WebhookMetrics
 from preemption_toleration.webhooks.server import WebhookApp, admission_endpoints
 
 

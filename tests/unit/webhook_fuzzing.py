@@ -27,10 +27,10 @@ from preemption_toleration.core.annotations import (
     PREEMPTOR_PRIORITY,
     TOLERATION_SECONDS,
 )
+from preemption_toleration.extender.adapter.extender_endpoint import ExtenderHooks
+from preemption_toleration.guard.adapter.guard_endpoint import GuardHooks
 from preemption_toleration.guard.decisions import GuardConfig
 from preemption_toleration.inventory.preemptors import PreemptorRecord
-from preemption_toleration.webhooks.extender_endpoint import ExtenderHooks
-from preemption_toleration.webhooks.guard_endpoint import GuardHooks
 from preemption_toleration.webhooks.server import WebhookApp
 from tests.builders import priority_class
 from tests.unit import test_extender as extender
