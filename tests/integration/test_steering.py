@@ -325,7 +325,7 @@ async def test_every_write_of_an_action_is_made_under_the_pods_uid(
         nominated = await read_pod(api, namespace, "pending")
         assert (nominated or {}).get("status", {}).get("nominatedNodeName") == node
         # a stale UID for the preemptor: no nomination, nothing done
-        assert not await steerer._nominate(namespace, "pending", "uid-of-another-pod", "elsewhere")
+        assert not await steerer.writes.nominate(namespace, "pending", "uid-of-another-pod", "elsewhere")
     finally:
         for task in steerer.sending:
             task.cancel()

@@ -181,7 +181,7 @@ async def test_a_replica_keeps_the_nomination_another_replicas_steering_made(
     cached_second = caches.pod_index.get((namespace, "second"))
     assert cached_second is not None
     lease = LEASE_PREFIX + second["uid"]
-    watch = asyncio.create_task(replica_b.lease_watch.run())
+    watch = asyncio.create_task(replica_b.replicas.lease_watch.run())
     try:
         assert await replica_a.leases.claim(SteeringPlan(cached_second, node, (), 0))
         await client.CoreV1Api(api).patch_namespaced_pod_status(
@@ -192,13 +192,15 @@ async def test_a_replica_keeps_the_nomination_another_replicas_steering_made(
             lambda: (pod := caches.pod_index.get((namespace, "first"))) is not None and pod.nominated_node == node,
             "first's nomination",
         )
-        await until_cached(caches, lambda: lease in replica_b.lease_store.items, "replica A's Lease, by replica B")
+        await until_cached(
+            caches, lambda: lease in replica_b.replicas.lease_store.items, "replica A's Lease, by replica B"
+        )
         refusal = RefusedVictim(namespace, "protected", protected["metadata"]["uid"], node, f"{namespace}/first")
         await replica_b._consider(refusal)
         assert outcome(replica_b, "unblocked") == 0
         kept = await read_pod(api, namespace, "second")
         assert (kept or {}).get("status", {}).get("nominatedNodeName") == node
-        assert first["uid"] not in replica_b.steered
+        assert first["uid"] not in replica_b.record.steered
     finally:
         watch.cancel()
         await _forget_lease(api, lease)

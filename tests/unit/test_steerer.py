@@ -4,7 +4,8 @@ it; and its rate limiter. Its Lease protocol is tests/unit/test_steering_leases.
 from datetime import UTC, datetime
 
 from preemption_toleration.records.pod import PodBody, Shared, slim_pod
-from preemption_toleration.steering.adapter.steerer import disruption_target, refused_victim, scheduler_of
+from preemption_toleration.steering.adapter.pod_writes import disruption_target, scheduler_of
+from preemption_toleration.steering.adapter.steerer import refused_victim
 from preemption_toleration.steering.pacing import TokenBucket
 from tests.unit.test_extender import pod
 

@@ -13,7 +13,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.view import ClusterView
-from preemption_toleration.steering.adapter import steerer as steerer_module
+from preemption_toleration.steering.adapter import resume as resume_module
 from preemption_toleration.steering.adapter.steerer import ActionStopped, RefusedVictim, Steerer
 from preemption_toleration.steering.adapter.steering_leases import LEASE_PREFIX, REFUSED, RELEASED
 from preemption_toleration.steering.plan import SteeringPlan
@@ -95,7 +95,7 @@ async def test_an_action_given_up_leaves_nothing_behind_and_its_preemptor_is_ste
         assert not await subject._consider(refusal(victim)), rule
         assert counted.outcomes == [outcome], rule
         assert ("mark", ("uid-high", RELEASED)) in leases.calls, rule
-        assert "uid-high" not in subject.steered and "uid-high" not in subject.recent, rule
+        assert "uid-high" not in subject.record.steered and "uid-high" not in subject.record.recent, rule
         await subject._consider(refusal(victim))
         assert counted.outcomes == [outcome, "unchanged"], f"{rule}: within the wait"
         generation, when, wait = subject.declined_plans.at["uid-high"]
@@ -121,7 +121,7 @@ async def test_a_claim_another_replica_won_is_its_action_and_costs_no_token(api)
     tokens = subject.bucket.tokens
     assert not await subject._consider(refusal(victim))
     assert counted.outcomes == ["claimed-elsewhere"] and carried == []
-    assert "uid-high" in subject.recent and "uid-high" not in subject.steered
+    assert "uid-high" in subject.record.recent and "uid-high" not in subject.record.steered
     assert subject.bucket.tokens == tokens
     await subject._consider(refusal(victim))
     assert counted.outcomes == ["claimed-elsewhere"], "passed over, not planned again"
@@ -136,7 +136,7 @@ async def test_a_claim_that_fails_gives_the_action_up_and_releases_what_it_may_h
     with_fakes(subject, leases, carried, None)
     assert not await subject._consider(refusal(victim))
     assert counted.outcomes == ["failed"] and carried == []
-    assert ("mark", ("uid-high", RELEASED)) in leases.calls and "uid-high" not in subject.recent
+    assert ("mark", ("uid-high", RELEASED)) in leases.calls and "uid-high" not in subject.record.recent
 
 
 def left_lease(victims: tuple[str, ...] = ("plain",), node_name: str = "node-a") -> tuple[str, LeftPlan]:
@@ -195,7 +195,7 @@ async def test_audit_sweeps_no_lease(api) -> None:
 
 
 async def test_the_leases_left_are_listed_until_they_are(api, monkeypatch) -> None:
-    monkeypatch.setattr(steerer_module, "LIST_AGAIN_SECONDS", (1.0, 2.0))
+    monkeypatch.setattr(resume_module, "LIST_AGAIN_SECONDS", (1.0, 2.0))
     counted, leases, carried = await resumed(api, "on", left_lease(), failures=3)
     assert [call for call, _ in leases.calls][:4] == ["left"] * 4
     assert counted.outcomes == ["failed"] * 3 + ["resumed"] and carried == ["uid-high"]

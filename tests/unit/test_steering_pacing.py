@@ -289,13 +289,13 @@ async def test_a_preemptor_steered_before_is_in_progress_while_its_victims_are_t
     view, victim = protected_cluster(3)
     counted = Counted()
     subject = steerer(api, view, counted)
-    subject.steered["uid-high"] = ("n001", (("team", "p001", "uid-p001"),))
+    subject.record.steered["uid-high"] = ("n001", (("team", "p001", "uid-p001"),))
     await subject._consider(refused(victim))
     assert counted.outcomes == ["in-progress"] and counted.plans == []
     view.pods.remove(pod("p001", "low-non-preempted", cpu="2", node="n001"))
     await subject._consider(refused(victim))
     # planned again: n001 is free now, so the scheduler will place it there
-    assert counted.outcomes == ["in-progress", "fits"] and "uid-high" not in subject.steered
+    assert counted.outcomes == ["in-progress", "fits"] and "uid-high" not in subject.record.steered
 
 
 async def test_the_refusals_hold_is_released_once_the_preemption_is_steered(api) -> None:
@@ -309,13 +309,13 @@ async def test_the_refusals_hold_is_released_once_the_preemption_is_steered(api)
         pass
 
     subject._resume = nothing_left  # type: ignore[method-assign]
-    subject.steered["uid-high"] = ("n001", (("team", "p001", "uid-p001"),))
+    subject.record.steered["uid-high"] = ("n001", (("team", "p001", "uid-p001"),))
     first = subject.refused(PodBody(victim))
     assert first is not None and subject.refused(PodBody(victim)) is first
     worker = asyncio.create_task(subject.run())
     try:
         await asyncio.wait_for(first.wait(), timeout=10)
-        del subject.steered["uid-high"]  # now steering plans, and declines (no-node)
+        del subject.record.steered["uid-high"]  # now steering plans, and declines (no-node)
         second = subject.refused(PodBody(victim))
         assert second is not None and second is not first
         while "no-node" not in counted.outcomes:
@@ -368,7 +368,7 @@ async def test_a_group_members_preemption_is_declined_before_any_nomination_is_c
     async def clear(pod, node, preemptor) -> None:
         cleared.append(pod.name)
 
-    subject._clear_blocking = clear  # type: ignore[method-assign]
+    subject.clearing.clear = clear  # type: ignore[method-assign]
     assert not await subject._consider(refused(victim))
     assert counted.outcomes == ["pod-group"] and cleared == [] and counted.plans == []
 
@@ -401,7 +401,7 @@ async def test_a_preemptor_another_replica_steered_lately_is_passed_over_while_i
     pending = [pod(name, "high", cpu="2", node=None, status__nominatedNodeName="n000") for name in ("first", "second")]
     view = ClusterView(PodIndex.of([victim, *pending]), {"n000": node("n000", cpu="2")}, CLASS_RECORDS)
     subject = steerer(api, view, Counted())
-    subject.lease_watch.synced.set()  # the Leases listed
-    subject.lease_store.put(another_replicas_lease("uid-first", "n000", victims))
+    subject.replicas.lease_watch.synced.set()  # the Leases listed
+    subject.replicas.lease_store.put(another_replicas_lease("uid-first", "n000", victims))
     await subject._consider(refused(victim))
     assert set(subject.declined_plans.at) == {planned}, rule

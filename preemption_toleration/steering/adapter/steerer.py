@@ -10,14 +10,21 @@ preemptor from preempting elsewhere while a victim on its nominated node termina
 
 One action per preemptor per window, whichever replica: a Lease named after the preemptor's UID, in the
 server's namespace, is created before anything is written (a second replica's create fails) and records
-the plan (the protocol is `steering_leases`'). Each victim is judged again right before its DELETE
+the plan (the protocol is `steering_leases`'; what the other replicas did is read from their Leases,
+`replicas`). Each victim is judged again right before its DELETE
 (`steering.recheck`): a policy applied meanwhile wins, and the action stops there. A write that fails, or an
 action that stops, gives the action up: its Lease is released, nothing of it is remembered as in progress,
 and the preemptor is planned again after a wait (1 s, doubled up to 10 s). A replica that starts finds the
-Leases left acting by one that stopped in the middle; a Lease only says which preemptor it acted for
-(`steering.resumption`): a fresh plan chooses the victims, under the claim and rate limit of a live action.
+Leases left acting by one that stopped in the middle (`resume`); a Lease only says which preemptor it acted
+for (`steering.resumption`): a fresh plan chooses the victims, under the claim and rate limit of a live
+action.
 Actions are rate-limited per replica (`steering.pacing.TokenBucket`). In audit mode the plan is logged,
 counted and posted as an Event on the preemptor, and nothing else is written, not even a Lease.
+
+This module is the worker: the refusals queued, the preemptor found, planned and acted for. Its other
+jobs are modules of their own: the writes on pods (`pod_writes`), clearing a blocking nomination
+(`clearing`), this replica's memory of its actions (`record`), the other replicas' (`replicas`), what it
+tells (`reports`) and the start-up's resumption (`resume`).
 
 Planning shares the event loop that answers the API server, so it never holds it for long
 (`steering.pacing`): a plan runs in slices of about 2 ms and takes at most a quarter of the loop's time, a
@@ -31,79 +38,48 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
-from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.api.resources import pod_ref
 from preemption_toleration.core.exemption import PriorityClassNotFound
-from preemption_toleration.core.pods import PREEMPTION_MARK
-from preemption_toleration.core.times import rfc3339
 from preemption_toleration.extender.decisions import ExemptionCheck
 from preemption_toleration.guard.waste import stock_choice_refused
 from preemption_toleration.inventory.view import ClusterView, GroupsNotCurrent
-from preemption_toleration.kube.client import (
-    API_ERRORS,
-    JSON_PATCH,
-    MERGE_PATCH,
-    STRATEGIC_MERGE_PATCH,
-    answer_of,
-    api_problem,
-    patch_pod_status,
-)
+from preemption_toleration.kube.client import API_ERRORS, api_problem
 from preemption_toleration.kube.events import EventRecorder
-from preemption_toleration.kube.informer import DEFAULT_STALE_AFTER_SECONDS, DictStore, Informer
-from preemption_toleration.records.pod import DEFAULT_SCHEDULER, NO_CONSTRAINTS, PodRecord, SlimPod
+from preemption_toleration.records.pod import PodRecord, SlimPod
 from preemption_toleration.records.pod_group import MemberRecord
 from preemption_toleration.serving.webhook_metrics import SteeringMetrics
-from preemption_toleration.steering.adapter.steering_leases import (
-    DONE,
-    LEASE_PREFIX,
-    NODE,
-    REFUSED,
-    RELEASED,
-    LeaseState,
-    SteeringLeases,
-    acted_lately,
-    steered_nominations,
-    victims_elsewhere,
-    victims_of,
-)
+from preemption_toleration.steering.adapter.clearing import Clearing
+from preemption_toleration.steering.adapter.pod_writes import PodWrites, scheduler_of
+from preemption_toleration.steering.adapter.record import QUEUE_LIMIT, SteeringRecord
+from preemption_toleration.steering.adapter.replicas import OtherReplicas
+from preemption_toleration.steering.adapter.reports import ACROSS_NODES, COMPONENT, SteeringReports, plan_fields
+from preemption_toleration.steering.adapter.resume import resume_left
+from preemption_toleration.steering.adapter.steering_leases import DONE, RELEASED, SteeringLeases
 from preemption_toleration.steering.pacing import DEFAULT_PACE, DeclinedPlans, Pace, TokenBucket, shape_of
 from preemption_toleration.steering.plan import (
-    EVERY_NOMINATION,
     Declined,
     NotSteered,
     RefusedFor,
     SteeringPlan,
     Steps,
     blocking_search,
-    fits_on,
     refusal_search,
     search_plan,
 )
 from preemption_toleration.steering.recheck import victim_now
-from preemption_toleration.steering.resumption import LeftPlan, borne_out, preemptor_of_left_plan
 from preemption_toleration.telemetry.declared import SteeringOutcome
 
 T = TypeVar("T")
 logger = logging.getLogger("preemption_toleration.steering")
-COMPONENT = "preemption-toleration-steering"
-QUEUE_LIMIT = 1000
-# A blocking nomination cleared is cleared again, once the stock scheduler has made it again, no sooner. Well
-# under the guard's retry hold (1 s), which paces both pods' attempts: the blocking pod nominates itself again
-# at the start of each of its attempts and the preemptor tries a moment later; a limit as long as the hold
-# locks the clearing in step with the preemptor's refusal, just after its attempt, and it never binds (1.35).
-CLEAR_AGAIN_SECONDS = 0.25
 LOOK_AGAIN_SECONDS = 0.5  # a refusal with no preemptor to steer is looked at once more this much later
-REQUEST_TIMEOUT = 10
-LIST_AGAIN_SECONDS = (1.0, 30.0)  # the first and the longest wait before the Leases left are listed again
-_ACROSS_NODES = " (the scheduler preempts groups across nodes; steering makes a pod's preemption on one node)"
 
 
 @dataclass(frozen=True)
@@ -127,29 +103,6 @@ class ActionStopped(Exception):
     """A victim may not be preempted any more (judged again right before its DELETE): the rest are left."""
 
 
-def scheduler_of(pod: SlimPod) -> str:
-    return str((pod.constraints or NO_CONSTRAINTS).pod["spec"].get("schedulerName") or DEFAULT_SCHEDULER)
-
-
-def disruption_target(scheduler: str, now: datetime) -> dict[str, Any]:
-    """The condition kube-scheduler's executor gives a victim before deleting it (a strategic merge patch:
-    conditions merge by type)."""
-    kind, state, reason = PREEMPTION_MARK
-    return {
-        "status": {
-            "conditions": [
-                {
-                    "type": kind,
-                    "status": state,
-                    "reason": reason,
-                    "message": f"{scheduler}: preempting to accommodate a higher priority pod",
-                    "lastTransitionTime": rfc3339(now),
-                }
-            ]
-        }
-    }
-
-
 class Steerer:
     def __init__(
         self,
@@ -168,14 +121,15 @@ class Steerer:
         clock: Callable[[], float] = time.perf_counter,
         events: EventRecorder | None = None,
     ) -> None:
-        self.core = client.CoreV1Api(api)
+        core = client.CoreV1Api(api)
+        self.writes = PodWrites(core)
         self.leases = SteeringLeases(api, namespace, holder, window_seconds)
-        # every replica's steering Leases, watched: the nominations any replica's steering made (`_ours`)
-        self.lease_store: DictStore[LeaseState] = DictStore(LeaseState.from_json)
-        self.lease_watch = Informer("steering-leases", self.leases.list_leases, self.lease_store, logger)
+        # every replica's steering Leases, watched: what the other replicas' steering did
+        self.replicas = OtherReplicas(self.leases, holder, window_seconds, logger)
         # the server's recorder (its Events name this component each), else one of its own, run with steering
         self.own_events = events is None
-        self.events = events or EventRecorder(self.core, COMPONENT, logger, instance=holder)
+        self.events = events or EventRecorder(core, COMPONENT, logger, instance=holder)
+        self.reports = SteeringReports(self.events, metrics, window_seconds)
         self.view = view
         self.audit = mode == "audit"
         self.namespace = namespace
@@ -190,12 +144,8 @@ class Steerer:
         self.bucket = TokenBucket(rate, burst)
         self.queue: asyncio.Queue[RefusedVictim] = asyncio.Queue(QUEUE_LIMIT)
         self.queued: dict[tuple[str, str], asyncio.Event] = {}  # victims queued, and when each is steered
-        self.recent: dict[str, float] = {}  # preemptor UID -> when this replica last acted or audited
-        # preemptor UID -> (node, victims) this replica steered it to: in progress while a victim is there
-        self.steered: dict[str, tuple[str, tuple[tuple[str, str, str], ...]]] = {}
-        self.declined: dict[tuple[str, Declined], float] = {}  # (preemptor or victim, reason) -> last report
-        self.cleared: dict[str, float] = {}  # pod UID -> when its blocking nomination was last cleared
-        self.room_taken: set[str] = set()  # preemptors steered whose room another pod took: their Lease is retaken
+        self.record = SteeringRecord()
+        self.clearing = Clearing(self.writes, self.record, self.reports, metrics, self.audit)
         self.sending: set[asyncio.Task[Any]] = set()
 
     # --- the request path --------------------------------------------------------------------------------
@@ -223,8 +173,8 @@ class Steerer:
             detail = f"the preemptor is a member of PodGroup {pending.namespace}/{pending.pod_group}"
         else:
             return False
-        detail += _ACROSS_NODES
-        self._report_declined(subject, NotSteered(Declined.POD_GROUP, detail), pending)
+        detail += ACROSS_NODES
+        self.reports.not_steered(subject, NotSteered(Declined.POD_GROUP, detail), pending)
         return True
 
     def _enqueue(self, item: RefusedVictim) -> asyncio.Event | None:
@@ -253,7 +203,7 @@ class Steerer:
         self.sending.add(asyncio.create_task(self._resume(), name="steering-resume"))
         if not self.audit:
             self.sending.add(asyncio.create_task(self.leases.sweep_forever(), name="steering-lease-sweep"))
-            self.sending.add(asyncio.create_task(self.lease_watch.run(), name="steering-lease-watch"))
+            self.sending.add(asyncio.create_task(self.replicas.lease_watch.run(), name="steering-lease-watch"))
         try:
             while True:
                 try:
@@ -275,7 +225,7 @@ class Steerer:
                 if await self._consider(item) and steered is not None:
                     steered.set()
             except GroupsNotCurrent as problem:  # a pod names a PodGroup the cache cannot tell of yet
-                self._report_declined(
+                self.reports.not_steered(
                     f"{item.namespace}/{item.name}", NotSteered(Declined.STALE_CACHE, str(problem)), None
                 )
             except Exception:
@@ -291,37 +241,22 @@ class Steerer:
             return
         asyncio.get_running_loop().call_later(LOOK_AGAIN_SECONDS, self._enqueue, replace(item, again=True))
 
-    def _report_declined(self, subject: str, result: NotSteered, preemptor: SlimPod | None) -> None:
-        self.metrics.count(result.reason)
-        now = time.monotonic()
-        key = (subject, result.reason)
-        if now - self.declined.get(key, -1e9) < self.window:
-            return  # reported at most once per window
-        if len(self.declined) > 10 * QUEUE_LIMIT:
-            self.declined.clear()
-        self.declined[key] = now
-        logger.info(
-            "preemption not steered", extra={"subject": subject, "reason": result.reason.value, "detail": result.detail}
-        )
-        if preemptor is not None and result.reason in (Declined.UNJUDGED, Declined.POD_GROUP):
-            self._event(
-                preemptor, "PreemptionNotSteered", f"Not steered: {result.detail}; the guard alone stands", "Warning"
-            )
-
-    def _stale(self, subject: str, preemptor: SlimPod | None) -> bool:
+    def stale(self, subject: str, preemptor: SlimPod | None) -> bool:
+        """Whether a cache is not current (reported so): nothing is planned or done then."""
         problems = self.problems()
         if problems:
-            self._report_declined(subject, NotSteered(Declined.STALE_CACHE, "; ".join(problems)), preemptor)
+            self.reports.not_steered(subject, NotSteered(Declined.STALE_CACHE, "; ".join(problems)), preemptor)
         return bool(problems)
 
     async def _plan(self, preemptor: SlimPod, view: ClusterView, now: datetime) -> SteeringPlan | NotSteered:
         """The plan, made in slices of the event loop (`_paced`). The nodes are tried from a random offset, as
         the scheduler's dry run tries them."""
-        others = {uid for owner, (_, victims) in self.steered.items() if owner != preemptor.uid for *_, uid in victims}
-        if self.lease_watch.health(DEFAULT_STALE_AFTER_SECONDS) is None:  # and those other replicas steered
-            others |= victims_elsewhere(self.lease_store.items.values(), preemptor.uid, now)
+        steered = self.record.steered.items()
+        others = {uid for owner, (_, victims) in steered if owner != preemptor.uid for *_, uid in victims}
+        others |= self.replicas.victims_for_others(preemptor.uid, now)  # and those other replicas steered
         offset = random.randrange(max(len(view.nodes), 1))
-        return await self._paced(search_plan(preemptor, view, now, offset, others, self._ours()), self.metrics.planned)
+        ours = self.replicas.nominations(self.record, datetime.now(UTC))
+        return await self._paced(search_plan(preemptor, view, now, offset, others, ours), self.metrics.planned)
 
     async def _paced(self, steps: Steps[T], spent: Callable[[float], None] = lambda seconds: None) -> T:
         """A search's result, its steps taken in slices of the event loop (`Pace`): the guard's answers wait
@@ -345,7 +280,7 @@ class Steerer:
     async def _consider(self, item: RefusedVictim) -> bool:
         """Steers the preemption of one refused victim if it may; True when the preemption is steered (now,
         within the window, or its victims still terminating): the refusal's hold may end."""
-        if self._stale(f"{item.namespace}/{item.name}", None):
+        if self.stale(f"{item.namespace}/{item.name}", None):
             return False
         view = self.view()
         now = datetime.now(UTC)
@@ -370,15 +305,15 @@ class Steerer:
 
         def steered_lately(candidate: SlimPod) -> bool:
             """This replica acted for it within the window, or another did (its Lease says so)."""
-            acted_at = self.recent.get(candidate.uid)
+            acted_at = self.record.recent.get(candidate.uid)
             if acted_at is None or time.monotonic() - acted_at >= self.window:
-                return self._steered_elsewhere(candidate, view, now)
-            return not self._room_taken(candidate, view)
+                return self.replicas.acted_for(candidate, view, now)
+            return not self.record.room_was_taken(candidate, view)
 
         nominated = list(view.pods.nominated_to(item.node))
         found = await self._paced(refusal_search(item.node, victim.priority, nominated, refused_for, steered_lately))
         if isinstance(found, NotSteered):
-            self._report_declined(f"{item.namespace}/{item.name}", found, None)
+            self.reports.not_steered(f"{item.namespace}/{item.name}", found, None)
             self._look_again(item)
             return False
         if self._for_a_group(found):
@@ -386,7 +321,7 @@ class Steerer:
         await self._unblock(found.first, view, now)
         if found.to_steer is None:
             self._look_again(item)
-            return any(pod.uid in self.steered for pod in found.steered_lately)
+            return any(pod.uid in self.record.steered for pod in found.steered_lately)
         return await self._steer(found.to_steer, view, now)
 
     def _for_a_group(self, found: RefusedFor) -> bool:
@@ -396,46 +331,44 @@ class Steerer:
         member = next((pod for pod in (found.first, found.to_steer) if pod and pod.pod_group is not None), None)
         if member is None:
             return False
-        detail = f"the preemptor is a member of PodGroup {member.namespace}/{member.pod_group}" + _ACROSS_NODES
-        self._report_declined(
+        detail = f"the preemptor is a member of PodGroup {member.namespace}/{member.pod_group}" + ACROSS_NODES
+        self.reports.not_steered(
             f"podgroup {member.namespace}/{member.pod_group}", NotSteered(Declined.POD_GROUP, detail), member
         )
         return True
 
     async def _steer(self, found: SlimPod, view: ClusterView, now: datetime) -> bool:
         """Plans and carries out the preemption for one preemptor; True as `_consider`."""
-        terminating = self._still_terminating(found.uid, view)
+        terminating = self.record.still_terminating(found.uid, view)
         if terminating is not None:
             # the scheduler waits for that node while they go; a plan elsewhere would preempt twice
-            self._report_declined(f"{found.namespace}/{found.name}", terminating, found)
+            self.reports.not_steered(f"{found.namespace}/{found.name}", terminating, found)
             return True
-        self.steered.pop(found.uid, None)  # an earlier action for it is over: it is planned afresh
+        self.record.steered.pop(found.uid, None)  # an earlier action for it is over: it is planned afresh
         generation, shape = self.generation(), shape_of(found)
         if not self.declined_plans.due(found.uid, generation, time.monotonic(), shape):
             # declined before (it, or its shape for want of a node), and nothing changed or its wait is not over
             self.metrics.count(SteeringOutcome.UNCHANGED)
             return False
-        plan = await self._fresh_plan(found, view, now)
+        plan = await self.fresh_plan(found, view, now)
         if isinstance(plan, NotSteered):
             no_node = shape if plan.reason is Declined.NO_NODE else None
             self.declined_plans.declined(found.uid, generation, time.monotonic(), no_node)
-            self._report_declined(f"{found.namespace}/{found.name}", plan, found)
+            self.reports.not_steered(f"{found.namespace}/{found.name}", plan, found)
             return False
-        if self._stale(f"{found.namespace}/{found.name}", found):  # the caches went stale while it was planned
+        if self.stale(f"{found.namespace}/{found.name}", found):  # the caches went stale while it was planned
             return False
         if self.audit:
             self.declined_plans.forget(found.uid, shape)
-            self._audit(plan)
+            self.audited(plan)
             return False
-        retake = found.uid in self.room_taken
-        self.room_taken.discard(found.uid)
-        if not await self._act(plan, retake=retake):
+        if not await self.act(plan, retake=self.record.retaken(found.uid)):
             return False  # an action given up waits longer each time in a row (`_give_up`)
         self.declined_plans.forget(found.uid, shape)
         self.metrics.count(SteeringOutcome.STEERED)
         return True
 
-    async def _fresh_plan(self, found: SlimPod, view: ClusterView, now: datetime) -> SteeringPlan | NotSteered:
+    async def fresh_plan(self, found: SlimPod, view: ClusterView, now: datetime) -> SteeringPlan | NotSteered:
         """The plan for `found` from the caches, declined when a victim is a pod group's member."""
         plan = await self._plan(found, view, now)
         if not isinstance(plan, NotSteered) and (members := [v for v in plan.victims if v.pod_group is not None]):
@@ -444,21 +377,21 @@ class Steerer:
             plan = NotSteered(Declined.POD_GROUP, f"its victims on {plan.node} include members of PodGroup {groups}")
         return plan
 
-    def _audit(self, plan: SteeringPlan, left_by: str | None = None) -> None:
+    def audited(self, plan: SteeringPlan, left_by: str | None = None) -> None:
         """Audit mode: the plan logged, counted and told on the preemptor; nothing else is written."""
-        found, fields = plan.preemptor, _fields(plan)
-        _remember(self.recent, found.uid, time.monotonic())
+        found, fields = plan.preemptor, plan_fields(plan)
+        self.record.acted(found.uid, time.monotonic())
         self.metrics.count(SteeringOutcome.AUDITED)
         logger.info("preemption would be steered", extra={**fields, "left_by": left_by})
         after = f" (finishing the action of Lease {left_by}, left acting)" if left_by else ""
-        self._event(
+        self.reports.on_pod(
             found,
             "PreemptionWouldBeSteered",
             f"Would preempt {fields['victims']} on node {plan.node} for this pod{after} (steering in audit mode)",
             "Normal",
         )
 
-    async def _act(self, plan: SteeringPlan, retake: bool = False, left_version: str | None = None) -> bool:
+    async def act(self, plan: SteeringPlan, retake: bool = False, left_version: str | None = None) -> bool:
         """The plan carried out once its turn in the rate limit came and its Lease is claimed (`left_version`:
         taken over from a Lease left acting at that version); True when done. A write that fails, or a victim
         that may not be preempted any more, gives the action up (`_give_up`)."""
@@ -472,12 +405,12 @@ class Steerer:
             self.bucket.refund()
             await self._give_up(plan, SteeringOutcome.FAILED, api_problem(error))
             return False
-        _remember(self.recent, uid, time.monotonic())  # settled: this replica's action, or another's in this window
+        self.record.acted(uid, time.monotonic())  # settled: this replica's action, or another's in this window
         if not claimed:
             self.bucket.refund()
             self.metrics.count(SteeringOutcome.CLAIMED_ELSEWHERE)
             return False
-        logger.info("steering a preemption", extra=_fields(plan))
+        logger.info("steering a preemption", extra=plan_fields(plan))
         try:
             return await self._carry_out(plan)
         except ActionStopped as stopped:
@@ -491,12 +424,11 @@ class Steerer:
         steered; its preemptor is planned again after a wait (1 s, doubled up to 10 s), whatever the caches
         do, and its Lease is released so that any replica may. What it deleted already stays deleted."""
         found = plan.preemptor
-        self.steered.pop(found.uid, None)
-        self.recent.pop(found.uid, None)
+        self.record.forget(found.uid)
         self.declined_plans.declined(found.uid, None, time.monotonic())
         self.metrics.count(outcome)
-        logger.warning("steering: an action was given up", extra={**_fields(plan), "problem": problem})
-        self._event(
+        logger.warning("steering: an action was given up", extra={**plan_fields(plan), "problem": problem})
+        self.reports.on_pod(
             found,
             "PreemptionSteeringStopped",
             f"Steering gave up its preemption on node {plan.node} for this pod: {problem}; the scheduler's next "
@@ -511,107 +443,9 @@ class Steerer:
         node = preemptor.nominated_node
         if node is None:
             return
-        for pod in await self._paced(blocking_search(preemptor, view, now, self._ours())):
-            await self._clear_blocking(pod, node, preemptor.ref)
-
-    def _steered_elsewhere(self, preemptor: SlimPod, view: ClusterView, now: datetime) -> bool:
-        """Another replica acted for this preemptor within the window, by its Lease (`acted_lately`),
-        and the preemptor waits for its victims to go or fits on its node once they went; not when another pod
-        took that room (`_room_taken`), nor while the watch of the Leases is not current."""
-        if self.lease_watch.health(DEFAULT_STALE_AFTER_SECONDS) is not None:
-            return False
-        lease = self.lease_store.items.get(LEASE_PREFIX + preemptor.uid)
-        if lease is None or lease.holder == self.holder or not acted_lately(lease, self.window, now):
-            return False
-        node = lease.annotations.get(NODE)
-        if not node:
-            return False
-        victims = {uid for *_, uid in victims_of(lease.annotations)}
-        return any(pod.uid in victims for pod in view.pods.on_node(node)) or fits_on(preemptor, node, view)
-
-    def _ours(self) -> Mapping[str, str]:
-        """The pods steering nominated, this replica or another (by their Leases), by UID, to the node of each:
-        their nominations are never cleared; every nomination, while the watch of the Leases is not current
-        (another replica's could not be told apart)."""
-        if self.lease_watch.health(DEFAULT_STALE_AFTER_SECONDS) is not None:
-            return EVERY_NOMINATION
-        found = steered_nominations(self.lease_store.items.values(), datetime.now(UTC))
-        found.update((uid, node) for uid, (node, _) in self.steered.items())
-        return found
-
-    async def _clear_blocking(self, pod: SlimPod, node: str, preemptor: str) -> None:
-        """Clears one nomination upstream would not have made, at most once per CLEAR_AGAIN_SECONDS a pod;
-        counted, logged and told on the pod by an Event."""
-        last = self.cleared.get(pod.uid)
-        if last is not None and time.monotonic() - last < CLEAR_AGAIN_SECONDS:
-            return
-        self.cleared[pod.uid] = time.monotonic()
-        if len(self.cleared) > 10 * QUEUE_LIMIT:
-            del self.cleared[next(iter(self.cleared))]
-        fields = {"pod": f"{pod.namespace}/{pod.name}", "node": node, "preemptor": preemptor}
-        if self.audit:
-            logger.info("a blocking nomination would be cleared", extra=fields)
-            return
-        if not await self._clear_nomination(pod, node):
-            return
-        self.metrics.count(SteeringOutcome.UNBLOCKED)
-        logger.info("a blocking nomination cleared", extra=fields)
-        self._event(
-            pod,
-            "NominationCleared",
-            f"Nominated to node {node}, where it fits only if pods that tolerate it go, ahead of {preemptor}, "
-            "which is placed there: cleared, as upstream's PreemptionToleration would not have nominated it",
-            "Normal",
-        )
-
-    async def _clear_nomination(self, pod: SlimPod, node: str) -> bool:
-        """Removes the pod's `status.nominatedNodeName` if it is still `node`, under its UID; False when the
-        pod is gone, another, or nominated elsewhere now."""
-        patch = [
-            {"op": "test", "path": "/metadata/uid", "value": pod.uid},
-            {"op": "test", "path": "/status/nominatedNodeName", "value": node},
-            {"op": "remove", "path": "/status/nominatedNodeName"},
-        ]
-        try:
-            await patch_pod_status(self.core, pod.namespace, pod.name, patch, JSON_PATCH, REQUEST_TIMEOUT)
-        except ApiException as error:
-            if error.status not in (404, 409, 422):  # gone, or a test failed (another pod, another node)
-                raise
-            return False
-        return True
-
-    def _still_terminating(self, preemptor_uid: str, view: ClusterView) -> NotSteered | None:
-        """In progress: victims this replica deleted for the preemptor are still in the cache."""
-        steered = self.steered.get(preemptor_uid)
-        if steered is None:
-            return None
-        node, victims = steered
-        left = [f"{n}/{v}" for n, v, uid in victims if (pod := view.pods.get((n, v))) is not None and pod.uid == uid]
-        if not left:
-            return None
-        return NotSteered(Declined.IN_PROGRESS, f"its victims on {node} are still terminating: {', '.join(left)}")
-
-    def _room_taken(self, preemptor: SlimPod, view: ClusterView) -> bool:
-        """Steered by this replica, its victims gone, and yet the preemptor, still pending, does not fit on the
-        node it was steered to beside the pods placed there: another pod took the room (the stock scheduler may
-        have preempted the same victims for a pod it served first). Planned again without waiting for the
-        window."""
-        steered = self.steered.get(preemptor.uid)
-        if steered is None or self._still_terminating(preemptor.uid, view) is not None:
-            return False
-        node = steered[0]
-        if fits_on(preemptor, node, view):
-            return False
-        logger.info(
-            "a steered preemptor's room was taken: planned again",
-            extra={"preemptor": f"{preemptor.namespace}/{preemptor.name}", "node": node},
-        )
-        del self.steered[preemptor.uid]
-        self.recent.pop(preemptor.uid, None)
-        self.room_taken.add(preemptor.uid)
-        if len(self.room_taken) > 10 * QUEUE_LIMIT:
-            self.room_taken.clear()
-        return True
+        ours = self.replicas.nominations(self.record, datetime.now(UTC))
+        for pod in await self._paced(blocking_search(preemptor, view, now, ours)):
+            await self.clearing.clear(pod, node, preemptor.ref)
 
     async def _carry_out(self, plan: SteeringPlan) -> bool:
         """The scheduler's executor, for one plan: nominate the preemptor first (while its victims terminate
@@ -622,27 +456,25 @@ class Steerer:
         preemptor, node = plan.preemptor, plan.node
         namespace, name, uid = preemptor.namespace, preemptor.name, preemptor.uid
         scheduler = scheduler_of(preemptor)
-        preemptor_ref = pod_ref(namespace, name, uid)
-        if not await self._still_pending(namespace, name, uid) or not await self._nominate(namespace, name, uid, node):
+        pending = await self.writes.still_pending(namespace, name, uid)
+        if not pending or not await self.writes.nominate(namespace, name, uid, node):
             # bound (or gone) since the plan: the scheduler got there first
             self.metrics.count(SteeringOutcome.OVERTAKEN)
             await self._finish(uid)
             return False
-        # in progress from its first write on: kept while its victims are there (`_still_terminating`)
-        _remember(self.steered, uid, (node, tuple((pod.namespace, pod.name, pod.uid) for pod in plan.to_delete)))
+        self.record.in_progress(plan)  # from its first write on, while its victims are there
         for pod in plan.cleared:
-            await self._clear_blocking(pod, node, f"{namespace}/{name}")
+            await self.clearing.clear(pod, node, f"{namespace}/{name}")
         deleted: list[str] = []
         for victim in plan.to_delete:
             if await self._preempt(preemptor, node, victim, scheduler):
                 deleted.append(f"{victim.namespace}/{victim.name}")
-        self.events.post(
-            preemptor_ref,
-            "Normal",
+        self.reports.on_pod(
+            preemptor,
             "PreemptionSteered",
             f"Preempted {', '.join(deleted) or 'no pod'} on node {node} for this pod and nominated it there, as "
             "upstream's PreemptionToleration would: the scheduler's own choice of victims was refused",
-            component=COMPONENT,
+            "Normal",
         )
         await self._finish(uid)
         return True
@@ -658,56 +490,17 @@ class Steerer:
             raise ActionStopped(judged)
         if judged is None:
             return False
-        try:
-            mark = {"metadata": {"uid": victim.uid}, **disruption_target(scheduler, datetime.now(UTC))}
-            await patch_pod_status(
-                self.core, victim.namespace, victim.name, mark, STRATEGIC_MERGE_PATCH, REQUEST_TIMEOUT
-            )
-            await answer_of(  # the pod the API server returns is not read: bytes, no model built
-                self.core.delete_namespaced_pod(
-                    victim.name,
-                    victim.namespace,
-                    body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=victim.uid)),
-                    _request_timeout=REQUEST_TIMEOUT,
-                    _preload_content=False,
-                )
-            )
-        except ApiException as error:
-            # gone, or another pod of that name now (its UID differs: 409, or 422 for the mark)
-            if error.status not in (404, 409, 422):
-                raise
+        if not await self.writes.mark_and_delete(victim, scheduler):
             return False
-        self.events.post(
-            pod_ref(victim.namespace, victim.name, victim.uid),
-            "Normal",
+        self.reports.on_pod(
+            victim,
             "Preempted",
             f"Preempted by pod {preemptor.uid} on node {node} (steered by preemption-toleration, as upstream's "
             "PreemptionToleration would: the scheduler's own choice was refused)",
+            "Normal",
             related=pod_ref(preemptor.namespace, preemptor.name, preemptor.uid),
-            component=COMPONENT,
         )
         return True
-
-    async def _nominate(self, namespace: str, name: str, uid: str, node: str) -> bool:
-        """The preemptor's `status.nominatedNodeName`, under its UID; False when it is gone or bound."""
-        try:
-            nomination = {"metadata": {"uid": uid}, "status": {"nominatedNodeName": node}}
-            await patch_pod_status(self.core, namespace, name, nomination, MERGE_PATCH, REQUEST_TIMEOUT)
-        except ApiException as error:
-            if error.status not in (404, 409, 422):  # gone, another pod, or bound (a bound pod takes none)
-                raise
-            return False
-        return True
-
-    async def _still_pending(self, namespace: str, name: str, uid: str) -> bool:
-        """Read from the API server, not the cache: the scheduler may have bound it a moment ago."""
-        try:
-            pod = await self.core.read_namespaced_pod(name, namespace, _request_timeout=REQUEST_TIMEOUT)
-        except ApiException as error:
-            if error.status == 404:
-                return False
-            raise
-        return bool(pod.metadata.uid == uid and not pod.spec.node_name and not pod.metadata.deletion_timestamp)
 
     async def _finish(self, uid: str) -> None:
         await self._mark(uid, DONE)  # failing, done all the same: the Lease holds the others off for its window
@@ -722,87 +515,5 @@ class Steerer:
             logger.warning("steering: could not mark a Lease", extra={"state": state, "problem": api_problem(error)})
 
     async def _resume(self) -> None:
-        """Acts for the preemptors of the Leases left acting by a replica that stopped in the middle, each as a
-        fresh plan says (`steering.resumption`), its errors logged and counted. Waits until the caches are
-        current, since each is planned from them; the list is made again, after a growing wait, until it is
-        made once."""
-        wait, longest = LIST_AGAIN_SECONDS
-        while True:
-            while self.problems():  # noqa: ASYNC110 - "current" is several caches' health, polled
-                await asyncio.sleep(1)
-            try:
-                left = await self.leases.left(datetime.now(UTC))
-                break
-            except API_ERRORS as error:
-                if self.audit and isinstance(error, ApiException) and error.status == 403:
-                    logger.info("steering (audit): no right to list Leases, so no action left acting is reported")
-                    return
-                self.metrics.count(SteeringOutcome.FAILED)
-                logger.warning(
-                    "steering: could not list the Leases left acting; listing again",
-                    extra={"problem": api_problem(error), "after": wait},
-                )
-            except Exception:  # nothing foresaw it (a Lease of another shape): said, and listed again
-                self.metrics.count(SteeringOutcome.FAILED)
-                logger.exception("steering: could not read the Leases left acting; listing again")
-            await asyncio.sleep(wait)
-            wait = min(wait * 2, longest)
-        for lease_name, plan in left:
-            try:
-                await self._resume_one(lease_name, plan)
-            except Exception:
-                self.metrics.count(SteeringOutcome.FAILED)
-                logger.exception("steering: could not finish an action left in the middle", extra={"lease": lease_name})
-        logger.info("steering: the actions left in the middle were looked at", extra={"leases": len(left)})
-
-    async def _resume_one(self, lease_name: str, left: LeftPlan) -> None:
-        """A Lease left acting asks for its preemptor: a fresh plan answers, and is carried out only where it
-        bears the left one out."""
-        view, now = self.view(), datetime.now(UTC)
-        found = preemptor_of_left_plan(left, view, now)
-        if isinstance(found, str):
-            await self._refuse_left(lease_name, found, left.version)
-            return
-        plan = await self._fresh_plan(found, view, now)
-        problem = f"a fresh plan declines it: {plan.detail}" if isinstance(plan, NotSteered) else borne_out(left, plan)
-        if problem is not None:
-            await self._refuse_left(lease_name, problem, left.version)
-            return
-        assert isinstance(plan, SteeringPlan)
-        if self._stale(f"{found.namespace}/{found.name}", found):
-            return  # left acting until its window ends; the guard's next refusal plans the preemption again
-        if self.audit:
-            self._audit(plan, left_by=lease_name)
-            return
-        logger.info("steering: finishing an action left in the middle", extra={"lease": lease_name})
-        if await self._act(plan, left_version=left.version):
-            self.metrics.count(SteeringOutcome.RESUMED)
-
-    async def _refuse_left(self, lease_name: str, reason: str, version: str) -> None:
-        """A Lease left acting that the cluster does not bear out: said, counted and (but in audit) marked, if
-        nobody wrote it since it was read (a replica starting beside this one may have taken it over)."""
-        self.metrics.count(SteeringOutcome.RESUME_REFUSED)
-        logger.warning(
-            "steering: an action left in the middle is not finished", extra={"lease": lease_name, "reason": reason}
-        )
-        if not self.audit:
-            await self.leases.mark(lease_name.removeprefix(LEASE_PREFIX), REFUSED, version=version)
-
-    # --- Events ----------------------------------------------------------------------------------------------
-
-    def _event(self, pod: SlimPod, reason: str, message: str, kind: str) -> None:
-        self.events.post(pod_ref(pod.namespace, pod.name, pod.uid), kind, reason, message, component=COMPONENT)
-
-
-def _fields(plan: SteeringPlan) -> dict[str, str]:
-    preemptor = plan.preemptor
-    victims = ", ".join(f"{pod.namespace}/{pod.name}" for pod in plan.victims)
-    return {"preemptor": f"{preemptor.namespace}/{preemptor.name}", "node": plan.node, "victims": victims}
-
-
-def _remember(memory: dict[str, Any], key: str, value: Any) -> None:
-    """Kept within 10 x QUEUE_LIMIT entries: the oldest goes first."""
-    memory.pop(key, None)
-    memory[key] = value
-    if len(memory) > 10 * QUEUE_LIMIT:
-        del memory[next(iter(memory))]
+        """The Leases left acting by a replica that stopped in the middle, looked at once (`resume`)."""
+        await resume_left(self)
