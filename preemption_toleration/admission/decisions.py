@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, allow, deny
+from preemption_toleration.api.admission import AdmissionRequest, AdmissionVerdict, allowed, denied
 from preemption_toleration.core.annotations import POLICY_KEYS, annotations_of
 from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.governance.plan import LabelIndex, desired_annotations, governed_names
@@ -85,16 +85,14 @@ def _ratchet(new: list[Finding], old: list[Finding]) -> tuple[list[Finding], lis
     return errors, warnings
 
 
-def validate_priority_class(
-    request: AdmissionRequest, snapshot: Snapshot, config: AdmissionConfig
-) -> AdmissionResponse:
+def validate_priority_class(request: AdmissionRequest, snapshot: Snapshot, config: AdmissionConfig) -> AdmissionVerdict:
     obj = request.object or {}
     findings = check_priority_class(obj)
     errors, warnings = _ratchet(findings, [])
     if errors and request.old_object:  # only an error can be excused by the old object having it too
         errors, warnings = _ratchet(findings, check_priority_class(request.old_object))
     if errors:
-        return deny(request.uid, 422, " ".join(f.message for f in errors), warnings=warnings)
+        return denied(422, " ".join(f.message for f in errors), warnings=warnings)
     if request.user_info.username not in config.operator_identities:
         # Who claims the class needs its name and labels only: no whole ClassView is built (this runs on
         # every PriorityClass write).
@@ -116,8 +114,8 @@ def validate_priority_class(
                 request.name or name, old, new, ManagedAnnotations(policy_name, values)
             )
             if refused:
-                return deny(request.uid, 403, " ".join(f.message for f in refused), warnings=warnings)
-    return allow(request.uid, warnings)
+                return denied(403, " ".join(f.message for f in refused), warnings=warnings)
+    return allowed(warnings)
 
 
 def _escape(key: str) -> str:
@@ -127,21 +125,19 @@ def _escape(key: str) -> str:
 _ANNOTATION_PATHS = {key: f"/metadata/annotations/{_escape(key)}" for key in POLICY_KEYS}  # JSON Pointers
 
 
-def mutate_priority_class(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionResponse:
+def mutate_priority_class(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionVerdict:
     """On CREATE, give a class that a policy already governs the policy's annotations at once."""
     obj = request.object or {}
     if request.operation != "CREATE":
-        return allow(request.uid)
+        return allowed()
     metadata = as_mapping(obj.get("metadata"))
     name = class_name_of(metadata)
     governing = _governing(snapshot.ownership.claimants_of(name, class_labels_of(metadata)))
     if governing is None:
-        return allow(request.uid)
+        return allowed()
     policy_name, values = governing
     if not metadata.get("annotations"):  # none yet (most new classes): one operation writes the policy's
-        return allow(
-            request.uid, patch=[{"op": "add", "path": "/metadata/annotations", "value": values}] if values else ()
-        )
+        return allowed(patch=[{"op": "add", "path": "/metadata/annotations", "value": values}] if values else ())
     current = as_mapping(metadata.get("annotations"))
     patch: list[dict[str, Any]] = []
     warnings: list[str] = []
@@ -160,7 +156,7 @@ def mutate_priority_class(request: AdmissionRequest, snapshot: Snapshot) -> Admi
                 f'PriorityClass "{name}": {key} removed: PreemptionTolerationPolicy '
                 f'"{policy_name}" governs this class and does not set it.'
             )
-    return allow(request.uid, warnings, patch)
+    return allowed(warnings, patch)
 
 
 def _conflict(name: str, governed: list[str], snapshot: Snapshot) -> str | None:
@@ -194,21 +190,19 @@ def _without_effect(name: str, spec: Any, governed: list[str], snapshot: Snapsho
     return [minimum_without_effect(subject(name), minimum, low, POLICY_SPEC).message] if low else []
 
 
-def validate_policy(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionResponse:
+def validate_policy(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionVerdict:
     obj = request.object or {}
     old = request.old_object
     if request.operation == "UPDATE" and old is not None:
         deleting = as_mapping(obj.get("metadata")).get("deletionTimestamp")
         if deleting or obj.get("spec") == old.get("spec"):
-            return allow(request.uid)  # finalizers, labels, annotations: the spec was judged before
+            return allowed()  # finalizers, labels, annotations: the spec was judged before
     parts = read_policy(obj, served=True)
     errors, warnings = _ratchet(parts.findings, [])
     if errors and old is not None:  # only an error can be excused by the old object having it too
         errors, warnings = _ratchet(parts.findings, read_policy(old, served=True).findings)
     if errors or parts.spec is None:
-        return deny(
-            request.uid, 422, " ".join(f.message for f in errors) or "The policy is invalid.", warnings=warnings
-        )
+        return denied(422, " ".join(f.message for f in errors) or "The policy is invalid.", warnings=warnings)
     governed = governed_names(parts.spec, snapshot.classes, snapshot.labels)
     warnings += _without_effect(parts.name, parts.spec, governed, snapshot)
     conflict = _conflict(parts.name, governed, snapshot)
@@ -218,9 +212,9 @@ def validate_policy(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionR
             old_spec is not None
             and _conflict(parts.name, governed_names(old_spec, snapshot.classes, snapshot.labels), snapshot) == conflict
         ):
-            return allow(request.uid, [*warnings, conflict])  # not made worse by this change
-        return deny(request.uid, 409, conflict, warnings=warnings)
-    return allow(request.uid, warnings)
+            return allowed([*warnings, conflict])  # not made worse by this change
+        return denied(409, conflict, warnings=warnings)
+    return allowed(warnings)
 
 
 def snapshot_of(policies: Mapping[str, Mapping[str, Any]], classes: Mapping[str, Mapping[str, Any]]) -> Snapshot:

@@ -60,6 +60,11 @@ class AdmissionReview(_Wire):
     kind: Literal["AdmissionReview"]
     request: AdmissionRequest
 
+    @property
+    def uid(self) -> str:
+        """The request's, which the answer repeats."""
+        return self.request.uid
+
 
 # The answer is built here, never read: plain records, no validation. Written as JSON through `to_wire`, a
 # dict of plain values, it costs the server a few µs less per request than a pydantic model serialized in
@@ -127,27 +132,45 @@ def split_text(text: str, limit: int) -> list[str]:
     return pieces
 
 
-def allow(uid: str, warnings: Sequence[str] = (), patch: Sequence[dict[str, Any]] = ()) -> AdmissionResponse:
+@dataclass(slots=True)
+class AdmissionVerdict:
+    """A handler's answer to an admission request, plain: allowed or not, with the status of a refusal, the
+    warnings and the JSON patch as the decision wrote them. It knows neither the request's uid nor the
+    wire's encoding: `answer_of` fills both in, in one place (as controller-runtime's `admission.Response`,
+    built by `Allowed`/`Denied`/`Patched`, gets them from the webhook's `Handle`). Never mutated."""
+
+    allowed: bool
+    status: AdmissionStatus | None = None
+    warnings: tuple[str, ...] = ()
+    patch: tuple[dict[str, Any], ...] = ()
+
+
+ALLOWED = AdmissionVerdict(True)  # most answers: built once
+
+
+def allowed(warnings: Sequence[str] = (), patch: Sequence[dict[str, Any]] = ()) -> AdmissionVerdict:
     if not warnings and not patch:
-        return AdmissionResponse(uid, True)  # most answers
-    encoded = base64.b64encode(to_json(list(patch))).decode() if patch else None
+        return ALLOWED
+    return AdmissionVerdict(True, None, tuple(warnings), tuple(patch))
+
+
+def denied(code: int, message: str, reason: str | None = None, warnings: Sequence[str] = ()) -> AdmissionVerdict:
+    return AdmissionVerdict(False, AdmissionStatus(code, message, reason), tuple(warnings))
+
+
+def answer_of(uid: str, verdict: AdmissionVerdict) -> AdmissionResponse:
+    """The AdmissionResponse of a verdict for the request `uid`: its warnings cut to what the API server
+    passes on whole, its patch encoded."""
+    if verdict is ALLOWED:
+        return AdmissionResponse(uid, True)
+    patch = verdict.patch
     return AdmissionResponse(
         uid=uid,
-        allowed=True,
-        warnings=_fit(warnings),
+        allowed=verdict.allowed,
+        status=verdict.status,
+        warnings=_fit(verdict.warnings),
         patch_type="JSONPatch" if patch else None,
-        patch=encoded,
-    )
-
-
-def deny(
-    uid: str, code: int, message: str, reason: str | None = None, warnings: Sequence[str] = ()
-) -> AdmissionResponse:
-    return AdmissionResponse(
-        uid=uid,
-        allowed=False,
-        status=AdmissionStatus(code, message, reason),
-        warnings=_fit(warnings),
+        patch=base64.b64encode(to_json(list(patch))).decode() if patch else None,
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 from aiohttp import web
 from pydantic_core import to_json
 
-from preemption_toleration.api.admission import AdmissionResponse, AdmissionReview
+from preemption_toleration.api.admission import AdmissionReview, AdmissionVerdict, answer_of, review_response
 from preemption_toleration.api.bodies import BadRequest, read_model
 from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.serving.webhook_metrics import WebhookMetrics
@@ -51,9 +51,10 @@ NO_HOLD = Hold()
 
 
 class Reply(NamedTuple):  # built on every request: a named tuple takes 0.1 µs less than a frozen dataclass
-    """A handler's verdict on one review: the response, and how long the server holds it before sending it."""
+    """A handler's verdict on one request (an `AdmissionVerdict`, the extender's result), plain, and how long
+    the server holds its answer before sending it. The endpoint's `answer` turns the verdict into the body."""
 
-    response: AdmissionResponse
+    verdict: Any
     hold: Hold = NO_HOLD
 
 
@@ -66,29 +67,45 @@ def not_kept(preemptor: PodRecord, node: str, until: datetime) -> None:
 
 
 class Reviewed(Protocol):
-    """A review as an endpoint read it: its answer repeats the review's apiVersion."""
+    """A review as an endpoint read it: its answer repeats the review's apiVersion and its request's uid."""
 
     @property
     def api_version(self) -> str: ...
 
+    @property
+    def uid(self) -> str: ...
 
-RequestT = TypeVar("RequestT", bound=Reviewed)
+
+def admission_answer(review: Reviewed, verdict: AdmissionVerdict) -> dict[str, Any]:
+    """The answer of an admission endpoint, in one place: the verdict as the AdmissionResponse of the
+    review's request, in an AdmissionReview of the review's apiVersion."""
+    return review_response(review.api_version, answer_of(review.uid, verdict))
+
+
+RequestT = TypeVar("RequestT")
 
 
 @dataclass(frozen=True)
 class Endpoint(Generic[RequestT]):
-    """An AdmissionReview endpoint, as controller-runtime's `webhook/admission` has one: its body read
-    once, strictly, into the request its handler takes, and the handler's verdict on it. The server
-    encodes the answer and counts it."""
+    """An endpoint, as controller-runtime's `webhook/admission` has one: its body read once, strictly, into
+    the request its handler takes, the handler's plain verdict on it, and the answer of that verdict. The
+    server serves every endpoint alike: it reads the body, asks the endpoint, holds, encodes and counts the
+    answer. An AdmissionReview endpoint's answer is `admission_answer`; the scheduler extender's is its
+    result."""
 
     path: str
     name: str
-    # the body read into the handler's request; BadRequest (a 400) says what makes it no review this
+    # the body read into the handler's request; BadRequest (a 400) says what makes it no request this
     # endpoint judges
     read: Callable[[bytes], RequestT]
     # the verdict on a request, from the caches it reads itself (awaitable when it must ask the cluster
     # first); Unready (a 503) while they may not be decided from
     handle: Callable[[RequestT], Reply | Awaitable[Reply]]
+    # the body of the answer to the request, from the handler's verdict (`admission_answer` for a review)
+    answer: Callable[[RequestT, Any], Any]
+    # the caller's standing, judged before its body is read: None, or the answer that refuses it
+    admits: Callable[[web.BaseRequest], Answer | None] | None = None
+    noun: str = "admission"  # in the log line of a bad request: "bad admission request"
 
 
 def review_reader(path: str, judged: tuple[str, str]) -> Callable[[bytes], AdmissionReview]:

@@ -230,14 +230,9 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
     routes: list[Endpoint[Any]] = [*admission_endpoints(config, caches.snapshot, caches.problems)]
     if guard is not None:
         routes.append(GuardEndpoint(guard, metrics, caches.problems).endpoint())
-    app = WebhookApp(
-        routes,
-        caches.problems,
-        metrics,
-        settings.max_body_bytes,
-        ExtenderEndpoint(extender, metrics, caches.problems, settings.max_body_bytes) if extender else None,
-        metrics_apart=settings.metrics_address is not None,
-    )
+    if extender is not None:
+        routes.append(ExtenderEndpoint(extender, metrics, caches.problems).endpoint())
+    app = WebhookApp(routes, caches.problems, metrics, settings.max_body_bytes, settings.metrics_address is not None)
     runner = web.ServerRunner(app.build())
     await runner.setup()
     metrics_runner: web.ServerRunner | None = None

@@ -1,6 +1,6 @@
-"""The aiohttp adapter: the app, its routing, health, readiness and metrics, and the wiring of the
-admission endpoints (HTTP in, AdmissionReview decisions out). The guard's and the extender's own handling
-are `guard_endpoint` and `extender_endpoint`.
+"""The aiohttp adapter: the app, its routing, health, readiness and metrics, and the serving of every
+endpoint alike (HTTP in, the endpoint's answer out): the admission endpoints, wired here, and the guard's
+and the extender's, each its feature's (`guard.adapter`, `extender.adapter`).
 
 Bad input (not JSON, not an AdmissionReview, the wrong kind, too large) gets a 400 with a clear message and
 a log line; a request is answered from the caches only, never by calling the API server.
@@ -29,17 +29,15 @@ from preemption_toleration.admission.decisions import (
     validate_policy,
     validate_priority_class,
 )
-from preemption_toleration.api.admission import AdmissionRequest, AdmissionResponse, AdmissionReview, review_response
+from preemption_toleration.api.admission import AdmissionRequest, AdmissionReview, AdmissionVerdict
 from preemption_toleration.api.bodies import BadRequest
 from preemption_toleration.api.paths import (
-    EXTENDER_PREEMPT_PATH,
     MUTATE_PRIORITY_CLASSES_PATH,
     VALIDATE_POLICIES_PATH,
     VALIDATE_PRIORITY_CLASSES_PATH,
 )
 from preemption_toleration.api.policy import GROUP, PLURAL
 from preemption_toleration.api.resources import PRIORITY_CLASSES
-from preemption_toleration.extender.adapter.extender_endpoint import EXTENDER, ExtenderEndpoint
 from preemption_toleration.serving.handling import (
     CLIENT_CLOSED_REQUEST,
     DEFAULT_MAX_BODY_BYTES,
@@ -50,6 +48,7 @@ from preemption_toleration.serving.handling import (
     Hold,
     Reply,
     Unready,
+    admission_answer,
     json_answer,
     read_body,
     ready,
@@ -75,7 +74,7 @@ def admission_endpoints(
 ) -> list[Endpoint[AdmissionReview]]:
     """The PriorityClass and policy endpoints, each a handler over the caches' snapshot, ready when the
     admission caches are (`problems("admission")`)."""
-    decisions: list[tuple[str, str, tuple[str, str], Callable[[AdmissionRequest], AdmissionResponse]]] = [
+    decisions: list[tuple[str, str, tuple[str, str], Callable[[AdmissionRequest], AdmissionVerdict]]] = [
         (
             VALIDATE_PRIORITY_CLASSES_PATH,
             "validate-priorityclasses",
@@ -96,13 +95,13 @@ def admission_endpoints(
         ),
     ]
     return [
-        Endpoint(path, name, review_reader(path, judged), _admission_handler(path, decide, problems))
+        Endpoint(path, name, review_reader(path, judged), _admission_handler(path, decide, problems), admission_answer)
         for path, name, judged, decide in decisions
     ]
 
 
 def _admission_handler(
-    path: str, decide: Callable[[AdmissionRequest], AdmissionResponse], problems: Callable[[Needs], list[str]]
+    path: str, decide: Callable[[AdmissionRequest], AdmissionVerdict], problems: Callable[[Needs], list[str]]
 ) -> Callable[[AdmissionReview], Reply]:
     """An admission endpoint's handler: its decision, once the admission caches are ready, logged."""
 
@@ -116,7 +115,7 @@ def _admission_handler(
     return handle
 
 
-def _log(path: str, admission: AdmissionRequest, decision: AdmissionResponse) -> None:
+def _log(path: str, admission: AdmissionRequest, decision: AdmissionVerdict) -> None:
     """Refusals and warnings at INFO; a plain mutation (a new class given its policy's annotations, the
     webhook's routine work, counted in the metrics) at DEBUG."""
     level = logging.INFO
@@ -134,7 +133,7 @@ def _log(path: str, admission: AdmissionRequest, decision: AdmissionResponse) ->
             "user": admission.user_info.username,
             "allowed": decision.allowed,
             "denial": decision.status.message if decision.status else None,
-            "warnings": decision.warnings,
+            "warnings": list(decision.warnings) or None,
             "dryRun": bool(admission.dry_run),
         },
     )
@@ -149,28 +148,23 @@ class WebhookApp:
         problems: Callable[[Needs], list[str]],
         metrics: WebhookMetrics | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-        extender: ExtenderEndpoint | None = None,
         metrics_apart: bool = False,
     ) -> None:
-        """`routes`: the AdmissionReview endpoints (`admission_endpoints`, the guard's); `extender`: the
-        scheduler extender's. `metrics_apart`: /metrics is served by `metrics_server()` on a port of its own
-        (which a NetworkPolicy can close), not beside the webhooks."""
+        """`routes`: every endpoint served (`admission_endpoints`, the guard's, the scheduler extender's).
+        `metrics_apart`: /metrics is served by `metrics_server()` on a port of its own (which a NetworkPolicy
+        can close), not beside the webhooks."""
         self.problems = problems  # why the caches a decision needs may not be decided from
         self.metrics = metrics or WebhookMetrics()
         self.max_body_bytes = max_body_bytes
-        self.extender_endpoint = extender
         # Shutting down: not ready, and every answer says `Connection: close`, so that a kept-alive
         # connection is ended by the client after an answer, never by us while a request may be on its way
         # (which the API server would report as a failed webhook call).
         self.draining = False
-        admission = list(routes)
-        self.routes: tuple[Endpoint[Any], ...] = tuple(admission)  # the admission endpoints
+        self.routes: tuple[Endpoint[Any], ...] = tuple(routes)
         # path -> method -> handler; each handler does its own draining check (no middleware)
         self._table: dict[str, dict[str, Handler]] = {
-            endpoint.path: {hdrs.METH_POST: self._handler(endpoint)} for endpoint in admission
+            endpoint.path: {hdrs.METH_POST: self._handler(endpoint)} for endpoint in self.routes
         }
-        if self.extender_endpoint is not None:
-            self._table[EXTENDER_PREEMPT_PATH] = {hdrs.METH_POST: self._timed(EXTENDER, self.extender_endpoint.handle)}
         pages = [("/healthz", self._healthz), ("/readyz", self._readyz)]
         if not metrics_apart:
             pages.append(("/metrics", self._metrics))
@@ -244,6 +238,9 @@ class WebhookApp:
 
         async def handle(request: web.BaseRequest) -> web.Response:
             started = time.perf_counter()
+            refused = endpoint.admits(request) if endpoint.admits is not None else None
+            if refused is not None:
+                return self._counted(name, latency, started, json_answer(refused[1], refused[0]))
             try:
                 body = await read_body(request, self.max_body_bytes)
             except ClientGone:
@@ -256,15 +253,6 @@ class WebhookApp:
                 if hold.seconds > 0 and not self.draining:
                     started += await hold.wait()  # pacing, not work: the request's latency metric leaves it out
             return self._counted(name, latency, started, json_answer(answer, status))
-
-        return handle
-
-    def _timed(self, name: str, answer: Callable[[web.BaseRequest], Awaitable[web.Response]]) -> Handler:
-        latency = self.metrics.latency.series(name)
-
-        async def handle(request: web.BaseRequest) -> web.Response:
-            started = time.perf_counter()
-            return self._counted(name, latency, started, await answer(request))
 
         return handle
 
@@ -286,19 +274,18 @@ class WebhookApp:
             response.force_close()
         return response
 
-    def preempt(self, body: bytes) -> Answer:
-        """The scheduler extender's answer to a preemptVerb body (`ExtenderEndpoint.preempt`)."""
-        assert self.extender_endpoint is not None
-        return self.extender_endpoint.preempt(body)
+    def endpoint(self, path: str) -> Endpoint[Any]:
+        """The endpoint served at `path`."""
+        return next(endpoint for endpoint in self.routes if endpoint.path == path)
 
     @staticmethod
     def _bad_request(endpoint: Endpoint[Any], problem: str) -> Answer:
-        logger.warning("bad admission request", extra={"endpoint": endpoint.path, "problem": problem})
+        logger.warning(f"bad {endpoint.noun} request", extra={"endpoint": endpoint.path, "problem": problem})
         return 400, {"error": problem}
 
     def answer(self, endpoint: Endpoint[Any], body: bytes) -> Answer:
-        """An AdmissionReview body in, (HTTP status, answer) out: `reply` without the hold, for a request
-        answered without asking the cluster."""
+        """A body in, (HTTP status, answer) out: `reply` without the hold, for a request answered without
+        asking the cluster."""
         replied = self.reply(endpoint, body)
         if not isinstance(replied, tuple):
             replied.close()
@@ -307,10 +294,10 @@ class WebhookApp:
         return status, answer
 
     def reply(self, endpoint: Endpoint[Any], body: bytes) -> Replied | Coroutine[Any, Any, Replied]:
-        """An AdmissionReview body in, (HTTP status, answer, seconds to hold it) out: 200 with the review's
-        response, 400 with the reason for input that is not a review this endpoint judges, 503 while the
-        caches its decision reads may not be decided from. The endpoint reads the body, once; its handler
-        takes the request read and returns its verdict; the answer is encoded here, once. A handler that must
+        """A body in, (HTTP status, answer, seconds to hold it) out: 200 with the endpoint's answer, 400 with
+        the reason for input that is not a request this endpoint judges, 503 while the caches its decision
+        reads may not be decided from. The endpoint reads the body, once; its handler takes the request read
+        and returns its plain verdict; the endpoint's `answer` makes it the body, here, once. A handler that must
         ask the cluster first (the guard settling a group's decision) makes it a coroutine to await."""
         try:
             request = endpoint.read(body)
@@ -337,11 +324,13 @@ class WebhookApp:
             return (*error.answer, NO_HOLD)
         return (*unexpected(self.metrics, endpoint.name, error), NO_HOLD)
 
-    def _replied(self, endpoint: Endpoint[Any], request: Any, verdict: Reply) -> Replied:
-        self._count(endpoint, verdict.response)
-        return 200, review_response(request.api_version, verdict.response), verdict.hold
+    def _replied(self, endpoint: Endpoint[Any], request: Any, reply: Reply) -> Replied:
+        verdict = reply.verdict
+        if isinstance(verdict, AdmissionVerdict):
+            self._count(endpoint, verdict)
+        return 200, endpoint.answer(request, verdict), reply.hold
 
-    def _count(self, endpoint: Endpoint[Any], decision: AdmissionResponse) -> None:
+    def _count(self, endpoint: Endpoint[Any], decision: AdmissionVerdict) -> None:
         count = self.metrics.decisions.inc
         count(endpoint.name, _ALLOWED if decision.allowed else _DENIED)
         if decision.patch:

@@ -39,5 +39,5 @@ class Replica:
         reply = self.endpoint.handle(pod_request(None, old=victim, name=victim["metadata"]["name"]))
         if not isinstance(reply, Reply):
             reply = await reply
-        response = reply.response
+        response = reply.verdict
         return None if response.allowed else response.status.message  # type: ignore[union-attr]

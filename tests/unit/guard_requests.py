@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from preemption_toleration.api.admission import AdmissionResponse, AdmissionReview
+from preemption_toleration.api.admission import AdmissionResponse, AdmissionReview, answer_of
 from preemption_toleration.api.base import first_error
 from preemption_toleration.api.bodies import BadRequest, read_model
 from preemption_toleration.api.pod import VictimFields
@@ -353,8 +353,8 @@ ROWS = [
 
 
 def answered(verdict: Verdict) -> AdmissionResponse:
-    """What the client reads of a verdict: the guard's handler's AdmissionResponse."""
-    return answer("uid", verdict)
+    """What the client reads of a verdict: the AdmissionResponse of the guard's handler's verdict."""
+    return answer_of("uid", answer(verdict))
 
 
 def review_of(request: Any, api_version: str = "admission.k8s.io/v1") -> bytes:

@@ -6,19 +6,16 @@ from typing import Any
 
 import pytest
 
-from preemption_toleration.admission.decisions import (
-    AdmissionConfig,
-    mutate_priority_class,
-    snapshot_of,
-    validate_policy,
-    validate_priority_class,
-)
+from preemption_toleration.admission import decisions
+from preemption_toleration.admission.decisions import AdmissionConfig, Snapshot, snapshot_of
 from preemption_toleration.api.admission import (
     MAX_WARNING_LENGTH,
+    AdmissionRequest,
     AdmissionResponse,
     AdmissionReview,
-    allow,
-    deny,
+    allowed,
+    answer_of,
+    denied,
     review_response,
     split_text,
 )
@@ -59,6 +56,23 @@ EMPTY = snapshot_of({}, {})
 
 def request(payload):
     return AdmissionReview.model_validate(payload).request
+
+
+# Each decision as the API server reads it: its verdict made the AdmissionResponse of the request.
+
+
+def validate_priority_class(
+    request: AdmissionRequest, snapshot: Snapshot, config: AdmissionConfig
+) -> AdmissionResponse:
+    return answer_of(request.uid, decisions.validate_priority_class(request, snapshot, config))
+
+
+def mutate_priority_class(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionResponse:
+    return answer_of(request.uid, decisions.mutate_priority_class(request, snapshot))
+
+
+def validate_policy(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionResponse:
+    return answer_of(request.uid, decisions.validate_policy(request, snapshot))
 
 
 def test_invalid_value_is_denied_with_422_naming_class_key_value_and_fix() -> None:
@@ -345,7 +359,7 @@ def test_policy_update_that_keeps_an_existing_conflict_is_warned_not_refused() -
 )
 def test_long_warnings_are_split_not_cut(rule: str, text: str) -> None:
     text = text.strip()
-    warnings = allow("uid", [text]).warnings
+    warnings = answer_of("uid", allowed([text])).warnings
     assert all(len(w) <= MAX_WARNING_LENGTH for w in warnings), rule
     if len(text) <= MAX_WARNING_LENGTH:
         assert warnings == [text], rule
@@ -489,21 +503,21 @@ def test_ptol_validate_admission_and_the_status_give_one_no_effect_message() -> 
 PATCH = "W3sib3AiOiJhZGQiLCJwYXRoIjoiL2EiLCJ2YWx1ZSI6IjEifV0="  # [{"op":"add","path":"/a","value":"1"}]
 WIRE = [
     # (rule, response, what the API server reads)
-    ("allowed: uid and allowed alone", allow("u"), {"uid": "u", "allowed": True}),
-    ("warnings as given", allow("u", ["w"]), {"uid": "u", "allowed": True, "warnings": ["w"]}),
+    ("allowed: uid and allowed alone", answer_of("u", allowed()), {"uid": "u", "allowed": True}),
+    ("warnings as given", answer_of("u", allowed(["w"])), {"uid": "u", "allowed": True, "warnings": ["w"]}),
     (
         "a patch in base64, with its type",
-        allow("u", patch=[{"op": "add", "path": "/a", "value": "1"}]),
+        answer_of("u", allowed(patch=[{"op": "add", "path": "/a", "value": "1"}])),
         {"uid": "u", "allowed": True, "patchType": "JSONPatch", "patch": PATCH},
     ),
     (
         "a refusal with its code, message and reason",
-        deny("u", 429, "wait", "TooManyRequests"),
+        answer_of("u", denied(429, "wait", "TooManyRequests")),
         {"uid": "u", "allowed": False, "status": {"code": 429, "message": "wait", "reason": "TooManyRequests"}},
     ),
     (
         "a refusal without a reason has no reason field",
-        deny("u", 403, "no"),
+        answer_of("u", denied(403, "no")),
         {"uid": "u", "allowed": False, "status": {"code": 403, "message": "no"}},
     ),
 ]

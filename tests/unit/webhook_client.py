@@ -50,7 +50,8 @@ def webhook_app(
     guard_endpoint = GuardEndpoint(guard, metrics, problems) if guard is not None else None
     if guard_endpoint is not None:
         routes.append(guard_endpoint.endpoint())
-    served = ExtenderEndpoint(extender, metrics, problems, max_body_bytes) if extender is not None else None
-    app = WebhookApp(routes, problems, metrics, max_body_bytes, served, metrics_apart)
+    if extender is not None:
+        routes.append(ExtenderEndpoint(extender, metrics, problems).endpoint())
+    app = WebhookApp(routes, problems, metrics, max_body_bytes, metrics_apart)
     app.guard = guard_endpoint  # type: ignore[attr-defined]
     return app

@@ -228,10 +228,7 @@ def encode(payload: Any) -> bytes:
 
 def answer(app: WebhookApp, path: str, body: bytes) -> int:
     """The HTTP status the server answers `body` with on `path`."""
-    if path == EXTENDER_PREEMPT_PATH:
-        return app.preempt(body)[0]
-    [endpoint] = [e for e in app.routes if e.path == path]
-    return app.answer(endpoint, body)[0]
+    return app.answer(app.endpoint(path), body)[0]
 
 
 def unexpected_errors(app: WebhookApp) -> float:

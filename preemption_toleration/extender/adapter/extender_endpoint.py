@@ -12,24 +12,21 @@ from typing import Any
 from aiohttp import web
 
 from preemption_toleration.admission.decisions import Needs
-from preemption_toleration.api.bodies import BadRequest, read_model
-from preemption_toleration.api.extender import ExtenderPreemptionArgs
+from preemption_toleration.api.bodies import read_model
+from preemption_toleration.api.extender import ExtenderPreemptionArgs, ExtenderPreemptionResult
 from preemption_toleration.api.paths import EXTENDER_PREEMPT_PATH
 from preemption_toleration.extender.decisions import NodeChoice, decide_preemption
 from preemption_toleration.inventory.preemptors import PreemptorRecord
 from preemption_toleration.inventory.view import ClusterView, GroupsNotCurrent
 from preemption_toleration.records.pod import PodBody
 from preemption_toleration.serving.handling import (
-    CLIENT_CLOSED_REQUEST,
     Answer,
-    ClientGone,
+    Endpoint,
     HeldBack,
+    Reply,
     Unready,
-    json_answer,
     not_kept,
-    read_body,
     ready,
-    unexpected,
 )
 from preemption_toleration.serving.webhook_metrics import WebhookMetrics
 
@@ -56,50 +53,40 @@ UNAUTHENTICATED = (
 
 
 class ExtenderEndpoint:
-    def __init__(
-        self,
-        hooks: ExtenderHooks,
-        metrics: WebhookMetrics,
-        problems: Callable[[Needs], list[str]],
-        max_body_bytes: int,
-    ) -> None:
+    """The extender's side of the endpoint it is served as (`endpoint`): served as every endpoint is, its
+    answer the preemptVerb's result. Any answer but 200 is an error to the scheduler (ignored if the extender
+    is `ignorable`: the guard alone then protects)."""
+
+    def __init__(self, hooks: ExtenderHooks, metrics: WebhookMetrics, problems: Callable[[Needs], list[str]]) -> None:
         self.hooks = hooks
         self.metrics = metrics
         self.problems = problems
-        self.max_body_bytes = max_body_bytes
 
-    async def handle(self, request: web.BaseRequest) -> web.Response:
-        if self.hooks.authenticated and not _client_certificate(request):
-            return json_answer({"error": UNAUTHENTICATED}, 403)
-        try:
-            body = await read_body(request, self.max_body_bytes)
-        except ClientGone:
-            return web.Response(status=CLIENT_CLOSED_REQUEST)
-        except BadRequest as problem:
-            status, answer = _bad_request(str(problem))
-            return json_answer(answer, status)
-        status, answer = self.preempt(body)
-        return json_answer(answer, status)
+    def endpoint(self) -> Endpoint[ExtenderPreemptionArgs]:
+        return Endpoint(
+            EXTENDER_PREEMPT_PATH,
+            EXTENDER,
+            read_preempt_args,
+            self.handle,
+            _result_answer,
+            admits=self.admits if self.hooks.authenticated else None,
+            noun="extender",
+        )
 
-    def preempt(self, body: bytes) -> Answer:
-        """The scheduler extender's preemptVerb: the victims on each candidate node that do not tolerate
-        the preemptor. Any answer but 200 is an error to the scheduler (ignored if the extender is
-        `ignorable`: the guard alone then protects)."""
+    @staticmethod
+    def admits(request: web.BaseRequest) -> Answer | None:
+        """A caller without a client certificate (which the TLS layer verified) is refused, 403."""
+        return None if _client_certificate(request) else (403, {"error": UNAUTHENTICATED})
+
+    def handle(self, args: ExtenderPreemptionArgs) -> Reply:
+        """The victims on each candidate node that do not tolerate the preemptor."""
+        ready(self.problems("all"))
         try:
-            args = read_model(body, ExtenderPreemptionArgs.model_validate_json, "an ExtenderPreemptionArgs")
-        except BadRequest as problem:
-            return _bad_request(str(problem))
-        try:
-            ready(self.problems("all"))
-            return 200, self._decide(args)
-        except Unready as unready:
-            return unready.answer
+            return Reply(self._decide(args))
         except GroupsNotCurrent as problem:  # a member judged apart from its group would break it
-            return Unready([str(problem)]).answer
-        except Exception as error:  # noqa: BLE001 - a bug must not become a 500; counted and logged
-            return unexpected(self.metrics, EXTENDER, error)
+            raise Unready([str(problem)]) from problem
 
-    def _decide(self, args: ExtenderPreemptionArgs) -> dict[str, Any]:
+    def _decide(self, args: ExtenderPreemptionArgs) -> ExtenderPreemptionResult:
         now = datetime.now(UTC)
         decision = decide_preemption(args, self.hooks.view(), now)
         named = {uid for uids, _ in args.victim_uids().values() for uid in uids}
@@ -124,12 +111,16 @@ class ExtenderEndpoint:
                         "detail": outcome.detail,
                     },
                 )
-        return decision.result.to_wire()
+        return decision.result
 
 
-def _bad_request(problem: str) -> Answer:
-    logger.warning("bad extender request", extra={"endpoint": EXTENDER_PREEMPT_PATH, "problem": problem})
-    return 400, {"error": problem}
+def read_preempt_args(body: bytes) -> ExtenderPreemptionArgs:
+    """A preemptVerb body read once, strictly: BadRequest saying what is wrong."""
+    return read_model(body, ExtenderPreemptionArgs.model_validate_json, "an ExtenderPreemptionArgs")
+
+
+def _result_answer(args: ExtenderPreemptionArgs, result: ExtenderPreemptionResult) -> dict[str, Any]:
+    return result.to_wire()
 
 
 def _client_certificate(request: web.BaseRequest) -> bool:

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from preemption_toleration.admission.decisions import Needs
-from preemption_toleration.api.admission import AdmissionResponse, allow, deny
+from preemption_toleration.api.admission import ALLOWED, AdmissionVerdict, allowed, denied
 from preemption_toleration.api.bodies import BadRequest
 from preemption_toleration.api.paths import GUARD_PATH
 from preemption_toleration.api.resources import PODS
@@ -43,6 +43,7 @@ from preemption_toleration.serving.handling import (
     Hold,
     Reply,
     Unready,
+    admission_answer,
     not_kept,
     ready,
     target_problem,
@@ -85,7 +86,7 @@ class GuardEndpoint:
         self.borne_out: dict[str, tuple[datetime, str]] = {}
 
     def endpoint(self) -> Endpoint[GuardRequest]:
-        return Endpoint(GUARD_PATH, GUARD, read_pod_review, self.handle)
+        return Endpoint(GUARD_PATH, GUARD, read_pod_review, self.handle, admission_answer)
 
     def handle(self, request: GuardRequest) -> Reply | Awaitable[Reply]:
         """The guard's verdict on a pod request, from its caches' view, with the hold of a refused
@@ -94,7 +95,7 @@ class GuardEndpoint:
         for a victim group is settled with the other replicas before the answer (`_settled`)."""
         config = self.hooks.config
         if not is_preemption(request, config.preemptor_identities, config.judges_every_eviction):
-            return Reply(allow(request.uid))
+            return Reply(ALLOWED)
         ready(self.problems("all"))
         view = self.hooks.view()
         now = self.hooks.clock()
@@ -137,7 +138,7 @@ class GuardEndpoint:
         refusal = verdict.refusal
         if refusal is None and request.kind is GuardOperation.STATUS:
             _remember_marking_preemptor(request, verdict, self.hooks.memory.preemptors)
-        response = answer(request.uid, verdict)
+        response = answer(verdict)
         if refusal is None:
             if verdict.note is not None:
                 logger.info("preemption allowed with warnings", extra=_fields(request, verdict))
@@ -199,15 +200,15 @@ def read_pod_review(body: bytes) -> GuardRequest:
     return request
 
 
-def answer(uid: str, verdict: Verdict) -> AdmissionResponse:
-    """The AdmissionResponse of a verdict, built once: allowed (with its warnings), or refused with the
-    refusal's code and words (a 429 as TooManyRequests, which `kubectl drain` retries)."""
+def answer(verdict: Verdict) -> AdmissionVerdict:
+    """The admission verdict of the guard's: allowed (with its warnings), or refused with the refusal's code
+    and words (a 429 as TooManyRequests, which `kubectl drain` retries)."""
     refusal = verdict.refusal
     if refusal is None:
-        return allow(uid) if verdict.note is None else allow(uid, (verdict.note,))
+        return ALLOWED if verdict.note is None else allowed((verdict.note,))
     if refusal.audit:
-        return allow(uid, verdict.warnings)
-    return deny(uid, refusal.code, refusal.denial, "TooManyRequests" if refusal.code == 429 else None)
+        return allowed(verdict.warnings)
+    return denied(refusal.code, refusal.denial, "TooManyRequests" if refusal.code == 429 else None)
 
 
 def _remember_marking_preemptor(request: GuardRequest, verdict: Verdict, preemptors: PreemptorRecord | None) -> None:
