@@ -24,13 +24,14 @@ import _common  # noqa: F401 (puts the repository on the path: the reference rul
 
 from preemption_toleration.admission.decisions import (
     AdmissionConfig,
-    Snapshot,
     validate_policy,
     validate_priority_class,
 )
 from preemption_toleration.api.admission import AdmissionRequest
 from preemption_toleration.governance.plan import plan
-from preemption_toleration.inventory.ownership import age_order
+from preemption_toleration.inventory.labels import LabelIndex
+from preemption_toleration.inventory.ownership import PolicyIndex, age_order
+from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.policy import policy_view
 from preemption_toleration.records.priority_class import class_view
 from tests.unit.test_ownership import claims  # every policy asked in turn: the rule before the index
@@ -39,7 +40,7 @@ RESULTS = Path(__file__).resolve().parent / "results" / "admission_latency.json"
 SIZES = [(10, 10), (100, 200), (500, 1000), (1000, 3000)]  # (policies, classes)
 
 
-def snapshot_of(policies: int, classes: int) -> Snapshot:
+def snapshot_of(policies: int, classes: int) -> ClusterView:
     class_views = {}
     for i in range(classes):
         labels = {"tier": f"t{i % policies}"}
@@ -59,7 +60,9 @@ def snapshot_of(policies: int, classes: int) -> Snapshot:
             "spec": spec,
         }
         policy_views[f"policy-{i}"] = policy_view(raw)
-    return Snapshot(policies=policy_views, classes=class_views)
+    # the indexes built once, as the webhook's caches build them on a change of the classes or policies
+    ownership, labels = PolicyIndex(policy_views.values()), LabelIndex(class_views)
+    return ClusterView(classes=class_views, policies=policy_views, ownership=ownership, labels=labels)
 
 
 def request_for(name: str) -> AdmissionRequest:
@@ -136,7 +139,7 @@ def main() -> None:
         snapshot = snapshot_of(policies, classes)
         request, creation = request_for("class-0"), policy_request()
         candidate = class_view(request.object or {})
-        assert not validate_policy(creation, snapshot).allowed  # also builds the snapshot's indexes
+        assert not validate_policy(creation, snapshot).allowed
 
         def priority_class() -> object:
             return validate_priority_class(request, snapshot, config)

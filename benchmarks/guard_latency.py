@@ -33,7 +33,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import save_results, shown, timed
 
-from preemption_toleration.admission.decisions import Snapshot
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
 from preemption_toleration.guard.adapter.group_leases import GroupClaims, MemoryStore
 from preemption_toleration.guard.adapter.guard_endpoint import GUARD, GuardHooks
@@ -212,7 +211,7 @@ def handle(body: bytes, snapshot: ClusterView, config: GuardConfig, fresh: bool 
         clock = _ticking if fresh else _still
         claims = GroupClaims(MemoryStore(), "ptol", "benchmark", clock=clock)
         hooks = GuardHooks(lambda: snapshot, config, lambda *_: None, claims=claims, clock=clock)
-        app = _servers[(id(snapshot), fresh)] = webhook_app(lambda: Snapshot(), lambda needs: [], guard=hooks)
+        app = _servers[(id(snapshot), fresh)] = webhook_app(ClusterView, lambda needs: [], guard=hooks)
     [endpoint] = [e for e in app.routes if e.name == GUARD]
     replied = app.reply(endpoint, body)
     status, answer, _ = replied if isinstance(replied, tuple) else _loop.run_until_complete(replied)

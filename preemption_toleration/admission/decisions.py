@@ -1,19 +1,20 @@
-"""Admission decisions as pure functions of the request and a snapshot of the caches."""
+"""Admission decisions as pure functions of the request and the view of the caches (`ClusterView`)."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionVerdict, allowed, denied
 from preemption_toleration.core.annotations import POLICY_KEYS, annotations_of
 from preemption_toleration.core.shapes import as_mapping
-from preemption_toleration.governance.plan import LabelIndex, desired_annotations, governed_names
+from preemption_toleration.governance.plan import desired_annotations, governed_names
+from preemption_toleration.inventory.labels import LabelIndex
 from preemption_toleration.inventory.ownership import PolicyIndex, conflicts_of
+from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.policy import PolicyView, policy_view
-from preemption_toleration.records.priority_class import ClassView, class_labels_of, class_name_of, class_view
+from preemption_toleration.records.priority_class import class_labels_of, class_name_of, class_view
 from preemption_toleration.validation.findings import Finding
 from preemption_toleration.validation.policy import read_policy, subject
 from preemption_toleration.validation.priority_class import (
@@ -27,23 +28,6 @@ from preemption_toleration.validation.toleration_rules import (
     minimum_without_effect,
     unaffected,
 )
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """What the watches have seen, by name; built again when they see a change, never per request."""
-
-    policies: Mapping[str, PolicyView] = field(default_factory=dict)
-    classes: Mapping[str, ClassView] = field(default_factory=dict)
-
-    @cached_property
-    def ownership(self) -> PolicyIndex:
-        return PolicyIndex(self.policies.values())
-
-    @cached_property
-    def labels(self) -> LabelIndex:
-        return LabelIndex(self.classes)
-
 
 # What a decision reads: classes and policies ("admission"), or every cache, pods and nodes too ("all").
 Needs = Literal["admission", "all"]
@@ -85,7 +69,7 @@ def _ratchet(new: list[Finding], old: list[Finding]) -> tuple[list[Finding], lis
     return errors, warnings
 
 
-def validate_priority_class(request: AdmissionRequest, snapshot: Snapshot, config: AdmissionConfig) -> AdmissionVerdict:
+def validate_priority_class(request: AdmissionRequest, view: ClusterView, config: AdmissionConfig) -> AdmissionVerdict:
     obj = request.object or {}
     findings = check_priority_class(obj)
     errors, warnings = _ratchet(findings, [])
@@ -98,9 +82,9 @@ def validate_priority_class(request: AdmissionRequest, snapshot: Snapshot, confi
         # every PriorityClass write).
         metadata = as_mapping(obj.get("metadata"))
         name = class_name_of(metadata)
-        found = snapshot.ownership.claimants_of(name, class_labels_of(metadata))
+        found = view.ownership_index().claimants_of(name, class_labels_of(metadata))
         before = (
-            snapshot.ownership.claimants(class_view(request.old_object, manager=None))
+            view.ownership_index().claimants(class_view(request.old_object, manager=None))
             if request.old_object and len(found) > 1  # a single claimant is never a new contest
             else []
         )
@@ -125,14 +109,14 @@ def _escape(key: str) -> str:
 _ANNOTATION_PATHS = {key: f"/metadata/annotations/{_escape(key)}" for key in POLICY_KEYS}  # JSON Pointers
 
 
-def mutate_priority_class(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionVerdict:
+def mutate_priority_class(request: AdmissionRequest, view: ClusterView) -> AdmissionVerdict:
     """On CREATE, give a class that a policy already governs the policy's annotations at once."""
     obj = request.object or {}
     if request.operation != "CREATE":
         return allowed()
     metadata = as_mapping(obj.get("metadata"))
     name = class_name_of(metadata)
-    governing = _governing(snapshot.ownership.claimants_of(name, class_labels_of(metadata)))
+    governing = _governing(view.ownership_index().claimants_of(name, class_labels_of(metadata)))
     if governing is None:
         return allowed()
     policy_name, values = governing
@@ -159,38 +143,39 @@ def mutate_priority_class(request: AdmissionRequest, snapshot: Snapshot) -> Admi
     return allowed(warnings, patch)
 
 
-def _conflict(name: str, governed: list[str], snapshot: Snapshot) -> str | None:
+def _conflict(name: str, governed: list[str], view: ClusterView) -> str | None:
     """Whether another live policy already claims a class this one would (`conflicts_of`): the classes it
     would govern (`governed_names`), each asked of the ownership index (a class that does not exist yet is
     claimed by name only). The message names the oldest such policy, the one that governs, as the operator
     decides."""
     claimed: dict[str, list[PolicyView]] = {}
+    ownership = view.ownership_index()
     for class_name in governed:
-        view = snapshot.classes.get(class_name)
-        if view is None:  # claimed by name only
-            claimed[class_name] = snapshot.ownership.claimants_of(class_name, {}, exists=False)
+        found = view.classes.get(class_name)
+        if found is None:  # claimed by name only
+            claimed[class_name] = ownership.claimants_of(class_name, {}, exists=False)
         else:
-            claimed[class_name] = snapshot.ownership.claimants_of(class_name, view.labels)
-    found = conflicts_of(name, claimed)
-    return found[0].message if found else None
+            claimed[class_name] = ownership.claimants_of(class_name, found.labels)
+    conflicts = conflicts_of(name, claimed)
+    return conflicts[0].message if conflicts else None
 
 
-def _without_effect(name: str, spec: Any, governed: list[str], snapshot: Snapshot) -> list[str]:
+def _without_effect(name: str, spec: Any, governed: list[str], view: ClusterView) -> list[str]:
     """A warning when the policy's minimum holds back no preemptor of a class it would govern that the
     cache knows (a class created later is judged by the operator's status)."""
     minimum = spec.minimum_preemptable_priority
     if minimum is None:
         return []  # the policy's own rules warn (toleration-without-minimum, no-effect)
     known = [
-        ClassValue(class_name, view.value)
+        ClassValue(class_name, found.value)
         for class_name in governed
-        if (view := snapshot.classes.get(class_name)) is not None
+        if (found := view.classes.get(class_name)) is not None
     ]
     low = unaffected(minimum, known)
     return [minimum_without_effect(subject(name), minimum, low, POLICY_SPEC).message] if low else []
 
 
-def validate_policy(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionVerdict:
+def validate_policy(request: AdmissionRequest, view: ClusterView) -> AdmissionVerdict:
     obj = request.object or {}
     old = request.old_object
     if request.operation == "UPDATE" and old is not None:
@@ -203,23 +188,27 @@ def validate_policy(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionV
         errors, warnings = _ratchet(parts.findings, read_policy(old, served=True).findings)
     if errors or parts.spec is None:
         return denied(422, " ".join(f.message for f in errors) or "The policy is invalid.", warnings=warnings)
-    governed = governed_names(parts.spec, snapshot.classes, snapshot.labels)
-    warnings += _without_effect(parts.name, parts.spec, governed, snapshot)
-    conflict = _conflict(parts.name, governed, snapshot)
+    governed = governed_names(parts.spec, view.classes, view.label_index())
+    warnings += _without_effect(parts.name, parts.spec, governed, view)
+    conflict = _conflict(parts.name, governed, view)
     if conflict is not None:
         old_spec = read_policy(old, served=True).spec if old is not None else None
         if (
             old_spec is not None
-            and _conflict(parts.name, governed_names(old_spec, snapshot.classes, snapshot.labels), snapshot) == conflict
+            and _conflict(parts.name, governed_names(old_spec, view.classes, view.label_index()), view) == conflict
         ):
             return allowed([*warnings, conflict])  # not made worse by this change
         return denied(409, conflict, warnings=warnings)
     return allowed(warnings)
 
 
-def snapshot_of(policies: Mapping[str, Mapping[str, Any]], classes: Mapping[str, Mapping[str, Any]]) -> Snapshot:
-    """A snapshot from raw objects (tests and the CLI)."""
-    return Snapshot(
-        policies={name: policy_view(body) for name, body in policies.items()},
-        classes={name: class_view(body) for name, body in classes.items()},
+def snapshot_of(policies: Mapping[str, Mapping[str, Any]], classes: Mapping[str, Mapping[str, Any]]) -> ClusterView:
+    """The view of these raw policies and classes, their indexes built (tests and the CLI)."""
+    policy_views = {name: policy_view(body) for name, body in policies.items()}
+    class_views = {name: class_view(body) for name, body in classes.items()}
+    return ClusterView(
+        classes=class_views,
+        policies=policy_views,
+        ownership=PolicyIndex(policy_views.values()),
+        labels=LabelIndex(class_views),
     )

@@ -1,5 +1,5 @@
-"""The one view of the caches every decision over the cluster reads: the guard's, the extender's and
-steering's plan."""
+"""The one view of the caches every decision over the cluster reads: the admission decisions', the guard's,
+the extender's and steering's plan."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from preemption_toleration.inventory.budgets import BudgetIndex
+from preemption_toleration.inventory.labels import LabelIndex
 from preemption_toleration.inventory.ownership import PolicyIndex
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.records.node import NodeRecord
@@ -33,10 +34,19 @@ class ClusterView:
     nodes: Mapping[str, NodeRecord] = field(default_factory=dict)
     classes: Mapping[str, ClassView] = field(default_factory=dict)
     budgets: BudgetIndex = field(default_factory=BudgetIndex)
-    policies: Mapping[str, PolicyView] = field(default_factory=dict)  # read only for a refusal's message
-    ownership: PolicyIndex | None = None  # built from `policies` when not given
+    policies: Mapping[str, PolicyView] = field(default_factory=dict)
+    # who claims each class, and the classes by label: the caches build both once per change of the classes
+    # or policies; a view made without them (tests, the CLI) builds them when asked
+    ownership: PolicyIndex | None = None
+    labels: LabelIndex | None = None
     groups: Mapping[str, PodGroupRecord] = field(default_factory=dict)  # PodGroups by "namespace/name"
     groups_problem: str | None = None  # why `groups` may not be decided from (None: it may)
+
+    def ownership_index(self) -> PolicyIndex:
+        return self.ownership if self.ownership is not None else PolicyIndex(self.policies.values())
+
+    def label_index(self) -> LabelIndex:
+        return self.labels if self.labels is not None else LabelIndex(self.classes)
 
     def group_of(self, pod: PodRecord) -> PodGroupRecord | None:
         """The PodGroup a pod names, when the cache has it (a pod whose group does not exist is judged as a
@@ -58,6 +68,5 @@ class ClusterView:
     def owner(self, class_name: str) -> str | None:
         """The policy that governs a class (the oldest that claims it), read only for a refusal's message."""
         view = self.classes.get(class_name)
-        ownership = self.ownership or PolicyIndex(self.policies.values())
-        governing = ownership.governing(view) if view is not None else None
+        governing = self.ownership_index().governing(view) if view is not None else None
         return governing.name if governing is not None else None

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
+from typing import NamedTuple
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
-from preemption_toleration.admission.decisions import Needs, Snapshot
+from preemption_toleration.admission.decisions import Needs
 from preemption_toleration.api.policy import PLURAL
 from preemption_toleration.api.resources import PRIORITY_CLASS_PLURAL
 from preemption_toleration.core.resources import LATEST_RULES, ResizeRules
 from preemption_toleration.guard.memory import GuardMemory
 from preemption_toleration.inventory.budgets import BudgetIndex
+from preemption_toleration.inventory.labels import LabelIndex
+from preemption_toleration.inventory.ownership import PolicyIndex
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.preemptors import PreemptorRecord
 from preemption_toleration.inventory.view import ClusterView
@@ -33,6 +37,13 @@ from preemption_toleration.records.priority_class import ClassView, class_view
 
 # Only a pod that names a PodGroup asks, and the API server keeps that field only where it serves them.
 NOT_SERVED = "podgroups: not served when this server started (restart it after turning GenericWorkload on)"
+
+
+class _PolicyState(NamedTuple):
+    classes: Mapping[str, ClassView]
+    policies: Mapping[str, PolicyView]
+    ownership: PolicyIndex
+    labels: LabelIndex
 
 
 class AdmissionCaches:
@@ -88,7 +99,7 @@ class AdmissionCaches:
         self.policies = Informer(
             PLURAL, listers.policies(api), self.policy_store, logger, self._changed, page_size=page_size
         )
-        self._snapshot: Snapshot | None = None
+        self._policies: _PolicyState | None = None  # built again on a change of the classes or policies
         # What each kind of decision reads, listed once: `problems` is asked on every request. PodGroups are
         # not among "all": only a request about a pod that names one needs them (`ClusterView.groups_problem`).
         apart = (self.budgets, self.groups)
@@ -98,7 +109,7 @@ class AdmissionCaches:
         }
 
     def _changed(self) -> None:
-        self._snapshot = None
+        self._policies = None
 
     def informers(self) -> list[Informer]:
         informers = (self.classes, self.policies, self.pods, self.nodes, self.budgets, self.groups)
@@ -134,14 +145,15 @@ class AdmissionCaches:
     def view(self) -> ClusterView:
         """The one view every decision over the cluster reads: the live indexes (a decision runs without
         awaiting, so nothing changes under it)."""
-        snapshot = self.snapshot()
+        state = self._policies or self._policy_state()
         return ClusterView(
             pods=self.pod_index,
             nodes=self.node_store.items,
-            classes=snapshot.classes,
+            classes=state.classes,
             budgets=self.budget_index,
-            policies=snapshot.policies,
-            ownership=snapshot.ownership,
+            policies=state.policies,
+            ownership=state.ownership,
+            labels=state.labels,
             groups=self.group_store.items,
             groups_problem=self.groups_problem(),
         )
@@ -152,10 +164,11 @@ class AdmissionCaches:
             return NOT_SERVED
         return self.groups.health(self.stale_after)
 
-    def snapshot(self) -> Snapshot:
-        if self._snapshot is None:
-            self._snapshot = Snapshot(policies=dict(self.policy_store.items), classes=dict(self.class_store.items))
-        return self._snapshot
+    def _policy_state(self) -> _PolicyState:
+        """The classes and policies as of now, and their indexes: built once per change, never per request."""
+        classes, policies = dict(self.class_store.items), dict(self.policy_store.items)
+        self._policies = _PolicyState(classes, policies, PolicyIndex(policies.values()), LabelIndex(classes))
+        return self._policies
 
     def tasks(self) -> list[asyncio.Task[None]]:
         return [asyncio.create_task(informer.run(), name=f"watch-{informer.kind}") for informer in self.informers()]

@@ -227,7 +227,7 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
         )
     tasks.append(asyncio.create_task(certificates.maintain(), name="certificates"))
     config = AdmissionConfig(operator_identities=tuple(settings.operator_identities))
-    routes: list[Endpoint[Any]] = [*admission_endpoints(config, caches.snapshot, caches.problems)]
+    routes: list[Endpoint[Any]] = [*admission_endpoints(config, caches.view, caches.problems)]
     if guard is not None:
         routes.append(GuardEndpoint(guard, metrics, caches.problems).endpoint())
     if extender is not None:

@@ -24,7 +24,6 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from preemption_toleration.admission.decisions import (
     AdmissionConfig,
     Needs,
-    Snapshot,
     mutate_priority_class,
     validate_policy,
     validate_priority_class,
@@ -38,6 +37,7 @@ from preemption_toleration.api.paths import (
 )
 from preemption_toleration.api.policy import GROUP, PLURAL
 from preemption_toleration.api.resources import PRIORITY_CLASSES
+from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.serving.handling import (
     CLIENT_CLOSED_REQUEST,
     DEFAULT_MAX_BODY_BYTES,
@@ -70,28 +70,28 @@ AnyResponse = TypeVar("AnyResponse", bound=web.StreamResponse)
 
 
 def admission_endpoints(
-    config: AdmissionConfig, snapshot: Callable[[], Snapshot], problems: Callable[[Needs], list[str]]
+    config: AdmissionConfig, view: Callable[[], ClusterView], problems: Callable[[Needs], list[str]]
 ) -> list[Endpoint[AdmissionReview]]:
-    """The PriorityClass and policy endpoints, each a handler over the caches' snapshot, ready when the
+    """The PriorityClass and policy endpoints, each a handler over the caches' view, ready when the
     admission caches are (`problems("admission")`)."""
     decisions: list[tuple[str, str, tuple[str, str], Callable[[AdmissionRequest], AdmissionVerdict]]] = [
         (
             VALIDATE_PRIORITY_CLASSES_PATH,
             "validate-priorityclasses",
             PRIORITY_CLASSES,
-            lambda request: validate_priority_class(request, snapshot(), config),
+            lambda request: validate_priority_class(request, view(), config),
         ),
         (
             MUTATE_PRIORITY_CLASSES_PATH,
             "mutate-priorityclasses",
             PRIORITY_CLASSES,
-            lambda request: mutate_priority_class(request, snapshot()),
+            lambda request: mutate_priority_class(request, view()),
         ),
         (
             VALIDATE_POLICIES_PATH,
             "validate-policies",
             (GROUP, PLURAL),
-            lambda request: validate_policy(request, snapshot()),
+            lambda request: validate_policy(request, view()),
         ),
     ]
     return [

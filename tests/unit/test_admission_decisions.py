@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from preemption_toleration.admission import decisions
-from preemption_toleration.admission.decisions import AdmissionConfig, Snapshot, snapshot_of
+from preemption_toleration.admission.decisions import AdmissionConfig, snapshot_of
 from preemption_toleration.api.admission import (
     MAX_WARNING_LENGTH,
     AdmissionRequest,
@@ -22,6 +22,7 @@ from preemption_toleration.api.admission import (
 from preemption_toleration.core.annotations import LEGACY_PREFIX, PREFIX
 from preemption_toleration.governance.documents import between_documents, conflicts
 from preemption_toleration.governance.plan import plan
+from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.policy import policy_view
 from preemption_toleration.records.priority_class import class_view
 from preemption_toleration.validation.documents import Document, ManifestCheck
@@ -62,16 +63,16 @@ def request(payload):
 
 
 def validate_priority_class(
-    request: AdmissionRequest, snapshot: Snapshot, config: AdmissionConfig
+    request: AdmissionRequest, snapshot: ClusterView, config: AdmissionConfig
 ) -> AdmissionResponse:
     return answer_of(request.uid, decisions.validate_priority_class(request, snapshot, config))
 
 
-def mutate_priority_class(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionResponse:
+def mutate_priority_class(request: AdmissionRequest, snapshot: ClusterView) -> AdmissionResponse:
     return answer_of(request.uid, decisions.mutate_priority_class(request, snapshot))
 
 
-def validate_policy(request: AdmissionRequest, snapshot: Snapshot) -> AdmissionResponse:
+def validate_policy(request: AdmissionRequest, snapshot: ClusterView) -> AdmissionResponse:
     return answer_of(request.uid, decisions.validate_policy(request, snapshot))
 
 

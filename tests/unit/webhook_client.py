@@ -8,9 +8,10 @@ from typing import Any
 from aiohttp import web
 from aiohttp.test_utils import BaseTestServer, TestClient
 
-from preemption_toleration.admission.decisions import AdmissionConfig, Needs, Snapshot
+from preemption_toleration.admission.decisions import AdmissionConfig, Needs
 from preemption_toleration.extender.adapter.extender_endpoint import ExtenderEndpoint, ExtenderHooks
 from preemption_toleration.guard.adapter.guard_endpoint import GuardEndpoint, GuardHooks
+from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.serving.handling import DEFAULT_MAX_BODY_BYTES, Endpoint
 from preemption_toleration.serving.webhook_metrics import WebhookMetrics
 from preemption_toleration.webhooks.server import WebhookApp, admission_endpoints
@@ -34,7 +35,7 @@ def webhook_client(
 
 
 def webhook_app(
-    snapshot: Callable[[], Snapshot],
+    snapshot: Callable[[], ClusterView],
     problems: Callable[[Needs], list[str]],
     *,
     metrics: WebhookMetrics | None = None,
