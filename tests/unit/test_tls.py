@@ -74,6 +74,14 @@ async def test_renewal_before_expiry_serves_the_new_certificate_without_restart(
     assert after.serial_number != before.serial_number
 
 
+def later(*paths: Path) -> None:
+    """Each file dated a second after it was written: a file rewritten within the filesystem's timestamp
+    granularity of its last write would otherwise look unchanged to `FileCertificates` (no sleep needed)."""
+    for path in paths:
+        written = path.stat()
+        os.utime(path, ns=(written.st_atime_ns, written.st_mtime_ns + 1_000_000_000))
+
+
 async def test_files_are_reloaded_when_they_change(tmp_path: Path) -> None:
     ca = pki.generate_ca("test-ca")
     cert, key = tmp_path / "tls.crt", tmp_path / "tls.key"
@@ -90,8 +98,8 @@ async def test_files_are_reloaded_when_they_change(tmp_path: Path) -> None:
     try:
         first = await peer_certificate(port, ca.cert_pem)
         assert certificates.reload_if_changed() is False
-        await asyncio.sleep(0.01)
         second_pair = write_pair()
+        later(cert, key)
         assert certificates.reload_if_changed() is True
         second = await peer_certificate(port, ca.cert_pem)
         assert second.serial_number != first.serial_number
@@ -109,8 +117,8 @@ async def test_a_certificate_written_before_its_key_keeps_the_old_pair_serving(t
     certificates = FileCertificates(str(cert), str(key))
     runner, port = await serve(certificates.context)
     try:
-        await asyncio.sleep(0.01)
         cert.write_bytes(pki.issue_serving_cert(ca, "localhost", dns_names=["localhost"]).cert_pem)  # key not yet
+        later(cert)
         with pytest.raises(ssl.SSLError):
             certificates.reload_if_changed()
         served = await peer_certificate(port, ca.cert_pem)
