@@ -36,8 +36,8 @@ from _common import save_results, shown, timed
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
 from preemption_toleration.guard.adapter.group_leases import GroupClaims, MemoryStore
 from preemption_toleration.guard.adapter.guard_endpoint import GUARD, GuardHooks
-from preemption_toleration.guard.decisions import GuardConfig
 from preemption_toleration.guard.group_claims import LONGEST_SECONDS
+from preemption_toleration.guard.verdicts import GuardConfig
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.node import node_record

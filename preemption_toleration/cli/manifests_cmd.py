@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from preemption_toleration.cli.values import non_empty, pod_priority
-from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES
+from preemption_toleration.guard.verdicts import DEFAULT_PREEMPTOR_IDENTITIES
 from preemption_toleration.manifests.admission_policy import admission_policy_yaml
 from preemption_toleration.manifests.webhook_configurations import (
     DEFAULT_NAMESPACE,

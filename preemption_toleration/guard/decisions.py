@@ -1,158 +1,39 @@
-"""The guard's decision: is this request a preemption, and does the victim tolerate the preemptor?"""
+"""The guard's decision: is this request a preemption, and does the victim tolerate the preemptor? Its records
+are `verdicts`', who the preemptor is `finding`'s."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import UTC, datetime
-from enum import Enum, StrEnum
-from typing import Any, NamedTuple
 
-from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
 from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
-from preemption_toleration.core.groups import DisruptionMode, as_preemptor
-from preemption_toleration.core.intparse import IntParseError, parse_go_int
+from preemption_toleration.core.groups import DisruptionMode
 from preemption_toleration.core.pods import PreemptorFacts
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_under
 from preemption_toleration.core.times import rfc3339
-from preemption_toleration.guard.inference import VictimPlace, infer_departed_preemptor, infer_preemptor
+from preemption_toleration.guard.finding import (
+    cached_preemptor,
+    explicit_preemptor,
+    marking_scheduler,
+    preemptor_facts,
+    scheduler_preemptor,
+)
 from preemption_toleration.guard.memory import GuardMemory
-from preemption_toleration.guard.prefilter import GuardOperation, is_preemption, preemption_mark
+from preemption_toleration.guard.prefilter import GuardOperation, is_preemption
 from preemption_toleration.guard.request import GuardRequest
+from preemption_toleration.guard.verdicts import (
+    ALLOWED,
+    NO_PREEMPTOR,
+    GroupDecision,
+    GuardConfig,
+    PreemptorSource,
+    Refusal,
+    Verdict,
+)
 from preemption_toleration.guard.waste import in_vain
-from preemption_toleration.inventory.preemptors import PreemptorRecord
 from preemption_toleration.inventory.view import ClusterView
-from preemption_toleration.records.pod import PodRecord, SlimPod, priority_only
+from preemption_toleration.records.pod import PodRecord, priority_only
 from preemption_toleration.records.pod_group import MemberRecord, PodGroupRecord
-
-DEFAULT_PREEMPTOR_IDENTITIES = ("system:kube-scheduler",)
-
-
-@dataclass(frozen=True)
-class GuardConfig:
-    preemptor_identities: Collection[str] = DEFAULT_PREEMPTOR_IDENTITIES
-    audit: bool = False  # allow everything; report what would have been refused
-    # Opt-in: an Eviction that names no preemptor (a drain, an autoscaler's scale-down), by anyone, is
-    # judged as a preemption by a pod of this priority. None (the default): such an Eviction is allowed.
-    eviction_preemptor_priority: int | None = None
-    # With steering on: a scheduler's victim that does not tolerate the preemptor is refused too when the
-    # preemptor cannot fit on its node without pods that do (`waste`): upstream would delete nothing there.
-    refuse_in_vain: bool = False
-
-    @property
-    def judges_every_eviction(self) -> bool:
-        """Whether an Eviction without our annotations may be refused (the prefilter and matchConditions
-        must then let every Eviction through)."""
-        return self.eviction_preemptor_priority is not None
-
-
-# The request path builds these on every judged request: plain slotted classes, which build about five times
-# faster than frozen dataclasses (each field of those is set through object.__setattr__). Not mutated.
-@dataclass(slots=True)
-class Refusal:
-    """A preemption the guard refused (or, in audit mode, would have refused)."""
-
-    kind: GuardOperation
-    victim: PodRecord
-    preemptor_priority: int
-    preemptor: str | None
-    protection: Protection
-    code: int
-    message: str
-    audit: bool
-    dry_run: bool
-    preemptor_pod: PodRecord | None = None  # as judged (priority only, when unnamed)
-    retry_after: int | None = None  # seconds, for a 429: when the Eviction may succeed
-    preemptor_group: PodGroupRecord | None = None  # the preemptor's PodGroup, when it has one
-
-    @property
-    def reason(self) -> str:
-        return self.protection.kind.value
-
-    @property
-    def victim_kind(self) -> VictimKind:
-        return VictimKind.POD_GROUP if isinstance(self.victim, MemberRecord) else VictimKind.POD
-
-    @property
-    def denial(self) -> str:
-        """What the refused client reads: the message, and for a 429 when to try again."""
-        if self.retry_after is None:
-            return self.message
-        return f"{self.message} Retry after {self.retry_after} s."
-
-
-class VictimKind(StrEnum):
-    """What a refusal protects, in the scheduler's own words for what it preempts."""
-
-    POD = "pod"
-    POD_GROUP = "podgroup"  # a member of a PodGroup, judged as its group
-
-
-class PreemptorSource(str, Enum):
-    RECORDED = "recorded"  # the preemptor of the extender call that named this victim
-    INFERRED = "inferred"  # guessed from pending pods (`inference`)
-    DEPARTED = "departed"  # guessed from pending pods deleted in the last 30 s, when no pending one could be it
-    NAMED = "named"  # an Eviction's annotation
-    CONFIGURED = "configured"  # an Eviction that names none: the guard's eviction_preemptor_priority
-
-
-@dataclass(slots=True)
-class Verdict:
-    """The guard's answer to a pod request, from which its handler builds the AdmissionResponse once: allowed
-    (perhaps with a `note` for the client), or refused (`refusal`; in audit mode, allowed and reported)."""
-
-    refusal: Refusal | None = None
-    source: PreemptorSource | None = None  # how the preemptor was known, for a judged preemption
-    preemptor: PodRecord | None = None  # the preemptor it was judged against
-    note: str | None = None  # a warning for the client of an allowed request
-    # a decision made afresh for a victim group of `disruptionMode: all` (its UID, the decision): the caller
-    # settles it with the other replicas (`group_claims`) and judges again before it answers
-    fresh_group: tuple[str, GroupDecision] | None = None
-
-    @property
-    def allowed(self) -> bool:
-        return self.refusal is None or self.refusal.audit
-
-    @property
-    def warnings(self) -> tuple[str, ...]:
-        """The warnings the answer carries: an audit's refusal, or the note."""
-        if self.refusal is not None and self.refusal.audit:
-            return (f"audit: would refuse: {self.refusal.message}",)
-        return (self.note,) if self.note is not None else ()
-
-
-ALLOWED = Verdict()  # users, controllers, drains, unmarked status updates, pods nobody can preempt
-
-
-_MARK_MESSAGE = ": preempting to accommodate a higher priority "  # after the scheduler's name, 1.26 to 1.37
-
-
-def marking_scheduler(pod: Mapping[str, Any] | None) -> str | None:
-    """The scheduler (profile) that marked `pod` as its victim: the mark's message begins with its
-    `schedulerName`. None without a mark, or with a message of another form."""
-    mark = preemption_mark(pod)
-    message = mark.get("message") if mark is not None else None
-    if not isinstance(message, str):
-        return None
-    name, found, _ = message.partition(_MARK_MESSAGE)
-    return name if found and name else None
-
-
-def _explicit_preemptor(annotations: Mapping[str, Any], view: ClusterView) -> tuple[PodRecord | None, str | None]:
-    """The preemptor an Eviction names by annotation: (its record, or None; a problem)."""
-    if PREEMPTOR in annotations:
-        namespace, _, name = str(annotations[PREEMPTOR]).partition("/")
-        pod = view.pods.get((namespace, name))
-        if pod is None:
-            return None, f"the preemptor {annotations[PREEMPTOR]} named by {PREEMPTOR} is not a known pod"
-        return pod, None
-    if PREEMPTOR_PRIORITY in annotations:
-        try:
-            priority = parse_go_int(str(annotations[PREEMPTOR_PRIORITY]), 32)
-        except IntParseError as error:
-            return None, f"{PREEMPTOR_PRIORITY}={annotations[PREEMPTOR_PRIORITY]!r}: {error}"
-        return priority_only(priority), None
-    return None, None
 
 
 def describe(
@@ -200,30 +81,6 @@ def describe(
     )
 
 
-def _preemptor_facts(preemptor: PodRecord, view: ClusterView) -> tuple[PreemptorFacts, PodGroupRecord | None]:
-    """A preemptor as the scheduler judges it (by its PodGroup when it has one), and that PodGroup."""
-    group = view.group_of(preemptor)
-    if group is None:
-        return preemptor, None
-    return as_preemptor(preemptor, group, view.pods.members_of(group.key).pods.values()), group
-
-
-class GroupDecision(NamedTuple):
-    """What stands for all the members of a victim group of `disruptionMode: all` in one preemption
-    (`guard.group_claims`): the preemptor and how it was known, and the exemption; no preemptor: not judged
-    (none could be found), so allowed. `adopted`: made by another replica, so an allowance stands here only
-    where this replica's own facts bear it out."""
-
-    preemptor: PodRecord | None
-    source: PreemptorSource | None
-    exempt: bool = False
-    found: Protection | None = None
-    adopted: bool = False
-
-
-NO_PREEMPTOR = GroupDecision(None, None)
-
-
 def whole_group(victim: PodRecord) -> PodGroupRecord | None:
     """The group of a victim judged as a member of a `disruptionMode: all` group: its members get one
     decision per preemption."""
@@ -251,7 +108,7 @@ def _judge(
     whole = whole_group(victim) if kind.scheduler_write and decides_group else None
     record = view.classes.get(victim.priority_class or "")
     toleration = record.toleration if record is not None else None  # parsed when the class entered the cache
-    judged_as, preemptor_group = _preemptor_facts(preemptor, view)
+    judged_as, preemptor_group = preemptor_facts(preemptor, view)
     try:
         exempt, found = (kept.exempt, kept.found) if kept is not None else exemption(victim, judged_as, toleration, now)
         if exempt and found is None:  # check 3 (preemptionPolicy Never): the protection the message shows
@@ -394,7 +251,7 @@ def _judge_eviction(
 ) -> Verdict:
     """An Eviction: judged against the preemptor it names, or, configured, against a priority."""
     pod: PodRecord | None = view.pods.get((request.namespace or "", request.name))
-    preemptor, problem = _explicit_preemptor(request.annotations, view)
+    preemptor, problem = explicit_preemptor(request.annotations, view)
     if pod is None:
         return ALLOWED  # a pod we do not know
     victim = view.as_member(pod)
@@ -450,9 +307,9 @@ def _judge_scheduler_write(
     if kept is not None:  # `_judge` reads the rest of it
         if kept.preemptor is None or kept.source is None:
             return ALLOWED  # not judged: none could be found
-        preemptor = _cached(kept.preemptor, view) or kept.preemptor  # adopted: as the claim names it
+        preemptor = cached_preemptor(kept.preemptor, view) or kept.preemptor  # adopted: as the claim names it
         return _judge(kind, request, victim, preemptor, kept.source, view, config, now, kept)
-    found = _scheduler_preemptor(victim, node_name, whole, view, now, memory, scheduler)
+    found = scheduler_preemptor(victim, node_name, whole, view, now, memory, scheduler)
     if found is None:
         return ALLOWED if whole is None else Verdict(fresh_group=(whole.uid, NO_PREEMPTOR))
     preemptor, source = found
@@ -475,60 +332,15 @@ def _borne_out(
     against the preemptor it names, when the caches know that pod, else the one this replica finds. Allowed
     when they bear it out; their refusal when they do not (a Lease anyone may write never deletes a pod this
     replica protects)."""
-    cached = _cached(adopted.preemptor, view) if adopted.preemptor is not None else None
+    cached = cached_preemptor(adopted.preemptor, view) if adopted.preemptor is not None else None
     if cached is not None and adopted.source is not None:
         found: tuple[PodRecord, PreemptorSource] | None = (cached, adopted.source)
     else:
-        found = _scheduler_preemptor(victim, node_name, whole_group(victim), view, now, memory, scheduler)
+        found = scheduler_preemptor(victim, node_name, whole_group(victim), view, now, memory, scheduler)
     if found is None:
         return ALLOWED
     preemptor, source = found
     return _judge(kind, request, victim, preemptor, source, view, config, now, decides_group=False)
-
-
-def _cached(claimed: PodRecord, view: ClusterView) -> PodRecord | None:
-    """The caches' record of a preemptor a group's decision names, when they hold that very pod."""
-    cached = view.pods.get(claimed.key)
-    return cached if cached is not None and cached.uid == claimed.uid else None
-
-
-def _places(
-    victim: PodRecord, node_name: str, whole: PodGroupRecord | None, view: ClusterView, scheduler: str | None
-) -> Iterator[VictimPlace]:
-    """Where the scheduler may be placing the preemptor: the victim's node, then, for a member of a group it
-    takes whole, across nodes, the nodes of the group's other members, in name order (read only when the
-    victim's own node gives no preemptor)."""
-    yield VictimPlace(victim.priority, node_name, view.nodes.get(node_name), scheduler)
-    if whole is not None:
-        members = view.pods.members_of(whole.key).pods.values()
-        for node in sorted({member.node_name for member in members if member.node_name} - {node_name}):
-            yield VictimPlace(victim.priority, node, view.nodes.get(node), scheduler)
-
-
-def _scheduler_preemptor(
-    victim: PodRecord,
-    node_name: str,
-    whole: PodGroupRecord | None,
-    view: ClusterView,
-    now: datetime,
-    memory: GuardMemory,
-    scheduler: str | None,
-) -> tuple[PodRecord, PreemptorSource] | None:
-    """The preemptor of a scheduler's write: the one an extender call named, else the pending pod it most
-    likely preempts for, else one deleted a moment ago, on the victim's node or, for a member of a group the
-    scheduler takes `whole`, on another member's (`_places`)."""
-    recorded = _recorded_preemptor(victim, node_name, view, now, memory.preemptors)
-    if recorded is not None:
-        return recorded, PreemptorSource.RECORDED
-    for place in _places(victim, node_name, whole, view, scheduler):
-        inferred = infer_preemptor(place, view.pods)
-        if inferred is not None:
-            return inferred, PreemptorSource.INFERRED
-    for place in _places(victim, node_name, whole, view, scheduler):
-        departed = infer_departed_preemptor(place, view.pods)
-        if departed is not None:
-            return departed, PreemptorSource.DEPARTED
-    return None
 
 
 _ENTRIES: dict[GuardOperation, Callable[[GuardRequest, ClusterView, GuardConfig, datetime, GuardMemory], Verdict]] = {
@@ -536,27 +348,3 @@ _ENTRIES: dict[GuardOperation, Callable[[GuardRequest, ClusterView, GuardConfig,
     GuardOperation.DELETE: _judge_delete,
     GuardOperation.STATUS: _judge_status,
 }
-
-
-def _recorded_preemptor(
-    victim: PodRecord, node_name: str, view: ClusterView, now: datetime, preemptors: PreemptorRecord | None
-) -> SlimPod | None:
-    """The preemptor an extender call named for this victim, as the cache sees it now, while it may still
-    be preempting it: the same pod, pending, not deleting, of higher priority than the victim, and not
-    nominated to another node. None otherwise, or without a record. Only a pod of the cache counts, so a
-    call naming a pod that does not exist decides nothing."""
-    if preemptors is None:
-        return None
-    record = preemptors.lookup(victim.uid, now)
-    cached = view.pods.get(record.key) if record is not None else None
-    if (
-        record is None
-        or cached is None
-        or cached.uid != record.uid
-        or cached.node_name is not None
-        or cached.deletion is not None
-        or cached.priority <= victim.priority
-        or (cached.nominated_node is not None and cached.nominated_node != node_name)
-    ):
-        return None
-    return cached

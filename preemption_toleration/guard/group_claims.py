@@ -29,7 +29,7 @@ from typing import Any
 
 from preemption_toleration.core.protection import Protection, ProtectionKind
 from preemption_toleration.core.shapes import as_mapping
-from preemption_toleration.guard.decisions import GroupDecision, PreemptorSource
+from preemption_toleration.guard.verdicts import GroupDecision, PreemptorSource
 from preemption_toleration.records.pod import PodBody, PodRecord
 
 FRESH_SECONDS = 2.0

@@ -12,6 +12,6 @@ from preemption_toleration.inventory.preemptors import PreemptorRecord
 
 @dataclass
 class GuardMemory:
-    # the decisions for victim groups (`guard.decisions.GroupDecision`), kept between a preemption's requests
+    # the decisions for victim groups (`guard.verdicts.GroupDecision`), kept between a preemption's requests
     group_verdicts: GroupVerdicts[Any] = field(default_factory=GroupVerdicts)
     preemptors: PreemptorRecord | None = None  # what the extender's calls said; None: the guard infers only

@@ -27,8 +27,8 @@ from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
 from preemption_toleration.api.resources import PRIORITY_CLASS_GROUP, PRIORITY_CLASS_PLURAL
 from preemption_toleration.core.annotations import LEGACY_PREFIX, PREFIX
 from preemption_toleration.core.pods import PREEMPTION_MARK
-from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES
 from preemption_toleration.guard.prefilter import PREEMPTOR_ANNOTATIONS
+from preemption_toleration.guard.verdicts import DEFAULT_PREEMPTOR_IDENTITIES
 from preemption_toleration.manifests.cel import cel_string
 from preemption_toleration.manifests.yaml_text import dump_manifests
 

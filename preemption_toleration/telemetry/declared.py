@@ -11,8 +11,8 @@ from enum import Enum, StrEnum
 from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.extender.decisions import NodeChoice
 from preemption_toleration.governance.plan import Reason
-from preemption_toleration.guard.decisions import PreemptorSource, VictimKind
 from preemption_toleration.guard.prefilter import GuardOperation
+from preemption_toleration.guard.verdicts import PreemptorSource, VictimKind
 from preemption_toleration.steering.plan import Declined
 
 # Label values with nothing to say about each: one line each.

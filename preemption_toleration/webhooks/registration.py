@@ -26,7 +26,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES
+from preemption_toleration.guard.verdicts import DEFAULT_PREEMPTOR_IDENTITIES
 from preemption_toleration.kube.client import APPLY_PATCH
 from preemption_toleration.manifests.webhook_configurations import (
     GUARD_NAME,

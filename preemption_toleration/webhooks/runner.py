@@ -24,7 +24,7 @@ from preemption_toleration.guard.adapter.nudger import Nudger
 from preemption_toleration.guard.adapter.partial_groups import PartialGroups
 from preemption_toleration.guard.adapter.refusal_events import COMPONENT as GUARD_COMPONENT
 from preemption_toleration.guard.adapter.refusal_events import RefusalEvents
-from preemption_toleration.guard.decisions import GuardConfig
+from preemption_toleration.guard.verdicts import GuardConfig
 from preemption_toleration.kube.client import API_ERRORS, make_api_client
 from preemption_toleration.kube.events import EventRecorder
 from preemption_toleration.kube.listers import serves_pod_groups

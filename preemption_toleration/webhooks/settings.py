@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from preemption_toleration.admission.decisions import AdmissionConfig
-from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES
+from preemption_toleration.guard.verdicts import DEFAULT_PREEMPTOR_IDENTITIES
 from preemption_toleration.kube.informer import DEFAULT_PAGE_SIZE, DEFAULT_STALE_AFTER_SECONDS
 from preemption_toleration.serving.handling import DEFAULT_MAX_BODY_BYTES
 

@@ -17,7 +17,7 @@ from preemption_toleration.cli import dev_manifests
 from preemption_toleration.cli.main import build_parser
 from preemption_toleration.cli.webhook_options import settings_from
 from preemption_toleration.devcluster import LocalCluster
-from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES
+from preemption_toleration.guard.verdicts import DEFAULT_PREEMPTOR_IDENTITIES
 from preemption_toleration.manifests.webhook_configurations import guard_match_expression
 from preemption_toleration.webhooks.registration import wanted_configurations
 from preemption_toleration.webhooks.self_registration import registration_of

@@ -9,7 +9,7 @@ from typing import Any
 
 from preemption_toleration.guard.adapter.group_leases import GroupClaims, MemoryStore
 from preemption_toleration.guard.adapter.guard_endpoint import GuardEndpoint, GuardHooks
-from preemption_toleration.guard.decisions import GuardConfig
+from preemption_toleration.guard.verdicts import GuardConfig
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.serving.handling import Reply
 from preemption_toleration.serving.webhook_metrics import WebhookMetrics

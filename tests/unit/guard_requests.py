@@ -21,8 +21,8 @@ from preemption_toleration.api.bodies import BadRequest, read_model
 from preemption_toleration.api.pod import VictimFields
 from preemption_toleration.core.annotations import LEGACY_PREFIX, PREEMPTOR, PREEMPTOR_PRIORITY
 from preemption_toleration.guard.adapter.guard_endpoint import answer, read_pod_review
-from preemption_toleration.guard.decisions import Verdict
 from preemption_toleration.guard.request import GuardRequest
+from preemption_toleration.guard.verdicts import Verdict
 
 SCHEDULER = "system:kube-scheduler"
 KUBELET = "system:node:node-1"

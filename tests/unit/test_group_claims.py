@@ -12,7 +12,6 @@ import pytest
 
 from preemption_toleration.core.protection import Protection, ProtectionKind
 from preemption_toleration.guard.adapter.group_leases import Conflict, GroupClaims, MemoryStore
-from preemption_toleration.guard.decisions import GroupDecision, GuardConfig, PreemptorSource
 from preemption_toleration.guard.group_claims import (
     BURST_GAP_SECONDS,
     DECISION,
@@ -24,6 +23,7 @@ from preemption_toleration.guard.group_claims import (
     lease_name,
     read_claim,
 )
+from preemption_toleration.guard.verdicts import GroupDecision, GuardConfig, PreemptorSource
 from preemption_toleration.inventory.group_verdicts import KEPT_GROUPS, GroupVerdicts
 from preemption_toleration.records.pod import PodBody
 from preemption_toleration.telemetry.declared import GroupDecisionOutcome

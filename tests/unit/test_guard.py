@@ -9,10 +9,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
-from preemption_toleration.guard.decisions import GuardConfig, PreemptorSource, judge, marking_scheduler
+from preemption_toleration.guard.decisions import judge
+from preemption_toleration.guard.finding import marking_scheduler
 from preemption_toleration.guard.inference import VictimPlace, infer_preemptor
 from preemption_toleration.guard.matching import could_run_on
 from preemption_toleration.guard.request import GuardRequest, read_guard_request
+from preemption_toleration.guard.verdicts import GuardConfig, PreemptorSource
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.node import node_record

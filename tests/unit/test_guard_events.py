@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 from preemption_toleration.core.protection import Protection, ProtectionKind
 from preemption_toleration.guard.adapter.refusal_events import COMPONENT, RefusalEvents
-from preemption_toleration.guard.decisions import Refusal
+from preemption_toleration.guard.verdicts import Refusal
 from preemption_toleration.kube.events import POSTERS, EventRecorder
 from preemption_toleration.records.pod import PodBody
 from preemption_toleration.records.pod_group import MemberRecord, pod_group_record

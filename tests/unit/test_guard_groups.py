@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from preemption_toleration.guard.adapter.group_leases import MemoryStore
-from preemption_toleration.guard.decisions import GuardConfig, judge
+from preemption_toleration.guard.decisions import judge
+from preemption_toleration.guard.verdicts import GuardConfig
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.view import ClusterView, GroupsNotCurrent
 from preemption_toleration.records.pod_group import pod_group_record

@@ -12,8 +12,9 @@ import pytest
 
 from preemption_toleration.api.bodies import BadRequest
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
-from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES, GuardConfig, judge
+from preemption_toleration.guard.decisions import judge
 from preemption_toleration.guard.prefilter import is_preemption
+from preemption_toleration.guard.verdicts import DEFAULT_PREEMPTOR_IDENTITIES, GuardConfig
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.manifests.webhook_configurations import guard_match_conditions
 from tests.unit.guard_requests import ROWS, SCHEDULER, USER, Row, answered, delete, evict, read_row

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from preemption_toleration.cli.main import main
-from preemption_toleration.guard.decisions import DEFAULT_PREEMPTOR_IDENTITIES
+from preemption_toleration.guard.verdicts import DEFAULT_PREEMPTOR_IDENTITIES
 from preemption_toleration.manifests.files import code_files
 from preemption_toleration.manifests.webhook_configurations import guard_match_conditions
 

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from preemption_toleration.guard.decisions import GuardConfig, PreemptorSource, judge
+from preemption_toleration.guard.decisions import judge
 from preemption_toleration.guard.memory import GuardMemory
 from preemption_toleration.guard.nudges import MARGIN, NudgePlan
+from preemption_toleration.guard.verdicts import GuardConfig, PreemptorSource
 from preemption_toleration.inventory.preemptors import PreemptorRecord
 from preemption_toleration.records.pod import PodBody
 from tests.unit.test_guard import NOW, bound, pending, pod_request, snapshot

@@ -208,7 +208,7 @@ async def test_a_body_that_arrives_in_pieces_is_read_whole(http: TestClient) -> 
 @pytest.fixture
 async def guard_http() -> AsyncIterator[TestClient]:
     from preemption_toleration.guard.adapter.guard_endpoint import GuardHooks
-    from preemption_toleration.guard.decisions import GuardConfig
+    from preemption_toleration.guard.verdicts import GuardConfig
     from preemption_toleration.inventory.view import ClusterView
 
     READY["value"] = False  # caches not synced: only the fast path can answer
@@ -284,7 +284,7 @@ async def extender_http() -> AsyncIterator[TestClient]:
     """The extender and the guard in one server, on one pod index, as `ptol webhook` runs them."""
     from preemption_toleration.extender.adapter.extender_endpoint import ExtenderHooks
     from preemption_toleration.guard.adapter.guard_endpoint import GuardHooks
-    from preemption_toleration.guard.decisions import GuardConfig
+    from preemption_toleration.guard.verdicts import GuardConfig
     from preemption_toleration.inventory.pods import PodIndex
     from preemption_toleration.inventory.preemptors import PreemptorRecord
     from preemption_toleration.inventory.view import ClusterView
@@ -560,7 +560,7 @@ async def test_a_connection_accepted_before_the_drain_ends_still_gets_its_answer
     stopping = asyncio.create_task(stop())
     try:
         # the drain's delay passes (the connection is idle), then the site stops listening
-        while runner.sites:  # noqa: ASYNC110 - aiohttp tells no event when a site stops
+        while runner.sites:
             await asyncio.sleep(0.01)
         with pytest.raises(OSError):
             await asyncio.open_connection("127.0.0.1", port)
@@ -661,7 +661,7 @@ async def test_the_guard_answers_503_for_a_member_of_a_group_while_podgroups_are
     ready and decides about lone pods; about a member of a group it answers 503 with the reason, which
     the API server treats by the guard's failurePolicy, alike for every member."""
     from preemption_toleration.guard.adapter.guard_endpoint import GuardHooks
-    from preemption_toleration.guard.decisions import GuardConfig
+    from preemption_toleration.guard.verdicts import GuardConfig
     from preemption_toleration.inventory.pods import PodIndex
     from preemption_toleration.inventory.view import ClusterView
     from tests.unit.test_extender import CLASS_RECORDS, node, pod

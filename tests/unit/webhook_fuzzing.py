@@ -29,7 +29,7 @@ from preemption_toleration.core.annotations import (
 )
 from preemption_toleration.extender.adapter.extender_endpoint import ExtenderHooks
 from preemption_toleration.guard.adapter.guard_endpoint import GuardHooks
-from preemption_toleration.guard.decisions import GuardConfig
+from preemption_toleration.guard.verdicts import GuardConfig
 from preemption_toleration.inventory.preemptors import PreemptorRecord
 from preemption_toleration.webhooks.server import WebhookApp
 from tests.builders import priority_class

@@ -20,8 +20,8 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.core.shapes import as_mapping
-from preemption_toleration.guard.decisions import GroupDecision
 from preemption_toleration.guard.group_claims import LABEL, GroupClaim, claim_body, lease_name, read_claim, swept
+from preemption_toleration.guard.verdicts import GroupDecision
 from preemption_toleration.kube.client import API_ERRORS, answer_of, api_problem
 from preemption_toleration.serving.periodic import every
 from preemption_toleration.telemetry.declared import GroupDecisionOutcome

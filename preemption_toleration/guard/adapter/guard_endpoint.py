@@ -20,19 +20,13 @@ from preemption_toleration.api.resources import PODS
 from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.guard.adapter.group_leases import GroupClaims, MemoryStore
-from preemption_toleration.guard.decisions import (
-    GroupDecision,
-    GuardConfig,
-    PreemptorSource,
-    Refusal,
-    Verdict,
-    judge_preemption,
-)
+from preemption_toleration.guard.decisions import judge_preemption
 from preemption_toleration.guard.group_claims import MARGIN_SECONDS
 from preemption_toleration.guard.memory import GuardMemory
 from preemption_toleration.guard.prefilter import GuardOperation, is_preemption
 from preemption_toleration.guard.repeats import RepeatFilter, RetryPacer
 from preemption_toleration.guard.request import GuardRequest, read_guard_request
+from preemption_toleration.guard.verdicts import GroupDecision, GuardConfig, PreemptorSource, Refusal, Verdict
 from preemption_toleration.inventory.group_verdicts import KEPT_GROUPS
 from preemption_toleration.inventory.preemptors import PreemptorRecord
 from preemption_toleration.inventory.view import ClusterView, GroupsNotCurrent

@@ -14,7 +14,7 @@ from typing import Any
 
 from preemption_toleration.api.resources import ObjectRef, pod_ref
 from preemption_toleration.core.groups import DisruptionMode
-from preemption_toleration.guard.decisions import Refusal
+from preemption_toleration.guard.verdicts import Refusal
 from preemption_toleration.kube.events import EventRecorder
 from preemption_toleration.records.pod_group import MemberRecord
 
