@@ -15,7 +15,7 @@ Reported per phase, from the API server's own metrics: the guard's admission tim
 calls, `apiserver_admission_webhook_fail_open_count` (a late answer is an allowed DELETE); the protected pods
 deleted; from a probe beside it, every 100 ms: /healthz's answer time and the guard's answer to a
 scheduler's DELETE of a protected pod, sent to the webhook directly once it refused one (p50, p99, max,
-and how many it allowed); from the webhook:
+how many it allowed and how many it answered other than 200); from the webhook:
 plans made per second and the event loop's time they took (`ptol_steering_plan_seconds`), its CPU per second.
 
 Targets: 0 fail-open, 0 protected pods deleted, the guard's p99 with steering on <= 1.2 x steering off,
@@ -213,7 +213,7 @@ def scheduler_delete(pod: dict[str, Any], node: str) -> bytes:
 def probing(base: str, nodes: int) -> Iterator[dict[str, list[float]]]:
     """Every PROBE_SECONDS: /healthz, and the guard's answer to a scheduler's DELETE (of another node's pod
     each time, so that the guard's retry hold for one victim never applies), from the first one refused."""
-    times: dict[str, list[float]] = {"healthz": [], "guard": [], "guard_allowed": []}
+    times: dict[str, list[float]] = {"healthz": [], "guard": [], "guard_allowed": [], "guard_unanswered": []}
     stop = threading.Event()
     step = 0
 
@@ -242,7 +242,9 @@ def probing(base: str, nodes: int) -> Iterator[dict[str, list[float]]]:
             started = time.perf_counter()
             status, answer = https(base + GUARD_PATH, body, timeout=30)
             times["guard"].append(time.perf_counter() - started)
-            if status != 200 or json.loads(answer)["response"]["allowed"]:
+            if status != 200:  # a 503 (a cache not current) or 400: the API server would fail open
+                times["guard_unanswered"].append(float(status))
+            elif json.loads(answer)["response"]["allowed"]:
                 times["guard_allowed"].append(1.0)
             step += 1
 
@@ -332,6 +334,8 @@ async def phase(
         "probe_guard_p99_ms": round(1000 * percentile(probes["guard"], 99), 1),
         "probe_guard_max_ms": round(1000 * max(probes["guard"]), 1),
         "probe_guard_allowed": len(probes["guard_allowed"]),
+        "probe_guard_unanswered": sorted({int(status) for status in probes["guard_unanswered"]}) or None,
+        "probe_guard_unanswered_count": len(probes["guard_unanswered"]),
         "healthz_p99_ms": round(1000 * percentile(probes["healthz"], 99), 1),
         "healthz_max_ms": round(1000 * max(probes["healthz"]), 1),
         "plans_per_s": round(plans / elapsed, 2),
