@@ -22,7 +22,7 @@ from preemption_toleration.core.explain import (
     is_pending,
     render,
 )
-from preemption_toleration.records.pod import group_name
+from preemption_toleration.core.pods import group_name
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -178,8 +178,8 @@ async def _group(
 
     from preemption_toleration.api.resources import POD_GROUP_API
     from preemption_toleration.core.groups import group_scheduled_since
+    from preemption_toleration.core.pods import PodJson
     from preemption_toleration.kube.client import answer_of
-    from preemption_toleration.records.pod import PodBody
     from preemption_toleration.records.pod_group import MemberRecord, pod_group_record
 
     group_api, version, plural = POD_GROUP_API
@@ -194,10 +194,10 @@ async def _group(
     group = pod_group_record(body)
     listed = await answer_of(client.CoreV1Api(api).list_namespaced_pod(namespace, _preload_content=False))
     pods = [item for item in json.loads(listed).get("items") or [] if group_name(item.get("spec") or {}) == name]
-    since = group_scheduled_since(PodBody(item) for item in pods)
+    since = group_scheduled_since(PodJson(item) for item in pods)
 
     def judged(member: dict[str, Any]) -> Member:
-        return Member(group.ref, group.disruption.value, MemberRecord(PodBody(member), group, since))
+        return Member(group.ref, group.disruption.value, MemberRecord(PodJson(member), group, since))
 
     as_given = judged(pod if pod is not None else {"metadata": {"namespace": namespace}})
     return as_given, [(member, judged(member)) for member in pods]

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
+
+from preemption_toleration.core.shapes import as_mapping
 
 # The condition a scheduler (Kubernetes >= 1.26) puts on a victim before deleting it: (type, status, reason).
 PREEMPTION_MARK: Final = ("DisruptionTarget", "True", "PreemptionByScheduler")
 # Go's zero time.Time: what a condition without lastTransitionTime decodes to.
 GO_ZERO_TIME = datetime(1, 1, 1, tzinfo=UTC)
+
+PodKey = tuple[str, str]  # (namespace, name)
 
 
 def pod_priority(pod: Mapping[str, Any]) -> int:
@@ -26,11 +31,25 @@ def preempts_never(pod: Mapping[str, Any]) -> bool:
     return (pod.get("spec") or {}).get("preemptionPolicy") == "Never"
 
 
+def pod_key(pod: Mapping[str, Any]) -> PodKey:
+    metadata = as_mapping(pod.get("metadata"))
+    return str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
+
+
+def ref_of(key: PodKey) -> str:
+    """ "namespace/name", as messages and logs name a pod."""
+    namespace, name = key
+    return f"{namespace}/{name or '?'}" if namespace else name or "?"
+
+
 def pod_ref(pod: Mapping[str, Any]) -> str:
-    metadata = pod.get("metadata") or {}
-    namespace = metadata.get("namespace")
-    name = metadata.get("name") or "?"
-    return f"{namespace}/{name}" if namespace else str(name)
+    return ref_of(pod_key(pod))
+
+
+def group_name(spec: Mapping[str, Any]) -> str | None:
+    """The PodGroup a pod's spec names (`schedulingGroup.podGroupName`); None when it names none."""
+    name = as_mapping(spec.get("schedulingGroup")).get("podGroupName")
+    return sys.intern(name) if isinstance(name, str) and name else None
 
 
 def parse_time(text: str) -> datetime:
@@ -74,13 +93,42 @@ class PodFacts(PreemptorFacts, Protocol):
     def scheduled_since(self) -> datetime | None: ...
 
 
-class PodJson:
-    """`PodFacts` read from a pod as Kubernetes JSON, as each is asked for (a view: nothing is copied)."""
+class Named:
+    """A pod's namespace, name and reference, from its `key`."""
+
+    __slots__ = ()
+    key: PodKey
+
+    @property
+    def namespace(self) -> str:
+        return self.key[0]
+
+    @property
+    def name(self) -> str:
+        return self.key[1]
+
+    @property
+    def ref(self) -> str:
+        return ref_of(self.key)
+
+
+class PodJson(Named):
+    """A pod as Kubernetes JSON, read as each field is asked for (a view: nothing is copied): the contract's
+    `PodFacts`, and the `records.pod.PodRecord` of a pod a request carries (a victim in a review, the
+    preemptor of an extender call)."""
 
     __slots__ = ("body",)
 
     def __init__(self, body: Mapping[str, Any]) -> None:
         self.body = body
+
+    @property
+    def key(self) -> PodKey:  # type: ignore[override]
+        return pod_key(self.body)
+
+    @property
+    def uid(self) -> str:
+        return str(as_mapping(self.body.get("metadata")).get("uid") or "")
 
     @property
     def priority(self) -> int:
@@ -94,5 +142,24 @@ class PodJson:
     def preempts_never(self) -> bool:
         return preempts_never(self.body)
 
+    @property
+    def node_name(self) -> str | None:
+        name = as_mapping(self.body.get("spec")).get("nodeName")
+        return sys.intern(name) if isinstance(name, str) and name else None
+
+    @property
+    def deletion(self) -> str | None:
+        deletion = as_mapping(self.body.get("metadata")).get("deletionTimestamp")
+        return str(deletion) if deletion else None
+
+    @property
+    def pod_group(self) -> str | None:
+        return group_name(as_mapping(self.body.get("spec")))
+
     def scheduled_since(self) -> datetime | None:
         return scheduled_since(self.body)
+
+
+def priority_only(priority: int) -> PodJson:
+    """A preemptor known by its priority alone (an Eviction's annotation, the guard's configured one)."""
+    return PodJson({"spec": {"priority": priority}})

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
 from preemption_toleration.core.groups import DisruptionMode
-from preemption_toleration.core.pods import PreemptorFacts
+from preemption_toleration.core.pods import PreemptorFacts, priority_only
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_under
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.guard.finding import (
@@ -32,7 +32,7 @@ from preemption_toleration.guard.verdicts import (
 )
 from preemption_toleration.guard.waste import in_vain
 from preemption_toleration.inventory.view import ClusterView
-from preemption_toleration.records.pod import PodRecord, priority_only
+from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.records.pod_group import MemberRecord, PodGroupRecord
 
 

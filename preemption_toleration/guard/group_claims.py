@@ -27,10 +27,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from preemption_toleration.core.pods import PodJson
 from preemption_toleration.core.protection import Protection, ProtectionKind
 from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.guard.verdicts import GroupDecision, PreemptorSource
-from preemption_toleration.records.pod import PodBody, PodRecord
+from preemption_toleration.records.pod import PodRecord
 
 FRESH_SECONDS = 2.0
 BURST_GAP_SECONDS = 0.5
@@ -199,7 +200,7 @@ def _preemptor(found: Any) -> PodRecord | None:
     if not isinstance(found, dict):
         raise Unreadable("no preemptor")
     metadata = {key: _text(found.get(key)) for key in ("namespace", "name", "uid")}
-    return PodBody({"metadata": metadata, "spec": {"priority": _integer(found.get("priority"))}})
+    return PodJson({"metadata": metadata, "spec": {"priority": _integer(found.get("priority"))}})
 
 
 def _protection(found: Any) -> Protection | None:

@@ -2,7 +2,7 @@
 
 Like kopf's typed views over raw bodies, the record keeps the JSON it was read from and gives it types:
 the request's own fields as attributes, its pods as the JSON of the fields the guard reads, and the victim
-as a `PodBody` view over its oldObject. It answers the preemption rule's questions (`RequestFacts`).
+as a `PodJson` view over its oldObject. It answers the preemption rule's questions (`RequestFacts`).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from preemption_toleration.api.guard_review import read_checked_review
+from preemption_toleration.core.pods import PodJson
 from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.guard.prefilter import PREEMPTOR_ANNOTATIONS, has_mark, operation_of
-from preemption_toleration.records.pod import PodBody
 
 
 class GuardRequest:
@@ -65,9 +65,9 @@ class GuardRequest:
         self.old_object = old_object
 
     @property
-    def victim(self) -> PodBody | None:
+    def victim(self) -> PodJson | None:
         """The pod as the review carries it (`oldObject`); None when it carries none."""
-        return PodBody(self.old_object) if self.old_object is not None else None
+        return PodJson(self.old_object) if self.old_object is not None else None
 
     @property
     def annotations(self) -> Mapping[str, Any]:

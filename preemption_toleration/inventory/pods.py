@@ -22,17 +22,9 @@ from datetime import datetime
 from typing import Any
 
 from preemption_toleration.core.groups import group_scheduled_since
+from preemption_toleration.core.pods import PodKey, pod_key
 from preemption_toleration.core.resources import LATEST_RULES, ResizeRules
-from preemption_toleration.records.pod import (
-    NO_CONSTRAINTS,
-    Constraints,
-    PodKey,
-    Shared,
-    SlimPod,
-    pod_key,
-    preempted,
-    slim_pod,
-)
+from preemption_toleration.records.pod import NO_CONSTRAINTS, Constraints, Shared, SlimPod, preempted, slim_pod
 
 _EMPTY: Mapping[PodKey, SlimPod] = {}
 GONE_REMEMBERED = 4096  # UIDs of the latest deleted pods kept, to tell "deleted" from "not seen yet"

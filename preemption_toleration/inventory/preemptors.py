@@ -14,7 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from preemption_toleration.records.pod import PodKey, PodRecord
+from preemption_toleration.core.pods import PodKey
+from preemption_toleration.records.pod import PodRecord
 
 RECORD_SECONDS = 30
 MAX_RECORDED = 100_000  # victims; the oldest records go first beyond it

@@ -15,11 +15,18 @@ from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from preemption_toleration.core.constraints import unjudged_constraints
-from preemption_toleration.core.pods import GO_ZERO_TIME, PREEMPTION_MARK, PodJson, parse_time
+from preemption_toleration.core.pods import (
+    GO_ZERO_TIME,
+    PREEMPTION_MARK,
+    Named,
+    PodKey,
+    group_name,
+    parse_time,
+    pod_key,
+)
 from preemption_toleration.core.resources import LATEST_RULES, ResizeRules, pod_requests
 from preemption_toleration.core.shapes import as_int, as_mapping
 
-PodKey = tuple[str, str]  # (namespace, name)
 Labels = tuple[str, ...]  # key, value, key, value, ... sorted by key
 Requests = tuple[tuple[str, int], ...]  # summed requests, sorted by resource name
 DEFAULT_SCHEDULER = "default-scheduler"  # a pod's spec.schedulerName when it names none
@@ -121,7 +128,7 @@ class Shared:
 
 
 class PodRecord(Protocol):
-    """What the decisions read of any pod: a `SlimPod` of the caches, or a `PodBody` of a request. The
+    """What the decisions read of any pod: a `SlimPod` of the caches, or a `core.pods.PodJson` of a request. The
     contract's checks read the part `core.pods.PodFacts` names."""
 
     @property
@@ -150,60 +157,6 @@ class PodRecord(Protocol):
         ...
 
     def scheduled_since(self) -> datetime | None: ...
-
-
-class Named:
-    """A pod's namespace, name and reference, from its `key`."""
-
-    __slots__ = ()
-    key: PodKey
-
-    @property
-    def namespace(self) -> str:
-        return self.key[0]
-
-    @property
-    def name(self) -> str:
-        return self.key[1]
-
-    @property
-    def ref(self) -> str:
-        """ "namespace/name", as messages and logs name a pod (`core.pods.pod_ref`)."""
-        namespace, name = self.key
-        return f"{namespace}/{name or '?'}" if namespace else name or "?"
-
-
-class PodBody(Named, PodJson):
-    """A `PodRecord` over a pod's JSON as a request carries it (a victim in a review, the preemptor of an
-    extender call), read as each field is asked for: a request's pod is read once, never copied."""
-
-    __slots__ = ()
-
-    @property
-    def key(self) -> PodKey:  # type: ignore[override]
-        return pod_key(self.body)
-
-    @property
-    def uid(self) -> str:
-        return str(as_mapping(self.body.get("metadata")).get("uid") or "")
-
-    @property
-    def node_name(self) -> str | None:
-        return _text(as_mapping(self.body.get("spec")).get("nodeName"))
-
-    @property
-    def deletion(self) -> str | None:
-        deletion = as_mapping(self.body.get("metadata")).get("deletionTimestamp")
-        return str(deletion) if deletion else None
-
-    @property
-    def pod_group(self) -> str | None:
-        return group_name(as_mapping(self.body.get("spec")))
-
-
-def priority_only(priority: int) -> PodBody:
-    """A preemptor known by its priority alone (an Eviction's annotation, the guard's configured one)."""
-    return PodBody({"spec": {"priority": priority}})
 
 
 class SlimPod(Named):
@@ -296,17 +249,6 @@ class SlimPod(Named):
     def queue_order(self) -> tuple[int, str, str, str]:
         """The scheduler's queue order: highest priority first, then the oldest (RFC 3339 sorts by time)."""
         return (-self.priority, self.created, self.key[0], self.key[1])
-
-
-def group_name(spec: Mapping[str, Any]) -> str | None:
-    """The PodGroup a pod's spec names (`schedulingGroup.podGroupName`); None when it names none."""
-    name = as_mapping(spec.get("schedulingGroup")).get("podGroupName")
-    return sys.intern(name) if isinstance(name, str) and name else None
-
-
-def pod_key(pod: Mapping[str, Any]) -> PodKey:
-    metadata = as_mapping(pod.get("metadata"))
-    return str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
 
 
 def _scheduled(status: Mapping[str, Any]) -> tuple[str | None, Any]:

@@ -10,8 +10,9 @@ from typing import Any
 
 from preemption_toleration.api.resources import ObjectRef, pod_group_ref
 from preemption_toleration.core.groups import DisruptionMode, GroupMember
+from preemption_toleration.core.pods import Named, PodKey, pod_key
 from preemption_toleration.core.shapes import as_int, as_mapping
-from preemption_toleration.records.pod import Named, PodKey, PodRecord, pod_key
+from preemption_toleration.records.pod import PodRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -261,7 +261,7 @@ def test_a_member_of_a_pod_group_is_explained_as_its_group() -> None:
     """A pod of a plain class (priority 100), scheduled long ago, in an `all` group of a 10-minute class whose
     last member was scheduled 100 s ago: the group's class, priority and time."""
     from preemption_toleration.core.explain import Member
-    from preemption_toleration.records.pod import PodBody
+    from preemption_toleration.core.pods import PodJson
     from preemption_toleration.records.pod_group import MemberRecord, pod_group_record
 
     group = pod_group_record(
@@ -271,7 +271,7 @@ def test_a_member_of_a_pod_group_is_explained_as_its_group() -> None:
         }
     )
     member_pod = pod("v", 100, "plain", NOW - timedelta(hours=1))
-    judged = MemberRecord(PodBody(member_pod), group, NOW - timedelta(seconds=100))
+    judged = MemberRecord(PodJson(member_pod), group, NOW - timedelta(seconds=100))
     facts = explain_pod(
         member_pod, priority_class("c", 8000, "10000", "600"), None, NOW, Member("default/g", "all", judged)
     )
@@ -286,7 +286,7 @@ def group_members(mode: str, ages: list[float]) -> tuple[object, list]:
     """PodGroup default/g of class c (8000, 10 minutes), `mode`; members scheduled `ages` seconds ago, judged."""
     from preemption_toleration.core.explain import Member
     from preemption_toleration.core.groups import group_scheduled_since
-    from preemption_toleration.records.pod import PodBody
+    from preemption_toleration.core.pods import PodJson
     from preemption_toleration.records.pod_group import MemberRecord, pod_group_record
 
     group = pod_group_record(
@@ -296,10 +296,10 @@ def group_members(mode: str, ages: list[float]) -> tuple[object, list]:
         }
     )
     pods = [pod(f"m-{index}", 100, "plain", NOW - timedelta(seconds=age)) for index, age in enumerate(ages)]
-    since = group_scheduled_since(PodBody(body) for body in pods)
+    since = group_scheduled_since(PodJson(body) for body in pods)
 
     def judged(body: dict) -> Member:
-        return Member("default/g", mode, MemberRecord(PodBody(body), group, since))
+        return Member("default/g", mode, MemberRecord(PodJson(body), group, since))
 
     return judged({"metadata": {"namespace": "default"}}), [(body, judged(body)) for body in pods]
 

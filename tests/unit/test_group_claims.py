@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from preemption_toleration.core.pods import PodJson
 from preemption_toleration.core.protection import Protection, ProtectionKind
 from preemption_toleration.guard.adapter.group_leases import Conflict, GroupClaims, MemoryStore
 from preemption_toleration.guard.group_claims import (
@@ -25,7 +26,6 @@ from preemption_toleration.guard.group_claims import (
 )
 from preemption_toleration.guard.verdicts import GroupDecision, GuardConfig, PreemptorSource
 from preemption_toleration.inventory.group_verdicts import KEPT_GROUPS, GroupVerdicts
-from preemption_toleration.records.pod import PodBody
 from preemption_toleration.telemetry.declared import GroupDecisionOutcome
 from tests.unit.guard_replicas import Replica
 from tests.unit.test_guard import NOW
@@ -33,7 +33,7 @@ from tests.unit.test_guard_groups import PREEMPTOR, PROTECTED_ALL, TEN_MINUTES, 
 
 FRESH, GAP, LONGEST, MARGIN = FRESH_SECONDS, BURST_GAP_SECONDS, LONGEST_SECONDS, MARGIN_SECONDS
 PROTECTION = Protection(ProtectionKind.FOREVER, "toleration", 8000, refuse_below=10000, toleration_seconds=-1)
-STAND_IN = PodBody(
+STAND_IN = PodJson(
     {"metadata": {"namespace": "team", "name": "high-1", "uid": "uid-high-1"}, "spec": {"priority": 9000}}
 )
 REFUSAL = GroupDecision(STAND_IN, PreemptorSource.INFERRED, True, PROTECTION)

@@ -8,11 +8,11 @@ import asyncio
 import logging
 from datetime import UTC, datetime
 
+from preemption_toleration.core.pods import PodJson
 from preemption_toleration.core.protection import Protection, ProtectionKind
 from preemption_toleration.guard.adapter.refusal_events import COMPONENT, RefusalEvents
 from preemption_toleration.guard.verdicts import Refusal
 from preemption_toleration.kube.events import POSTERS, EventRecorder
-from preemption_toleration.records.pod import PodBody
 from preemption_toleration.records.pod_group import MemberRecord, pod_group_record
 from tests.unit.gate import Gate
 from tests.unit.virtual_clock import VIRTUAL_CLOCK, running_loop_is_current  # noqa: F401 - an autouse fixture
@@ -51,7 +51,7 @@ class FakeCore:
 
 
 def refusal(dry_run=False, audit=False) -> Refusal:
-    victim = PodBody({"metadata": {"name": "victim", "namespace": "team", "uid": "u1"}})
+    victim = PodJson({"metadata": {"name": "victim", "namespace": "team", "uid": "u1"}})
     protection = Protection(ProtectionKind.FOREVER, "forever", 8000, refuse_below=10000, toleration_seconds=-1)
     return Refusal("delete", victim, 9000, "team/high", protection, 403, "pod team/victim ...", audit, dry_run)
 
@@ -162,7 +162,7 @@ def member_refusal(name: str, mode: str = "all") -> Refusal:
     group = pod_group_record(
         {"metadata": {"name": "trainers", "namespace": "team", "uid": "g1"}, "spec": {"disruptionMode": {mode: {}}}}
     )
-    pod = PodBody({"metadata": {"name": name, "namespace": "team", "uid": f"u-{name}"}})
+    pod = PodJson({"metadata": {"name": name, "namespace": "team", "uid": f"u-{name}"}})
     protection = Protection(ProtectionKind.FOREVER, "forever", 8000, refuse_below=10000, toleration_seconds=-1)
     message = f"pod team/{name} of PodGroup team/trainers ..."
     return Refusal("delete", MemberRecord(pod, group, None), 9000, "team/high", protection, 403, message, False, False)
@@ -225,7 +225,7 @@ class GatedCore(FakeCore):
 
 
 def refusal_of(name: str) -> Refusal:
-    victim = PodBody({"metadata": {"name": name, "namespace": "team", "uid": f"u-{name}"}})
+    victim = PodJson({"metadata": {"name": name, "namespace": "team", "uid": f"u-{name}"}})
     protection = Protection(ProtectionKind.FOREVER, "forever", 8000, refuse_below=10000, toleration_seconds=-1)
     return Refusal("delete", victim, 9000, "team/high", protection, 403, f"pod team/{name} ...", False, False)
 

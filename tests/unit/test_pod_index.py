@@ -6,11 +6,12 @@ from datetime import UTC, datetime
 
 import pytest
 
+from preemption_toleration.core.pods import PodJson
 from preemption_toleration.guard.inference import VictimPlace, infer_preemptor
 from preemption_toleration.inventory.pods import DEPARTED_SHAPES, PodIndex
 from preemption_toleration.records import pod as pod_records
 from preemption_toleration.records.node import NodeRecord
-from preemption_toleration.records.pod import PodBody, Shared, slim_pod
+from preemption_toleration.records.pod import Shared, slim_pod
 
 
 def raw_pod(name, priority=8000, node=None, namespace="team", created="2026-11-22T11:00:00Z", **spec):
@@ -53,7 +54,7 @@ def names(pods):
 
 def test_slim_pod_keeps_what_decisions_read_and_reads_as_its_json_does() -> None:
     body = raw_pod("a", 9000, node="node-1", priorityClassName="high", preemptionPolicy="Never")
-    pod, view = slim_pod(body, Shared()), PodBody(body)
+    pod, view = slim_pod(body, Shared()), PodJson(body)
     assert (pod.key, pod.uid, pod.ref, pod.priority, pod.priority_class, pod.preempts_never, pod.node_name) == (
         ("team", "a"),
         "uid-a",

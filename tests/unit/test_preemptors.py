@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
+from preemption_toleration.core.pods import PodJson
 from preemption_toleration.guard.decisions import judge
 from preemption_toleration.guard.memory import GuardMemory
 from preemption_toleration.guard.nudges import MARGIN, NudgePlan
 from preemption_toleration.guard.verdicts import GuardConfig, PreemptorSource
 from preemption_toleration.inventory.preemptors import PreemptorRecord
-from preemption_toleration.records.pod import PodBody
 from tests.unit.test_guard import NOW, bound, pending, pod_request, snapshot
 
 
@@ -31,16 +31,16 @@ CRITICAL = with_uid(pending("critical", 10000), "uid-critical")
 
 def test_a_record_lasts_its_lifetime_and_a_newer_call_replaces_it() -> None:
     record = PreemptorRecord(seconds=30)
-    record.remember(PodBody(HIGH), ["uid-victim"], NOW)
+    record.remember(PodJson(HIGH), ["uid-victim"], NOW)
     assert record.lookup("uid-victim", NOW + timedelta(seconds=29)).key == ("team", "high")
     assert record.lookup("uid-victim", NOW + timedelta(seconds=30)) is None
-    record.remember(PodBody(CRITICAL), ["uid-victim"], NOW + timedelta(seconds=1))
+    record.remember(PodJson(CRITICAL), ["uid-victim"], NOW + timedelta(seconds=1))
     assert record.lookup("uid-victim", NOW + timedelta(seconds=2)).key == ("team", "critical")
 
 
 def test_the_record_keeps_only_what_decisions_read_and_stays_within_its_capacity() -> None:
     record = PreemptorRecord(capacity=2)
-    record.remember(PodBody({**HIGH, "spec": {**HIGH["spec"], "containers": [{"name": "big"}]}}), ["a", "b", "c"], NOW)
+    record.remember(PodJson({**HIGH, "spec": {**HIGH["spec"], "containers": [{"name": "big"}]}}), ["a", "b", "c"], NOW)
     assert len(record) == 2 and record.lookup("a", NOW) is None
     kept = record.lookup("c", NOW)
     assert (kept.key, kept.uid) == (("team", "high"), "uid-high")  # which pod: the guard reads the cache's
@@ -53,7 +53,7 @@ def _judge(*pods: dict[str, Any], recorded: dict[str, Any] | None):
     state = snapshot(VICTIM, *pods)
     record = PreemptorRecord()
     if recorded is not None:
-        record.remember(PodBody(recorded), ["uid-victim"], NOW)
+        record.remember(PodJson(recorded), ["uid-victim"], NOW)
     return judge(pod_request(None, old=VICTIM), state, GuardConfig(), NOW, GuardMemory(preemptors=record))
 
 
@@ -150,7 +150,7 @@ END = NOW + timedelta(seconds=20)
 
 def test_a_nudge_is_due_only_once_the_toleration_has_ended() -> None:
     plan = NudgePlan()
-    assert plan.hold(PodBody(HIGH), "node-1", END, NOW)
+    assert plan.hold(PodJson(HIGH), "node-1", END, NOW)
     assert plan.next_at() == END + MARGIN
     assert plan.due(END) == []
     [nudge] = plan.due(END + MARGIN)
@@ -166,33 +166,33 @@ def test_a_nudge_is_due_only_once_the_toleration_has_ended() -> None:
 
 def test_one_nudge_per_preemptor_per_expiry() -> None:
     plan = NudgePlan()
-    assert plan.hold(PodBody(HIGH), "node-1", END, NOW)
-    assert not plan.hold(PodBody(HIGH), "node-1", END, NOW + timedelta(seconds=1)), "the same end again"
-    assert not plan.hold(PodBody(HIGH), "node-1", END + timedelta(seconds=10), NOW), "a later end waits for the retry"
+    assert plan.hold(PodJson(HIGH), "node-1", END, NOW)
+    assert not plan.hold(PodJson(HIGH), "node-1", END, NOW + timedelta(seconds=1)), "the same end again"
+    assert not plan.hold(PodJson(HIGH), "node-1", END + timedelta(seconds=10), NOW), "a later end waits for the retry"
     assert len(plan.due(END + MARGIN)) == 1
-    assert not plan.hold(PodBody(HIGH), "node-1", END, END), "an end already nudged for, or passed"
+    assert not plan.hold(PodJson(HIGH), "node-1", END, END), "an end already nudged for, or passed"
 
 
 def test_an_earlier_end_replaces_the_planned_one() -> None:
     plan = NudgePlan()
-    plan.hold(PodBody(HIGH), "node-1", END, NOW)
-    assert plan.hold(PodBody(HIGH), "node-1", END - timedelta(seconds=10), NOW)
+    plan.hold(PodJson(HIGH), "node-1", END, NOW)
+    assert plan.hold(PodJson(HIGH), "node-1", END - timedelta(seconds=10), NOW)
     assert [n.until for n in plan.due(END + MARGIN)] == [END - timedelta(seconds=10)]
     assert plan.next_at() is None, "the replaced plan is not handed out as well"
 
 
 def test_an_unnamed_preemptor_no_node_or_a_full_plan_plans_nothing() -> None:
-    assert not NudgePlan().hold(PodBody({"spec": {"priority": 9000}}), "node-1", END, NOW)
-    assert not NudgePlan().hold(PodBody(HIGH), "", END, NOW)
+    assert not NudgePlan().hold(PodJson({"spec": {"priority": 9000}}), "node-1", END, NOW)
+    assert not NudgePlan().hold(PodJson(HIGH), "", END, NOW)
     full = NudgePlan(capacity=1)
-    assert full.hold(PodBody(HIGH), "node-1", END, NOW) and not full.hold(PodBody(CRITICAL), "node-1", END, NOW)
+    assert full.hold(PodJson(HIGH), "node-1", END, NOW) and not full.hold(PodJson(CRITICAL), "node-1", END, NOW)
 
 
 def test_a_failed_nudge_is_tried_again_a_few_times() -> None:
     from preemption_toleration.guard.nudges import MAX_ATTEMPTS, RETRY_AFTER
 
     plan = NudgePlan()
-    plan.hold(PodBody(HIGH), "node-1", END, NOW)
+    plan.hold(PodJson(HIGH), "node-1", END, NOW)
     [nudge] = plan.due(END + MARGIN)
     for attempt in range(2, MAX_ATTEMPTS + 1):
         assert plan.retry(nudge, END + MARGIN)
@@ -204,9 +204,9 @@ def test_a_failed_nudge_is_tried_again_a_few_times() -> None:
 
 def test_a_retry_gives_way_to_a_newer_plan() -> None:
     plan = NudgePlan()
-    plan.hold(PodBody(HIGH), "node-1", END, NOW)
+    plan.hold(PodJson(HIGH), "node-1", END, NOW)
     [nudge] = plan.due(END + MARGIN)
-    assert plan.hold(PodBody(HIGH), "node-1", END + timedelta(seconds=30), END + MARGIN)
+    assert plan.hold(PodJson(HIGH), "node-1", END + timedelta(seconds=30), END + MARGIN)
     assert not plan.retry(nudge, END + MARGIN)
 
 
@@ -214,7 +214,7 @@ def test_the_nudge_nominates_the_preemptor_to_the_node_then_withdraws_only_its_o
     from preemption_toleration.guard.adapter.nudger import nomination, withdrawal
 
     plan = NudgePlan()
-    plan.hold(PodBody(HIGH), "node-7", END, NOW)
+    plan.hold(PodJson(HIGH), "node-7", END, NOW)
     [nudge] = plan.due(END + MARGIN)
     assert nomination(nudge) == {"status": {"nominatedNodeName": "node-7"}}
     assert withdrawal(nudge) == [

@@ -3,7 +3,8 @@ it; and its rate limiter. Its Lease protocol is tests/unit/test_steering_leases.
 
 from datetime import UTC, datetime
 
-from preemption_toleration.records.pod import PodBody, Shared, slim_pod
+from preemption_toleration.core.pods import PodJson
+from preemption_toleration.records.pod import Shared, slim_pod
 from preemption_toleration.steering.adapter.pod_writes import disruption_target, scheduler_of
 from preemption_toleration.steering.adapter.steerer import refused_victim
 from preemption_toleration.steering.pacing import TokenBucket
@@ -25,8 +26,8 @@ def test_the_mark_is_the_schedulers() -> None:
 
 
 def test_a_refused_victim_needs_a_node() -> None:
-    assert refused_victim(PodBody(pod("a", "low", node=None))) is None
-    found = refused_victim(PodBody(pod("a", "low")))
+    assert refused_victim(PodJson(pod("a", "low", node=None))) is None
+    found = refused_victim(PodJson(pod("a", "low")))
     assert found is not None and (found.namespace, found.name, found.uid, found.node) == (
         "team",
         "a",

@@ -12,9 +12,9 @@ import pytest
 from kubernetes_asyncio.client import ApiClient
 from prometheus_client import CollectorRegistry
 
+from preemption_toleration.core.pods import PodJson
 from preemption_toleration.inventory.pods import PodIndex
 from preemption_toleration.inventory.view import ClusterView
-from preemption_toleration.records.pod import PodBody
 from preemption_toleration.serving.webhook_metrics import SteeringMetrics
 from preemption_toleration.steering.adapter import steerer as steerer_module
 from preemption_toleration.steering.adapter import steering_leases as leases
@@ -310,13 +310,13 @@ async def test_the_refusals_hold_is_released_once_the_preemption_is_steered(api)
 
     subject._resume = nothing_left  # type: ignore[method-assign]
     subject.record.steered["uid-high"] = ("n001", (("team", "p001", "uid-p001"),))
-    first = subject.refused(PodBody(victim))
-    assert first is not None and subject.refused(PodBody(victim)) is first
+    first = subject.refused(PodJson(victim))
+    assert first is not None and subject.refused(PodJson(victim)) is first
     worker = asyncio.create_task(subject.run())
     try:
         await asyncio.wait_for(first.wait(), timeout=10)
         del subject.record.steered["uid-high"]  # now steering plans, and declines (no-node)
-        second = subject.refused(PodBody(victim))
+        second = subject.refused(PodJson(victim))
         assert second is not None and second is not first
         while "no-node" not in counted.outcomes:
             await asyncio.sleep(0.01)

@@ -15,10 +15,10 @@ from preemption_toleration.admission.decisions import Needs
 from preemption_toleration.api.bodies import read_model
 from preemption_toleration.api.extender import ExtenderPreemptionArgs, ExtenderPreemptionResult
 from preemption_toleration.api.paths import EXTENDER_PREEMPT_PATH
+from preemption_toleration.core.pods import PodJson
 from preemption_toleration.extender.decisions import NodeChoice, decide_preemption
 from preemption_toleration.inventory.preemptors import PreemptorRecord
 from preemption_toleration.inventory.view import ClusterView, GroupsNotCurrent
-from preemption_toleration.records.pod import PodBody
 from preemption_toleration.serving.handling import (
     Answer,
     Endpoint,
@@ -91,7 +91,7 @@ class ExtenderEndpoint:
         decision = decide_preemption(args, self.hooks.view(), now)
         named = {uid for uids, _ in args.victim_uids().values() for uid in uids}
         named.update(uid for outcome in decision.outcomes for uid in outcome.victims)
-        preemptor = PodBody(args.pod)
+        preemptor = PodJson(args.pod)
         self.hooks.preemptors.remember(preemptor, named, now)
         held = [(o.held_until, o.node) for o in decision.outcomes if o.held_until is not None]
         if held:
