@@ -28,7 +28,7 @@ from preemption_toleration.admission.decisions import (
     validate_priority_class,
 )
 from preemption_toleration.api.admission import AdmissionRequest
-from preemption_toleration.governance.plan import plan
+from preemption_toleration.governance.planner import plan
 from preemption_toleration.inventory.labels import LabelIndex
 from preemption_toleration.inventory.ownership import PolicyIndex, age_order
 from preemption_toleration.inventory.view import ClusterView

@@ -39,7 +39,7 @@ from preemption_toleration.api.extender import ExtenderPreemptionArgs
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
 from preemption_toleration.extender.decisions import NodeChoice, decide_preemption
 from preemption_toleration.inventory.budgets import BudgetIndex
-from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.node import NodeRecord, node_record
 from preemption_toleration.records.priority_class import class_view

@@ -38,7 +38,7 @@ from preemption_toleration.guard.adapter.group_leases import GroupClaims, Memory
 from preemption_toleration.guard.adapter.guard_endpoint import GUARD, GuardHooks
 from preemption_toleration.guard.group_claims import LONGEST_SECONDS
 from preemption_toleration.guard.verdicts import GuardConfig
-from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.node import node_record
 from preemption_toleration.records.pod_group import pod_group_record

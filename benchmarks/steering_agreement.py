@@ -62,7 +62,7 @@ from preemption_toleration.devcluster.nodes import wait_node_schedulable
 from preemption_toleration.extender.decisions import ExemptionCheck
 from preemption_toleration.extender.victims import NodeVictims, select_victims
 from preemption_toleration.inventory.budgets import BudgetIndex, split_by_budget_violation
-from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.kube.client import API_ERRORS
 from preemption_toleration.manifests.scheduler_extender import scheduler_extender_of

@@ -97,7 +97,7 @@ def child(mode: str, file: str) -> None:
 
     import yaml
 
-    from preemption_toleration.governance.documents import between_documents
+    from preemption_toleration.governance.conflicts import between_documents
     from preemption_toleration.validation.documents import ManifestCheck
 
     started = time.perf_counter()

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionVerdict, allowed, denied
 from preemption_toleration.core.annotations import POLICY_KEYS, annotations_of
 from preemption_toleration.core.shapes import as_mapping
-from preemption_toleration.governance.plan import desired_annotations, governed_names
+from preemption_toleration.governance.planner import desired_annotations, governed_names
 from preemption_toleration.inventory.labels import LabelIndex
 from preemption_toleration.inventory.ownership import PolicyIndex, conflicts_of
 from preemption_toleration.inventory.view import ClusterView

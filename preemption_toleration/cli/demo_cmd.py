@@ -45,7 +45,7 @@ def _say(text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from preemption_toleration.demo.runner import Demo, DemoSettings, StepFailed
+    from preemption_toleration.demo.play import Demo, DemoSettings, StepFailed
 
     if problem := variable_problem("demo"):
         return problem

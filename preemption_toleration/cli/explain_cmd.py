@@ -58,7 +58,7 @@ async def _governing_policy(api: Any, class_name: str) -> str | None:
     from kubernetes_asyncio.client.exceptions import ApiException
 
     from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
-    from preemption_toleration.governance.plan import plan
+    from preemption_toleration.governance.planner import plan
     from preemption_toleration.records.policy import policy_view
     from preemption_toleration.records.priority_class import class_view
 

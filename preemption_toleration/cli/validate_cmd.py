@@ -16,7 +16,7 @@ import yaml
 
 from preemption_toleration.cli.validate_inputs import Inputs, Unreadable
 from preemption_toleration.cli.validate_output import FORMATS, Output, writer
-from preemption_toleration.governance.documents import between_documents
+from preemption_toleration.governance.conflicts import between_documents
 from preemption_toleration.validation.documents import KUSTOMIZATION_FILES, Located, ManifestCheck
 from preemption_toleration.validation.findings import Severity, error, note
 

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
-from preemption_toleration.core.resources import QuantityError, parse_quantity
+from preemption_toleration.core.quantities import QuantityError, parse_quantity
 
 
 def port_number(value: str) -> int:

@@ -36,7 +36,7 @@ from preemption_toleration.core.exemption import PriorityClassNotFound, class_ex
 from preemption_toleration.core.groups import DisruptionMode
 from preemption_toleration.core.pods import PodJson, PreemptorFacts, pod_priority
 from preemption_toleration.core.protection import Protection, ProtectionKind, protection_under
-from preemption_toleration.core.resources import pod_requests
+from preemption_toleration.core.quantities import pod_requests
 from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.extender.victims import (
     BudgetSplit,

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from preemption_toleration.core.resources import PODS
+from preemption_toleration.core.quantities import PODS
 from preemption_toleration.records.pod import Requests, SlimPod
 
 TERMINAL_PHASES = ("Succeeded", "Failed")  # the scheduler's cache holds no such pods

@@ -12,7 +12,7 @@ from preemption_toleration.api.policy import (
     PreemptionTolerationPolicyStatus,
 )
 from preemption_toleration.core.times import rfc3339
-from preemption_toleration.governance.plan import PolicyOutcome
+from preemption_toleration.governance.planner import PolicyOutcome
 
 READY = "Ready"
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from preemption_toleration.guard.matching import could_run_on
-from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.records.node import NodeRecord
 from preemption_toleration.records.pod import DEFAULT_SCHEDULER, Constraints, SlimPod
 

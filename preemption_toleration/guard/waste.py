@@ -17,7 +17,7 @@ from datetime import datetime
 from preemption_toleration.core.exemption import PriorityClassNotFound, exemption
 from preemption_toleration.extender.victims import NodeVictims, importance, select_victims
 from preemption_toleration.inventory.budgets import BudgetIndex, split_by_budget_violation
-from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.node import NodeRecord
 from preemption_toleration.records.pod import PodRecord, SlimPod

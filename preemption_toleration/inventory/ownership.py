@@ -1,5 +1,5 @@
 """Which policies claim a PriorityClass, and which one governs it: the oldest claimant (creation time,
-then name). `plan` applies the same rule to every class at once; admission requests and the guard ask
+then name). `governance.planner` applies the same rule to every class at once; admission requests and the guard ask
 about one class, through a `PolicyIndex` built once per change of the policies, so that the answer costs
 what that class's labels and claimants cost, not what the number of policies does.
 """
@@ -102,7 +102,7 @@ def claimants(policies: Iterable[PolicyView], view: ClassView) -> list[PolicyVie
 @dataclass(frozen=True)
 class Conflict:
     """A policy that claims classes another policy already governs: the one rule, and the one message, of
-    `ptol validate` (governance/documents.py) and of the policy webhook (admission/decisions.py)."""
+    `ptol validate` (governance/conflicts.py) and of the policy webhook (admission/decisions.py)."""
 
     policy: str  # the policy in conflict
     classes: tuple[str, ...]  # the classes it claims that `governing` governs, sorted

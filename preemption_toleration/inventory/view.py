@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from preemption_toleration.inventory.budgets import BudgetIndex
 from preemption_toleration.inventory.labels import LabelIndex
 from preemption_toleration.inventory.ownership import PolicyIndex
-from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.records.node import NodeRecord
 from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.records.pod_group import MemberRecord, PodGroupRecord

@@ -22,7 +22,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.api.policy import PLURAL
 from preemption_toleration.api.resources import PRIORITY_CLASS_PLURAL, ObjectRef
-from preemption_toleration.governance.plan import (
+from preemption_toleration.governance.planner import (
     ClassWrite,
     PolicyOutcome,
     Reason,

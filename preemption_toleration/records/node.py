@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from preemption_toleration.core.resources import allocatable
+from preemption_toleration.core.quantities import allocatable
 from preemption_toleration.core.shapes import as_list, as_mapping
 
 

@@ -24,7 +24,7 @@ from preemption_toleration.core.pods import (
     parse_time,
     pod_key,
 )
-from preemption_toleration.core.resources import LATEST_RULES, ResizeRules, pod_requests
+from preemption_toleration.core.quantities import LATEST_RULES, ResizeRules, pod_requests
 from preemption_toleration.core.shapes import as_int, as_mapping
 
 Labels = tuple[str, ...]  # key, value, key, value, ... sorted by key

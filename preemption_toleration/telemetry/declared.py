@@ -10,7 +10,7 @@ from enum import Enum, StrEnum
 
 from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.extender.decisions import NodeChoice
-from preemption_toleration.governance.plan import Reason
+from preemption_toleration.governance.planner import Reason
 from preemption_toleration.guard.prefilter import GuardOperation
 from preemption_toleration.guard.verdicts import PreemptorSource, VictimKind
 from preemption_toleration.steering.plan import Declined

@@ -68,7 +68,7 @@ class Located:
 
     @property
     def index(self) -> int:
-        """The place under its former name (governance.documents, whose Documents carry no lines, passes a
+        """The place under its former name (governance.conflicts, whose Documents carry no lines, passes a
         document's position here)."""
         return self.line
 
@@ -438,7 +438,7 @@ class ManifestCheck:
     # -- between documents ------------------------------------------------------------------------------
     def finish(self, rules: Callable[[ManifestCheck], list[Located]] | None = None) -> list[Located]:
         """The rules between documents, once every file is read, sorted by place and counted. They are
-        governance's (governance.documents.between_documents: a policy's minimum against its classes, and
+        governance's (governance.conflicts.between_documents: a policy's minimum against its classes, and
         conflicts), passed in: validation does not import governance."""
         found = rules(self) if rules is not None else []
         if self.past_limit:

@@ -14,12 +14,12 @@ from kubernetes_asyncio.client import ApiClient
 from preemption_toleration.admission.decisions import Needs
 from preemption_toleration.api.policy import PLURAL
 from preemption_toleration.api.resources import PRIORITY_CLASS_PLURAL
-from preemption_toleration.core.resources import LATEST_RULES, ResizeRules
+from preemption_toleration.core.quantities import LATEST_RULES, ResizeRules
 from preemption_toleration.guard.memory import GuardMemory
 from preemption_toleration.inventory.budgets import BudgetIndex
 from preemption_toleration.inventory.labels import LabelIndex
 from preemption_toleration.inventory.ownership import PolicyIndex
-from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.inventory.preemptors import PreemptorRecord
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.kube import listers

@@ -16,7 +16,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.admission.decisions import AdmissionConfig
-from preemption_toleration.core.resources import LATEST_RULES, ResizeRules, resize_rules
+from preemption_toleration.core.quantities import LATEST_RULES, ResizeRules, resize_rules
 from preemption_toleration.extender.adapter.extender_endpoint import ExtenderEndpoint, ExtenderHooks
 from preemption_toleration.guard.adapter.group_leases import GroupClaims, LeaseStore
 from preemption_toleration.guard.adapter.guard_endpoint import GuardEndpoint, GuardHooks

@@ -20,8 +20,8 @@ from preemption_toleration.api.admission import (
     split_text,
 )
 from preemption_toleration.core.annotations import LEGACY_PREFIX, PREFIX
-from preemption_toleration.governance.documents import between_documents, conflicts
-from preemption_toleration.governance.plan import plan
+from preemption_toleration.governance.conflicts import between_documents, conflicts
+from preemption_toleration.governance.planner import plan
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.policy import policy_view
 from preemption_toleration.records.priority_class import class_view

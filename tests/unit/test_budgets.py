@@ -9,7 +9,7 @@ import pytest
 
 from preemption_toleration.extender.decisions import NodeChoice, decide_preemption
 from preemption_toleration.inventory.budgets import BudgetIndex, split_by_budget_violation
-from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.inventory.view import ClusterView
 from tests.unit.test_extender import CLASS_RECORDS, NOW, args, node, pod
 

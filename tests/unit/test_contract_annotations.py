@@ -13,7 +13,7 @@ import pytest
 from preemption_toleration.api.policy import PreemptionTolerationPolicySpec
 from preemption_toleration.core.annotations import CONTRACT_ANNOTATIONS, ContractAnnotation, class_toleration
 from preemption_toleration.core.intparse import int_range
-from preemption_toleration.governance.plan import desired_annotations
+from preemption_toleration.governance.planner import desired_annotations
 from preemption_toleration.manifests.admission_policy import validations, variables
 from preemption_toleration.manifests.crd import crd_manifest
 from preemption_toleration.validation.priority_class import check_priority_class

@@ -6,7 +6,7 @@ import pytest
 
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY as MIN
 from preemption_toleration.core.annotations import TOLERATION_SECONDS as TOL
-from preemption_toleration.governance.plan import ClassWrite, Reason, plan
+from preemption_toleration.governance.planner import ClassWrite, Reason, plan
 from preemption_toleration.governance.status import build_status, status_differs
 from preemption_toleration.inventory.ownership import claimants
 from preemption_toleration.records.policy import policy_view

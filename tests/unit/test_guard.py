@@ -15,7 +15,7 @@ from preemption_toleration.guard.inference import VictimPlace, infer_preemptor
 from preemption_toleration.guard.matching import could_run_on
 from preemption_toleration.guard.request import GuardRequest, read_guard_request
 from preemption_toleration.guard.verdicts import GuardConfig, PreemptorSource
-from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.node import node_record
 from preemption_toleration.records.policy import policy_view

@@ -12,7 +12,7 @@ import pytest
 from preemption_toleration.guard.adapter.group_leases import MemoryStore
 from preemption_toleration.guard.decisions import judge
 from preemption_toleration.guard.verdicts import GuardConfig
-from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.inventory.view import ClusterView, GroupsNotCurrent
 from preemption_toleration.records.pod_group import pod_group_record
 from preemption_toleration.records.priority_class import class_view

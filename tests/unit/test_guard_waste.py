@@ -6,12 +6,12 @@ from datetime import timedelta
 
 import pytest
 
-from preemption_toleration.core.resources import allocatable
+from preemption_toleration.core.quantities import allocatable
 from preemption_toleration.extender.decisions import ExemptionCheck
 from preemption_toleration.guard.decisions import judge
 from preemption_toleration.guard.verdicts import GuardConfig
 from preemption_toleration.guard.waste import stock_choice_refused
-from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.node import NodeRecord
 from tests.unit.guard_requests import answered

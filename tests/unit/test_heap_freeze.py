@@ -5,7 +5,7 @@ import asyncio
 import gc
 import logging
 
-from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.kube.informer import Informer
 from preemption_toleration.webhooks.heap import PageFreezer
 from preemption_toleration.webhooks.runner import _synced_or_stopped

@@ -10,7 +10,7 @@ import logging
 
 import pytest
 
-from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.kube.informer import DictStore, Informer, WatchExpired, json_lines
 
 

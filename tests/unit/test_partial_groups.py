@@ -14,7 +14,7 @@ import pytest
 from preemption_toleration.api.resources import ObjectRef
 from preemption_toleration.guard.adapter import partial_groups
 from preemption_toleration.guard.adapter.partial_groups import PartialGroups, event_name, in_part_message
-from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.records.pod import SlimPod
 from tests.unit.test_guard_groups import PREEMPTOR, PROTECTED_ALL, PROTECTED_SINGLE, member, view
 from tests.unit.virtual_clock import VIRTUAL_CLOCK, running_loop_is_current  # noqa: F401 - an autouse fixture

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from preemption_toleration.core.groups import DisruptionMode
-from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.records.pod_group import pod_group_record
 from tests.builders import pod
 

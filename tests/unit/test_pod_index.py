@@ -8,7 +8,7 @@ import pytest
 
 from preemption_toleration.core.pods import PodJson
 from preemption_toleration.guard.inference import VictimPlace, infer_preemptor
-from preemption_toleration.inventory.pods import DEPARTED_SHAPES, PodIndex
+from preemption_toleration.inventory.pod_index import DEPARTED_SHAPES, PodIndex
 from preemption_toleration.records import pod as pod_records
 from preemption_toleration.records.node import NodeRecord
 from preemption_toleration.records.pod import Shared, slim_pod

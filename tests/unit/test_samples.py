@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from preemption_toleration.demo.objects import sample_objects
-from preemption_toleration.governance.plan import plan
+from preemption_toleration.governance.planner import plan
 from preemption_toleration.records.policy import policy_view
 from preemption_toleration.records.priority_class import class_view
 

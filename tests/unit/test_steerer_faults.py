@@ -11,7 +11,7 @@ from typing import Any
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.steering.adapter import resume as resume_module
 from preemption_toleration.steering.adapter.steerer import ActionStopped, RefusedVictim, Steerer

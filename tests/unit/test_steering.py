@@ -7,7 +7,7 @@ import pytest
 
 from preemption_toleration.extender.victims import NodeVictims
 from preemption_toleration.inventory.budgets import BudgetIndex
-from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.node import node_record
 from preemption_toleration.records.pod import Shared, slim_pod

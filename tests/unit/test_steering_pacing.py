@@ -13,7 +13,7 @@ from kubernetes_asyncio.client import ApiClient
 from prometheus_client import CollectorRegistry
 
 from preemption_toleration.core.pods import PodJson
-from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.serving.webhook_metrics import SteeringMetrics
 from preemption_toleration.steering.adapter import steerer as steerer_module

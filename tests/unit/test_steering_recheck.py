@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.inventory.view import ClusterView
 from preemption_toleration.records.pod import Shared, slim_pod
 from preemption_toleration.steering.recheck import victim_now

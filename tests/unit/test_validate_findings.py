@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from preemption_toleration.cli.main import main
-from preemption_toleration.governance.documents import between_documents
+from preemption_toleration.governance.conflicts import between_documents
 from preemption_toleration.validation.documents import Located, ManifestCheck
 from preemption_toleration.validation.findings import Severity
 

@@ -285,7 +285,7 @@ async def extender_http() -> AsyncIterator[TestClient]:
     from preemption_toleration.extender.adapter.extender_endpoint import ExtenderHooks
     from preemption_toleration.guard.adapter.guard_endpoint import GuardHooks
     from preemption_toleration.guard.verdicts import GuardConfig
-    from preemption_toleration.inventory.pods import PodIndex
+    from preemption_toleration.inventory.pod_index import PodIndex
     from preemption_toleration.inventory.preemptors import PreemptorRecord
     from preemption_toleration.inventory.view import ClusterView
     from tests.unit.test_extender import CLASS_RECORDS, CLASSES, node, pod
@@ -662,7 +662,7 @@ async def test_the_guard_answers_503_for_a_member_of_a_group_while_podgroups_are
     the API server treats by the guard's failurePolicy, alike for every member."""
     from preemption_toleration.guard.adapter.guard_endpoint import GuardHooks
     from preemption_toleration.guard.verdicts import GuardConfig
-    from preemption_toleration.inventory.pods import PodIndex
+    from preemption_toleration.inventory.pod_index import PodIndex
     from preemption_toleration.inventory.view import ClusterView
     from tests.unit.test_extender import CLASS_RECORDS, node, pod
 

@@ -29,7 +29,7 @@ from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.core.times import rfc3339
 from preemption_toleration.guard.nudges import Nudge, NudgePlan
-from preemption_toleration.inventory.pods import PodIndex
+from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.kube.client import API_ERRORS, JSON_PATCH, MERGE_PATCH, api_problem, patch_pod_status
 from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.telemetry.declared import NudgeOutcome

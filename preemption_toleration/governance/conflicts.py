@@ -9,7 +9,7 @@ from typing import Any
 
 from preemption_toleration.api.policy import KIND as POLICY_KIND
 from preemption_toleration.core.pods import parse_time
-from preemption_toleration.governance.plan import governed_names
+from preemption_toleration.governance.planner import governed_names
 from preemption_toleration.inventory.labels import LabelIndex
 from preemption_toleration.inventory.ownership import PolicyIndex, conflicts_of
 from preemption_toleration.records.policy import EPOCH, PolicyView, policy_view

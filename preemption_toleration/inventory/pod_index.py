@@ -23,7 +23,7 @@ from typing import Any
 
 from preemption_toleration.core.groups import group_scheduled_since
 from preemption_toleration.core.pods import PodKey, pod_key
-from preemption_toleration.core.resources import LATEST_RULES, ResizeRules
+from preemption_toleration.core.quantities import LATEST_RULES, ResizeRules
 from preemption_toleration.records.pod import NO_CONSTRAINTS, Constraints, Shared, SlimPod, preempted, slim_pod
 
 _EMPTY: Mapping[PodKey, SlimPod] = {}

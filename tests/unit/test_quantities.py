@@ -4,7 +4,7 @@ from fractions import Fraction
 
 import pytest
 
-from preemption_toleration.core.resources import (
+from preemption_toleration.core.quantities import (
     RULES_1_35,
     RULES_1_36,
     RULES_1_37,
