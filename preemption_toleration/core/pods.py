@@ -63,6 +63,24 @@ def parse_time(text: str) -> datetime:
     return parsed
 
 
+def preemption_mark(pod: Any) -> Mapping[str, Any] | None:
+    """The scheduler's PREEMPTION_MARK condition on a pod as JSON, if it carries one."""
+    conditions = as_mapping(as_mapping(pod).get("status")).get("conditions")
+    for condition in conditions if isinstance(conditions, list) else ():
+        # any condition, as the guard's matchConditions read it (`exists`)
+        if (
+            isinstance(condition, Mapping)
+            and (condition.get("type"), condition.get("status"), condition.get("reason")) == PREEMPTION_MARK
+        ):
+            return condition
+    return None
+
+
+def has_mark(pod: Any) -> bool:
+    """Whether a pod as JSON carries PREEMPTION_MARK."""
+    return preemption_mark(pod) is not None
+
+
 def scheduled_since(pod: Mapping[str, Any]) -> datetime | None:
     """lastTransitionTime of the PodScheduled=True condition, or None when the pod is not scheduled."""
     for condition in (pod.get("status") or {}).get("conditions") or []:

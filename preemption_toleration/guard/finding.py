@@ -11,10 +11,9 @@ from typing import Any
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
 from preemption_toleration.core.groups import as_preemptor
 from preemption_toleration.core.intparse import IntParseError, parse_go_int
-from preemption_toleration.core.pods import PreemptorFacts, priority_only
+from preemption_toleration.core.pods import PreemptorFacts, preemption_mark, priority_only
 from preemption_toleration.guard.inference import VictimPlace, infer_departed_preemptor, infer_preemptor
 from preemption_toleration.guard.memory import GuardMemory
-from preemption_toleration.guard.prefilter import preemption_mark
 from preemption_toleration.guard.verdicts import PreemptorSource
 from preemption_toleration.inventory.preemptors import PreemptorRecord
 from preemption_toleration.inventory.view import ClusterView

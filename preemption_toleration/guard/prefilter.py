@@ -8,12 +8,11 @@ against `is_preemption` row by row. Pure, stdlib only, never raises.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from enum import StrEnum
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
-from preemption_toleration.core.pods import PREEMPTION_MARK
 
 PREEMPTOR_ANNOTATIONS: Final = (PREEMPTOR, PREEMPTOR_PRIORITY)
 
@@ -80,17 +79,3 @@ def is_preemption(facts: RequestFacts, preemptor_identities: Collection[str], ev
     if facts.username() not in preemptor_identities:
         return False
     return operation is GuardOperation.DELETE or facts.newly_marked()
-
-
-def preemption_mark(pod: Any) -> Mapping[str, Any] | None:
-    """The scheduler's PREEMPTION_MARK condition on a checked pod (JSON: conditions a list of objects, or
-    absent), if it carries one."""
-    for condition in ((pod or {}).get("status") or {}).get("conditions") or ():
-        if (condition.get("type"), condition.get("status"), condition.get("reason")) == PREEMPTION_MARK:
-            return condition  # type: ignore[no-any-return]
-    return None
-
-
-def has_mark(pod: Any) -> bool:
-    """Whether a checked pod carries PREEMPTION_MARK."""
-    return preemption_mark(pod) is not None

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from preemption_toleration.api.guard_review import read_checked_review
-from preemption_toleration.core.pods import PodJson
+from preemption_toleration.core.pods import PodJson, has_mark
 from preemption_toleration.core.shapes import as_mapping
-from preemption_toleration.guard.prefilter import PREEMPTOR_ANNOTATIONS, has_mark, operation_of
+from preemption_toleration.guard.prefilter import PREEMPTOR_ANNOTATIONS, operation_of
 
 
 class GuardRequest:

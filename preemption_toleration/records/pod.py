@@ -17,10 +17,10 @@ from typing import Any, Protocol, TypeVar
 from preemption_toleration.core.constraints import unjudged_constraints
 from preemption_toleration.core.pods import (
     GO_ZERO_TIME,
-    PREEMPTION_MARK,
     Named,
     PodKey,
     group_name,
+    has_mark,
     parse_time,
     pod_key,
 )
@@ -260,21 +260,9 @@ def _scheduled(status: Mapping[str, Any]) -> tuple[str | None, Any]:
     return None, None
 
 
-def _marked_by_preemption(status: Mapping[str, Any]) -> bool:
-    """The pod's DisruptionTarget condition is the scheduler's PREEMPTION_MARK."""
-    conditions = status.get("conditions")
-    kind, state, reason = PREEMPTION_MARK
-    for condition in conditions if isinstance(conditions, list) else ():
-        if isinstance(condition, Mapping) and condition.get("type") == kind:
-            return condition.get("status") == state and condition.get("reason") == reason
-    return False
-
-
 def preempted(raw: Mapping[str, Any]) -> bool:
     """The scheduler's preemption has begun to delete the pod: marked by it (PREEMPTION_MARK) and deleting."""
-    return bool(as_mapping(raw.get("metadata")).get("deletionTimestamp")) and _marked_by_preemption(
-        as_mapping(raw.get("status"))
-    )
+    return bool(as_mapping(raw.get("metadata")).get("deletionTimestamp")) and has_mark(raw)
 
 
 def _epoch_seconds(value: Any) -> int | None:
@@ -312,6 +300,6 @@ def slim_pod(pod: Mapping[str, Any], shared: Shared) -> SlimPod:
         requests=shared.requests_of(spec, status),
         label_pairs=shared.labels_of(metadata) if node_name else (),  # only a bound pod is a victim
         started=_epoch_seconds(status.get("startTime")) if node_name else None,
-        preempted=bool(metadata.get("deletionTimestamp")) and _marked_by_preemption(status),
+        preempted=bool(metadata.get("deletionTimestamp")) and has_mark(pod),
         pod_group=group_name(spec),
     )

@@ -12,11 +12,13 @@ import pytest
 
 from preemption_toleration.api.bodies import BadRequest
 from preemption_toleration.core.annotations import PREEMPTOR, PREEMPTOR_PRIORITY
+from preemption_toleration.core.pods import has_mark
 from preemption_toleration.guard.decisions import judge
 from preemption_toleration.guard.prefilter import is_preemption
 from preemption_toleration.guard.verdicts import DEFAULT_PREEMPTOR_IDENTITIES, GuardConfig
 from preemption_toleration.inventory.view import ClusterView
-from preemption_toleration.manifests.webhook_configurations import guard_match_conditions
+from preemption_toleration.manifests.webhook_configurations import _cel_marked, guard_match_conditions
+from preemption_toleration.records.pod import Shared, slim_pod
 from tests.unit.guard_requests import ROWS, SCHEDULER, USER, Row, answered, delete, evict, read_row
 from tests.unit.test_guard import NOW, bound, pending, snapshot
 
@@ -212,3 +214,33 @@ def test_judge_asks_the_rule() -> None:
             continue
         verdict = judge(read_row(request), state, GuardConfig(), NOW)
         assert verdict.allowed and verdict.source is None and not answered(verdict).warnings, request
+
+
+MARK = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+MALFORMED = {"conditions not a list", "a condition not an object"}  # the API server sends no such pod
+MARK_CASES = [
+    ("no status", {}, False),
+    ("no conditions", {"status": {}}, False),
+    ("conditions not a list", {"status": {"conditions": {"type": "DisruptionTarget"}}}, False),
+    ("a condition not an object", {"status": {"conditions": ["DisruptionTarget"]}}, False),
+    ("the mark", {"status": {"conditions": [MARK]}}, True),
+    ("the mark after other conditions", {"status": {"conditions": [{"type": "Ready"}, MARK]}}, True),
+    ("DisruptionTarget by another reason", {"status": {"conditions": [{**MARK, "reason": "EvictionByX"}]}}, False),
+    ("DisruptionTarget not True", {"status": {"conditions": [{**MARK, "status": "False"}]}}, False),
+    ("a second DisruptionTarget is the mark", {"status": {"conditions": [{**MARK, "status": "False"}, MARK]}}, True),
+]
+
+
+@pytest.mark.parametrize(("rule", "pod", "marked"), MARK_CASES, ids=[case[0] for case in MARK_CASES])
+def test_the_preemption_mark_is_read_as_the_match_conditions_read_it(
+    rule: str, pod: dict[str, Any], marked: bool
+) -> None:
+    """One scan for the scheduler's mark (`core.pods.has_mark`) serves the guard's rule and the cached pod's
+    `preempted`: it says what the matchConditions' CEL says of the same pod."""
+    if rule not in MALFORMED:
+        assert cel.compile(_cel_marked("object")).execute({"object": pod}) is marked
+    assert has_mark(pod) is marked
+    assert (
+        slim_pod({"metadata": {"name": "v", "deletionTimestamp": "2026-01-01T00:00:00Z"}, **pod}, Shared()).preempted
+        is marked
+    )
