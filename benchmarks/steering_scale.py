@@ -230,6 +230,7 @@ def probing(base: str, nodes: int) -> Iterator[dict[str, list[float]]]:
         if time.monotonic() > deadline:
             raise SystemExit(f"the guard refused no probe within {WARM_UP_SECONDS:.0f} s of the preemptors")
         time.sleep(PROBE_SECONDS)
+    step += 1  # the refused victim asked again at once would be held as a scheduler's retry (about 1 s)
 
     def probe() -> None:
         nonlocal step

@@ -165,3 +165,13 @@ def inert_release_configurations(kubectl: Kubectl) -> Iterator[None]:
     finally:
         for kind, name in CONFIGURATIONS:
             kubectl("delete", kind, name, "--ignore-not-found", check=False)
+
+
+def stopped_and_removed(kubectl: Kubectl, processes: tuple[ComponentProcess, ...], ptp: str, *classes: str) -> None:
+    """A test's installation undone: its processes stopped, its policy, classes and serving Secret deleted."""
+    for process in processes:
+        process.stop()
+    kubectl("delete", "ptp", ptp, "--ignore-not-found", "--wait=false", check=False)
+    for name in classes:
+        kubectl("delete", "priorityclass", name, "--ignore-not-found", check=False)
+    kubectl("delete", "secret", "webhook-tls", "-n", INSTALL_NAMESPACE, "--ignore-not-found", check=False)

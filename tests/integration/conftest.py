@@ -45,6 +45,7 @@ from preemption_toleration.devcluster import (
 from preemption_toleration.devcluster.features import POD_GROUPS, features_named
 from tests.integration.components import RunProcess, Server
 from tests.integration.helpers import START_SECONDS, unique_name
+from tests.integration.objects import MIN, TOL, apply, class_manifest
 
 Kubectl = Callable[..., "subprocess.CompletedProcess[str]"]
 MakeNode = Callable[..., Awaitable[client.V1Node]]
@@ -191,3 +192,16 @@ def alice(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Ku
 def server(components: RunProcess) -> Server:
     """The webhook server of the module's `ptol run` (its `components` fixture) and its /metrics."""
     return Server.of(components)
+
+
+@pytest.fixture(scope="module")
+def steering_classes(kubectl: Kubectl) -> Iterator[dict[str, str]]:
+    """The steering tests' classes: `high` (9000), `low` (8000), `prot` (8000, protected from below 10000 for ever)."""
+    suffix = unique_name("s").split("-")[-1]
+    names = {"high": f"shigh-{suffix}", "low": f"slow-{suffix}", "prot": f"sprot-{suffix}"}
+    apply(kubectl, class_manifest(names["high"], 9000))
+    apply(kubectl, class_manifest(names["low"], 8000))
+    apply(kubectl, class_manifest(names["prot"], 8000, annotations={MIN: "10000", TOL: "-1"}))
+    yield names
+    for name in names.values():
+        kubectl("delete", "priorityclass", name, "--ignore-not-found", check=False)

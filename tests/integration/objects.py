@@ -5,18 +5,21 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
-from tests.builders import policy, priority_class
+from tests.builders import pod, policy, priority_class
 from tests.integration.helpers import REACTION_SECONDS, eventually, unique_name
 
 MIN = "preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority"
 TOL = "preemption-toleration.scheduling.x-k8s.io/toleration-seconds"
+
+
+T = TypeVar("T")
 
 
 def class_manifest(
@@ -35,12 +38,17 @@ def policy_manifest(name: str, spec: dict[str, Any]) -> str:
     return json.dumps(policy(name, spec))
 
 
+def apply(kubectl: Callable[..., T], manifest: str) -> T:
+    """`kubectl apply -f -` of `manifest`, as a user applies one; a refusal fails the test with kubectl's message."""
+    return kubectl("apply", "-f", "-", input=manifest)
+
+
 def apply_class_and_policy(kubectl: Callable[..., object], pc: str, ptp: str, *, toleration_seconds: int = -1) -> None:
     """`kubectl apply` of class `pc`, then of policy `ptp` for it: not preempted below priority 10000 (for
     `toleration_seconds` of running time; by default for ever)."""
     spec = {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": toleration_seconds}
-    kubectl("apply", "-f", "-", input=class_manifest(pc))
-    kubectl("apply", "-f", "-", input=policy_manifest(ptp, spec))
+    apply(kubectl, class_manifest(pc))
+    apply(kubectl, policy_manifest(ptp, spec))
 
 
 async def read_class(api: ApiClient, name: str) -> dict[str, Any] | None:
@@ -83,12 +91,15 @@ def described_events(kubectl: Callable[..., Any], kind: str, name: str) -> list[
     return [(row[0], row[1], row[3], row[4]) for row in rows if len(row) == 5]
 
 
-async def wait_annotations(api: ApiClient, name: str, expected: dict[str, str]) -> dict[str, Any]:
+async def wait_annotations(
+    api: ApiClient, name: str, expected: dict[str, str], timeout: float = REACTION_SECONDS, what: str = ""
+) -> dict[str, Any]:
+    """Class `name` once its annotations of ours are `expected` (`what`: whose writes they are)."""
     return await eventually(
         lambda: read_class(api, name),
         lambda pc: ours(pc) == expected,
-        timeout=REACTION_SECONDS,
-        what=f"annotations {expected} on {name}",
+        timeout=timeout,
+        what=what or f"annotations {expected} on {name}",
     )
 
 
@@ -113,3 +124,20 @@ async def low_and_high(api: ApiClient) -> AsyncIterator[tuple[str, str]]:
     finally:
         for name in (low, high):
             await scheduling.delete_priority_class(name)
+
+
+async def pods_in(api: ApiClient, namespace: str) -> list[Any]:
+    return list((await client.CoreV1Api(api).list_namespaced_pod(namespace)).items)
+
+
+async def low_pods_running(api: ApiClient, namespace: str, low: str, count: int) -> list[Any]:
+    """`count` pods of class `low` asking one CPU each ("low-0", ...), once all run."""
+    for i in range(count):
+        await client.CoreV1Api(api).create_namespaced_pod(
+            namespace, pod(f"low-{i}", class_name=low, namespace=None, cpu="1")
+        )
+    return await eventually(
+        lambda: pods_in(api, namespace),
+        lambda items: len(items) == count and all(p.status.phase == "Running" for p in items),
+        what=f"{count} low pods Running",
+    )

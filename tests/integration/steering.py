@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
@@ -26,25 +25,12 @@ from preemption_toleration.steering.adapter.steering_leases import (
 )
 from tests.integration.components import RunProcess
 from tests.integration.conftest import Kubectl, MakeNode
-from tests.integration.helpers import REACTION_SECONDS, START_SECONDS, eventually, unique_name
-from tests.integration.objects import MIN, TOL, class_manifest
+from tests.integration.helpers import REACTION_SECONDS, START_SECONDS, eventually
 from tests.integration.pods import create_bound, pod_body, until_bound
 from tests.integration.test_extender_victims import on_nodes, pod_names_on
 
 FAULT_LABEL = "ptol-test-fault"  # pods whose status writes `fault_policy` forbids
 HOLD = "example.com/hold"  # a finalizer that keeps a deleted pod terminating until the test releases it
-
-
-@pytest.fixture(scope="module")
-def steering_classes(kubectl: Kubectl) -> Iterator[dict[str, str]]:
-    suffix = unique_name("s").split("-")[-1]
-    names = {"high": f"shigh-{suffix}", "low": f"slow-{suffix}", "prot": f"sprot-{suffix}"}
-    kubectl("apply", "-f", "-", input=class_manifest(names["high"], 9000))
-    kubectl("apply", "-f", "-", input=class_manifest(names["low"], 8000))
-    kubectl("apply", "-f", "-", input=class_manifest(names["prot"], 8000, annotations={MIN: "10000", TOL: "-1"}))
-    yield names
-    for name in names.values():
-        kubectl("delete", "priorityclass", name, "--ignore-not-found", check=False)
 
 
 async def two_full_nodes(

@@ -27,7 +27,7 @@ from preemption_toleration.validation.priority_class import check_priority_class
 from tests.integration.components import ROOT, RunProcess, install_crd, ptol_run_fixture
 from tests.integration.conftest import Kubectl
 from tests.integration.helpers import denied, unique_name
-from tests.integration.objects import MIN, TOL, policy_manifest
+from tests.integration.objects import MIN, TOL, apply, policy_manifest
 from tests.unit.test_admission_policy import POLICY_RULES, SERVER_RULES
 from tests.unit.test_priority_class_rules import CLEAN, RULES
 
@@ -65,7 +65,7 @@ def admission_policy(cluster: LocalCluster, kubectl: Kubectl) -> Iterator[None]:
     install_crd(cluster)
     policy, _ = yaml.safe_load_all(COMPONENT.read_text())
     binding = admission_policy_binding({"matchLabels": {LABEL: "policy"}})
-    kubectl("apply", "-f", "-", input=yaml.safe_dump_all([policy, binding]))
+    apply(kubectl, yaml.safe_dump_all([policy, binding]))
     try:
         deadline = time.monotonic() + 60
         while POLICY_DENIED not in (probe := _probe(kubectl)).stderr:

@@ -37,12 +37,13 @@ from tests.integration.chart import (
     logs_on_failure,
     registered,
     started_and_answering,
+    stopped_and_removed,
     token_kubeconfig,
 )
 from tests.integration.components import INSTALL_NAMESPACE
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import START_SECONDS, eventually, unique_name, with_value
-from tests.integration.objects import MIN, TOL, apply_class_and_policy, class_manifest, ours, read_class
+from tests.integration.objects import MIN, TOL, apply, apply_class_and_policy, class_manifest, ours, read_class
 from tests.integration.pods import create_bound
 
 UNPULLABLE = "registry.invalid/preemption-toleration"  # an image no node could pull
@@ -191,14 +192,9 @@ async def test_helm_install_upgrade_and_uninstall_on_the_real_api_server(
         ).returncode
         assert live(kubectl, "crd", CRD) and live(kubectl, "ptp", ptp)
         # a cluster without the webhooks takes any PriorityClass again
-        kubectl("apply", "-f", "-", input=class_manifest(bad, annotations={TOL: "600", MIN: "10000"}))
+        apply(kubectl, class_manifest(bad, annotations={TOL: "600", MIN: "10000"}))
     finally:
-        operator.stop()
-        webhook.stop()
-        kubectl("delete", "ptp", ptp, "--ignore-not-found", "--wait=false", check=False)
-        for name in (pc, bad):
-            kubectl("delete", "priorityclass", name, "--ignore-not-found", check=False)
-        kubectl("delete", "secret", "webhook-tls", "-n", INSTALL_NAMESPACE, "--ignore-not-found", check=False)
+        stopped_and_removed(kubectl, (operator, webhook), ptp, pc, bad)
 
 
 async def _evict_by_preemptor(api: ApiClient, namespace: str, name: str) -> None:

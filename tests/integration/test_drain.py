@@ -27,7 +27,7 @@ from preemption_toleration.manifests.webhook_configurations import GUARD_WEBHOOK
 from tests.integration.components import RunProcess, ptol_run_fixture
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import ANSWER_SECONDS, REACTION_SECONDS, eventually, unique_name
-from tests.integration.objects import MIN, TOL, class_manifest
+from tests.integration.objects import MIN, TOL, apply, class_manifest
 from tests.integration.pods import create_bound, read_pod, set_scheduled_at, until_gone
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -43,7 +43,7 @@ components = ptol_run_fixture("--eviction-preemptor-priority", str(DRAIN_PRIORIT
 def tolerating_class(components: RunProcess, kubectl: Kubectl) -> Iterator[str]:
     """Priority 8000, refusing priorities below 10000 for 30 s of running time: the drain's 9000 among them."""
     name = unique_name("drain-30s")
-    kubectl("apply", "-f", "-", input=class_manifest(name, 8000, annotations={MIN: "10000", TOL: "30"}))
+    apply(kubectl, class_manifest(name, 8000, annotations={MIN: "10000", TOL: "30"}))
     yield name
     kubectl("delete", "priorityclass", name, "--ignore-not-found", check=False)
 

@@ -28,7 +28,7 @@ from preemption_toleration.manifests.scheduler_extender import scheduler_extende
 from tests.integration.components import RunProcess, Server, ptol_run_fixture, registered_extender, scheduler_extended
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import REACTION_SECONDS, START_SECONDS, eventually, unique_name
-from tests.integration.objects import MIN, TOL, class_manifest
+from tests.integration.objects import MIN, TOL, apply, class_manifest
 from tests.integration.pods import create_bound, node_of, pod_body, read_pod, set_scheduled_at, stays, until_bound
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -48,7 +48,7 @@ def classes(components: RunProcess, kubectl: Kubectl) -> Iterator[dict[str, str]
         notes = {MIN: "10000", TOL: "-1"} if role.startswith("protected") else {}
         if role == "guaranteed":
             notes = {MIN: "10000", TOL: str(GUARANTEE_SECONDS)}
-        kubectl("apply", "-f", "-", input=class_manifest(name, roles[role], annotations=notes))
+        apply(kubectl, class_manifest(name, roles[role], annotations=notes))
     yield names
     for name in names.values():
         kubectl("delete", "priorityclass", name, "--ignore-not-found", check=False)
@@ -299,7 +299,7 @@ def upstream_classes(components: RunProcess, kubectl: Kubectl) -> Iterator[dict[
     names = {role: f"u{role}-{suffix}" for role in values}
     for role, name in names.items():
         notes = {MIN: "5000", TOL: "-1"} if role in ("prot", "exempt") else {}
-        kubectl("apply", "-f", "-", input=class_manifest(name, values[role], annotations=notes))
+        apply(kubectl, class_manifest(name, values[role], annotations=notes))
     yield names
     for name in names.values():
         kubectl("delete", "priorityclass", name, "--ignore-not-found", check=False)

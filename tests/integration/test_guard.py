@@ -20,7 +20,7 @@ from preemption_toleration.devcluster import LocalCluster
 from tests.integration.components import RunProcess, Server, ptol_run_fixture
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import REACTION_SECONDS, eventually, unique_name
-from tests.integration.objects import MIN, TOL, class_manifest, policy_manifest, wait_annotations
+from tests.integration.objects import MIN, TOL, apply, class_manifest, policy_manifest, wait_annotations
 from tests.integration.pods import (
     create_bound,
     events_of,
@@ -49,13 +49,11 @@ def classes(components: RunProcess, kubectl: Kubectl) -> Iterator[dict[str, str]
     }
     values = {"critical": 10000, "high": 9000}
     for role, name in names.items():
-        kubectl("apply", "-f", "-", input=class_manifest(name, values.get(role, 8000)))
+        apply(kubectl, class_manifest(name, values.get(role, 8000)))
     for role, seconds in (("low-non-preempted", -1), ("low-non-preempted-10min", 600)):
-        kubectl(
-            "apply",
-            "-f",
-            "-",
-            input=policy_manifest(
+        apply(
+            kubectl,
+            policy_manifest(
                 names[role],
                 {"priorityClassName": names[role], "minimumPreemptablePriority": 10000, "tolerationSeconds": seconds},
             ),

@@ -12,7 +12,7 @@ from kubernetes_asyncio.client import ApiClient
 from tests.integration.components import Server, ptol_run_fixture
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import unique_name
-from tests.integration.objects import MIN, TOL, class_manifest
+from tests.integration.objects import MIN, TOL, apply, class_manifest
 from tests.integration.test_scheduler_preemption import GUARANTEE_SECONDS, seconds_late
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -25,9 +25,9 @@ components = ptol_run_fixture("--extender", "off")
 def classes(server: Server, kubectl: Kubectl) -> Iterator[dict[str, str]]:
     suffix = unique_name("n").split("-")[-1]
     names = {"high": f"high-{suffix}", "guaranteed": f"guaranteed-{suffix}"}
-    kubectl("apply", "-f", "-", input=class_manifest(names["high"], 9000))
+    apply(kubectl, class_manifest(names["high"], 9000))
     guarantee = {MIN: "10000", TOL: str(GUARANTEE_SECONDS)}
-    kubectl("apply", "-f", "-", input=class_manifest(names["guaranteed"], 8000, annotations=guarantee))
+    apply(kubectl, class_manifest(names["guaranteed"], 8000, annotations=guarantee))
     yield names
     for name in names.values():
         kubectl("delete", "priorityclass", name, "--ignore-not-found", check=False)

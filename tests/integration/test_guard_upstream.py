@@ -23,7 +23,7 @@ from tests.builders import priority_class
 from tests.integration.components import RunProcess, ptol_run_fixture
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import unique_name
-from tests.integration.objects import MIN, TOL, class_manifest
+from tests.integration.objects import MIN, TOL, apply, class_manifest
 from tests.integration.pods import create_bound, pod_body, preempts, set_scheduled_at, stays
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -98,7 +98,7 @@ async def test_upstream_scenarios_with_the_real_scheduler(
     victims = UNPARSABLE if toleration == "unparsable" else unique_name("victims")
     if toleration != "unparsable":
         annotations = {MIN: "1010"} if toleration is None else {MIN: "1010", TOL: toleration}
-        kubectl("apply", "-f", "-", input=class_manifest(victims, 1000, annotations=annotations))
+        apply(kubectl, class_manifest(victims, 1000, annotations=annotations))
     try:
         await create_bound(api, namespace, "victim", victims, node)
         if ago is not None:

@@ -29,12 +29,13 @@ from tests.integration.chart import (
     install_release,
     live,
     started_and_answering,
+    stopped_and_removed,
     token_kubeconfig,
 )
 from tests.integration.components import INSTALL_NAMESPACE, ROOT
 from tests.integration.conftest import Kubectl
-from tests.integration.helpers import SLOW_SECONDS, eventually, unique_name, with_value
-from tests.integration.objects import MIN, TOL, apply_class_and_policy, ours, read_class
+from tests.integration.helpers import SLOW_SECONDS, unique_name, with_value
+from tests.integration.objects import MIN, TOL, apply_class_and_policy, wait_annotations
 
 pytestmark = [pytest.mark.integration]
 __all__ = ["clean_slate"]  # a fixture
@@ -132,22 +133,14 @@ async def test_the_image_serves_the_chart_s_webhooks_and_runs_its_operator(
 
             # the operator in the container annotates the policy's class
             apply_class_and_policy(kubectl, pc, ptp)
-            await eventually(
-                lambda: read_class(api, pc),
-                lambda c: ours(c) == {MIN: "10000", TOL: "-1"},
-                timeout=SLOW_SECONDS,
-                what="the class annotated by the operator in the container",
+            await wait_annotations(
+                api, pc, {MIN: "10000", TOL: "-1"}, SLOW_SECONDS, "the class annotated by the operator in the container"
             )
             for process in (webhook, operator):
                 assert "Traceback" not in process.log(), process.log()[-3000:]
                 assert "forbidden" not in process.log().lower(), process.log()[-3000:]
         finally:
-            operator.stop()
-            webhook.stop()
-            kubectl("delete", "ptp", ptp, "--ignore-not-found", "--wait=false", check=False)
-            for name in (pc, bad):
-                kubectl("delete", "priorityclass", name, "--ignore-not-found", check=False)
-            kubectl("delete", "secret", "webhook-tls", "-n", INSTALL_NAMESPACE, "--ignore-not-found", check=False)
+            stopped_and_removed(kubectl, (operator, webhook), ptp, pc, bad)
 
 
 def test_the_image_runs_read_only_as_an_unprivileged_user(image: str) -> None:

@@ -31,6 +31,7 @@ from tests.integration.helpers import (
 from tests.integration.objects import (
     MIN,
     TOL,
+    apply,
     apply_class_and_policy,
     class_manifest,
     described_events,
@@ -88,20 +89,11 @@ async def test_policy_is_applied_and_nothing_else_changes(
 ) -> None:
     pc, ptp = unique_name("low-non-preempted"), unique_name("policy")
     cleanup += [("pc", pc), ("ptp", ptp)]
-    kubectl(
-        "apply",
-        "-f",
-        "-",
-        input=class_manifest(pc, labels={"team": "ml"}, annotations={"example.com/owner": "ml-team"}),
-    )
+    apply(kubectl, class_manifest(pc, labels={"team": "ml"}, annotations={"example.com/owner": "ml-team"}))
     before = await read_class(api, pc)
-    kubectl(
-        "apply",
-        "-f",
-        "-",
-        input=policy_manifest(
-            ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
-        ),
+    apply(
+        kubectl,
+        policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}),
     )
 
     after = await wait_annotations(api, pc, {MIN: "10000", TOL: "-1"})
@@ -124,30 +116,20 @@ async def test_policy_changes_and_removal_of_a_field_and_deletion(
 ) -> None:
     pc, ptp = unique_name("low-10min"), unique_name("policy")
     cleanup += [("pc", pc), ("ptp", ptp)]
-    kubectl("apply", "-f", "-", input=class_manifest(pc, annotations={"keep": "me"}))
-    kubectl(
-        "apply",
-        "-f",
-        "-",
-        input=policy_manifest(
-            ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": 600}
-        ),
+    apply(kubectl, class_manifest(pc, annotations={"keep": "me"}))
+    apply(
+        kubectl,
+        policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": 600}),
     )
     await wait_annotations(api, pc, {MIN: "10000", TOL: "600"})
 
-    kubectl(
-        "apply",
-        "-f",
-        "-",
-        input=policy_manifest(
-            ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 9500, "tolerationSeconds": 60}
-        ),
+    apply(
+        kubectl,
+        policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 9500, "tolerationSeconds": 60}),
     )
     await wait_annotations(api, pc, {MIN: "9500", TOL: "60"})
 
-    kubectl(
-        "apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 9500})
-    )
+    apply(kubectl, policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 9500}))
     await wait_annotations(api, pc, {MIN: "9500"})
     policy = await eventually(
         lambda: read_policy(api, ptp),
@@ -171,13 +153,11 @@ async def test_missing_class_then_created_then_deleted(
 ) -> None:
     pc, ptp = unique_name("later"), unique_name("policy")
     cleanup += [("pc", pc), ("ptp", ptp)]
-    kubectl(
-        "apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000})
-    )
+    apply(kubectl, policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000}))
     policy = await wait_ready(api, ptp, "False", "PriorityClassNotFound")
     assert pc in ready(policy)[2]
 
-    kubectl("apply", "-f", "-", input=class_manifest(pc))
+    apply(kubectl, class_manifest(pc))
     await wait_annotations(api, pc, {MIN: "10000"})
     await wait_ready(api, ptp, "True", "Applied")
 
@@ -191,13 +171,11 @@ async def test_selector_governs_classes_that_gain_the_label_and_releases_those_t
     tier = unique_name("tier")
     first, second, ptp = unique_name("batch-a"), unique_name("batch-b"), unique_name("policy")
     cleanup += [("pc", first), ("pc", second), ("ptp", ptp)]
-    kubectl("apply", "-f", "-", input=class_manifest(first, labels={"tier": tier}))
-    kubectl("apply", "-f", "-", input=class_manifest(second))
-    kubectl(
-        "apply",
-        "-f",
-        "-",
-        input=policy_manifest(
+    apply(kubectl, class_manifest(first, labels={"tier": tier}))
+    apply(kubectl, class_manifest(second))
+    apply(
+        kubectl,
+        policy_manifest(
             ptp,
             {
                 "priorityClassSelector": {"matchLabels": {"tier": tier}},
@@ -251,13 +229,9 @@ async def test_two_policies_on_one_class_older_wins_without_flapping(
     cleanup += [("pc", pc), ("ptp", older), ("ptp", newer)]
     apply_class_and_policy(kubectl, pc, older)
     await past_the_second_of((await wait_ready(api, older, "True", "Applied"))["metadata"]["creationTimestamp"])
-    kubectl(
-        "apply",
-        "-f",
-        "-",
-        input=policy_manifest(
-            newer, {"priorityClassName": pc, "minimumPreemptablePriority": 5, "tolerationSeconds": 5}
-        ),
+    apply(
+        kubectl,
+        policy_manifest(newer, {"priorityClassName": pc, "minimumPreemptablePriority": 5, "tolerationSeconds": 5}),
     )
 
     policy = await wait_ready(api, newer, "False", "Conflict")
@@ -275,13 +249,9 @@ async def test_gitops_server_side_apply_without_the_annotations_keeps_them(
     cleanup += [("pc", pc), ("ptp", ptp)]
     manifest = class_manifest(pc, labels={"owner": "gitops"}, description="from git")
     kubectl("apply", "--server-side", "--field-manager=gitops", "-f", "-", input=manifest)
-    kubectl(
-        "apply",
-        "-f",
-        "-",
-        input=policy_manifest(
-            ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": 600}
-        ),
+    apply(
+        kubectl,
+        policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000, "tolerationSeconds": 600}),
     )
     await wait_annotations(api, pc, {MIN: "10000", TOL: "600"})
 
@@ -300,10 +270,8 @@ async def test_restarted_operator_writes_nothing_when_state_matches(
 ) -> None:
     pc, ptp = unique_name("steady"), unique_name("policy")
     cleanup += [("pc", pc), ("ptp", ptp)]
-    kubectl("apply", "-f", "-", input=class_manifest(pc))
-    kubectl(
-        "apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000})
-    )
+    apply(kubectl, class_manifest(pc))
+    apply(kubectl, policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000}))
     await wait_annotations(api, pc, {MIN: "10000"})
     policy = await wait_ready(api, ptp, "True", "Applied")
     class_version = (await read_class(api, pc))["metadata"]["resourceVersion"]
@@ -329,11 +297,9 @@ async def test_invalid_policy_that_slipped_past_admission_is_reported(
 ) -> None:
     ptp = unique_name("invalid")
     cleanup.append(("ptp", ptp))
-    kubectl(
-        "apply",
-        "-f",
-        "-",
-        input=policy_manifest(
+    apply(
+        kubectl,
+        policy_manifest(
             ptp,
             # an unknown field: the CRD keeps it for the webhook (its own rules would refuse e.g. two targets)
             {"priorityClassName": "x", "minimumPreemptablePriority": 1, "tolerationSecond": 5},
@@ -349,11 +315,9 @@ async def test_kubectl_describe_shows_the_events_of_the_policy_and_of_the_class(
 ) -> None:
     pc, ptp = unique_name("evented"), unique_name("policy")
     cleanup += [("pc", pc), ("ptp", ptp)]
-    kubectl(
-        "apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000})
-    )
+    apply(kubectl, policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000}))
     await wait_ready(api, ptp, "False", "PriorityClassNotFound")
-    kubectl("apply", "-f", "-", input=class_manifest(pc))
+    apply(kubectl, class_manifest(pc))
     await wait_ready(api, ptp, "True", "Applied")
 
     async def described(kind: str, name: str) -> list[tuple[str, str, str, str]]:
@@ -436,13 +400,8 @@ async def test_two_replicas_with_peering_only_one_writes(
             timeout=START_SECONDS,
             what="the standby replica standing by",
         )
-        kubectl("apply", "-f", "-", input=class_manifest(pc))
-        kubectl(
-            "apply",
-            "-f",
-            "-",
-            input=policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000}),
-        )
+        apply(kubectl, class_manifest(pc))
+        apply(kubectl, policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000}))
         await wait_annotations(api, pc, {MIN: "10000"})
         await eventually(
             lambda: asyncio.to_thread(active.log),
@@ -464,12 +423,7 @@ async def test_two_replicas_with_peering_only_one_writes(
         assert "a live peer of the same or a higher priority" in standby.log()
 
         active.stop()  # a clean exit leaves the peering: the standby takes over
-        kubectl(
-            "apply",
-            "-f",
-            "-",
-            input=policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 9999}),
-        )
+        apply(kubectl, policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 9999}))
         await wait_annotations(api, pc, {MIN: "9999"})
         # the write can be seen in the API a moment before the standby has logged it
         await eventually(
@@ -499,7 +453,7 @@ async def test_explain_reads_the_cluster(
     pc, ptp, high = unique_name("explained"), unique_name("policy"), unique_name("unannotated")
     cleanup += [("pc", pc), ("ptp", ptp), ("pc", high)]
     apply_class_and_policy(kubectl, pc, ptp)
-    kubectl("apply", "-f", "-", input=class_manifest(high, 9000))
+    apply(kubectl, class_manifest(high, 9000))
     await wait_annotations(api, pc, {MIN: "10000", TOL: "-1"})
     node = (await make_node()).metadata.name
 
@@ -573,10 +527,8 @@ async def test_metrics_count_what_the_operator_did(
 ) -> None:
     pc, ptp = unique_name("measured"), unique_name("policy")
     cleanup += [("pc", pc), ("ptp", ptp)]
-    kubectl("apply", "-f", "-", input=class_manifest(pc))
-    kubectl(
-        "apply", "-f", "-", input=policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000})
-    )
+    apply(kubectl, class_manifest(pc))
+    apply(kubectl, policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000}))
     await wait_annotations(api, pc, {MIN: "10000"})
 
     text = await asyncio.to_thread(_scrape)
@@ -635,7 +587,7 @@ async def test_a_burst_of_policies_is_written_once_per_class(
     policies = [f"{label}-p{i}" for i in range(10)]
     cleanup += [("pc", name) for name in classes] + [("ptp", name) for name in policies]
     for i, name in enumerate(classes):
-        kubectl("apply", "-f", "-", input=class_manifest(name, labels={label: f"t{i // 3}"}))
+        apply(kubectl, class_manifest(name, labels={label: f"t{i // 3}"}))
     # quiet first: what earlier tests left behind (releases, deletions) is done
     before = await eventually(_figures_across_a_resync, _idle, timeout=START_SECONDS, what="the operator idle")
     manifests = [
@@ -651,7 +603,7 @@ async def test_a_burst_of_policies_is_written_once_per_class(
         )
         for i, name in enumerate(policies)
     ]
-    kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests}))
+    apply(kubectl, json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests}))
 
     for name in classes:
         await wait_annotations(api, name, {MIN: "10000", TOL: "600"})

@@ -63,7 +63,7 @@ class Burst:
 
     def apply_classes(self) -> None:
         manifests = [json.loads(objects.class_manifest(name)) for name in self.classes]
-        self.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests}))
+        objects.apply(self.kubectl, json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests}))
 
     def apply_policies(self) -> None:
         manifests = [
@@ -79,7 +79,7 @@ class Burst:
             )
             for i, (policy, name) in enumerate(zip(self.policies, self.classes, strict=True))
         ]
-        self.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests}))
+        objects.apply(self.kubectl, json.dumps({"apiVersion": "v1", "kind": "List", "items": manifests}))
 
     async def annotated(self, api: ApiClient) -> int:
         classes = await _classes(api, self.classes)
@@ -243,7 +243,7 @@ def apply_policy(kubectl: Kubectl, ptp: str, pc: str, **metadata: Any) -> None:
     """`kubectl apply` of policy `ptp`: class `pc` not preempted below priority 10000, with this metadata."""
     manifest = json.loads(objects.policy_manifest(ptp, {"priorityClassName": pc, "minimumPreemptablePriority": 10000}))
     manifest["metadata"].update(metadata)
-    kubectl("apply", "-f", "-", input=json.dumps(manifest))
+    objects.apply(kubectl, json.dumps(manifest))
 
 
 async def test_a_refused_write_is_retried_without_waiting_for_the_resync(
@@ -252,7 +252,7 @@ async def test_a_refused_write_is_retried_without_waiting_for_the_resync(
     """Another check refuses the class's write: the policy says so (ApplyFailed); once the check lets writes
     through, the operator's own retry writes the class, with nothing else changed to ask for it."""
     pc, ptp, label = helpers.unique_name("refused"), helpers.unique_name("policy"), helpers.unique_name("refuse")
-    kubectl("apply", "-f", "-", input=objects.class_manifest(pc, labels={label: "true"}))
+    objects.apply(kubectl, objects.class_manifest(pc, labels={label: "true"}))
     with deleted_after(kubectl, pc, ptp):
         async with class_writes_refused(api, label) as let_through:
 
@@ -276,7 +276,7 @@ async def test_a_policy_deleted_while_the_operator_was_stopped_is_released_at_it
     """No finalizer holds a policy: `kubectl delete` while the operator is stopped deletes it at once, and the
     operator releases its class when it starts."""
     pc, ptp = helpers.unique_name("orphan"), helpers.unique_name("policy")
-    kubectl("apply", "-f", "-", input=objects.class_manifest(pc))
+    objects.apply(kubectl, objects.class_manifest(pc))
     with deleted_after(kubectl, pc, ptp):
         apply_policy(kubectl, ptp, pc)
         await objects.wait_annotations(api, pc, {objects.MIN: "10000"})
@@ -303,7 +303,7 @@ async def test_a_policy_an_earlier_release_held_by_its_finalizer_is_let_go(
         found = await objects.read_policy(api, ptp)
         return None if found is None else list(found["metadata"].get("finalizers") or [])
 
-    kubectl("apply", "-f", "-", input=objects.class_manifest(pc))
+    objects.apply(kubectl, objects.class_manifest(pc))
     with deleted_after(kubectl, pc, ptp):
         apply_policy(kubectl, ptp, pc, **former)
         await objects.wait_annotations(api, pc, {objects.MIN: "10000"})
@@ -329,7 +329,7 @@ async def test_a_peered_replica_reconciles_after_its_listing_without_waiting_for
     replica started is written at its start, not a resync period later."""
     pc, ptp = helpers.unique_name("peered"), helpers.unique_name("policy")
     install_crd(cluster)
-    kubectl("apply", "-f", "-", input=objects.class_manifest(pc))
+    objects.apply(kubectl, objects.class_manifest(pc))
     with deleted_after(kubectl, pc, ptp):
         apply_policy(kubectl, ptp, pc)
         peered = ("--peering", "preemption-toleration", "--priority", "300")

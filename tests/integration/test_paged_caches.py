@@ -22,7 +22,7 @@ from preemption_toleration.devcluster import LocalCluster
 from tests.integration.components import WebhookServer, install_crd
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import START_SECONDS, eventually, unique_name
-from tests.integration.objects import MIN, TOL, class_manifest
+from tests.integration.objects import MIN, TOL, apply, class_manifest
 from tests.integration.pods import create_bound, read_pod
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
@@ -82,9 +82,9 @@ async def test_guard_decides_the_same_from_caches_listed_in_pages(
     webhooks: tuple[WebhookServer, WebhookServer],
 ) -> None:
     protected, plain, high = unique_name("paged-protected"), unique_name("paged-low"), unique_name("paged-high")
-    kubectl("apply", "-f", "-", input=class_manifest(protected, annotations={MIN: "10000", TOL: "-1"}))
-    kubectl("apply", "-f", "-", input=class_manifest(plain))
-    kubectl("apply", "-f", "-", input=class_manifest(high, 9000))
+    apply(kubectl, class_manifest(protected, annotations={MIN: "10000", TOL: "-1"}))
+    apply(kubectl, class_manifest(plain))
+    apply(kubectl, class_manifest(high, 9000))
     try:
         node = (await make_node(cpu="8")).metadata.name
         victims = {}

@@ -21,11 +21,10 @@ from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import REACTION_SECONDS, eventually
 from tests.integration.pods import create_bound, read_pod, until_bound, until_gone
 from tests.integration.replicas import Replicas, until_registered, webhook_replicas
-from tests.integration.steering import steering_classes
 from tests.integration.test_extender_victims import pod_names_on
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
-__all__ = ["clean_slate", "steering_classes"]  # fixtures
+__all__ = ["clean_slate"]  # a fixture
 
 REPLICAS = 2
 

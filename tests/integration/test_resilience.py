@@ -20,6 +20,7 @@ from tests.integration.helpers import REACTION_SECONDS, SLOW_SECONDS, START_SECO
 from tests.integration.objects import (
     MIN,
     TOL,
+    apply,
     apply_class_and_policy,
     class_manifest,
     wait_annotations,
@@ -48,7 +49,7 @@ async def test_operator_webhooks_and_guard_resume_after_the_api_server_restarts(
     high, before, after = f"high-{suffix}", f"before-{suffix}", f"after-{suffix}"
     names = (high, before, after)
     try:
-        kubectl("apply", "-f", "-", input=class_manifest(high, 9000))
+        apply(kubectl, class_manifest(high, 9000))
         apply_class_and_policy(kubectl, before, before)
         await wait_annotations(api, before, {MIN: "10000", TOL: "-1"})
 

@@ -17,11 +17,9 @@ from tests.integration.components import RunProcess, ptol_run_fixture
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import unique_name
 from tests.integration.objects import MIN, TOL
-from tests.integration.steering import steering_classes
 from tests.metrics import total
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
-__all__ = ["steering_classes"]  # a fixture
 
 REPLICAS = 2
 components = ptol_run_fixture("--extender", "off", "--steering", "on", "--webhook-replicas", str(REPLICAS))

@@ -14,7 +14,7 @@ from preemption_toleration.devcluster import LocalCluster
 from tests.builders import pod
 from tests.integration.conftest import MakeNode
 from tests.integration.helpers import eventually
-from tests.integration.objects import low_and_high
+from tests.integration.objects import low_and_high, low_pods_running, pods_in
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -63,20 +63,10 @@ async def test_scheduler_calls_extender_during_preemption(
     core = client.CoreV1Api(api)
     async with low_and_high(api) as (low, high):
         node = await make_node(cpu="2")
-        for i in range(2):
-            await core.create_namespaced_pod(namespace, pod(f"low-{i}", class_name=low, namespace=None, cpu="1"))
-
-        async def pods() -> list[client.V1Pod]:
-            return (await core.list_namespaced_pod(namespace)).items
-
-        await eventually(
-            pods,
-            lambda items: len(items) == 2 and all(p.spec.node_name for p in items),
-            what="two low pods bound",
-        )
+        await low_pods_running(api, namespace, low, 2)
         await core.create_namespaced_pod(namespace, pod("high", class_name=high, namespace=None, cpu="2"))
         await eventually(
-            pods,
+            lambda: pods_in(api, namespace),
             lambda items: [p.metadata.name for p in items if p.spec.node_name] == ["high"],
             what="high bound after preempting both low pods",
         )

@@ -26,7 +26,7 @@ from preemption_toleration.manifests.webhook_configurations import GUARD_WEBHOOK
 from tests.integration.components import Server, ptol_run_fixture, registered_extender, scheduler_extended
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import SCHEDULING_SECONDS, eventually, past_the_second_of, unique_name
-from tests.integration.objects import MIN, TOL, class_manifest, policy_manifest, wait_annotations
+from tests.integration.objects import MIN, TOL, apply, class_manifest, policy_manifest, wait_annotations
 from tests.integration.pods import create_bound, node_of, pod_body, read_pod, stays, until_gone
 from tests.metrics import by_label
 
@@ -47,9 +47,9 @@ def classes(server: Server, kubectl: Kubectl) -> Iterator[dict[str, str]]:
     names = {role: f"{role}-{suffix}" for role in ("high", "low", "protected", "guaranteed")}
     for role, name in names.items():
         notes = {MIN: "10000", TOL: str(GUARANTEE_SECONDS)} if role == "guaranteed" else {}
-        kubectl("apply", "-f", "-", input=class_manifest(name, 9000 if role == "high" else 8000, annotations=notes))
+        apply(kubectl, class_manifest(name, 9000 if role == "high" else 8000, annotations=notes))
     spec = {"priorityClassName": names["protected"], "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
-    kubectl("apply", "-f", "-", input=policy_manifest(names["protected"], spec))
+    apply(kubectl, policy_manifest(names["protected"], spec))
     yield names
     kubectl("delete", "ptp", names["protected"], "--ignore-not-found", check=False)
     for name in names.values():

@@ -41,10 +41,12 @@ from tests.integration.helpers import (
 from tests.integration.objects import (
     MIN,
     TOL,
+    apply,
     apply_class_and_policy,
     class_manifest,
     ours,
     read_class,
+    wait_annotations,
     wait_ready,
 )
 from tests.integration.pods import create_bound, events_of
@@ -92,11 +94,8 @@ async def test_the_operator_does_its_job_with_its_role_alone(
     pc, ptp = unique_name("sa-class"), unique_name("sa-policy")
     try:
         apply_class_and_policy(kubectl, pc, ptp)
-        await eventually(
-            lambda: read_class(api, pc),
-            lambda c: ours(c) == {MIN: "10000", TOL: "-1"},
-            timeout=START_SECONDS,
-            what="annotations applied by the operator's service account",
+        await wait_annotations(
+            api, pc, {MIN: "10000", TOL: "-1"}, START_SECONDS, "annotations applied by the operator's service account"
         )
         await wait_ready(api, ptp, "True", "Applied")  # its status subresource
         events = await client.CoreV1Api(api).list_namespaced_event(
@@ -142,11 +141,8 @@ async def test_the_operator_stopped_by_an_error_starts_again_and_does_its_job(
         operator.wait_for("operator stopped by an error; starting it again", 0, timeout=START_SECONDS)
         kubeconfig.write_text(valid)
         apply_class_and_policy(kubectl, pc, ptp)
-        await eventually(
-            lambda: read_class(api, pc),
-            lambda c: ours(c) == {MIN: "10000", TOL: "-1"},
-            timeout=SLOW_SECONDS,
-            what="annotations applied by the operator started again",
+        await wait_annotations(
+            api, pc, {MIN: "10000", TOL: "-1"}, SLOW_SECONDS, "annotations applied by the operator started again"
         )
         await wait_ready(api, ptp, "True", "Applied")
         assert operator.running(), operator.log()[-3000:]
@@ -190,7 +186,7 @@ async def test_the_webhook_server_does_its_job_with_its_role_alone(
     pc = unique_name("sa-guarded")
     try:
         # no operator runs here: the class carries its annotations itself
-        kubectl("apply", "-f", "-", input=class_manifest(pc, annotations={MIN: "10000", TOL: "-1"}))
+        apply(kubectl, class_manifest(pc, annotations={MIN: "10000", TOL: "-1"}))
         node = (await make_node(cpu="2")).metadata.name
         await create_bound(api, namespace, "victim", pc, node, cpu="1")
 

@@ -18,7 +18,7 @@ from preemption_toleration.devcluster import LocalCluster
 from tests.builders import pod
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import REACTION_SECONDS, START_SECONDS, eventually, unique_name
-from tests.integration.objects import low_and_high
+from tests.integration.objects import apply, low_and_high, low_pods_running, pods_in
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -43,7 +43,7 @@ value: 8000
 description: smoke test
 """
     try:
-        kubectl("apply", "-f", "-", input=manifest)
+        apply(kubectl, manifest)
         read = json.loads(kubectl("get", "priorityclass", name, "-o", "json").stdout)
         assert read["value"] == 8000
         assert (
@@ -232,7 +232,7 @@ async def test_kwok_runs_bound_pods_on_a_node_applied_with_kubectl(
         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
         "status": {"capacity": {"cpu": "1", "memory": "1Gi", "pods": "10"}},
     }
-    kubectl("apply", "-f", "-", input=json.dumps(manifest))
+    apply(kubectl, json.dumps(manifest))
     try:
         node = await eventually(
             lambda: core.read_node(name),
@@ -274,20 +274,10 @@ async def test_scheduler_preempts_lower_priority_pods(api: ApiClient, namespace:
     core = client.CoreV1Api(api)
     async with low_and_high(api) as (low, high):
         node = await make_node(cpu="3")
-        for i in range(3):
-            await core.create_namespaced_pod(namespace, pod(f"low-{i}", class_name=low, namespace=None, cpu="1"))
-
-        async def pods() -> list[client.V1Pod]:
-            return (await core.list_namespaced_pod(namespace)).items
-
-        await eventually(
-            pods,
-            lambda items: len(items) == 3 and all(p.status.phase == "Running" for p in items),
-            what="three low pods Running",
-        )
+        await low_pods_running(api, namespace, low, 3)
         await core.create_namespaced_pod(namespace, pod("high", class_name=high, namespace=None, cpu="2"))
         final = await eventually(
-            pods,
+            lambda: pods_in(api, namespace),
             lambda items: (
                 {p.metadata.name for p in items if p.spec.node_name}
                 in ({"high", "low-0"}, {"high", "low-1"}, {"high", "low-2"})

@@ -11,11 +11,10 @@ from preemption_toleration.steering.adapter.steering_leases import ACTING, STATE
 from tests.integration.components import RunProcess, Server, ptol_run_fixture
 from tests.integration.conftest import MakeNode
 from tests.integration.pods import create_bound, read_pod
-from tests.integration.steering import event_of, held_pending, left_acting, restart, steering_classes, two_full_nodes
+from tests.integration.steering import event_of, held_pending, left_acting, restart, two_full_nodes
 from tests.integration.test_extender_victims import pod_names_on
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
-__all__ = ["steering_classes"]  # a fixture
 
 
 components = ptol_run_fixture("--extender", "off", "--steering", "audit")

@@ -27,12 +27,10 @@ from tests.integration import steering as bed
 from tests.integration.components import install_crd
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import REACTION_SECONDS, START_SECONDS, unique_name
-from tests.integration.objects import MIN, TOL, class_manifest
+from tests.integration.objects import MIN, TOL, apply, class_manifest
 from tests.integration.pods import create_bound, read_pod, until_gone
-from tests.integration.steering import steering_classes
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
-__all__ = ["steering_classes"]  # a fixture
 
 
 @pytest.fixture
@@ -93,7 +91,7 @@ async def test_a_policy_applied_while_an_action_waits_wins_over_its_plan(
     annotated to tolerate the preemptor. Judged again before its DELETE, the pod is left alone: the action
     stops, its Lease is released."""
     victim_class = unique_name("sturn")
-    kubectl("apply", "-f", "-", input=class_manifest(victim_class, 8000))
+    apply(kubectl, class_manifest(victim_class, 8000))
     lease = ""
     try:
         node = (await make_node(cpu="1", memory="8Gi")).metadata.name

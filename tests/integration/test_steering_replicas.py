@@ -20,10 +20,8 @@ from tests.integration.chart import slate
 from tests.integration.components import INSTALL_NAMESPACE
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.replicas import Replicas, until_registered, webhook_replicas
-from tests.integration.steering import steering_classes
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
-__all__ = ["steering_classes"]  # a fixture
 
 
 @pytest.fixture

@@ -16,11 +16,9 @@ from tests.integration.components import RunProcess, ptol_run_fixture
 from tests.integration.conftest import Kubectl, MakeNode
 from tests.integration.helpers import unique_name
 from tests.integration.pods import create_bound, pod_body, read_pod, until_bound, until_gone
-from tests.integration.steering import steering_classes
 from tests.integration.test_extender_victims import on_nodes
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
-__all__ = ["steering_classes"]  # a fixture
 
 components = ptol_run_fixture("--extender", "off", "--steering", "on")
 

@@ -14,7 +14,7 @@ from preemption_toleration.devcluster.processes import free_port
 from preemption_toleration.manifests.webhook_configurations import url_client_config, validating_configuration
 from tests.integration.conftest import Kubectl
 from tests.integration.helpers import unique_name
-from tests.integration.objects import TOL, class_manifest
+from tests.integration.objects import TOL, apply, class_manifest
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +29,7 @@ def webhook_down(kubectl: Kubectl) -> Iterator[None]:
     configuration["metadata"]["name"] = CONFIGURATION
     configuration["webhooks"] = configuration["webhooks"][:1]  # the PriorityClass webhook alone
     assert configuration["webhooks"][0]["failurePolicy"] == "Fail"
-    kubectl("apply", "-f", "-", input=json.dumps(configuration))
+    apply(kubectl, json.dumps(configuration))
     try:
         yield
     finally:
@@ -39,7 +39,7 @@ def webhook_down(kubectl: Kubectl) -> Iterator[None]:
 def test_an_unrelated_priority_class_is_created_while_the_webhook_is_down(kubectl: Kubectl, webhook_down: None) -> None:
     plain, ours, labelled = unique_name("plain"), unique_name("ours"), unique_name("labelled")
     try:
-        created = kubectl("apply", "-f", "-", input=class_manifest(plain, description="no annotations of ours"))
+        created = apply(kubectl, class_manifest(plain, description="no annotations of ours"))
         assert f"priorityclass.scheduling.k8s.io/{plain} created" in created.stdout
         kubectl("annotate", "priorityclass", plain, "team=ml")  # an update that is none of ours either
 
