@@ -6,6 +6,7 @@ cleared."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import aiohttp
 import pytest
@@ -15,7 +16,7 @@ from kubernetes_asyncio.client import ApiClient
 from tests.integration import steering as bed
 from tests.integration.components import RunProcess, ptol_run_fixture
 from tests.integration.conftest import Kubectl, MakeNode
-from tests.integration.helpers import unique_name
+from tests.integration.helpers import START_SECONDS, unique_name
 from tests.integration.objects import MIN, TOL
 from tests.metrics import total
 
@@ -26,14 +27,26 @@ components = ptol_run_fixture("--extender", "off", "--steering", "on", "--webhoo
 
 
 async def replica_totals(process: RunProcess, metric: str, **labels: str) -> list[float]:
-    """Each replica's `metric{labels}`: replica i serves /metrics on the given port plus i."""
+    """Each replica's `metric{labels}`: replica i serves /metrics on the given port plus i, once it has
+    started (the first registers the configurations; the others may still be listing then)."""
     base, _, port = process.metrics_base.rpartition(":")
     found = []
     async with aiohttp.ClientSession() as session:
         for index in range(REPLICAS):
-            async with session.get(f"{base}:{int(port) + index}/metrics") as response:
-                found.append(total(await response.text(), metric, **labels))
+            found.append(total(await _metrics(session, f"{base}:{int(port) + index}/metrics"), metric, **labels))
     return found
+
+
+async def _metrics(session: aiohttp.ClientSession, url: str) -> str:
+    deadline = time.monotonic() + START_SECONDS
+    while True:
+        try:
+            async with session.get(url) as response:
+                return await response.text()
+        except aiohttp.ClientConnectorError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.5)
 
 
 async def test_concurrent_calls_are_answered_by_both_replicas(
