@@ -46,10 +46,15 @@ def pod_ref(pod: Mapping[str, Any]) -> str:
     return ref_of(pod_key(pod))
 
 
+def interned(value: Any) -> str | None:
+    """A name read from a pod (a node, a class, a group), one string for every pod that names it; None when
+    absent or not a string."""
+    return sys.intern(value) if isinstance(value, str) and value else None
+
+
 def group_name(spec: Mapping[str, Any]) -> str | None:
     """The PodGroup a pod's spec names (`schedulingGroup.podGroupName`); None when it names none."""
-    name = as_mapping(spec.get("schedulingGroup")).get("podGroupName")
-    return sys.intern(name) if isinstance(name, str) and name else None
+    return interned(as_mapping(spec.get("schedulingGroup")).get("podGroupName"))
 
 
 def parse_time(text: str) -> datetime:
@@ -162,8 +167,7 @@ class PodJson(Named):
 
     @property
     def node_name(self) -> str | None:
-        name = as_mapping(self.body.get("spec")).get("nodeName")
-        return sys.intern(name) if isinstance(name, str) and name else None
+        return interned(as_mapping(self.body.get("spec")).get("nodeName"))
 
     @property
     def deletion(self) -> str | None:

@@ -21,6 +21,7 @@ from preemption_toleration.core.pods import (
     PodKey,
     group_name,
     has_mark,
+    interned,
     parse_time,
     pod_key,
 )
@@ -31,10 +32,6 @@ Labels = tuple[str, ...]  # key, value, key, value, ... sorted by key
 Requests = tuple[tuple[str, int], ...]  # summed requests, sorted by resource name
 DEFAULT_SCHEDULER = "default-scheduler"  # a pod's spec.schedulerName when it names none
 MAX_SHARED = 100_000  # entries per table of shared values; beyond it, values are simply not shared
-
-
-def _text(value: Any) -> str | None:
-    return sys.intern(value) if isinstance(value, str) and value else None
 
 
 class Constraints:
@@ -256,7 +253,7 @@ def _scheduled(status: Mapping[str, Any]) -> tuple[str | None, Any]:
     conditions = status.get("conditions")
     for condition in conditions if isinstance(conditions, list) else ():
         if isinstance(condition, Mapping) and condition.get("type") == "PodScheduled":
-            return _text(condition.get("status")) or "", condition.get("lastTransitionTime")
+            return interned(condition.get("status")) or "", condition.get("lastTransitionTime")
     return None, None
 
 
@@ -280,7 +277,7 @@ def slim_pod(pod: Mapping[str, Any], shared: Shared) -> SlimPod:
     spec = as_mapping(pod.get("spec"))
     status = as_mapping(pod.get("status"))
     namespace, name = pod_key(pod)
-    node_name = _text(spec.get("nodeName"))
+    node_name = interned(spec.get("nodeName"))
     scheduled, scheduled_at = _scheduled(status)
     return SlimPod(
         key=(sys.intern(namespace), name),
@@ -289,11 +286,11 @@ def slim_pod(pod: Mapping[str, Any], shared: Shared) -> SlimPod:
         created="" if node_name else str(metadata.get("creationTimestamp") or ""),
         deletion=str(metadata["deletionTimestamp"]) if metadata.get("deletionTimestamp") else None,
         priority=shared.number(as_int(spec.get("priority"))),
-        priority_class=_text(spec.get("priorityClassName")),
+        priority_class=interned(spec.get("priorityClassName")),
         preempts_never=spec.get("preemptionPolicy") == "Never",
         node_name=node_name,
-        nominated_node=_text(status.get("nominatedNodeName")),
-        phase=_text(status.get("phase")),
+        nominated_node=interned(status.get("nominatedNodeName")),
+        phase=interned(status.get("phase")),
         scheduled=scheduled,
         scheduled_at=scheduled_at,
         constraints=None if node_name else shared.constraints_of(spec),
