@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
-from preemption_toleration.core.shapes import as_mapping
+from preemption_toleration.core.shapes import as_mapping, is_mapping
 
 # The condition a scheduler (Kubernetes >= 1.26) puts on a victim before deleting it: (type, status, reason).
 PREEMPTION_MARK: Final = ("DisruptionTarget", "True", "PreemptionByScheduler")
@@ -71,11 +71,16 @@ def parse_time(text: str) -> datetime:
 def preemption_mark(pod: Any) -> Mapping[str, Any] | None:
     """The scheduler's PREEMPTION_MARK condition on a pod as JSON, if it carries one."""
     conditions = as_mapping(as_mapping(pod).get("status")).get("conditions")
-    for condition in conditions if isinstance(conditions, list) else ():
-        # any condition, as the guard's matchConditions read it (`exists`)
+    if not isinstance(conditions, list):
+        return None
+    kind, status, reason = PREEMPTION_MARK
+    for condition in conditions:
+        # any condition, as the guard's matchConditions read it (`exists`); its reason is the rarest match
         if (
-            isinstance(condition, Mapping)
-            and (condition.get("type"), condition.get("status"), condition.get("reason")) == PREEMPTION_MARK
+            is_mapping(condition)
+            and condition.get("reason") == reason
+            and condition.get("type") == kind
+            and condition.get("status") == status
         ):
             return condition
     return None
