@@ -22,7 +22,7 @@ from preemption_toleration.devcluster import (
 )
 from preemption_toleration.devcluster.features import FEATURES
 from preemption_toleration.devcluster.gomod import GoModError
-from preemption_toleration.devcluster.pin import pin_kustomize, pin_kwok, pin_release
+from preemption_toleration.devcluster.pin import pin_kueue, pin_kustomize, pin_kwok, pin_release
 from preemption_toleration.devcluster.toolchain import DEFAULT_KUBERNETES_VERSION, VERSION_ENV
 
 DEFAULT_DIR = ".cluster"
@@ -86,6 +86,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     pin.add_argument("version", nargs="?", help="the release, e.g. 1.36.3")
     pin.add_argument("--kwok", metavar="VERSION", help="pin KWOK, the node simulator, at VERSION (e.g. v0.8.0)")
     pin.add_argument(
+        "--kueue", metavar="VERSION", help="pin Kueue, whose controller manager `--feature kueue` runs (e.g. v0.19.2)"
+    )
+    pin.add_argument(
         "--kustomize", metavar="VERSION", help="add a kustomize the tests render config/ with (e.g. v5.5.0)"
     )
     pin.set_defaults(handler=_pin)
@@ -134,9 +137,10 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _pin(args: argparse.Namespace) -> int:
-    if args.version is None and args.kwok is None and args.kustomize is None:
+    if args.version is None and args.kwok is None and args.kueue is None and args.kustomize is None:
         print(
-            "error: name a release (e.g. `ptol dev cluster pin 1.36.3`), --kwok VERSION or --kustomize VERSION",
+            "error: name a release (e.g. `ptol dev cluster pin 1.36.3`), --kwok VERSION, --kueue VERSION or "
+            "--kustomize VERSION",
             file=sys.stderr,
         )
         return EXIT_USAGE
@@ -145,6 +149,8 @@ def _pin(args: argparse.Namespace) -> int:
             _say(f"wrote {pin_release(args.version, _say)}")
         if args.kwok is not None:
             _say(f"wrote {pin_kwok(args.kwok, _say)}")
+        if args.kueue is not None:
+            _say(f"wrote {pin_kueue(args.kueue, _say)}")
         if args.kustomize is not None:
             _say(f"wrote {pin_kustomize(args.kustomize, _say)}")
     except (ToolchainError, GoModError) as error:

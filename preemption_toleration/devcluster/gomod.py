@@ -14,6 +14,7 @@ from dataclasses import dataclass
 KUBERNETES_MODULE = "k8s.io/kubernetes"
 ETCD_SERVER_MODULE = "go.etcd.io/etcd/server/v3"
 KWOK_MODULE = "sigs.k8s.io/kwok"
+KUEUE_MODULE = "sigs.k8s.io/kueue"
 HELM_MODULE = "helm.sh/helm/v3"
 KUSTOMIZE_MODULE = "sigs.k8s.io/kustomize/kustomize/v5"
 # What kustomize's releases stamp into the binary (`kustomize version` then names the release).
@@ -121,6 +122,19 @@ def kwok_build_go_mod(kwok: str, go: str) -> str:
         f"go {go}\n\n"
         f"require {KWOK_MODULE} {kwok}\n\n"
         f"tool {KWOK_MODULE}/cmd/kwok\n"
+    )
+
+
+def kueue_build_go_mod(kueue: str, go: str) -> str:
+    """go.mod of the module that builds Kueue `kueue` (e.g. v0.19.2): its controller manager, which the test bed
+    runs for `--feature kueue`."""
+    return (
+        "// Builds Kueue's controller manager, which the test bed runs for `--feature kueue` "
+        "(`ptol dev cluster pin --kueue` writes this file).\n"
+        f"module {BUILD_MODULE_PREFIX}/kueue\n\n"
+        f"go {newest_go(go, OLDEST_TOOL_GO)}\n\n"
+        f"require {KUEUE_MODULE} {kueue}\n\n"
+        f"tool {KUEUE_MODULE}/cmd/kueue\n"
     )
 
 

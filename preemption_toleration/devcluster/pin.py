@@ -1,4 +1,4 @@
-"""`ptol dev cluster pin`: write the build modules of a Kubernetes release (or of KWOK, or of a kustomize) into
+"""`ptol dev cluster pin`: write the build modules of a Kubernetes release (or of KWOK, Kueue or a kustomize) into
 `testbed/`.
 
 go.mod is written from the release's own files (see `gomod`); `go mod tidy` then records every module's
@@ -37,6 +37,16 @@ def pin_kwok(version: str, progress: Progress = print) -> Path:
     source = _download(go, gomod.KWOK_MODULE, version, progress)
     go_mod = gomod.kwok_build_go_mod(version, gomod.go_directive((source / "go.mod").read_text()))
     module = testbed_dir() / "kwok"
+    _write_and_tidy(go, module, go_mod, progress)
+    return module
+
+
+def pin_kueue(version: str, progress: Progress = print) -> Path:
+    """Write `testbed/kueue/` for Kueue `version` (e.g. v0.19.2); returns the folder."""
+    go = GoCommand.find(progress)
+    source = _download(go, gomod.KUEUE_MODULE, version, progress)
+    go_mod = gomod.kueue_build_go_mod(version, gomod.go_directive((source / "go.mod").read_text()))
+    module = testbed_dir() / "kueue"
     _write_and_tidy(go, module, go_mod, progress)
     return module
 

@@ -63,6 +63,13 @@ def test_kwok_build_module_requires_kwok_and_builds_its_command() -> None:
     assert "\ntool sigs.k8s.io/kwok/cmd/kwok\n" in text
 
 
+def test_kueue_build_module_requires_kueue_and_builds_its_controller_manager() -> None:
+    text = gomod.kueue_build_go_mod("v0.19.2", "1.26.0")
+    assert "module preemption-toleration.test/testbed/kueue\n" in text and "\ngo 1.26.0\n" in text
+    assert gomod.required_version(text, gomod.KUEUE_MODULE) == "v0.19.2"
+    assert "\ntool sigs.k8s.io/kueue/cmd/kueue\n" in text
+
+
 def test_kustomize_build_module_requires_kustomize_and_builds_its_command() -> None:
     text = gomod.kustomize_build_go_mod("v5.5.0", "1.22.7")
     assert "module preemption-toleration.test/testbed/kustomize-v5.5.0\n" in text
