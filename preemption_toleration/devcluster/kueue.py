@@ -1,0 +1,78 @@
+"""Kueue in the test bed (`--feature kueue`): its controller manager as a local process, configured as a cluster
+runs it except where a process on loopback must differ (pure: text in, text out; `cluster` starts it).
+
+What differs from Kueue's own manifests, and why:
+- its serving certificate is ours (internal certificate management off, as Kueue's own integration tests run
+  it), for 127.0.0.1; its webhook configurations call it by URL on loopback with our CA;
+- only the webhooks of Kueue's own kinds and of batch/v1 Jobs are registered: the test bed runs the batch/Job
+  integration alone, and the others (pods, Deployments...) would fail every such request while Kueue is down;
+- leader election is off (one manager, no namespace of its own to elect in);
+- `VisibilityOnDemand` is off (its API server needs an APIService and certificates of its own), and
+  `PriorityBoost` is on: the toleration's hold on Kueue's preemption is a boost of effective priority.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import yaml
+
+# The webhooks kept: those of Kueue's own kinds, and of the one integration the test bed runs.
+KEPT_WEBHOOK_GROUPS = frozenset({"kueue.x-k8s.io", "batch"})
+FEATURE_GATES: Mapping[str, bool] = {"PriorityBoost": True, "VisibilityOnDemand": False}
+INTEGRATIONS = ("batch/job",)
+NAMESPACE = "kueue-system"  # its own; jobs there are not managed (Kueue's default managedJobsNamespaceSelector)
+# Kueue reads the metrics server's certificate from here when its internal certificate management is off;
+# the path is fixed in its main.go (v0.17 to v0.19), whether or not metrics are served.
+METRICS_CERT_DIR = "/etc/kueue/metrics/certs"
+# The names of the webhook configurations, as Kueue's release manifests name them.
+WEBHOOK_CONFIGURATION_PREFIX = "kueue-"
+
+
+def manager_config(host: str, webhook_port: int, health_port: int, metrics_port: int, cert_dir: str) -> str:
+    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2) for a manager on `host`."""
+    config = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "namespace": NAMESPACE,
+        "leaderElection": {"leaderElect": False},
+        "internalCertManagement": {"enable": False},
+        "webhook": {"host": host, "port": webhook_port, "certDir": cert_dir},
+        "metrics": {"bindAddress": f"{host}:{metrics_port}"},
+        "health": {"healthProbeBindAddress": f"{host}:{health_port}"},
+        "integrations": {"frameworks": list(INTEGRATIONS)},
+        "featureGates": dict(FEATURE_GATES),
+    }
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def webhook_configurations(manifests: str, base_url: str, ca_bundle: str) -> list[dict[str, Any]]:
+    """Kueue's webhook configurations (its config/components/webhook/manifests.yaml) as the test bed registers
+    them: the webhooks of `KEPT_WEBHOOK_GROUPS` only, each calling `base_url` + its path with `ca_bundle`
+    (base64 PEM). ValueError when the manifests are not what Kueue's releases ship."""
+    found = [document for document in yaml.safe_load_all(manifests) if document]
+    if not found:
+        raise ValueError("Kueue's webhook manifests hold no webhook configuration")
+    configurations = []
+    for document in found:
+        kind = document.get("kind")
+        if kind not in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            raise ValueError(f"Kueue's webhook manifests hold a {kind}, not a webhook configuration")
+        webhooks = [_on_loopback(hook, base_url, ca_bundle) for hook in document.get("webhooks") or [] if _kept(hook)]
+        name = WEBHOOK_CONFIGURATION_PREFIX + document["metadata"]["name"]
+        configurations.append({**document, "metadata": {"name": name}, "webhooks": webhooks})
+    return configurations
+
+
+def _kept(webhook: Mapping[str, Any]) -> bool:
+    groups: Iterable[str] = (group for rule in webhook.get("rules") or [] for group in rule.get("apiGroups") or [])
+    return any(group in KEPT_WEBHOOK_GROUPS for group in groups)
+
+
+def _on_loopback(webhook: Mapping[str, Any], base_url: str, ca_bundle: str) -> dict[str, Any]:
+    service = webhook.get("clientConfig", {}).get("service") or {}
+    path = service.get("path")
+    if not isinstance(path, str) or not path.startswith("/"):
+        raise ValueError(f"Kueue's webhook {webhook.get('name')} names no path")
+    return {**webhook, "clientConfig": {"url": base_url.rstrip("/") + path, "caBundle": ca_bundle}}

@@ -1,0 +1,106 @@
+"""Kueue in the test bed: its manager's configuration and its webhook configurations on loopback, from
+manifests shaped as Kueue's releases ship them (config/components/webhook/manifests.yaml)."""
+
+import pytest
+import yaml
+
+from preemption_toleration.devcluster.kueue import FEATURE_GATES, manager_config, webhook_configurations
+
+
+def webhook(name: str, group: str, resource: str, path: str) -> dict:
+    return {
+        "admissionReviewVersions": ["v1"],
+        "clientConfig": {"service": {"name": "webhook-service", "namespace": "system", "path": path}},
+        "failurePolicy": "Fail",
+        "name": name,
+        "rules": [{"apiGroups": [group], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": [resource]}],
+        "sideEffects": "None",
+    }
+
+
+MANIFESTS = yaml.safe_dump_all(
+    [
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "mutating-webhook-configuration"},
+            "webhooks": [
+                webhook("mjob.kb.io", "batch", "jobs", "/mutate-batch-v1-job"),
+                webhook("mpod.kb.io", "", "pods", "/mutate--v1-pod"),
+                webhook("mworkload.kb.io", "kueue.x-k8s.io", "workloads", "/mutate-kueue-x-k8s-io-v1beta2-workload"),
+                webhook("mdeployment.kb.io", "apps", "deployments", "/mutate-apps-v1-deployment"),
+            ],
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": "validating-webhook-configuration"},
+            "webhooks": [webhook("vjob.kb.io", "batch", "jobs", "/validate-batch-v1-job")],
+        },
+    ]
+)
+BASE = "https://127.0.0.1:9443"
+
+
+@pytest.mark.parametrize(
+    ("rule", "configuration", "name", "expected"),
+    [
+        (
+            "Kueue's own kinds and batch Jobs are kept; pods' and Deployments' left out",
+            0,
+            "kueue-mutating-webhook-configuration",
+            ["mjob.kb.io", "mworkload.kb.io"],
+        ),
+        (
+            "each configuration is kept, named as Kueue's release names it",
+            1,
+            "kueue-validating-webhook-configuration",
+            ["vjob.kb.io"],
+        ),
+    ],
+)
+def test_webhooks_kept(rule: str, configuration: int, name: str, expected: list[str]) -> None:
+    found = webhook_configurations(MANIFESTS, BASE, "Q0E=")[configuration]
+    assert found["metadata"] == {"name": name}, rule
+    assert [hook["name"] for hook in found["webhooks"]] == expected, rule
+
+
+def test_each_webhook_calls_loopback_with_our_ca() -> None:
+    job = webhook_configurations(MANIFESTS, BASE + "/", "Q0E=")[0]["webhooks"][0]
+    assert job["clientConfig"] == {"url": "https://127.0.0.1:9443/mutate-batch-v1-job", "caBundle": "Q0E="}
+    assert job["failurePolicy"] == "Fail" and job["rules"][0]["resources"] == ["jobs"], "the rest as Kueue ships it"
+
+
+@pytest.mark.parametrize(
+    ("rule", "manifests", "problem"),
+    [
+        ("no document", "", "hold no webhook configuration"),
+        ("another kind", "kind: Service\nmetadata: {name: webhook-service}\n", "hold a Service"),
+        (
+            "a webhook without a path",
+            yaml.safe_dump(
+                {
+                    "kind": "ValidatingWebhookConfiguration",
+                    "metadata": {"name": "v"},
+                    "webhooks": [{**webhook("vjob.kb.io", "batch", "jobs", "/x"), "clientConfig": {}}],
+                }
+            ),
+            "webhook vjob.kb.io names no path",
+        ),
+    ],
+)
+def test_manifests_kueue_does_not_ship_are_refused(rule: str, manifests: str, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        webhook_configurations(manifests, BASE, "Q0E=")
+
+
+def test_manager_config_runs_on_loopback_without_leader_election_or_internal_certificates() -> None:
+    config = yaml.safe_load(manager_config("127.0.0.1", 9443, 8081, 8443, "/tmp/certs"))
+    assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2" and config["kind"] == "Configuration"
+    assert config["leaderElection"] == {"leaderElect": False}
+    assert config["internalCertManagement"] == {"enable": False}
+    assert config["webhook"] == {"host": "127.0.0.1", "port": 9443, "certDir": "/tmp/certs"}
+    assert config["health"] == {"healthProbeBindAddress": "127.0.0.1:8081"}
+    assert config["metrics"] == {"bindAddress": "127.0.0.1:8443"}
+    assert config["integrations"] == {"frameworks": ["batch/job"]}
+    assert config["featureGates"] == {"PriorityBoost": True, "VisibilityOnDemand": False} == dict(FEATURE_GATES)
