@@ -20,7 +20,7 @@ LAYERS: list[set[str]] = [
     {"validation", "records", "inventory"},  # admission rules; records of pods, nodes, classes, policies; indexes
     {"governance", "extender"},  # who governs a class, the plan; the extender's victim choice
     {"admission"},  # the admission decisions: a PriorityClass or policy request and the caches in, a response out
-    {"guard", "steering"},  # the guard's decisions, inference, record and nudge plan; steering's plan
+    {"guard", "steering", "kueue"},  # the guard's decisions and nudge plan; steering's plan; Kueue's boost
     {"manifests"},  # every generated manifest: CRDs, webhook configurations, admission policy, chart sources
     {"pki", "kube", "telemetry"},  # I/O basics: certificates, the API client, informers; every metric
     {"serving"},  # what the server and every feature's adapter share: an endpoint's shape, the server's metrics
@@ -32,7 +32,7 @@ LAYERS: list[set[str]] = [
 ]
 PURE = {
     *("core", "logs", "api", "validation", "records", "inventory"),
-    *("governance", "extender", "admission", "guard", "steering"),
+    *("governance", "extender", "admission", "guard", "steering", "kueue"),
 }
 PURE |= {"manifests"}  # builds manifests as dicts and text: writing them is the CLI's
 IO_LIBRARIES = {
