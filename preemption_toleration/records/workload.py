@@ -1,0 +1,88 @@
+"""Records of Kueue's Workloads (`kueue.x-k8s.io/v1beta2`): what the contract and the boost read of one, read
+once as it is decoded (docs/contract.md, "Kueue")."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from preemption_toleration.core.intparse import IntParseError, parse_go_int
+from preemption_toleration.core.shapes import as_int, as_list, as_mapping
+
+PRIORITY_BOOST: Final = "kueue.x-k8s.io/priority-boost"
+JOB_UID_LABEL: Final = "kueue.x-k8s.io/job-uid"  # the Job's UID, which its pods' controller-uid label names
+POD_PRIORITY_CLASS: Final = ("scheduling.k8s.io", "PriorityClass")
+WORKLOAD_PRIORITY_CLASS: Final = ("kueue.x-k8s.io", "WorkloadPriorityClass")
+
+
+@dataclass(frozen=True, slots=True)
+class ClassRef:
+    """`spec.priorityClassRef`: the class Kueue takes the Workload's priority from."""
+
+    group: str
+    kind: str
+    name: str
+
+    @property
+    def of_pods(self) -> bool:
+        """A PriorityClass (as a pod names one), not a WorkloadPriorityClass."""
+        return (self.group, self.kind) == POD_PRIORITY_CLASS
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadRecord:
+    namespace: str
+    name: str
+    uid: str
+    priority: int  # spec.priority: Kueue's base priority (0 when absent, as Kueue reads it)
+    class_ref: ClassRef | None
+    boost: str | None  # the priority-boost annotation as written (None: absent)
+    job_uid: str | None
+    admitted: bool  # Admitted=True
+    evicted: bool  # Evicted=True
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def effective_priority(self) -> int:
+        """Kueue's effective priority with its PriorityBoost gate on: the base plus a boost it can parse (an
+        int32; anything else counts as none, as Kueue counts it)."""
+        if not self.boost:
+            return self.priority
+        try:
+            return self.priority + parse_go_int(self.boost, 32)
+        except IntParseError:
+            return self.priority
+
+
+def workload_record(workload: Mapping[str, Any]) -> WorkloadRecord:
+    """The record of a Workload as the API server returns it (v1beta2); a field of the wrong shape reads as
+    absent."""
+    metadata = as_mapping(workload.get("metadata"))
+    spec = as_mapping(workload.get("spec"))
+    ref = as_mapping(spec.get("priorityClassRef"))
+    class_ref = (
+        ClassRef(str(ref.get("group") or ""), str(ref.get("kind") or ""), str(ref["name"]))
+        if isinstance(ref.get("name"), str) and ref["name"]
+        else None
+    )
+    boost = as_mapping(metadata.get("annotations")).get(PRIORITY_BOOST)
+    job_uid = as_mapping(metadata.get("labels")).get(JOB_UID_LABEL)
+    conditions = {
+        condition.get("type"): condition.get("status")
+        for condition in as_list(as_mapping(workload.get("status")).get("conditions"))
+        if isinstance(condition, Mapping)
+    }
+    return WorkloadRecord(
+        namespace=str(metadata.get("namespace") or ""),
+        name=str(metadata.get("name") or ""),
+        uid=str(metadata.get("uid") or ""),
+        priority=as_int(spec.get("priority")),
+        class_ref=class_ref,
+        boost=boost if isinstance(boost, str) else None,
+        job_uid=job_uid if isinstance(job_uid, str) and job_uid else None,
+        admitted=conditions.get("Admitted") == "True",
+        evicted=conditions.get("Evicted") == "True",
+    )

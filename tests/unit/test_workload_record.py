@@ -1,0 +1,108 @@
+"""A Kueue Workload read once into its record: one row per rule, on Workloads shaped as Kueue v0.19 writes
+them (kueue.x-k8s.io/v1beta2)."""
+
+import pytest
+
+from preemption_toleration.records.workload import ClassRef, workload_record
+
+
+def workload(**changes) -> dict:
+    body = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {
+            "name": "job-train-3f2a1",
+            "namespace": "team",
+            "uid": "w-1",
+            "labels": {"kueue.x-k8s.io/job-uid": "j-1"},
+            "annotations": {},
+        },
+        "spec": {
+            "priority": 8000,
+            "priorityClassRef": {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": "batch"},
+            "queueName": "lq",
+        },
+        "status": {"conditions": [{"type": "QuotaReserved", "status": "True"}, {"type": "Admitted", "status": "True"}]},
+    }
+    for path, value in changes.items():
+        *parents, leaf = path.split("__")
+        target = body
+        for key in parents:
+            target = target.setdefault(key, {})
+        if value is None:
+            target.pop(leaf, None)
+        else:
+            target[leaf] = value
+    return body
+
+
+@pytest.mark.parametrize(
+    ("rule", "changes", "expected"),
+    [
+        ("an admitted Workload of a PriorityClass", {}, ("team/job-train-3f2a1", 8000, "batch", True, True, False)),
+        (
+            "a WorkloadPriorityClass is told apart from a PriorityClass",
+            {
+                "spec__priorityClassRef": {
+                    "group": "kueue.x-k8s.io",
+                    "kind": "WorkloadPriorityClass",
+                    "name": "batch",
+                }
+            },
+            ("team/job-train-3f2a1", 8000, "batch", False, True, False),
+        ),
+        (
+            "no class: no reference, priority as Kueue reads it (0)",
+            {"spec__priorityClassRef": None, "spec__priority": None},
+            ("team/job-train-3f2a1", 0, None, None, True, False),
+        ),
+        (
+            "evicted: Evicted=True",
+            {
+                "status__conditions": [
+                    {"type": "Evicted", "status": "True", "reason": "Preempted"},
+                    {"type": "Admitted", "status": "False"},
+                ]
+            },
+            ("team/job-train-3f2a1", 8000, "batch", True, False, True),
+        ),
+        (
+            "fields of the wrong shape read as absent",
+            {"spec__priority": "8000", "spec__priorityClassRef": "batch", "status__conditions": "Admitted"},
+            ("team/job-train-3f2a1", 0, None, None, False, False),
+        ),
+    ],
+)
+def test_record(rule: str, changes: dict, expected: tuple) -> None:
+    record = workload_record(workload(**changes))
+    ref, priority, class_name, of_pods, admitted, evicted = expected
+    assert record.ref == ref, rule
+    assert record.priority == priority, rule
+    assert (record.class_ref.name if record.class_ref else None) == class_name, rule
+    assert (record.class_ref.of_pods if record.class_ref else None) == of_pods, rule
+    assert (record.admitted, record.evicted) == (admitted, evicted), rule
+    assert record.job_uid == "j-1", rule
+
+
+@pytest.mark.parametrize(
+    ("rule", "boost", "effective"),
+    [
+        ("no boost: the base", None, 8000),
+        ("a boost adds", "1999", 9999),
+        ("a negative boost subtracts", "-100", 7900),
+        ("a sign is Go's", "+5", 8005),
+        ("empty counts as none, as Kueue counts it", "", 8000),
+        ("a value Kueue cannot parse counts as none", "ten", 8000),
+        ("beyond int32 counts as none", "2147483648", 8000),
+    ],
+)
+def test_effective_priority_is_kueues(rule: str, boost: str | None, effective: int) -> None:
+    changes = {"metadata__annotations": {"kueue.x-k8s.io/priority-boost": boost} if boost is not None else {}}
+    record = workload_record(workload(**changes))
+    assert record.boost == boost, rule
+    assert record.effective_priority() == effective, rule
+
+
+def test_class_ref_names_its_kind() -> None:
+    assert ClassRef("scheduling.k8s.io", "PriorityClass", "x").of_pods
+    assert not ClassRef("kueue.x-k8s.io", "WorkloadPriorityClass", "x").of_pods
