@@ -14,7 +14,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 from aiohttp import web
 from pydantic_core import to_json
 
-from preemption_toleration.api.admission import AdmissionReview, AdmissionVerdict, answer_of, review_response
+from preemption_toleration.api.admission import AdmissionReview, AdmissionVerdict, review_response
 from preemption_toleration.api.bodies import BadRequest, read_model
 from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.serving.webhook_metrics import WebhookMetrics
@@ -79,7 +79,7 @@ class Reviewed(Protocol):
 def admission_answer(review: Reviewed, verdict: AdmissionVerdict) -> dict[str, Any]:
     """The answer of an admission endpoint, in one place: the verdict as the AdmissionResponse of the
     review's request, in an AdmissionReview of the review's apiVersion."""
-    return review_response(review.api_version, answer_of(review.uid, verdict))
+    return review_response(review.api_version, review.uid, verdict)
 
 
 RequestT = TypeVar("RequestT")
