@@ -100,6 +100,7 @@ class AdmissionCaches:
             PLURAL, listers.policies(api), self.policy_store, logger, self._changed, page_size=page_size
         )
         self._policies: _PolicyState | None = None  # built again on a change of the classes or policies
+        self._view: ClusterView | None = None  # the last view made (`view`)
         # What each kind of decision reads, listed once: `problems` is asked on every request. PodGroups are
         # not among "all": only a request about a pod that names one needs them (`ClusterView.groups_problem`).
         apart = (self.budgets, self.groups)
@@ -144,19 +145,34 @@ class AdmissionCaches:
 
     def view(self) -> ClusterView:
         """The one view every decision over the cluster reads: the live indexes (a decision runs without
-        awaiting, so nothing changes under it)."""
+        awaiting, so nothing changes under it). Asked on every request: the view of the last one is given again
+        while it is of the same indexes."""
         state = self._policies or self._policy_state()
-        return ClusterView(
+        problem = self.groups_problem()
+        nodes, groups = self.node_store.items, self.group_store.items
+        kept = self._view
+        if (
+            kept is not None
+            and kept.classes is state.classes
+            and kept.nodes is nodes
+            and kept.groups is groups
+            and kept.groups_problem == problem
+            and kept.pods is self.pod_index
+            and kept.budgets is self.budget_index
+        ):
+            return kept
+        self._view = ClusterView(
             pods=self.pod_index,
-            nodes=self.node_store.items,
+            nodes=nodes,
             classes=state.classes,
             budgets=self.budget_index,
             policies=state.policies,
             ownership=state.ownership,
             labels=state.labels,
-            groups=self.group_store.items,
-            groups_problem=self.groups_problem(),
+            groups=groups,
+            groups_problem=problem,
         )
+        return self._view
 
     def groups_problem(self) -> str | None:
         """Why a pod's PodGroup may not be read from the cache (None: it may)."""
