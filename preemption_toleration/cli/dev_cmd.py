@@ -23,7 +23,7 @@ from preemption_toleration.devcluster import (
 from preemption_toleration.devcluster.features import FEATURES
 from preemption_toleration.devcluster.gomod import GoModError
 from preemption_toleration.devcluster.pin import pin_kueue, pin_kustomize, pin_kwok, pin_release
-from preemption_toleration.devcluster.toolchain import DEFAULT_KUBERNETES_VERSION, VERSION_ENV
+from preemption_toleration.devcluster.toolchain import DEFAULT_KUBERNETES_VERSION, VERSION_ENV, ensure_kueue
 
 DEFAULT_DIR = ".cluster"
 
@@ -78,6 +78,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     _add_dir(install)
     _add_version(install, repeatable=True)
+    install.add_argument(
+        "--kueue",
+        action="store_true",
+        help="also build Kueue's controller manager (testbed/kueue/), which `up --feature "
+        "kueue` runs (built when first asked for otherwise)",
+    )
     install.set_defaults(handler=_install)
 
     pin = actions.add_parser(
@@ -133,6 +139,12 @@ def _install(args: argparse.Namespace) -> int:
                     _say(f"{name} {version_name}: {path}")
             else:
                 _say(f"{name}: {value}")
+    if args.kueue:
+        try:
+            _say(f"kueue: {ensure_kueue(_say).manager}")
+        except ToolchainError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
     return 0
 
 

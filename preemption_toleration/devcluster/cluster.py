@@ -18,6 +18,7 @@ import os
 import shutil
 import socket
 import ssl
+import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -32,24 +33,35 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.config import new_client_from_config
 
 from preemption_toleration import pki
-from preemption_toleration.devcluster import processes
+from preemption_toleration.devcluster import kueue, processes
 from preemption_toleration.devcluster.features import (
+    KUEUE,
     ClusterFeature,
     features_named,
     gate_flags,
     runtime_config_flags,
 )
 from preemption_toleration.devcluster.processes import ProcessRecord
-from preemption_toleration.devcluster.toolchain import Toolchain, ensure_toolchain
+from preemption_toleration.devcluster.toolchain import Toolchain, ensure_kueue, ensure_toolchain
 
 HOST = "127.0.0.1"
 ADMIN_USER = "ptol-admin"
 SCHEDULER_USER = "system:kube-scheduler"
+# Kueue's user as its release manifests deploy it (its service account): what its requests carry as userInfo
+KUEUE_USER = "system:serviceaccount:kueue-system:kueue-controller-manager"
 CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
 SCHEDULER_CONFIG_API = "kubescheduler.config.k8s.io/v1"
 STATE_FILE = "cluster.json"
 # Start order; stopped in reverse.
-PROCESS_NAMES = ("service-proxy", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+PROCESS_NAMES = (
+    "service-proxy",
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+    "kueue",
+)
 
 
 logger = logging.getLogger(__name__)
@@ -194,6 +206,8 @@ class LocalCluster:
             self._start_controller_manager(toolchain, timeout)
             self._start_scheduler(toolchain, extenders, timeout)
             self._start_kwok(toolchain, timeout)
+            if KUEUE in chosen:
+                self._start_kueue(timeout)
         except BaseException:  # includes Ctrl-C: leave nothing behind
             self.stop()
             raise
@@ -522,7 +536,14 @@ class LocalCluster:
         return entry
 
     def _start_on_own_port(
-        self, name: str, port_key: str, spawn: Callable[[int], None], timeout: float, *, scheme: str = "https"
+        self,
+        name: str,
+        port_key: str,
+        spawn: Callable[[int], None],
+        timeout: float,
+        *,
+        scheme: str = "https",
+        path: str = "/healthz",
     ) -> None:
         """Start a component that serves /healthz and wait until it answers `ok`.
 
@@ -535,7 +556,7 @@ class LocalCluster:
             self._save_state()
             try:
                 spawn(port)
-                self._wait_healthy(name, f"{scheme}://{HOST}:{port}", timeout)
+                self._wait_healthy(name, f"{scheme}://{HOST}:{port}", timeout, path)
                 return
             except ClusterError as error:
                 log = processes.log_tail(self.logs_dir / f"{name}.log", 5)
@@ -563,12 +584,53 @@ class LocalCluster:
 
         self._start_on_own_port("kwok", "kwok", spawn, timeout, scheme="http")
 
-    def _wait_healthy(self, name: str, base: str, timeout: float) -> None:
+    def _start_kueue(self, timeout: float) -> None:
+        """Kueue's controller manager (`devcluster.kueue`): its CRDs applied, its serving and metrics certificates
+        issued, started, then its webhooks registered once it serves them."""
+        build = ensure_kueue(logger.info)
+        home = self.directory / "kueue"
+        shutil.rmtree(home, ignore_errors=True)
+        certs, metrics_certs = home / "certs", home / "etc" / "upper" / kueue.METRICS_CERT_DIR.removeprefix("/etc/")
+        for folder in (certs, metrics_certs, home / "etc" / "work"):
+            folder.mkdir(parents=True)
+        serving = pki.issue_serving_cert(self.ca, "kueue-webhook", dns_names=["localhost"], ip_addresses=[HOST])
+        for folder in (certs, metrics_certs):
+            self._write(folder / "tls.crt", serving.cert_pem)
+            self._write(folder / "tls.key", serving.key_pem)
+        groups = ["system:serviceaccounts", "system:serviceaccounts:kueue-system", "system:masters"]
+        kubeconfig = self.write_kubeconfig(home / "kueue.kubeconfig", KUEUE_USER, groups)
+        self._kubectl("apply", "--server-side", *(f"--filename={crd}" for crd in build.crds))
+        self._kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+        self._kubectl("create", "namespace", kueue.NAMESPACE)
+
+        def spawn(health_port: int) -> None:
+            # each attempt on fresh ports: a port taken meanwhile makes the manager exit (`_start_on_own_port`)
+            ports = self._state["ports"]
+            ports["kueue-webhook"], ports["kueue-metrics"] = processes.free_port(), processes.free_port()
+            config = home / "config.yaml"
+            config.write_text(
+                kueue.manager_config(HOST, ports["kueue-webhook"], health_port, ports["kueue-metrics"], str(certs))
+            )
+            argv = [str(build.manager), f"--config={config}", f"--kubeconfig={kubeconfig}"]
+            etc = home / "etc"
+            self._spawn("kueue", kueue.with_private_etc(str(etc / "upper"), str(etc / "work"), argv))
+
+        self._start_on_own_port("kueue", "kueue", spawn, timeout, scheme="http", path="/readyz")
+        base = f"https://{HOST}:{self._state['ports']['kueue-webhook']}"
+        configurations = kueue.webhook_configurations(build.webhooks.read_text(), base, self.ca_bundle)
+        self._kubectl("apply", "--filename=-", stdin=yaml.safe_dump_all(configurations))
+
+    def _kubectl(self, *args: str, stdin: str | None = None) -> None:
+        done = subprocess.run(self.kubectl_argv(*args), input=stdin, capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise ClusterError(f"kubectl {' '.join(args[:2])} failed: {done.stderr.strip()[-2000:]}")
+
+    def _wait_healthy(self, name: str, base: str, timeout: float, path: str = "/healthz") -> None:
         def healthy() -> bool:
             self._check_alive(name)
-            return self._get("/healthz", base, verify=False) == "ok"
+            return self._get(path, base, verify=False) == "ok"
 
-        self._wait(f"{name} /healthz", healthy, timeout)
+        self._wait(f"{name} {path}", healthy, timeout)
 
     def _wait_api_ready(self, timeout: float) -> None:
         def ready() -> bool:

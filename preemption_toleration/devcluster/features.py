@@ -9,6 +9,10 @@ preemption, which preempts for and of whole pod groups. In 1.37 the `GenericWork
 it a deleted PodGroup keeps its finalizer), and v1beta1 is a beta API the API server serves only when asked.
 1.36 has them under other gates and an alpha API (`v1alpha2`, `disruptionMode` a string), 1.35 has no PodGroup
 at all: only 1.37 is offered.
+
+`kueue`: Kueue's controller manager beside the control plane (`devcluster.kueue`), built from the Go modules
+pinned in testbed/kueue/ when first asked for; its own feature gates are its configuration's, not the
+components'.
 """
 
 from __future__ import annotations
@@ -34,7 +38,16 @@ POD_GROUPS = ClusterFeature(
     since=(1, 37),
 )
 
-FEATURES: dict[str, ClusterFeature] = {feature.name: feature for feature in (POD_GROUPS,)}
+KUEUE = ClusterFeature(
+    "kueue",
+    "Kueue's controller manager (testbed/kueue/), its CRDs and webhooks, the batch/Job integration and the "
+    "PriorityBoost gate on",
+    gates=(),
+    apis=(),
+    since=(1, 35),
+)
+
+FEATURES: dict[str, ClusterFeature] = {feature.name: feature for feature in (POD_GROUPS, KUEUE)}
 
 
 def _minor(version: str) -> tuple[int, int]:

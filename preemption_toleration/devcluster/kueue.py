@@ -13,7 +13,8 @@ What differs from Kueue's own manifests, and why:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -63,6 +64,18 @@ def webhook_configurations(manifests: str, base_url: str, ca_bundle: str) -> lis
         name = WEBHOOK_CONFIGURATION_PREFIX + document["metadata"]["name"]
         configurations.append({**document, "metadata": {"name": name}, "webhooks": webhooks})
     return configurations
+
+
+def with_private_etc(upper: str, work: str, argv: Sequence[str]) -> list[str]:
+    """`argv` run with its own view of /etc: `upper` (holding `kueue/metrics/certs/`) laid over it, in a mount
+    namespace of its own (a user namespace maps the caller to root there: no privilege needed), so that Kueue
+    finds its metrics certificate where it looks and nothing is written to the machine's /etc. The process
+    keeps the caller's PID: `unshare` and `sh` each exec the next."""
+    if any(mark in path for path in (upper, work) for mark in ",:"):
+        raise ValueError(f"an overlay's directories cannot hold ',' or ':': {upper}, {work}")
+    options = shlex.quote(f"lowerdir=/etc,upperdir={upper},workdir={work}")
+    mount = f"mount -t overlay overlay -o {options} /etc"
+    return ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", f'{mount} && exec "$0" "$@"', *argv]
 
 
 def _kept(webhook: Mapping[str, Any]) -> bool:

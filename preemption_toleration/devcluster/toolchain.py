@@ -41,6 +41,9 @@ KWOK_STAGE_FILES = (
     "kustomize/stage/pod/fast/pod-complete.yaml",
     "kustomize/stage/pod/fast/pod-delete.yaml",
 )
+# Kueue's manifests of its release that the test bed applies, copied beside its manager
+KUEUE_CRDS = "config/components/crd/bases"
+KUEUE_WEBHOOKS = "config/components/webhook/manifests.yaml"
 # Marks a complete cache entry: written last, before the directory is renamed into place.
 _STAMP = "BUILD-INFO"
 
@@ -136,6 +139,11 @@ def _helm_build() -> _Build:
     return _Build(f"helm-{version}", ("helm",))
 
 
+def _kueue_build() -> _Build:
+    version = gomod.required_version((testbed_dir() / "kueue/go.mod").read_text(), gomod.KUEUE_MODULE)
+    return _Build(f"kueue-{version}", ("kueue",))
+
+
 def kustomize_versions() -> list[str]:
     """The kustomize releases the repository has build modules for (`v5.4.3`), oldest first."""
     found = [p.name.removeprefix("kustomize-") for p in testbed_dir().glob("kustomize-v*")]
@@ -195,6 +203,43 @@ def ensure_toolchain(progress: Progress = print, version: str | None = None) -> 
     found = find_toolchain(version)
     if found is None:
         raise ToolchainError(f"toolchain still incomplete after building; see {root}")
+    return found
+
+
+@dataclass(frozen=True)
+class KueueBuild:
+    """Kueue's controller manager, and the manifests of its release a cluster applies (`devcluster.kueue`)."""
+
+    version: str
+    manager: Path
+    crds: tuple[Path, ...]  # config/components/crd/bases/*.yaml
+    webhooks: Path  # config/components/webhook/manifests.yaml
+
+
+def find_kueue() -> KueueBuild | None:
+    """The built Kueue (`testbed/kueue/`), or None when it is not built."""
+    build = _kueue_build()
+    if not build.complete():
+        return None
+    version = build.name.removeprefix("kueue-")
+    crds = tuple(sorted((build.directory / KUEUE_CRDS).glob("*.yaml")))
+    return KueueBuild(version, build.directory / "kueue", crds, build.directory / KUEUE_WEBHOOKS)
+
+
+def ensure_kueue(progress: Progress = print) -> KueueBuild:
+    """Kueue, built when missing: only for a cluster that runs it (`--feature kueue`), minutes the first time."""
+    found = find_kueue()
+    if found is not None:
+        return found
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    with exclusive_lock(root / ".lock", progress):
+        build = _kueue_build()
+        if not build.complete():
+            _build_kueue(GoCommand.find(progress), build, progress)
+    found = find_kueue()
+    if found is None:
+        raise ToolchainError(f"Kueue still incomplete after building; see {root}")
     return found
 
 
@@ -314,6 +359,7 @@ class _GoTool:
 _KWOK = _GoTool("KWOK", "the node simulator")
 _HELM = _GoTool("helm", "for the chart's tests")
 _KUSTOMIZE = _GoTool("kustomize", "which the tests render config/ with")
+_KUEUE = _GoTool("Kueue", "whose controller manager `--feature kueue` runs")
 
 
 def _build_kwok(go: GoCommand, target: _Build, progress: Progress) -> None:
@@ -333,6 +379,23 @@ def _build_helm(go: GoCommand, target: _Build, progress: Progress) -> None:
         ldflags = f"-X {gomod.HELM_MODULE}/internal/version.version={version}"
         go.build(module, f"{gomod.HELM_MODULE}/cmd/helm", staging / "helm", ldflags, staging.parent)
         (staging / _STAMP).write_text(f"{gomod.HELM_MODULE} {version}\n")
+
+
+def _build_kueue(go: GoCommand, target: _Build, progress: Progress) -> None:
+    module = testbed_dir() / "kueue"
+    with _KUEUE.building(go, target, module, progress) as (staging, version):
+        # what Kueue's Makefile stamps, so its start-up log names the release
+        ldflags = f"-X {gomod.KUEUE_MODULE}/pkg/version.GitVersion={version}"
+        go.build(module, f"{gomod.KUEUE_MODULE}/cmd/kueue", staging / "kueue", ldflags, staging.parent)
+        source = Path(go.run(module, "list", "-m", "-f", "{{.Dir}}", gomod.KUEUE_MODULE).strip())
+        for relative in (KUEUE_CRDS, KUEUE_WEBHOOKS):
+            copied = staging / relative
+            copied.parent.mkdir(parents=True, exist_ok=True)
+            if (source / relative).is_dir():
+                shutil.copytree(source / relative, copied)
+            else:
+                shutil.copyfile(source / relative, copied)
+        (staging / _STAMP).write_text(f"{gomod.KUEUE_MODULE} {version}; manifests: {KUEUE_CRDS}, {KUEUE_WEBHOOKS}\n")
 
 
 def _build_kustomize(go: GoCommand, target: _Build, progress: Progress) -> None:

@@ -4,7 +4,12 @@ manifests shaped as Kueue's releases ship them (config/components/webhook/manife
 import pytest
 import yaml
 
-from preemption_toleration.devcluster.kueue import FEATURE_GATES, manager_config, webhook_configurations
+from preemption_toleration.devcluster.kueue import (
+    FEATURE_GATES,
+    manager_config,
+    webhook_configurations,
+    with_private_etc,
+)
 
 
 def webhook(name: str, group: str, resource: str, path: str) -> dict:
@@ -104,3 +109,18 @@ def test_manager_config_runs_on_loopback_without_leader_election_or_internal_cer
     assert config["metrics"] == {"bindAddress": "127.0.0.1:8443"}
     assert config["integrations"] == {"frameworks": ["batch/job"]}
     assert config["featureGates"] == {"PriorityBoost": True, "VisibilityOnDemand": False} == dict(FEATURE_GATES)
+
+
+def test_kueue_runs_with_its_own_etc_laid_over_the_machines() -> None:
+    argv = with_private_etc("/c/etc/upper", "/c/etc/work", ["/bin/kueue", "--config=/c/config.yaml"])
+    assert argv[:4] == ["unshare", "--user", "--map-root-user", "--mount"], "no privilege, a mount namespace"
+    assert argv[4:6] == ["sh", "-c"] and argv[-2:] == ["/bin/kueue", "--config=/c/config.yaml"]
+    assert argv[6] == (
+        'mount -t overlay overlay -o lowerdir=/etc,upperdir=/c/etc/upper,workdir=/c/etc/work /etc && exec "$0" "$@"'
+    ), "the manager keeps the PID it was started with"
+
+
+@pytest.mark.parametrize("upper", ["/a,b/upper", "/a:b/upper"])
+def test_an_overlay_directory_the_mount_options_cannot_hold_is_refused(upper: str) -> None:
+    with pytest.raises(ValueError, match="cannot hold"):
+        with_private_etc(upper, "/c/work", ["/bin/kueue"])

@@ -13,7 +13,9 @@ Fixtures:
   `components.ptol_run_fixture` with the flags the module needs);
 - `group_cluster`, `group_api`: a second control plane of the same release with pod groups on (`ptol dev
   cluster up --feature pod-groups`), started when a test first asks for it; skipped before 1.37;
-  `group_namespace` and `group_nodes` (two of 2 CPUs) are there.
+  `group_namespace` and `group_nodes` (two of 2 CPUs) are there;
+- `kueue_cluster`, `kueue_kubectl`: a third control plane of the same release with Kueue's controller manager
+  (`ptol dev cluster up --feature kueue`), started when a test first asks for it.
 
 Async tests must run in the session's event loop (the `api` client lives there): mark them
 `pytest.mark.asyncio(loop_scope="session")`, as the modules here do with `pytestmark`.
@@ -42,7 +44,7 @@ from preemption_toleration.devcluster import (
     ensure_namespace,
     ensure_toolchain,
 )
-from preemption_toleration.devcluster.features import POD_GROUPS, features_named
+from preemption_toleration.devcluster.features import KUEUE, POD_GROUPS, features_named
 from tests.integration.components import RunProcess, Server
 from tests.integration.helpers import START_SECONDS, unique_name
 from tests.integration.objects import MIN, TOL, apply, class_manifest
@@ -90,6 +92,18 @@ def group_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
         pytest.skip(str(error))
     with _running(LocalCluster(tmp_path_factory.mktemp("group-cluster"), toolchain), (POD_GROUPS.name,)) as local:
         yield local
+
+
+@pytest.fixture(scope="session")
+def kueue_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    toolchain = ensure_toolchain(_progress)
+    with _running(LocalCluster(tmp_path_factory.mktemp("kueue-cluster"), toolchain), (KUEUE.name,)) as local:
+        yield local
+
+
+@pytest.fixture(scope="session")
+def kueue_kubectl(kueue_cluster: LocalCluster) -> Kubectl:
+    return kubectl_of(kueue_cluster)
 
 
 @pytest.fixture(scope="session")

@@ -28,7 +28,7 @@ REFUSED = [
         "1.36.3",
         "the pod-groups feature needs Kubernetes 1.37 or later, not 1.36.3",
     ),
-    ("an unknown name", ["gangs"], "1.37.2", "unknown cluster feature gangs; known: pod-groups"),
+    ("an unknown name", ["gangs"], "1.37.2", "unknown cluster feature gangs; known: pod-groups, kueue"),
 ]
 
 
