@@ -42,7 +42,7 @@ from preemption_toleration.devcluster.features import (
     runtime_config_flags,
 )
 from preemption_toleration.devcluster.processes import ProcessRecord
-from preemption_toleration.devcluster.toolchain import Toolchain, ensure_kueue, ensure_toolchain
+from preemption_toleration.devcluster.toolchain import KueueBuild, Toolchain, ensure_kueue, ensure_toolchain
 
 HOST = "127.0.0.1"
 ADMIN_USER = "ptol-admin"
@@ -186,6 +186,7 @@ class LocalCluster:
             chosen = features_named(features, toolchain.version)
         except ValueError as error:
             raise ClusterError(str(error)) from None
+        kueue_build = ensure_kueue(logger.info) if KUEUE in chosen else None  # may build: before anything starts
         self._die_with_parent = die_with_parent
         self._reset_directory()
         names = ("etcd", "etcd-peer", "apiserver")
@@ -206,8 +207,8 @@ class LocalCluster:
             self._start_controller_manager(toolchain, timeout)
             self._start_scheduler(toolchain, extenders, timeout)
             self._start_kwok(toolchain, timeout)
-            if KUEUE in chosen:
-                self._start_kueue(timeout)
+            if kueue_build is not None:
+                self._start_kueue(kueue_build, timeout)
         except BaseException:  # includes Ctrl-C: leave nothing behind
             self.stop()
             raise
@@ -584,15 +585,14 @@ class LocalCluster:
 
         self._start_on_own_port("kwok", "kwok", spawn, timeout, scheme="http")
 
-    def _start_kueue(self, timeout: float) -> None:
+    def _start_kueue(self, build: KueueBuild, timeout: float) -> None:
         """Kueue's controller manager (`devcluster.kueue`): its CRDs applied, its serving and metrics certificates
         issued, started, then its webhooks registered once it serves them."""
-        build = ensure_kueue(logger.info)
         home = self.directory / "kueue"
-        shutil.rmtree(home, ignore_errors=True)
+        _remove_tree(home)
         certs, metrics_certs = home / "certs", home / "etc" / "upper" / kueue.METRICS_CERT_DIR.removeprefix("/etc/")
         for folder in (certs, metrics_certs, home / "etc" / "work"):
-            folder.mkdir(parents=True)
+            folder.mkdir(parents=True, exist_ok=True)
         serving = pki.issue_serving_cert(self.ca, "kueue-webhook", dns_names=["localhost"], ip_addresses=[HOST])
         for folder in (certs, metrics_certs):
             self._write(folder / "tls.crt", serving.cert_pem)
@@ -613,7 +613,8 @@ class LocalCluster:
             )
             argv = [str(build.manager), f"--config={config}", f"--kubeconfig={kubeconfig}"]
             etc = home / "etc"
-            self._spawn("kueue", kueue.with_private_etc(str(etc / "upper"), str(etc / "work"), argv))
+            private = kueue.with_private_etc(str(etc / "upper"), str(etc / "work"), argv, os.geteuid() == 0)
+            self._spawn("kueue", private)
 
         self._start_on_own_port("kueue", "kueue", spawn, timeout, scheme="http", path="/readyz")
         base = f"https://{HOST}:{self._state['ports']['kueue-webhook']}"
@@ -621,7 +622,10 @@ class LocalCluster:
         self._kubectl("apply", "--filename=-", stdin=yaml.safe_dump_all(configurations))
 
     def _kubectl(self, *args: str, stdin: str | None = None) -> None:
-        done = subprocess.run(self.kubectl_argv(*args), input=stdin, capture_output=True, text=True, timeout=120)
+        try:
+            done = subprocess.run(self.kubectl_argv(*args), input=stdin, capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired as error:
+            raise ClusterError(f"kubectl {' '.join(args[:2])} did not finish within {error.timeout:.0f} s") from None
         if done.returncode != 0:
             raise ClusterError(f"kubectl {' '.join(args[:2])} failed: {done.stderr.strip()[-2000:]}")
 
@@ -719,6 +723,19 @@ class LocalCluster:
     def _write(path: Path, data: bytes) -> None:
         path.write_bytes(data)
         path.chmod(0o600)
+
+
+def _remove_tree(path: Path) -> None:
+    """Removes `path` whole, a directory an overlay mount left without permissions included (its `work/work`)."""
+
+    def writable_again(function: Callable[..., Any], failed: str, _: object) -> None:
+        os.chmod(os.path.dirname(failed) or ".", 0o700)
+        if os.path.isdir(failed):
+            os.chmod(failed, 0o700)
+        function(failed)
+
+    if path.exists():
+        shutil.rmtree(path, onerror=writable_again)
 
 
 def _b64(data: bytes) -> str:

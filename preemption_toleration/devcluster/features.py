@@ -44,7 +44,7 @@ KUEUE = ClusterFeature(
     "PriorityBoost gate on",
     gates=(),
     apis=(),
-    since=(1, 35),
+    since=(1, 37),  # its live tests run on 1.37.2 alone so far
 )
 
 FEATURES: dict[str, ClusterFeature] = {feature.name: feature for feature in (POD_GROUPS, KUEUE)}

@@ -7,6 +7,10 @@ What differs from Kueue's own manifests, and why:
 - only the webhooks of Kueue's own kinds and of batch/v1 Jobs are registered: the test bed runs the batch/Job
   integration alone, and the others (pods, Deployments...) would fail every such request while Kueue is down;
 - leader election is off (one manager, no namespace of its own to elect in);
+- its CRDs are applied as its release ships them in config/components/crd/bases, without the conversion
+  webhook its kustomize overlay adds to five of them (every client here reads v1beta2, Kueue's stored version);
+- its Job webhooks keep `failurePolicy: Fail` without the namespaceSelector that leaves kube-system and
+  kueue-system out;
 - `VisibilityOnDemand` is off (its API server needs an APIService and certificates of its own), and
   `PriorityBoost` is on: the toleration's hold on Kueue's preemption is a boost of effective priority.
 """
@@ -66,16 +70,18 @@ def webhook_configurations(manifests: str, base_url: str, ca_bundle: str) -> lis
     return configurations
 
 
-def with_private_etc(upper: str, work: str, argv: Sequence[str]) -> list[str]:
+def with_private_etc(upper: str, work: str, argv: Sequence[str], as_root: bool) -> list[str]:
     """`argv` run with its own view of /etc: `upper` (holding `kueue/metrics/certs/`) laid over it, in a mount
-    namespace of its own (a user namespace maps the caller to root there: no privilege needed), so that Kueue
-    finds its metrics certificate where it looks and nothing is written to the machine's /etc. The process
-    keeps the caller's PID: `unshare` and `sh` each exec the next."""
+    namespace of its own, so that Kueue finds its metrics certificate where it looks and nothing is written to
+    the machine's /etc. Root needs no more; another user gets a user namespace that maps it to root there,
+    where the kernel allows one (unprivileged user namespaces, and overlay mounts in them: Linux 5.11 or
+    later). The process keeps the caller's PID: `unshare` and `sh` each exec the next."""
     if any(mark in path for path in (upper, work) for mark in ",:"):
         raise ValueError(f"an overlay's directories cannot hold ',' or ':': {upper}, {work}")
     options = shlex.quote(f"lowerdir=/etc,upperdir={upper},workdir={work}")
     mount = f"mount -t overlay overlay -o {options} /etc"
-    return ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", f'{mount} && exec "$0" "$@"', *argv]
+    namespaces = ["--mount"] if as_root else ["--user", "--map-root-user", "--mount"]
+    return ["unshare", *namespaces, "sh", "-c", f'{mount} && exec "$0" "$@"', *argv]
 
 
 def _kept(webhook: Mapping[str, Any]) -> bool:

@@ -388,13 +388,12 @@ def _build_kueue(go: GoCommand, target: _Build, progress: Progress) -> None:
         ldflags = f"-X {gomod.KUEUE_MODULE}/pkg/version.GitVersion={version}"
         go.build(module, f"{gomod.KUEUE_MODULE}/cmd/kueue", staging / "kueue", ldflags, staging.parent)
         source = Path(go.run(module, "list", "-m", "-f", "{{.Dir}}", gomod.KUEUE_MODULE).strip())
-        for relative in (KUEUE_CRDS, KUEUE_WEBHOOKS):
-            copied = staging / relative
-            copied.parent.mkdir(parents=True, exist_ok=True)
-            if (source / relative).is_dir():
-                shutil.copytree(source / relative, copied)
-            else:
-                shutil.copyfile(source / relative, copied)
+        # file by file: the module cache's modes (read-only) are not copied into ours
+        (staging / KUEUE_CRDS).mkdir(parents=True)
+        for crd in (source / KUEUE_CRDS).glob("*.yaml"):
+            shutil.copyfile(crd, staging / KUEUE_CRDS / crd.name)
+        (staging / KUEUE_WEBHOOKS).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / KUEUE_WEBHOOKS, staging / KUEUE_WEBHOOKS)
         (staging / _STAMP).write_text(f"{gomod.KUEUE_MODULE} {version}; manifests: {KUEUE_CRDS}, {KUEUE_WEBHOOKS}\n")
 
 

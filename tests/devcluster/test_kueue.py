@@ -111,11 +111,23 @@ def test_manager_config_runs_on_loopback_without_leader_election_or_internal_cer
     assert config["featureGates"] == {"PriorityBoost": True, "VisibilityOnDemand": False} == dict(FEATURE_GATES)
 
 
-def test_kueue_runs_with_its_own_etc_laid_over_the_machines() -> None:
-    argv = with_private_etc("/c/etc/upper", "/c/etc/work", ["/bin/kueue", "--config=/c/config.yaml"])
-    assert argv[:4] == ["unshare", "--user", "--map-root-user", "--mount"], "no privilege, a mount namespace"
-    assert argv[4:6] == ["sh", "-c"] and argv[-2:] == ["/bin/kueue", "--config=/c/config.yaml"]
-    assert argv[6] == (
+@pytest.mark.parametrize(
+    ("rule", "as_root", "namespaces"),
+    [
+        ("root: a mount namespace alone", True, ["--mount"]),
+        (
+            "another user: mapped to root in a user namespace of its own",
+            False,
+            ["--user", "--map-root-user", "--mount"],
+        ),
+    ],
+)
+def test_kueue_runs_with_its_own_etc_laid_over_the_machines(rule: str, as_root: bool, namespaces: list[str]) -> None:
+    argv = with_private_etc("/c/etc/upper", "/c/etc/work", ["/bin/kueue", "--config=/c/config.yaml"], as_root)
+    assert argv[: 1 + len(namespaces)] == ["unshare", *namespaces], rule
+    rest = argv[1 + len(namespaces) :]
+    assert rest[:2] == ["sh", "-c"] and rest[-2:] == ["/bin/kueue", "--config=/c/config.yaml"], rule
+    assert rest[2] == (
         'mount -t overlay overlay -o lowerdir=/etc,upperdir=/c/etc/upper,workdir=/c/etc/work /etc && exec "$0" "$@"'
     ), "the manager keeps the PID it was started with"
 
@@ -123,4 +135,4 @@ def test_kueue_runs_with_its_own_etc_laid_over_the_machines() -> None:
 @pytest.mark.parametrize("upper", ["/a,b/upper", "/a:b/upper"])
 def test_an_overlay_directory_the_mount_options_cannot_hold_is_refused(upper: str) -> None:
     with pytest.raises(ValueError, match="cannot hold"):
-        with_private_etc(upper, "/c/work", ["/bin/kueue"])
+        with_private_etc(upper, "/c/work", ["/bin/kueue"], as_root=True)

@@ -15,7 +15,7 @@ Fixtures:
   cluster up --feature pod-groups`), started when a test first asks for it; skipped before 1.37;
   `group_namespace` and `group_nodes` (two of 2 CPUs) are there;
 - `kueue_cluster`, `kueue_kubectl`: a third control plane of the same release with Kueue's controller manager
-  (`ptol dev cluster up --feature kueue`), started when a test first asks for it.
+  (`ptol dev cluster up --feature kueue`), started when a test first asks for it; skipped before 1.37.
 
 Async tests must run in the session's event loop (the `api` client lives there): mark them
 `pytest.mark.asyncio(loop_scope="session")`, as the modules here do with `pytestmark`.
@@ -97,6 +97,10 @@ def group_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
 @pytest.fixture(scope="session")
 def kueue_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     toolchain = ensure_toolchain(_progress)
+    try:
+        features_named([KUEUE.name], toolchain.version)
+    except ValueError as error:
+        pytest.skip(str(error))
     with _running(LocalCluster(tmp_path_factory.mktemp("kueue-cluster"), toolchain), (KUEUE.name,)) as local:
         yield local
 

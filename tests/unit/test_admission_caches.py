@@ -39,3 +39,15 @@ async def test_podgroups_not_served_at_start_are_the_reason_a_group_is_not_decid
     assert caches.groups is None
     assert caches.view().groups_problem == NOT_SERVED
     assert "restart it after turning GenericWorkload on" in NOT_SERVED
+
+
+async def test_the_view_is_given_again_until_a_class_or_policy_changes(api: ApiClient) -> None:
+    """Asked on every request: the same view while nothing it reads was replaced, a new one after a change."""
+    caches = AdmissionCaches(api, LOGGER, guard=True, pod_groups=False)
+    first = caches.view()
+    assert caches.view() is first
+    caches.class_store.put({"metadata": {"name": "batch"}, "value": 8000})
+    caches._changed()  # what the classes' informer calls on every event
+    changed = caches.view()
+    assert changed is not first and "batch" in changed.classes and "batch" not in first.classes
+    assert caches.view() is changed
