@@ -52,16 +52,17 @@ KUEUE_USER = "system:serviceaccount:kueue-system:kueue-controller-manager"
 CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
 SCHEDULER_CONFIG_API = "kubescheduler.config.k8s.io/v1"
 STATE_FILE = "cluster.json"
-# Start order; stopped in reverse.
-PROCESS_NAMES = (
+# Start order; stopped in reverse. Every cluster runs the first; a feature adds its own (`FEATURE_PROCESSES`).
+CONTROL_PLANE_PROCESSES = (
     "service-proxy",
     "etcd",
     "kube-apiserver",
     "kube-controller-manager",
     "kube-scheduler",
     "kwok",
-    "kueue",
 )
+FEATURE_PROCESSES = ("kueue",)
+PROCESS_NAMES = CONTROL_PLANE_PROCESSES + FEATURE_PROCESSES
 
 
 logger = logging.getLogger(__name__)

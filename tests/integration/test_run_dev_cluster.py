@@ -13,7 +13,7 @@ import yaml
 from kubernetes_asyncio import client
 
 from preemption_toleration.devcluster import LocalCluster, ensure_namespace
-from preemption_toleration.devcluster.cluster import PROCESS_NAMES
+from preemption_toleration.devcluster.cluster import CONTROL_PLANE_PROCESSES
 from preemption_toleration.devcluster.components import ComponentProcess
 from preemption_toleration.devcluster.processes import free_port
 from tests.integration.components import Server, install_crd
@@ -88,7 +88,7 @@ async def test_ptol_run_makes_the_local_scheduler_call_it_and_restores_it_on_exi
         run.wait_for(SCHEDULER_IN_USE, since, timeout=SLOW_SECONDS)
         [entry] = extenders_of(own_cluster)
         assert entry["preemptVerb"] == "preempt" and entry["ignorable"] is True
-        assert reread(own_cluster).running_components() == list(PROCESS_NAMES)
+        assert reread(own_cluster).running_components() == list(CONTROL_PLANE_PROCESSES)
         server = Server(entry, f"http://127.0.0.1:{metrics_port}")
         async with await own_cluster.api_client() as api:
             await ensure_namespace(api, NAMESPACE)
