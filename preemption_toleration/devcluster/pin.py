@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from preemption_toleration.devcluster import gomod
@@ -33,31 +34,28 @@ def pin_release(version: str, progress: Progress = print) -> Path:
 
 def pin_kwok(version: str, progress: Progress = print) -> Path:
     """Write `testbed/kwok/` for KWOK `version` (e.g. v0.8.0); returns the folder."""
-    go = GoCommand.find(progress)
-    source = _download(go, gomod.KWOK_MODULE, version, progress)
-    go_mod = gomod.kwok_build_go_mod(version, gomod.go_directive((source / "go.mod").read_text()))
-    module = testbed_dir() / "kwok"
-    _write_and_tidy(go, module, go_mod, progress)
-    return module
+    return _pin_tool(gomod.KWOK_MODULE, version, gomod.kwok_build_go_mod, "kwok", progress)
 
 
 def pin_kueue(version: str, progress: Progress = print) -> Path:
     """Write `testbed/kueue/` for Kueue `version` (e.g. v0.19.2); returns the folder."""
-    go = GoCommand.find(progress)
-    source = _download(go, gomod.KUEUE_MODULE, version, progress)
-    go_mod = gomod.kueue_build_go_mod(version, gomod.go_directive((source / "go.mod").read_text()))
-    module = testbed_dir() / "kueue"
-    _write_and_tidy(go, module, go_mod, progress)
-    return module
+    return _pin_tool(gomod.KUEUE_MODULE, version, gomod.kueue_build_go_mod, "kueue", progress)
 
 
 def pin_kustomize(version: str, progress: Progress = print) -> Path:
     """Write `testbed/kustomize-vX.Y.Z/` for kustomize `version` (e.g. v5.5.0); returns the folder."""
     version = gomod.kustomize_tag(version)
+    return _pin_tool(gomod.KUSTOMIZE_MODULE, version, gomod.kustomize_build_go_mod, f"kustomize-{version}", progress)
+
+
+def _pin_tool(
+    module_path: str, version: str, build_go_mod: Callable[[str, str], str], folder: str, progress: Progress
+) -> Path:
+    """The build module of a tool at `version` written into `testbed/<folder>/`, its `go` line the tool's own."""
     go = GoCommand.find(progress)
-    source = _download(go, gomod.KUSTOMIZE_MODULE, version, progress)
-    go_mod = gomod.kustomize_build_go_mod(version, gomod.go_directive((source / "go.mod").read_text()))
-    module = testbed_dir() / f"kustomize-{version}"
+    source = _download(go, module_path, version, progress)
+    go_mod = build_go_mod(version, gomod.go_directive((source / "go.mod").read_text()))
+    module = testbed_dir() / folder
     _write_and_tidy(go, module, go_mod, progress)
     return module
 
