@@ -16,6 +16,7 @@ from preemption_toleration.devcluster.nodes import (
     ensure_namespace,
     wait_node_schedulable,
 )
+from preemption_toleration.devcluster.stages import KEEP_RUNNING_LABEL
 from preemption_toleration.devcluster.toolchain import (
     DEFAULT_KUBERNETES_VERSION,
     Toolchain,
@@ -26,6 +27,7 @@ from preemption_toleration.devcluster.toolchain import (
 
 __all__ = [
     "DEFAULT_KUBERNETES_VERSION",
+    "KEEP_RUNNING_LABEL",
     "ClusterError",
     "ComponentStatus",
     "LocalCluster",

@@ -33,7 +33,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.config import new_client_from_config
 
 from preemption_toleration import pki
-from preemption_toleration.devcluster import kueue, processes
+from preemption_toleration.devcluster import kueue, processes, stages
 from preemption_toleration.devcluster.features import (
     KUEUE,
     ClusterFeature,
@@ -569,6 +569,9 @@ class LocalCluster:
                 logger.warning("%s lost its port (%s); retrying on other ports", name, error)
 
     def _start_kwok(self, toolchain: Toolchain, timeout: float) -> None:
+        kwok_stages = self.directory / "kwok-stages.yaml"
+        kwok_stages.write_text(stages.with_keep_running(toolchain.kwok_stages.read_text()))
+
         def spawn(port: int) -> None:
             # Every Node of the cluster is KWOK's, including one a test or a user applies later.
             self._spawn(
@@ -576,7 +579,7 @@ class LocalCluster:
                 [
                     str(toolchain.kwok),
                     f"--kubeconfig={self.kubeconfig}",
-                    f"--config={toolchain.kwok_stages}",
+                    f"--config={kwok_stages}",
                     "--manage-all-nodes=true",
                     "--node-lease-duration-seconds=40",
                     f"--node-ip={HOST}",
