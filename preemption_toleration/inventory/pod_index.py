@@ -29,6 +29,7 @@ from preemption_toleration.records.pod import NO_CONSTRAINTS, Constraints, Share
 _EMPTY: Mapping[PodKey, SlimPod] = {}
 GONE_REMEMBERED = 4096  # UIDs of the latest deleted pods kept, to tell "deleted" from "not seen yet"
 DEPARTED_SHAPES = 256  # deleted candidates remembered: the latest of each priority and constraints
+JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"  # the Job controller's label on each pod of a Job
 
 
 class PendingGroup:
@@ -72,7 +73,9 @@ NO_MEMBERS = GroupMembers()
 class PodIndex:
     """Kept equal to the API's pods by a watch (`put`, `remove`, `prune`); read by decisions."""
 
-    def __init__(self, rules: ResizeRules = LATEST_RULES, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, rules: ResizeRules = LATEST_RULES, clock: Callable[[], float] = time.monotonic, jobs: bool = False
+    ) -> None:
         self.shared = Shared(rules)
         self._clock = clock
         self.pods: dict[PodKey, SlimPod] = {}
@@ -87,6 +90,10 @@ class PodIndex:
         # Told, once, of a member of a PodGroup that the scheduler's preemption has begun to delete: marked and
         # terminating (as a watch or a listing shows it), or gone marked.
         self.member_preempted: Callable[[SlimPod], None] | None = None
+        # With `jobs` (Kueue's boost): the bound pods of each Job (a pod keeps its labels once bound) by its
+        # UID, and who to tell when they change
+        self._jobs: dict[str, GroupMembers] | None = {} if jobs else None
+        self.job_changed: Callable[[str], None] | None = None
 
     @classmethod
     def of(cls, pods: Iterable[Mapping[str, Any]]) -> PodIndex:
@@ -163,6 +170,10 @@ class PodIndex:
         """The pods that name the PodGroup `group` (namespace, name); none when no pod does."""
         return self._members.get(group, NO_MEMBERS)
 
+    def job_pods(self, job_uid: str) -> GroupMembers:
+        """The pods of the Job of UID `job_uid` (by its controller-uid label); none without `jobs`."""
+        return self._jobs.get(job_uid, NO_MEMBERS) if self._jobs is not None else NO_MEMBERS
+
     def pending_groups(self) -> Iterator[PendingGroup]:
         """Groups of pending candidates, highest priority first."""
         for negative_priority, signature in self._order:
@@ -181,6 +192,14 @@ class PodIndex:
             members.changed()
         if nominated := _nominated(pod):
             self._nominated.setdefault(nominated, {})[pod.key] = pod
+        if self._jobs is not None and (job := job_uid_of(pod)):
+            members = self._jobs.get(job)
+            if members is None:
+                members = self._jobs[job] = GroupMembers()
+            members.pods[pod.key] = pod
+            members.changed()
+            if self.job_changed is not None:
+                self.job_changed(job)
         if pod.pending_candidate:
             constraints = pod.constraints or NO_CONSTRAINTS
             group_key = (pod.priority, constraints.signature)
@@ -222,6 +241,13 @@ class PodIndex:
                     del self._members[(pod.key[0], pod.pod_group)]
         if nominated := _nominated(pod):
             _discard(self._nominated, nominated, pod.key)
+        if self._jobs is not None and (job := job_uid_of(pod)) and (members := self._jobs.get(job)) is not None:
+            members.pods.pop(pod.key, None)
+            members.changed()
+            if not members.pods:
+                del self._jobs[job]
+            if self.job_changed is not None:
+                self.job_changed(job)
         if pod.pending_candidate:
             signature = (pod.constraints or NO_CONSTRAINTS).signature
             group = self._groups[(pod.priority, signature)]
@@ -232,6 +258,15 @@ class PodIndex:
             if not group.members:
                 del self._groups[(pod.priority, signature)]
                 del self._order[bisect.bisect_left(self._order, (-pod.priority, signature))]
+
+
+def job_uid_of(pod: SlimPod) -> str | None:
+    """The UID of the Job the pod belongs to (its controller-uid label), None for any other pod."""
+    pairs = pod.label_pairs
+    for at in range(0, len(pairs), 2):
+        if pairs[at] == JOB_UID_LABEL:
+            return pairs[at + 1]
+    return None
 
 
 def _nominated(pod: SlimPod) -> str | None:

@@ -41,6 +41,10 @@ class WorkloadRecord:
     job_uid: str | None
     admitted: bool  # Admitted=True
     evicted: bool  # Evicted=True
+    reserved: bool = False  # QuotaReserved=True: among the Workloads Kueue may preempt
+    finished: bool = False  # Finished=True
+    boost_owners: tuple[str, ...] = ()  # the field managers that own the boost annotation (managedFields)
+    created: str = ""  # creationTimestamp, as written (RFC 3339 sorts by time)
 
     @property
     def ref(self) -> str:
@@ -55,6 +59,19 @@ class WorkloadRecord:
             return self.priority + parse_go_int(self.boost, 32)
         except IntParseError:
             return self.priority
+
+
+def _boost_owners(metadata: Mapping[str, Any]) -> tuple[str, ...]:
+    """The managers whose managedFields entry holds the boost annotation: whoever wrote it last with an
+    update, and every manager that applied it."""
+    owners = []
+    for entry in as_list(metadata.get("managedFields")):
+        fields = as_mapping(as_mapping(entry).get("fieldsV1"))
+        annotations = as_mapping(as_mapping(fields.get("f:metadata")).get("f:annotations"))
+        manager = as_mapping(entry).get("manager")
+        if f"f:{PRIORITY_BOOST}" in annotations and isinstance(manager, str) and manager not in owners:
+            owners.append(manager)
+    return tuple(owners)
 
 
 def workload_record(workload: Mapping[str, Any]) -> WorkloadRecord:
@@ -85,4 +102,8 @@ def workload_record(workload: Mapping[str, Any]) -> WorkloadRecord:
         job_uid=job_uid if isinstance(job_uid, str) and job_uid else None,
         admitted=conditions.get("Admitted") == "True",
         evicted=conditions.get("Evicted") == "True",
+        reserved=conditions.get("QuotaReserved") == "True",
+        finished=conditions.get("Finished") == "True",
+        boost_owners=_boost_owners(metadata),
+        created=str(metadata.get("creationTimestamp") or ""),
     )

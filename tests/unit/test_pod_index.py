@@ -257,3 +257,35 @@ def test_departed_candidates_are_forgotten_after_the_window_and_kept_one_per_sha
         index.put(raw_pod(f"p{number}", 9000 + number))
         index.remove(raw_pod(f"p{number}", 9000 + number))
     assert len(list(index.departed(30))) == DEPARTED_SHAPES
+
+
+def job_pod(name: str, job: str, node: str | None = None, scheduled: str = "2026-11-22T11:30:00Z") -> dict:
+    body = raw_pod(name, node=node)
+    body["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] = job
+    if node:
+        body["status"]["conditions"][0]["lastTransitionTime"] = scheduled
+    return body
+
+
+def test_the_pods_of_each_job_are_indexed_with_when_the_last_was_scheduled_and_changes_told() -> None:
+    index = PodIndex(jobs=True)
+    told: list[str] = []
+    index.job_changed = told.append
+    index.put(job_pod("a", "j-1", node="n1", scheduled="2026-11-22T11:30:00Z"))
+    index.put(job_pod("b", "j-1"))
+    index.put(raw_pod("plain", node="n1"))
+    # a pod keeps its labels once bound: the index holds the Job's bound pods, the ones with a scheduled time
+    assert sorted(pod.key[1] for pod in index.job_pods("j-1").pods.values()) == ["a"]
+    assert index.job_pods("j-1").scheduled_since() == datetime(2026, 11, 22, 11, 30, tzinfo=UTC)
+    index.put(job_pod("b", "j-1", node="n2", scheduled="2026-11-22T11:40:00Z"))
+    assert index.job_pods("j-1").scheduled_since() == datetime(2026, 11, 22, 11, 40, tzinfo=UTC), "the latest"
+    index.remove(job_pod("b", "j-1", node="n2"))
+    assert index.job_pods("j-1").scheduled_since() == datetime(2026, 11, 22, 11, 30, tzinfo=UTC)
+    index.remove(job_pod("a", "j-1", node="n1"))
+    assert not index.job_pods("j-1").pods and set(told) == {"j-1"}
+
+
+def test_without_jobs_no_job_is_indexed() -> None:
+    index = PodIndex()
+    index.put(job_pod("a", "j-1", node="n1"))
+    assert not index.job_pods("j-1").pods

@@ -106,3 +106,53 @@ def test_effective_priority_is_kueues(rule: str, boost: str | None, effective: i
 def test_class_ref_names_its_kind() -> None:
     assert ClassRef("scheduling.k8s.io", "PriorityClass", "x").of_pods
     assert not ClassRef("kueue.x-k8s.io", "WorkloadPriorityClass", "x").of_pods
+
+
+def managed(manager: str, operation: str, *annotations: str) -> dict:
+    return {
+        "manager": manager,
+        "operation": operation,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:metadata": {"f:annotations": {f"f:{key}": {} for key in annotations}}},
+    }
+
+
+@pytest.mark.parametrize(
+    ("rule", "entries", "owners"),
+    [
+        ("no managedFields: no owner known", None, ()),
+        (
+            "an applier of the annotation owns it",
+            [managed("preemption-toleration-kueue", "Apply", "kueue.x-k8s.io/priority-boost")],
+            ("preemption-toleration-kueue",),
+        ),
+        (
+            "whoever updated it last owns it too",
+            [
+                managed("preemption-toleration-kueue", "Apply", "kueue.x-k8s.io/priority-boost"),
+                managed("kubectl-annotate", "Update", "kueue.x-k8s.io/priority-boost"),
+            ],
+            ("preemption-toleration-kueue", "kubectl-annotate"),
+        ),
+        ("a manager of other annotations owns none of it", [managed("kueue", "Update", "other/key")], ()),
+        ("entries of the wrong shape are skipped", ["x", {"manager": 3, "fieldsV1": []}], ()),
+    ],
+)
+def test_boost_owners_are_read_from_managed_fields(rule: str, entries: list | None, owners: tuple) -> None:
+    record = workload_record(workload(metadata__managedFields=entries))
+    assert record.boost_owners == owners, rule
+
+
+def test_quota_reserved_finished_and_creation_are_read() -> None:
+    record = workload_record(
+        workload(
+            metadata__creationTimestamp="2026-11-29T10:00:00Z",
+            status__conditions=[{"type": "QuotaReserved", "status": "True"}, {"type": "Finished", "status": "True"}],
+        )
+    )
+    assert (record.reserved, record.finished, record.admitted, record.created) == (
+        True,
+        True,
+        False,
+        "2026-11-29T10:00:00Z",
+    )

@@ -1,0 +1,91 @@
+"""What the boost adapter does to one Workload: write our boost, remove it, or leave the annotation alone, and
+why (docs/contract.md, "Kueue").
+
+The annotation is ours alone: it is written only where no other field manager holds it, and removed only where
+we hold it. A boost stands only on a Workload holding quota (the ones Kueue may preempt): a pending Workload's
+boost would move it up Kueue's queue, so ours is removed when the Workload is evicted or finishes. A pending
+Workload may carry our "0", a nudge (`kueue.nudge`), which changes no priority.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final
+
+from preemption_toleration.core.annotations import ClassToleration
+from preemption_toleration.kueue.boost import WorkloadFacts, boost_for
+from preemption_toleration.records.workload import WorkloadRecord
+
+FIELD_MANAGER: Final = "preemption-toleration-kueue"  # the field manager of every write on a Workload
+NUDGE_VALUE: Final = "0"
+
+
+class Action(enum.Enum):
+    KEEP = "keep"  # the annotation stays as it is
+    APPLY = "apply"  # our boost written (server-side apply under FIELD_MANAGER)
+    REMOVE = "remove"  # our boost removed (an apply that no longer holds the annotation)
+
+
+@dataclass(frozen=True, slots=True)
+class BoostPlan:
+    action: Action
+    value: str | None = None  # with APPLY
+    until: datetime | None = None  # when to plan the Workload again (None: on its next change)
+    problem: str | None = None  # why a wanted boost is not written (for an Event and the logs)
+    wanted: int | None = None  # the boost the contract wants, written or not
+
+    @property
+    def writes(self) -> bool:
+        return self.action is not Action.KEEP
+
+
+KEEP: Final = BoostPlan(Action.KEEP)
+
+
+def holds_quota(workload: WorkloadRecord) -> bool:
+    """Among the Workloads Kueue may preempt: quota reserved, not evicted, not finished."""
+    return workload.reserved and not workload.evicted and not workload.finished
+
+
+def other_owners(workload: WorkloadRecord) -> tuple[str, ...]:
+    """The field managers other than ours that hold the annotation (an annotation no manager holds, as one
+    written before managedFields existed, counts as another's)."""
+    if workload.boost is None:
+        return ()
+    others = tuple(owner for owner in workload.boost_owners if owner != FIELD_MANAGER)
+    return others or (() if FIELD_MANAGER in workload.boost_owners else ("an unknown writer",))
+
+
+def plan_boost(
+    workload: WorkloadRecord,
+    toleration: ClassToleration | None,
+    last_scheduled: datetime | None,
+    now: datetime,
+) -> BoostPlan:
+    """The plan for `workload` at `now`: `toleration` is that of the PriorityClass it takes its priority from
+    (None: not known), `last_scheduled` the latest PodScheduled time among its pods (None: none scheduled)."""
+    wanted, until, problem = None, None, None
+    ref = workload.class_ref
+    if holds_quota(workload) and ref is not None:
+        if not ref.of_pods:
+            problem = f"its priority comes from WorkloadPriorityClass {ref.name}, which no toleration governs yet"
+        else:
+            facts = WorkloadFacts(workload.priority, ref.name, last_scheduled)
+            boost = boost_for(facts, toleration, now)
+            wanted, until, problem = boost.value, boost.until, boost.problem
+    ours = FIELD_MANAGER in workload.boost_owners and workload.boost is not None
+    others = other_owners(workload)
+    if wanted is not None:
+        if others:
+            problem = (
+                f"the annotation {workload.boost!r} is held by {', '.join(others)}: a boost of {wanted} is not written"
+            )
+            return BoostPlan(Action.KEEP, until=until, problem=problem, wanted=wanted)
+        if workload.boost == str(wanted):
+            return BoostPlan(Action.KEEP, until=until, wanted=wanted)
+        return BoostPlan(Action.APPLY, str(wanted), until, wanted=wanted)
+    if ours and not (workload.boost == NUDGE_VALUE and not workload.reserved and not workload.finished):
+        return BoostPlan(Action.REMOVE, until=until, problem=problem)
+    return BoostPlan(Action.KEEP, until=until, problem=problem)
