@@ -57,6 +57,16 @@ def steering_problem(guard: str, steering: str) -> str | None:
     return None
 
 
+def kueue_problem(guard: str, kueue: str) -> str | None:
+    """Kueue's boost reads the guard's caches (the pods of each Job): it needs the guard served."""
+    if kueue == "on" and guard == "off":
+        return (
+            "--kueue on reads the guard's caches: it needs --guard enforce or audit, not --guard off "
+            "(PTOL_GUARD, PTOL_KUEUE)"
+        )
+    return None
+
+
 def prepare(args: argparse.Namespace, command: str) -> bool:
     """Refuse flags that do not go together (False, with a message), else set up logging (True)."""
     registers = command == "run" or bool(getattr(args, "register_url", None) or getattr(args, "register_service", None))
@@ -67,6 +77,8 @@ def prepare(args: argparse.Namespace, command: str) -> bool:
         problem = key_pair_problem(args.cert_file, args.key_file)
     if problem is None:
         problem = steering_problem(args.guard, args.steering)
+    if problem is None:
+        problem = kueue_problem(args.guard, args.kueue)
     if problem:
         refused(command, problem)
         return False

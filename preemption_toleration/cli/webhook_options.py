@@ -215,6 +215,22 @@ def server_options(
             "keep Leases ([Steering](eviction-guard.md#steering-managed-clusters))",
         ),
         Option(
+            "--kueue",
+            env="PTOL_KUEUE",
+            default=flag_value(defaults.kueue),
+            type=choice("on", "off"),
+            help="where Kueue admits Jobs: keep Kueue's preemption off a Workload its PriorityClass protects, by "
+            "its priority-boost annotation (Kueue's PriorityBoost gate on); needs --guard, and the rights to "
+            "list, watch and patch Kueue's Workloads",
+            shown="on\\|off",
+            to_setting=is_on,
+            meaning="where Kueue admits Jobs: while a Job's Workload is protected by its PriorityClass, raise its "
+            "effective priority in Kueue to the class's minimum - 1 (the `kueue.x-k8s.io/priority-boost` "
+            "annotation, with Kueue's `PriorityBoost` gate on), so that Kueue preempts it only as upstream's plugin "
+            "would; needs `--guard` and the rights to list, watch and patch `workloads.kueue.x-k8s.io` "
+            "([Kueue](tasks/kueue.md))",
+        ),
+        Option(
             "--lease-namespace",
             env="PTOL_LEASE_NAMESPACE",
             default=os.environ.get("POD_NAMESPACE") or defaults.lease_namespace,

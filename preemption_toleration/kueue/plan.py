@@ -3,8 +3,8 @@ why (docs/contract.md, "Kueue").
 
 The annotation is ours alone: it is written only where no other field manager holds it, and removed only where
 we hold it. A boost stands only on a Workload holding quota (the ones Kueue may preempt): a pending Workload's
-boost would move it up Kueue's queue, so ours is removed when the Workload is evicted or finishes. A pending
-Workload may carry our "0", a nudge (`kueue.nudge`), which changes no priority.
+boost would move it up Kueue's queue, so ours is removed when the Workload is evicted or finishes. A nudge
+(`kueue.nudge`) writes and removes ours on a pending Workload at once; one left there is removed.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from preemption_toleration.kueue.boost import WorkloadFacts, boost_for
 from preemption_toleration.records.workload import WorkloadRecord
 
 FIELD_MANAGER: Final = "preemption-toleration-kueue"  # the field manager of every write on a Workload
-NUDGE_VALUE: Final = "0"
 
 
 class Action(enum.Enum):
@@ -69,7 +68,9 @@ def plan_boost(
     wanted, until, problem = None, None, None
     ref = workload.class_ref
     if holds_quota(workload) and ref is not None:
-        if not ref.of_pods:
+        if not workload.of_batch_job:
+            problem = "it is not a batch/v1 Job's: its pods, whose scheduling starts its toleration, are not found"
+        elif not ref.of_pods:
             problem = f"its priority comes from WorkloadPriorityClass {ref.name}, which no toleration governs yet"
         else:
             facts = WorkloadFacts(workload.priority, ref.name, last_scheduled)
@@ -86,6 +87,8 @@ def plan_boost(
         if workload.boost == str(wanted):
             return BoostPlan(Action.KEEP, until=until, wanted=wanted)
         return BoostPlan(Action.APPLY, str(wanted), until, wanted=wanted)
-    if ours and not (workload.boost == NUDGE_VALUE and not workload.reserved and not workload.finished):
-        return BoostPlan(Action.REMOVE, until=until, problem=problem)
+    if ours and problem is None:
+        return BoostPlan(Action.REMOVE, until=until)
+    # a toleration that cannot be read (its class gone, say) leaves ours as it is: upstream protects a pod
+    # whose class is not found, and nothing is decided half
     return BoostPlan(Action.KEEP, until=until, problem=problem)

@@ -45,6 +45,7 @@ class WorkloadRecord:
     finished: bool = False  # Finished=True
     boost_owners: tuple[str, ...] = ()  # the field managers that own the boost annotation (managedFields)
     created: str = ""  # creationTimestamp, as written (RFC 3339 sorts by time)
+    of_batch_job: bool = False  # its controller is a batch/v1 Job (whose pods name it by their controller-uid)
 
     @property
     def ref(self) -> str:
@@ -106,4 +107,8 @@ def workload_record(workload: Mapping[str, Any]) -> WorkloadRecord:
         finished=conditions.get("Finished") == "True",
         boost_owners=_boost_owners(metadata),
         created=str(metadata.get("creationTimestamp") or ""),
+        of_batch_job=any(
+            owner.get("apiVersion") == "batch/v1" and owner.get("kind") == "Job" and owner.get("controller") is True
+            for owner in map(as_mapping, as_list(metadata.get("ownerReferences")))
+        ),
     )

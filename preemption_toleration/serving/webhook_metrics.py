@@ -25,6 +25,7 @@ from preemption_toleration.telemetry.collectors import (
 from preemption_toleration.telemetry.declared import (
     REFUSED_PREEMPTOR_SERIES,
     GroupDecisionOutcome,
+    KueueBoostOutcome,
     NudgeOutcome,
     SteeringOutcome,
 )
@@ -65,6 +66,7 @@ class WebhookMetrics:
         self.steering = SteeringMetrics(self.registry)
         self.extender_nodes = counter(declared.EXTENDER_NODES, self.registry)
         self.nudges = counter(declared.NUDGES, self.registry)
+        self.kueue_boosts = counter(declared.KUEUE_BOOSTS, self.registry)
         self.groups_left_in_part = counter(declared.GUARD_GROUPS_LEFT_IN_PART, self.registry)
         self.group_decisions = counter(declared.GUARD_GROUP_DECISIONS, self.registry)
         self.unexpected_errors = counter(declared.UNEXPECTED_ERRORS, self.registry)
@@ -74,6 +76,9 @@ class WebhookMetrics:
 
     def group_decided(self, outcome: GroupDecisionOutcome) -> None:
         self.child(self.group_decisions, outcome.value).inc()
+
+    def kueue_boosted(self, outcome: KueueBoostOutcome) -> None:
+        self.child(self.kueue_boosts, outcome.value).inc()
 
     def nudged(self, outcome: NudgeOutcome) -> None:
         self.child(self.nudges, outcome.value).inc()

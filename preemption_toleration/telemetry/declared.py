@@ -43,6 +43,14 @@ class NudgeOutcome(StrEnum):
     FAILED = "failed"
 
 
+class KueueBoostOutcome(StrEnum):
+    APPLIED = "applied"  # our priority-boost written on a Workload holding quota
+    REMOVED = "removed"  # ours removed: the window ended, or the Workload was evicted or finished
+    NOT_WRITTEN = "not-written"  # wanted but not written: another writer holds it, the gate is off, ...
+    NUDGED = "nudged"  # a pending Workload's annotation touched, so Kueue tries it again
+    FAILED = "failed"  # a write failed (planned again later)
+
+
 class SteeringOutcome(StrEnum):
     """What steering did with a refused preemption; when it declines, the reason is a `Declined`."""
 
@@ -243,6 +251,18 @@ NUDGES = Metric(
     "failed.",
     (Label.of("outcome", NudgeOutcome),),
 )
+KUEUE_BOOSTS = Metric(
+    "ptol_kueue_boosts_total",
+    Kind.COUNTER,
+    _W,
+    "Writes of Kueue's priority-boost annotation on Workloads (--kueue on), by outcome: applied (a protected "
+    "Workload's effective priority raised to its minimum - 1), removed (its window over, or it was evicted or "
+    "finished), not-written (wanted, but another writer holds the annotation or Kueue's PriorityBoost gate is "
+    "off), nudged (a pending Workload a boost kept out, tried again by Kueue), failed (a write failed: planned "
+    "again).",
+    (Label.of("outcome", KueueBoostOutcome),),
+    described_in="tasks/kueue.md",
+)
 UNEXPECTED_ERRORS = Metric(
     "ptol_webhook_unexpected_errors_total",
     Kind.COUNTER,
@@ -338,4 +358,5 @@ METRICS = (
     NUDGES,
     STEERING,
     STEERING_PLANS,
+    KUEUE_BOOSTS,
 )

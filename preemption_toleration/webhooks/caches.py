@@ -59,10 +59,11 @@ class AdmissionCaches:
         stale_after: float = DEFAULT_STALE_AFTER_SECONDS,
         rules: ResizeRules = LATEST_RULES,
         pod_groups: bool = False,
+        jobs: bool = False,
     ) -> None:
         self.stale_after = stale_after
         core = client.CoreV1Api(api)
-        self.pod_index = PodIndex(rules)
+        self.pod_index = PodIndex(rules, jobs=jobs)  # `jobs`: each Job's pods indexed (Kueue's boost)
         self.node_store: DictStore[NodeRecord] = DictStore(node_record)
         self.budget_index = BudgetIndex()
         self.preemptors = PreemptorRecord()  # written by the extender's calls, read by the guard

@@ -27,8 +27,12 @@ from preemption_toleration.guard.adapter.refusal_events import RefusalEvents
 from preemption_toleration.guard.verdicts import GuardConfig
 from preemption_toleration.kube.client import API_ERRORS, make_api_client
 from preemption_toleration.kube.events import EventRecorder
+from preemption_toleration.kube.informer import Informer
 from preemption_toleration.kube.listers import serves_pod_groups
 from preemption_toleration.kube.version import server_minor
+from preemption_toleration.kueue.adapter.booster import Booster
+from preemption_toleration.kueue.adapter.workloads import WorkloadStore, list_workloads
+from preemption_toleration.kueue.adapter.writes import BoostWrites
 from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.serving.handling import Endpoint, HeldBack, not_kept
 from preemption_toleration.serving.webhook_metrics import WebhookMetrics
@@ -114,6 +118,39 @@ def _start_steering(
     return steerer.refused
 
 
+def _start_kueue(
+    api: ApiClient,
+    caches: AdmissionCaches,
+    settings: WebhookSettings,
+    metrics: WebhookMetrics,
+    tasks: list[asyncio.Task[Any]],
+    recorder: EventRecorder,
+) -> None:
+    """Kueue's boost, when on: the Workloads' watch and the worker that writes the boost (`kueue.adapter`)."""
+    if not settings.kueue:
+        return
+    store = WorkloadStore()
+    workloads = Informer("workloads", list_workloads(api), store, logger, page_size=settings.list_page_size)
+    metrics.track_caches(lambda: [*caches.stats(), workloads.stats()])
+
+    def problems() -> list[str]:
+        problem = workloads.health(settings.stale_after)
+        return [*caches.problems("all"), *([problem] if problem else [])]
+
+    booster = Booster(
+        BoostWrites(api),
+        store,
+        caches.pod_index,
+        lambda: caches.view().classes,
+        lambda: caches.classes.changes + caches.policies.changes,
+        problems,
+        metrics.kueue_boosted,
+        recorder,
+    )
+    tasks.append(asyncio.create_task(workloads.run(), name="watch-workloads"))
+    tasks.append(asyncio.create_task(booster.run(), name="kueue-boost"))
+
+
 def _holder() -> str:
     """This replica, as its Leases name it."""
     return f"{os.environ.get('POD_NAME') or socket.gethostname()}-{os.getpid()}"
@@ -185,6 +222,7 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
         stale_after=settings.stale_after,
         rules=await _resize_rules(api),
         pod_groups=guard_enabled and await _pod_groups_served(api),
+        jobs=guard_enabled and settings.kueue,
     )
     metrics.track_caches(caches.stats)
     tasks = caches.tasks()
@@ -213,6 +251,7 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
             trust_extender_clients(settings, certificates, api.configuration.ssl_ca_cert)
             extender = ExtenderHooks(caches.view, caches.preemptors, nudger.hold, authenticated=True)
         steer = _start_steering(api, caches, settings, metrics, tasks, recorder)
+        _start_kueue(api, caches, settings, metrics, tasks, recorder)
         _watch_partial_groups(caches, metrics, recorder, guard_skipped_namespaces(settings))
         claims = _group_claims(api, caches, settings, metrics, tasks)
         guard = GuardHooks(

@@ -56,6 +56,8 @@ class WebhookSettings:
     # Steering (steering.adapter.steerer): off, "audit" (report what it would do) or "on"; its Leases' namespace
     steering: str = "off"
     lease_namespace: str = "default"
+    # Kueue (kueue.adapter): write the priority-boost that keeps Kueue's preemption off protected Workloads
+    kueue: bool = False
 
 
 def local_run_defaults() -> WebhookSettings:

@@ -5,14 +5,13 @@ and Kueue's webhooks (with the PriorityBoost gate on) judge its objects."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import AsyncIterator
 
 import pytest
 
-from preemption_toleration.devcluster import LocalCluster, create_node, delete_node, ensure_namespace
+from preemption_toleration.devcluster import LocalCluster
 from tests.integration.conftest import Kubectl
-from tests.integration.helpers import START_SECONDS, unique_name
+from tests.integration.kueue_objects import conditions, queue_with_a_node, until
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -21,38 +20,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")
 async def queue(kueue_cluster: LocalCluster, kueue_kubectl: Kubectl) -> AsyncIterator[tuple[str, str, str]]:
     """A namespace with a LocalQueue of a ClusterQueue of 4 CPUs, and a node of 4 CPUs: (namespace, queue,
     node)."""
-    namespace, node, name = unique_name("kueue"), unique_name("node"), unique_name("q")
-    async with await kueue_cluster.api_client() as api:
-        await ensure_namespace(api, namespace)
-        await create_node(api, node, cpu="4")
-        manifests = [
-            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": name}},
-            {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "ClusterQueue",
-                "metadata": {"name": name},
-                "spec": {
-                    "namespaceSelector": {},
-                    "resourceGroups": [
-                        {
-                            "coveredResources": ["cpu"],
-                            "flavors": [{"name": name, "resources": [{"name": "cpu", "nominalQuota": "4"}]}],
-                        }
-                    ],
-                },
-            },
-            {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
-                "kind": "LocalQueue",
-                "metadata": {"name": name, "namespace": namespace},
-                "spec": {"clusterQueue": name},
-            },
-        ]
-        kueue_kubectl("apply", "-f", "-", input="\n---\n".join(json.dumps(m) for m in manifests))
-        yield namespace, name, node
-        kueue_kubectl("delete", "namespace", namespace, "--wait=false", check=False)
-        kueue_kubectl("delete", "clusterqueue,resourceflavor", name, "--ignore-not-found", check=False)
-        await delete_node(api, node)
+    async with queue_with_a_node(kueue_cluster, kueue_kubectl, "4", "4") as made:
+        yield made
 
 
 def job(name: str, queue: str, pods: int) -> str:
@@ -77,18 +46,7 @@ def job(name: str, queue: str, pods: int) -> str:
     )
 
 
-def until(what: str, check, timeout: float = START_SECONDS):
-    deadline = time.monotonic() + timeout
-    while True:
-        found = check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not within {timeout:.0f} s")
-        time.sleep(0.5)
-
-
-def workload_of(kubectl: Kubectl, namespace: str) -> dict | None:
+def workload_in(kubectl: Kubectl, namespace: str) -> dict | None:
     items = json.loads(kubectl("get", "workloads", "-n", namespace, "-o", "json").stdout)["items"]
     return items[0] if items else None
 
@@ -102,9 +60,8 @@ async def test_kueue_admits_a_queued_job_and_its_pods_run_on_kwoks_nodes(
     assert suspended["spec"]["suspend"] is True, "Kueue's webhook suspends a Job queued to it"
 
     def admitted() -> dict | None:
-        workload = workload_of(kueue_kubectl, namespace)
-        conditions = {c["type"]: c["status"] for c in (workload or {}).get("status", {}).get("conditions", [])}
-        return workload if conditions.get("Admitted") == "True" else None
+        workload = workload_in(kueue_kubectl, namespace)
+        return workload if conditions(workload).get("Admitted") == "True" else None
 
     workload = until("the Job's Workload admitted", admitted)
     assert workload["metadata"]["ownerReferences"][0]["name"] == "train"
@@ -130,7 +87,7 @@ async def test_kueues_webhook_judges_the_priority_boost_so_its_gate_is_on(
     """Kueue's Workload webhook checks `kueue.x-k8s.io/priority-boost` only with PriorityBoost on."""
     namespace, name, _ = queue
     kueue_kubectl("apply", "-n", namespace, "-f", "-", input=job("boosted", name, 1))
-    workload = until("the Job's Workload", lambda: workload_of(kueue_kubectl, namespace))
+    workload = until("the Job's Workload", lambda: workload_in(kueue_kubectl, namespace))
     refused = kueue_kubectl(
         "annotate",
         "workload",

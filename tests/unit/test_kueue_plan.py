@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from preemption_toleration.core.annotations import toleration_of
-from preemption_toleration.kueue.nudge import nudge_value, waiting_on
+from preemption_toleration.kueue.nudge import waiting_on
 from preemption_toleration.kueue.plan import FIELD_MANAGER, Action, other_owners, plan_boost
 from preemption_toleration.records.workload import ClassRef, WorkloadRecord
 
@@ -31,6 +31,7 @@ ADMITTED = WorkloadRecord(
     admitted=True,
     evicted=False,
     reserved=True,
+    of_batch_job=True,
 )
 OURS = (FIELD_MANAGER,)
 
@@ -76,12 +77,19 @@ AGO = NOW - timedelta(seconds=60)
         ("not protected, another's: left alone", with_boost(ADMITTED, "7", ("booster",)), PLAIN, Action.KEEP, None),
         ("pending: no boost (it would move the Workload up the queue)", PENDING, FOREVER, Action.KEEP, None),
         ("pending with ours: removed", with_boost(PENDING, "1999"), FOREVER, Action.REMOVE, None),
-        ("pending with our nudge: kept, it moves no priority", with_boost(PENDING, "0"), FOREVER, Action.KEEP, None),
+        ("pending with a nudge of ours left: removed", with_boost(PENDING, "-1"), FOREVER, Action.REMOVE, None),
         ("evicted with ours: removed", with_boost(EVICTED, "1999"), FOREVER, Action.REMOVE, None),
         ("evicted with our 0: removed (quota still held)", with_boost(EVICTED, "0"), FOREVER, Action.REMOVE, None),
         ("finished with ours: removed", with_boost(FINISHED, "1999"), FOREVER, Action.REMOVE, None),
         ("no class: nothing", replace(ADMITTED, class_ref=None), FOREVER, Action.KEEP, None),
         ("class not known: nothing written", ADMITTED, None, Action.KEEP, None),
+        (
+            "class gone: ours kept, as upstream protects a pod of no class",
+            with_boost(ADMITTED, "1999"),
+            None,
+            Action.KEEP,
+            None,
+        ),
     ],
 )
 def test_plan(rule: str, workload: WorkloadRecord, toleration, action: Action, value: str | None) -> None:
@@ -101,6 +109,7 @@ def test_a_window_is_planned_again_at_its_end_and_then_removed() -> None:
     [
         ("another writer: said who", with_boost(ADMITTED, "5", ("booster",)), FOREVER, "held by booster"),
         ("class not known: said", ADMITTED, None, "cannot be read"),
+        ("not a Job's: said", replace(ADMITTED, of_batch_job=False), FOREVER, "not a batch/v1 Job's"),
         (
             "a WorkloadPriorityClass: said it is not governed yet",
             replace(ADMITTED, class_ref=ClassRef("kueue.x-k8s.io", "WorkloadPriorityClass", "batch")),
@@ -131,22 +140,9 @@ def test_the_workloads_a_boost_kept_out_are_nudged_highest_then_oldest() -> None
         pending("older", 9000, "t2"),
         pending("highest", 9999, "t4"),
         pending("above-the-boost", 10000, "t0"),  # above the boosted priority: the boost did not stop it
-        pending("boosted-in", 7000, "t0", boost="1500", boost_owners=("x",)),  # effective 8500
+        pending("boosted", 9000, "t0", boost="5", boost_owners=("x",)),  # another's boost: not ours to touch
         replace(ADMITTED, name="admitted", priority=9000),
         pending("finished", 9000, "t0", finished=True),
     ]
-    assert [w.name for w in waiting_on(candidates, 8000, 9999)] == ["highest", "older", "younger", "boosted-in"]
+    assert [w.name for w in waiting_on(candidates, 8000, 9999)] == ["highest", "older", "younger"]
     assert [w.name for w in waiting_on(candidates, 8000, 9999, most=2)] == ["highest", "older"]
-
-
-@pytest.mark.parametrize(
-    ("rule", "workload", "expected"),
-    [
-        ("absent: our 0 written", PENDING, (True, "0")),
-        ("our 0: removed", with_boost(PENDING, "0"), (True, None)),
-        ("another's 0: left alone", with_boost(PENDING, "0", ("x",)), (False, "0")),
-        ("a real boost: left alone", with_boost(PENDING, "5", ("x",)), (False, "5")),
-    ],
-)
-def test_a_nudge_changes_the_text_and_no_priority(rule: str, workload: WorkloadRecord, expected: tuple) -> None:
-    assert nudge_value(workload) == expected, rule

@@ -12,7 +12,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "preemption_toleration"
 
 # The features whose package holds their pure decisions at its top and their adapter in `<feature>.adapter`.
-FEATURES = ("guard", "extender", "steering")
+FEATURES = ("guard", "extender", "steering", "kueue")
 # Lowest first. A package may import its own layer's and lower layers' packages, never a higher one.
 LAYERS: list[set[str]] = [
     {"core", "logs"},  # the contract itself; standard library only

@@ -156,3 +156,20 @@ def test_quota_reserved_finished_and_creation_are_read() -> None:
         False,
         "2026-11-29T10:00:00Z",
     )
+
+
+@pytest.mark.parametrize(
+    ("rule", "owners", "of_batch_job"),
+    [
+        ("a Job's controller reference", [{"apiVersion": "batch/v1", "kind": "Job", "controller": True}], True),
+        (
+            "a JobSet's: not a Job's",
+            [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "controller": True}],
+            False,
+        ),
+        ("a Job that is no controller", [{"apiVersion": "batch/v1", "kind": "Job"}], False),
+        ("none", None, False),
+    ],
+)
+def test_a_workload_of_a_batch_job_is_told(rule: str, owners: list | None, of_batch_job: bool) -> None:
+    assert workload_record(workload(metadata__ownerReferences=owners)).of_batch_job is of_batch_job, rule

@@ -1,0 +1,288 @@
+"""The boost's worker: plans each Workload that changed (its record, its class, its Job's pods) or whose window
+ends, and writes what the plan says (`kueue.plan`), then nudges the preemptors a fallen boost kept out
+(`kueue.nudge`).
+
+Every replica runs it and plans from what every replica sees, so two replicas write the same annotation under
+the same field manager (the second apply changes nothing). It plans nothing while a cache it reads is not
+current, writes one Workload at a time, and looks at every Workload again once a minute (what a missed change
+would have changed). Its Events are named after what they tell, so that two replicas telling it make one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import heapq
+import logging
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Final
+
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from preemption_toleration.api.resources import ObjectRef
+from preemption_toleration.inventory.pod_index import PodIndex
+from preemption_toleration.kube.client import API_ERRORS, api_problem
+from preemption_toleration.kube.events import EventRecorder
+from preemption_toleration.kueue.adapter.workloads import API_VERSION, WorkloadStore
+from preemption_toleration.kueue.adapter.writes import BoostWrites, Gate
+from preemption_toleration.kueue.nudge import NUDGE_VALUE, waiting_on
+from preemption_toleration.kueue.plan import Action, BoostPlan, holds_quota, plan_boost
+from preemption_toleration.records.priority_class import ClassView
+from preemption_toleration.records.workload import WorkloadRecord
+from preemption_toleration.telemetry.declared import KueueBoostOutcome
+
+logger = logging.getLogger("preemption_toleration.kueue")
+
+RESYNC_SECONDS: Final = 60.0  # every Workload planned again this often
+GATE_RECHECK_SECONDS: Final = 300.0  # Kueue's PriorityBoost gate asked again this often (a restart may flip it)
+RETRY_SECONDS: Final = 5.0  # a failed write planned again after this long
+WRITTEN_SECONDS: Final = 10.0  # how long a write of ours may take to show in the cache
+PLANS_PER_SLICE: Final = 200  # plans between two yields of the event loop
+COMPONENT: Final = "preemption-toleration-kueue"
+GATE_OFF = (
+    "Kueue's PriorityBoost feature gate is off (its webhook takes any priority-boost), so Kueue ignores the "
+    "annotation: no boost is written and Kueue may preempt this Workload below its minimum. Turn the gate on "
+    "(--feature-gates=PriorityBoost=true on Kueue's manager)"
+)
+
+
+class Booster:
+    def __init__(
+        self,
+        writes: BoostWrites,
+        workloads: WorkloadStore,
+        pods: PodIndex,
+        classes: Callable[[], Mapping[str, ClassView]],
+        class_generation: Callable[[], int],
+        problems: Callable[[], list[str]],
+        count: Callable[[KueueBoostOutcome], None],
+        events: EventRecorder | None = None,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.writes = writes
+        self.workloads = workloads
+        self.pods = pods
+        self.classes = classes
+        self.class_generation = class_generation
+        self.problems = problems
+        self.count = count
+        self.events = events
+        self.now = now
+        self.clock = clock
+        self._dirty: dict[str, None] = {}  # keys to plan, in the order told
+        self._wake = asyncio.Event()
+        self._timers: list[tuple[datetime, str]] = []  # (when, key): a window's end, a retry
+        self._generation = -1
+        self._resynced = -RESYNC_SECONDS
+        self._gate: Gate | None = None
+        self._gate_at = 0.0
+        self._said: dict[str, str] = {}  # the last problem told of each Workload
+        # What we wrote last on each Workload and when, until its cache shows it (at most WRITTEN_SECONDS): a
+        # plan made from the cache meanwhile would write it again
+        self._written: dict[str, tuple[str | None, float]] = {}
+        workloads.changed = self.changed
+        pods.job_changed = self.job_changed
+
+    # --- what wakes it ---------------------------------------------------------------------------------
+
+    def changed(self, key: str) -> None:
+        self._dirty[key] = None
+        self._wake.set()
+
+    def job_changed(self, job_uid: str) -> None:
+        if (key := self.workloads.of_job(job_uid)) is not None:
+            self.changed(key)
+
+    # --- the loop --------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self._wake.wait(), self._seconds_to_next())
+            except TimeoutError:
+                pass
+            self._wake.clear()
+            if not await self.step():
+                await asyncio.sleep(1.0)
+                self._wake.set()
+
+    async def step(self) -> bool:
+        """Plans what is told or due, and writes; False, planning nothing, while a cache it reads is not
+        current."""
+        if problems := self.problems():
+            logger.debug("kueue boost waits for its caches", extra={"problems": problems})
+            return False
+        self._collect_due()
+        await self.plan_dirty()
+        return True
+
+    def _seconds_to_next(self) -> float:
+        seconds = self._resynced + RESYNC_SECONDS - self.clock()
+        if self._timers:
+            seconds = min(seconds, (self._timers[0][0] - self.now()).total_seconds())
+        return max(seconds, 0.0)
+
+    def _collect_due(self) -> None:
+        generation = self.class_generation()
+        if generation != self._generation or self.clock() - self._resynced >= RESYNC_SECONDS:
+            self._generation, self._resynced = generation, self.clock()
+            self._dirty.update(dict.fromkeys(self.workloads.items))
+        now = self.now()
+        while self._timers and self._timers[0][0] <= now:
+            self._dirty[heapq.heappop(self._timers)[1]] = None
+
+    async def plan_dirty(self) -> None:
+        """Plans every Workload told or due, and writes what each plan says, one at a time."""
+        planned = 0
+        while self._dirty:
+            key = next(iter(self._dirty))
+            del self._dirty[key]
+            workload = self.workloads.items.get(key)
+            if workload is None:
+                self._said.pop(key, None)
+                self._written.pop(key, None)
+                continue
+            plan = self.plan(workload)
+            if plan.until is not None:
+                heapq.heappush(self._timers, (plan.until, key))
+            planned += 1
+            if plan.writes and not self._just_written(key, workload, plan.value):
+                await self._write(workload, plan)
+            else:
+                self._tell_problem(workload, plan.problem)
+                if planned % PLANS_PER_SLICE == 0:
+                    await asyncio.sleep(0)
+
+    def _just_written(self, key: str, workload: WorkloadRecord, value: str | None) -> bool:
+        """Whether `value` is what we wrote on the Workload lately, which its cache does not show yet."""
+        written = self._written.get(key)
+        if written is None:
+            return False
+        if written[0] == workload.boost or self.clock() - written[1] > WRITTEN_SECONDS:
+            del self._written[key]  # the cache shows it, or something else happened since
+            return False
+        return written[0] == value
+
+    def _wrote(self, key: str, value: str | None) -> None:
+        self._written[key] = (value, self.clock())
+
+    def plan(self, workload: WorkloadRecord) -> BoostPlan:
+        ref = workload.class_ref
+        klass = self.classes().get(ref.name) if ref is not None and ref.of_pods else None
+        toleration = klass.toleration if klass is not None else None
+        since = self.pods.job_pods(workload.job_uid).scheduled_since() if workload.job_uid else None
+        return plan_boost(workload, toleration, since, self.now())
+
+    # --- writes ----------------------------------------------------------------------------------------
+
+    async def _write(self, workload: WorkloadRecord, plan: BoostPlan) -> None:
+        if plan.action is Action.APPLY:
+            gate = await self._gate_of(workload)
+            if gate is None:  # not known: planned again shortly
+                self.count(KueueBoostOutcome.FAILED)
+                heapq.heappush(self._timers, (self.now() + timedelta(seconds=RETRY_SECONDS), workload.ref))
+                return
+            if gate is Gate.OFF:
+                self.count(KueueBoostOutcome.NOT_WRITTEN)
+                self._tell_problem(workload, GATE_OFF)
+                return
+        try:
+            await self.writes.apply(workload, plan.value)
+        except ApiException as error:
+            if error.status == 404:
+                return  # the Workload is gone, or made again under its name: its own change plans it
+            self._failed(workload, error, conflict=error.status == 409)
+            return
+        except API_ERRORS as error:
+            self._failed(workload, error)
+            return
+        self._said.pop(workload.ref, None)
+        self._wrote(workload.ref, plan.value)
+        before = workload.effective_priority()
+        after = workload.priority + (int(plan.value) if plan.value else 0)
+        if plan.action is Action.APPLY:
+            self.count(KueueBoostOutcome.APPLIED)
+            until = f"until {plan.until.isoformat()}" if plan.until else "while its toleration holds"
+            self._tell(
+                workload,
+                "Normal",
+                "PriorityBoosted",
+                f"effective priority {after} (priority {workload.priority} + boost {plan.value}) {until}: Kueue "
+                f"preempts it only for a Workload of priority {after + 1} or more",
+                plan.value or "",
+            )
+        else:
+            self.count(KueueBoostOutcome.REMOVED)
+            self._tell(
+                workload,
+                "Normal",
+                "PriorityBoostRemoved",
+                f"effective priority {after} again (boost {workload.boost} removed): its toleration is over",
+                "removed",
+            )
+        logger.info(
+            "kueue priority boost written",
+            extra={"workload": workload.ref, "action": plan.action.value, "value": plan.value},
+        )
+        if holds_quota(workload) and after < before:
+            await self._nudge(before, after)
+
+    def _failed(self, workload: WorkloadRecord, error: BaseException, conflict: bool = False) -> None:
+        problem = api_problem(error)
+        if conflict:
+            self.count(KueueBoostOutcome.NOT_WRITTEN)
+            self._tell_problem(workload, f"another writer holds the annotation: {problem}")
+        else:
+            self.count(KueueBoostOutcome.FAILED)
+            logger.warning("kueue priority boost not written", extra={"workload": workload.ref, "problem": problem})
+        heapq.heappush(self._timers, (self.now() + timedelta(seconds=RETRY_SECONDS), workload.ref))
+
+    async def _gate_of(self, workload: WorkloadRecord) -> Gate | None:
+        """Kueue's PriorityBoost gate, asked again every GATE_RECHECK_SECONDS (None: never learnt yet)."""
+        if self._gate is None or self.clock() - self._gate_at >= GATE_RECHECK_SECONDS:
+            try:
+                gate = await self.writes.gate(workload)
+            except API_ERRORS as error:
+                logger.warning("kueue's PriorityBoost gate not known", extra={"problem": api_problem(error)})
+                return self._gate  # as last known
+            if gate is not self._gate:
+                logger.info("kueue's PriorityBoost gate", extra={"gate": gate.value})
+            self._gate, self._gate_at = gate, self.clock()
+        return self._gate
+
+    async def _nudge(self, before: int, after: int) -> None:
+        """Tries again, in Kueue, the pending Workloads a boost from `before` down to `after` kept out: each
+        one's boost written and removed at once (`kueue.nudge`)."""
+        for waiting in waiting_on(self.workloads.items.values(), after, before):
+            try:
+                await self.writes.apply(waiting, NUDGE_VALUE)
+                await self.writes.apply(waiting, None)
+                self._wrote(waiting.ref, None)
+            except API_ERRORS as error:  # one left written is removed by the Workload's next plan
+                logger.info("kueue nudge not written", extra={"workload": waiting.ref, "problem": api_problem(error)})
+                continue
+            self.count(KueueBoostOutcome.NUDGED)
+            logger.info("kueue workload nudged", extra={"workload": waiting.ref})
+
+    # --- what it tells ---------------------------------------------------------------------------------
+
+    def _tell_problem(self, workload: WorkloadRecord, problem: str | None) -> None:
+        """A Warning Event on the Workload, once per problem (not again while it stays the same)."""
+        if problem is None:
+            self._said.pop(workload.ref, None)
+            return
+        if self._said.get(workload.ref) == problem:
+            return
+        self._said[workload.ref] = problem
+        logger.warning("kueue priority boost not written", extra={"workload": workload.ref, "problem": problem})
+        self._tell(workload, "Warning", "PriorityBoostNotWritten", problem, problem)
+
+    def _tell(self, workload: WorkloadRecord, kind: str, reason: str, message: str, what: str) -> None:
+        if self.events is None:
+            return
+        digest = hashlib.sha256(f"{workload.uid}/{reason}/{what}".encode()).hexdigest()[:16]
+        ref = ObjectRef(API_VERSION, "Workload", workload.name, workload.uid, workload.namespace)
+        self.events.post(ref, kind, reason, message, name=f"{workload.name[:200]}.{digest}", component=COMPONENT)

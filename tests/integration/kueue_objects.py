@@ -1,0 +1,79 @@
+"""Kueue's objects as the Kueue tests make and read them: a queue (ResourceFlavor, ClusterQueue of some CPUs,
+LocalQueue) with a node, a Job's Workload and its conditions, and a wait for what Kueue does."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from preemption_toleration.devcluster import LocalCluster, create_node, delete_node, ensure_namespace
+from tests.integration.conftest import Kubectl
+from tests.integration.helpers import START_SECONDS, unique_name
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+
+
+@asynccontextmanager
+async def queue_with_a_node(
+    cluster: LocalCluster, kubectl: Kubectl, quota_cpus: str, node_cpus: str, preemption: dict[str, str] | None = None
+) -> AsyncIterator[tuple[str, str, str]]:
+    """A namespace with a LocalQueue of a ClusterQueue of `quota_cpus` CPUs (with its `preemption` policy), and a
+    node of `node_cpus` CPUs: (namespace, queue, node); all removed after."""
+    namespace, node, name = unique_name("kueue"), unique_name("node"), unique_name("q")
+    spec: dict[str, Any] = {
+        "namespaceSelector": {},
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu"],
+                "flavors": [{"name": name, "resources": [{"name": "cpu", "nominalQuota": quota_cpus}]}],
+            }
+        ],
+    }
+    if preemption:
+        spec["preemption"] = preemption
+    manifests = [
+        {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": name}},
+        {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec},
+        {
+            "apiVersion": KUEUE_API,
+            "kind": "LocalQueue",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"clusterQueue": name},
+        },
+    ]
+    async with await cluster.api_client() as api:
+        await ensure_namespace(api, namespace)
+        await create_node(api, node, cpu=node_cpus)
+        kubectl("apply", "-f", "-", input="\n---\n".join(json.dumps(m) for m in manifests))
+        try:
+            yield namespace, name, node
+        finally:
+            kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+            kubectl("delete", "clusterqueue,resourceflavor", name, "--ignore-not-found", check=False)
+            await delete_node(api, node)
+
+
+def until(what: str, check: Callable[[], Any], timeout: float = START_SECONDS) -> Any:
+    """`check()`'s first true answer, asked every 0.5 s; an AssertionError naming `what` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not within {timeout:.0f} s")
+        time.sleep(0.5)
+
+
+def workload_of(kubectl: Kubectl, namespace: str, job: str) -> dict[str, Any] | None:
+    """The Workload of the Job `job` (None: none yet)."""
+    items = json.loads(kubectl("get", "workloads", "-n", namespace, "-o", "json").stdout)["items"]
+    return next((w for w in items if any(o.get("name") == job for o in w["metadata"].get("ownerReferences", []))), None)
+
+
+def conditions(found: dict[str, Any] | None) -> dict[str, str]:
+    """A Workload's conditions, type to status."""
+    return {c["type"]: c["status"] for c in (found or {}).get("status", {}).get("conditions", [])}

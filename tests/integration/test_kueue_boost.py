@@ -1,0 +1,241 @@
+"""Kueue's preemption held to the toleration contract by the boost (`ptol run --kueue on`, docs/tasks/kueue.md):
+Kueue's own search passes a protected Job by and takes another, as upstream's plugin makes the scheduler do.
+
+Each test has a ClusterQueue of 4 CPUs (`withinClusterQueue: LowerPriority`) and a node of 16, so quota, not
+room, makes Kueue preempt; each Job's pods keep running on KWOK's node until Kueue evicts the Job.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from preemption_toleration.devcluster import (
+    KEEP_RUNNING_LABEL,
+    LocalCluster,
+)
+from preemption_toleration.records.workload import PRIORITY_BOOST
+from tests.integration.components import RunProcess, ptol_run
+from tests.integration.conftest import Kubectl
+from tests.integration.helpers import unique_name
+from tests.integration.kueue_objects import conditions, queue_with_a_node, until, workload_of
+from tests.integration.objects import MIN, TOL, apply, class_manifest, policy_manifest
+
+pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
+
+FOREVER, WINDOW_SECONDS = "-1", 20
+
+
+@pytest.fixture(scope="module")
+def kueue_run(kueue_cluster: LocalCluster) -> Iterator[RunProcess]:
+    with ptol_run(kueue_cluster, "--kueue", "on") as process:
+        yield process
+
+
+@pytest.fixture(scope="module")
+def classes(kueue_cluster: LocalCluster, kueue_kubectl: Kubectl) -> Iterator[dict[str, str]]:
+    """PriorityClasses: two of 8000 (one protected from below 10000 for ever, one for WINDOW_SECONDS), a plain
+    one of 8000, and preemptors of 9000 and 10000."""
+    suffix = unique_name("k")
+    names = {role: f"{role}-{suffix}" for role in ("protected", "window", "plain", "high", "critical")}
+    specs = {
+        "protected": (8000, {MIN: "10000", TOL: FOREVER}),
+        "window": (8000, {MIN: "10000", TOL: str(WINDOW_SECONDS)}),
+        "plain": (8000, {}),
+        "high": (9000, {}),
+        "critical": (10000, {}),
+    }
+    manifests = [
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": names[role], "annotations": annotations},
+            "value": value,
+        }
+        for role, (value, annotations) in specs.items()
+    ]
+    kueue_kubectl("apply", "-f", "-", input="\n---\n".join(json.dumps(m) for m in manifests))
+    yield names
+    kueue_kubectl("delete", "priorityclass", *names.values(), "--ignore-not-found", check=False)
+
+
+@pytest.fixture
+async def queue(kueue_cluster: LocalCluster, kueue_kubectl: Kubectl) -> AsyncIterator[tuple[str, str]]:
+    """A namespace with a LocalQueue of a ClusterQueue of 4 CPUs that preempts lower priorities within
+    itself, and a node of 16 CPUs: (namespace, queue)."""
+    preemption = {"withinClusterQueue": "LowerPriority"}
+    async with queue_with_a_node(kueue_cluster, kueue_kubectl, "4", "16", preemption) as (namespace, name, _):
+        yield namespace, name
+
+
+def submit(kubectl: Kubectl, namespace: str, queue: str, name: str, priority_class: str, cpus: int) -> None:
+    """A Job of `cpus` pods of 1 CPU each, queued to `queue`, whose pods run until it is evicted."""
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "labels": {"kueue.x-k8s.io/queue-name": queue}},
+        "spec": {
+            "parallelism": cpus,
+            "completions": cpus,
+            "template": {
+                "metadata": {"labels": {KEEP_RUNNING_LABEL: "true"}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "priorityClassName": priority_class,
+                    "containers": [{"name": "work", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
+                },
+            },
+        },
+    }
+    kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(job))
+
+
+def workload(kubectl: Kubectl, namespace: str, job: str) -> dict[str, Any] | None:
+    return workload_of(kubectl, namespace, job)
+
+
+def admitted(kubectl: Kubectl, namespace: str, job: str) -> bool:
+    state = conditions(workload(kubectl, namespace, job))
+    return state.get("Admitted") == "True" and state.get("Evicted") != "True"
+
+
+def evicted(kubectl: Kubectl, namespace: str, job: str) -> bool:
+    return conditions(workload(kubectl, namespace, job)).get("Evicted") == "True"
+
+
+def boost(kubectl: Kubectl, namespace: str, job: str) -> str | None:
+    return ((workload(kubectl, namespace, job) or {}).get("metadata", {}).get("annotations") or {}).get(PRIORITY_BOOST)
+
+
+def running(kubectl: Kubectl, namespace: str, job: str, pods: int) -> bool:
+    found = json.loads(kubectl("get", "pods", "-n", namespace, "-l", f"job-name={job}", "-o", "json").stdout)
+    return sum(p["status"].get("phase") == "Running" for p in found["items"]) == pods
+
+
+def admitted_and_running(kubectl: Kubectl, namespace: str, job: str, pods: int) -> None:
+    until(f"{job} admitted", lambda: admitted(kubectl, namespace, job))
+    until(f"{job}'s {pods} pods running", lambda: running(kubectl, namespace, job, pods))
+
+
+def boosted(kubectl: Kubectl, namespace: str, queue: str, job: str, priority_class: str, cpus: int) -> None:
+    """A Job of a class protected from below 10000 submitted, admitted, running, and boosted to 9999."""
+    submit(kubectl, namespace, queue, job, priority_class, cpus)
+    admitted_and_running(kubectl, namespace, job, cpus)
+    until(f"{job}'s boost", lambda: boost(kubectl, namespace, job) == "1999")
+
+
+def tried(kubectl: Kubectl, namespace: str, job: str) -> None:
+    """Waits until Kueue tried the Job's Workload and left it pending (QuotaReserved=False)."""
+    until(
+        f"Kueue's try of {job}", lambda: conditions(workload(kubectl, namespace, job)).get("QuotaReserved") == "False"
+    )
+
+
+def events_of(kubectl: Kubectl, namespace: str, reason: str) -> list[str]:
+    found = json.loads(kubectl("get", "events", "-n", namespace, "-o", "json").stdout)["items"]
+    return [event["message"] for event in found if event.get("reason") == reason]
+
+
+async def test_kueue_passes_a_protected_job_by_and_preempts_an_unprotected_one_instead(
+    kueue_run: RunProcess, kueue_kubectl: Kubectl, classes: dict[str, str], queue: tuple[str, str]
+) -> None:
+    namespace, name = queue
+    submit(kueue_kubectl, namespace, name, "kept", classes["protected"], 2)
+    admitted_and_running(kueue_kubectl, namespace, "kept", 2)
+    submit(kueue_kubectl, namespace, name, "plain", classes["plain"], 2)
+    admitted_and_running(kueue_kubectl, namespace, "plain", 2)
+    assert until("the protected Job's boost", lambda: boost(kueue_kubectl, namespace, "kept")) == "1999"
+    assert boost(kueue_kubectl, namespace, "plain") is None, "an unprotected Job is not boosted"
+    assert any("effective priority 9999" in m for m in events_of(kueue_kubectl, namespace, "PriorityBoosted"))
+
+    submit(kueue_kubectl, namespace, name, "high", classes["high"], 2)  # 9000: below the protected minimum
+    until("the high Job admitted", lambda: admitted(kueue_kubectl, namespace, "high"))
+    assert evicted(kueue_kubectl, namespace, "plain"), "Kueue preempted the unprotected Job (the control)"
+    assert admitted(kueue_kubectl, namespace, "kept") and not evicted(kueue_kubectl, namespace, "kept")
+
+
+async def test_a_preemptor_at_the_minimum_preempts_the_protected_job(
+    kueue_run: RunProcess, kueue_kubectl: Kubectl, classes: dict[str, str], queue: tuple[str, str]
+) -> None:
+    namespace, name = queue
+    boosted(kueue_kubectl, namespace, name, "kept", classes["protected"], 4)
+    submit(kueue_kubectl, namespace, name, "critical", classes["critical"], 4)  # 10000: the minimum
+    until("the critical Job admitted", lambda: admitted(kueue_kubectl, namespace, "critical"))
+    assert evicted(kueue_kubectl, namespace, "kept")
+    until("the evicted Job's boost removed", lambda: boost(kueue_kubectl, namespace, "kept") is None)
+
+
+async def test_below_the_minimum_the_protected_job_stays_and_the_preemptor_waits(
+    kueue_run: RunProcess, kueue_kubectl: Kubectl, classes: dict[str, str], queue: tuple[str, str]
+) -> None:
+    namespace, name = queue
+    boosted(kueue_kubectl, namespace, name, "kept", classes["protected"], 4)
+    submit(kueue_kubectl, namespace, name, "high", classes["high"], 4)
+    tried(kueue_kubectl, namespace, "high")  # and found no victim it may take
+    assert not admitted(kueue_kubectl, namespace, "high")
+    assert admitted(kueue_kubectl, namespace, "kept") and not evicted(kueue_kubectl, namespace, "kept")
+
+
+async def test_when_the_window_ends_the_waiting_job_is_admitted_within_seconds(
+    kueue_run: RunProcess, kueue_kubectl: Kubectl, classes: dict[str, str], queue: tuple[str, str]
+) -> None:
+    namespace, name = queue
+    boosted(kueue_kubectl, namespace, name, "kept", classes["window"], 4)
+    submit(kueue_kubectl, namespace, name, "high", classes["high"], 4)
+    tried(kueue_kubectl, namespace, "high")  # and found no victim it may take
+    assert not admitted(kueue_kubectl, namespace, "high"), "the window holds"
+    # Kueue parks the high Job as inadmissible; only a nudge makes it try again when the window ends
+    try:
+        until(
+            "the high Job admitted after the window",
+            lambda: admitted(kueue_kubectl, namespace, "high"),
+            WINDOW_SECONDS + 15,
+        )
+    except AssertionError as error:
+        found = {job: workload(kueue_kubectl, namespace, job) for job in ("kept", "high")}
+        shown = {
+            job: ((w or {}).get("metadata", {}).get("annotations"), (w or {}).get("status", {}).get("conditions"))
+            for job, w in found.items()
+        }
+        raise AssertionError(f"{error}: {json.dumps(shown, indent=1)}") from None
+    assert evicted(kueue_kubectl, namespace, "kept")
+    assert any("toleration is over" in m for m in events_of(kueue_kubectl, namespace, "PriorityBoostRemoved"))
+
+
+async def test_a_policy_applied_while_the_job_runs_protects_it_at_once(
+    kueue_run: RunProcess, kueue_kubectl: Kubectl, queue: tuple[str, str]
+) -> None:
+    namespace, name = queue
+    klass = unique_name("governed")
+    apply(kueue_kubectl, class_manifest(klass))
+    try:
+        submit(kueue_kubectl, namespace, name, "governed", klass, 4)
+        admitted_and_running(kueue_kubectl, namespace, "governed", 4)
+        assert boost(kueue_kubectl, namespace, "governed") is None, "no toleration: no boost"
+        spec = {"priorityClassName": klass, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
+        apply(kueue_kubectl, policy_manifest(klass, spec))
+        until("the governed Job's boost", lambda: boost(kueue_kubectl, namespace, "governed") == "1999")
+    finally:
+        kueue_kubectl("delete", "ptp,priorityclass", klass, "--ignore-not-found", check=False)
+
+
+async def test_a_boost_outliving_a_stopped_server_is_removed_when_it_starts(
+    kueue_run: RunProcess, kueue_kubectl: Kubectl, classes: dict[str, str], queue: tuple[str, str]
+) -> None:
+    """The server stopped mid-window: Kueue keeps the boost meanwhile (the Job protected longer than its window,
+    as with the guard down), and the server, started again, removes it and lets the waiting Job in."""
+    namespace, name = queue
+    boosted(kueue_kubectl, namespace, name, "kept", classes["window"], 4)
+    kueue_run.stop()
+    try:
+        submit(kueue_kubectl, namespace, name, "high", classes["high"], 4)
+        time.sleep(WINDOW_SECONDS + 2)
+        assert boost(kueue_kubectl, namespace, "kept") == "1999" and not admitted(kueue_kubectl, namespace, "high")
+    finally:
+        kueue_run.start()
+    until("the boost left behind removed", lambda: boost(kueue_kubectl, namespace, "kept") is None)
+    until("the high Job admitted", lambda: admitted(kueue_kubectl, namespace, "high"))

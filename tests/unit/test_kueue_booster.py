@@ -1,0 +1,198 @@
+"""The boost's worker (`kueue.adapter.booster`) over real stores and a recorder of its writes in place of the API
+server's answers: what it writes on each Workload, once, and when (Kueue's own behaviour is the live tests')."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from preemption_toleration.inventory.pod_index import PodIndex
+from preemption_toleration.kueue.adapter.booster import GATE_OFF, Booster
+from preemption_toleration.kueue.adapter.workloads import WorkloadStore
+from preemption_toleration.kueue.adapter.writes import Gate
+from preemption_toleration.kueue.plan import FIELD_MANAGER
+from preemption_toleration.records.priority_class import class_view
+from preemption_toleration.records.workload import PRIORITY_BOOST, WorkloadRecord
+from preemption_toleration.telemetry.declared import KueueBoostOutcome
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+MIN, TOL = (
+    "preemption-toleration.scheduling.x-k8s.io/minimum-preemptable-priority",
+    "preemption-toleration.scheduling.x-k8s.io/toleration-seconds",
+)
+
+
+class Writes:
+    """Records each write as (workload, value); `gate_is` and `refuse` say what the API server answers."""
+
+    def __init__(self, gate_is: Gate = Gate.ON, refuse: int | None = None) -> None:
+        self.written: list[tuple[str, str | None]] = []
+        self.gate_is = gate_is
+        self.refuse = refuse
+        self.gates_asked = 0
+
+    async def apply(self, workload: WorkloadRecord, value: str | None, dry_run: bool = False) -> None:
+        if self.refuse is not None:
+            raise ApiException(status=self.refuse, reason="refused")
+        self.written.append((workload.name, value))
+
+    async def gate(self, workload: WorkloadRecord) -> Gate:
+        self.gates_asked += 1
+        return self.gate_is
+
+
+def workload(name: str, klass: str, priority: int, reserved: bool = True, boost: str | None = None) -> dict:
+    conditions = [{"type": "QuotaReserved", "status": "True" if reserved else "False"}]
+    metadata: dict = {
+        "name": name,
+        "namespace": "team",
+        "uid": f"uid-{name}",
+        "labels": {"kueue.x-k8s.io/job-uid": f"job-{name}"},
+        "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": name, "controller": True}],
+        "creationTimestamp": f"2026-11-29T11:00:0{len(name) % 10}Z",
+    }
+    if boost is not None:
+        metadata["annotations"] = {PRIORITY_BOOST: boost}
+        metadata["managedFields"] = [
+            {"manager": FIELD_MANAGER, "fieldsV1": {"f:metadata": {"f:annotations": {f"f:{PRIORITY_BOOST}": {}}}}}
+        ]
+    return {
+        "metadata": metadata,
+        "spec": {
+            "priority": priority,
+            "priorityClassRef": {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": klass},
+        },
+        "status": {"conditions": conditions},
+    }
+
+
+def job_pod(job: str, scheduled: datetime) -> dict:
+    return {
+        "metadata": {
+            "name": f"{job}-pod",
+            "namespace": "team",
+            "uid": f"uid-{job}-pod",
+            "labels": {"batch.kubernetes.io/controller-uid": f"job-{job}"},
+        },
+        "spec": {"nodeName": "n1", "priority": 8000, "containers": []},
+        "status": {
+            "phase": "Running",
+            "conditions": [
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": scheduled.isoformat()},
+            ],
+        },
+    }
+
+
+CLASSES = {
+    name: class_view({"metadata": {"name": name, "annotations": annotations}, "value": value})
+    for name, value, annotations in (
+        ("forever", 8000, {MIN: "10000", TOL: "-1"}),
+        ("window", 8000, {MIN: "10000", TOL: "600"}),
+        ("plain", 8000, {}),
+    )
+}
+
+
+class World:
+    def __init__(self, writes: Writes) -> None:
+        self.problems: list[str] = []
+        self.now = NOW
+        self.monotonic = 0.0
+        self.counted: list[KueueBoostOutcome] = []
+        self.workloads = WorkloadStore()
+        self.pods = PodIndex(jobs=True)
+        self.writes = writes
+        self.booster = Booster(
+            writes,  # type: ignore[arg-type]
+            self.workloads,
+            self.pods,
+            lambda: CLASSES,
+            lambda: 1,
+            lambda: list(self.problems),
+            self.counted.append,
+            now=lambda: self.now,
+            clock=lambda: self.monotonic,
+        )
+
+    async def settle(self) -> bool:
+        return await self.booster.step()
+
+
+@pytest.mark.asyncio
+async def test_a_protected_workload_is_boosted_once_and_a_plain_one_not() -> None:
+    world = World(Writes())
+    world.workloads.put(workload("kept", "forever", 8000))
+    world.workloads.put(workload("other", "plain", 8000))
+    await world.settle()
+    assert world.writes.written == [("kept", "1999")]
+    world.workloads.put(workload("kept", "forever", 8000))  # a change seen before our write shows in the cache
+    await world.settle()
+    assert world.writes.written == [("kept", "1999")], "the write not repeated from a cache behind it"
+    assert world.counted == [KueueBoostOutcome.APPLIED]
+
+
+@pytest.mark.asyncio
+async def test_at_the_windows_end_the_boost_is_removed_and_the_waiting_preemptors_nudged() -> None:
+    world = World(Writes())
+    world.pods.put(job_pod("kept", NOW - timedelta(seconds=60)))
+    world.workloads.put(workload("kept", "window", 8000, boost="1999"))
+    world.workloads.put(workload("waiting", "plain", 9000, reserved=False))
+    world.workloads.put(workload("strong", "plain", 10000, reserved=False))  # the boost never kept it out
+    await world.settle()
+    assert world.writes.written == [], "the window runs: ours stands"
+    world.now = NOW + timedelta(seconds=540)  # 600 s after its pod was scheduled
+    await world.settle()
+    assert world.writes.written == [("kept", None), ("waiting", "-1"), ("waiting", None)]
+    assert world.counted == [KueueBoostOutcome.REMOVED, KueueBoostOutcome.NUDGED]
+
+
+@pytest.mark.asyncio
+async def test_a_later_pod_moves_the_windows_end() -> None:
+    world = World(Writes())
+    world.pods.put(job_pod("kept", NOW - timedelta(seconds=60)))
+    world.workloads.put(workload("kept", "window", 8000, boost="1999"))
+    await world.settle()
+    second = job_pod("kept", NOW)
+    second["metadata"].update(name="kept-pod-2", uid="uid-2")
+    world.pods.put(second)  # the Job's last pod scheduled now: its window runs 600 s from now
+    world.now = NOW + timedelta(seconds=540)
+    await world.settle()
+    assert world.writes.written == []
+
+
+@pytest.mark.asyncio
+async def test_with_kueues_gate_off_nothing_is_written_and_it_is_said() -> None:
+    world = World(Writes(gate_is=Gate.OFF))
+    world.workloads.put(workload("kept", "forever", 8000))
+    await world.settle()
+    assert world.writes.written == [] and world.counted == [KueueBoostOutcome.NOT_WRITTEN]
+    assert world.booster._said["team/kept"] == GATE_OFF
+    world.booster.changed("team/kept")
+    await world.settle()
+    assert world.writes.gates_asked == 1, "the gate is asked again only after a while"
+
+
+@pytest.mark.asyncio
+async def test_a_write_another_manager_refuses_is_not_written_and_planned_again() -> None:
+    world = World(Writes(refuse=409))
+    world.workloads.put(workload("kept", "forever", 8000))
+    await world.settle()
+    assert world.counted == [KueueBoostOutcome.NOT_WRITTEN]
+    assert "another writer holds the annotation" in world.booster._said["team/kept"]
+    world.writes.refuse = None
+    world.now += timedelta(seconds=6)  # its retry is due
+    await world.settle()
+    assert world.writes.written == [("kept", "1999")]
+
+
+@pytest.mark.asyncio
+async def test_nothing_is_planned_while_a_cache_is_not_current_and_all_of_it_once_it_is() -> None:
+    world = World(Writes())
+    world.problems.append("pods: not listed yet")  # a Job's pods unknown: its window cannot be read
+    world.workloads.put(workload("kept", "forever", 8000))
+    assert not await world.settle() and world.writes.written == []
+    world.problems.clear()
+    assert await world.settle() and world.writes.written == [("kept", "1999")]
