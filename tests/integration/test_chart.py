@@ -106,6 +106,7 @@ GUARD = ("ValidatingWebhookConfiguration", "preemption-toleration-guard")
 
 
 def _defaults(objects: Objects) -> None:
+    assert "--kueue" not in container(objects, WEBHOOK)["args"] and not _kueue_rights(objects), "Kueue's is opt-in"
     assert ADMISSION <= set(objects) and GUARD in objects
     _drains_allowed(objects)
     args = container(objects, WEBHOOK)["args"]
@@ -256,6 +257,18 @@ def _steering_audit(objects: Objects) -> None:
     assert STEERING_ROLE not in objects
 
 
+def _kueue_rights(objects: Objects) -> list[dict]:
+    return [rule for rule in objects[("ClusterRole", WEBHOOK)]["rules"] if "kueue.x-k8s.io" in rule["apiGroups"]]
+
+
+def _kueue_on(objects: Objects) -> None:
+    """Kueue's boost: the server asked for it, with the rights to watch and patch Workloads and no others."""
+    assert container(objects, WEBHOOK)["args"][-2:] == ["--kueue", "on"]
+    assert [(rule["resources"], rule["verbs"]) for rule in _kueue_rights(objects)] == [
+        (["workloads"], ["list", "watch", "patch"])
+    ]
+
+
 def _admission_off(objects: Objects) -> None:
     assert not ADMISSION & set(objects) and GUARD in objects
 
@@ -345,6 +358,7 @@ COMBINATIONS: dict[str, tuple[tuple[str, ...], Callable[[Objects], None]]] = {
     "extender endpoint off": (("--set", "extender.enabled=false"), _extender_off),
     "steering on, a managed cluster's install": (Steering, _steering_on),
     "steering in audit": (("--set", "guard.steering=audit", "--set", "extender.enabled=false"), _steering_audit),
+    "Kueue's boost": (("--set", "kueue.enabled=true"), _kueue_on),
     "admission webhooks off": (("--set", "admissionWebhooks.enabled=false"), _admission_off),
     "operator off": (("--set", "operator.enabled=false"), _operator_off),
     "ValidatingAdmissionPolicy": (("--set", "admissionPolicy.enabled=true"), _admission_policy),
@@ -424,6 +438,8 @@ SCHEMA_REFUSALS = [
         "--steering=on must agree with the webhook server's rights: set guard.steering instead",
     ),
     ("guard.steering=on,guard.enabled=false", "guard.steering acts on the guard's refusals: it needs guard.enabled"),
+    ("kueue.enabled=true,guard.enabled=false", "kueue.enabled reads the guard's cache of pods: it needs guard.enabled"),
+    ("webhook.extraArgs[0]=--kueue=on", "--kueue=on must agree with the webhook server's rights: set kueue.enabled"),
     (
         "guard.steering=on,guard.mode=audit",
         "guard.steering acts on the guard's refusals: it needs guard.mode=enforce, not audit",

@@ -36,6 +36,12 @@ system:serviceaccount:{{ .Release.Namespace }}:operator
 {{- if hasPrefix "--steering" . }}
 {{- fail (printf "webhook.extraArgs: %s must agree with the webhook server's rights: set guard.steering instead" .) }}
 {{- end }}
+{{- if hasPrefix "--kueue" . }}
+{{- fail (printf "webhook.extraArgs: %s must agree with the webhook server's rights: set kueue.enabled instead" .) }}
+{{- end }}
+{{- end }}
+{{- if and .Values.kueue.enabled (not .Values.guard.enabled) }}
+{{- fail "kueue.enabled reads the guard's cache of pods: it needs guard.enabled=true" }}
 {{- end }}
 {{- if and (ne .Values.guard.steering "off") (not .Values.guard.enabled) }}
 {{- fail "guard.steering acts on the guard's refusals: it needs guard.enabled=true" }}
