@@ -29,9 +29,10 @@ RETRIED_STATUSES = (429, 500, 502, 503, 504)
 
 
 @contextmanager
-def local_cluster(directory: str | None = None) -> Iterator[LocalCluster]:
+def local_cluster(directory: str | None = None, features: tuple[str, ...] = ()) -> Iterator[LocalCluster]:
     """A started LocalCluster (KWOK for its Nodes) in `directory` (kept) or in a temporary directory (removed),
-    stopped after; of the release `PTOL_KUBERNETES_VERSION` names, 1.37.2 by default."""
+    stopped after; of the release `PTOL_KUBERNETES_VERSION` names, 1.37.2 by default; with its `features`
+    (`ptol dev cluster up --feature`)."""
     toolchain = find_toolchain()
     if toolchain is None:
         raise SystemExit("the control-plane binaries are missing: run `ptol dev cluster install` first")
@@ -42,7 +43,7 @@ def local_cluster(directory: str | None = None) -> Iterator[LocalCluster]:
             else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="ptol-bench-")))
         )
         cluster = LocalCluster(path, toolchain)
-        cluster.start(die_with_parent=True)  # nothing outlives a killed benchmark
+        cluster.start(die_with_parent=True, features=features)  # nothing outlives a killed benchmark
         stack.callback(cluster.stop)
         yield cluster
 

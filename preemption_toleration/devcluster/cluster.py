@@ -94,6 +94,7 @@ class LocalCluster:
         self.directory = Path(directory).resolve()
         self._toolchain = toolchain
         self._records: dict[str, ProcessRecord] = {}
+        self._kueue_build: KueueBuild | None = None  # with the kueue feature: what `restart_kueue` starts again
         self._popens: dict[str, Popen[bytes]] = {}
         self._state: dict[str, Any] = {}
         self._die_with_parent = False
@@ -231,6 +232,17 @@ class LocalCluster:
         if record is not None:
             processes.terminate(record, popen=self._popens.pop("kube-scheduler", None))
         self._start_scheduler(self.toolchain, extenders, timeout)
+
+    def restart_kueue(self, feature_gates: Mapping[str, bool] | None = None, *, timeout: float = 120.0) -> None:
+        """Restart Kueue's controller manager (`--feature kueue`) with these feature gates (None: the test bed's,
+        `devcluster.kueue.FEATURE_GATES`), its webhooks registered again."""
+        build = self._kueue_build
+        if build is None:
+            raise ClusterError("Kueue is not running in this cluster: start it with the kueue feature")
+        record = self._records.pop("kueue", None)
+        if record is not None:
+            processes.terminate(record, popen=self._popens.pop("kueue", None))
+        self._run_kueue(build, timeout, kueue.FEATURE_GATES if feature_gates is None else feature_gates)
 
     def restart_apiserver(self, *, timeout: float = 60.0) -> None:
         """Stop kube-apiserver and start it again on the same port, with etcd's data kept: every client's
@@ -602,10 +614,17 @@ class LocalCluster:
             self._write(folder / "tls.crt", serving.cert_pem)
             self._write(folder / "tls.key", serving.key_pem)
         groups = ["system:serviceaccounts", "system:serviceaccounts:kueue-system", "system:masters"]
-        kubeconfig = self.write_kubeconfig(home / "kueue.kubeconfig", KUEUE_USER, groups)
+        self.write_kubeconfig(home / "kueue.kubeconfig", KUEUE_USER, groups)
         self._kubectl("apply", "--server-side", *(f"--filename={crd}" for crd in build.crds))
         self._kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
         self._kubectl("create", "namespace", kueue.NAMESPACE)
+        self._kueue_build = build
+        self._run_kueue(build, timeout, kueue.FEATURE_GATES)
+
+    def _run_kueue(self, build: KueueBuild, timeout: float, feature_gates: Mapping[str, bool]) -> None:
+        """Kueue's manager started (its home, certificates and CRDs in place) and its webhooks registered."""
+        home = self.directory / "kueue"
+        certs, kubeconfig = home / "certs", home / "kueue.kubeconfig"
 
         def spawn(health_port: int) -> None:
             # each attempt on fresh ports: a port taken meanwhile makes the manager exit (`_start_on_own_port`)
@@ -613,7 +632,9 @@ class LocalCluster:
             ports["kueue-webhook"], ports["kueue-metrics"] = processes.free_port(), processes.free_port()
             config = home / "config.yaml"
             config.write_text(
-                kueue.manager_config(HOST, ports["kueue-webhook"], health_port, ports["kueue-metrics"], str(certs))
+                kueue.manager_config(
+                    HOST, ports["kueue-webhook"], health_port, ports["kueue-metrics"], str(certs), feature_gates
+                )
             )
             argv = [str(build.manager), f"--config={config}", f"--kubeconfig={kubeconfig}"]
             etc = home / "etc"

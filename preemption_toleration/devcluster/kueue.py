@@ -35,8 +35,15 @@ METRICS_CERT_DIR = "/etc/kueue/metrics/certs"
 WEBHOOK_CONFIGURATION_PREFIX = "kueue-"
 
 
-def manager_config(host: str, webhook_port: int, health_port: int, metrics_port: int, cert_dir: str) -> str:
-    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2) for a manager on `host`."""
+def manager_config(
+    host: str,
+    webhook_port: int,
+    health_port: int,
+    metrics_port: int,
+    cert_dir: str,
+    feature_gates: Mapping[str, bool] = FEATURE_GATES,
+) -> str:
+    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2) for a manager on `host`, with `feature_gates`."""
     config = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -47,7 +54,7 @@ def manager_config(host: str, webhook_port: int, health_port: int, metrics_port:
         "metrics": {"bindAddress": f"{host}:{metrics_port}"},
         "health": {"healthProbeBindAddress": f"{host}:{health_port}"},
         "integrations": {"frameworks": list(INTEGRATIONS)},
-        "featureGates": dict(FEATURE_GATES),
+        "featureGates": dict(feature_gates),
     }
     return yaml.safe_dump(config, sort_keys=False)
 

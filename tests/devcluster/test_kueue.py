@@ -111,6 +111,13 @@ def test_manager_config_runs_on_loopback_without_leader_election_or_internal_cer
     assert config["featureGates"] == {"PriorityBoost": True, "VisibilityOnDemand": False} == dict(FEATURE_GATES)
 
 
+def test_manager_config_takes_other_feature_gates() -> None:
+    """`LocalCluster.restart_kueue` runs Kueue with its PriorityBoost gate off, as a user's Kueue may be."""
+    gates = {"PriorityBoost": False, "VisibilityOnDemand": False}
+    config = yaml.safe_load(manager_config("127.0.0.1", 9443, 8081, 8443, "/tmp/certs", gates))
+    assert config["featureGates"] == gates
+
+
 @pytest.mark.parametrize(
     ("rule", "as_root", "namespaces"),
     [

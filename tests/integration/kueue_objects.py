@@ -9,7 +9,13 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from preemption_toleration.devcluster import LocalCluster, create_node, delete_node, ensure_namespace
+from preemption_toleration.devcluster import (
+    KEEP_RUNNING_LABEL,
+    LocalCluster,
+    create_node,
+    delete_node,
+    ensure_namespace,
+)
 from tests.integration.conftest import Kubectl
 from tests.integration.helpers import START_SECONDS, unique_name
 
@@ -77,3 +83,28 @@ def workload_of(kubectl: Kubectl, namespace: str, job: str) -> dict[str, Any] | 
 def conditions(found: dict[str, Any] | None) -> dict[str, str]:
     """A Workload's conditions, type to status."""
     return {c["type"]: c["status"] for c in (found or {}).get("status", {}).get("conditions", [])}
+
+
+def running_job(name: str, queue: str, priority_class: str, pods: int, namespace: str | None = None) -> dict[str, Any]:
+    """A Job of `pods` pods of 1 CPU of `priority_class`, queued to the LocalQueue `queue`, whose pods keep running
+    on KWOK's nodes until Kueue evicts it."""
+    metadata: dict[str, Any] = {"name": name, "labels": {"kueue.x-k8s.io/queue-name": queue}}
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": metadata,
+        "spec": {
+            "parallelism": pods,
+            "completions": pods,
+            "template": {
+                "metadata": {"labels": {KEEP_RUNNING_LABEL: "true"}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "priorityClassName": priority_class,
+                    "containers": [{"name": "work", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
+                },
+            },
+        },
+    }

@@ -15,15 +15,16 @@ from typing import Any
 import pytest
 
 from preemption_toleration.devcluster import (
-    KEEP_RUNNING_LABEL,
     LocalCluster,
 )
+from preemption_toleration.devcluster.kueue import FEATURE_GATES
 from preemption_toleration.records.workload import PRIORITY_BOOST
 from tests.integration.components import RunProcess, ptol_run
 from tests.integration.conftest import Kubectl
 from tests.integration.helpers import unique_name
-from tests.integration.kueue_objects import conditions, queue_with_a_node, until, workload_of
+from tests.integration.kueue_objects import conditions, queue_with_a_node, running_job, until, workload_of
 from tests.integration.objects import MIN, TOL, apply, class_manifest, policy_manifest
+from tests.metrics import scrape, total
 
 pytestmark = [pytest.mark.integration, pytest.mark.asyncio(loop_scope="session")]
 
@@ -74,24 +75,7 @@ async def queue(kueue_cluster: LocalCluster, kueue_kubectl: Kubectl) -> AsyncIte
 
 def submit(kubectl: Kubectl, namespace: str, queue: str, name: str, priority_class: str, cpus: int) -> None:
     """A Job of `cpus` pods of 1 CPU each, queued to `queue`, whose pods run until it is evicted."""
-    job = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "labels": {"kueue.x-k8s.io/queue-name": queue}},
-        "spec": {
-            "parallelism": cpus,
-            "completions": cpus,
-            "template": {
-                "metadata": {"labels": {KEEP_RUNNING_LABEL: "true"}},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "priorityClassName": priority_class,
-                    "containers": [{"name": "work", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
-                },
-            },
-        },
-    }
-    kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(job))
+    kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(running_job(name, queue, priority_class, cpus)))
 
 
 def workload(kubectl: Kubectl, namespace: str, job: str) -> dict[str, Any] | None:
@@ -135,6 +119,11 @@ def tried(kubectl: Kubectl, namespace: str, job: str) -> None:
     )
 
 
+def boosts(server: RunProcess, outcome: str) -> float:
+    """`ptol_kueue_boosts_total` of `outcome`, as the server's /metrics says it."""
+    return total(scrape(f"{server.metrics_base}/metrics"), "ptol_kueue_boosts_total", outcome=outcome)
+
+
 def events_of(kubectl: Kubectl, namespace: str, reason: str) -> list[str]:
     found = json.loads(kubectl("get", "events", "-n", namespace, "-o", "json").stdout)["items"]
     return [event["message"] for event in found if event.get("reason") == reason]
@@ -150,7 +139,7 @@ async def test_kueue_passes_a_protected_job_by_and_preempts_an_unprotected_one_i
     admitted_and_running(kueue_kubectl, namespace, "plain", 2)
     assert until("the protected Job's boost", lambda: boost(kueue_kubectl, namespace, "kept")) == "1999"
     assert boost(kueue_kubectl, namespace, "plain") is None, "an unprotected Job is not boosted"
-    assert any("effective priority 9999" in m for m in events_of(kueue_kubectl, namespace, "PriorityBoosted"))
+    assert boosts(kueue_run, "applied") >= 1, "counted on /metrics"
 
     submit(kueue_kubectl, namespace, name, "high", classes["high"], 2)  # 9000: below the protected minimum
     until("the high Job admitted", lambda: admitted(kueue_kubectl, namespace, "high"))
@@ -203,7 +192,8 @@ async def test_when_the_window_ends_the_waiting_job_is_admitted_within_seconds(
         }
         raise AssertionError(f"{error}: {json.dumps(shown, indent=1)}") from None
     assert evicted(kueue_kubectl, namespace, "kept")
-    assert any("toleration is over" in m for m in events_of(kueue_kubectl, namespace, "PriorityBoostRemoved"))
+    assert boost(kueue_kubectl, namespace, "kept") is None
+    assert boosts(kueue_run, "removed") >= 1 and boosts(kueue_run, "nudged") >= 1, "counted on /metrics"
 
 
 async def test_a_policy_applied_while_the_job_runs_protects_it_at_once(
@@ -239,3 +229,28 @@ async def test_a_boost_outliving_a_stopped_server_is_removed_when_it_starts(
         kueue_run.start()
     until("the boost left behind removed", lambda: boost(kueue_kubectl, namespace, "kept") is None)
     until("the high Job admitted", lambda: admitted(kueue_kubectl, namespace, "high"))
+
+
+async def test_with_kueues_gate_off_no_boost_is_written_and_the_workload_says_why(
+    kueue_cluster: LocalCluster,
+    kueue_run: RunProcess,
+    kueue_kubectl: Kubectl,
+    classes: dict[str, str],
+    queue: tuple[str, str],
+) -> None:
+    """Kueue ignores the boost with its PriorityBoost gate off: the server, started beside such a Kueue, finds it
+    out, writes nothing and says so on the Workload it would have protected, never half."""
+    namespace, name = queue
+    kueue_run.stop()
+    kueue_cluster.restart_kueue({**FEATURE_GATES, "PriorityBoost": False})
+    try:
+        kueue_run.start()
+        submit(kueue_kubectl, namespace, name, "kept", classes["protected"], 4)
+        admitted_and_running(kueue_kubectl, namespace, "kept", 4)
+        said = until("the Warning Event", lambda: events_of(kueue_kubectl, namespace, "PriorityBoostNotWritten"))
+        assert "Kueue's PriorityBoost feature gate is off" in said[0]
+        assert boost(kueue_kubectl, namespace, "kept") is None
+    finally:
+        kueue_run.stop()
+        kueue_cluster.restart_kueue()
+        kueue_run.start()

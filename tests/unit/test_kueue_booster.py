@@ -3,6 +3,7 @@ server's answers: what it writes on each Workload, once, and when (Kueue's own b
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -25,17 +26,21 @@ MIN, TOL = (
 
 
 class Writes:
-    """Records each write as (workload, value); `gate_is` and `refuse` say what the API server answers."""
+    """Records each write as (workload, value); `gate_is` and `refuse` (a status, and the API server's message)
+    say what the API server answers."""
 
-    def __init__(self, gate_is: Gate = Gate.ON, refuse: int | None = None) -> None:
+    def __init__(self, gate_is: Gate = Gate.ON, refuse: int | None = None, message: str = "refused") -> None:
         self.written: list[tuple[str, str | None]] = []
         self.gate_is = gate_is
         self.refuse = refuse
+        self.message = message
         self.gates_asked = 0
 
     async def apply(self, workload: WorkloadRecord, value: str | None, dry_run: bool = False) -> None:
         if self.refuse is not None:
-            raise ApiException(status=self.refuse, reason="refused")
+            error = ApiException(status=self.refuse, reason="Conflict")
+            error.body = json.dumps({"kind": "Status", "message": self.message})
+            raise error
         self.written.append((workload.name, value))
 
     async def gate(self, workload: WorkloadRecord) -> Gate:
@@ -196,3 +201,26 @@ async def test_nothing_is_planned_while_a_cache_is_not_current_and_all_of_it_onc
     assert not await world.settle() and world.writes.written == []
     world.problems.clear()
     assert await world.settle() and world.writes.written == [("kept", "1999")]
+
+
+@pytest.mark.asyncio
+async def test_a_workload_planned_again_and_again_keeps_one_timer() -> None:
+    """Each pod change of a Job plans its Workload again: its window's end is kept once, not once per plan."""
+    world = World(Writes())
+    world.pods.put(job_pod("kept", NOW - timedelta(seconds=60)))
+    world.workloads.put(workload("kept", "window", 8000, boost="1999"))
+    for _ in range(50):
+        world.booster.changed("team/kept")
+        await world.settle()
+    assert len(world.booster._timers) == 1
+
+
+@pytest.mark.asyncio
+async def test_a_workload_made_again_under_its_name_is_left_to_its_own_change() -> None:
+    """The apply names the planned Workload's UID: one deleted and made again meanwhile is not written on, and
+    that is no other writer's annotation (its own watch event plans the new one)."""
+    uid_mismatch = 'Operation cannot be fulfilled on workloads.kueue.x-k8s.io "kept": uid mismatch: the provided ...'
+    world = World(Writes(refuse=409, message=uid_mismatch))
+    world.workloads.put(workload("kept", "forever", 8000))
+    await world.settle()
+    assert world.counted == [] and "team/kept" not in world.booster._said

@@ -5,7 +5,8 @@ ends, and writes what the plan says (`kueue.plan`), then nudges the preemptors a
 Every replica runs it and plans from what every replica sees, so two replicas write the same annotation under
 the same field manager (the second apply changes nothing). It plans nothing while a cache it reads is not
 current, writes one Workload at a time, and looks at every Workload again once a minute (what a missed change
-would have changed). Its Events are named after what they tell, so that two replicas telling it make one.
+would have changed). It posts an Event only for a boost it cannot write, named after what it tells, so that two
+replicas telling it make one.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ RETRY_SECONDS: Final = 5.0  # a failed write planned again after this long
 WRITTEN_SECONDS: Final = 10.0  # how long a write of ours may take to show in the cache
 PLANS_PER_SLICE: Final = 200  # plans between two yields of the event loop
 COMPONENT: Final = "preemption-toleration-kueue"
+_UID_MISMATCH = "uid mismatch"  # the API server's 409 for an apply whose metadata.uid is not the object's
 GATE_OFF = (
     "Kueue's PriorityBoost feature gate is off (its webhook takes any priority-boost), so Kueue ignores the "
     "annotation: no boost is written and Kueue may preempt this Workload below its minimum. Turn the gate on "
@@ -75,6 +77,7 @@ class Booster:
         self._dirty: dict[str, None] = {}  # keys to plan, in the order told
         self._wake = asyncio.Event()
         self._timers: list[tuple[datetime, str]] = []  # (when, key): a window's end, a retry
+        self._due: dict[str, datetime] = {}  # each key's latest timer, so that planning again adds none
         self._generation = -1
         self._resynced = -RESYNC_SECONDS
         self._gate: Gate | None = None
@@ -132,7 +135,10 @@ class Booster:
             self._dirty.update(dict.fromkeys(self.workloads.items))
         now = self.now()
         while self._timers and self._timers[0][0] <= now:
-            self._dirty[heapq.heappop(self._timers)[1]] = None
+            when, key = heapq.heappop(self._timers)
+            if self._due.get(key) == when:
+                del self._due[key]
+            self._dirty[key] = None
 
     async def plan_dirty(self) -> None:
         """Plans every Workload told or due, and writes what each plan says, one at a time."""
@@ -142,12 +148,12 @@ class Booster:
             del self._dirty[key]
             workload = self.workloads.items.get(key)
             if workload is None:
-                self._said.pop(key, None)
-                self._written.pop(key, None)
+                for memo in (self._said, self._written, self._due):
+                    memo.pop(key, None)
                 continue
             plan = self.plan(workload)
             if plan.until is not None:
-                heapq.heappush(self._timers, (plan.until, key))
+                self._plan_again(key, plan.until)
             planned += 1
             if plan.writes and not self._just_written(key, workload, plan.value):
                 await self._write(workload, plan)
@@ -155,6 +161,11 @@ class Booster:
                 self._tell_problem(workload, plan.problem)
                 if planned % PLANS_PER_SLICE == 0:
                     await asyncio.sleep(0)
+
+    def _plan_again(self, key: str, when: datetime) -> None:
+        if self._due.get(key) != when:
+            self._due[key] = when
+            heapq.heappush(self._timers, (when, key))
 
     def _just_written(self, key: str, workload: WorkloadRecord, value: str | None) -> bool:
         """Whether `value` is what we wrote on the Workload lately, which its cache does not show yet."""
@@ -183,7 +194,7 @@ class Booster:
             gate = await self._gate_of(workload)
             if gate is None:  # not known: planned again shortly
                 self.count(KueueBoostOutcome.FAILED)
-                heapq.heappush(self._timers, (self.now() + timedelta(seconds=RETRY_SECONDS), workload.ref))
+                self._plan_again(workload.ref, self.now() + timedelta(seconds=RETRY_SECONDS))
                 return
             if gate is Gate.OFF:
                 self.count(KueueBoostOutcome.NOT_WRITTEN)
@@ -192,7 +203,7 @@ class Booster:
         try:
             await self.writes.apply(workload, plan.value)
         except ApiException as error:
-            if error.status == 404:
+            if error.status == 404 or (error.status == 409 and _UID_MISMATCH in api_problem(error)):
                 return  # the Workload is gone, or made again under its name: its own change plans it
             self._failed(workload, error, conflict=error.status == 409)
             return
@@ -203,29 +214,18 @@ class Booster:
         self._wrote(workload.ref, plan.value)
         before = workload.effective_priority()
         after = workload.priority + (int(plan.value) if plan.value else 0)
-        if plan.action is Action.APPLY:
-            self.count(KueueBoostOutcome.APPLIED)
-            until = f"until {plan.until.isoformat()}" if plan.until else "while its toleration holds"
-            self._tell(
-                workload,
-                "Normal",
-                "PriorityBoosted",
-                f"effective priority {after} (priority {workload.priority} + boost {plan.value}) {until}: Kueue "
-                f"preempts it only for a Workload of priority {after + 1} or more",
-                plan.value or "",
-            )
-        else:
-            self.count(KueueBoostOutcome.REMOVED)
-            self._tell(
-                workload,
-                "Normal",
-                "PriorityBoostRemoved",
-                f"effective priority {after} again (boost {workload.boost} removed): its toleration is over",
-                "removed",
-            )
+        # No Event for a boost written or removed: one per protected Workload would double the writes the boost
+        # costs (Kueue's admission of a thousand Jobs); the annotation itself, the log line and the metric say it
+        applied = plan.action is Action.APPLY
+        self.count(KueueBoostOutcome.APPLIED if applied else KueueBoostOutcome.REMOVED)
         logger.info(
-            "kueue priority boost written",
-            extra={"workload": workload.ref, "action": plan.action.value, "value": plan.value},
+            "kueue priority boost written" if applied else "kueue priority boost removed",
+            extra={
+                "workload": workload.ref,
+                "value": plan.value,
+                "effective_priority": after,
+                "until": plan.until.isoformat() if plan.until else None,
+            },
         )
         if holds_quota(workload) and after < before:
             await self._nudge(before, after)
@@ -238,7 +238,7 @@ class Booster:
         else:
             self.count(KueueBoostOutcome.FAILED)
             logger.warning("kueue priority boost not written", extra={"workload": workload.ref, "problem": problem})
-        heapq.heappush(self._timers, (self.now() + timedelta(seconds=RETRY_SECONDS), workload.ref))
+        self._plan_again(workload.ref, self.now() + timedelta(seconds=RETRY_SECONDS))
 
     async def _gate_of(self, workload: WorkloadRecord) -> Gate | None:
         """Kueue's PriorityBoost gate, asked again every GATE_RECHECK_SECONDS (None: never learnt yet)."""
