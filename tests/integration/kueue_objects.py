@@ -54,12 +54,21 @@ async def queue_with_a_node(
         await ensure_namespace(api, namespace)
         await create_node(api, node, cpu=node_cpus)
         kubectl("apply", "-f", "-", input="\n---\n".join(json.dumps(m) for m in manifests))
+        until("Kueue's webhook suspending a Job of the new namespace", lambda: suspends(kubectl, namespace, name))
         try:
             yield namespace, name, node
         finally:
             kubectl("delete", "namespace", namespace, "--wait=false", check=False)
             kubectl("delete", "clusterqueue,resourceflavor", name, "--ignore-not-found", check=False)
             await delete_node(api, node)
+
+
+def suspends(kubectl: Kubectl, namespace: str, queue: str) -> bool:
+    """Whether Kueue's Job webhook suspends a Job queued to `queue` in `namespace` (a server-side dry run): a
+    Kueue that has not seen the namespace yet, say just after it started again, lets a Job run unsuspended."""
+    probe = running_job("probe", queue, "", 1)
+    found = kubectl("create", "--dry-run=server", "-n", namespace, "-o", "json", "-f", "-", input=json.dumps(probe))
+    return json.loads(found.stdout)["spec"].get("suspend") is True
 
 
 def until(what: str, check: Callable[[], Any], timeout: float = START_SECONDS) -> Any:
@@ -102,7 +111,7 @@ def running_job(name: str, queue: str, priority_class: str, pods: int, namespace
                 "metadata": {"labels": {KEEP_RUNNING_LABEL: "true"}},
                 "spec": {
                     "restartPolicy": "Never",
-                    "priorityClassName": priority_class,
+                    **({"priorityClassName": priority_class} if priority_class else {}),
                     "containers": [{"name": "work", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
                 },
             },
