@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from preemption_toleration.api.admission import AdmissionRequest, AdmissionVerdict, allowed, denied
+from preemption_toleration.api.resources import ClassKind
 from preemption_toleration.core.annotations import POLICY_KEYS, annotations_of
 from preemption_toleration.core.shapes import as_mapping
 from preemption_toleration.governance.planner import desired_annotations, governed_names
@@ -188,6 +189,9 @@ def validate_policy(request: AdmissionRequest, view: ClusterView) -> AdmissionVe
         errors, warnings = _ratchet(parts.findings, read_policy(old, served=True).findings)
     if errors or parts.spec is None:
         return denied(422, " ".join(f.message for f in errors) or "The policy is invalid.", warnings=warnings)
+    if parts.spec.class_kind is not ClassKind.PRIORITY_CLASS:
+        # the webhook caches no WorkloadPriorityClasses: the operator's status tells a conflict or no effect
+        return allowed(warnings)
     governed = governed_names(parts.spec, view.classes, view.label_index())
     warnings += _without_effect(parts.name, parts.spec, governed, view)
     conflict = _conflict(parts.name, governed, view)

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import ConfigDict, Field
 
 from preemption_toleration.api.base import Int32, Int64, KubeModel, ObjectMeta
+from preemption_toleration.api.resources import ClassKind
 from preemption_toleration.core.annotations import MAX_TOLERATION_SECONDS
 
 GROUP = "preemption-toleration.dev"
@@ -83,7 +84,7 @@ class LabelSelector(KubeModel):
 
 
 class PreemptionTolerationPolicySpec(KubeModel):
-    """Which PriorityClass(es) the policy governs, and the toleration their pods get."""
+    """Which PriorityClass(es) or WorkloadPriorityClass(es) the policy governs, and the toleration they give."""
 
     model_config = _validations(
         {
@@ -103,12 +104,22 @@ class PreemptionTolerationPolicySpec(KubeModel):
         description="The PriorityClasses this policy governs, by label. Exactly one of priorityClassName "
         "and priorityClassSelector.",
     )
+    priority_class_kind: ClassKind | None = Field(
+        default=None,
+        description="The kind of class priorityClassName and priorityClassSelector name: PriorityClass (the "
+        "default), or Kueue's WorkloadPriorityClass, whose Workloads the Kueue support protects (it needs "
+        "--kueue on).",
+    )
     minimum_preemptable_priority: Int32 | None = Field(
         default=None,
         description="The lowest preemptor priority that may preempt pods of the governed classes at once. "
         "Default (unset): the class value + 1, i.e. every higher priority.",
     )
     toleration_seconds: TolerationSeconds | None = None
+
+    @property
+    def class_kind(self) -> ClassKind:
+        return self.priority_class_kind or ClassKind.PRIORITY_CLASS
 
 
 ConditionStatus = Literal["True", "False", "Unknown"]

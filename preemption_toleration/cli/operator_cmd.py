@@ -12,9 +12,16 @@ from preemption_toleration.cli.options import (
     add_command,
     flag_value,
     settings_values,
+    switch,
 )
 from preemption_toleration.cli.signals import run_until_signalled
-from preemption_toleration.cli.values import host_and_port, non_empty, peering_priority, resync_seconds, url
+from preemption_toleration.cli.values import (
+    host_and_port,
+    non_empty,
+    peering_priority,
+    resync_seconds,
+    url,
+)
 from preemption_toleration.logs import configure_logging
 from preemption_toleration.operator.config import OPERATOR_DEFAULTS
 
@@ -66,6 +73,16 @@ FIELD_MANAGER_OPTION = Option(
     setting="field_manager",
     shown="NAME",
 )
+KUEUE = switch(
+    "--kueue",
+    env="PTOL_KUEUE",
+    default=OPERATOR_DEFAULTS.kueue,
+    help="also govern Kueue's WorkloadPriorityClasses, named by policies of priorityClassKind "
+    "WorkloadPriorityClass; needs the rights to list, watch and patch them",
+    meaning="also govern Kueue's WorkloadPriorityClasses: policies of `priorityClassKind: WorkloadPriorityClass` "
+    "are applied to their annotations, which the webhook server's `--kueue on` reads; needs the rights to list, "
+    "watch and patch `workloadpriorityclasses.kueue.x-k8s.io` ([Kueue](tasks/kueue.md))",
+)
 LIVENESS = Option(
     "--liveness",
     env="PTOL_OPERATOR_LIVENESS",
@@ -79,13 +96,22 @@ LIVENESS = Option(
 # the operator's options that `ptol run` shares
 SHARED_WITH_RUN = (RESYNC_SECONDS, METRICS)
 # the fields of OperatorConfig, and run_operator's other arguments
-CONFIG_OPTIONS = (KUBECONFIG, PEERING_PRIORITY, RESYNC_SECONDS, FIELD_MANAGER_OPTION)
+CONFIG_OPTIONS = (KUBECONFIG, PEERING_PRIORITY, RESYNC_SECONDS, FIELD_MANAGER_OPTION, KUEUE)
 RUN_OPTIONS = (PEERING, LIVENESS, METRICS)
 
 
 def operator_command_options() -> tuple[Option, ...]:
     """Every option of `ptol operator`, in the order of its help."""
-    return (KUBECONFIG, PEERING, PEERING_PRIORITY, *SHARED_WITH_RUN, FIELD_MANAGER_OPTION, LIVENESS, *LOGGING_OPTIONS)
+    return (
+        KUBECONFIG,
+        PEERING,
+        PEERING_PRIORITY,
+        *SHARED_WITH_RUN,
+        FIELD_MANAGER_OPTION,
+        KUEUE,
+        LIVENESS,
+        *LOGGING_OPTIONS,
+    )
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

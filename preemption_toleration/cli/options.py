@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from preemption_toleration.cli.values import LOG_FORMATS, choice, log_level, non_empty
+from preemption_toleration.cli.values import LOG_FORMATS, choice, is_on, log_level, non_empty
 
 ENV_ATTRIBUTE = "env_var"  # set on each action added here; the docs drift test reads it
 
@@ -79,6 +79,20 @@ def flag_value(default: object) -> str | None:
     if isinstance(default, float) and default.is_integer():
         return str(int(default))
     return str(default)
+
+
+def switch(flag: str, env: str, default: bool, help: str, meaning: str | None = None) -> Option:
+    """An on/off option, whose setting is a bool."""
+    return Option(
+        flag,
+        env=env,
+        default=flag_value(default),
+        type=choice("on", "off"),
+        help=help,
+        shown="on\\|off",
+        to_setting=is_on,
+        meaning=meaning,
+    )
 
 
 def add_options(parser: argparse.ArgumentParser, options: Iterable[Option]) -> None:

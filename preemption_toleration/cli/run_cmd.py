@@ -105,7 +105,9 @@ async def run_all(args: argparse.Namespace, stop: asyncio.Event, local: LocalClu
         webhook = asyncio.create_task(replicas)
     else:
         webhook = asyncio.create_task(run_webhook(settings, stop, webhook_ready))
-    config = OperatorConfig(kubeconfig=args.kubeconfig, resync_seconds=args.resync_seconds, impersonate=impersonate)
+    config = OperatorConfig(
+        kubeconfig=args.kubeconfig, resync_seconds=args.resync_seconds, impersonate=impersonate, kueue=settings.kueue
+    )
     # kopf runs in a thread and event loop of its own (operator/supervision.py): whichever part ends first
     # ends them all.
     operator = asyncio.create_task(run_operator(config, stop, metrics_address=args.metrics))

@@ -9,13 +9,12 @@ import argparse
 import dataclasses
 import os
 
-from preemption_toleration.cli.options import KUBECONFIG, LOGGING_OPTIONS, Option, flag_value, settings_values
+from preemption_toleration.cli.options import KUBECONFIG, LOGGING_OPTIONS, Option, flag_value, settings_values, switch
 from preemption_toleration.cli.tls_files import certificate_file, private_key_file
 from preemption_toleration.cli.values import (
     choice,
     hold_seconds,
     host_and_port,
-    is_on,
     namespaced_name,
     non_empty,
     non_negative_integer,
@@ -166,17 +165,14 @@ def server_options(
             setting="guard_mode",
             meaning="the eviction guard: `enforce`, `audit` or `off`",
         ),
-        Option(
+        switch(
             "--extender",
             env="PTOL_EXTENDER",
-            default=flag_value(defaults.extender),
-            type=choice("on", "off"),
+            default=defaults.extender,
             help="the scheduler extender endpoint (/extender/preempt), which reads the guard's caches, and the "
             "expiry nudge it needs: serve them (on), or (off) answer it 404 and write no pod, where no "
             "kube-scheduler is configured to call it (the guard alone: the scheduler's own retries find a "
             "toleration's end); --guard off turns it off too",
-            shown="on\\|off",
-            to_setting=is_on,
             meaning="the scheduler extender endpoint (`/extender/preempt`, part of the guard) and the expiry nudge it "
             "needs: `off` answers it 404 and writes no pod, for clusters whose kube-scheduler is not configured to "
             "call it (the guard alone: the scheduler's own retries, paced by the guard, find a toleration's end), "
@@ -214,20 +210,20 @@ def server_options(
             '`ptol_steering_total{outcome="audited"}`); needs the rights to delete pods, patch `pods/status` and '
             "keep Leases ([Steering](eviction-guard.md#steering-managed-clusters))",
         ),
-        Option(
+        switch(
             "--kueue",
             env="PTOL_KUEUE",
-            default=flag_value(defaults.kueue),
-            type=choice("on", "off"),
-            help="where Kueue admits Jobs: keep Kueue's preemption off a Workload its PriorityClass protects, by "
-            "its priority-boost annotation (Kueue's PriorityBoost gate on); needs --guard, and the rights to "
-            "list, watch and patch Kueue's Workloads",
-            shown="on\\|off",
-            to_setting=is_on,
-            meaning="where Kueue admits Jobs: while a Job's Workload is protected by its PriorityClass, raise its "
+            default=defaults.kueue,
+            help="where Kueue admits Jobs: keep Kueue's preemption off a Workload its class (a PriorityClass or a "
+            "WorkloadPriorityClass) protects, by its priority-boost annotation (Kueue's PriorityBoost gate on); needs "
+            "--guard, and the rights to list, watch and patch Kueue's Workloads and to list and watch its "
+            "WorkloadPriorityClasses",
+            meaning="where Kueue admits Jobs: while a Job's Workload is protected by its class (a PriorityClass, or a "
+            "WorkloadPriorityClass a policy governs), raise its "
             "effective priority in Kueue to the class's minimum - 1 (the `kueue.x-k8s.io/priority-boost` "
             "annotation, with Kueue's `PriorityBoost` gate on), so that Kueue preempts it only as upstream's plugin "
-            "would; needs `--guard` and the rights to list, watch and patch `workloads.kueue.x-k8s.io` "
+            "would; needs `--guard`, the rights to list, watch and patch `workloads.kueue.x-k8s.io` and to list and "
+            "watch `workloadpriorityclasses.kueue.x-k8s.io` "
             "([Kueue](tasks/kueue.md))",
         ),
         Option(
@@ -354,14 +350,11 @@ REGISTRATION_OPTIONS = (
         meaning="the ClusterRole that owns the registered configurations, so that deleting the install deletes "
         "them (the garbage collector)",
     ),
-    Option(
+    switch(
         "--admission-webhooks",
         env="PTOL_ADMISSION_WEBHOOKS",
-        default=flag_value(WEBHOOK_DEFAULTS.admission_webhooks),
-        type=choice("on", "off"),
+        default=WEBHOOK_DEFAULTS.admission_webhooks,
         help="register the PriorityClass and policy admission webhooks (on), or only the guard (off)",
-        shown="on\\|off",
-        to_setting=is_on,
         meaning="register the PriorityClass and policy webhooks; `off`: only the guard (a configuration "
         "registered earlier is deleted)",
     ),

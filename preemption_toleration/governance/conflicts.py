@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from preemption_toleration.api.policy import KIND as POLICY_KIND
+from preemption_toleration.api.resources import ClassKind
 from preemption_toleration.core.pods import parse_time
 from preemption_toleration.governance.planner import governed_names
 from preemption_toleration.inventory.labels import LabelIndex
@@ -79,7 +80,7 @@ def _minimums(
     found: list[Located] = []
     for source, position, policy in policies:
         spec = policy.spec
-        if spec is None or spec.minimum_preemptable_priority is None:
+        if spec is None or spec.minimum_preemptable_priority is None or spec.class_kind is not ClassKind.PRIORITY_CLASS:
             continue  # unset: the policy's own rules warn (toleration-without-minimum, no-effect)
         minimum = spec.minimum_preemptable_priority
         claimed = [
@@ -113,8 +114,8 @@ def conflicts_among(
     labels = labels or LabelIndex(classes)  # once: each selector policy looks only at the classes of its labels
     found: list[Located] = []
     for source, position, policy in policies:
-        if policy.spec is None:
-            continue  # invalid: reported by its own rules
+        if policy.spec is None or policy.class_kind is not ClassKind.PRIORITY_CLASS:
+            continue  # invalid: reported by its own rules; or one of WorkloadPriorityClasses, which are not read
         earlier: dict[str, list[PolicyView]] = {}
         for class_name in governed_names(policy.spec, classes, labels):
             view = classes.get(class_name)

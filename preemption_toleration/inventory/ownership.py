@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from preemption_toleration.api.policy import PreemptionTolerationPolicySpec
+from preemption_toleration.api.resources import ClassKind
 from preemption_toleration.core.selectors import selector_matches
 from preemption_toleration.records.policy import PolicyView
 from preemption_toleration.records.priority_class import ClassView
@@ -57,8 +58,8 @@ class PolicyIndex:
         self.by_pair: dict[tuple[str, str], list[tuple[PolicyView, Selector | None]]] = {}
         self.unindexed: list[tuple[PolicyView, Selector]] = []  # selectors with no required pair, e.g. {}
         for policy in policies:
-            if policy.deleting or policy.spec is None:
-                continue
+            if policy.deleting or policy.spec is None or policy.class_kind is not ClassKind.PRIORITY_CLASS:
+                continue  # a policy of Kueue's WorkloadPriorityClasses claims no PriorityClass
             selector = selector_of(policy.spec)
             if selector is None:
                 self.by_class_name.setdefault(str(policy.spec.priority_class_name), []).append(policy)

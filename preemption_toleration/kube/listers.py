@@ -9,12 +9,23 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
-from preemption_toleration.api.resources import POD_GROUP_API
+from preemption_toleration.api.resources import KUEUE_VERSION, POD_GROUP_API, ClassKind
 from preemption_toleration.kube.informer import ListFunction
 
 
 def priority_classes(api: ApiClient) -> ListFunction:
     return client.SchedulingV1Api(api).list_priority_class  # type: ignore[no-any-return]
+
+
+def workload_priority_classes(api: ApiClient) -> ListFunction:
+    """Kueue's WorkloadPriorityClasses (cluster-scoped)."""
+    custom = client.CustomObjectsApi(api)
+    kind = ClassKind.WORKLOAD_PRIORITY_CLASS
+
+    async def list_classes(**kwargs: Any) -> Any:
+        return await custom.list_cluster_custom_object(kind.group, KUEUE_VERSION, kind.plural, **kwargs)
+
+    return list_classes
 
 
 def policies(api: ApiClient) -> ListFunction:

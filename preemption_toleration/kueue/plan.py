@@ -63,15 +63,16 @@ def plan_boost(
     last_scheduled: datetime | None,
     now: datetime,
 ) -> BoostPlan:
-    """The plan for `workload` at `now`: `toleration` is that of the PriorityClass it takes its priority from
-    (None: not known), `last_scheduled` the latest PodScheduled time among its pods (None: none scheduled)."""
+    """The plan for `workload` at `now`: `toleration` is that of the class it takes its priority from (a
+    PriorityClass or a WorkloadPriorityClass; None: not known), `last_scheduled` the latest PodScheduled time
+    among its pods (None: none scheduled)."""
     wanted, until, problem = None, None, None
     ref = workload.class_ref
     if holds_quota(workload) and ref is not None:
         if not workload.of_batch_job:
             problem = "it is not a batch/v1 Job's: its pods, whose scheduling starts its toleration, are not found"
-        elif not ref.of_pods:
-            problem = f"its priority comes from WorkloadPriorityClass {ref.name}, which no toleration governs yet"
+        elif ref.class_kind is None:
+            problem = f"its priority comes from {ref.kind} {ref.name}, of a kind no policy governs"
         else:
             facts = WorkloadFacts(workload.priority, ref.name, last_scheduled)
             boost = boost_for(facts, toleration, now)

@@ -3,7 +3,8 @@ its reads (controller-runtime's shared informer).
 
 PriorityClasses come from the operator's own paged, raw-JSON watch (kopf does not watch them): each event is
 parsed into its view once, kept, and unless the view is as the last reconcile planned on it (the echo of
-our own write), reported to `changed`, which asks for a reconcile.
+our own write), reported to `changed`, which asks for a reconcile. With Kueue (`--kueue on`), Kueue's
+WorkloadPriorityClasses come from a second such watch, into a store of their own.
 
 Policies come from kopf's own watch (policy_stream.py), which kopf keeps for the operator's one policy handler
 and pauses on a standby replica: each event is put in `PolicyFeed`'s store and, unless it is the echo of our
@@ -22,7 +23,7 @@ from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
-from preemption_toleration.api.resources import PRIORITY_CLASS_PLURAL
+from preemption_toleration.api.resources import ClassKind
 from preemption_toleration.kube import listers
 from preemption_toleration.kube.informer import DictStore, Informer, object_name
 from preemption_toleration.records.policy import PolicyView, policy_view
@@ -34,9 +35,13 @@ class ClassStore(DictStore[ClassView]):
     event once. `is_known(view)`: the class is as the last reconcile saw it, which is no change."""
 
     def __init__(
-        self, field_manager: str, is_known: Callable[[ClassView], bool], changed: Callable[[ClassView | None], None]
+        self,
+        field_manager: str,
+        is_known: Callable[[ClassView], bool],
+        changed: Callable[[ClassView | None], None],
+        kind: ClassKind = ClassKind.PRIORITY_CLASS,
     ) -> None:
-        super().__init__(lambda raw: class_view(raw, field_manager))
+        super().__init__(lambda raw: class_view(raw, field_manager, kind))
         self.is_known = is_known
         self.changed = changed
 
@@ -118,17 +123,27 @@ class OperatorCaches:
         policies: PolicyFeed,
         is_known: Callable[[ClassView], bool],
         class_changed: Callable[[ClassView | None], None],
+        kinds: tuple[ClassKind, ...] = (ClassKind.PRIORITY_CLASS,),
     ) -> None:
-        self.class_store = ClassStore(field_manager, is_known, class_changed)
-        self.classes = Informer(PRIORITY_CLASS_PLURAL, listers.priority_classes(api), self.class_store, logger)
+        """`kinds`: the kinds of class it watches, each with a store of its own."""
+        self.class_stores = {kind: ClassStore(field_manager, is_known, class_changed, kind) for kind in kinds}
+        listing = {
+            ClassKind.PRIORITY_CLASS: listers.priority_classes,
+            ClassKind.WORKLOAD_PRIORITY_CLASS: listers.workload_priority_classes,
+        }
+        self.informers = [
+            Informer(kind.plural, listing[kind](api), store, logger) for kind, store in self.class_stores.items()
+        ]
         self.policies = policies
 
     def tasks(self) -> list[asyncio.Task[None]]:
-        return [asyncio.create_task(self.classes.run(), name=f"watch-{self.classes.kind}")]
+        return [asyncio.create_task(informer.run(), name=f"watch-{informer.kind}") for informer in self.informers]
 
     async def synced(self) -> None:
         """Until the classes have been listed, and the policies' stream is live past a complete listing."""
-        await asyncio.gather(self.classes.synced.wait(), self.policies.listed.wait())
+        await asyncio.gather(*(informer.synced.wait() for informer in self.informers), self.policies.listed.wait())
 
     def contents(self) -> tuple[list[PolicyView], list[ClassView]]:
-        return list(self.policies.store.items.values()), list(self.class_store.items.values())
+        """The policies, and the classes of every kind watched."""
+        classes = [view for store in self.class_stores.values() for view in store.items.values()]
+        return list(self.policies.store.items.values()), classes

@@ -21,6 +21,8 @@ class OperatorConfig:
     # `ptol run`: the operator's own writes act as this user (kube/identity.py), whom the webhooks take for
     # the operator, so that an admin's hand edit made with the same kubeconfig is refused, not reverted
     impersonate: str | None = None
+    # with Kueue: also govern Kueue's WorkloadPriorityClasses (policies of priorityClassKind WorkloadPriorityClass)
+    kueue: bool = False
 
 
 OPERATOR_DEFAULTS = OperatorConfig()  # read only: the defaults, for the flags and the docs' table

@@ -26,6 +26,7 @@ import kopf
 from kubernetes_asyncio import client
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
+from preemption_toleration.api.resources import ClassKind
 from preemption_toleration.kube.client import make_api_client
 from preemption_toleration.kube.events import EventRecorder
 from preemption_toleration.kube.identity import RUN_OPERATOR_GROUP, impersonating
@@ -100,7 +101,8 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     if config.impersonate is not None:
         impersonating(api, config.impersonate, RUN_OPERATOR_GROUP)
     events = EventRecorder(client.CoreV1Api(api), EVENTS_COMPONENT, logger)
-    reconciler = Reconciler(api, config.field_manager, events.post, logger, metrics=memo.metrics)
+    kinds = tuple(ClassKind) if config.kueue else (ClassKind.PRIORITY_CLASS,)  # with Kueue, its classes too
+    reconciler = Reconciler(api, config.field_manager, events.post, logger, metrics=memo.metrics, kinds=kinds)
     changes = asyncio.Event()
     policies: PolicyFeed = memo.policies
     policies.follow(reconciler.is_known_policy, changes.set)
@@ -111,6 +113,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         policies=policies,
         is_known=reconciler.is_known,
         class_changed=lambda _: changes.set(),
+        kinds=kinds,
     )
 
     clock = ResyncClock()

@@ -21,14 +21,14 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.api.policy import PLURAL
-from preemption_toleration.api.resources import PRIORITY_CLASS_PLURAL, ObjectRef
+from preemption_toleration.api.resources import ClassKind, ObjectRef
 from preemption_toleration.governance.planner import (
     ClassWrite,
     PolicyOutcome,
     Reason,
     apply_body,
     failed_outcome,
-    plan,
+    plan_kinds,
 )
 from preemption_toleration.governance.status import READY, build_status, status_differs
 from preemption_toleration.kube.client import API_ERRORS, api_problem
@@ -43,6 +43,7 @@ EventPoster = Callable[[ObjectRef, str, str, str], None]
 ClassApplier = Callable[[ApiClient, Mapping[str, Any], str], Awaitable[Any]]
 StatusPatcher = Callable[[ApiClient, str, Mapping[str, Any], Mapping[str, Any]], Awaitable[Any]]
 V = TypeVar("V", ClassView, PolicyView)
+ClassKey = tuple[ClassKind, str]
 
 
 @dataclass
@@ -77,6 +78,11 @@ async def _bounded(jobs: Iterable[Awaitable[None]], limit: int = WRITE_CONCURREN
     await asyncio.gather(*(gated(job) for job in jobs))
 
 
+def _log_key(kind: ClassKind) -> str:
+    """The log field that names a class of `kind` ("priorityClass", "workloadPriorityClass")."""
+    return kind.value[0].lower() + kind.value[1:]
+
+
 def _ready_reason(status: Mapping[str, Any]) -> tuple[str | None, str | None]:
     for condition in status.get("conditions") or []:
         if condition.get("type") == READY:
@@ -94,7 +100,10 @@ class Reconciler:
         apply_class: ClassApplier = apply_class_annotations,
         patch_status: StatusPatcher = patch_policy_status,
         metrics: OperatorMetrics | None = None,
+        kinds: tuple[ClassKind, ...] = (ClassKind.PRIORITY_CLASS,),
     ) -> None:
+        """`kinds`: the kinds of class it governs (Kueue's WorkloadPriorityClasses with --kueue on); a policy of
+        another kind is told so in its status."""
         self.metrics = metrics or OperatorMetrics()
         self.api = api
         self.field_manager = field_manager
@@ -102,16 +111,17 @@ class Reconciler:
         self.logger = logger
         self.apply_class = apply_class
         self.patch_status = patch_status
+        self.kinds = kinds
         self.lock = asyncio.Lock()
-        self._written_classes: dict[str, _Written[ClassView]] = {}
+        self._written_classes: dict[ClassKind, dict[str, _Written[ClassView]]] = {kind: {} for kind in kinds}
         self._written_policies: dict[str, _Written[PolicyView]] = {}
-        self.known_classes: dict[str, ClassView] = {}  # as the last run planned on them
+        self.known_classes: dict[ClassKey, ClassView] = {}  # as the last run planned on them
         self.known_policies: dict[str, PolicyView] = {}
 
     def is_known(self, view: ClassView) -> bool:
         """The class is as the last run saw it (e.g. the echo of our own write): planning again would
         change nothing."""
-        return self.known_classes.get(view.name) == view
+        return self.known_classes.get((view.kind, view.name)) == view
 
     def is_known_policy(self, view: PolicyView) -> bool:
         """The policy is as the last run saw it (e.g. the echo of our own status patch)."""
@@ -137,44 +147,54 @@ class Reconciler:
     async def reconcile(
         self, policies: Iterable[PolicyView], classes: Iterable[ClassView], now: datetime | None = None
     ) -> ReconcileResult:
+        """`classes`: those of every kind it governs, each view saying its kind."""
+        by_kind: dict[ClassKind, list[ClassView]] = {kind: [] for kind in self.kinds}
+        for view in classes:
+            if view.kind in by_kind:
+                by_kind[view.kind].append(view)
         async with self.lock:
             policies = self._fresh(list(policies), self._written_policies)
-            classes = self._fresh(list(classes), self._written_classes)
-            self.known_classes = {view.name: view for view in classes}
+            by_kind = {kind: self._fresh(views, self._written_classes[kind]) for kind, views in by_kind.items()}
+            self.known_classes = {(view.kind, view.name): view for views in by_kind.values() for view in views}
             self.known_policies = {view.name: view for view in policies}
-            result = await self._reconcile(policies, classes, now or datetime.now(UTC))
+            result = await self._reconcile(policies, by_kind, now or datetime.now(UTC))
         self.metrics.reconciled(Result.FAILED if result.failures else Result.OK)
-        self.metrics.objects.labels(PRIORITY_CLASS_PLURAL).set(len(classes))
+        for kind, views in by_kind.items():
+            self.metrics.objects.labels(kind.plural).set(len(views))
         self.metrics.objects.labels(PLURAL).set(len(policies))
         return result
 
-    async def _reconcile(self, policies: list[PolicyView], classes: list[ClassView], now: datetime) -> ReconcileResult:
+    async def _reconcile(
+        self, policies: list[PolicyView], classes: Mapping[ClassKind, list[ClassView]], now: datetime
+    ) -> ReconcileResult:
         result = ReconcileResult()
-        decided = plan(policies, classes)
+        decided = plan_kinds(policies, classes)
         outcomes: dict[str, PolicyOutcome] = dict(decided.outcomes)
-        views = {view.name: view for view in classes}
+        views = {(view.kind, view.name): view for kind_views in classes.values() for view in kind_views}
         policy_by_name = {policy.name: policy for policy in policies}
 
         async def write_class(write: ClassWrite) -> None:
-            view = views[write.class_name]
+            view = views[write.kind, write.class_name]
             action = WriteAction.APPLIED if write.policy_name else WriteAction.RELEASED
             try:
                 stored = await self.apply_class(self.api, apply_body(view, write.annotations), self.field_manager)
             except API_ERRORS as error:
                 problem = api_problem(error)
                 self.metrics.wrote(action, Result.FAILED)
-                result.failures.append(f"PriorityClass {write.class_name}: {problem}")
-                self.logger.warning("write failed", extra={"priorityClass": write.class_name, "problem": problem})
+                result.failures.append(f"{write.kind.value} {write.class_name}: {problem}")
+                self.logger.warning("write failed", extra={_log_key(write.kind): write.class_name, "problem": problem})
                 if write.policy_name is not None and write.policy_name in outcomes:
-                    outcomes[write.policy_name] = failed_outcome(outcomes[write.policy_name], write.class_name, problem)
+                    outcomes[write.policy_name] = failed_outcome(
+                        outcomes[write.policy_name], write.class_name, problem, write.kind
+                    )
                 return
             if isinstance(stored, Mapping):
-                written = class_view(stored, self.field_manager)
-                self._written_classes[view.name] = _Written(view.resource_version, written)
-                self.known_classes[view.name] = written
+                written = class_view(stored, self.field_manager, write.kind)
+                self._written_classes[write.kind][view.name] = _Written(view.resource_version, written)
+                self.known_classes[write.kind, view.name] = written
             result.writes += 1
             self.metrics.wrote(action, Result.OK)
-            self._report_write(write.class_name, write.annotations, write.policy_name, policy_by_name, view)
+            self._report_write(write.annotations, write.policy_name, policy_by_name, view)
 
         await _bounded(write_class(write) for write in decided.writes)
 
@@ -211,7 +231,6 @@ class Reconciler:
 
     def _report_write(
         self,
-        class_name: str,
         annotations: Mapping[str, str],
         policy_name: str | None,
         policies: Mapping[str, PolicyView],
@@ -220,11 +239,11 @@ class Reconciler:
         values = ", ".join(f"{key.rsplit('/', 1)[1]}={value}" for key, value in annotations.items())
         if policy_name is None:
             message = "Removed the toleration annotations: no policy governs this class any more."
-            self.logger.info("released", extra={"priorityClass": class_name})
+            self.logger.info("released", extra={_log_key(view.kind): view.name})
             self.post_event(view.ref, "Normal", "Released", message)
             return
-        message = f"Applied {values or 'no annotations'} to PriorityClass {class_name}."
+        message = f"Applied {values or 'no annotations'} to {view.kind.value} {view.name}."
         self.logger.info(
-            "applied", extra={"priorityClass": class_name, "policy": policy_name, "annotations": dict(annotations)}
+            "applied", extra={_log_key(view.kind): view.name, "policy": policy_name, "annotations": dict(annotations)}
         )
         self.post_event(policies[policy_name].ref, "Normal", "Applied", message)

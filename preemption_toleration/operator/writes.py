@@ -10,24 +10,31 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
+from preemption_toleration.api.resources import ClassKind
 from preemption_toleration.kube.client import APPLY_PATCH, MERGE_PATCH, answer_of
 
 
 async def apply_class_annotations(api: ApiClient, body: Mapping[str, Any], field_manager: str) -> dict[str, Any]:
-    """Server-side apply of our annotation keys; `force` takes back keys someone changed by hand. Returns the
-    class as the server stored it, read as JSON: the client's model of it, turned back into a dict, cost about
-    a millisecond of the operator's CPU per write, thousands of them in a burst of policies."""
-    answer = answer_of(
-        client.SchedulingV1Api(api).patch_priority_class(
-            name=body["metadata"]["name"],
-            body=dict(body),
-            field_manager=field_manager,
-            force=True,
-            _content_type=APPLY_PATCH,
-            _preload_content=False,
+    """Server-side apply of our annotation keys on the class `body` names (a PriorityClass, or Kueue's
+    WorkloadPriorityClass); `force` takes back keys someone changed by hand. Returns the class as the server
+    stored it, read as JSON: the client's model of it, turned back into a dict, cost about a millisecond of the
+    operator's CPU per write, thousands of them in a burst of policies."""
+    name = body["metadata"]["name"]
+    options: dict[str, Any] = {
+        "field_manager": field_manager,
+        "force": True,
+        "_content_type": APPLY_PATCH,
+        "_preload_content": False,
+    }
+    if body.get("kind") == ClassKind.WORKLOAD_PRIORITY_CLASS.value:
+        kind = ClassKind.WORKLOAD_PRIORITY_CLASS
+        version = kind.api_version.rpartition("/")[2]
+        call = client.CustomObjectsApi(api).patch_cluster_custom_object(
+            kind.group, version, kind.plural, name, dict(body), **options
         )
-    )
-    stored: dict[str, Any] = json.loads(await answer)
+    else:
+        call = client.SchedulingV1Api(api).patch_priority_class(name=name, body=dict(body), **options)
+    stored: dict[str, Any] = json.loads(await answer_of(call))
     return stored
 
 

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from preemption_toleration.api.policy import API_VERSION, KIND, PreemptionTolerationPolicySpec
-from preemption_toleration.api.resources import ObjectRef
+from preemption_toleration.api.resources import ClassKind, ObjectRef
 from preemption_toleration.core.pods import parse_time
 from preemption_toleration.core.shapes import as_int, as_mapping
 from preemption_toleration.validation.findings import Finding
@@ -29,6 +29,11 @@ class PolicyView:
     uid: str = ""
     status: Mapping[str, Any] = field(default_factory=dict)
     resource_version: str = field(default="", compare=False)
+
+    @property
+    def class_kind(self) -> ClassKind:
+        """The kind of class it governs (an invalid policy's counts as PriorityClass, whose planning reports it)."""
+        return self.spec.class_kind if self.spec is not None else ClassKind.PRIORITY_CLASS
 
     @property
     def ref(self) -> ObjectRef:

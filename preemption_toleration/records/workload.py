@@ -7,13 +7,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from preemption_toleration.api.resources import ClassKind
 from preemption_toleration.core.intparse import IntParseError, parse_go_int
 from preemption_toleration.core.shapes import as_int, as_list, as_mapping
 
 PRIORITY_BOOST: Final = "kueue.x-k8s.io/priority-boost"
 JOB_UID_LABEL: Final = "kueue.x-k8s.io/job-uid"  # the Job's UID, which its pods' controller-uid label names
-POD_PRIORITY_CLASS: Final = ("scheduling.k8s.io", "PriorityClass")
-WORKLOAD_PRIORITY_CLASS: Final = ("kueue.x-k8s.io", "WorkloadPriorityClass")
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,9 +24,12 @@ class ClassRef:
     name: str
 
     @property
-    def of_pods(self) -> bool:
-        """A PriorityClass (as a pod names one), not a WorkloadPriorityClass."""
-        return (self.group, self.kind) == POD_PRIORITY_CLASS
+    def class_kind(self) -> ClassKind | None:
+        """The kind of class it names (None: neither kind a policy governs)."""
+        for kind in ClassKind:
+            if (self.group, self.kind) == (kind.group, kind.value):
+                return kind
+        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
+from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.kube.informer import CacheStats
 from preemption_toleration.steering.plan import Declined
 from preemption_toleration.telemetry import declared
@@ -67,6 +68,7 @@ class WebhookMetrics:
         self.extender_nodes = counter(declared.EXTENDER_NODES, self.registry)
         self.nudges = counter(declared.NUDGES, self.registry)
         self.kueue_boosts = counter(declared.KUEUE_BOOSTS, self.registry)
+        self.kueue_protected_evictions = counter(declared.KUEUE_PROTECTED_EVICTIONS, self.registry)
         self.groups_left_in_part = counter(declared.GUARD_GROUPS_LEFT_IN_PART, self.registry)
         self.group_decisions = counter(declared.GUARD_GROUP_DECISIONS, self.registry)
         self.unexpected_errors = counter(declared.UNEXPECTED_ERRORS, self.registry)
@@ -79,6 +81,9 @@ class WebhookMetrics:
 
     def kueue_boosted(self, outcome: KueueBoostOutcome) -> None:
         self.child(self.kueue_boosts, outcome.value).inc()
+
+    def kueue_protected_evicted(self, protection: ProtectionKind) -> None:
+        self.child(self.kueue_protected_evictions, protection.value).inc()
 
     def nudged(self, outcome: NudgeOutcome) -> None:
         self.child(self.nudges, outcome.value).inc()

@@ -263,6 +263,16 @@ KUEUE_BOOSTS = Metric(
     (Label.of("outcome", KueueBoostOutcome),),
     described_in="tasks/kueue.md",
 )
+KUEUE_PROTECTED_EVICTIONS = Metric(
+    "ptol_kueue_protected_evictions_total",
+    Kind.COUNTER,
+    _W,
+    "Kueue's preemptions of a Workload its class's toleration protected from that preemptor (--kueue on), which "
+    "the boost did not keep off, by protection (Forever, Until): reported by a Warning Event "
+    "PreemptionWouldBeRefused on the Workload, not refused. Every replica counts what it sees: take the max.",
+    (Label.of("protection", (ProtectionKind.FOREVER, ProtectionKind.UNTIL)),),
+    described_in="tasks/kueue.md",
+)
 UNEXPECTED_ERRORS = Metric(
     "ptol_webhook_unexpected_errors_total",
     Kind.COUNTER,
@@ -303,7 +313,7 @@ OPERATOR_WRITES = Metric(
     "ptol_operator_writes_total",
     Kind.COUNTER,
     _O,
-    "PriorityClass writes, by action and result.",
+    "PriorityClass (and, with --kueue on, WorkloadPriorityClass) writes, by action and result.",
     (Label.of("action", WriteAction), Label.of("result", Result)),
 )
 OPERATOR_STATUS_PATCHES = Metric("ptol_operator_status_patches_total", Kind.COUNTER, _O, "Policy status updates.")
@@ -312,7 +322,7 @@ OPERATOR_CACHE_OBJECTS = Metric(
     Kind.GAUGE,
     _O,
     "Objects the operator watches, by kind.",
-    (Label("kind", meaning="priorityclasses, preemptiontolerationpolicies"),),
+    (Label("kind", meaning="priorityclasses, preemptiontolerationpolicies, workloadpriorityclasses (--kueue on)"),),
 )
 OPERATOR_RESYNCS = Metric(
     "ptol_operator_resyncs_total",
@@ -359,4 +369,5 @@ METRICS = (
     STEERING,
     STEERING_PLANS,
     KUEUE_BOOSTS,
+    KUEUE_PROTECTED_EVICTIONS,
 )

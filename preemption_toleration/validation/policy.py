@@ -116,6 +116,8 @@ _PROBLEMS = {
 
 def _problem_text(kind: str, detail: Mapping[str, Any], value: Any) -> str:
     context = detail.get("ctx") or {}
+    if kind in ("literal_error", "enum") and context.get("expected"):
+        return f"{_PROBLEMS[kind]}: {context['expected']}"
     if kind in _PROBLEMS:
         return f"{_PROBLEMS[kind]} (it is {kind_of_value(value)})" if kind.endswith("_type") else _PROBLEMS[kind]
     if kind == "string_too_short":

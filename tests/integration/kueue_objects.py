@@ -28,38 +28,70 @@ async def queue_with_a_node(
 ) -> AsyncIterator[tuple[str, str, str]]:
     """A namespace with a LocalQueue of a ClusterQueue of `quota_cpus` CPUs (with its `preemption` policy), and a
     node of `node_cpus` CPUs: (namespace, queue, node); all removed after."""
-    namespace, node, name = unique_name("kueue"), unique_name("node"), unique_name("q")
+    namespace, name = unique_name("kueue"), unique_name("q")
+    queue = cluster_queue(name, name, quota_cpus, preemption)
+    manifests = [flavor(name), queue, local_queue(name, namespace)]
+    async with kueue_objects(cluster, kubectl, namespace, node_cpus, manifests, name) as node:
+        yield namespace, name, node
+
+
+def flavor(name: str) -> dict[str, Any]:
+    return {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": name}}
+
+
+def cluster_queue(
+    name: str, flavor_name: str, cpus: str, preemption: dict[str, str] | None = None, cohort: str | None = None
+) -> dict[str, Any]:
+    """A ClusterQueue of `cpus` CPUs of one flavor, of any namespace, with its `preemption` policy and `cohort`."""
+    flavors = [{"name": flavor_name, "resources": [{"name": "cpu", "nominalQuota": cpus}]}]
     spec: dict[str, Any] = {
         "namespaceSelector": {},
-        "resourceGroups": [
-            {
-                "coveredResources": ["cpu"],
-                "flavors": [{"name": name, "resources": [{"name": "cpu", "nominalQuota": quota_cpus}]}],
-            }
-        ],
+        "resourceGroups": [{"coveredResources": ["cpu"], "flavors": flavors}],
     }
     if preemption:
         spec["preemption"] = preemption
-    manifests = [
-        {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": name}},
-        {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec},
-        {
-            "apiVersion": KUEUE_API,
-            "kind": "LocalQueue",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {"clusterQueue": name},
-        },
-    ]
+    if cohort:
+        spec["cohortName"] = cohort
+    return {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+
+
+def local_queue(name: str, namespace: str) -> dict[str, Any]:
+    """A LocalQueue of the ClusterQueue of the same name."""
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"clusterQueue": name},
+    }
+
+
+@asynccontextmanager
+async def kueue_objects(
+    cluster: LocalCluster,
+    kubectl: Kubectl,
+    namespace: str,
+    node_cpus: str,
+    manifests: list[dict[str, Any]],
+    probe_queue: str,
+) -> AsyncIterator[str]:
+    """`namespace`, a node of `node_cpus` CPUs and Kueue's objects of `manifests` applied, until Kueue's webhook
+    suspends a Job queued to `probe_queue`: the node's name; all removed after."""
+    node = unique_name("node")
     async with await cluster.api_client() as api:
         await ensure_namespace(api, namespace)
         await create_node(api, node, cpu=node_cpus)
         kubectl("apply", "-f", "-", input="\n---\n".join(json.dumps(m) for m in manifests))
-        until("Kueue's webhook suspending a Job of the new namespace", lambda: suspends(kubectl, namespace, name))
+        until(
+            "Kueue's webhook suspending a Job of the new namespace", lambda: suspends(kubectl, namespace, probe_queue)
+        )
         try:
-            yield namespace, name, node
+            yield node
         finally:
             kubectl("delete", "namespace", namespace, "--wait=false", check=False)
-            kubectl("delete", "clusterqueue,resourceflavor", name, "--ignore-not-found", check=False)
+            cluster_scoped = [m for m in manifests if "namespace" not in m["metadata"]]
+            for manifest in reversed(cluster_scoped):  # queues before their flavors
+                kind, name = manifest["kind"].lower(), manifest["metadata"]["name"]
+                kubectl("delete", kind, name, "--ignore-not-found", check=False)
             await delete_node(api, node)
 
 
@@ -94,10 +126,21 @@ def conditions(found: dict[str, Any] | None) -> dict[str, str]:
     return {c["type"]: c["status"] for c in (found or {}).get("status", {}).get("conditions", [])}
 
 
-def running_job(name: str, queue: str, priority_class: str, pods: int, namespace: str | None = None) -> dict[str, Any]:
+def running_job(
+    name: str,
+    queue: str,
+    priority_class: str,
+    pods: int,
+    namespace: str | None = None,
+    workload_priority_class: str | None = None,
+) -> dict[str, Any]:
     """A Job of `pods` pods of 1 CPU of `priority_class`, queued to the LocalQueue `queue`, whose pods keep running
-    on KWOK's nodes until Kueue evicts it."""
-    metadata: dict[str, Any] = {"name": name, "labels": {"kueue.x-k8s.io/queue-name": queue}}
+    on KWOK's nodes until Kueue evicts it; with `workload_priority_class`, its Workload takes its priority from
+    that WorkloadPriorityClass (Kueue's label on the Job)."""
+    labels = {"kueue.x-k8s.io/queue-name": queue}
+    if workload_priority_class is not None:
+        labels["kueue.x-k8s.io/priority-class"] = workload_priority_class
+    metadata: dict[str, Any] = {"name": name, "labels": labels}
     if namespace is not None:
         metadata["namespace"] = namespace
     return {

@@ -257,16 +257,23 @@ def _steering_audit(objects: Objects) -> None:
     assert STEERING_ROLE not in objects
 
 
-def _kueue_rights(objects: Objects) -> list[dict]:
-    return [rule for rule in objects[("ClusterRole", WEBHOOK)]["rules"] if "kueue.x-k8s.io" in rule["apiGroups"]]
+def _kueue_rights(objects: Objects, component: str) -> list[tuple[list[str], list[str]]]:
+    rules = objects[("ClusterRole", component)]["rules"]
+    return [(rule["resources"], rule["verbs"]) for rule in rules if "kueue.x-k8s.io" in rule["apiGroups"]]
 
 
 def _kueue_on(objects: Objects) -> None:
-    """Kueue's boost: the server asked for it, with the rights to watch and patch Workloads and no others."""
+    """Kueue's boost: the server asked for it, with the rights to watch and patch Workloads and to watch
+    WorkloadPriorityClasses, and no others; the operator asked to govern WorkloadPriorityClasses, with the rights
+    to patch them."""
     assert container(objects, WEBHOOK)["args"][-2:] == ["--kueue", "on"]
-    assert [(rule["resources"], rule["verbs"]) for rule in _kueue_rights(objects)] == [
-        (["workloads"], ["list", "watch", "patch"])
+    assert _kueue_rights(objects, WEBHOOK) == [
+        (["workloads"], ["list", "watch", "patch"]),
+        (["workloadpriorityclasses"], ["list", "watch"]),
     ]
+    args = container(objects, OPERATOR)["args"]
+    assert args[args.index("--kueue") + 1] == "on"
+    assert _kueue_rights(objects, OPERATOR) == [(["workloadpriorityclasses"], ["get", "list", "watch", "patch"])]
 
 
 def _admission_off(objects: Objects) -> None:

@@ -14,15 +14,23 @@ from typing import Any
 
 import pytest
 
-from preemption_toleration.devcluster import (
-    LocalCluster,
-)
+from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.kueue import FEATURE_GATES
 from preemption_toleration.records.workload import PRIORITY_BOOST
 from tests.integration.components import RunProcess, ptol_run
 from tests.integration.conftest import Kubectl
 from tests.integration.helpers import unique_name
-from tests.integration.kueue_objects import conditions, queue_with_a_node, running_job, until, workload_of
+from tests.integration.kueue_objects import (
+    cluster_queue,
+    conditions,
+    flavor,
+    kueue_objects,
+    local_queue,
+    queue_with_a_node,
+    running_job,
+    until,
+    workload_of,
+)
 from tests.integration.objects import MIN, TOL, apply, class_manifest, policy_manifest
 from tests.metrics import scrape, total
 
@@ -213,6 +221,102 @@ async def test_a_policy_applied_while_the_job_runs_protects_it_at_once(
         kueue_kubectl("delete", "ptp,priorityclass", klass, "--ignore-not-found", check=False)
 
 
+def workload_priority_class(name: str, value: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "WorkloadPriorityClass",
+        "metadata": {"name": name},
+        "value": value,
+    }
+
+
+def ready(kubectl: Kubectl, policy: str) -> str | None:
+    """The message of the policy's Ready condition once it is True."""
+    found = json.loads(kubectl("get", "ptp", policy, "-o", "json").stdout)
+    conditions = {c["type"]: c for c in found.get("status", {}).get("conditions") or []}
+    ready = conditions.get("Ready") or {}
+    return ready.get("message") if ready.get("status") == "True" else None
+
+
+async def test_a_workload_priority_class_governed_by_a_policy_protects_its_jobs(
+    kueue_run: RunProcess, kueue_kubectl: Kubectl, queue: tuple[str, str]
+) -> None:
+    """A policy of `priorityClassKind: WorkloadPriorityClass`: the operator writes the toleration on Kueue's class,
+    and the Jobs whose Workloads take their priority from it are kept from preemptors below its minimum."""
+    namespace, name = queue
+    protected, high = unique_name("wpc-protected"), unique_name("wpc-high")
+    kueue_kubectl(
+        "apply",
+        "-f",
+        "-",
+        input="\n---\n".join(json.dumps(workload_priority_class(*c)) for c in ((protected, 8000), (high, 9000))),
+    )
+    try:
+        spec = {
+            "priorityClassKind": "WorkloadPriorityClass",
+            "priorityClassName": protected,
+            "minimumPreemptablePriority": 10000,
+            "tolerationSeconds": -1,
+        }
+        apply(kueue_kubectl, policy_manifest(protected, spec))
+        message = until("the policy applied", lambda: ready(kueue_kubectl, protected))
+        assert message.startswith(f"Applied to WorkloadPriorityClass {protected}: "), message
+        found = json.loads(kueue_kubectl("get", "workloadpriorityclass", protected, "-o", "json").stdout)
+        annotations = found["metadata"].get("annotations") or {}
+        assert (annotations.get(MIN), annotations.get(TOL)) == ("10000", "-1")
+        assert kueue_kubectl("get", "priorityclass", protected, check=False).returncode != 0, "no PriorityClass made"
+
+        job = running_job("kept", name, "", 4, workload_priority_class=protected)
+        kueue_kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(job))
+        admitted_and_running(kueue_kubectl, namespace, "kept", 4)
+        ref = (workload(kueue_kubectl, namespace, "kept") or {})["spec"]["priorityClassRef"]
+        assert (ref["kind"], ref["name"]) == ("WorkloadPriorityClass", protected), "Kueue took the class's priority"
+        assert until("the protected Job's boost", lambda: boost(kueue_kubectl, namespace, "kept")) == "1999"
+        preemptor = running_job("high", name, "", 4, workload_priority_class=high)
+        kueue_kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(preemptor))
+        tried(kueue_kubectl, namespace, "high")  # and found no victim it may take
+        assert not admitted(kueue_kubectl, namespace, "high")
+        assert admitted(kueue_kubectl, namespace, "kept") and not evicted(kueue_kubectl, namespace, "kept")
+    finally:
+        kueue_kubectl("delete", "ptp", protected, "--ignore-not-found", check=False)
+        kueue_kubectl("delete", "workloadpriorityclass", protected, high, "--ignore-not-found", check=False)
+
+
+@pytest.fixture
+async def cohort(kueue_cluster: LocalCluster, kueue_kubectl: Kubectl) -> AsyncIterator[tuple[str, str, str]]:
+    """Two ClusterQueues of one cohort and one flavor: a lender of 4 CPUs that reclaims them from any priority
+    (`reclaimWithinCohort: Any`), and a borrower of none, each with a LocalQueue in one namespace, and a node of 16
+    CPUs: (namespace, lender's queue, borrower's queue)."""
+    namespace, name = unique_name("kueue"), unique_name("cohort")
+    lender, borrower = f"{name}-lender", f"{name}-borrower"
+    manifests = [
+        flavor(name),
+        cluster_queue(lender, name, "4", {"reclaimWithinCohort": "Any"}, cohort=name),
+        cluster_queue(borrower, name, "0", cohort=name),
+        local_queue(lender, namespace),
+        local_queue(borrower, namespace),
+    ]
+    async with kueue_objects(kueue_cluster, kueue_kubectl, namespace, "16", manifests, lender):
+        yield namespace, lender, borrower
+
+
+async def test_under_reclaim_within_cohort_any_no_priority_protects_and_the_backstop_says_so(
+    kueue_run: RunProcess, kueue_kubectl: Kubectl, classes: dict[str, str], cohort: tuple[str, str, str]
+) -> None:
+    """`reclaimWithinCohort: Any` (docs/contract.md, "Kueue"): Kueue takes back borrowed quota from any priority, so
+    the boost cannot keep a protected Job that borrows; its eviction is reported on its Workload, not refused."""
+    namespace, lender, borrower = cohort
+    boosted(kueue_kubectl, namespace, borrower, "kept", classes["protected"], 4)  # on the lender's quota
+    submit(kueue_kubectl, namespace, lender, "reclaim", classes["plain"], 4)  # 8000: far below the minimum
+    until("the lender's Job admitted", lambda: admitted(kueue_kubectl, namespace, "reclaim"))
+    assert evicted(kueue_kubectl, namespace, "kept"), "Kueue reclaimed its quota from the protected Job"
+    reason = conditions(workload(kueue_kubectl, namespace, "kept")).get("Preempted")
+    assert reason == "True"
+    told = until("the backstop's Event", lambda: events_of(kueue_kubectl, namespace, "PreemptionWouldBeRefused"))
+    assert "(InCohortReclamation)" in told[0] and "of effective priority 8000" in told[0], told
+    until("the evicted Job's boost removed", lambda: boost(kueue_kubectl, namespace, "kept") is None)
+
+
 async def test_a_boost_outliving_a_stopped_server_is_removed_when_it_starts(
     kueue_run: RunProcess, kueue_kubectl: Kubectl, classes: dict[str, str], queue: tuple[str, str]
 ) -> None:
@@ -239,7 +343,8 @@ async def test_with_kueues_gate_off_no_boost_is_written_and_the_workload_says_wh
     queue: tuple[str, str],
 ) -> None:
     """Kueue ignores the boost with its PriorityBoost gate off: the server, started beside such a Kueue, finds it
-    out, writes nothing and says so on the Workload it would have protected, never half."""
+    out, writes nothing and says so on the Workload it would have protected, never half. Kueue then preempts the
+    protected Job for one below its minimum, which the backstop reports on the Workload (not refused)."""
     namespace, name = queue
     kueue_run.stop()
     kueue_cluster.restart_kueue({**FEATURE_GATES, "PriorityBoost": False})
@@ -250,6 +355,15 @@ async def test_with_kueues_gate_off_no_boost_is_written_and_the_workload_says_wh
         said = until("the Warning Event", lambda: events_of(kueue_kubectl, namespace, "PriorityBoostNotWritten"))
         assert "Kueue's PriorityBoost feature gate is off" in said[0]
         assert boost(kueue_kubectl, namespace, "kept") is None
+
+        submit(kueue_kubectl, namespace, name, "high", classes["high"], 4)  # 9000: below the minimum
+        until("the high Job admitted", lambda: admitted(kueue_kubectl, namespace, "high"))
+        assert evicted(kueue_kubectl, namespace, "kept"), "without the boost, Kueue preempts the protected Job"
+        told = until("the backstop's Event", lambda: events_of(kueue_kubectl, namespace, "PreemptionWouldBeRefused"))
+        assert f"for Workload {namespace}/" in told[0] and "of effective priority 9000" in told[0], told
+        assert "below 10000, for ever" in told[0], told
+        evictions = scrape(f"{kueue_run.metrics_base}/metrics")
+        assert total(evictions, "ptol_kueue_protected_evictions_total", protection="Forever") >= 1
     finally:
         kueue_run.stop()
         kueue_cluster.restart_kueue()

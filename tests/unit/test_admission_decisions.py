@@ -294,6 +294,31 @@ def test_policy_denials(rule, spec, code, words) -> None:
     assert not decision.allowed and decision.status.code == code and words in decision.status.message
 
 
+@pytest.mark.parametrize(
+    ("rule", "kind", "allowed"),
+    [
+        ("a second policy of one PriorityClass is refused", None, False),
+        (
+            "a policy of the WorkloadPriorityClass of that name claims no PriorityClass: allowed",
+            "WorkloadPriorityClass",
+            True,
+        ),
+    ],
+)
+def test_a_policy_is_judged_against_the_classes_of_its_kind(rule, kind, allowed) -> None:
+    spec = {"priorityClassName": "low-non-preempted", "minimumPreemptablePriority": 1}
+    if kind is not None:
+        spec["priorityClassKind"] = kind
+    assert validate_policy(policy_review(policy("new", spec)), GOVERNED).allowed is allowed, rule
+
+
+def test_a_policy_of_an_unknown_kind_of_class_is_refused_with_the_kinds_it_may_name() -> None:
+    spec = {"priorityClassName": "a", "minimumPreemptablePriority": 1, "priorityClassKind": "ResourceFlavor"}
+    decision = validate_policy(policy_review(policy("new", spec)), GOVERNED)
+    assert not decision.allowed and decision.status.code == 422
+    assert "PriorityClass" in decision.status.message and "WorkloadPriorityClass" in decision.status.message
+
+
 def test_policy_update_of_the_governing_policy_itself_is_allowed() -> None:
     spec = {"priorityClassName": "low-non-preempted", "minimumPreemptablePriority": 10000, "tolerationSeconds": 600}
     assert validate_policy(policy_review(policy("forever", spec), "UPDATE"), GOVERNED).allowed

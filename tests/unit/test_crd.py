@@ -72,9 +72,11 @@ def test_schema_carries_the_model_ranges() -> None:
     assert set(fields) == {
         "priorityClassName",
         "priorityClassSelector",
+        "priorityClassKind",
         "minimumPreemptablePriority",
         "tolerationSeconds",
     }
+    assert fields["priorityClassKind"]["enum"] == ["PriorityClass", "WorkloadPriorityClass"]
     # unknown spec fields reach the validating webhook, which names the nearest known field
     assert spec["x-kubernetes-preserve-unknown-fields"] is True
 

@@ -4,9 +4,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from preemption_toleration.api.resources import ClassKind
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY as MIN
 from preemption_toleration.core.annotations import TOLERATION_SECONDS as TOL
-from preemption_toleration.governance.planner import ClassWrite, Reason, plan
+from preemption_toleration.governance.planner import ClassWrite, Reason, apply_body, plan, plan_kinds
 from preemption_toleration.governance.status import build_status, status_differs
 from preemption_toleration.inventory.ownership import claimants
 from preemption_toleration.records.policy import policy_view
@@ -353,3 +354,100 @@ def test_a_policy_without_effect_is_ready_and_says_so(rule, spec, classes, reaso
     assert (outcome.reason, outcome.message) == (reason, message)
     condition = build_status(outcome, 1, None, NOW)["conditions"][0]
     assert (condition["status"], condition["reason"], condition["message"]) == ("True", reason.value, message)
+
+
+def workload_class(name, annotations=None, owned=(), labels=None, value=8000):
+    return ClassView(
+        name, value, labels or {}, annotations or {}, frozenset(owned), kind=ClassKind.WORKLOAD_PRIORITY_CLASS
+    )
+
+
+OF_WORKLOADS = {**FOREVER, "priorityClassKind": "WorkloadPriorityClass"}
+
+
+@pytest.mark.parametrize(
+    ("rule", "policies", "classes", "writes", "reasons"),
+    [
+        (
+            "a policy of WorkloadPriorityClasses writes the WorkloadPriorityClass, not the PriorityClass of its name",
+            [policy("p", OF_WORKLOADS)],
+            {
+                ClassKind.PRIORITY_CLASS: [klass("low-non-preempted")],
+                ClassKind.WORKLOAD_PRIORITY_CLASS: [workload_class("low-non-preempted")],
+            },
+            [(ClassKind.WORKLOAD_PRIORITY_CLASS, "low-non-preempted", WANTED, "p")],
+            {"p": Reason.APPLIED},
+        ),
+        (
+            "policies of each kind govern a class of the same name apart, neither in conflict",
+            [policy("pods", FOREVER), policy("workloads", OF_WORKLOADS, age_rank=1)],
+            {
+                ClassKind.PRIORITY_CLASS: [klass("low-non-preempted")],
+                ClassKind.WORKLOAD_PRIORITY_CLASS: [workload_class("low-non-preempted")],
+            },
+            [
+                (ClassKind.PRIORITY_CLASS, "low-non-preempted", WANTED, "pods"),
+                (ClassKind.WORKLOAD_PRIORITY_CLASS, "low-non-preempted", WANTED, "workloads"),
+            ],
+            {"pods": Reason.APPLIED, "workloads": Reason.APPLIED},
+        ),
+        (
+            "two policies of one WorkloadPriorityClass: the older governs, the newer is in conflict",
+            [policy("old", OF_WORKLOADS), policy("new", OF_WORKLOADS, age_rank=1)],
+            {ClassKind.WORKLOAD_PRIORITY_CLASS: [workload_class("low-non-preempted")]},
+            [(ClassKind.WORKLOAD_PRIORITY_CLASS, "low-non-preempted", WANTED, "old")],
+            {"old": Reason.APPLIED, "new": Reason.CONFLICT},
+        ),
+        (
+            "a WorkloadPriorityClass not there: not found, nothing written",
+            [policy("p", OF_WORKLOADS)],
+            {ClassKind.PRIORITY_CLASS: [], ClassKind.WORKLOAD_PRIORITY_CLASS: []},
+            [],
+            {"p": Reason.NOT_FOUND},
+        ),
+        (
+            "without Kueue's kind governed, a policy of it is told so and nothing is written",
+            [policy("p", OF_WORKLOADS), policy("pods", FOREVER)],
+            {ClassKind.PRIORITY_CLASS: [klass("low-non-preempted", WANTED, owned=WANTED)]},
+            [],
+            {"p": Reason.NOT_SERVED, "pods": Reason.APPLIED},
+        ),
+        (
+            "a policy that stopped governing a WorkloadPriorityClass releases our keys",
+            [],
+            {ClassKind.WORKLOAD_PRIORITY_CLASS: [workload_class("low-non-preempted", WANTED, owned=WANTED)]},
+            [(ClassKind.WORKLOAD_PRIORITY_CLASS, "low-non-preempted", {}, None)],
+            {},
+        ),
+    ],
+)
+def test_each_kind_of_class_is_planned_apart(rule, policies, classes, writes, reasons) -> None:
+    result = plan_kinds(policies, classes)
+    assert [(w.kind, w.class_name, dict(w.annotations), w.policy_name) for w in result.writes] == writes, rule
+    assert {name: outcome.reason for name, outcome in result.outcomes.items()} == reasons, rule
+
+
+def test_messages_name_the_kind_of_class() -> None:
+    result = plan_kinds(
+        [policy("p", OF_WORKLOADS)], {ClassKind.WORKLOAD_PRIORITY_CLASS: [workload_class("low-non-preempted")]}
+    )
+    outcome = result.outcomes["p"]
+    assert outcome.target == "WorkloadPriorityClass low-non-preempted"
+    assert outcome.message.startswith("Applied to WorkloadPriorityClass low-non-preempted: ")
+    missing = plan_kinds([policy("p", OF_WORKLOADS)], {ClassKind.WORKLOAD_PRIORITY_CLASS: []}).outcomes["p"]
+    assert missing.message.startswith("WorkloadPriorityClass low-non-preempted does not exist")
+    unserved = plan_kinds([policy("p", OF_WORKLOADS)], {ClassKind.PRIORITY_CLASS: []}).outcomes["p"]
+    assert "only with --kueue on" in unserved.message
+
+
+def test_a_policy_of_workload_priority_classes_claims_no_priority_class() -> None:
+    assert claimants([policy("p", OF_WORKLOADS)], klass("low-non-preempted")) == []
+    assert [p.name for p in claimants([policy("p", FOREVER)], klass("low-non-preempted"))] == ["p"]
+
+
+def test_apply_body_names_the_kind() -> None:
+    body = apply_body(workload_class("batch"), WANTED)
+    assert (body["apiVersion"], body["kind"]) == ("kueue.x-k8s.io/v1beta2", "WorkloadPriorityClass")
+    assert class_view({"metadata": {"name": "batch"}, "value": 5}, kind=ClassKind.WORKLOAD_PRIORITY_CLASS).ref.kind == (
+        "WorkloadPriorityClass"
+    )

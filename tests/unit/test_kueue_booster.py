@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.kueue.adapter.booster import GATE_OFF, Booster
 from preemption_toleration.kueue.adapter.workloads import WorkloadStore
@@ -224,3 +225,49 @@ async def test_a_workload_made_again_under_its_name_is_left_to_its_own_change() 
     world.workloads.put(workload("kept", "forever", 8000))
     await world.settle()
     assert world.counted == [] and "team/kept" not in world.booster._said
+
+
+class Events:
+    def __init__(self) -> None:
+        self.posted: list[tuple[str, str, str, str]] = []
+
+    def post(self, ref, kind: str, reason: str, message: str, name: str = "", component: str = "") -> None:
+        self.posted.append((ref.name, kind, reason, message))
+
+
+def preempted_by(raw: dict, preemptor_uid: str) -> dict:
+    """`raw` as Kueue's preemption leaves it: Evicted=True reason Preempted, and the Preempted condition naming the
+    preemptor's UID."""
+    message = f"Preempted to accommodate a workload (UID: {preemptor_uid}, JobUID: job-x) due to prioritization"
+    raw["status"]["conditions"] += [
+        {"type": "Evicted", "status": "True", "reason": "Preempted", "message": message},
+        {"type": "Preempted", "status": "True", "reason": "InClusterQueue", "message": message},
+    ]
+    return raw
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("rule", "preemptor_priority", "reported"),
+    [
+        ("a preemptor below the minimum: reported on the Workload and counted", 9000, True),
+        ("a preemptor at the minimum: Kueue's to take, nothing said", 10000, False),
+    ],
+)
+async def test_kueues_preemption_of_a_protected_workload_is_reported_not_refused(
+    rule: str, preemptor_priority: int, reported: bool
+) -> None:
+    world = World(Writes())
+    events = Events()
+    world.booster.events = events  # type: ignore[assignment]
+    evictions: list[ProtectionKind] = []
+    world.booster.count_protected_eviction = evictions.append
+    world.workloads.put(workload("kept", "forever", 8000))
+    world.workloads.put(workload("preemptor", "plain", preemptor_priority, reserved=False))
+    await world.settle()
+    world.workloads.put(preempted_by(workload("kept", "forever", 8000, boost="1999"), "uid-preemptor"))
+    assert evictions == ([ProtectionKind.FOREVER] if reported else []), rule
+    said = [(name, reason) for name, _, reason, _ in events.posted]
+    assert said == ([("kept", "PreemptionWouldBeRefused")] if reported else []), rule
+    world.workloads.put(preempted_by(workload("kept", "forever", 8000), "uid-preemptor"))
+    assert len(evictions) == (1 if reported else 0), "an eviction seen again is not told again"

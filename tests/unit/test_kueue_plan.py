@@ -111,10 +111,10 @@ def test_a_window_is_planned_again_at_its_end_and_then_removed() -> None:
         ("class not known: said", ADMITTED, None, "cannot be read"),
         ("not a Job's: said", replace(ADMITTED, of_batch_job=False), FOREVER, "not a batch/v1 Job's"),
         (
-            "a WorkloadPriorityClass: said it is not governed yet",
-            replace(ADMITTED, class_ref=ClassRef("kueue.x-k8s.io", "WorkloadPriorityClass", "batch")),
+            "a class of a kind no policy governs: said",
+            replace(ADMITTED, class_ref=ClassRef("example.com", "Tier", "batch")),
             FOREVER,
-            "WorkloadPriorityClass batch",
+            "Tier batch, of a kind no policy governs",
         ),
     ],
 )
@@ -146,3 +146,10 @@ def test_the_workloads_a_boost_kept_out_are_nudged_highest_then_oldest() -> None
     ]
     assert [w.name for w in waiting_on(candidates, 8000, 9999)] == ["highest", "older", "younger"]
     assert [w.name for w in waiting_on(candidates, 8000, 9999, most=2)] == ["highest", "older"]
+
+
+def test_a_workload_priority_class_protects_as_a_priority_class_does() -> None:
+    """Its toleration is read from the WorkloadPriorityClass's annotations, as a PriorityClass's."""
+    of_workloads = replace(ADMITTED, class_ref=ClassRef("kueue.x-k8s.io", "WorkloadPriorityClass", "batch"))
+    plan = plan_boost(of_workloads, FOREVER, AGO, NOW)
+    assert (plan.action, plan.value, plan.problem) == (Action.APPLY, "1999", None)

@@ -150,7 +150,8 @@ async def test_the_reconcile_reads_the_feeds_policies_once_classes_and_policies_
         caches = OperatorCaches(
             api, MANAGER, logging.getLogger("test"), policies=feed, is_known=lambda _: False, class_changed=print
         )
-        caches.classes.synced.set()
+        for informer in caches.informers:
+            informer.synced.set()
         synced = asyncio.create_task(caches.synced())
         await asyncio.sleep(0)
         assert not synced.done()

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from preemption_toleration.api.resources import ClassKind
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY as MIN
 from preemption_toleration.operator.reconciler import Reconciler
 from preemption_toleration.records.policy import policy_view
@@ -16,7 +17,7 @@ from preemption_toleration.records.priority_class import ClassView
 NOW = datetime(2026, 11, 22, tzinfo=UTC)
 
 
-def make_policy(status=None):
+def make_policy(status=None, kind=None):
     body = {
         "apiVersion": "preemption-toleration.dev/v1alpha1",
         "kind": "PreemptionTolerationPolicy",
@@ -25,6 +26,8 @@ def make_policy(status=None):
     }
     if status is not None:
         body["status"] = status
+    if kind is not None:
+        body["spec"]["priorityClassKind"] = kind
     return policy_view(body)
 
 
@@ -250,3 +253,41 @@ async def test_the_classes_of_a_policy_deleting_or_gone_are_released_and_a_refus
     assert result.failures == ["PriorityClass a: 403 Forbidden"]
     # b released (its policy deleting), d released (its policy gone), c already as wanted
     assert [body["metadata"]["name"] for body in refuser.applied] == ["b", "d"]
+
+
+async def test_with_kueue_a_workload_priority_class_is_written_and_its_policy_reported() -> None:
+    recorder = Recorder()
+    reconciler = Reconciler(
+        None,
+        "mgr",
+        recorder.event,
+        logging.getLogger("test"),
+        recorder.apply,
+        recorder.patch,
+        kinds=(ClassKind.PRIORITY_CLASS, ClassKind.WORKLOAD_PRIORITY_CLASS),
+    )
+    of_workloads = make_policy(kind="WorkloadPriorityClass")
+    classes = [
+        ClassView("low", 8000, uid="c1"),
+        ClassView("low", 8000, uid="w1", kind=ClassKind.WORKLOAD_PRIORITY_CLASS),
+    ]
+    result = await reconciler.reconcile([of_workloads], classes, NOW)
+    assert result.failures == [] and result.writes == 1
+    assert [(body["kind"], body["metadata"]["uid"]) for body in recorder.applied] == [("WorkloadPriorityClass", "w1")]
+    assert recorder.events == [
+        (
+            "PreemptionTolerationPolicy",
+            "Applied",
+            "Applied minimum-preemptable-priority=10000 to WorkloadPriorityClass low.",
+        )
+    ]
+    assert recorder.statuses[-1]["conditions"][0]["reason"] == "Applied"
+
+
+async def test_without_kueue_a_policy_of_workload_priority_classes_is_told_it_is_not_served() -> None:
+    recorder = Recorder()
+    result = await recorder.reconciler().reconcile([make_policy(kind="WorkloadPriorityClass")], [], NOW)
+    assert result.writes == 0 and recorder.applied == []
+    condition = recorder.statuses[-1]["conditions"][0]
+    assert (condition["status"], condition["reason"]) == ("False", "KindNotServed")
+    assert recorder.events[-1][1] == "KindNotServed"

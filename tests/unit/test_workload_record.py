@@ -3,6 +3,7 @@ them (kueue.x-k8s.io/v1beta2)."""
 
 import pytest
 
+from preemption_toleration.api.resources import ClassKind
 from preemption_toleration.records.workload import ClassRef, workload_record
 
 
@@ -79,7 +80,8 @@ def test_record(rule: str, changes: dict, expected: tuple) -> None:
     assert record.ref == ref, rule
     assert record.priority == priority, rule
     assert (record.class_ref.name if record.class_ref else None) == class_name, rule
-    assert (record.class_ref.of_pods if record.class_ref else None) == of_pods, rule
+    kind = record.class_ref.class_kind if record.class_ref else None
+    assert (kind is ClassKind.PRIORITY_CLASS if kind else None) == of_pods, rule
     assert (record.admitted, record.evicted) == (admitted, evicted), rule
     assert record.job_uid == "j-1", rule
 
@@ -103,9 +105,17 @@ def test_effective_priority_is_kueues(rule: str, boost: str | None, effective: i
     assert record.effective_priority() == effective, rule
 
 
-def test_class_ref_names_its_kind() -> None:
-    assert ClassRef("scheduling.k8s.io", "PriorityClass", "x").of_pods
-    assert not ClassRef("kueue.x-k8s.io", "WorkloadPriorityClass", "x").of_pods
+@pytest.mark.parametrize(
+    ("rule", "group", "kind", "expected"),
+    [
+        ("a pod's PriorityClass", "scheduling.k8s.io", "PriorityClass", ClassKind.PRIORITY_CLASS),
+        ("Kueue's WorkloadPriorityClass", "kueue.x-k8s.io", "WorkloadPriorityClass", ClassKind.WORKLOAD_PRIORITY_CLASS),
+        ("a kind of another group is neither", "example.com", "PriorityClass", None),
+        ("an unknown kind is neither", "kueue.x-k8s.io", "ClusterQueue", None),
+    ],
+)
+def test_class_ref_names_its_kind(rule: str, group: str, kind: str, expected: ClassKind | None) -> None:
+    assert ClassRef(group, kind, "x").class_kind is expected, rule
 
 
 def managed(manager: str, operation: str, *annotations: str) -> dict:

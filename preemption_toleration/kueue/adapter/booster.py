@@ -1,6 +1,7 @@
 """The boost's worker: plans each Workload that changed (its record, its class, its Job's pods) or whose window
 ends, and writes what the plan says (`kueue.plan`), then nudges the preemptors a fallen boost kept out
-(`kueue.nudge`).
+(`kueue.nudge`). It keeps what each plan found protected, against which Kueue's preemptions are judged
+(`kueue.backstop`).
 
 Every replica runs it and plans from what every replica sees, so two replicas write the same annotation under
 the same field manager (the second apply changes nothing). It plans nothing while a cache it reads is not
@@ -22,12 +23,16 @@ from typing import Final
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from preemption_toleration.api.resources import ObjectRef
+from preemption_toleration.api.resources import ClassKind, ObjectRef
+from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.kube.client import API_ERRORS, api_problem
 from preemption_toleration.kube.events import EventRecorder
 from preemption_toleration.kueue.adapter.workloads import API_VERSION, WorkloadStore
 from preemption_toleration.kueue.adapter.writes import BoostWrites, Gate
+from preemption_toleration.kueue.backstop import REASON as BACKSTOP_REASON
+from preemption_toleration.kueue.backstop import Guarded, protected_eviction
+from preemption_toleration.kueue.eviction import KueuePreemption
 from preemption_toleration.kueue.nudge import NUDGE_VALUE, waiting_on
 from preemption_toleration.kueue.plan import Action, BoostPlan, holds_quota, plan_boost
 from preemption_toleration.records.priority_class import ClassView
@@ -63,8 +68,15 @@ class Booster:
         events: EventRecorder | None = None,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         clock: Callable[[], float] = time.monotonic,
+        workload_classes: Callable[[], Mapping[str, ClassView]] = dict,
+        count_protected_eviction: Callable[[ProtectionKind], None] = lambda protection: None,
     ) -> None:
+        """`classes`: the PriorityClasses, `workload_classes` Kueue's WorkloadPriorityClasses, by name;
+        `class_generation` changes whenever either or the policies do."""
         self.writes = writes
+        self.workload_classes = workload_classes
+        self.count_protected_eviction = count_protected_eviction
+        self._guarded: dict[str, Guarded] = {}  # what the last plan of each Workload found protected
         self.workloads = workloads
         self.pods = pods
         self.classes = classes
@@ -87,6 +99,7 @@ class Booster:
         # plan made from the cache meanwhile would write it again
         self._written: dict[str, tuple[str | None, float]] = {}
         workloads.changed = self.changed
+        workloads.preempted = self.preempted
         pods.job_changed = self.job_changed
 
     # --- what wakes it ---------------------------------------------------------------------------------
@@ -148,10 +161,14 @@ class Booster:
             del self._dirty[key]
             workload = self.workloads.items.get(key)
             if workload is None:
-                for memo in (self._said, self._written, self._due):
+                for memo in (self._said, self._written, self._due, self._guarded):
                     memo.pop(key, None)
                 continue
             plan = self.plan(workload)
+            if plan.wanted is not None:
+                self._guarded[key] = Guarded(workload.priority + plan.wanted + 1, plan.until)
+            else:
+                self._guarded.pop(key, None)
             if plan.until is not None:
                 self._plan_again(key, plan.until)
             planned += 1
@@ -182,7 +199,9 @@ class Booster:
 
     def plan(self, workload: WorkloadRecord) -> BoostPlan:
         ref = workload.class_ref
-        klass = self.classes().get(ref.name) if ref is not None and ref.of_pods else None
+        kind = ref.class_kind if ref is not None else None
+        classes = self.classes() if kind is ClassKind.PRIORITY_CLASS else self.workload_classes()
+        klass = classes.get(ref.name) if ref is not None and kind is not None else None
         toleration = klass.toleration if klass is not None else None
         since = self.pods.job_pods(workload.job_uid).scheduled_since() if workload.job_uid else None
         return plan_boost(workload, toleration, since, self.now())
@@ -266,6 +285,28 @@ class Booster:
                 continue
             self.count(KueueBoostOutcome.NUDGED)
             logger.info("kueue workload nudged", extra={"workload": waiting.ref})
+
+    # --- the backstop ----------------------------------------------------------------------------------
+
+    def preempted(self, before: WorkloadRecord, preemption: KueuePreemption) -> None:
+        """Kueue's preemption evicted `before`: reported where its last plan found it protected from that
+        preemptor (a Warning Event on it, a metric, a log line), never refused."""
+        preemptor = self.workloads.of_uid(preemption.preemptor_uid)
+        found = protected_eviction(before, self._guarded.get(before.ref), preemption, preemptor, self.now())
+        if found is None:
+            return
+        self.count_protected_eviction(found.protection)
+        logger.warning(
+            "kueue preempted a protected workload",
+            extra={
+                "workload": found.victim,
+                "preemptor": found.preemptor,
+                "preemptor_priority": found.preemptor_priority,
+                "refuse_below": found.refuse_below,
+                "reason": found.reason,
+            },
+        )
+        self._tell(before, "Warning", BACKSTOP_REASON, found.message, preemption.preemptor_uid or "")
 
     # --- what it tells ---------------------------------------------------------------------------------
 

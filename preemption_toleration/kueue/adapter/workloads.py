@@ -1,5 +1,6 @@
 """Kueue's Workloads as the boost reads them: a cache of their records (the informer's store), each change told
-to the worker, and the Workload of each Job by the Job's UID."""
+to the worker, each preemption by Kueue told to the backstop, and the Workload of each Job by the Job's UID and
+of each UID."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ from typing import Any, Final
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
+from preemption_toleration.api.resources import KUEUE_API_VERSION, KUEUE_GROUP, KUEUE_VERSION
 from preemption_toleration.kube.informer import ListFunction
+from preemption_toleration.kueue.eviction import KueuePreemption, preemption_of
 from preemption_toleration.records.workload import WorkloadRecord, workload_record
 
-GROUP: Final = "kueue.x-k8s.io"
-VERSION: Final = "v1beta2"  # Kueue's storage version since v0.15; v1beta1 is deprecated
+GROUP: Final = KUEUE_GROUP
+VERSION: Final = KUEUE_VERSION
 PLURAL: Final = "workloads"
-API_VERSION: Final = f"{GROUP}/{VERSION}"
+API_VERSION: Final = KUEUE_API_VERSION
 
 
 def list_workloads(api: ApiClient) -> ListFunction:
@@ -33,14 +36,21 @@ def workload_key(raw: Mapping[str, Any]) -> str:
     return f"{metadata.get('namespace') or ''}/{metadata.get('name') or ''}"
 
 
+Preempted = Callable[[WorkloadRecord, KueuePreemption], None]
+
+
 class WorkloadStore:
     """The informer's store of Workload records: `items` by "namespace/name", the key of each Job's Workload
-    by the Job's UID, and `changed(key)` told of every change."""
+    by the Job's UID and of each Workload by its UID, `changed(key)` told of every change, and `preempted(before,
+    preemption)` of each Workload Kueue's preemption newly evicted (before `changed`: `before` is the record as
+    it was)."""
 
     def __init__(self, changed: Callable[[str], None] = lambda key: None) -> None:
         self.items: dict[str, WorkloadRecord] = {}
         self._by_job: dict[str, str] = {}
+        self._by_uid: dict[str, str] = {}
         self.changed = changed
+        self.preempted: Preempted = lambda before, preemption: None
 
     def key(self, raw: Mapping[str, Any]) -> str:
         return workload_key(raw)
@@ -49,24 +59,35 @@ class WorkloadStore:
         key = workload_key(raw)
         record = workload_record(raw)
         old = self.items.get(key)
-        if old is not None and old.job_uid and old.job_uid != record.job_uid:
-            self._by_job.pop(old.job_uid, None)
+        if old is not None:
+            self._forget(key, old)
         self.items[key] = record
         if record.job_uid:
             self._by_job[record.job_uid] = key
+        if record.uid:
+            self._by_uid[record.uid] = key
+        # one seen before, not evicted then: a Workload listed already evicted was preempted long ago, if at all
+        if old is not None and not old.evicted and record.evicted and (found := preemption_of(None, raw)):
+            self.preempted(old, found)
         self.changed(key)
         return key
 
-    def remove(self, raw: Mapping[str, Any]) -> None:
-        old = self.items.pop(workload_key(raw), None)
-        if old is not None and old.job_uid and self._by_job.get(old.job_uid) == workload_key(raw):
+    def _forget(self, key: str, old: WorkloadRecord) -> None:
+        """Drops the indexes of `old`, the record under `key`, where they still point at it."""
+        if old.job_uid and self._by_job.get(old.job_uid) == key:
             del self._by_job[old.job_uid]
+        if old.uid and self._by_uid.get(old.uid) == key:
+            del self._by_uid[old.uid]
+
+    def remove(self, raw: Mapping[str, Any]) -> None:
+        key = workload_key(raw)
+        old = self.items.pop(key, None)
+        if old is not None:
+            self._forget(key, old)
 
     def prune(self, keep: Collection[Hashable]) -> None:
         for key in [key for key in self.items if key not in keep]:
-            old = self.items.pop(key)
-            if old.job_uid and self._by_job.get(old.job_uid) == key:
-                del self._by_job[old.job_uid]
+            self._forget(key, self.items.pop(key))
 
     def __len__(self) -> int:
         return len(self.items)
@@ -74,3 +95,8 @@ class WorkloadStore:
     def of_job(self, job_uid: str) -> str | None:
         """The key of the Workload of the Job of UID `job_uid` (None: none known)."""
         return self._by_job.get(job_uid)
+
+    def of_uid(self, uid: str | None) -> WorkloadRecord | None:
+        """The Workload of UID `uid` (None: none known)."""
+        key = self._by_uid.get(uid) if uid else None
+        return self.items.get(key) if key is not None else None
