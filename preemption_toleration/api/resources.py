@@ -23,6 +23,7 @@ KUEUE_GROUP: Final = "kueue.x-k8s.io"
 KUEUE_VERSION: Final = "v1beta2"  # Kueue's storage version since v0.15; v1beta1 is deprecated
 KUEUE_API_VERSION: Final = f"{KUEUE_GROUP}/{KUEUE_VERSION}"
 WORKLOAD_PRIORITY_CLASS_PLURAL: Final = "workloadpriorityclasses"
+WORKLOADS: Final = "workloads"  # Kueue's Workloads' plural
 
 
 class ClassKind(str, enum.Enum):

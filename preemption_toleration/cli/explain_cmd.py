@@ -1,5 +1,6 @@
 """`ptol explain pod NAMESPACE/NAME` and `ptol explain priorityclass NAME`: read the cluster and say, in
-plain words, which priorities may preempt it now, which are refused, and when each protection ends."""
+plain words, which priorities may preempt it now, which are refused, and when each protection ends;
+`ptol explain workload NAMESPACE/NAME`: what Kueue's boost makes of a Workload, and why one is not written."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ from preemption_toleration.core.explain import (
     is_pending,
     render,
 )
+from preemption_toleration.core.groups import group_scheduled_since
 from preemption_toleration.core.pods import group_name
+from preemption_toleration.kueue.explain import render_workload
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -34,15 +37,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "kind",
-        choices=["pod", "podgroup", "pg", "priorityclass", "pc"],
-        help="pod, podgroup (pg; Kubernetes 1.37), or priorityclass (pc)",
+        choices=["pod", "podgroup", "pg", "priorityclass", "pc", "workload", "wl"],
+        help="pod, podgroup (pg; Kubernetes 1.37), priorityclass (pc), or workload (wl; Kueue's)",
     )
     parser.add_argument(
         "name",
-        help="NAME of a class; NAMESPACE/NAME or NAME of a pod or PodGroup (namespace: -n, else the kubeconfig "
-        "context's, else default)",
+        help="NAME of a class; NAMESPACE/NAME or NAME of a pod, PodGroup or Workload (namespace: -n, else the "
+        "kubeconfig context's, else default)",
     )
-    parser.add_argument("-n", "--namespace", type=dns_label, metavar="NS", help="the pod's or PodGroup's namespace")
+    parser.add_argument(
+        "-n", "--namespace", type=dns_label, metavar="NS", help="the pod's, PodGroup's or Workload's namespace"
+    )
     parser.add_argument(
         "--context", type=non_empty, help="the kubeconfig context to use (default: its current-context)"
     )
@@ -103,6 +108,8 @@ async def _explain(args: argparse.Namespace) -> dict[str, Any]:
             return await _explain_pod(api, args)
         if args.kind in ("podgroup", "pg"):
             return await _explain_group(api, args)
+        if args.kind in ("workload", "wl"):
+            return await _explain_workload(api, args)
         scheduling = client.SchedulingV1Api(api)
         priority_class = api.sanitize_for_serialization(await scheduling.read_priority_class(args.name))
         return explain_class(priority_class, await _governing_policy(api, args.name))
@@ -134,6 +141,58 @@ async def _explain_group(api: Any, args: argparse.Namespace) -> dict[str, Any]:
     priority_class, policy = await _class_and_policy(api, args, judged.judged.priority_class)
     now = datetime.now(UTC)
     return explain_group(judged.group, judged.disruption, members, priority_class, policy, now, judged)
+
+
+async def _explain_workload(api: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """The Workload's facts (`kueue.explain`): its class of either kind read for its toleration, and its Job's
+    pods for when the last was scheduled."""
+    from kubernetes_asyncio import client
+    from kubernetes_asyncio.client.exceptions import ApiException
+
+    from preemption_toleration.api.resources import KUEUE_GROUP, KUEUE_VERSION, WORKLOADS, ClassKind
+    from preemption_toleration.core.pods import PodJson
+    from preemption_toleration.inventory.pod_index import JOB_UID_LABEL
+    from preemption_toleration.kube.client import answer_of
+    from preemption_toleration.kueue.explain import TOLD, explain_workload
+    from preemption_toleration.records.priority_class import class_view
+    from preemption_toleration.records.workload import workload_record
+
+    namespace, name = pod_key(args)
+    custom = client.CustomObjectsApi(api)
+    workload = workload_record(
+        await custom.get_namespaced_custom_object(KUEUE_GROUP, KUEUE_VERSION, namespace, WORKLOADS, name)
+    )
+    toleration = None
+    ref = workload.class_ref
+    kind = ref.class_kind if ref is not None else None
+    if ref is not None and kind is not None:
+        try:
+            if kind is ClassKind.PRIORITY_CLASS:
+                found = api.sanitize_for_serialization(await client.SchedulingV1Api(api).read_priority_class(ref.name))
+            else:
+                found = await custom.get_cluster_custom_object(kind.group, KUEUE_VERSION, kind.plural, ref.name)
+            toleration = class_view(found, None, kind).toleration
+        except ApiException as error:
+            if error.status != 404:
+                raise
+    pods: list[dict[str, Any]] = []
+    if workload.job_uid:
+        selector = f"{JOB_UID_LABEL}={workload.job_uid}"
+        listed = await answer_of(
+            client.CoreV1Api(api).list_namespaced_pod(namespace, label_selector=selector, _preload_content=False)
+        )
+        pods = [pod for pod in json.loads(listed).get("items") or [] if (pod.get("spec") or {}).get("nodeName")]
+    since = group_scheduled_since(PodJson(pod) for pod in pods)
+    events = await client.CoreV1Api(api).list_namespaced_event(
+        namespace, field_selector=f"involvedObject.uid={workload.uid}"
+    )
+    told: dict[str, tuple[str, str]] = {}  # reason -> (when, message): the latest of each
+    for event in api.sanitize_for_serialization(events).get("items") or []:
+        reason, when = event.get("reason"), str(event.get("lastTimestamp") or event.get("eventTime") or "")
+        if reason in TOLD and (reason not in told or when >= told[reason][0]):
+            told[reason] = (when, str(event.get("message") or ""))
+    latest = {reason: message for reason, (_, message) in told.items()}
+    return explain_workload(workload, toleration, since, datetime.now(UTC), latest)
 
 
 async def _class_and_policy(
@@ -231,8 +290,11 @@ def run(args: argparse.Namespace) -> int:
         facts = asyncio.run(_explain(args))
     except ApiException as error:
         reason = "not found" if error.status == 404 else api_problem(error)
-        namespaced = args.kind in ("pod", "podgroup", "pg")
+        namespaced = args.kind in ("pod", "podgroup", "pg", "workload", "wl")
         print(f"{args.kind} {'/'.join(pod_key(args)) if namespaced else args.name}: {reason}", file=sys.stderr)
         return 1
-    print(json.dumps(facts, indent=2) if args.output == "json" else render(facts))
+    if args.output == "json":
+        print(json.dumps(facts, indent=2))
+    else:
+        print(render_workload(facts) if facts.get("kind") == "Workload" else render(facts))
     return 0

@@ -9,7 +9,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
-from preemption_toleration.api.resources import KUEUE_VERSION, POD_GROUP_API, ClassKind
+from preemption_toleration.api.resources import KUEUE_GROUP, KUEUE_VERSION, POD_GROUP_API, WORKLOADS, ClassKind
 from preemption_toleration.kube.informer import ListFunction
 
 
@@ -17,45 +17,39 @@ def priority_classes(api: ApiClient) -> ListFunction:
     return client.SchedulingV1Api(api).list_priority_class  # type: ignore[no-any-return]
 
 
+def cluster_custom_objects(api: ApiClient, group: str, version: str, plural: str) -> ListFunction:
+    """Custom (or built-in, by the same path) objects of all namespaces, or cluster-scoped ones."""
+    custom = client.CustomObjectsApi(api)
+
+    async def list_objects(**kwargs: Any) -> Any:
+        return await custom.list_cluster_custom_object(group, version, plural, **kwargs)
+
+    return list_objects
+
+
 def workload_priority_classes(api: ApiClient) -> ListFunction:
     """Kueue's WorkloadPriorityClasses (cluster-scoped)."""
-    custom = client.CustomObjectsApi(api)
     kind = ClassKind.WORKLOAD_PRIORITY_CLASS
+    return cluster_custom_objects(api, kind.group, KUEUE_VERSION, kind.plural)
 
-    async def list_classes(**kwargs: Any) -> Any:
-        return await custom.list_cluster_custom_object(kind.group, KUEUE_VERSION, kind.plural, **kwargs)
 
-    return list_classes
+def workloads(api: ApiClient) -> ListFunction:
+    """Kueue's Workloads of all namespaces."""
+    return cluster_custom_objects(api, KUEUE_GROUP, KUEUE_VERSION, WORKLOADS)
 
 
 def policies(api: ApiClient) -> ListFunction:
-    custom = client.CustomObjectsApi(api)
-
-    async def list_policies(**kwargs: Any) -> Any:
-        return await custom.list_cluster_custom_object(GROUP, VERSION, PLURAL, **kwargs)
-
-    return list_policies
+    return cluster_custom_objects(api, GROUP, VERSION, PLURAL)
 
 
 def pod_disruption_budgets(api: ApiClient) -> ListFunction:
     """PodDisruptionBudgets of all namespaces (policy/v1, the only version every supported release serves)."""
-    custom = client.CustomObjectsApi(api)
-
-    async def list_budgets(**kwargs: Any) -> Any:
-        return await custom.list_cluster_custom_object("policy", "v1", "poddisruptionbudgets", **kwargs)
-
-    return list_budgets
+    return cluster_custom_objects(api, "policy", "v1", "poddisruptionbudgets")
 
 
 def pod_groups(api: ApiClient) -> ListFunction:
     """PodGroups of all namespaces (`scheduling.k8s.io/v1beta1`, where the API server serves them)."""
-    custom = client.CustomObjectsApi(api)
-    group, version, plural = POD_GROUP_API
-
-    async def list_pod_groups(**kwargs: Any) -> Any:
-        return await custom.list_cluster_custom_object(group, version, plural, **kwargs)
-
-    return list_pod_groups
+    return cluster_custom_objects(api, *POD_GROUP_API)
 
 
 async def serves_pod_groups(api: ApiClient) -> bool:

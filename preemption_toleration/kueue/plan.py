@@ -19,6 +19,7 @@ from preemption_toleration.kueue.boost import WorkloadFacts, boost_for
 from preemption_toleration.records.workload import WorkloadRecord
 
 FIELD_MANAGER: Final = "preemption-toleration-kueue"  # the field manager of every write on a Workload
+NOT_WRITTEN: Final = "PriorityBoostNotWritten"  # the Warning Event's reason, on a Workload whose boost is not written
 
 
 class Action(enum.Enum):

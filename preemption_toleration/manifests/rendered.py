@@ -24,6 +24,7 @@ _SOURCE_LINE = re.compile(r"^(---\n)?# Source: .*\n", re.M)
 STEERING = ("guard.steering=on", "extender.enabled=false")
 STEERING_AUDIT = ("guard.steering=audit", "extender.enabled=false")
 STEERING_RIGHTS = "preemption-toleration-webhook-steering"  # the Role and RoleBinding steering adds
+KUEUE = ("kueue.enabled=true",)
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,11 @@ RENDERED = (
     # config/steering-audit: the same install with steering in audit, which writes nothing and needs no right
     Rendered("config/steering-audit/webhook.yaml", "webhook.yaml", STEERING_AUDIT),
     Rendered("config/steering-audit/rbac.yaml", "rbac-webhook.yaml", STEERING_AUDIT),
+    # config/kueue: config/default with Kueue's boost and backstop, WorkloadPriorityClasses governed, and their rights
+    Rendered("config/kueue/webhook.yaml", "webhook.yaml", KUEUE),
+    Rendered("config/kueue/rbac.yaml", "rbac-webhook.yaml", KUEUE),
+    Rendered("config/kueue/operator.yaml", "operator.yaml", KUEUE),
+    Rendered("config/kueue/rbac-operator.yaml", "rbac-operator.yaml", KUEUE),
 )
 
 

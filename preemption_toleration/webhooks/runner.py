@@ -33,7 +33,7 @@ from preemption_toleration.kube.informer import DictStore, Informer
 from preemption_toleration.kube.listers import serves_pod_groups
 from preemption_toleration.kube.version import server_minor
 from preemption_toleration.kueue.adapter.booster import Booster
-from preemption_toleration.kueue.adapter.workloads import WorkloadStore, list_workloads
+from preemption_toleration.kueue.adapter.workloads import WorkloadStore
 from preemption_toleration.kueue.adapter.writes import BoostWrites
 from preemption_toleration.records.pod import PodRecord
 from preemption_toleration.records.priority_class import ClassView, class_view
@@ -133,7 +133,7 @@ def _start_kueue(
     if not settings.kueue:
         return
     store = WorkloadStore()
-    workloads = Informer("workloads", list_workloads(api), store, logger, page_size=settings.list_page_size)
+    workloads = Informer("workloads", listers.workloads(api), store, logger, page_size=settings.list_page_size)
     kind = ClassKind.WORKLOAD_PRIORITY_CLASS
     workload_classes: DictStore[ClassView] = DictStore(lambda raw: class_view(raw, None, kind))
     classes = Informer(

@@ -106,7 +106,9 @@ GUARD = ("ValidatingWebhookConfiguration", "preemption-toleration-guard")
 
 
 def _defaults(objects: Objects) -> None:
-    assert "--kueue" not in container(objects, WEBHOOK)["args"] and not _kueue_rights(objects), "Kueue's is opt-in"
+    for component in (WEBHOOK, OPERATOR):
+        opted_in = "--kueue" in container(objects, component)["args"] or _kueue_rights(objects, component)
+        assert not opted_in, f"Kueue's is opt-in: {component}"
     assert ADMISSION <= set(objects) and GUARD in objects
     _drains_allowed(objects)
     args = container(objects, WEBHOOK)["args"]
@@ -343,6 +345,7 @@ MONITORING = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name
 CertManager = ("--set", "certificates.mode=cert-manager")
 Steering = ("--set", "guard.steering=on", "--set", "extender.enabled=false")
 SteeringAudit = ("--set", "guard.steering=audit", "--set", "extender.enabled=false")
+Kueue = ("--set", "kueue.enabled=true")
 COMBINATIONS: dict[str, tuple[tuple[str, ...], Callable[[Objects], None]]] = {
     "defaults": ((), _defaults),
     "cert-manager with its own Issuer": (CertManager, _cert_manager),
@@ -365,7 +368,7 @@ COMBINATIONS: dict[str, tuple[tuple[str, ...], Callable[[Objects], None]]] = {
     "extender endpoint off": (("--set", "extender.enabled=false"), _extender_off),
     "steering on, a managed cluster's install": (Steering, _steering_on),
     "steering in audit": (("--set", "guard.steering=audit", "--set", "extender.enabled=false"), _steering_audit),
-    "Kueue's boost": (("--set", "kueue.enabled=true"), _kueue_on),
+    "Kueue's boost": (Kueue, _kueue_on),
     "admission webhooks off": (("--set", "admissionWebhooks.enabled=false"), _admission_off),
     "operator off": (("--set", "operator.enabled=false"), _operator_off),
     "ValidatingAdmissionPolicy": (("--set", "admissionPolicy.enabled=true"), _admission_policy),
@@ -512,6 +515,7 @@ AGREEMENT = [
     ("certmanager", CertManager),
     ("steering", Steering),
     ("steering-audit", SteeringAudit),
+    ("kueue", Kueue),
 ]
 
 

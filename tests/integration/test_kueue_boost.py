@@ -8,6 +8,8 @@ room, makes Kueue preempt; each Job's pods keep running on KWOK's node until Kue
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -16,6 +18,7 @@ import pytest
 
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.kueue import FEATURE_GATES
+from preemption_toleration.kueue.plan import FIELD_MANAGER
 from preemption_toleration.records.workload import PRIORITY_BOOST
 from tests.integration.components import RunProcess, ptol_run
 from tests.integration.conftest import Kubectl
@@ -238,8 +241,19 @@ def ready(kubectl: Kubectl, policy: str) -> str | None:
     return ready.get("message") if ready.get("status") == "True" else None
 
 
+def workload_name(kubectl: Kubectl, namespace: str, job: str) -> str:
+    return str((workload(kubectl, namespace, job) or {})["metadata"]["name"])
+
+
+def explain_workload(cluster: LocalCluster, namespace: str, name: str) -> str:
+    """What `ptol explain workload` prints of the Workload."""
+    argv = [sys.executable, "-m", "preemption_toleration", "explain", "workload", f"{namespace}/{name}"]
+    argv += ["--kubeconfig", str(cluster.kubeconfig)]
+    return subprocess.run(argv, capture_output=True, text=True, check=True).stdout.strip()
+
+
 async def test_a_workload_priority_class_governed_by_a_policy_protects_its_jobs(
-    kueue_run: RunProcess, kueue_kubectl: Kubectl, queue: tuple[str, str]
+    kueue_cluster: LocalCluster, kueue_run: RunProcess, kueue_kubectl: Kubectl, queue: tuple[str, str]
 ) -> None:
     """A policy of `priorityClassKind: WorkloadPriorityClass`: the operator writes the toleration on Kueue's class,
     and the Jobs whose Workloads take their priority from it are kept from preemptors below its minimum."""
@@ -272,6 +286,9 @@ async def test_a_workload_priority_class_governed_by_a_policy_protects_its_jobs(
         ref = (workload(kueue_kubectl, namespace, "kept") or {})["spec"]["priorityClassRef"]
         assert (ref["kind"], ref["name"]) == ("WorkloadPriorityClass", protected), "Kueue took the class's priority"
         assert until("the protected Job's boost", lambda: boost(kueue_kubectl, namespace, "kept")) == "1999"
+        said = explain_workload(kueue_cluster, namespace, workload_name(kueue_kubectl, namespace, "kept"))
+        assert f"priority 8000 (from WorkloadPriorityClass {protected})." in said, said
+        assert "effective priority 9999 in Kueue" in said and "below 10000 for ever" in said, said
         preemptor = running_job("high", name, "", 4, workload_priority_class=high)
         kueue_kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(preemptor))
         tried(kueue_kubectl, namespace, "high")  # and found no victim it may take
@@ -335,6 +352,42 @@ async def test_a_boost_outliving_a_stopped_server_is_removed_when_it_starts(
     until("the high Job admitted", lambda: admitted(kueue_kubectl, namespace, "high"))
 
 
+def boost_managers(kubectl: Kubectl, namespace: str, job: str) -> list[str]:
+    """The field managers whose managedFields entry holds the boost annotation."""
+    name = workload_name(kubectl, namespace, job)
+    found = json.loads(kubectl("get", "workload", "-n", namespace, name, "-o", "json", "--show-managed-fields").stdout)
+    entries = found["metadata"].get("managedFields") or []
+    key = f"f:{PRIORITY_BOOST}"
+    return [
+        e["manager"] for e in entries if key in e.get("fieldsV1", {}).get("f:metadata", {}).get("f:annotations", {})
+    ]
+
+
+async def test_two_replicas_boost_as_one_and_agree_when_the_window_ends(
+    kueue_cluster: LocalCluster,
+    kueue_run: RunProcess,
+    kueue_kubectl: Kubectl,
+    classes: dict[str, str],
+    queue: tuple[str, str],
+) -> None:
+    """The chart's two webhook replicas (`ptol run --webhook-replicas 2`): both plan every Workload, the boost is
+    one annotation under one field manager, the window holds the preemptor off, and its end lets it in."""
+    namespace, name = queue
+    kueue_run.stop()
+    try:
+        with ptol_run(kueue_cluster, "--kueue", "on", "--webhook-replicas", "2"):
+            boosted(kueue_kubectl, namespace, name, "kept", classes["window"], 4)
+            assert boost_managers(kueue_kubectl, namespace, "kept") == [FIELD_MANAGER]
+            submit(kueue_kubectl, namespace, name, "high", classes["high"], 4)
+            tried(kueue_kubectl, namespace, "high")
+            assert not admitted(kueue_kubectl, namespace, "high"), "the window holds with two replicas"
+            until("the high Job admitted after the window", lambda: admitted(kueue_kubectl, namespace, "high"), 40)
+            assert evicted(kueue_kubectl, namespace, "kept")
+            until("the evicted Job's boost removed", lambda: boost(kueue_kubectl, namespace, "kept") is None)
+    finally:
+        kueue_run.start()
+
+
 async def test_with_kueues_gate_off_no_boost_is_written_and_the_workload_says_why(
     kueue_cluster: LocalCluster,
     kueue_run: RunProcess,
@@ -364,6 +417,9 @@ async def test_with_kueues_gate_off_no_boost_is_written_and_the_workload_says_wh
         assert "below 10000, for ever" in told[0], told
         evictions = scrape(f"{kueue_run.metrics_base}/metrics")
         assert total(evictions, "ptol_kueue_protected_evictions_total", protection="Forever") >= 1
+        said = explain_workload(kueue_cluster, namespace, workload_name(kueue_kubectl, namespace, "kept"))
+        assert "The server said it did not write the boost (PriorityBoostNotWritten): Kueue's PriorityBoost" in said
+        assert "The server reported (PreemptionWouldBeRefused): Kueue preempted this Workload" in said, said
     finally:
         kueue_run.stop()
         kueue_cluster.restart_kueue()

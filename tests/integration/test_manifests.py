@@ -41,6 +41,7 @@ VARIANTS = [
     "certmanager",
     "steering",
     "steering-audit",
+    "kueue",
     "samples",
     "components/validating-admission-policy",
 ]
@@ -138,7 +139,7 @@ def test_certmanager_variant_renders_with_files_and_its_ca(kubectl: Kubectl) -> 
     assert "kind: Certificate" in rendered and "isCA: true" in rendered
 
 
-@pytest.mark.parametrize("variant", ["default", "certmanager", "steering", "steering-audit"])
+@pytest.mark.parametrize("variant", ["default", "certmanager", "steering", "steering-audit", "kueue"])
 def test_no_variant_applies_a_webhook_configuration(kubectl: Kubectl, variant: str) -> None:
     """The server registers them once ready: an install whose server never starts leaves writes working."""
     objects = by_kind_and_name(kubectl("kustomize", str(ROOT / "config" / variant)).stdout)
@@ -162,7 +163,20 @@ def test_steering_in_audit_has_no_right_to_write(kubectl: Kubectl) -> None:
     assert {verb for rule in pod_rules for verb in rule["verbs"]} <= {"list", "watch"}, pod_rules
 
 
-@pytest.mark.parametrize("variant", ["default", "certmanager"])
+def test_the_kueue_variant_turns_kueue_on_in_both_components_with_its_rights(kubectl: Kubectl) -> None:
+    objects = by_kind_and_name(kubectl("kustomize", str(ROOT / "config" / "kueue")).stdout)
+    for component in ("webhook", "operator"):
+        deployment = objects[("Deployment", f"preemption-toleration-{component}")]
+        args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert args[args.index("--kueue") + 1] == "on", component
+        rules = objects[("ClusterRole", f"preemption-toleration-{component}")]["rules"]
+        kueue = {resource for rule in rules if "kueue.x-k8s.io" in rule["apiGroups"] for resource in rule["resources"]}
+        assert kueue == (
+            {"workloads", "workloadpriorityclasses"} if component == "webhook" else {"workloadpriorityclasses"}
+        )
+
+
+@pytest.mark.parametrize("variant", ["default", "certmanager", "kueue"])
 def test_container_arguments_are_ones_ptol_accepts(kubectl: Kubectl, variant: str) -> None:
     """A flag renamed in the code but not in the manifests would crash-loop the pods of a real install."""
     rendered = kubectl("kustomize", str(ROOT / "config" / variant)).stdout

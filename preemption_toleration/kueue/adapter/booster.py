@@ -23,18 +23,18 @@ from typing import Final
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from preemption_toleration.api.resources import ClassKind, ObjectRef
+from preemption_toleration.api.resources import KUEUE_API_VERSION, ClassKind, ObjectRef
 from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.kube.client import API_ERRORS, api_problem
 from preemption_toleration.kube.events import EventRecorder
-from preemption_toleration.kueue.adapter.workloads import API_VERSION, WorkloadStore
+from preemption_toleration.kueue.adapter.workloads import WorkloadStore
 from preemption_toleration.kueue.adapter.writes import BoostWrites, Gate
 from preemption_toleration.kueue.backstop import REASON as BACKSTOP_REASON
 from preemption_toleration.kueue.backstop import Guarded, protected_eviction
 from preemption_toleration.kueue.eviction import KueuePreemption
 from preemption_toleration.kueue.nudge import NUDGE_VALUE, waiting_on
-from preemption_toleration.kueue.plan import Action, BoostPlan, holds_quota, plan_boost
+from preemption_toleration.kueue.plan import NOT_WRITTEN, Action, BoostPlan, holds_quota, plan_boost
 from preemption_toleration.records.priority_class import ClassView
 from preemption_toleration.records.workload import WorkloadRecord
 from preemption_toleration.telemetry.declared import KueueBoostOutcome
@@ -319,11 +319,11 @@ class Booster:
             return
         self._said[workload.ref] = problem
         logger.warning("kueue priority boost not written", extra={"workload": workload.ref, "problem": problem})
-        self._tell(workload, "Warning", "PriorityBoostNotWritten", problem, problem)
+        self._tell(workload, "Warning", NOT_WRITTEN, problem, problem)
 
     def _tell(self, workload: WorkloadRecord, kind: str, reason: str, message: str, what: str) -> None:
         if self.events is None:
             return
         digest = hashlib.sha256(f"{workload.uid}/{reason}/{what}".encode()).hexdigest()[:16]
-        ref = ObjectRef(API_VERSION, "Workload", workload.name, workload.uid, workload.namespace)
+        ref = ObjectRef(KUEUE_API_VERSION, "Workload", workload.name, workload.uid, workload.namespace)
         self.events.post(ref, kind, reason, message, name=f"{workload.name[:200]}.{digest}", component=COMPONENT)

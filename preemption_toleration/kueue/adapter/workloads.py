@@ -5,29 +5,10 @@ of each UID."""
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Hashable, Mapping
-from typing import Any, Final
+from typing import Any
 
-from kubernetes_asyncio import client
-from kubernetes_asyncio.client import ApiClient
-
-from preemption_toleration.api.resources import KUEUE_API_VERSION, KUEUE_GROUP, KUEUE_VERSION
-from preemption_toleration.kube.informer import ListFunction
 from preemption_toleration.kueue.eviction import KueuePreemption, preemption_of
 from preemption_toleration.records.workload import WorkloadRecord, workload_record
-
-GROUP: Final = KUEUE_GROUP
-VERSION: Final = KUEUE_VERSION
-PLURAL: Final = "workloads"
-API_VERSION: Final = KUEUE_API_VERSION
-
-
-def list_workloads(api: ApiClient) -> ListFunction:
-    custom = client.CustomObjectsApi(api)
-
-    async def workloads(**kwargs: Any) -> Any:
-        return await custom.list_cluster_custom_object(GROUP, VERSION, PLURAL, **kwargs)
-
-    return workloads
 
 
 def workload_key(raw: Mapping[str, Any]) -> str:

@@ -11,8 +11,8 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from preemption_toleration.api.resources import KUEUE_API_VERSION, KUEUE_GROUP, KUEUE_VERSION, WORKLOADS
 from preemption_toleration.kube.client import APPLY_PATCH, answer_of, api_problem
-from preemption_toleration.kueue.adapter.workloads import API_VERSION, GROUP, PLURAL, VERSION
 from preemption_toleration.kueue.plan import FIELD_MANAGER
 from preemption_toleration.records.workload import PRIORITY_BOOST, WorkloadRecord
 
@@ -38,14 +38,14 @@ class BoostWrites:
         metadata: dict[str, Any] = {"name": workload.name, "namespace": workload.namespace, "uid": workload.uid}
         if value is not None:
             metadata["annotations"] = {PRIORITY_BOOST: value}
-        body = {"apiVersion": API_VERSION, "kind": "Workload", "metadata": metadata}
+        body = {"apiVersion": KUEUE_API_VERSION, "kind": "Workload", "metadata": metadata}
         extra = {"dry_run": "All"} if dry_run else {}
         await answer_of(
             self.custom.patch_namespaced_custom_object(
-                GROUP,
-                VERSION,
+                KUEUE_GROUP,
+                KUEUE_VERSION,
                 workload.namespace,
-                PLURAL,
+                WORKLOADS,
                 workload.name,
                 body,
                 field_manager=self.field_manager,
