@@ -146,7 +146,7 @@ def not_served_outcome(policy: PolicyView) -> PolicyOutcome:
         policy.name,
         Reason.NOT_SERVED,
         f"It governs {kind.plural_kind}, which the operator governs only with --kueue on "
-        "(Helm: kueue.enabled=true); nothing is applied.",
+        "(Helm: kueue.enabled=true), once it has listed them (is Kueue installed?); nothing is applied.",
         target_text(policy.spec) if policy.spec is not None else "",
     )
 

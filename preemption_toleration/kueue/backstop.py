@@ -22,10 +22,11 @@ REASON = "PreemptionWouldBeRefused"  # the Event's reason, as the guard's in aud
 @dataclass(frozen=True, slots=True)
 class Guarded:
     """What the last plan of a Workload found: protected from effective priorities below `refuse_below`, until
-    `until` (None: for ever)."""
+    `until` (None: for ever, or until a pod of it is scheduled), as `kind` says."""
 
     refuse_below: int
     until: datetime | None
+    kind: ProtectionKind = ProtectionKind.FOREVER
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,14 +39,14 @@ class ProtectedEviction:
     refuse_below: int
     until: datetime | None
     reason: str  # Kueue's (InClusterQueue, InCohortReclamation, ...)
-
-    @property
-    def protection(self) -> ProtectionKind:
-        return ProtectionKind.FOREVER if self.until is None else ProtectionKind.UNTIL
+    protection: ProtectionKind = ProtectionKind.FOREVER
 
     @property
     def message(self) -> str:
-        window = "for ever" if self.until is None else f"until {self.until.isoformat()}"
+        window = {
+            ProtectionKind.FOREVER: "for ever",
+            ProtectionKind.NOT_SCHEDULED: "until a pod of it is scheduled",
+        }.get(self.protection, f"until {self.until.isoformat() if self.until else '?'}")
         why = f" ({self.reason})" if self.reason else ""
         return (
             f"Kueue preempted this Workload{why} for Workload {self.preemptor} of effective priority "
@@ -71,5 +72,5 @@ def protected_eviction(
     if priority >= guarded.refuse_below:
         return None
     return ProtectedEviction(
-        victim.ref, preemptor.ref, priority, guarded.refuse_below, guarded.until, preemption.reason
+        victim.ref, preemptor.ref, priority, guarded.refuse_below, guarded.until, preemption.reason, guarded.kind
     )

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Final
 
 from preemption_toleration.core.annotations import ClassToleration
+from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.kueue.boost import WorkloadFacts, boost_for
 from preemption_toleration.records.workload import WorkloadRecord
 
@@ -35,6 +36,7 @@ class BoostPlan:
     until: datetime | None = None  # when to plan the Workload again (None: on its next change)
     problem: str | None = None  # why a wanted boost is not written (for an Event and the logs)
     wanted: int | None = None  # the boost the contract wants, written or not
+    protection: ProtectionKind | None = None  # with `wanted`: Forever, Until, or NotScheduled (until `until`)
 
     @property
     def writes(self) -> bool:
@@ -67,7 +69,7 @@ def plan_boost(
     """The plan for `workload` at `now`: `toleration` is that of the class it takes its priority from (a
     PriorityClass or a WorkloadPriorityClass; None: not known), `last_scheduled` the latest PodScheduled time
     among its pods (None: none scheduled)."""
-    wanted, until, problem = None, None, None
+    wanted, until, problem, protection = None, None, None, None
     ref = workload.class_ref
     if holds_quota(workload) and ref is not None:
         if not workload.of_batch_job:
@@ -78,6 +80,7 @@ def plan_boost(
             facts = WorkloadFacts(workload.priority, ref.name, last_scheduled)
             boost = boost_for(facts, toleration, now)
             wanted, until, problem = boost.value, boost.until, boost.problem
+            protection = boost.protection.kind if boost.protection is not None and wanted is not None else None
     ours = FIELD_MANAGER in workload.boost_owners and workload.boost is not None
     others = other_owners(workload)
     if wanted is not None:
@@ -85,10 +88,10 @@ def plan_boost(
             problem = (
                 f"the annotation {workload.boost!r} is held by {', '.join(others)}: a boost of {wanted} is not written"
             )
-            return BoostPlan(Action.KEEP, until=until, problem=problem, wanted=wanted)
+            return BoostPlan(Action.KEEP, until=until, problem=problem, wanted=wanted, protection=protection)
         if workload.boost == str(wanted):
-            return BoostPlan(Action.KEEP, until=until, wanted=wanted)
-        return BoostPlan(Action.APPLY, str(wanted), until, wanted=wanted)
+            return BoostPlan(Action.KEEP, until=until, wanted=wanted, protection=protection)
+        return BoostPlan(Action.APPLY, str(wanted), until, wanted=wanted, protection=protection)
     if ours and problem is None:
         return BoostPlan(Action.REMOVE, until=until)
     # a toleration that cannot be read (its class gone, say) leaves ours as it is: upstream protects a pod

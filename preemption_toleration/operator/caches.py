@@ -125,25 +125,34 @@ class OperatorCaches:
         class_changed: Callable[[ClassView | None], None],
         kinds: tuple[ClassKind, ...] = (ClassKind.PRIORITY_CLASS,),
     ) -> None:
-        """`kinds`: the kinds of class it watches, each with a store of its own."""
+        """`kinds`: the kinds of class it watches, each with a store of its own. Only PriorityClasses must be listed
+        before a reconcile: Kueue's, where Kueue is not (yet) installed, are governed once they are listed."""
         self.class_stores = {kind: ClassStore(field_manager, is_known, class_changed, kind) for kind in kinds}
         listing = {
             ClassKind.PRIORITY_CLASS: listers.priority_classes,
             ClassKind.WORKLOAD_PRIORITY_CLASS: listers.workload_priority_classes,
         }
-        self.informers = [
-            Informer(kind.plural, listing[kind](api), store, logger) for kind, store in self.class_stores.items()
-        ]
+        self.informers = {
+            kind: Informer(kind.plural, listing[kind](api), store, logger) for kind, store in self.class_stores.items()
+        }
         self.policies = policies
 
     def tasks(self) -> list[asyncio.Task[None]]:
-        return [asyncio.create_task(informer.run(), name=f"watch-{informer.kind}") for informer in self.informers]
+        return [
+            asyncio.create_task(informer.run(), name=f"watch-{informer.kind}") for informer in self.informers.values()
+        ]
 
     async def synced(self) -> None:
-        """Until the classes have been listed, and the policies' stream is live past a complete listing."""
-        await asyncio.gather(*(informer.synced.wait() for informer in self.informers), self.policies.listed.wait())
+        """Until the PriorityClasses have been listed, and the policies' stream is live past a complete listing."""
+        priority_classes = self.informers[ClassKind.PRIORITY_CLASS]
+        await asyncio.gather(priority_classes.synced.wait(), self.policies.listed.wait())
+
+    def listed_kinds(self) -> tuple[ClassKind, ...]:
+        """The kinds of class whose first listing is in: those a reconcile may govern."""
+        return tuple(kind for kind, informer in self.informers.items() if informer.synced.is_set())
 
     def contents(self) -> tuple[list[PolicyView], list[ClassView]]:
-        """The policies, and the classes of every kind watched."""
-        classes = [view for store in self.class_stores.values() for view in store.items.values()]
+        """The policies, and the classes of every kind listed."""
+        listed = self.listed_kinds()
+        classes = [view for kind in listed for view in self.class_stores[kind].items.values()]
         return list(self.policies.store.items.values()), classes

@@ -123,7 +123,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         await caches.synced()
         clock.started()
         policies, classes = caches.contents()
-        result = await reconciler.reconcile(policies, classes)
+        result = await reconciler.reconcile(policies, classes, kinds=caches.listed_kinds())
         retry.after(failed=bool(result.failures))
         return result
 

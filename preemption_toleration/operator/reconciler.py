@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
@@ -145,10 +145,16 @@ class Reconciler:
         return fresh
 
     async def reconcile(
-        self, policies: Iterable[PolicyView], classes: Iterable[ClassView], now: datetime | None = None
+        self,
+        policies: Iterable[PolicyView],
+        classes: Iterable[ClassView],
+        now: datetime | None = None,
+        kinds: Collection[ClassKind] | None = None,
     ) -> ReconcileResult:
-        """`classes`: those of every kind it governs, each view saying its kind."""
-        by_kind: dict[ClassKind, list[ClassView]] = {kind: [] for kind in self.kinds}
+        """`classes`: those of every kind it governs, each view saying its kind; `kinds`: those of its kinds that
+        are listed now (default: all), the others' policies told that they are not served."""
+        listed = self.kinds if kinds is None else [kind for kind in self.kinds if kind in kinds]
+        by_kind: dict[ClassKind, list[ClassView]] = {kind: [] for kind in listed}
         for view in classes:
             if view.kind in by_kind:
                 by_kind[view.kind].append(view)

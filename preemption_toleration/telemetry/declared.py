@@ -268,9 +268,9 @@ KUEUE_PROTECTED_EVICTIONS = Metric(
     Kind.COUNTER,
     _W,
     "Kueue's preemptions of a Workload its class's toleration protected from that preemptor (--kueue on), which "
-    "the boost did not keep off, by protection (Forever, Until): reported by a Warning Event "
+    "the boost did not keep off, by protection (Forever, Until, NotScheduled): reported by a Warning Event "
     "PreemptionWouldBeRefused on the Workload, not refused. Every replica counts what it sees: take the max.",
-    (Label.of("protection", (ProtectionKind.FOREVER, ProtectionKind.UNTIL)),),
+    (Label.of("protection", REFUSED_KINDS),),
     described_in="tasks/kueue.md",
 )
 UNEXPECTED_ERRORS = Metric(

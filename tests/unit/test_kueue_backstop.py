@@ -27,7 +27,8 @@ VICTIM = WorkloadRecord(
 PREEMPTOR = replace(VICTIM, name="high", uid="w-high", priority=9000, boost=None, admitted=False, reserved=False)
 BY_HIGH = KueuePreemption("w-high", "j-high", "InCohortReclamation")
 FOREVER = Guarded(10000, None)
-WINDOW = Guarded(10000, NOW + timedelta(seconds=60))
+WINDOW = Guarded(10000, NOW + timedelta(seconds=60), ProtectionKind.UNTIL)
+UNSCHEDULED = Guarded(10000, None, ProtectionKind.NOT_SCHEDULED)
 
 
 @pytest.mark.parametrize(
@@ -71,3 +72,6 @@ def test_what_a_protected_eviction_says() -> None:
     )
     forever = protected_eviction(VICTIM, FOREVER, BY_HIGH, PREEMPTOR, NOW)
     assert forever is not None and forever.protection is ProtectionKind.FOREVER and "for ever" in forever.message
+    waiting = protected_eviction(VICTIM, UNSCHEDULED, BY_HIGH, PREEMPTOR, NOW)
+    assert waiting is not None and waiting.protection is ProtectionKind.NOT_SCHEDULED
+    assert "(below 10000, until a pod of it is scheduled)" in waiting.message

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from preemption_toleration.core.annotations import toleration_of
+from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.kueue.nudge import waiting_on
 from preemption_toleration.kueue.plan import FIELD_MANAGER, Action, other_owners, plan_boost
 from preemption_toleration.records.workload import ClassRef, WorkloadRecord
@@ -95,6 +96,19 @@ AGO = NOW - timedelta(seconds=60)
 def test_plan(rule: str, workload: WorkloadRecord, toleration, action: Action, value: str | None) -> None:
     plan = plan_boost(workload, toleration, AGO, NOW)
     assert (plan.action, plan.value) == (action, value), rule
+
+
+@pytest.mark.parametrize(
+    ("rule", "toleration", "scheduled", "protection"),
+    [
+        ("for ever", FOREVER, AGO, ProtectionKind.FOREVER),
+        ("within its window", WINDOW, AGO, ProtectionKind.UNTIL),
+        ("no pod scheduled yet: until one is", WINDOW, None, ProtectionKind.NOT_SCHEDULED),
+        ("no toleration: none", PLAIN, AGO, None),
+    ],
+)
+def test_the_plan_says_which_protection_it_boosts(rule, toleration, scheduled, protection) -> None:
+    assert plan_boost(ADMITTED, toleration, scheduled, NOW).protection is protection, rule
 
 
 def test_a_window_is_planned_again_at_its_end_and_then_removed() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
+from preemption_toleration.api.resources import ClassKind
 from preemption_toleration.operator.caches import ClassStore, OperatorCaches, PolicyFeed
 from preemption_toleration.records.priority_class import ClassView
 
@@ -150,7 +151,7 @@ async def test_the_reconcile_reads_the_feeds_policies_once_classes_and_policies_
         caches = OperatorCaches(
             api, MANAGER, logging.getLogger("test"), policies=feed, is_known=lambda _: False, class_changed=print
         )
-        for informer in caches.informers:
+        for informer in caches.informers.values():
             informer.synced.set()
         synced = asyncio.create_task(caches.synced())
         await asyncio.sleep(0)
@@ -161,3 +162,26 @@ async def test_the_reconcile_reads_the_feeds_policies_once_classes_and_policies_
         await asyncio.wait_for(synced, 1)
         policies, _ = caches.contents()
     assert [view.name for view in policies] == ["a"]
+
+
+async def test_with_kueue_a_reconcile_waits_for_the_priority_classes_not_for_kueues() -> None:
+    """Where Kueue is not installed (or not yet), WorkloadPriorityClasses are never listed: PriorityClasses are
+    governed all the same, and Kueue's kind once its listing is in."""
+    feed = PolicyFeed()
+    async with ApiClient() as api:
+        caches = OperatorCaches(
+            api,
+            MANAGER,
+            logging.getLogger("test"),
+            policies=feed,
+            is_known=lambda _: False,
+            class_changed=print,
+            kinds=tuple(ClassKind),
+        )
+        caches.informers[ClassKind.PRIORITY_CLASS].synced.set()
+        feed.stream_started()
+        feed.listing_complete()
+        await asyncio.wait_for(caches.synced(), 1)
+        assert caches.listed_kinds() == (ClassKind.PRIORITY_CLASS,)
+        caches.informers[ClassKind.WORKLOAD_PRIORITY_CLASS].synced.set()
+        assert caches.listed_kinds() == tuple(ClassKind)

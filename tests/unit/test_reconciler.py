@@ -49,8 +49,8 @@ class Recorder:
     def event(self, ref, kind, reason, message):
         self.events.append((ref.kind, reason, message))
 
-    def reconciler(self) -> Reconciler:
-        return Reconciler(None, "mgr", self.event, logging.getLogger("test"), self.apply, self.patch)
+    def reconciler(self, kinds: tuple[ClassKind, ...] = (ClassKind.PRIORITY_CLASS,)) -> Reconciler:
+        return Reconciler(None, "mgr", self.event, logging.getLogger("test"), self.apply, self.patch, kinds=kinds)
 
 
 async def test_apply_failure_is_reported_in_status_and_as_a_failure_to_retry() -> None:
@@ -257,15 +257,7 @@ async def test_the_classes_of_a_policy_deleting_or_gone_are_released_and_a_refus
 
 async def test_with_kueue_a_workload_priority_class_is_written_and_its_policy_reported() -> None:
     recorder = Recorder()
-    reconciler = Reconciler(
-        None,
-        "mgr",
-        recorder.event,
-        logging.getLogger("test"),
-        recorder.apply,
-        recorder.patch,
-        kinds=(ClassKind.PRIORITY_CLASS, ClassKind.WORKLOAD_PRIORITY_CLASS),
-    )
+    reconciler = recorder.reconciler(tuple(ClassKind))
     of_workloads = make_policy(kind="WorkloadPriorityClass")
     classes = [
         ClassView("low", 8000, uid="c1"),
@@ -291,3 +283,13 @@ async def test_without_kueue_a_policy_of_workload_priority_classes_is_told_it_is
     condition = recorder.statuses[-1]["conditions"][0]
     assert (condition["status"], condition["reason"]) == ("False", "KindNotServed")
     assert recorder.events[-1][1] == "KindNotServed"
+
+
+async def test_with_kueue_not_listed_yet_its_policies_wait_and_nothing_of_its_kind_is_written() -> None:
+    recorder = Recorder()
+    reconciler = recorder.reconciler(tuple(ClassKind))
+    of_workloads = make_policy(kind="WorkloadPriorityClass")
+    result = await reconciler.reconcile([of_workloads], [], NOW, kinds=(ClassKind.PRIORITY_CLASS,))
+    assert result.writes == 0 and recorder.applied == []
+    condition = recorder.statuses[-1]["conditions"][0]
+    assert condition["reason"] == "KindNotServed" and "is Kueue installed?" in condition["message"]

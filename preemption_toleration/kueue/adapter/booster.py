@@ -166,7 +166,8 @@ class Booster:
                 continue
             plan = self.plan(workload)
             if plan.wanted is not None:
-                self._guarded[key] = Guarded(workload.priority + plan.wanted + 1, plan.until)
+                kind = plan.protection or ProtectionKind.FOREVER
+                self._guarded[key] = Guarded(workload.priority + plan.wanted + 1, plan.until, kind)
             else:
                 self._guarded.pop(key, None)
             if plan.until is not None:
