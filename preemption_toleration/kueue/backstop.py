@@ -14,6 +14,7 @@ from datetime import datetime
 
 from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.kueue.eviction import KueuePreemption
+from preemption_toleration.kueue.plan import BoostPlan
 from preemption_toleration.records.workload import WorkloadRecord
 
 REASON = "PreemptionWouldBeRefused"  # the Event's reason, as the guard's in audit mode
@@ -53,6 +54,14 @@ class ProtectedEviction:
             f"{self.preemptor_priority}, which its class's toleration refuses (below {self.refuse_below}, {window}); "
             "Kueue's eviction is reported, not refused (docs/tasks/kueue.md)"
         )
+
+
+def guarded_by(plan: BoostPlan) -> Guarded | None:
+    """What `plan` found protected (None: nothing, or nothing a boost stands for)."""
+    protection = plan.protection
+    if plan.wanted is None or protection is None or protection.refuse_below is None:
+        return None
+    return Guarded(protection.refuse_below, plan.until, protection.kind)
 
 
 def protected_eviction(

@@ -42,7 +42,7 @@ def explain_workload(
         "holdsQuota": holds_quota(workload),
         "lastScheduled": last_scheduled.isoformat() if last_scheduled else None,
         "wantedBoost": plan.wanted,
-        "refusedBelow": workload.priority + plan.wanted + 1 if plan.wanted is not None else None,
+        "refusedBelow": plan.protection.refuse_below if plan.protection is not None else None,
         "until": plan.until.isoformat() if plan.until and plan.wanted is not None else None,
         "problem": plan.problem,
         "serverSaid": dict(told or {}),

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Final
 
 from preemption_toleration.core.annotations import ClassToleration
-from preemption_toleration.core.protection import ProtectionKind
+from preemption_toleration.core.protection import Protection
 from preemption_toleration.kueue.boost import WorkloadFacts, boost_for
 from preemption_toleration.records.workload import WorkloadRecord
 
@@ -36,7 +36,7 @@ class BoostPlan:
     until: datetime | None = None  # when to plan the Workload again (None: on its next change)
     problem: str | None = None  # why a wanted boost is not written (for an Event and the logs)
     wanted: int | None = None  # the boost the contract wants, written or not
-    protection: ProtectionKind | None = None  # with `wanted`: Forever, Until, or NotScheduled (until `until`)
+    protection: Protection | None = None  # with `wanted`: what it stands for (its kind, the minimum it refuses below)
 
     @property
     def writes(self) -> bool:
@@ -80,7 +80,7 @@ def plan_boost(
             facts = WorkloadFacts(workload.priority, ref.name, last_scheduled)
             boost = boost_for(facts, toleration, now)
             wanted, until, problem = boost.value, boost.until, boost.problem
-            protection = boost.protection.kind if boost.protection is not None and wanted is not None else None
+            protection = boost.protection if wanted is not None else None
     ours = FIELD_MANAGER in workload.boost_owners and workload.boost is not None
     others = other_owners(workload)
     if wanted is not None:

@@ -108,7 +108,9 @@ def test_plan(rule: str, workload: WorkloadRecord, toleration, action: Action, v
     ],
 )
 def test_the_plan_says_which_protection_it_boosts(rule, toleration, scheduled, protection) -> None:
-    assert plan_boost(ADMITTED, toleration, scheduled, NOW).protection is protection, rule
+    found = plan_boost(ADMITTED, toleration, scheduled, NOW).protection
+    assert (found.kind if found is not None else None) is protection, rule
+    assert found is None or found.refuse_below == 10000, rule
 
 
 def test_a_window_is_planned_again_at_its_end_and_then_removed() -> None:

@@ -31,7 +31,7 @@ from preemption_toleration.kube.events import EventRecorder
 from preemption_toleration.kueue.adapter.workloads import WorkloadStore
 from preemption_toleration.kueue.adapter.writes import BoostWrites, Gate
 from preemption_toleration.kueue.backstop import REASON as BACKSTOP_REASON
-from preemption_toleration.kueue.backstop import Guarded, protected_eviction
+from preemption_toleration.kueue.backstop import Guarded, guarded_by, protected_eviction
 from preemption_toleration.kueue.eviction import KueuePreemption
 from preemption_toleration.kueue.nudge import NUDGE_VALUE, waiting_on
 from preemption_toleration.kueue.plan import NOT_WRITTEN, Action, BoostPlan, holds_quota, plan_boost
@@ -165,9 +165,8 @@ class Booster:
                     memo.pop(key, None)
                 continue
             plan = self.plan(workload)
-            if plan.wanted is not None:
-                kind = plan.protection or ProtectionKind.FOREVER
-                self._guarded[key] = Guarded(workload.priority + plan.wanted + 1, plan.until, kind)
+            if (guarded := guarded_by(plan)) is not None:
+                self._guarded[key] = guarded
             else:
                 self._guarded.pop(key, None)
             if plan.until is not None:
