@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -88,11 +89,44 @@ def terminate(record: ProcessRecord, *, timeout: float = 10.0, popen: subprocess
             pass
 
 
+# Ports handed out below the kernel's range for outgoing connections (Linux's default starts at 32768), from here
+LOWEST_PORT = 10000
+PORT_TRIES = 200
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that was free a moment ago (the kernel's choice)."""
+    """A TCP port that was free a moment ago, for a process started next to listen on."""
+    return free_ports(1, host)
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> int:
+    """The first of `count` consecutive TCP ports that were free a moment ago, for processes started next to
+    listen on. Taken below the kernel's range for outgoing connections, so that none made meanwhile takes one
+    (a port the kernel chose from that range, as binding port 0 does, may be any connection's a moment later)."""
+    top = _outgoing_ports_start() - count
+    for _ in range(PORT_TRIES):
+        first = random.randrange(LOWEST_PORT, top)
+        if all(_bindable(host, port) for port in range(first, first + count)):
+            return first
+    raise OSError(f"no {count} free consecutive ports between {LOWEST_PORT} and {top + count}")
+
+
+def _bindable(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _outgoing_ports_start() -> int:
+    """The first port of the kernel's range for outgoing connections (32768 where it cannot be read)."""
+    try:
+        first = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+    return max(first, LOWEST_PORT + 1000)
 
 
 def log_tail(path: str | Path, lines: int = 20) -> str:

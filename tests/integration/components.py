@@ -14,9 +14,10 @@ from typing import Any
 import aiohttp
 import pytest
 
+from preemption_toleration.cli.run_replicas import MAX_REPLICAS
 from preemption_toleration.devcluster import LocalCluster
 from preemption_toleration.devcluster.components import ComponentError, ComponentProcess
-from preemption_toleration.devcluster.processes import free_port
+from preemption_toleration.devcluster.processes import free_port, free_ports
 from preemption_toleration.logs import REGISTERED
 from preemption_toleration.manifests.scheduler_extender import scheduler_extender_of
 from preemption_toleration.manifests.webhook_configurations import GUARD_NAME
@@ -87,7 +88,8 @@ class RunProcess(OperatorProcess):
     command = "run"
 
     def __init__(self, cluster: LocalCluster, *extra_args: str) -> None:
-        metrics_port = free_port()  # /metrics apart from the HTTPS port, as `ptol run` serves it
+        # /metrics apart from the HTTPS port, as `ptol run` serves it; replica i of --webhook-replicas on the port + i
+        metrics_port = free_ports(MAX_REPLICAS)
         super().__init__(
             cluster, "--metrics-address", f"127.0.0.1:{metrics_port}", *extra_args, log_name="ptol-run.log"
         )
