@@ -27,7 +27,8 @@ def _previous_ready(current: Mapping[str, Any] | None) -> Mapping[str, Any] | No
 def build_status(
     outcome: PolicyOutcome, generation: int, current: Mapping[str, Any] | None, now: datetime
 ) -> dict[str, Any]:
-    """The status to write; lastTransitionTime only moves when the Ready status itself changes."""
+    """The status to write; lastTransitionTime only moves when the Ready status itself changes; conditions of
+    other types are kept as `current` has them."""
     status_value: Literal["True", "False"] = "True" if outcome.ready else "False"
     previous = _previous_ready(current)
     if previous is not None and previous.get("status") == status_value and previous.get("lastTransitionTime"):
@@ -56,7 +57,18 @@ def build_status(
         ],
     ).to_kube()
     status["conditions"][0]["lastTransitionTime"] = transition
+    status["conditions"].extend(_others(current))
     return status
+
+
+def _others(current: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The conditions of other types, kept as they are: the operator owns Ready, and the webhook server's
+    booster writes PriorityBoost (kueue/policy_condition.py)."""
+    return [
+        dict(condition)
+        for condition in (current or {}).get("conditions") or []
+        if isinstance(condition, Mapping) and condition.get("type") != READY
+    ]
 
 
 def status_differs(wanted: Mapping[str, Any], current: Mapping[str, Any] | None) -> bool:

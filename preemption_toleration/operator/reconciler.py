@@ -41,7 +41,7 @@ from preemption_toleration.telemetry.declared import Result, WriteAction
 # (object reference, type "Normal"/"Warning", reason, message)
 EventPoster = Callable[[ObjectRef, str, str, str], None]
 ClassApplier = Callable[[ApiClient, Mapping[str, Any], str], Awaitable[Any]]
-StatusPatcher = Callable[[ApiClient, str, Mapping[str, Any], Mapping[str, Any]], Awaitable[Any]]
+StatusPatcher = Callable[[ApiClient, str, Mapping[str, Any], Mapping[str, Any], str], Awaitable[Any]]
 V = TypeVar("V", ClassView, PolicyView)
 ClassKey = tuple[ClassKind, str]
 
@@ -215,7 +215,7 @@ class Reconciler:
                 return
             previous = _ready_reason(policy.status)
             try:
-                stored = await self.patch_status(self.api, name, wanted, policy.status)
+                stored = await self.patch_status(self.api, name, wanted, policy.status, policy.resource_version)
             except ApiException as error:
                 if error.status != 404:  # a policy deleted meanwhile needs no status
                     result.failures.append(f"PreemptionTolerationPolicy {name} status: {api_problem(error)}")

@@ -46,9 +46,14 @@ def status_patch(wanted: Mapping[str, Any], current: Mapping[str, Any]) -> dict[
 
 
 async def patch_policy_status(
-    api: ApiClient, name: str, wanted: Mapping[str, Any], current: Mapping[str, Any]
+    api: ApiClient, name: str, wanted: Mapping[str, Any], current: Mapping[str, Any], resource_version: str
 ) -> dict[str, Any]:
-    """Returns the policy as the server stored it."""
+    """Returns the policy as the server stored it. Made on the policy of `resource_version` (none: any): its
+    conditions are written whole, and another writer's (the webhook server's PriorityBoost) kept as read, so a
+    policy changed since is refused (409) and planned again."""
+    patch = status_patch(wanted, current)
+    if resource_version:
+        patch["metadata"] = {"resourceVersion": resource_version}
     return await client.CustomObjectsApi(api).patch_cluster_custom_object_status(  # type: ignore[no-any-return]
-        GROUP, VERSION, PLURAL, name, status_patch(wanted, current), _content_type=MERGE_PATCH
+        GROUP, VERSION, PLURAL, name, patch, _content_type=MERGE_PATCH
     )

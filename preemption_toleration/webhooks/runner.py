@@ -16,7 +16,6 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.admission.decisions import AdmissionConfig
-from preemption_toleration.api.resources import ClassKind
 from preemption_toleration.core.quantities import LATEST_RULES, ResizeRules, resize_rules
 from preemption_toleration.extender.adapter.extender_endpoint import ExtenderEndpoint, ExtenderHooks
 from preemption_toleration.guard.adapter.group_leases import GroupClaims, LeaseStore
@@ -26,17 +25,12 @@ from preemption_toleration.guard.adapter.partial_groups import PartialGroups
 from preemption_toleration.guard.adapter.refusal_events import COMPONENT as GUARD_COMPONENT
 from preemption_toleration.guard.adapter.refusal_events import RefusalEvents
 from preemption_toleration.guard.verdicts import GuardConfig
-from preemption_toleration.kube import listers
 from preemption_toleration.kube.client import API_ERRORS, make_api_client
 from preemption_toleration.kube.events import EventRecorder
-from preemption_toleration.kube.informer import DictStore, Informer
 from preemption_toleration.kube.listers import serves_pod_groups
 from preemption_toleration.kube.version import server_minor
-from preemption_toleration.kueue.adapter.booster import Booster
-from preemption_toleration.kueue.adapter.workloads import WorkloadStore
-from preemption_toleration.kueue.adapter.writes import BoostWrites
+from preemption_toleration.kueue.adapter.worker import KueueWorker
 from preemption_toleration.records.pod import PodRecord
-from preemption_toleration.records.priority_class import ClassView, class_view
 from preemption_toleration.serving.handling import Endpoint, HeldBack, not_kept
 from preemption_toleration.serving.webhook_metrics import WebhookMetrics
 from preemption_toleration.steering.adapter.steerer import Steerer
@@ -129,37 +123,24 @@ def _start_kueue(
     tasks: list[asyncio.Task[Any]],
     recorder: EventRecorder,
 ) -> None:
-    """Kueue's boost, when on: the Workloads' watch and the worker that writes the boost (`kueue.adapter`)."""
+    """Kueue's boost, when on (`kueue.adapter.worker`), its caches counted with the server's."""
     if not settings.kueue:
         return
-    store = WorkloadStore()
-    workloads = Informer("workloads", listers.workloads(api), store, logger, page_size=settings.list_page_size)
-    kind = ClassKind.WORKLOAD_PRIORITY_CLASS
-    workload_classes: DictStore[ClassView] = DictStore(lambda raw: class_view(raw, None, kind))
-    classes = Informer(
-        kind.plural, listers.workload_priority_classes(api), workload_classes, logger, page_size=settings.list_page_size
+    kueue = KueueWorker(
+        api,
+        logger,
+        pods=caches.pod_index,
+        classes=lambda: caches.view().classes,
+        policies=lambda: caches.policy_store.items,
+        class_generation=lambda: caches.classes.changes + caches.policies.changes,
+        server_problems=lambda: caches.problems("all"),
+        metrics=metrics,
+        events=recorder,
+        page_size=settings.list_page_size,
+        stale_after=settings.stale_after,
     )
-    metrics.track_caches(lambda: [*caches.stats(), workloads.stats(), classes.stats()])
-
-    def problems() -> list[str]:
-        found = (informer.health(settings.stale_after) for informer in (workloads, classes))
-        return [*caches.problems("all"), *(problem for problem in found if problem)]
-
-    booster = Booster(
-        BoostWrites(api),
-        store,
-        caches.pod_index,
-        lambda: caches.view().classes,
-        lambda: caches.classes.changes + caches.policies.changes + classes.changes,
-        problems,
-        metrics.kueue_boosted,
-        recorder,
-        workload_classes=lambda: workload_classes.items,
-        count_protected_eviction=metrics.kueue_protected_evicted,
-    )
-    tasks.append(asyncio.create_task(workloads.run(), name="watch-workloads"))
-    tasks.append(asyncio.create_task(classes.run(), name=f"watch-{kind.plural}"))
-    tasks.append(asyncio.create_task(booster.run(), name="kueue-boost"))
+    metrics.track_caches(lambda: [*caches.stats(), *kueue.stats()])
+    tasks.extend(kueue.start())
 
 
 def _holder() -> str:

@@ -135,9 +135,14 @@ def boosts(server: RunProcess, outcome: str) -> float:
     return total(scrape(f"{server.metrics_base}/metrics"), "ptol_kueue_boosts_total", outcome=outcome)
 
 
-def events_of(kubectl: Kubectl, namespace: str, reason: str) -> list[str]:
+def events_of(kubectl: Kubectl, namespace: str, reason: str, name: str | None = None) -> list[str]:
+    """The messages of the Events of `reason` in `namespace` (about the object `name`: any)."""
     found = json.loads(kubectl("get", "events", "-n", namespace, "-o", "json").stdout)["items"]
-    return [event["message"] for event in found if event.get("reason") == reason]
+    return [
+        event["message"]
+        for event in found
+        if event.get("reason") == reason and name in (None, event["involvedObject"].get("name"))
+    ]
 
 
 async def test_kueue_passes_a_protected_job_by_and_preempts_an_unprotected_one_instead(
@@ -396,18 +401,35 @@ async def test_with_kueues_gate_off_no_boost_is_written_and_the_workload_says_wh
     queue: tuple[str, str],
 ) -> None:
     """Kueue ignores the boost with its PriorityBoost gate off: the server, started beside such a Kueue, finds it
-    out, writes nothing and says so on the Workload it would have protected, never half. Kueue then preempts the
-    protected Job for one below its minimum, which the backstop reports on the Workload (not refused)."""
+    out, writes nothing and says so on the Workload it would have protected and on the policy that governs its
+    class (its PriorityBoost condition, beside the operator's Ready), never half. Kueue then preempts the
+    protected Job for one below its minimum, which the backstop reports on the Workload (not refused). With the
+    gate on again, the policy's condition says every boost is written."""
     namespace, name = queue
+    governed = unique_name("gated")
+    spec = {"priorityClassName": governed, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
+    apply(kueue_kubectl, class_manifest(governed))
+    apply(kueue_kubectl, policy_manifest(governed, spec))
+    until("the policy applied", lambda: ready(kueue_kubectl, governed))
     kueue_run.stop()
     kueue_cluster.restart_kueue({**FEATURE_GATES, "PriorityBoost": False})
+    restored = False
     try:
         kueue_run.start()
-        submit(kueue_kubectl, namespace, name, "kept", classes["protected"], 4)
+        submit(kueue_kubectl, namespace, name, "kept", governed, 4)
         admitted_and_running(kueue_kubectl, namespace, "kept", 4)
         said = until("the Warning Event", lambda: events_of(kueue_kubectl, namespace, "PriorityBoostNotWritten"))
         assert "Kueue's PriorityBoost feature gate is off" in said[0]
         assert boost(kueue_kubectl, namespace, "kept") is None
+        condition = until("the policy's condition", lambda: boost_condition(kueue_kubectl, governed, "False"))
+        assert condition["reason"] == "PriorityBoostGateOff", condition
+        assert "Kueue may preempt 1 Workload of this policy's classes below their minimum" in condition["message"]
+        assert f"ptol explain workload {namespace}/" in condition["message"], condition
+        assert ready(kueue_kubectl, governed), "the operator's Ready stands beside it"
+        told = until(
+            "the policy's Event", lambda: events_of(kueue_kubectl, "default", "PriorityBoostGateOff", name=governed)
+        )
+        assert "Kueue may preempt" in told[0], "a Warning Event on the policy"
 
         submit(kueue_kubectl, namespace, name, "high", classes["high"], 4)  # 9000: below the minimum
         until("the high Job admitted", lambda: admitted(kueue_kubectl, namespace, "high"))
@@ -420,7 +442,25 @@ async def test_with_kueues_gate_off_no_boost_is_written_and_the_workload_says_wh
         said = explain_workload(kueue_cluster, namespace, workload_name(kueue_kubectl, namespace, "kept"))
         assert "The server said it did not write the boost (PriorityBoostNotWritten): Kueue's PriorityBoost" in said
         assert "The server reported (PreemptionWouldBeRefused): Kueue preempted this Workload" in said, said
-    finally:
+
         kueue_run.stop()
         kueue_cluster.restart_kueue()
+        restored = True
         kueue_run.start()
+        condition = until("the condition cleared", lambda: boost_condition(kueue_kubectl, governed, "True"))
+        assert condition["reason"] == "BoostsWritten", condition
+    finally:
+        if not restored:
+            kueue_run.stop()
+            kueue_cluster.restart_kueue()
+            kueue_run.start()
+        kueue_kubectl("delete", "ptp,priorityclass", governed, "--ignore-not-found", check=False)
+
+
+def boost_condition(kubectl: Kubectl, policy: str, status: str) -> dict[str, Any] | None:
+    """The policy's PriorityBoost condition, once its status is `status`."""
+    found = json.loads(kubectl("get", "ptp", policy, "-o", "json").stdout)
+    for condition in found.get("status", {}).get("conditions") or []:
+        if condition["type"] == "PriorityBoost" and condition["status"] == status:
+            return dict(condition)
+    return None

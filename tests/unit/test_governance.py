@@ -248,6 +248,20 @@ def test_status_transition_time_moves_when_ready_flips() -> None:
     assert after["priorityClasses"] == [] and status_differs(after, before)
 
 
+def test_status_keeps_the_conditions_of_other_writers_as_it_finds_them() -> None:
+    """The operator owns Ready; the webhook server's PriorityBoost condition is written again as read, so the
+    operator's status patch (which writes the list whole) does not erase it."""
+    outcome = plan([policy("p", FOREVER)], [klass("low-non-preempted")]).outcomes["p"]
+    boost = {"type": "PriorityBoost", "status": "False", "reason": "PriorityBoostGateOff", "message": "m"}
+    current = build_status(outcome, 1, None, NOW)
+    current["conditions"].append(boost)
+    missing = plan([policy("p", FOREVER)], []).outcomes["p"]
+    after = build_status(missing, 1, current, NOW + timedelta(minutes=1))
+    assert [c["type"] for c in after["conditions"]] == ["Ready", "PriorityBoost"]
+    assert after["conditions"][1] == boost
+    assert not status_differs(build_status(outcome, 1, current, NOW), current)
+
+
 TIER = {"matchLabels": {"tier": "gold"}}
 OWNER_CASES = [
     # rule, policies, class labels, expected owner

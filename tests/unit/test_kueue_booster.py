@@ -9,12 +9,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from preemption_toleration.api.resources import ClassKind
 from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.kueue.adapter.booster import GATE_OFF, Booster
 from preemption_toleration.kueue.adapter.workloads import WorkloadStore
 from preemption_toleration.kueue.adapter.writes import Gate
 from preemption_toleration.kueue.plan import FIELD_MANAGER
+from preemption_toleration.kueue.policy_condition import Cause, Unwritten
 from preemption_toleration.records.priority_class import class_view
 from preemption_toleration.records.workload import PRIORITY_BOOST, WorkloadRecord
 from preemption_toleration.telemetry.declared import KueueBoostOutcome
@@ -179,6 +181,12 @@ async def test_with_kueues_gate_off_nothing_is_written_and_it_is_said() -> None:
     world.booster.changed("team/kept")
     await world.settle()
     assert world.writes.gates_asked == 1, "the gate is asked again only after a while"
+    assert world.booster.unwritten == [Unwritten("team/kept", ClassKind.PRIORITY_CLASS, "forever", Cause.GATE_OFF)]
+    world.writes.gate_is = Gate.ON
+    world.monotonic += 301  # the gate asked again: on
+    world.booster.changed("team/kept")
+    await world.settle()
+    assert world.writes.written == [("kept", "1999")] and world.booster.unwritten == [], "the policy's condition clears"
 
 
 @pytest.mark.asyncio
@@ -188,6 +196,7 @@ async def test_a_write_another_manager_refuses_is_not_written_and_planned_again(
     await world.settle()
     assert world.counted == [KueueBoostOutcome.NOT_WRITTEN]
     assert "another writer holds the annotation" in world.booster._said["team/kept"]
+    assert [one.cause for one in world.booster.unwritten] == [Cause.HELD_BY_ANOTHER_WRITER]
     world.writes.refuse = None
     world.now += timedelta(seconds=6)  # its retry is due
     await world.settle()
@@ -200,8 +209,10 @@ async def test_nothing_is_planned_while_a_cache_is_not_current_and_all_of_it_onc
     world.problems.append("pods: not listed yet")  # a Job's pods unknown: its window cannot be read
     world.workloads.put(workload("kept", "forever", 8000))
     assert not await world.settle() and world.writes.written == []
+    assert not world.booster.planned_all, "no policy condition is written from a plan not yet made"
     world.problems.clear()
     assert await world.settle() and world.writes.written == [("kept", "1999")]
+    assert world.booster.planned_all
 
 
 @pytest.mark.asyncio

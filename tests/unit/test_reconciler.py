@@ -21,7 +21,13 @@ def make_policy(status=None, kind=None):
     body = {
         "apiVersion": "preemption-toleration.dev/v1alpha1",
         "kind": "PreemptionTolerationPolicy",
-        "metadata": {"name": "p", "uid": "u1", "generation": 2, "creationTimestamp": "2026-11-01T00:00:00Z"},
+        "metadata": {
+            "name": "p",
+            "uid": "u1",
+            "generation": 2,
+            "creationTimestamp": "2026-11-01T00:00:00Z",
+            "resourceVersion": "41",
+        },
         "spec": {"priorityClassName": "low", "minimumPreemptablePriority": 10000},
     }
     if status is not None:
@@ -36,6 +42,7 @@ class Recorder:
         self.fail_apply = fail_apply
         self.applied: list[dict] = []
         self.statuses: list[dict] = []
+        self.versions: list[str] = []  # the resourceVersion each status write was made on
         self.events: list[tuple[str, str, str]] = []
 
     async def apply(self, api, body, manager):
@@ -43,8 +50,9 @@ class Recorder:
             raise self.fail_apply
         self.applied.append(body)
 
-    async def patch(self, api, name, wanted, current):
+    async def patch(self, api, name, wanted, current, resource_version):
         self.statuses.append(wanted)
+        self.versions.append(resource_version)
 
     def event(self, ref, kind, reason, message):
         self.events.append((ref.kind, reason, message))
@@ -76,6 +84,7 @@ async def test_success_writes_once_and_reports_applied() -> None:
         }
     ]
     assert [reason for _, reason, _ in recorder.events] == ["Applied"]
+    assert recorder.versions == ["41"], "written on the version read: another writer's condition is not erased"
 
     # the same state seen again (class written, status stored): nothing is sent
     converged = Recorder()
@@ -146,8 +155,8 @@ class Server(Recorder):
             "value": 8000,
         }
 
-    async def patch(self, api, name, wanted, current):
-        await super().patch(api, name, wanted, current)
+    async def patch(self, api, name, wanted, current, resource_version):
+        await super().patch(api, name, wanted, current, resource_version)
         self.version += 1
         return {
             "apiVersion": "preemption-toleration.dev/v1alpha1",

@@ -35,6 +35,7 @@ from preemption_toleration.kueue.backstop import Guarded, guarded_by, protected_
 from preemption_toleration.kueue.eviction import KueuePreemption
 from preemption_toleration.kueue.nudge import NUDGE_VALUE, waiting_on
 from preemption_toleration.kueue.plan import NOT_WRITTEN, Action, BoostPlan, holds_quota, plan_boost
+from preemption_toleration.kueue.policy_condition import Cause, Unwritten
 from preemption_toleration.records.priority_class import ClassView
 from preemption_toleration.records.workload import WorkloadRecord
 from preemption_toleration.telemetry.declared import KueueBoostOutcome
@@ -95,6 +96,8 @@ class Booster:
         self._gate: Gate | None = None
         self._gate_at = 0.0
         self._said: dict[str, str] = {}  # the last problem told of each Workload
+        self._unwritten: dict[str, Unwritten] = {}  # each Workload whose wanted boost is not written, and why
+        self.planned_all = False  # every Workload planned once since the start: `unwritten` is whole
         # What we wrote last on each Workload and when, until its cache shows it (at most WRITTEN_SECONDS): a
         # plan made from the cache meanwhile would write it again
         self._written: dict[str, tuple[str | None, float]] = {}
@@ -131,8 +134,9 @@ class Booster:
         if problems := self.problems():
             logger.debug("kueue boost waits for its caches", extra={"problems": problems})
             return False
-        self._collect_due()
+        every = self._collect_due()
         await self.plan_dirty()
+        self.planned_all = self.planned_all or every
         return True
 
     def _seconds_to_next(self) -> float:
@@ -141,9 +145,11 @@ class Booster:
             seconds = min(seconds, (self._timers[0][0] - self.now()).total_seconds())
         return max(seconds, 0.0)
 
-    def _collect_due(self) -> None:
+    def _collect_due(self) -> bool:
+        """Queues what is told or due; True when that is every Workload."""
         generation = self.class_generation()
-        if generation != self._generation or self.clock() - self._resynced >= RESYNC_SECONDS:
+        every = generation != self._generation or self.clock() - self._resynced >= RESYNC_SECONDS
+        if every:
             self._generation, self._resynced = generation, self.clock()
             self._dirty.update(dict.fromkeys(self.workloads.items))
         now = self.now()
@@ -152,6 +158,7 @@ class Booster:
             if self._due.get(key) == when:
                 del self._due[key]
             self._dirty[key] = None
+        return every
 
     async def plan_dirty(self) -> None:
         """Plans every Workload told or due, and writes what each plan says, one at a time."""
@@ -160,11 +167,14 @@ class Booster:
             key = next(iter(self._dirty))
             del self._dirty[key]
             workload = self.workloads.items.get(key)
+            self._unwritten.pop(key, None)
             if workload is None:
                 for memo in (self._said, self._written, self._due, self._guarded):
                     memo.pop(key, None)
                 continue
             plan = self.plan(workload)
+            if plan.wanted is not None and plan.problem is not None:  # another writer holds the annotation
+                self._not_written(workload, Cause.HELD_BY_ANOTHER_WRITER)
             if (guarded := guarded_by(plan)) is not None:
                 self._guarded[key] = guarded
             else:
@@ -217,6 +227,7 @@ class Booster:
                 return
             if gate is Gate.OFF:
                 self.count(KueueBoostOutcome.NOT_WRITTEN)
+                self._not_written(workload, Cause.GATE_OFF)
                 self._tell_problem(workload, GATE_OFF)
                 return
         try:
@@ -253,11 +264,21 @@ class Booster:
         problem = api_problem(error)
         if conflict:
             self.count(KueueBoostOutcome.NOT_WRITTEN)
+            self._not_written(workload, Cause.HELD_BY_ANOTHER_WRITER)
             self._tell_problem(workload, f"another writer holds the annotation: {problem}")
         else:
             self.count(KueueBoostOutcome.FAILED)
             logger.warning("kueue priority boost not written", extra={"workload": workload.ref, "problem": problem})
         self._plan_again(workload.ref, self.now() + timedelta(seconds=RETRY_SECONDS))
+
+    def _not_written(self, workload: WorkloadRecord, cause: Cause) -> None:
+        if (ref := workload.class_ref) is not None and ref.class_kind is not None:
+            self._unwritten[workload.ref] = Unwritten(workload.ref, ref.class_kind, ref.name, cause)
+
+    @property
+    def unwritten(self) -> list[Unwritten]:
+        """The Workloads whose wanted boost their last plan did not write, and why (a policy's condition)."""
+        return list(self._unwritten.values())
 
     async def _gate_of(self, workload: WorkloadRecord) -> Gate | None:
         """Kueue's PriorityBoost gate, asked again every GATE_RECHECK_SECONDS (None: never learnt yet)."""
