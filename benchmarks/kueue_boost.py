@@ -181,7 +181,7 @@ def window_trial(cluster: LocalCluster, trial: int) -> float:
     apply(cluster, job("waiting", namespace, "bench-high", 4))
 
     def tried() -> bool:
-        found = _workload_of(cluster, namespace, "waiting")
+        found = workload_of(cluster, namespace, "waiting")
         reserved = condition(found, "QuotaReserved") if found else None
         return reserved is not None and reserved["status"] == "False"
 
@@ -200,7 +200,7 @@ def window_trial(cluster: LocalCluster, trial: int) -> float:
     end = max(scheduled).timestamp() + WINDOW
     until(
         "the waiting Job admitted",
-        lambda: is_admitted(_workload_of(cluster, namespace, "waiting") or {}),
+        lambda: is_admitted(workload_of(cluster, namespace, "waiting") or {}),
         WINDOW + 120,
         every=0.1,
     )
@@ -209,7 +209,7 @@ def window_trial(cluster: LocalCluster, trial: int) -> float:
     return seconds
 
 
-def _workload_of(cluster: LocalCluster, namespace: str, job_name: str) -> dict[str, Any] | None:
+def workload_of(cluster: LocalCluster, namespace: str, job_name: str) -> dict[str, Any] | None:
     return next(
         (
             w
@@ -221,7 +221,7 @@ def _workload_of(cluster: LocalCluster, namespace: str, job_name: str) -> dict[s
 
 
 def _boost(cluster: LocalCluster, namespace: str, job_name: str) -> str | None:
-    found = _workload_of(cluster, namespace, job_name) or {}
+    found = workload_of(cluster, namespace, job_name) or {}
     return (found.get("metadata", {}).get("annotations") or {}).get("kueue.x-k8s.io/priority-boost")
 
 
