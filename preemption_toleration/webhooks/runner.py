@@ -8,7 +8,8 @@ import asyncio
 import logging
 import os
 import socket
-from collections.abc import Callable, Collection, Coroutine
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -89,58 +90,59 @@ async def _synced_or_stopped(caches: AdmissionCaches, stop: asyncio.Event) -> bo
     return True
 
 
-def _start_steering(
-    api: ApiClient,
-    caches: AdmissionCaches,
-    settings: WebhookSettings,
-    metrics: WebhookMetrics,
-    tasks: list[asyncio.Task[Any]],
-    recorder: EventRecorder,
-) -> Callable[[PodRecord, str | None], asyncio.Event | None]:
+@dataclass(frozen=True)
+class _Shared:
+    """What the server hands the features it runs: its client, caches, settings, metrics and Event recorder,
+    and the list of tasks it cancels when it stops."""
+
+    api: ApiClient
+    caches: AdmissionCaches
+    settings: WebhookSettings
+    metrics: WebhookMetrics
+    recorder: EventRecorder
+    tasks: list[asyncio.Task[Any]]
+
+
+def _start_steering(shared: _Shared) -> Callable[[PodRecord, str | None], asyncio.Event | None]:
     """The steerer's worker, when steering is on or in audit; what the guard calls with a refused victim."""
+    settings, caches = shared.settings, shared.caches
     if settings.steering == "off":
         return lambda victim, preemptor: None
     steerer = Steerer(
-        api,
+        shared.api,
         caches.view,
         settings.steering,
         settings.lease_namespace,
         _holder(),
-        metrics.steering,
+        shared.metrics.steering,
         problems=lambda: caches.problems("all"),
         generation=caches.generation,
-        events=recorder,
+        events=shared.recorder,
     )
-    tasks.append(asyncio.create_task(steerer.run_supervised(), name="steering"))
+    shared.tasks.append(asyncio.create_task(steerer.run_supervised(), name="steering"))
     return steerer.refused
 
 
-def _start_kueue(
-    api: ApiClient,
-    caches: AdmissionCaches,
-    settings: WebhookSettings,
-    metrics: WebhookMetrics,
-    tasks: list[asyncio.Task[Any]],
-    recorder: EventRecorder,
-) -> None:
+def _start_kueue(shared: _Shared) -> None:
     """Kueue's boost, when on (`kueue.adapter.worker`), its caches counted with the server's."""
+    settings, caches = shared.settings, shared.caches
     if not settings.kueue:
         return
     kueue = KueueWorker(
-        api,
+        shared.api,
         logger,
         pods=caches.pod_index,
         classes=lambda: caches.view().classes,
         policies=lambda: caches.policy_store.items,
         class_generation=lambda: caches.classes.changes + caches.policies.changes,
         server_problems=lambda: caches.problems("all"),
-        metrics=metrics,
-        events=recorder,
+        metrics=shared.metrics,
+        events=shared.recorder,
         page_size=settings.list_page_size,
         stale_after=settings.stale_after,
     )
-    metrics.track_caches(lambda: [*caches.stats(), *kueue.stats()])
-    tasks.extend(kueue.start())
+    shared.metrics.track_caches(lambda: [*caches.stats(), *kueue.stats()])
+    shared.tasks.extend(kueue.start())
 
 
 def _holder() -> str:
@@ -148,28 +150,22 @@ def _holder() -> str:
     return f"{os.environ.get('POD_NAME') or socket.gethostname()}-{os.getpid()}"
 
 
-def _group_claims(
-    api: ApiClient,
-    caches: AdmissionCaches,
-    settings: WebhookSettings,
-    metrics: WebhookMetrics,
-    tasks: list[asyncio.Task[Any]],
-) -> GroupClaims:
+def _group_claims(shared: _Shared) -> GroupClaims:
     """Where the guard settles its decisions for victim groups with the other replicas: the Leases of the
     server's namespace (swept while PodGroups are served; none is written otherwise)."""
-    store = LeaseStore(api, settings.lease_namespace)
-    if caches.groups is not None:
-        tasks.append(asyncio.create_task(store.sweep_forever(), name="group-claims-sweep"))
-    return GroupClaims(store, settings.lease_namespace, _holder(), metrics.group_decided)
+    namespace = shared.settings.lease_namespace
+    store = LeaseStore(shared.api, namespace)
+    if shared.caches.groups is not None:
+        shared.tasks.append(asyncio.create_task(store.sweep_forever(), name="group-claims-sweep"))
+    return GroupClaims(store, namespace, _holder(), shared.metrics.group_decided)
 
 
-def _watch_partial_groups(
-    caches: AdmissionCaches, metrics: WebhookMetrics, recorder: EventRecorder, skipped: Collection[str]
-) -> None:
+def _watch_partial_groups(shared: _Shared) -> None:
     """Pod groups the scheduler's preemption leaves in part, from the pod cache's watch (hooked before the
     cache's tasks first run), reported as `guard.adapter.partial_groups` says."""
-    partial = PartialGroups(caches.view, recorder, metrics.groups_left_in_part.inc, skipped)
-    caches.pod_index.member_preempted = partial.member_preempted
+    skipped = guard_skipped_namespaces(shared.settings)
+    partial = PartialGroups(shared.caches.view, shared.recorder, shared.metrics.groups_left_in_part.inc, skipped)
+    shared.caches.pod_index.member_preempted = partial.member_preempted
 
 
 async def _resize_rules(api: ApiClient) -> ResizeRules:
@@ -242,10 +238,11 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
             # The extender reads the guard's caches and tells it the preemptor of each victim it saw.
             trust_extender_clients(settings, certificates, api.configuration.ssl_ca_cert)
             extender = ExtenderHooks(caches.view, caches.preemptors, nudger.hold, authenticated=True)
-        steer = _start_steering(api, caches, settings, metrics, tasks, recorder)
-        _start_kueue(api, caches, settings, metrics, tasks, recorder)
-        _watch_partial_groups(caches, metrics, recorder, guard_skipped_namespaces(settings))
-        claims = _group_claims(api, caches, settings, metrics, tasks)
+        shared = _Shared(api, caches, settings, metrics, recorder, tasks)
+        steer = _start_steering(shared)
+        _start_kueue(shared)
+        _watch_partial_groups(shared)
+        claims = _group_claims(shared)
         guard = GuardHooks(
             caches.view,
             guard_config,
