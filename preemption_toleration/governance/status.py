@@ -17,11 +17,22 @@ from preemption_toleration.governance.planner import PolicyOutcome
 READY = "Ready"
 
 
-def _previous_ready(current: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    for condition in (current or {}).get("conditions") or []:
-        if isinstance(condition, Mapping) and condition.get("type") == READY:
+def condition_of(status: Mapping[str, Any] | None, kind: str) -> Mapping[str, Any] | None:
+    """The condition of type `kind` in a policy's `status` (None: it has none)."""
+    for condition in (status or {}).get("conditions") or []:
+        if isinstance(condition, Mapping) and condition.get("type") == kind:
             return condition
     return None
+
+
+def conditions_except(status: Mapping[str, Any] | None, kind: str) -> list[dict[str, Any]]:
+    """The conditions of `status` of every type but `kind`, as they are: each writer of the list writes the
+    others' back unchanged (the operator owns Ready, the webhook server's booster PriorityBoost)."""
+    return [
+        dict(condition)
+        for condition in (status or {}).get("conditions") or []
+        if isinstance(condition, Mapping) and condition.get("type") != kind
+    ]
 
 
 def build_status(
@@ -30,7 +41,7 @@ def build_status(
     """The status to write; lastTransitionTime only moves when the Ready status itself changes; conditions of
     other types are kept as `current` has them."""
     status_value: Literal["True", "False"] = "True" if outcome.ready else "False"
-    previous = _previous_ready(current)
+    previous = condition_of(current, READY)
     if previous is not None and previous.get("status") == status_value and previous.get("lastTransitionTime"):
         transition = previous["lastTransitionTime"]
     else:
@@ -57,18 +68,8 @@ def build_status(
         ],
     ).to_kube()
     status["conditions"][0]["lastTransitionTime"] = transition
-    status["conditions"].extend(_others(current))
+    status["conditions"].extend(conditions_except(current, READY))
     return status
-
-
-def _others(current: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    """The conditions of other types, kept as they are: the operator owns Ready, and the webhook server's
-    booster writes PriorityBoost (kueue/policy_condition.py)."""
-    return [
-        dict(condition)
-        for condition in (current or {}).get("conditions") or []
-        if isinstance(condition, Mapping) and condition.get("type") != READY
-    ]
 
 
 def status_differs(wanted: Mapping[str, Any], current: Mapping[str, Any] | None) -> bool:

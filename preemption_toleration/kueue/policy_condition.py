@@ -11,7 +11,6 @@ and the policies in, the conditions to write out).
 from __future__ import annotations
 
 import enum
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,6 +18,7 @@ from typing import Any, Final
 
 from preemption_toleration.api.resources import ClassKind
 from preemption_toleration.core.times import rfc3339
+from preemption_toleration.governance.status import condition_of, conditions_except
 from preemption_toleration.records.policy import PolicyView
 
 CONDITION: Final = "PriorityBoost"
@@ -61,38 +61,20 @@ def governing(policies: Iterable[PolicyView]) -> dict[tuple[ClassKind, str], str
     return found
 
 
-def _condition_of(status: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for condition in status.get("conditions") or ():
-        if isinstance(condition, Mapping) and condition.get("type") == CONDITION:
-            return condition
-    return None
-
-
 def _wanted(unwritten: Sequence[Unwritten], generation: int) -> dict[str, Any]:
-    if not unwritten:
-        message = "Every boost that this policy's Workloads need is written: Kueue sees their toleration."
-        return {
-            "type": CONDITION,
-            "status": "True",
-            "reason": WRITTEN,
-            "message": message,
-            "observedGeneration": generation,
-        }
-    causes = Counter(one.cause for one in unwritten)
-    cause = Cause.GATE_OFF if Cause.GATE_OFF in causes else Cause.HELD_BY_ANOTHER_WRITER
-    example = min(one.workload for one in unwritten if one.cause is cause)
-    count = len(unwritten)
-    message = (
-        f"Kueue may preempt {count} Workload{'s' if count != 1 else ''} of this policy's classes below their "
-        f"minimum: {cause.says} (for example Workload {example}; `ptol explain workload {example}`)."
-    )
-    return {
-        "type": CONDITION,
-        "status": "False",
-        "reason": cause.value,
-        "message": message,
-        "observedGeneration": generation,
-    }
+    status, reason = "True", WRITTEN
+    message = "Every boost that this policy's Workloads need is written: Kueue sees their toleration."
+    if unwritten:
+        gate_off = any(one.cause is Cause.GATE_OFF for one in unwritten)
+        cause = Cause.GATE_OFF if gate_off else Cause.HELD_BY_ANOTHER_WRITER
+        example = min(one.workload for one in unwritten if one.cause is cause)
+        count = len(unwritten)
+        status, reason = "False", cause.value
+        message = (
+            f"Kueue may preempt {count} Workload{'s' if count != 1 else ''} of this policy's classes below their "
+            f"minimum: {cause.says} (for example Workload {example}; `ptol explain workload {example}`)."
+        )
+    return {"type": CONDITION, "status": status, "reason": reason, "message": message, "observedGeneration": generation}
 
 
 def conditions_to_write(
@@ -109,19 +91,14 @@ def conditions_to_write(
             by_policy.setdefault(name, []).append(one)
     changed: dict[str, list[dict[str, Any]]] = {}
     for policy in policies:
-        current = _condition_of(policy.status)
+        current = condition_of(policy.status, CONDITION)
         found = by_policy.get(policy.name, [])
         if current is None and not found:
             continue
         wanted = _wanted(found, policy.generation)
         same = current is not None and current.get("status") == wanted["status"]
-        wanted["lastTransitionTime"] = current.get("lastTransitionTime") if same and current else rfc3339(now)
+        wanted["lastTransitionTime"] = current.get("lastTransitionTime") if current and same else rfc3339(now)
         if current is not None and dict(current) == wanted:
             continue
-        others = [
-            dict(condition)
-            for condition in policy.status.get("conditions") or ()
-            if isinstance(condition, Mapping) and condition.get("type") != CONDITION
-        ]
-        changed[policy.name] = [*others, wanted]
+        changed[policy.name] = [*conditions_except(policy.status, CONDITION), wanted]
     return changed

@@ -30,7 +30,7 @@ from preemption_toleration.governance.planner import (
     failed_outcome,
     plan_kinds,
 )
-from preemption_toleration.governance.status import READY, build_status, status_differs
+from preemption_toleration.governance.status import READY, build_status, condition_of, status_differs
 from preemption_toleration.kube.client import API_ERRORS, api_problem
 from preemption_toleration.operator.metrics import OperatorMetrics
 from preemption_toleration.operator.writes import apply_class_annotations, patch_policy_status
@@ -84,10 +84,8 @@ def _log_key(kind: ClassKind) -> str:
 
 
 def _ready_reason(status: Mapping[str, Any]) -> tuple[str | None, str | None]:
-    for condition in status.get("conditions") or []:
-        if condition.get("type") == READY:
-            return condition.get("reason"), condition.get("message")
-    return None, None
+    ready = condition_of(status, READY) or {}
+    return ready.get("reason"), ready.get("message")
 
 
 class Reconciler:
