@@ -124,7 +124,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         clock.started()
         policies, classes = caches.contents()
         result = await reconciler.reconcile(policies, classes, kinds=caches.listed_kinds())
-        retry.after(failed=bool(result.failures))
+        retry.after(failed=bool(result.failures or result.superseded))  # a change's own event may come first
         return result
 
     coalescer = Coalescer(reconcile, config.settle_seconds)

@@ -51,6 +51,9 @@ class ReconcileResult:
     writes: int = 0
     status_patches: int = 0
     failures: list[str] = field(default_factory=list)  # what failed: retried by the next reconcile
+    # the policies whose status write found them changed since read (409): the change plans them again; not a
+    # failure (the webhook server writes a policy's PriorityBoost condition beside ours)
+    superseded: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -215,7 +218,9 @@ class Reconciler:
             try:
                 stored = await self.patch_status(self.api, name, wanted, policy.status, policy.resource_version)
             except ApiException as error:
-                if error.status != 404:  # a policy deleted meanwhile needs no status
+                if error.status == 409:  # changed since read: written again from what the change shows
+                    result.superseded.append(name)
+                elif error.status != 404:  # a policy deleted meanwhile needs no status
                     result.failures.append(f"PreemptionTolerationPolicy {name} status: {api_problem(error)}")
                 return
             except API_ERRORS as error:  # one policy's network error spares the others

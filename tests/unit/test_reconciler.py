@@ -94,6 +94,21 @@ async def test_success_writes_once_and_reports_applied() -> None:
     assert (result.writes, result.status_patches, converged.events) == (0, 0, [])
 
 
+class ChangedMeanwhile(Recorder):
+    """The policy changed since it was read (the webhook server wrote its PriorityBoost condition): 409."""
+
+    async def patch(self, api, name, wanted, current, resource_version):
+        raise ApiException(status=409, reason="Conflict")
+
+
+async def test_a_status_write_on_a_policy_changed_since_read_is_superseded_not_a_failure() -> None:
+    recorder = ChangedMeanwhile()
+    reconciler = recorder.reconciler()
+    result = await reconciler.reconcile([make_policy()], [ClassView("low", 8000, uid="c1")], NOW)
+    assert (result.failures, result.superseded, result.status_patches) == ([], ["p"], 0)
+    assert reconciler.metrics.registry.get_sample_value("ptol_operator_reconciles_total", {"result": "ok"}) == 1
+
+
 async def test_metrics_count_reconciles_writes_and_failures() -> None:
     failing = Recorder(fail_apply=ApiException(status=500, reason="Boom"))
     reconciler = failing.reconciler()
