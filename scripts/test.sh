@@ -24,7 +24,8 @@ if [ "$#" -gt 0 ]; then
     exec .venv/bin/python -m pytest "$@"
 fi
 echo "==> the whole suite on Kubernetes ${PTOL_KUBERNETES_VERSION:-1.37.2}"
-.venv/bin/python -m pytest
+# the slowest tests named at the end, where CI's time goes (docs/development.md, "CI time")
+.venv/bin/python -m pytest --durations=30
 # what every supported release runs
 EACH_RELEASE=(
     tests/integration/test_smoke.py tests/integration/test_manifests.py tests/integration/test_guard.py
@@ -38,5 +39,5 @@ EACH_RELEASE=(
 )
 for release in 1.36.3 1.35.4; do
     echo "==> on Kubernetes ${release}"
-    PTOL_KUBERNETES_VERSION="${release}" .venv/bin/python -m pytest "${EACH_RELEASE[@]}"
+    PTOL_KUBERNETES_VERSION="${release}" .venv/bin/python -m pytest --durations=10 "${EACH_RELEASE[@]}"
 done
