@@ -13,7 +13,7 @@ from preemption_toleration.api.resources import ClassKind
 from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.kueue.adapter.booster import GATE_OFF, Booster
-from preemption_toleration.kueue.adapter.workloads import WorkloadStore
+from preemption_toleration.kueue.adapter.workloads import DEPARTED_KEPT, WorkloadStore
 from preemption_toleration.kueue.adapter.writes import Gate
 from preemption_toleration.kueue.plan import FIELD_MANAGER
 from preemption_toleration.kueue.policy_condition import Cause, Unwritten
@@ -282,3 +282,28 @@ async def test_kueues_preemption_of_a_protected_workload_is_reported_not_refused
     assert said == ([("kept", "PreemptionWouldBeRefused")] if reported else []), rule
     world.workloads.put(preempted_by(workload("kept", "forever", 8000), "uid-preemptor"))
     assert len(evictions) == (1 if reported else 0), "an eviction seen again is not told again"
+
+
+@pytest.mark.asyncio
+async def test_a_preemptor_gone_before_its_victims_eviction_is_seen_is_still_judged_by_its_priority() -> None:
+    """A watch that ended and was listed again can show the preemptor gone before its victim evicted: the store
+    keeps the departed by UID, so the eviction is still reported."""
+    world = World(Writes())
+    events = Events()
+    world.booster.events = events  # type: ignore[assignment]
+    world.workloads.put(workload("kept", "forever", 8000))
+    world.workloads.put(preemptor := workload("preemptor", "plain", 9000, reserved=False))
+    await world.settle()
+    world.workloads.prune({"team/kept"})  # the list that no longer has the preemptor
+    assert world.workloads.of_uid("uid-preemptor") is not None and "team/preemptor" not in world.workloads.items
+    world.workloads.put(preempted_by(workload("kept", "forever", 8000, boost="1999"), preemptor["metadata"]["uid"]))
+    assert [(name, reason) for name, _, reason, _ in events.posted] == [("kept", "PreemptionWouldBeRefused")]
+
+
+def test_the_store_keeps_a_bounded_number_of_departed_workloads() -> None:
+    store = WorkloadStore()
+    for index in range(DEPARTED_KEPT + 5):
+        store.put(raw := workload(f"w{index}", "plain", 8000))
+        store.remove(raw)
+    assert store.of_uid("uid-w0") is None, "the oldest dropped"
+    assert store.of_uid(f"uid-w{DEPARTED_KEPT + 4}") is not None and len(store) == 0

@@ -4,8 +4,9 @@ of each UID."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Hashable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from preemption_toleration.kueue.eviction import KueuePreemption, preemption_of
 from preemption_toleration.records.workload import WorkloadRecord, workload_record
@@ -18,6 +19,9 @@ def workload_key(raw: Mapping[str, Any]) -> str:
 
 
 Preempted = Callable[[WorkloadRecord, KueuePreemption], None]
+# Workloads gone from the store kept by UID, the oldest dropped first: a preemptor deleted before the server saw
+# its victim's eviction (a watch that ended and was listed again) is still known by its priority
+DEPARTED_KEPT: Final = 1024
 
 
 class WorkloadStore:
@@ -30,6 +34,7 @@ class WorkloadStore:
         self.items: dict[str, WorkloadRecord] = {}
         self._by_job: dict[str, str] = {}
         self._by_uid: dict[str, str] = {}
+        self._departed: OrderedDict[str, WorkloadRecord] = OrderedDict()
         self.changed = changed
         self.preempted: Preempted = lambda before, preemption: None
 
@@ -60,15 +65,23 @@ class WorkloadStore:
         if old.uid and self._by_uid.get(old.uid) == key:
             del self._by_uid[old.uid]
 
+    def _depart(self, key: str, old: WorkloadRecord) -> None:
+        self._forget(key, old)
+        if old.uid:
+            self._departed[old.uid] = old
+            self._departed.move_to_end(old.uid)
+            while len(self._departed) > DEPARTED_KEPT:
+                self._departed.popitem(last=False)
+
     def remove(self, raw: Mapping[str, Any]) -> None:
         key = workload_key(raw)
         old = self.items.pop(key, None)
         if old is not None:
-            self._forget(key, old)
+            self._depart(key, old)
 
     def prune(self, keep: Collection[Hashable]) -> None:
         for key in [key for key in self.items if key not in keep]:
-            self._forget(key, self.items.pop(key))
+            self._depart(key, self.items.pop(key))
 
     def __len__(self) -> int:
         return len(self.items)
@@ -78,6 +91,9 @@ class WorkloadStore:
         return self._by_job.get(job_uid)
 
     def of_uid(self, uid: str | None) -> WorkloadRecord | None:
-        """The Workload of UID `uid` (None: none known)."""
-        key = self._by_uid.get(uid) if uid else None
-        return self.items.get(key) if key is not None else None
+        """The Workload of UID `uid`, or as it was last seen if it is gone lately (None: none known)."""
+        if not uid:
+            return None
+        key = self._by_uid.get(uid)
+        found = self.items.get(key) if key is not None else None
+        return found if found is not None else self._departed.get(uid)
