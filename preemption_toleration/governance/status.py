@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import datetime
 from typing import Any, Literal
 
@@ -36,10 +36,14 @@ def conditions_except(status: Mapping[str, Any] | None, kind: str) -> list[dict[
 
 
 def build_status(
-    outcome: PolicyOutcome, generation: int, current: Mapping[str, Any] | None, now: datetime
+    outcome: PolicyOutcome,
+    generation: int,
+    current: Mapping[str, Any] | None,
+    now: datetime,
+    dropped: Collection[str] = (),
 ) -> dict[str, Any]:
     """The status to write; lastTransitionTime only moves when the Ready status itself changes; conditions of
-    other types are kept as `current` has them."""
+    other types are kept as `current` has them, except those of the `dropped` types, whose writer is not running."""
     status_value: Literal["True", "False"] = "True" if outcome.ready else "False"
     previous = condition_of(current, READY)
     if previous is not None and previous.get("status") == status_value and previous.get("lastTransitionTime"):
@@ -68,7 +72,7 @@ def build_status(
         ],
     ).to_kube()
     status["conditions"][0]["lastTransitionTime"] = transition
-    status["conditions"].extend(conditions_except(current, READY))
+    status["conditions"].extend(c for c in conditions_except(current, READY) if c.get("type") not in dropped)
     return status
 
 

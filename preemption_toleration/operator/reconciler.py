@@ -32,6 +32,7 @@ from preemption_toleration.governance.planner import (
 )
 from preemption_toleration.governance.status import READY, build_status, condition_of, status_differs
 from preemption_toleration.kube.client import API_ERRORS, api_problem
+from preemption_toleration.kueue.policy_condition import CONDITION as PRIORITY_BOOST
 from preemption_toleration.operator.metrics import OperatorMetrics
 from preemption_toleration.operator.writes import apply_class_annotations, patch_policy_status
 from preemption_toleration.records.policy import PolicyView, policy_view
@@ -113,6 +114,9 @@ class Reconciler:
         self.apply_class = apply_class
         self.patch_status = patch_status
         self.kinds = kinds
+        # Without Kueue's classes, no webhook server of ours writes a policy's PriorityBoost condition (the chart
+        # and `ptol run` turn Kueue support on for both or neither): one left from before is dropped, not kept
+        self.dropped_conditions = () if ClassKind.WORKLOAD_PRIORITY_CLASS in kinds else (PRIORITY_BOOST,)
         self.lock = asyncio.Lock()
         self._written_classes: dict[ClassKind, dict[str, _Written[ClassView]]] = {kind: {} for kind in kinds}
         self._written_policies: dict[str, _Written[PolicyView]] = {}
@@ -211,7 +215,7 @@ class Reconciler:
 
         async def update_status(name: str, outcome: PolicyOutcome) -> None:
             policy = policy_by_name[name]
-            wanted = build_status(outcome, policy.generation, policy.status, now)
+            wanted = build_status(outcome, policy.generation, policy.status, now, self.dropped_conditions)
             if not status_differs(wanted, policy.status):
                 return
             previous = _ready_reason(policy.status)

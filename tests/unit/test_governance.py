@@ -262,6 +262,15 @@ def test_status_keeps_the_conditions_of_other_writers_as_it_finds_them() -> None
     assert not status_differs(build_status(outcome, 1, current, NOW), current)
 
 
+def test_status_drops_the_conditions_of_a_writer_that_is_not_running() -> None:
+    """Kueue support turned off: the PriorityBoost condition, which nothing writes any more, is not kept."""
+    outcome = plan([policy("p", FOREVER)], [klass("low-non-preempted")]).outcomes["p"]
+    current = build_status(outcome, 1, None, NOW)
+    current["conditions"].append({"type": "PriorityBoost", "status": "False", "reason": "r", "message": "m"})
+    after = build_status(outcome, 1, current, NOW, dropped=("PriorityBoost",))
+    assert [c["type"] for c in after["conditions"]] == ["Ready"] and status_differs(after, current)
+
+
 TIER = {"matchLabels": {"tier": "gold"}}
 OWNER_CASES = [
     # rule, policies, class labels, expected owner

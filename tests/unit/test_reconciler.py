@@ -6,6 +6,7 @@ The Kubernetes API itself is exercised in tests/integration/test_operator.py.
 import logging
 from datetime import UTC, datetime
 
+import pytest
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.api.resources import ClassKind
@@ -317,3 +318,22 @@ async def test_with_kueue_not_listed_yet_its_policies_wait_and_nothing_of_its_ki
     assert result.writes == 0 and recorder.applied == []
     condition = recorder.statuses[-1]["conditions"][0]
     assert condition["reason"] == "KindNotServed" and "is Kueue installed?" in condition["message"]
+
+
+@pytest.mark.parametrize(
+    ("kinds", "kept"),
+    [
+        pytest.param(tuple(ClassKind), ["Ready", "PriorityBoost"], id="kueue on: the server's condition kept"),
+        pytest.param((ClassKind.PRIORITY_CLASS,), ["Ready"], id="kueue off: a condition nothing writes dropped"),
+    ],
+)
+async def test_a_priority_boost_condition_is_kept_only_while_kueue_support_runs(kinds, kept) -> None:
+    recorder = Recorder()
+    boost = {"type": "PriorityBoost", "status": "False", "reason": "PriorityBoostGateOff", "message": "m"}
+    first = Recorder()
+    await first.reconciler().reconcile([make_policy()], [ClassView("low", 8000, uid="c1")], NOW)
+    status = {**first.statuses[0], "conditions": [*first.statuses[0]["conditions"], boost]}
+    done = ClassView("low", 8000, annotations={MIN: "10000"}, owned_keys=frozenset({MIN}), uid="c1")
+    await recorder.reconciler(kinds).reconcile([make_policy(status=status)], [done], NOW)
+    written = recorder.statuses[-1]["conditions"] if recorder.statuses else status["conditions"]
+    assert [c["type"] for c in written] == kept
