@@ -40,7 +40,7 @@ def flavor(name: str) -> dict[str, Any]:
 
 
 def cluster_queue(
-    name: str, flavor_name: str, cpus: str, preemption: dict[str, str] | None = None, cohort: str | None = None
+    name: str, flavor_name: str, cpus: str, preemption: dict[str, Any] | None = None, cohort: str | None = None
 ) -> dict[str, Any]:
     """A ClusterQueue of `cpus` CPUs of one flavor, of any namespace, with its `preemption` policy and `cohort`."""
     flavors = [{"name": flavor_name, "resources": [{"name": "cpu", "nominalQuota": cpus}]}]
@@ -55,13 +55,17 @@ def cluster_queue(
     return {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
 
 
-def local_queue(name: str, namespace: str) -> dict[str, Any]:
-    """A LocalQueue of the ClusterQueue of the same name."""
+def local_queue(name: str, namespace: str, cluster_queue: str | None = None, held: bool = False) -> dict[str, Any]:
+    """A LocalQueue of `cluster_queue` (by default the ClusterQueue of the same name); `held`: it admits nothing
+    (`stopPolicy: Hold`) until its policy is set to None."""
+    spec = {"clusterQueue": cluster_queue or name}
+    if held:
+        spec["stopPolicy"] = "Hold"
     return {
         "apiVersion": KUEUE_API,
         "kind": "LocalQueue",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"clusterQueue": name},
+        "spec": spec,
     }
 
 

@@ -22,7 +22,7 @@ from preemption_toleration.kueue.plan import FIELD_MANAGER
 from preemption_toleration.records.workload import PRIORITY_BOOST
 from tests.integration.components import RunProcess, ptol_run
 from tests.integration.conftest import Kubectl
-from tests.integration.helpers import unique_name
+from tests.integration.helpers import past_the_second_of, unique_name
 from tests.integration.kueue_objects import (
     cluster_queue,
     conditions,
@@ -51,14 +51,16 @@ def kueue_run(kueue_cluster: LocalCluster) -> Iterator[RunProcess]:
 @pytest.fixture(scope="module")
 def classes(kueue_cluster: LocalCluster, kueue_kubectl: Kubectl) -> Iterator[dict[str, str]]:
     """PriorityClasses: two of 8000 (one protected from below 10000 for ever, one for WINDOW_SECONDS), a plain
-    one of 8000, and preemptors of 9000 and 10000."""
+    one of 8000, and preemptors of 9000, 9999 (the minimum - 1, which the boost raises the protected to) and
+    10000."""
     suffix = unique_name("k")
-    names = {role: f"{role}-{suffix}" for role in ("protected", "window", "plain", "high", "critical")}
+    names = {role: f"{role}-{suffix}" for role in ("protected", "window", "plain", "high", "edge", "critical")}
     specs = {
         "protected": (8000, {MIN: "10000", TOL: FOREVER}),
         "window": (8000, {MIN: "10000", TOL: str(WINDOW_SECONDS)}),
         "plain": (8000, {}),
         "high": (9000, {}),
+        "edge": (9999, {}),
         "critical": (10000, {}),
     }
     manifests = [
@@ -130,6 +132,23 @@ def tried(kubectl: Kubectl, namespace: str, job: str) -> None:
     )
 
 
+def plain_then_protected(kubectl: Kubectl, namespace: str, queue: str, classes: dict[str, str], cpus: int) -> None:
+    """A plain Job of 8000, then a protected one ("kept", boosted), each of `cpus` pods, in `queue`: of equal
+    priorities Kueue takes the last admitted first, so unboosted the protected Job would be its victim."""
+    submit(kubectl, namespace, queue, "plain", classes["plain"], cpus)
+    admitted_and_running(kubectl, namespace, "plain", cpus)
+    boosted(kubectl, namespace, queue, "kept", classes["protected"], cpus)
+
+
+def high_takes_the_plain_job(kubectl: Kubectl, namespace: str, queue: str, classes: dict[str, str], cpus: int) -> None:
+    """A Job of 9000 (below the protected minimum) of `cpus` pods in `queue` admitted, Kueue preempting the plain
+    Job and passing the protected one by."""
+    submit(kubectl, namespace, queue, "high", classes["high"], cpus)
+    until("the high Job admitted", lambda: admitted(kubectl, namespace, "high"))
+    assert evicted(kubectl, namespace, "plain"), "Kueue preempted the unprotected Job"
+    assert admitted(kubectl, namespace, "kept") and not evicted(kubectl, namespace, "kept")
+
+
 def boosts(server: RunProcess, outcome: str) -> float:
     """`ptol_kueue_boosts_total` of `outcome`, as the server's /metrics says it."""
     return total(scrape(f"{server.metrics_base}/metrics"), "ptol_kueue_boosts_total", outcome=outcome)
@@ -149,18 +168,10 @@ async def test_kueue_passes_a_protected_job_by_and_preempts_an_unprotected_one_i
     kueue_run: RunProcess, kueue_kubectl: Kubectl, classes: dict[str, str], queue: tuple[str, str]
 ) -> None:
     namespace, name = queue
-    submit(kueue_kubectl, namespace, name, "kept", classes["protected"], 2)
-    admitted_and_running(kueue_kubectl, namespace, "kept", 2)
-    submit(kueue_kubectl, namespace, name, "plain", classes["plain"], 2)
-    admitted_and_running(kueue_kubectl, namespace, "plain", 2)
-    assert until("the protected Job's boost", lambda: boost(kueue_kubectl, namespace, "kept")) == "1999"
+    plain_then_protected(kueue_kubectl, namespace, name, classes, 2)
     assert boost(kueue_kubectl, namespace, "plain") is None, "an unprotected Job is not boosted"
     assert boosts(kueue_run, "applied") >= 1, "counted on /metrics"
-
-    submit(kueue_kubectl, namespace, name, "high", classes["high"], 2)  # 9000: below the protected minimum
-    until("the high Job admitted", lambda: admitted(kueue_kubectl, namespace, "high"))
-    assert evicted(kueue_kubectl, namespace, "plain"), "Kueue preempted the unprotected Job (the control)"
-    assert admitted(kueue_kubectl, namespace, "kept") and not evicted(kueue_kubectl, namespace, "kept")
+    high_takes_the_plain_job(kueue_kubectl, namespace, name, classes, 2)
 
 
 async def test_a_preemptor_at_the_minimum_preempts_the_protected_job(
@@ -339,6 +350,92 @@ async def test_under_reclaim_within_cohort_any_no_priority_protects_and_the_back
     until("the evicted Job's boost removed", lambda: boost(kueue_kubectl, namespace, "kept") is None)
 
 
+@pytest.fixture
+async def newer_equal_queue(kueue_cluster: LocalCluster, kueue_kubectl: Kubectl) -> AsyncIterator[tuple[str, str, str]]:
+    """A ClusterQueue of 4 CPUs that preempts lower priorities, and equal ones queued later, within itself
+    (`withinClusterQueue: LowerOrNewerEqualPriority`), with two LocalQueues in one namespace, one of them held
+    (`stopPolicy: Hold`), and a node of 16 CPUs: (namespace, queue, held queue)."""
+    namespace, name = unique_name("kueue"), unique_name("newer")
+    held = f"{name}-held"
+    manifests = [
+        flavor(name),
+        cluster_queue(name, name, "4", {"withinClusterQueue": "LowerOrNewerEqualPriority"}),
+        local_queue(name, namespace),
+        local_queue(held, namespace, cluster_queue=name, held=True),
+    ]
+    async with kueue_objects(kueue_cluster, kueue_kubectl, namespace, "16", manifests, name):
+        yield namespace, name, held
+
+
+async def test_under_lower_or_newer_equal_priority_the_boost_keeps_the_protected_job_from_lower_priorities(
+    kueue_run: RunProcess,
+    kueue_kubectl: Kubectl,
+    classes: dict[str, str],
+    newer_equal_queue: tuple[str, str, str],
+) -> None:
+    namespace, name, _ = newer_equal_queue
+    plain_then_protected(kueue_kubectl, namespace, name, classes, 2)
+    high_takes_the_plain_job(kueue_kubectl, namespace, name, classes, 2)
+
+
+async def test_under_lower_or_newer_equal_priority_an_older_preemptor_at_the_minimum_less_one_is_reported(
+    kueue_run: RunProcess,
+    kueue_kubectl: Kubectl,
+    classes: dict[str, str],
+    newer_equal_queue: tuple[str, str, str],
+) -> None:
+    """The limit docs/contract.md states: the boost raises a protected Workload to its minimum - 1, which
+    `LowerOrNewerEqualPriority` lets a preemptor of exactly that priority preempt when it was queued first. Kueue
+    evicts the protected Job; the backstop reports it on the Workload."""
+    namespace, name, held = newer_equal_queue
+    submit(kueue_kubectl, namespace, held, "edge", classes["edge"], 4)  # 9999, queued first but held
+    queued = until("the held Job's Workload", lambda: workload(kueue_kubectl, namespace, "edge"))
+    await past_the_second_of(queued["metadata"]["creationTimestamp"])  # the protected one queued later
+    boosted(kueue_kubectl, namespace, name, "kept", classes["protected"], 4)
+    kueue_kubectl("patch", "localqueue", "-n", namespace, held, "--type=merge", "-p", '{"spec":{"stopPolicy":"None"}}')
+    until("the older preemptor admitted", lambda: admitted(kueue_kubectl, namespace, "edge"))
+    assert evicted(kueue_kubectl, namespace, "kept"), "Kueue took the protected Job, of equal effective priority"
+    told = until("the backstop's Event", lambda: events_of(kueue_kubectl, namespace, "PreemptionWouldBeRefused"))
+    assert "(InClusterQueue)" in told[0] and "of effective priority 9999" in told[0], told
+
+
+@pytest.fixture
+async def borrowing_cohort(kueue_cluster: LocalCluster, kueue_kubectl: Kubectl) -> AsyncIterator[tuple[str, str, str]]:
+    """Three ClusterQueues of 2 CPUs each in one cohort and one flavor: a preemptor's queue that reclaims from any
+    priority (`reclaimWithinCohort: Any`) and may preempt while it borrows (`borrowWithinCohort: LowerPriority`,
+    `maxPriorityThreshold: 9500`), a borrower's queue, and a lender without a LocalQueue; a node of 16 CPUs:
+    (namespace, preemptor's queue, borrower's queue)."""
+    namespace, name = unique_name("kueue"), unique_name("borrow")
+    preemptor, borrower, lender = f"{name}-preemptor", f"{name}-borrower", f"{name}-lender"
+    borrowing = {"policy": "LowerPriority", "maxPriorityThreshold": 9500}
+    preemption = {"reclaimWithinCohort": "Any", "borrowWithinCohort": borrowing}
+    manifests = [
+        flavor(name),
+        cluster_queue(preemptor, name, "2", preemption, cohort=name),
+        cluster_queue(borrower, name, "2", cohort=name),
+        cluster_queue(lender, name, "2", cohort=name),
+        local_queue(preemptor, namespace),
+        local_queue(borrower, namespace),
+    ]
+    async with kueue_objects(kueue_cluster, kueue_kubectl, namespace, "16", manifests, preemptor):
+        yield namespace, preemptor, borrower
+
+
+async def test_a_preemptor_that_must_borrow_passes_a_protected_job_by_under_borrow_within_cohort(
+    kueue_run: RunProcess,
+    kueue_kubectl: Kubectl,
+    classes: dict[str, str],
+    borrowing_cohort: tuple[str, str, str],
+) -> None:
+    """`borrowWithinCohort` (docs/contract.md, "Kueue"): while it borrows, a preemptor takes only Workloads below its
+    own effective priority and at or below the threshold, by their effective priority: the boosted Job (9999) is
+    neither, so Kueue takes the unprotected Job of the borrowing queue instead, even under `reclaimWithinCohort:
+    Any`, where no priority would protect a Job from a preemptor that did not borrow."""
+    namespace, preemptor, borrower = borrowing_cohort
+    plain_then_protected(kueue_kubectl, namespace, borrower, classes, 2)  # the protected Job borrowing
+    high_takes_the_plain_job(kueue_kubectl, namespace, preemptor, classes, 4)  # 2 CPUs more than its queue's own
+
+
 async def test_a_boost_outliving_a_stopped_server_is_removed_when_it_starts(
     kueue_run: RunProcess, kueue_kubectl: Kubectl, classes: dict[str, str], queue: tuple[str, str]
 ) -> None:
@@ -449,6 +546,17 @@ async def test_with_kueues_gate_off_no_boost_is_written_and_the_workload_says_wh
         kueue_run.start()
         condition = until("the condition cleared", lambda: boost_condition(kueue_kubectl, governed, "True"))
         assert condition["reason"] == "BoostsWritten", condition
+
+        kueue_run.stop()  # Kueue support turned off: the operator drops the condition nothing writes any more
+        try:
+            with ptol_run(kueue_cluster):
+                until(
+                    "the condition dropped",
+                    lambda: not any(boost_condition(kueue_kubectl, governed, s) for s in ("True", "False")),
+                )
+                assert ready(kueue_kubectl, governed)
+        finally:
+            kueue_run.start()
     finally:
         if not restored:
             kueue_run.stop()
