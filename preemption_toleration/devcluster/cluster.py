@@ -233,16 +233,20 @@ class LocalCluster:
             processes.terminate(record, popen=self._popens.pop("kube-scheduler", None))
         self._start_scheduler(self.toolchain, extenders, timeout)
 
-    def restart_kueue(self, feature_gates: Mapping[str, bool] | None = None, *, timeout: float = 120.0) -> None:
+    def restart_kueue(
+        self, feature_gates: Mapping[str, bool] | None = None, *, fair_sharing: bool = False, timeout: float = 120.0
+    ) -> None:
         """Restart Kueue's controller manager (`--feature kueue`) with these feature gates (None: the test bed's,
-        `devcluster.kueue.FEATURE_GATES`), its webhooks registered again."""
+        `devcluster.kueue.FEATURE_GATES`) and, with `fair_sharing`, its preemption by fair sharing, its webhooks
+        registered again."""
         build = self._kueue_build
         if build is None:
             raise ClusterError("Kueue is not running in this cluster: start it with the kueue feature")
         record = self._records.pop("kueue", None)
         if record is not None:
             processes.terminate(record, popen=self._popens.pop("kueue", None))
-        self._run_kueue(build, timeout, kueue.FEATURE_GATES if feature_gates is None else feature_gates)
+        gates = kueue.FEATURE_GATES if feature_gates is None else feature_gates
+        self._run_kueue(build, timeout, gates, fair_sharing)
 
     def restart_apiserver(self, *, timeout: float = 60.0) -> None:
         """Stop kube-apiserver and start it again on the same port, with etcd's data kept: every client's
@@ -621,7 +625,9 @@ class LocalCluster:
         self._kueue_build = build
         self._run_kueue(build, timeout, kueue.FEATURE_GATES)
 
-    def _run_kueue(self, build: KueueBuild, timeout: float, feature_gates: Mapping[str, bool]) -> None:
+    def _run_kueue(
+        self, build: KueueBuild, timeout: float, feature_gates: Mapping[str, bool], fair_sharing: bool = False
+    ) -> None:
         """Kueue's manager started (its home, certificates and CRDs in place) and its webhooks registered."""
         home = self.directory / "kueue"
         certs, kubeconfig = home / "certs", home / "kueue.kubeconfig"
@@ -633,7 +639,13 @@ class LocalCluster:
             config = home / "config.yaml"
             config.write_text(
                 kueue.manager_config(
-                    HOST, ports["kueue-webhook"], health_port, ports["kueue-metrics"], str(certs), feature_gates
+                    HOST,
+                    ports["kueue-webhook"],
+                    health_port,
+                    ports["kueue-metrics"],
+                    str(certs),
+                    feature_gates,
+                    fair_sharing,
                 )
             )
             argv = [str(build.manager), f"--config={config}", f"--kubeconfig={kubeconfig}"]

@@ -31,6 +31,8 @@ NAMESPACE = "kueue-system"  # its own; jobs there are not managed (Kueue's defau
 # Kueue reads the metrics server's certificate from here when its internal certificate management is off;
 # the path is fixed in its main.go (v0.17 to v0.19), whether or not metrics are served.
 METRICS_CERT_DIR = "/etc/kueue/metrics/certs"
+# Kueue's fair sharing preemption strategies, as its documentation sets them, tried in this order
+FAIR_SHARING_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
 # The names of the webhook configurations, as Kueue's release manifests name them.
 WEBHOOK_CONFIGURATION_PREFIX = "kueue-"
 
@@ -42,8 +44,10 @@ def manager_config(
     metrics_port: int,
     cert_dir: str,
     feature_gates: Mapping[str, bool] = FEATURE_GATES,
+    fair_sharing: bool = False,
 ) -> str:
-    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2) for a manager on `host`, with `feature_gates`."""
+    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2) for a manager on `host`, with `feature_gates`;
+    `fair_sharing`: its preemption by fair sharing, with Kueue's two strategies (its `fairSharing` present)."""
     config = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -56,6 +60,8 @@ def manager_config(
         "integrations": {"frameworks": list(INTEGRATIONS)},
         "featureGates": dict(feature_gates),
     }
+    if fair_sharing:
+        config["fairSharing"] = {"preemptionStrategies": list(FAIR_SHARING_STRATEGIES)}
     return yaml.safe_dump(config, sort_keys=False)
 
 

@@ -118,6 +118,13 @@ def test_manager_config_takes_other_feature_gates() -> None:
     assert config["featureGates"] == gates
 
 
+def test_manager_config_turns_fair_sharing_on_by_its_strategies() -> None:
+    """Kueue's preemption by fair sharing is on when its configuration has `fairSharing` (v1beta2); off by default."""
+    assert "fairSharing" not in yaml.safe_load(manager_config("127.0.0.1", 9443, 8081, 8443, "/tmp/certs"))
+    config = yaml.safe_load(manager_config("127.0.0.1", 9443, 8081, 8443, "/tmp/certs", fair_sharing=True))
+    assert config["fairSharing"] == {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}
+
+
 @pytest.mark.parametrize(
     ("rule", "as_root", "namespaces"),
     [

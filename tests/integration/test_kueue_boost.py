@@ -31,6 +31,7 @@ from tests.integration.kueue_objects import (
     local_queue,
     queue_with_a_node,
     running_job,
+    suspends,
     until,
     workload_of,
 )
@@ -434,6 +435,36 @@ async def test_a_preemptor_that_must_borrow_passes_a_protected_job_by_under_borr
     namespace, preemptor, borrower = borrowing_cohort
     plain_then_protected(kueue_kubectl, namespace, borrower, classes, 2)  # the protected Job borrowing
     high_takes_the_plain_job(kueue_kubectl, namespace, preemptor, classes, 4)  # 2 CPUs more than its queue's own
+
+
+def fair_share_shown(kubectl: Kubectl, cluster_queue: str) -> bool:
+    """Whether Kueue writes the ClusterQueue's fair share (`status.fairSharing`): only with fair sharing on."""
+    found = json.loads(kubectl("get", "clusterqueue", cluster_queue, "-o", "json").stdout)
+    return "fairSharing" in found.get("status", {})
+
+
+async def test_under_fair_sharing_the_boost_keeps_the_protected_job_as_under_classical_preemption(
+    kueue_cluster: LocalCluster,
+    kueue_run: RunProcess,
+    kueue_kubectl: Kubectl,
+    classes: dict[str, str],
+    queue: tuple[str, str],
+) -> None:
+    """Kueue with preemption by fair sharing (its `fairSharing` configuration) filters its candidates by the same
+    effective priority (docs/contract.md, "Kueue"): the protected Job is passed by, the plain one taken."""
+    namespace, name = queue
+    kueue_run.stop()
+    kueue_cluster.restart_kueue(fair_sharing=True)
+    try:
+        kueue_run.start()
+        until("Kueue's webhook suspending the queue's Jobs", lambda: suspends(kueue_kubectl, namespace, name))
+        until("the ClusterQueue's fair share in its status", lambda: fair_share_shown(kueue_kubectl, name))
+        plain_then_protected(kueue_kubectl, namespace, name, classes, 2)
+        high_takes_the_plain_job(kueue_kubectl, namespace, name, classes, 2)
+    finally:
+        kueue_run.stop()
+        kueue_cluster.restart_kueue()
+        kueue_run.start()
 
 
 async def test_a_boost_outliving_a_stopped_server_is_removed_when_it_starts(
