@@ -25,13 +25,13 @@ def condition_of(status: Mapping[str, Any] | None, kind: str) -> Mapping[str, An
     return None
 
 
-def conditions_except(status: Mapping[str, Any] | None, kind: str) -> list[dict[str, Any]]:
-    """The conditions of `status` of every type but `kind`, as they are: each writer of the list writes the
+def conditions_except(status: Mapping[str, Any] | None, *kinds: str) -> list[dict[str, Any]]:
+    """The conditions of `status` of every type but `kinds`, as they are: each writer of the list writes the
     others' back unchanged (the operator owns Ready, the webhook server's booster PriorityBoost)."""
     return [
         dict(condition)
         for condition in (status or {}).get("conditions") or []
-        if isinstance(condition, Mapping) and condition.get("type") != kind
+        if isinstance(condition, Mapping) and condition.get("type") not in kinds
     ]
 
 
@@ -72,7 +72,7 @@ def build_status(
         ],
     ).to_kube()
     status["conditions"][0]["lastTransitionTime"] = transition
-    status["conditions"].extend(c for c in conditions_except(current, READY) if c.get("type") not in dropped)
+    status["conditions"].extend(conditions_except(current, READY, *dropped))
     return status
 
 
