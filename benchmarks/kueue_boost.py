@@ -2,9 +2,11 @@
 
 1. **Admission.** How long Kueue takes to admit N Jobs (one pod of 1 CPU each, whose pods keep running) of a
    protected class, queued at once by one `kubectl apply`, into a ClusterQueue with room for all: from the apply
-   to the last Workload admitted, with the webhook server boosting every one of them against without it. Rounds
-   alternate (off, on; on, off; ...) so that a drift of the machine weighs on both; reported: each round, the
-   medians and their ratio (target: at most 1.1), and the boosts written in each round with the server.
+   to the last Workload admitted, in three settings: without the webhook server (off); with it (on), where no
+   pending Workload may take the protected ones, so no boost is needed; and with it where a Job of 9000 waits
+   in a held LocalQueue of the same ClusterQueue before the apply (threatened), so that every admitted Job is
+   boosted. Each round runs the three in a rotated order so that a drift of the machine weighs on all; reported:
+   each round, the medians and their ratios to off (target: at most 1.1), and the boosts written.
 2. **A window's end.** A Job of a class protected for WINDOW seconds fills a ClusterQueue of 4 CPUs; a Job of a
    priority below the minimum waits (Kueue found no victim); from the end of the window (the last pod's
    PodScheduled time + WINDOW, as the server reads it) to the waiting Job admitted, polled every 0.1 s, in
@@ -83,6 +85,26 @@ def queue(name: str, cpus: int) -> dict[str, Any]:
     }
 
 
+def held_threat(cluster: LocalCluster, namespace: str, cluster_queue: str) -> None:
+    """A Job of 9000 (below the protected minimum) pending in a held LocalQueue of `cluster_queue`: it may take
+    any protected Job Kueue admits, so each is boosted, but Kueue never tries it."""
+    apply(
+        cluster,
+        {
+            "apiVersion": KUEUE_API,
+            "kind": "LocalQueue",
+            "metadata": {"name": "held", "namespace": namespace},
+            "spec": {"clusterQueue": cluster_queue, "stopPolicy": "Hold"},
+        },
+        running_job("threat", "held", "bench-high", 1, namespace),
+    )
+    until(
+        "the held Job's Workload",
+        lambda: any(w["metadata"]["name"].startswith("job-threat") for w in workloads(cluster, namespace)),
+        60,
+    )
+
+
 def namespace_with_queue(cluster: LocalCluster, namespace: str, cluster_queue: str) -> None:
     apply(
         cluster,
@@ -146,12 +168,14 @@ def cpu_by_process(cluster: LocalCluster, server: RunProcess | None) -> dict[str
 
 
 def admission_round(
-    cluster: LocalCluster, n: int, label: str, timeout: float, server: RunProcess | None
+    cluster: LocalCluster, n: int, label: str, timeout: float, server: RunProcess | None, threatened: bool = False
 ) -> tuple[float, dict[str, float]]:
     """Seconds from one `kubectl apply` of n protected Jobs to the last Workload admitted, and the CPU seconds
-    each process used meanwhile."""
+    each process used meanwhile; `threatened`: a Job that may take them waits (`held_threat`)."""
     namespace = f"admit-{label}"
     namespace_with_queue(cluster, namespace, "bench-admit")
+    if threatened:
+        held_threat(cluster, namespace, "bench-admit")
     jobs = [job(f"j{i:04d}", namespace, "bench-protected", 1) for i in range(n)]
     before = cpu_by_process(cluster, server)
     started = time.monotonic()
@@ -261,15 +285,17 @@ def main() -> None:
         )
         kubectl(cluster, "wait", "--for=condition=Ready", "node", "--all", "--timeout=120s")
         rounds: list[dict[str, Any]] = []
+        settings = ("off", "on", "threatened")
         for round_index in range(args.rounds):
-            order = ("off", "on") if round_index % 2 == 0 else ("on", "off")
+            order = settings[round_index % 3 :] + settings[: round_index % 3]
             for setting in order:
                 label = f"{setting}-{round_index}"
-                if setting == "on":
+                if setting != "off":
                     server = RunProcess(cluster, "--kueue", "on")
                     server.start()
                     try:
-                        seconds, cpu = admission_round(cluster, args.jobs, label, args.timeout, server)
+                        threatened = setting == "threatened"
+                        seconds, cpu = admission_round(cluster, args.jobs, label, args.timeout, server, threatened)
                         boosts = boosts_applied(server)
                     finally:
                         server.stop()
@@ -279,15 +305,20 @@ def main() -> None:
                     {"setting": setting, "round": round_index, "seconds": seconds, "boosts": boosts, "cpu": cpu}
                 )
                 print(
-                    f"round {round_index} {setting:>3}: {args.jobs} Jobs admitted in {seconds:6.1f} s"
-                    + (f", {boosts:.0f} boosts written" if setting == "on" else "")
+                    f"round {round_index} {setting:>10}: {args.jobs} Jobs admitted in {seconds:6.1f} s"
+                    + (f", {boosts:.0f} boosts written" if setting != "off" else "")
                     + "; CPU s: "
                     + ", ".join(f"{name} {value:.1f}" for name, value in sorted(cpu.items())),
                     flush=True,
                 )
-        off = statistics.median(r["seconds"] for r in rounds if r["setting"] == "off")
-        on = statistics.median(r["seconds"] for r in rounds if r["setting"] == "on")
-        print(f"median: off {off:.1f} s, on {on:.1f} s: {on / off:.2f} x (target <= 1.1)")
+        medians = {
+            setting: statistics.median(r["seconds"] for r in rounds if r["setting"] == setting) for setting in settings
+        }
+        off, on, threatened_median = (medians[setting] for setting in settings)
+        print(
+            f"median: off {off:.1f} s, on {on:.1f} s: {on / off:.2f} x (target <= 1.1); threatened "
+            f"{threatened_median:.1f} s: {threatened_median / off:.2f} x"
+        )
         server = RunProcess(cluster, "--kueue", "on")
         server.start()
         try:
@@ -306,7 +337,13 @@ def main() -> None:
         {
             "jobs": args.jobs,
             "admission_rounds": rounds,
-            "admission_median_seconds": {"off": off, "on": on, "ratio": on / off},
+            "admission_median_seconds": {
+                "off": off,
+                "on": on,
+                "ratio": on / off,
+                "threatened": threatened_median,
+                "threatened_ratio": threatened_median / off,
+            },
             "window_seconds": WINDOW,
             "window_end_to_admitted_seconds": trials,
         },

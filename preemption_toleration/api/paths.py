@@ -10,3 +10,4 @@ VALIDATE_POLICIES_PATH = f"/validate/{PLURAL}"
 GUARD_PATH = "/guard/pods"
 EXTENDER_PREFIX = "/extender"  # the scheduler appends "/" and the verb: /extender/preempt
 EXTENDER_PREEMPT_PATH = f"{EXTENDER_PREFIX}/preempt"
+KUEUE_WORKLOADS_PATH = "/kueue/workloads"  # a Workload's creation, held until the boosts it needs are written

@@ -24,6 +24,7 @@ KUEUE_VERSION: Final = "v1beta2"  # Kueue's storage version since v0.15; v1beta1
 KUEUE_API_VERSION: Final = f"{KUEUE_GROUP}/{KUEUE_VERSION}"
 WORKLOAD_PRIORITY_CLASS_PLURAL: Final = "workloadpriorityclasses"
 WORKLOADS: Final = "workloads"  # Kueue's Workloads' plural
+CLUSTER_QUEUES: Final = "clusterqueues"  # Kueue's ClusterQueues' plural
 
 
 class ClassKind(str, enum.Enum):

@@ -9,7 +9,14 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
-from preemption_toleration.api.resources import KUEUE_GROUP, KUEUE_VERSION, POD_GROUP_API, WORKLOADS, ClassKind
+from preemption_toleration.api.resources import (
+    CLUSTER_QUEUES,
+    KUEUE_GROUP,
+    KUEUE_VERSION,
+    POD_GROUP_API,
+    WORKLOADS,
+    ClassKind,
+)
 from preemption_toleration.kube.informer import ListFunction
 
 
@@ -36,6 +43,11 @@ def workload_priority_classes(api: ApiClient) -> ListFunction:
 def workloads(api: ApiClient) -> ListFunction:
     """Kueue's Workloads of all namespaces."""
     return cluster_custom_objects(api, KUEUE_GROUP, KUEUE_VERSION, WORKLOADS)
+
+
+def cluster_queues(api: ApiClient) -> ListFunction:
+    """Kueue's ClusterQueues (cluster-scoped)."""
+    return cluster_custom_objects(api, KUEUE_GROUP, KUEUE_VERSION, CLUSTER_QUEUES)
 
 
 def policies(api: ApiClient) -> ListFunction:

@@ -16,6 +16,10 @@ GATE_NOTE = (
     "Kueue counts the boost only with its PriorityBoost feature gate on; where it is off, the server writes none "
     f"and says so in a Warning Event {NOT_WRITTEN} on the Workload."
 )
+WAITS = (
+    "The server writes it once a pending Workload may take this one below its minimum (a new one is created only "
+    "after it is written)."
+)
 TOLD = (NOT_WRITTEN, PROTECTED_EVICTION)  # the reasons of the server's Events on a Workload that explain repeats
 
 
@@ -73,7 +77,7 @@ def render_workload(facts: Mapping[str, Any]) -> str:
             f"(effective priority {facts['refusedBelow'] - 1})."
         )
         if boost != str(wanted) and facts["problem"] is None and NOT_WRITTEN not in facts["serverSaid"]:
-            lines.append("The server writes it on its next look at the Workload (within a minute).")
+            lines.append(WAITS)
     if facts["problem"]:
         lines.append(f"Not written: {facts['problem']}.")
     said = facts["serverSaid"]

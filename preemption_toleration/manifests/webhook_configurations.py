@@ -9,6 +9,8 @@ Failure policies, and why:
 - the guard (pod deletions, evictions, status): Ignore with a 3 s timeout, so a guard outage never blocks
   deletions cluster-wide; it skips namespaces labelled `preemption-toleration.dev/guard: disabled` (ours).
   Its matchConditions (GA since Kubernetes 1.30) send it only the requests that may be preemptions.
+- Kueue's Workloads' creation (with `--kueue on`): Ignore with a 10 s timeout. It only holds a creation while the
+  boosts it needs are written (at most 5 s), never refuses one; while it is down, Jobs are queued as without it.
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ from typing import Any
 
 from preemption_toleration.api.paths import (
     GUARD_PATH,
+    KUEUE_WORKLOADS_PATH,
     MUTATE_PRIORITY_CLASSES_PATH,
     VALIDATE_POLICIES_PATH,
     VALIDATE_PRIORITY_CLASSES_PATH,
 )
 from preemption_toleration.api.policy import GROUP, PLURAL, VERSION
-from preemption_toleration.api.resources import PRIORITY_CLASS_GROUP, PRIORITY_CLASS_PLURAL
+from preemption_toleration.api.resources import KUEUE_GROUP, PRIORITY_CLASS_GROUP, PRIORITY_CLASS_PLURAL, WORKLOADS
 from preemption_toleration.core.annotations import LEGACY_PREFIX, PREFIX
 from preemption_toleration.core.pods import PREEMPTION_MARK
 from preemption_toleration.guard.prefilter import PREEMPTOR_ANNOTATIONS
@@ -37,6 +40,9 @@ GUARD_NAME = "preemption-toleration-guard"
 GUARD_WEBHOOK = "pods.guard.preemption-toleration.dev"  # the webhook's name, in kubectl's "denied the request"
 TIMEOUT_SECONDS = 5
 GUARD_TIMEOUT_SECONDS = 3
+KUEUE_NAME = "preemption-toleration-kueue"
+KUEUE_WEBHOOK = "workloads.kueue.preemption-toleration.dev"
+KUEUE_TIMEOUT_SECONDS = 10  # above the longest hold of a creation (kueue.adapter.booster.HOLD_SECONDS)
 GUARD_OPT_OUT_LABEL = "preemption-toleration.dev/guard"
 # Set by the API server on every namespace (1.21+): a namespace's name, for a selector.
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -234,6 +240,35 @@ def guard_configuration(
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": GUARD_NAME, "labels": {"app.kubernetes.io/name": NAME}},
+        "webhooks": [webhook],
+    }
+
+
+def kueue_configuration(client_config: ClientConfig) -> dict[str, Any]:
+    """The webhook on Kueue's Workloads' creation (`kueue.adapter.hold`): it writes the boosts a new Workload
+    needs before allowing it, so its side effects are skipped on a dry run."""
+    webhook = {
+        "name": KUEUE_WEBHOOK,
+        "clientConfig": client_config(KUEUE_WORKLOADS_PATH),
+        "rules": [
+            {
+                "apiGroups": [KUEUE_GROUP],
+                "apiVersions": ["*"],
+                "resources": [WORKLOADS],
+                "operations": ["CREATE"],
+                "scope": "Namespaced",
+            }
+        ],
+        "failurePolicy": "Ignore",
+        "matchPolicy": "Equivalent",
+        "sideEffects": "NoneOnDryRun",
+        "timeoutSeconds": KUEUE_TIMEOUT_SECONDS,
+        "admissionReviewVersions": ["v1", "v1beta1"],
+    }
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": KUEUE_NAME, "labels": {"app.kubernetes.io/name": NAME}},
         "webhooks": [webhook],
     }
 

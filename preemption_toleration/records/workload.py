@@ -48,6 +48,7 @@ class WorkloadRecord:
     boost_owners: tuple[str, ...] = ()  # the field managers that own the boost annotation (managedFields)
     created: str = ""  # creationTimestamp, as written (RFC 3339 sorts by time)
     of_batch_job: bool = False  # its controller is a batch/v1 Job (whose pods name it by their controller-uid)
+    cluster_queue: str | None = None  # status.admission.clusterQueue: the ClusterQueue that admitted it
 
     @property
     def ref(self) -> str:
@@ -90,6 +91,8 @@ def workload_record(workload: Mapping[str, Any]) -> WorkloadRecord:
     )
     boost = as_mapping(metadata.get("annotations")).get(PRIORITY_BOOST)
     job_uid = as_mapping(metadata.get("labels")).get(JOB_UID_LABEL)
+    admission = as_mapping(as_mapping(workload.get("status")).get("admission"))
+    cluster_queue = admission.get("clusterQueue")
     conditions = {
         condition.get("type"): condition.get("status")
         for condition in as_list(as_mapping(workload.get("status")).get("conditions"))
@@ -113,4 +116,5 @@ def workload_record(workload: Mapping[str, Any]) -> WorkloadRecord:
             owner.get("apiVersion") == "batch/v1" and owner.get("kind") == "Job" and owner.get("controller") is True
             for owner in map(as_mapping, as_list(metadata.get("ownerReferences")))
         ),
+        cluster_queue=cluster_queue if isinstance(cluster_queue, str) and cluster_queue else None,
     )

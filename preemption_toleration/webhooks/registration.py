@@ -30,8 +30,10 @@ from preemption_toleration.guard.verdicts import DEFAULT_PREEMPTOR_IDENTITIES
 from preemption_toleration.kube.client import APPLY_PATCH
 from preemption_toleration.manifests.webhook_configurations import (
     GUARD_NAME,
+    KUEUE_NAME,
     NAME,
     guard_configuration,
+    kueue_configuration,
     mutating_configuration,
     service_client_config,
     url_client_config,
@@ -61,6 +63,7 @@ class Registration:
     # namespaces the guard never judges, by name: kube-system by default, and in a cluster the server's own
     guard_skipped_namespaces: tuple[str, ...] = ("kube-system",)
     owner_cluster_role: str | None = None  # the ClusterRole whose deletion deletes the configurations
+    kueue: bool = False  # the webhook on Kueue's Workloads' creation (`--kueue on`)
 
     @property
     def kept_on_exit(self) -> bool:
@@ -98,6 +101,10 @@ def wanted_configurations(
         wanted.append(guard)
     else:
         unwanted.append(("ValidatingWebhookConfiguration", GUARD_NAME))
+    if registration.kueue:
+        wanted.append(kueue_configuration(client_config))
+    else:
+        unwanted.append(("ValidatingWebhookConfiguration", KUEUE_NAME))
     if owner is not None:
         for configuration in wanted:
             configuration["metadata"]["ownerReferences"] = [dict(owner)]
@@ -210,6 +217,7 @@ async def check_free(api: ApiClient) -> None:
         (admission.read_validating_webhook_configuration, "validatingwebhookconfiguration", NAME),
         (admission.read_mutating_webhook_configuration, "mutatingwebhookconfiguration", NAME),
         (admission.read_validating_webhook_configuration, "validatingwebhookconfiguration", GUARD_NAME),
+        (admission.read_validating_webhook_configuration, "validatingwebhookconfiguration", KUEUE_NAME),
     ):
         try:
             found = api.sanitize_for_serialization(await read(name))
@@ -238,6 +246,7 @@ async def unregister(api: ApiClient) -> None:
     admission = client.AdmissionregistrationV1Api(api)
     for delete, name in (
         (admission.delete_validating_webhook_configuration, GUARD_NAME),
+        (admission.delete_validating_webhook_configuration, KUEUE_NAME),
         (admission.delete_validating_webhook_configuration, NAME),
         (admission.delete_mutating_webhook_configuration, NAME),
     ):

@@ -123,11 +123,11 @@ def _start_steering(shared: _Shared) -> Callable[[PodRecord, str | None], asynci
     return steerer.refused
 
 
-def _start_kueue(shared: _Shared) -> None:
+def _start_kueue(shared: _Shared) -> KueueWorker | None:
     """Kueue's boost, when on (`kueue.adapter.worker`), its caches counted with the server's."""
     settings, caches = shared.settings, shared.caches
     if not settings.kueue:
-        return
+        return None
     kueue = KueueWorker(
         shared.api,
         logger,
@@ -143,6 +143,7 @@ def _start_kueue(shared: _Shared) -> None:
     )
     shared.metrics.track_caches(lambda: [*caches.stats(), *kueue.stats()])
     shared.tasks.extend(kueue.start())
+    return kueue
 
 
 def _holder() -> str:
@@ -216,6 +217,7 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
     tasks = caches.tasks()
     guard: GuardHooks | None = None
     extender: ExtenderHooks | None = None
+    kueue: KueueWorker | None = None
     guard_config = GuardConfig(
         preemptor_identities=tuple(settings.preemptor_identities),
         audit=settings.guard_mode == "audit",
@@ -240,7 +242,7 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
             extender = ExtenderHooks(caches.view, caches.preemptors, nudger.hold, authenticated=True)
         shared = _Shared(api, caches, settings, metrics, recorder, tasks)
         steer = _start_steering(shared)
-        _start_kueue(shared)
+        kueue = _start_kueue(shared)
         _watch_partial_groups(shared)
         claims = _group_claims(shared)
         guard = GuardHooks(
@@ -260,6 +262,8 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
         routes.append(GuardEndpoint(guard, metrics, caches.problems).endpoint())
     if extender is not None:
         routes.append(ExtenderEndpoint(extender, metrics, caches.problems).endpoint())
+    if kueue is not None:
+        routes.append(kueue.endpoint())
     app = WebhookApp(routes, caches.problems, metrics, settings.max_body_bytes, settings.metrics_address is not None)
     runner = web.ServerRunner(app.build())
     await runner.setup()

@@ -53,6 +53,7 @@ def registration_of(settings: WebhookSettings, bound_port: int | None = None) ->
         every_eviction=settings.eviction_preemptor_priority is not None,
         guard_skipped_namespaces=guard_skipped_namespaces(settings),
         owner_cluster_role=settings.register_owner,
+        kueue=settings.kueue and settings.guard_mode != "off",  # Kueue's boost runs beside the guard's caches
     )
 
 

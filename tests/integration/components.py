@@ -108,6 +108,7 @@ class RunProcess(OperatorProcess):
         for kind, name in (
             ("validatingwebhookconfiguration", "preemption-toleration"),
             ("validatingwebhookconfiguration", "preemption-toleration-guard"),
+            ("validatingwebhookconfiguration", "preemption-toleration-kueue"),
             ("mutatingwebhookconfiguration", "preemption-toleration"),
         ):
             subprocess.run(

@@ -123,7 +123,7 @@ def _defaults(objects: Objects) -> None:
     assert _configuration_rights(objects) == {
         f"{resource}/{name}:{verb}"
         for resource in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations")
-        for name in ("preemption-toleration", "preemption-toleration-guard")
+        for name in ("preemption-toleration", "preemption-toleration-guard", "preemption-toleration-kueue")
         for verb in ("create", "patch", "delete")
     }
     assert ("PodDisruptionBudget", WEBHOOK) in objects and ("ClusterKopfPeering", "preemption-toleration") in objects
@@ -266,12 +266,13 @@ def _kueue_rights(objects: Objects, component: str) -> list[tuple[list[str], lis
 
 def _kueue_on(objects: Objects) -> None:
     """Kueue's boost: the server asked for it, with the rights to watch and patch Workloads and to watch
-    WorkloadPriorityClasses, and no others; the operator asked to govern WorkloadPriorityClasses, with the rights
-    to patch them."""
+    WorkloadPriorityClasses and ClusterQueues, and no others; the operator asked to govern WorkloadPriorityClasses,
+    with the rights to patch them."""
     assert container(objects, WEBHOOK)["args"][-2:] == ["--kueue", "on"]
     assert _kueue_rights(objects, WEBHOOK) == [
         (["workloads"], ["list", "watch", "patch"]),
         (["workloadpriorityclasses"], ["list", "watch"]),
+        (["clusterqueues"], ["list", "watch"]),
     ]
     args = container(objects, OPERATOR)["args"]
     assert args[args.index("--kueue") + 1] == "on"

@@ -1,5 +1,6 @@
 """Kueue's preemption held to the toleration contract by the boost (`ptol run --kueue on`, docs/tasks/kueue.md):
-Kueue's own search passes a protected Job by and takes another, as upstream's plugin makes the scheduler do.
+Kueue's own search passes a protected Job by and takes another, as upstream's plugin makes the scheduler do. The
+boost is written once a pending Workload may take the protected one: a new one's creation waits for it.
 
 Each test has a ClusterQueue of 4 CPUs (`withinClusterQueue: LowerPriority`) and a node of 16, so quota, not
 room, makes Kueue preempt; each Job's pods keep running on KWOK's node until Kueue evicts the Job.
@@ -119,11 +120,11 @@ def admitted_and_running(kubectl: Kubectl, namespace: str, job: str, pods: int) 
     until(f"{job}'s {pods} pods running", lambda: running(kubectl, namespace, job, pods))
 
 
-def boosted(kubectl: Kubectl, namespace: str, queue: str, job: str, priority_class: str, cpus: int) -> None:
-    """A Job of a class protected from below 10000 submitted, admitted, running, and boosted to 9999."""
+def protected(kubectl: Kubectl, namespace: str, queue: str, job: str, priority_class: str, cpus: int) -> None:
+    """A Job of a class protected from below 10000 submitted, admitted and running (boosted to 9999 once a pending
+    Workload may take it)."""
     submit(kubectl, namespace, queue, job, priority_class, cpus)
     admitted_and_running(kubectl, namespace, job, cpus)
-    until(f"{job}'s boost", lambda: boost(kubectl, namespace, job) == "1999")
 
 
 def tried(kubectl: Kubectl, namespace: str, job: str) -> None:
@@ -134,11 +135,11 @@ def tried(kubectl: Kubectl, namespace: str, job: str) -> None:
 
 
 def plain_then_protected(kubectl: Kubectl, namespace: str, queue: str, classes: dict[str, str], cpus: int) -> None:
-    """A plain Job of 8000, then a protected one ("kept", boosted), each of `cpus` pods, in `queue`: of equal
-    priorities Kueue takes the last admitted first, so unboosted the protected Job would be its victim."""
+    """A plain Job of 8000, then a protected one ("kept"), each of `cpus` pods, in `queue`: of equal priorities
+    Kueue takes the last admitted first, so unboosted the protected Job would be its victim."""
     submit(kubectl, namespace, queue, "plain", classes["plain"], cpus)
     admitted_and_running(kubectl, namespace, "plain", cpus)
-    boosted(kubectl, namespace, queue, "kept", classes["protected"], cpus)
+    protected(kubectl, namespace, queue, "kept", classes["protected"], cpus)
 
 
 def high_takes_the_plain_job(kubectl: Kubectl, namespace: str, queue: str, classes: dict[str, str], cpus: int) -> None:
@@ -170,16 +171,21 @@ async def test_kueue_passes_a_protected_job_by_and_preempts_an_unprotected_one_i
 ) -> None:
     namespace, name = queue
     plain_then_protected(kueue_kubectl, namespace, name, classes, 2)
+    time.sleep(2)  # what the server would write, written
+    assert boost(kueue_kubectl, namespace, "kept") is None, "no pending Workload may take it: no boost written"
+    assert boosts(kueue_run, "applied") == 0
+    high_takes_the_plain_job(kueue_kubectl, namespace, name, classes, 2)
+    assert boost(kueue_kubectl, namespace, "kept") == "1999", "boosted for the high Job"
     assert boost(kueue_kubectl, namespace, "plain") is None, "an unprotected Job is not boosted"
     assert boosts(kueue_run, "applied") >= 1, "counted on /metrics"
-    high_takes_the_plain_job(kueue_kubectl, namespace, name, classes, 2)
+    assert "kueue workload's creation held for the boosts it needs" in kueue_run.log(), "written before it existed"
 
 
 async def test_a_preemptor_at_the_minimum_preempts_the_protected_job(
     kueue_run: RunProcess, kueue_kubectl: Kubectl, classes: dict[str, str], queue: tuple[str, str]
 ) -> None:
     namespace, name = queue
-    boosted(kueue_kubectl, namespace, name, "kept", classes["protected"], 4)
+    protected(kueue_kubectl, namespace, name, "kept", classes["protected"], 4)
     submit(kueue_kubectl, namespace, name, "critical", classes["critical"], 4)  # 10000: the minimum
     until("the critical Job admitted", lambda: admitted(kueue_kubectl, namespace, "critical"))
     assert evicted(kueue_kubectl, namespace, "kept")
@@ -190,18 +196,19 @@ async def test_below_the_minimum_the_protected_job_stays_and_the_preemptor_waits
     kueue_run: RunProcess, kueue_kubectl: Kubectl, classes: dict[str, str], queue: tuple[str, str]
 ) -> None:
     namespace, name = queue
-    boosted(kueue_kubectl, namespace, name, "kept", classes["protected"], 4)
+    protected(kueue_kubectl, namespace, name, "kept", classes["protected"], 4)
     submit(kueue_kubectl, namespace, name, "high", classes["high"], 4)
     tried(kueue_kubectl, namespace, "high")  # and found no victim it may take
     assert not admitted(kueue_kubectl, namespace, "high")
     assert admitted(kueue_kubectl, namespace, "kept") and not evicted(kueue_kubectl, namespace, "kept")
+    assert boost(kueue_kubectl, namespace, "kept") == "1999"
 
 
 async def test_when_the_window_ends_the_waiting_job_is_admitted_within_seconds(
     kueue_run: RunProcess, kueue_kubectl: Kubectl, classes: dict[str, str], queue: tuple[str, str]
 ) -> None:
     namespace, name = queue
-    boosted(kueue_kubectl, namespace, name, "kept", classes["window"], 4)
+    protected(kueue_kubectl, namespace, name, "kept", classes["window"], 4)
     submit(kueue_kubectl, namespace, name, "high", classes["high"], 4)
     tried(kueue_kubectl, namespace, "high")  # and found no victim it may take
     assert not admitted(kueue_kubectl, namespace, "high"), "the window holds"
@@ -225,7 +232,7 @@ async def test_when_the_window_ends_the_waiting_job_is_admitted_within_seconds(
 
 
 async def test_a_policy_applied_while_the_job_runs_protects_it_at_once(
-    kueue_run: RunProcess, kueue_kubectl: Kubectl, queue: tuple[str, str]
+    kueue_run: RunProcess, kueue_kubectl: Kubectl, classes: dict[str, str], queue: tuple[str, str]
 ) -> None:
     namespace, name = queue
     klass = unique_name("governed")
@@ -236,7 +243,12 @@ async def test_a_policy_applied_while_the_job_runs_protects_it_at_once(
         assert boost(kueue_kubectl, namespace, "governed") is None, "no toleration: no boost"
         spec = {"priorityClassName": klass, "minimumPreemptablePriority": 10000, "tolerationSeconds": -1}
         apply(kueue_kubectl, policy_manifest(klass, spec))
-        until("the governed Job's boost", lambda: boost(kueue_kubectl, namespace, "governed") == "1999")
+        until("the policy applied", lambda: ready(kueue_kubectl, klass))
+        time.sleep(1)  # the server's caches see the class's annotations
+        submit(kueue_kubectl, namespace, name, "high", classes["high"], 4)
+        tried(kueue_kubectl, namespace, "high")  # and found no victim it may take
+        assert admitted(kueue_kubectl, namespace, "governed") and not evicted(kueue_kubectl, namespace, "governed")
+        assert boost(kueue_kubectl, namespace, "governed") == "1999"
     finally:
         kueue_kubectl("delete", "ptp,priorityclass", klass, "--ignore-not-found", check=False)
 
@@ -302,15 +314,18 @@ async def test_a_workload_priority_class_governed_by_a_policy_protects_its_jobs(
         admitted_and_running(kueue_kubectl, namespace, "kept", 4)
         ref = (workload(kueue_kubectl, namespace, "kept") or {})["spec"]["priorityClassRef"]
         assert (ref["kind"], ref["name"]) == ("WorkloadPriorityClass", protected), "Kueue took the class's priority"
-        assert until("the protected Job's boost", lambda: boost(kueue_kubectl, namespace, "kept")) == "1999"
         said = explain_workload(kueue_cluster, namespace, workload_name(kueue_kubectl, namespace, "kept"))
-        assert f"priority 8000 (from WorkloadPriorityClass {protected})." in said, said
-        assert "effective priority 9999 in Kueue" in said and "below 10000 for ever" in said, said
+        assert "below 10000 for ever: the boost it needs is 1999" in said, said
+        assert "once a pending Workload may take this one below its minimum" in said, said
         preemptor = running_job("high", name, "", 4, workload_priority_class=high)
         kueue_kubectl("apply", "-n", namespace, "-f", "-", input=json.dumps(preemptor))
         tried(kueue_kubectl, namespace, "high")  # and found no victim it may take
         assert not admitted(kueue_kubectl, namespace, "high")
         assert admitted(kueue_kubectl, namespace, "kept") and not evicted(kueue_kubectl, namespace, "kept")
+        assert boost(kueue_kubectl, namespace, "kept") == "1999"
+        said = explain_workload(kueue_cluster, namespace, workload_name(kueue_kubectl, namespace, "kept"))
+        assert f"priority 8000 (from WorkloadPriorityClass {protected})." in said, said
+        assert "effective priority 9999 in Kueue" in said and "below 10000 for ever" in said, said
     finally:
         kueue_kubectl("delete", "ptp", protected, "--ignore-not-found", check=False)
         kueue_kubectl("delete", "workloadpriorityclass", protected, high, "--ignore-not-found", check=False)
@@ -340,7 +355,7 @@ async def test_under_reclaim_within_cohort_any_no_priority_protects_and_the_back
     """`reclaimWithinCohort: Any` (docs/contract.md, "Kueue"): Kueue takes back borrowed quota from any priority, so
     the boost cannot keep a protected Job that borrows; its eviction is reported on its Workload, not refused."""
     namespace, lender, borrower = cohort
-    boosted(kueue_kubectl, namespace, borrower, "kept", classes["protected"], 4)  # on the lender's quota
+    protected(kueue_kubectl, namespace, borrower, "kept", classes["protected"], 4)  # on the lender's quota
     submit(kueue_kubectl, namespace, lender, "reclaim", classes["plain"], 4)  # 8000: far below the minimum
     until("the lender's Job admitted", lambda: admitted(kueue_kubectl, namespace, "reclaim"))
     assert evicted(kueue_kubectl, namespace, "kept"), "Kueue reclaimed its quota from the protected Job"
@@ -392,7 +407,7 @@ async def test_under_lower_or_newer_equal_priority_an_older_preemptor_at_the_min
     submit(kueue_kubectl, namespace, held, "edge", classes["edge"], 4)  # 9999, queued first but held
     queued = until("the held Job's Workload", lambda: workload(kueue_kubectl, namespace, "edge"))
     await past_the_second_of(queued["metadata"]["creationTimestamp"])  # the protected one queued later
-    boosted(kueue_kubectl, namespace, name, "kept", classes["protected"], 4)
+    protected(kueue_kubectl, namespace, name, "kept", classes["protected"], 4)
     kueue_kubectl("patch", "localqueue", "-n", namespace, held, "--type=merge", "-p", '{"spec":{"stopPolicy":"None"}}')
     until("the older preemptor admitted", lambda: admitted(kueue_kubectl, namespace, "edge"))
     assert evicted(kueue_kubectl, namespace, "kept"), "Kueue took the protected Job, of equal effective priority"
@@ -473,10 +488,11 @@ async def test_a_boost_outliving_a_stopped_server_is_removed_when_it_starts(
     """The server stopped mid-window: Kueue keeps the boost meanwhile (the Job protected longer than its window,
     as with the guard down), and the server, started again, removes it and lets the waiting Job in."""
     namespace, name = queue
-    boosted(kueue_kubectl, namespace, name, "kept", classes["window"], 4)
+    protected(kueue_kubectl, namespace, name, "kept", classes["window"], 4)
+    submit(kueue_kubectl, namespace, name, "high", classes["high"], 4)
+    tried(kueue_kubectl, namespace, "high")
     kueue_run.stop()
     try:
-        submit(kueue_kubectl, namespace, name, "high", classes["high"], 4)
         time.sleep(WINDOW_SECONDS + 2)
         assert boost(kueue_kubectl, namespace, "kept") == "1999" and not admitted(kueue_kubectl, namespace, "high")
     finally:
@@ -509,11 +525,11 @@ async def test_two_replicas_boost_as_one_and_agree_when_the_window_ends(
     kueue_run.stop()
     try:
         with ptol_run(kueue_cluster, "--kueue", "on", "--webhook-replicas", "2"):
-            boosted(kueue_kubectl, namespace, name, "kept", classes["window"], 4)
-            assert boost_managers(kueue_kubectl, namespace, "kept") == [FIELD_MANAGER]
+            protected(kueue_kubectl, namespace, name, "kept", classes["window"], 4)
             submit(kueue_kubectl, namespace, name, "high", classes["high"], 4)
             tried(kueue_kubectl, namespace, "high")
             assert not admitted(kueue_kubectl, namespace, "high"), "the window holds with two replicas"
+            assert boost_managers(kueue_kubectl, namespace, "kept") == [FIELD_MANAGER]
             until("the high Job admitted after the window", lambda: admitted(kueue_kubectl, namespace, "high"), 40)
             assert evicted(kueue_kubectl, namespace, "kept")
             until("the evicted Job's boost removed", lambda: boost(kueue_kubectl, namespace, "kept") is None)

@@ -13,7 +13,7 @@ import yaml
 from preemption_toleration.cli.main import build_parser
 from preemption_toleration.cli.webhook_cmd import tls_problem
 from preemption_toleration.devcluster import LocalCluster
-from preemption_toleration.manifests.webhook_configurations import GUARD_NAME
+from preemption_toleration.manifests.webhook_configurations import GUARD_NAME, KUEUE_NAME
 from tests.integration.components import INSTALL_NAMESPACE, OPERATOR_USER, ROOT, WEBHOOK_USER, rbac_installed
 from tests.integration.conftest import Kubectl
 from tests.integration.helpers import by_kind_and_name, with_local_tls_files
@@ -172,7 +172,9 @@ def test_the_kueue_variant_turns_kueue_on_in_both_components_with_its_rights(kub
         rules = objects[("ClusterRole", f"preemption-toleration-{component}")]["rules"]
         kueue = {resource for rule in rules if "kueue.x-k8s.io" in rule["apiGroups"] for resource in rule["resources"]}
         assert kueue == (
-            {"workloads", "workloadpriorityclasses"} if component == "webhook" else {"workloadpriorityclasses"}
+            {"workloads", "workloadpriorityclasses", "clusterqueues"}
+            if component == "webhook"
+            else {"workloadpriorityclasses"}
         )
 
 
@@ -236,5 +238,5 @@ def test_what_a_security_reviewer_checks_in_the_rendered_install(kubectl: Kubect
     # rights: on webhook configurations, only the server's own, by name; with cert-manager, none on Secrets
     rules = objects[("ClusterRole", "preemption-toleration-webhook")]["rules"]
     on_configurations = [rule for rule in rules if "admissionregistration.k8s.io" in rule["apiGroups"]]
-    assert [rule["resourceNames"] for rule in on_configurations] == [["preemption-toleration", GUARD_NAME]]
+    assert [rule["resourceNames"] for rule in on_configurations] == [["preemption-toleration", GUARD_NAME, KUEUE_NAME]]
     assert (("Role", "preemption-toleration-webhook-tls") in objects) is (variant == "default")

@@ -13,10 +13,12 @@ from preemption_toleration.api.resources import ClassKind
 from preemption_toleration.core.protection import ProtectionKind
 from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.kueue.adapter.booster import GATE_OFF, Booster
+from preemption_toleration.kueue.adapter.hold import HoldEndpoint
 from preemption_toleration.kueue.adapter.workloads import DEPARTED_KEPT, WorkloadStore
 from preemption_toleration.kueue.adapter.writes import Gate
 from preemption_toleration.kueue.plan import FIELD_MANAGER
 from preemption_toleration.kueue.policy_condition import Cause, Unwritten
+from preemption_toleration.records.cluster_queue import ClusterQueueRecord, PreemptionPolicy
 from preemption_toleration.records.priority_class import class_view
 from preemption_toleration.records.workload import PRIORITY_BOOST, WorkloadRecord
 from preemption_toleration.telemetry.declared import KueueBoostOutcome
@@ -51,7 +53,9 @@ class Writes:
         return self.gate_is
 
 
-def workload(name: str, klass: str, priority: int, reserved: bool = True, boost: str | None = None) -> dict:
+def workload(
+    name: str, klass: str, priority: int, reserved: bool = True, boost: str | None = None, queue: str | None = None
+) -> dict:
     conditions = [{"type": "QuotaReserved", "status": "True" if reserved else "False"}]
     metadata: dict = {
         "name": name,
@@ -72,8 +76,13 @@ def workload(name: str, klass: str, priority: int, reserved: bool = True, boost:
             "priority": priority,
             "priorityClassRef": {"group": "scheduling.k8s.io", "kind": "PriorityClass", "name": klass},
         },
-        "status": {"conditions": conditions},
+        "status": {"conditions": conditions, **({"admission": {"clusterQueue": queue}} if queue else {})},
     }
+
+
+def threat(name: str = "high", priority: int = 9000) -> dict:
+    """A pending Workload of `priority`, which may take a protected one of 8000 below its minimum of 10000."""
+    return workload(name, "plain", priority, reserved=False)
 
 
 def job_pod(job: str, scheduled: datetime) -> dict:
@@ -105,7 +114,7 @@ CLASSES = {
 
 
 class World:
-    def __init__(self, writes: Writes) -> None:
+    def __init__(self, writes: Writes, queues: dict[str, ClusterQueueRecord] | None = None) -> None:
         self.problems: list[str] = []
         self.now = NOW
         self.monotonic = 0.0
@@ -123,6 +132,7 @@ class World:
             self.counted.append,
             now=lambda: self.now,
             clock=lambda: self.monotonic,
+            cluster_queues=lambda: queues or {},
         )
 
     async def settle(self) -> bool:
@@ -134,6 +144,7 @@ async def test_a_protected_workload_is_boosted_once_and_a_plain_one_not() -> Non
     world = World(Writes())
     world.workloads.put(workload("kept", "forever", 8000))
     world.workloads.put(workload("other", "plain", 8000))
+    world.workloads.put(threat())
     await world.settle()
     assert world.writes.written == [("kept", "1999")]
     world.workloads.put(workload("kept", "forever", 8000))  # a change seen before our write shows in the cache
@@ -174,7 +185,7 @@ async def test_a_later_pod_moves_the_windows_end() -> None:
 @pytest.mark.asyncio
 async def test_with_kueues_gate_off_nothing_is_written_and_it_is_said() -> None:
     world = World(Writes(gate_is=Gate.OFF))
-    world.workloads.put(workload("kept", "forever", 8000))
+    world.workloads.put(workload("kept", "forever", 8000))  # said before any Workload threatens it
     await world.settle()
     assert world.writes.written == [] and world.counted == [KueueBoostOutcome.NOT_WRITTEN]
     assert world.booster._said["team/kept"] == GATE_OFF
@@ -186,13 +197,17 @@ async def test_with_kueues_gate_off_nothing_is_written_and_it_is_said() -> None:
     world.monotonic += 301  # the gate asked again: on
     world.booster.changed("team/kept")
     await world.settle()
-    assert world.writes.written == [("kept", "1999")] and world.booster.unwritten == [], "the policy's condition clears"
+    assert world.booster.unwritten == [] and "team/kept" not in world.booster._said, "the policy's condition clears"
+    world.workloads.put(threat())
+    await world.settle()
+    assert world.writes.written == [("kept", "1999")]
 
 
 @pytest.mark.asyncio
 async def test_a_write_another_manager_refuses_is_not_written_and_planned_again() -> None:
     world = World(Writes(refuse=409))
     world.workloads.put(workload("kept", "forever", 8000))
+    world.workloads.put(threat())
     await world.settle()
     assert world.counted == [KueueBoostOutcome.NOT_WRITTEN]
     assert "another writer holds the annotation" in world.booster._said["team/kept"]
@@ -208,6 +223,7 @@ async def test_nothing_is_planned_while_a_cache_is_not_current_and_all_of_it_onc
     world = World(Writes())
     world.problems.append("pods: not listed yet")  # a Job's pods unknown: its window cannot be read
     world.workloads.put(workload("kept", "forever", 8000))
+    world.workloads.put(threat())
     assert not await world.settle() and world.writes.written == []
     assert not world.booster.planned_all, "no policy condition is written from a plan not yet made"
     world.problems.clear()
@@ -234,6 +250,7 @@ async def test_a_workload_made_again_under_its_name_is_left_to_its_own_change() 
     uid_mismatch = 'Operation cannot be fulfilled on workloads.kueue.x-k8s.io "kept": uid mismatch: the provided ...'
     world = World(Writes(refuse=409, message=uid_mismatch))
     world.workloads.put(workload("kept", "forever", 8000))
+    world.workloads.put(threat())
     await world.settle()
     assert world.counted == [] and "team/kept" not in world.booster._said
 
@@ -307,3 +324,129 @@ def test_the_store_keeps_a_bounded_number_of_departed_workloads() -> None:
         store.remove(raw)
     assert store.of_uid("uid-w0") is None, "the oldest dropped"
     assert store.of_uid(f"uid-w{DEPARTED_KEPT + 4}") is not None and len(store) == 0
+
+
+def queue(name: str, within: PreemptionPolicy, cohort: str | None = None, reclaim=PreemptionPolicy.NEVER):
+    return ClusterQueueRecord(name, cohort, within, reclaim)
+
+
+LOWER, NEWER_EQUAL, ANY, NEVER = (
+    PreemptionPolicy.LOWER_PRIORITY,
+    PreemptionPolicy.LOWER_OR_NEWER_EQUAL_PRIORITY,
+    PreemptionPolicy.ANY,
+    PreemptionPolicy.NEVER,
+)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("rule", "queues", "pending", "boosted"),
+    [
+        ("no pending Workload: no boost", [queue("cq", LOWER)], None, False),
+        ("LowerPriority: a higher one below the minimum threatens", [queue("cq", LOWER)], 9000, True),
+        ("LowerPriority: an equal one does not", [queue("cq", LOWER)], 8000, False),
+        ("LowerPriority: one at the minimum needs no boost", [queue("cq", LOWER)], 10000, False),
+        ("LowerOrNewerEqualPriority: an equal one threatens", [queue("cq", NEWER_EQUAL)], 8000, True),
+        ("Never: no preemptor may take it", [queue("cq", NEVER)], 9000, False),
+        ("a queue not known: any preemptor may", [], 7000, True),
+        (
+            "in a cohort, another queue's reclaimWithinCohort Any: a lower one threatens",
+            [queue("cq", LOWER, "co"), queue("other", NEVER, "co", ANY)],
+            7000,
+            True,
+        ),
+        (
+            "in no cohort, reclaim elsewhere does not count",
+            [queue("cq", LOWER), queue("x", NEVER, "co", ANY)],
+            7000,
+            False,
+        ),
+    ],
+)
+async def test_a_boost_is_written_only_where_a_pending_workload_may_take_the_workload_below_its_minimum(
+    rule: str, queues: list[ClusterQueueRecord], pending: int | None, boosted: bool
+) -> None:
+    world = World(Writes(), {one.name: one for one in queues})
+    world.workloads.put(workload("kept", "forever", 8000, queue="cq"))
+    if pending is not None:
+        world.workloads.put(threat(priority=pending))
+    await world.settle()
+    assert world.writes.written == ([("kept", "1999")] if boosted else []), rule
+
+
+@pytest.mark.asyncio
+async def test_a_pending_workload_seen_later_boosts_the_ones_it_threatens_and_no_other() -> None:
+    world = World(Writes(), {"cq": queue("cq", LOWER)})
+    world.workloads.put(workload("kept", "forever", 8000, queue="cq"))
+    world.workloads.put(workload("window", "window", 8000, queue="cq"))
+    world.workloads.put(workload("low", "forever", 7000, queue="cq"))
+    await world.settle()
+    assert world.writes.written == [] and world.writes.gates_asked == 1, "the gate learnt before any boost is needed"
+    world.workloads.put(threat(priority=7500))  # below 8000: threatens only the Workload of 7000
+    await world.settle()
+    assert world.writes.written == [("low", "2999")]
+    world.workloads.put(threat("higher", 9000))
+    await world.settle()
+    assert sorted(world.writes.written) == [("kept", "1999"), ("low", "2999"), ("window", "1999")]
+
+
+@pytest.mark.asyncio
+async def test_before_a_threatening_workload_is_created_the_boosts_it_needs_are_written() -> None:
+    """The webhook on Workloads' creation waits for `before_pending`: the boosts are written before the
+    preemptor exists, so Kueue never tries it against an unboosted victim."""
+    world = World(Writes(), {"cq": queue("cq", LOWER)})
+    for name in ("a", "b", "c"):
+        world.workloads.put(workload(name, "forever", 8000, queue="cq"))
+    world.workloads.put(workload("plain", "plain", 8000, queue="cq"))
+    await world.settle()
+    assert await world.booster.before_pending(8000) == 0, "an equal priority may not take them (LowerPriority)"
+    assert await world.booster.before_pending(10000) == 0, "at the minimum: none needed"
+    assert world.writes.written == []
+    assert await world.booster.before_pending(9000) == 3
+    assert sorted(world.writes.written) == [("a", "1999"), ("b", "1999"), ("c", "1999")]
+    world.workloads.put(threat())  # the preemptor created, seen by the watch
+    await world.settle()
+    assert len(world.writes.written) == 3, "not written again from a cache behind the writes"
+    world.problems.append("workloads: not listed yet")
+    world.workloads.put(workload("d", "forever", 8000, queue="cq"))
+    assert await world.booster.before_pending(9000) == 0, "nothing while a cache is not current"
+
+
+def review(raw: dict, operation: str = "CREATE", dry_run: bool = False) -> bytes:
+    return json.dumps(
+        {
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "u1",
+                "kind": {"group": "kueue.x-k8s.io", "version": "v1beta2", "kind": "Workload"},
+                "resource": {"group": "kueue.x-k8s.io", "version": "v1beta2", "resource": "workloads"},
+                "namespace": "team",
+                "operation": operation,
+                "object": raw,
+                "dryRun": dry_run,
+            },
+        }
+    ).encode()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("rule", "body", "boosted"),
+    [
+        ("a threatening Workload's creation waits for the boost", review(threat()), True),
+        ("a dry run writes nothing", review(threat(), dry_run=True), False),
+        ("an update is no new preemptor", review(threat(), operation="UPDATE"), False),
+        ("a Workload of the minimum needs none", review(threat(priority=10000)), False),
+    ],
+)
+async def test_the_webhook_on_workloads_creation_allows_each_after_the_boosts_it_needs(
+    rule: str, body: bytes, boosted: bool
+) -> None:
+    world = World(Writes())
+    world.workloads.put(workload("kept", "forever", 8000))
+    await world.settle()
+    endpoint = HoldEndpoint(world.booster).endpoint()
+    reply = await endpoint.handle(endpoint.read(body))  # type: ignore[misc]
+    assert reply.verdict.allowed, "it holds, never refuses"
+    assert world.writes.written == ([("kept", "1999")] if boosted else []), rule

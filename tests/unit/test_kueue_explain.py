@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import pytest
 
-from preemption_toleration.kueue.explain import GATE_NOTE, explain_workload, render_workload
+from preemption_toleration.kueue.explain import GATE_NOTE, WAITS, explain_workload, render_workload
 from preemption_toleration.kueue.plan import FIELD_MANAGER
 from preemption_toleration.records.workload import ClassRef
 from tests.unit.test_kueue_plan import ADMITTED, AGO, FOREVER, NOW, PLAIN, WINDOW
@@ -36,7 +36,7 @@ BOOSTED = replace(HOLDING, boost="1999", boost_owners=(FIELD_MANAGER,))
                 "Workload team/job-train: priority 8000 (from WorkloadPriorityClass batch).",
                 "Protected from preemptors below 10000 until 2026-11-29T12:09:00+00:00: the boost it needs is 1999 "
                 "(effective priority 9999).",
-                "The server writes it on its next look at the Workload (within a minute).",
+                WAITS,
             ],
         ),
         (
@@ -85,7 +85,7 @@ def test_the_facts_are_the_plans() -> None:
 def test_what_the_server_said_on_the_workload_is_repeated() -> None:
     told = {"PriorityBoostNotWritten": "Kueue's PriorityBoost feature gate is off", "PreemptionWouldBeRefused": "x"}
     words = render_workload(explain_workload(HOLDING, FOREVER, AGO, NOW, told)).splitlines()
-    assert "The server writes it on its next look at the Workload (within a minute)." not in words
+    assert WAITS not in words
     assert (
         "The server said it did not write the boost (PriorityBoostNotWritten): Kueue's PriorityBoost feature gate "
         "is off." in words

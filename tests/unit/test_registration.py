@@ -11,7 +11,8 @@ import pytest
 
 from preemption_toleration.cli.main import build_parser
 from preemption_toleration.cli.webhook_options import settings_from
-from preemption_toleration.manifests.webhook_configurations import GUARD_NAME, NAME
+from preemption_toleration.kueue.adapter.booster import HOLD_SECONDS
+from preemption_toleration.manifests.webhook_configurations import GUARD_NAME, KUEUE_NAME, KUEUE_TIMEOUT_SECONDS, NAME
 from preemption_toleration.webhooks.registration import Registration, owner_reference, wanted_configurations
 from preemption_toleration.webhooks.self_registration import registration_of
 from preemption_toleration.webhooks.settings import WebhookSettings
@@ -27,22 +28,28 @@ def names(configurations: list[dict[str, Any]]) -> list[tuple[str, str]]:
 
 CASES = [
     (
-        "by default: both admission webhooks and the guard",
+        "by default: both admission webhooks and the guard, and Kueue's deleted",
         IN_CLUSTER,
         [(VALIDATING, NAME), (MUTATING, NAME), (VALIDATING, GUARD_NAME)],
-        [],
+        [(VALIDATING, KUEUE_NAME)],
     ),
     (
         "admission webhooks off: only the guard, and theirs deleted",
         replace(IN_CLUSTER, admission=False),
         [(VALIDATING, GUARD_NAME)],
-        [(VALIDATING, NAME), (MUTATING, NAME)],
+        [(VALIDATING, NAME), (MUTATING, NAME), (VALIDATING, KUEUE_NAME)],
     ),
     (
         "guard off: no guard, and its configuration deleted",
         replace(IN_CLUSTER, guard=False),
         [(VALIDATING, NAME), (MUTATING, NAME)],
-        [(VALIDATING, GUARD_NAME)],
+        [(VALIDATING, GUARD_NAME), (VALIDATING, KUEUE_NAME)],
+    ),
+    (
+        "Kueue on: the webhook on Workloads' creation too",
+        replace(IN_CLUSTER, kueue=True),
+        [(VALIDATING, NAME), (MUTATING, NAME), (VALIDATING, GUARD_NAME), (VALIDATING, KUEUE_NAME)],
+        [],
     ),
 ]
 
@@ -147,3 +154,19 @@ def test_the_guard_never_judges_the_namespaces_skipped_by_name() -> None:
         {"key": "preemption-toleration.dev/guard", "operator": "NotIn", "values": ["disabled"]},
         {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", "ptol"]},
     ]
+
+
+def test_kueues_webhook_holds_a_creation_never_longer_than_the_api_server_waits_nor_on_a_dry_run() -> None:
+    applied, _ = wanted_configurations(replace(IN_CLUSTER, kueue=True), CA)
+    (webhook,) = next(c for c in applied if c["metadata"]["name"] == KUEUE_NAME)["webhooks"]
+    assert webhook["timeoutSeconds"] == KUEUE_TIMEOUT_SECONDS > HOLD_SECONDS
+    assert (webhook["failurePolicy"], webhook["sideEffects"]) == ("Ignore", "NoneOnDryRun")
+    assert webhook["rules"][0]["operations"] == ["CREATE"] and webhook["rules"][0]["resources"] == ["workloads"]
+
+
+def test_kueues_webhook_is_registered_where_the_boost_runs() -> None:
+    settings = WebhookSettings(register_url="https://127.0.0.1:8443", kueue=True)
+    registration = registration_of(settings)
+    assert registration is not None and registration.kueue
+    off = registration_of(replace(settings, guard_mode="off"))
+    assert off is not None and not off.kueue, "Kueue's boost runs beside the guard's caches"

@@ -1,7 +1,9 @@
-"""The boost's worker: plans each Workload that changed (its record, its class, its Job's pods) or whose window
-ends, and writes what the plan says (`kueue.plan`), then nudges the preemptors a fallen boost kept out
-(`kueue.nudge`). It keeps what each plan found protected, against which Kueue's preemptions are judged
-(`kueue.backstop`).
+"""The boost's worker: plans each Workload that changed (its record, its class, its Job's pods, a pending
+Workload that threatens it) or whose window ends, and writes what the plan says (`kueue.plan`), then nudges the
+preemptors a fallen boost kept out (`kueue.nudge`). It keeps what each plan found protected, against which
+Kueue's preemptions are judged (`kueue.backstop`), and the protected Workloads whose boost waits for a threat
+(`kueue.threat`): the webhook on Workloads' creation (`kueue.adapter.hold`) has those a new one threatens
+boosted before it exists (`before_pending`), so that Kueue never tries it against an unboosted victim.
 
 Every replica runs it and plans from what every replica sees, so two replicas write the same annotation under
 the same field manager (the second apply changes nothing). It plans nothing while a cache it reads is not
@@ -36,6 +38,8 @@ from preemption_toleration.kueue.eviction import KueuePreemption
 from preemption_toleration.kueue.nudge import NUDGE_VALUE, waiting_on
 from preemption_toleration.kueue.plan import NOT_WRITTEN, Action, BoostPlan, holds_quota, plan_boost
 from preemption_toleration.kueue.policy_condition import Cause, Unwritten
+from preemption_toleration.kueue.threat import Exposure, Unboosted, exposure_policy, most_permissive_reclaim
+from preemption_toleration.records.cluster_queue import ClusterQueueRecord, PreemptionPolicy
 from preemption_toleration.records.priority_class import ClassView
 from preemption_toleration.records.workload import WorkloadRecord
 from preemption_toleration.telemetry.declared import KueueBoostOutcome
@@ -47,6 +51,8 @@ GATE_RECHECK_SECONDS: Final = 300.0  # Kueue's PriorityBoost gate asked again th
 RETRY_SECONDS: Final = 5.0  # a failed write planned again after this long
 WRITTEN_SECONDS: Final = 10.0  # how long a write of ours may take to show in the cache
 PLANS_PER_SLICE: Final = 200  # plans between two yields of the event loop
+HOLD_SECONDS: Final = 5.0  # how long a Workload's creation waits for the boosts it needs (then written behind it)
+HOLD_WRITES: Final = 8  # the boosts a creation waits for written this many at a time
 COMPONENT: Final = "preemption-toleration-kueue"
 _UID_MISMATCH = "uid mismatch"  # the API server's 409 for an apply whose metadata.uid is not the object's
 GATE_OFF = (
@@ -71,10 +77,17 @@ class Booster:
         clock: Callable[[], float] = time.monotonic,
         workload_classes: Callable[[], Mapping[str, ClassView]] = dict,
         count_protected_eviction: Callable[[ProtectionKind], None] = lambda protection: None,
+        cluster_queues: Callable[[], Mapping[str, ClusterQueueRecord]] = dict,
     ) -> None:
-        """`classes`: the PriorityClasses, `workload_classes` Kueue's WorkloadPriorityClasses, by name;
-        `class_generation` changes whenever either or the policies do."""
+        """`classes`: the PriorityClasses, `workload_classes` Kueue's WorkloadPriorityClasses, `cluster_queues`
+        Kueue's ClusterQueues, by name; `class_generation` changes whenever any of them or the policies do (a
+        ClusterQueue's status aside)."""
         self.writes = writes
+        self.cluster_queues = cluster_queues
+        self._cohort_reclaim = PreemptionPolicy.ANY  # as of the last generation planned
+        self._unboosted = Unboosted()  # the protected Workloads whose boost waits for a threat
+        self._hold_slots = asyncio.Semaphore(HOLD_WRITES)
+        self._holding: set[asyncio.Task[bool]] = set()
         self.workload_classes = workload_classes
         self.count_protected_eviction = count_protected_eviction
         self._guarded: dict[str, Guarded] = {}  # what the last plan of each Workload found protected
@@ -103,6 +116,7 @@ class Booster:
         self._written: dict[str, tuple[str | None, float]] = {}
         workloads.changed = self.changed
         workloads.preempted = self.preempted
+        workloads.pending_arrived = self.pending_arrived
         pods.job_changed = self.job_changed
 
     # --- what wakes it ---------------------------------------------------------------------------------
@@ -110,6 +124,11 @@ class Booster:
     def changed(self, key: str) -> None:
         self._dirty[key] = None
         self._wake.set()
+
+    def pending_arrived(self, priority: int) -> None:
+        """A Workload pending at `priority`: the protected ones it threatens are planned again (boosted)."""
+        for key in self._unboosted.threatened_by(priority):
+            self.changed(key)
 
     def job_changed(self, job_uid: str) -> None:
         if (key := self.workloads.of_job(job_uid)) is not None:
@@ -151,6 +170,7 @@ class Booster:
         every = generation != self._generation or self.clock() - self._resynced >= RESYNC_SECONDS
         if every:
             self._generation, self._resynced = generation, self.clock()
+            self._cohort_reclaim = most_permissive_reclaim(self.cluster_queues().values())
             self._dirty.update(dict.fromkeys(self.workloads.items))
         now = self.now()
         while self._timers and self._timers[0][0] <= now:
@@ -171,8 +191,13 @@ class Booster:
             if workload is None:
                 for memo in (self._said, self._written, self._due, self._guarded):
                     memo.pop(key, None)
+                self._unboosted.discard(key)
                 continue
             plan = self.plan(workload)
+            if plan.exposure is not None:
+                self._unboosted.put(key, plan.exposure)
+            else:
+                self._unboosted.discard(key)
             if plan.wanted is not None and plan.problem is not None:  # another writer holds the annotation
                 self._not_written(workload, Cause.HELD_BY_ANOTHER_WRITER)
             if (guarded := guarded_by(plan)) is not None:
@@ -184,7 +209,7 @@ class Booster:
             planned += 1
             if plan.writes and not self._just_written(key, workload, plan.value):
                 await self._write(workload, plan)
-            else:
+            elif not (_waits_for_threat(workload, plan) and await self._gate_off(workload)):
                 self._tell_problem(workload, plan.problem)
                 if planned % PLANS_PER_SLICE == 0:
                     await asyncio.sleep(0)
@@ -207,39 +232,74 @@ class Booster:
     def _wrote(self, key: str, value: str | None) -> None:
         self._written[key] = (value, self.clock())
 
-    def plan(self, workload: WorkloadRecord) -> BoostPlan:
+    def plan(self, workload: WorkloadRecord, also_pending: int | None = None) -> BoostPlan:
+        """The plan of `workload` now, as if a Workload of effective priority `also_pending` were pending too."""
         ref = workload.class_ref
         kind = ref.class_kind if ref is not None else None
         classes = self.classes() if kind is ClassKind.PRIORITY_CLASS else self.workload_classes()
         klass = classes.get(ref.name) if ref is not None and kind is not None else None
         toleration = klass.toleration if klass is not None else None
         since = self.pods.job_pods(workload.job_uid).scheduled_since() if workload.job_uid else None
-        return plan_boost(workload, toleration, since, self.now())
+        queue = self.cluster_queues().get(workload.cluster_queue) if workload.cluster_queue else None
+        pending = self.workloads.pending
+
+        def threatened(exposure: Exposure) -> bool:
+            return pending.threaten(exposure) or (also_pending is not None and exposure.threatened_by(also_pending))
+
+        policy = exposure_policy(queue, self._cohort_reclaim)
+        return plan_boost(workload, toleration, since, self.now(), policy, threatened)
+
+    # --- before a Workload is created ------------------------------------------------------------------
+
+    async def before_pending(self, priority: int, seconds: float = HOLD_SECONDS) -> int:
+        """Writes the boosts of the protected Workloads a Workload of effective priority `priority`, about to be
+        created, threatens, waiting at most `seconds` (those not written by then are written behind it); the
+        count written meanwhile. None while a cache it reads is not current (the worker's own plans catch up)."""
+        if self.problems():
+            return 0
+        keys = self._unboosted.threatened_by(priority)
+        if not keys:
+            return 0
+        tasks = [asyncio.create_task(self._boost_before(key, priority)) for key in keys]
+        self._holding.update(tasks)
+        for task in tasks:
+            task.add_done_callback(self._holding.discard)
+        done, _ = await asyncio.wait(tasks, timeout=seconds)
+        return sum(1 for task in done if not task.cancelled() and task.exception() is None and task.result())
+
+    async def _boost_before(self, key: str, priority: int) -> bool:
+        async with self._hold_slots:
+            workload = self.workloads.items.get(key)
+            if workload is None:
+                return False
+            plan = self.plan(workload, also_pending=priority)
+            if plan.action is not Action.APPLY or self._just_written(key, workload, plan.value):
+                return False
+            self._unboosted.discard(key)
+            return await self._write(workload, plan)
 
     # --- writes ----------------------------------------------------------------------------------------
 
-    async def _write(self, workload: WorkloadRecord, plan: BoostPlan) -> None:
+    async def _write(self, workload: WorkloadRecord, plan: BoostPlan) -> bool:
+        """Writes what `plan` says; whether it was written."""
         if plan.action is Action.APPLY:
             gate = await self._gate_of(workload)
             if gate is None:  # not known: planned again shortly
                 self.count(KueueBoostOutcome.FAILED)
                 self._plan_again(workload.ref, self.now() + timedelta(seconds=RETRY_SECONDS))
-                return
-            if gate is Gate.OFF:
-                self.count(KueueBoostOutcome.NOT_WRITTEN)
-                self._not_written(workload, Cause.GATE_OFF)
-                self._tell_problem(workload, GATE_OFF)
-                return
+                return False
+            if await self._gate_off(workload, gate):
+                return False
         try:
             await self.writes.apply(workload, plan.value)
         except ApiException as error:
             if error.status == 404 or (error.status == 409 and _UID_MISMATCH in api_problem(error)):
-                return  # the Workload is gone, or made again under its name: its own change plans it
+                return False  # the Workload is gone, or made again under its name: its own change plans it
             self._failed(workload, error, conflict=error.status == 409)
-            return
+            return False
         except API_ERRORS as error:
             self._failed(workload, error)
-            return
+            return False
         self._said.pop(workload.ref, None)
         self._wrote(workload.ref, plan.value)
         before = workload.effective_priority()
@@ -259,6 +319,19 @@ class Booster:
         )
         if holds_quota(workload) and after < before:
             await self._nudge(before, after)
+        return True
+
+    async def _gate_off(self, workload: WorkloadRecord, gate: Gate | None = None) -> bool:
+        """Whether Kueue's gate is off (`gate`, or as asked), which is then said: no boost of `workload` could be
+        written."""
+        if gate is None:
+            gate = await self._gate_of(workload)
+        if gate is not Gate.OFF:
+            return False
+        self.count(KueueBoostOutcome.NOT_WRITTEN)
+        self._not_written(workload, Cause.GATE_OFF)
+        self._tell_problem(workload, GATE_OFF)
+        return True
 
     def _failed(self, workload: WorkloadRecord, error: BaseException, conflict: bool = False) -> None:
         problem = api_problem(error)
@@ -348,3 +421,14 @@ class Booster:
         digest = hashlib.sha256(f"{workload.uid}/{reason}/{what}".encode()).hexdigest()[:16]
         ref = ObjectRef(KUEUE_API_VERSION, "Workload", workload.name, workload.uid, workload.namespace)
         self.events.post(ref, kind, reason, message, name=f"{workload.name[:200]}.{digest}", component=COMPONENT)
+
+
+def _waits_for_threat(workload: WorkloadRecord, plan: BoostPlan) -> bool:
+    """A boost wanted, none of another writer's in the way, and none written for want of a pending Workload that
+    may take it: whether Kueue's gate would let it count is said before one is needed."""
+    return (
+        plan.action is Action.KEEP
+        and plan.wanted is not None
+        and plan.problem is None
+        and workload.boost != str(plan.wanted)
+    )

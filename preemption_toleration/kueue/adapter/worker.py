@@ -1,7 +1,8 @@
-"""Kueue's part of a webhook server, assembled in one place: the watches of Workloads and WorkloadPriorityClasses,
-the booster that plans and writes each Workload's boost, and the policies' `PriorityBoost` condition. The server
-hands it what it shares (the pod index, the PriorityClasses and policies, the Event recorder, the metrics) and
-runs its tasks."""
+"""Kueue's part of a webhook server, assembled in one place: the watches of Workloads, WorkloadPriorityClasses and
+ClusterQueues, the booster that plans and writes each Workload's boost, the endpoint that holds a Workload's
+creation until the boosts it needs are written, and the policies' `PriorityBoost` condition. The server hands it
+what it shares (the pod index, the PriorityClasses and policies, the Event recorder, the metrics), runs its tasks
+and serves its endpoint."""
 
 from __future__ import annotations
 
@@ -12,24 +13,27 @@ from typing import Any
 
 from kubernetes_asyncio.client import ApiClient
 
-from preemption_toleration.api.resources import ClassKind
+from preemption_toleration.api.resources import CLUSTER_QUEUES, ClassKind
 from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.kube import listers
 from preemption_toleration.kube.events import EventRecorder
 from preemption_toleration.kube.informer import CacheStats, DictStore, Informer
 from preemption_toleration.kueue.adapter.booster import Booster
+from preemption_toleration.kueue.adapter.cluster_queues import ClusterQueueStore
+from preemption_toleration.kueue.adapter.hold import HoldEndpoint
 from preemption_toleration.kueue.adapter.policy_conditions import PolicyConditions
 from preemption_toleration.kueue.adapter.workloads import WorkloadStore
 from preemption_toleration.kueue.adapter.writes import BoostWrites
 from preemption_toleration.records.policy import PolicyView
 from preemption_toleration.records.priority_class import ClassView, class_view
+from preemption_toleration.serving.handling import Endpoint
 from preemption_toleration.serving.webhook_metrics import WebhookMetrics
 
 KIND = ClassKind.WORKLOAD_PRIORITY_CLASS
 
 
 class KueueWorker:
-    """The Workloads' and WorkloadPriorityClasses' caches and the booster that reads them."""
+    """The Workloads', WorkloadPriorityClasses' and ClusterQueues' caches and the booster that reads them."""
 
     def __init__(
         self,
@@ -56,23 +60,26 @@ class KueueWorker:
         self.classes = Informer(
             KIND.plural, listers.workload_priority_classes(api), workload_classes, logger, page_size=page_size
         )
+        queues = ClusterQueueStore()
+        self.queues = Informer(CLUSTER_QUEUES, listers.cluster_queues(api), queues, logger, page_size=page_size)
         self.booster = Booster(
             BoostWrites(api),
             store,
             pods,
             classes,
-            lambda: class_generation() + self.classes.changes,
+            lambda: class_generation() + self.classes.changes + queues.revision,
             self.problems,
             metrics.kueue_boosted,
             events,
             workload_classes=lambda: workload_classes.items,
             count_protected_eviction=metrics.kueue_protected_evicted,
+            cluster_queues=lambda: queues.items,
         )
         self.conditions = PolicyConditions(api, lambda: self.booster.unwritten, policies, self._conditions_wait, events)
 
     def problems(self) -> list[str]:
         """What keeps the booster from planning: the server's caches' problems and its own watches'."""
-        own = (informer.health(self.stale_after) for informer in (self.workloads, self.classes))
+        own = (informer.health(self.stale_after) for informer in (self.workloads, self.classes, self.queues))
         return [*self.server_problems(), *(problem for problem in own if problem)]
 
     def _conditions_wait(self) -> list[str]:
@@ -83,13 +90,18 @@ class KueueWorker:
         return self.problems()
 
     def stats(self) -> list[CacheStats]:
-        return [self.workloads.stats(), self.classes.stats()]
+        return [self.workloads.stats(), self.classes.stats(), self.queues.stats()]
+
+    def endpoint(self) -> Endpoint[Any]:
+        """The endpoint that holds a Workload's creation until the boosts it needs are written."""
+        return HoldEndpoint(self.booster).endpoint()
 
     def start(self) -> list[asyncio.Task[Any]]:
         """The watches and the booster, running."""
         return [
             asyncio.create_task(self.workloads.run(), name="watch-workloads"),
             asyncio.create_task(self.classes.run(), name=f"watch-{KIND.plural}"),
+            asyncio.create_task(self.queues.run(), name=f"watch-{CLUSTER_QUEUES}"),
             asyncio.create_task(self.booster.run(), name="kueue-boost"),
             asyncio.create_task(self.conditions.run(), name="kueue-policy-conditions"),
         ]

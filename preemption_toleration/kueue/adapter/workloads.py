@@ -1,6 +1,6 @@
 """Kueue's Workloads as the boost reads them: a cache of their records (the informer's store), each change told
-to the worker, each preemption by Kueue told to the backstop, and the Workload of each Job by the Job's UID and
-of each UID."""
+to the worker, each preemption by Kueue told to the backstop, the Workload of each Job by the Job's UID and of
+each UID, and the effective priorities of the pending ones (those a boost may have to keep away)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import Callable, Collection, Hashable, Mapping
 from typing import Any, Final
 
 from preemption_toleration.kueue.eviction import KueuePreemption, preemption_of
+from preemption_toleration.kueue.threat import PendingPriorities
 from preemption_toleration.records.workload import WorkloadRecord, workload_record
 
 
@@ -16,6 +17,11 @@ def workload_key(raw: Mapping[str, Any]) -> str:
     metadata = raw.get("metadata")
     metadata = metadata if isinstance(metadata, Mapping) else {}
     return f"{metadata.get('namespace') or ''}/{metadata.get('name') or ''}"
+
+
+def is_pending(workload: WorkloadRecord) -> bool:
+    """Waiting for quota: a preemptor Kueue may try (a finished one never is)."""
+    return not workload.reserved and not workload.finished
 
 
 Preempted = Callable[[WorkloadRecord, KueuePreemption], None]
@@ -28,7 +34,8 @@ class WorkloadStore:
     """The informer's store of Workload records: `items` by "namespace/name", the key of each Job's Workload
     by the Job's UID and of each Workload by its UID, `changed(key)` told of every change, and `preempted(before,
     preemption)` of each Workload Kueue's preemption newly evicted (before `changed`: `before` is the record as
-    it was)."""
+    it was), `pending` the effective priorities of those pending, and `pending_arrived(priority)` told of each
+    Workload newly pending or pending at a new priority (before `changed`)."""
 
     def __init__(self, changed: Callable[[str], None] = lambda key: None) -> None:
         self.items: dict[str, WorkloadRecord] = {}
@@ -37,6 +44,8 @@ class WorkloadStore:
         self._departed: OrderedDict[str, WorkloadRecord] = OrderedDict()
         self.changed = changed
         self.preempted: Preempted = lambda before, preemption: None
+        self.pending = PendingPriorities()
+        self.pending_arrived: Callable[[int], None] = lambda priority: None
 
     def key(self, raw: Mapping[str, Any]) -> str:
         return workload_key(raw)
@@ -47,7 +56,13 @@ class WorkloadStore:
         old = self.items.get(key)
         if old is not None:
             self._forget(key, old)
+            if is_pending(old):
+                self.pending.discard(old.effective_priority())
         self.items[key] = record
+        if is_pending(record):
+            self.pending.add(priority := record.effective_priority())
+            if old is None or not is_pending(old) or old.effective_priority() != priority:
+                self.pending_arrived(priority)
         if record.job_uid:
             self._by_job[record.job_uid] = key
         if record.uid:
@@ -67,6 +82,8 @@ class WorkloadStore:
 
     def _depart(self, key: str, old: WorkloadRecord) -> None:
         self._forget(key, old)
+        if is_pending(old):
+            self.pending.discard(old.effective_priority())
         if old.uid:
             self._departed[old.uid] = old
             self._departed.move_to_end(old.uid)
