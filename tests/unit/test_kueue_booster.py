@@ -450,3 +450,23 @@ async def test_the_webhook_on_workloads_creation_allows_each_after_the_boosts_it
     reply = await endpoint.handle(endpoint.read(body))  # type: ignore[misc]
     assert reply.verdict.allowed, "it holds, never refuses"
     assert world.writes.written == ([("kept", "1999")] if boosted else []), rule
+
+
+def test_the_store_tells_each_pending_priority_once_however_many_workloads_are_queued_at_it() -> None:
+    """Kueue queues Jobs by the thousand: the protected Workloads a priority threatens are planned again once for
+    it, not once per Workload of it."""
+    store = WorkloadStore()
+    told: list[int] = []
+    store.pending_arrived = told.append
+    for index in range(100):
+        store.put(threat(f"high-{index}"))
+    store.put(threat("higher", 9500))
+    assert told == [9000, 9500]
+    for index in range(100):
+        store.remove(threat(f"high-{index}"))
+    store.put(threat("again"))
+    assert told == [9000, 9500, 9000], "told again once none of it was left"
+    admitted = threat("higher", 9500)
+    admitted["status"]["conditions"] = [{"type": "QuotaReserved", "status": "True"}]
+    store.put(admitted)
+    assert len(store.pending) == 1, "a Workload holding quota is no longer pending"

@@ -209,10 +209,11 @@ class Booster:
             planned += 1
             if plan.writes and not self._just_written(key, workload, plan.value):
                 await self._write(workload, plan)
-            elif not (_waits_for_threat(workload, plan) and await self._gate_off(workload)):
+                continue
+            if not (_waits_for_threat(workload, plan) and await self._gate_off(workload)):
                 self._tell_problem(workload, plan.problem)
-                if planned % PLANS_PER_SLICE == 0:
-                    await asyncio.sleep(0)
+            if planned % PLANS_PER_SLICE == 0:
+                await asyncio.sleep(0)
 
     def _plan_again(self, key: str, when: datetime) -> None:
         if self._due.get(key) != when:
@@ -254,7 +255,7 @@ class Booster:
     async def before_pending(self, priority: int, seconds: float = HOLD_SECONDS) -> int:
         """Writes the boosts of the protected Workloads a Workload of effective priority `priority`, about to be
         created, threatens, waiting at most `seconds` (those not written by then are written behind it); the
-        count written meanwhile. None while a cache it reads is not current (the worker's own plans catch up)."""
+        count written meanwhile. Nothing while a cache it reads is not current (the worker's own plans catch up)."""
         if self.problems():
             return 0
         keys = self._unboosted.threatened_by(priority)

@@ -35,7 +35,7 @@ class WorkloadStore:
     by the Job's UID and of each Workload by its UID, `changed(key)` told of every change, and `preempted(before,
     preemption)` of each Workload Kueue's preemption newly evicted (before `changed`: `before` is the record as
     it was), `pending` the effective priorities of those pending, and `pending_arrived(priority)` told of each
-    Workload newly pending or pending at a new priority (before `changed`)."""
+    effective priority no pending Workload had before (before `changed`)."""
 
     def __init__(self, changed: Callable[[str], None] = lambda key: None) -> None:
         self.items: dict[str, WorkloadRecord] = {}
@@ -59,10 +59,10 @@ class WorkloadStore:
             if is_pending(old):
                 self.pending.discard(old.effective_priority())
         self.items[key] = record
-        if is_pending(record):
-            self.pending.add(priority := record.effective_priority())
-            if old is None or not is_pending(old) or old.effective_priority() != priority:
-                self.pending_arrived(priority)
+        # told only of a priority none pending had: the protected Workloads it threatens are planned again (and
+        # boosted) once for it, not once per Workload of it (Kueue queues Jobs by the thousand)
+        if is_pending(record) and self.pending.add(priority := record.effective_priority()):
+            self.pending_arrived(priority)
         if record.job_uid:
             self._by_job[record.job_uid] = key
         if record.uid:
