@@ -149,6 +149,8 @@ def until(what: str, check: Any, timeout: float, every: float = 0.5) -> Any:
 
 
 def delete_namespace(cluster: LocalCluster, namespace: str) -> None:
+    # the Jobs first: the namespace controller, finding content left behind a finalizer, backs off for minutes
+    kubectl(cluster, "delete", "jobs", "--all", "-n", namespace, "--wait=true", "--timeout=300s")
     kubectl(cluster, "delete", "namespace", namespace, "--wait=true", "--timeout=300s")
 
 
@@ -201,8 +203,9 @@ def window_trial(cluster: LocalCluster, trial: int) -> float:
     until("the window's ClusterQueue empty", lambda: admitted_count(cluster, "bench-window") == 0, 120)
     namespace_with_queue(cluster, namespace, "bench-window")
     apply(cluster, job("kept", namespace, "bench-window", 4))
+    until("the kept Job admitted", lambda: is_admitted(workload_of(cluster, namespace, "kept") or {}), 120)
+    apply(cluster, job("waiting", namespace, "bench-high", 4))  # its creation waits for the kept Job's boost
     until("the kept Job's boost", lambda: _boost(cluster, namespace, "kept") is not None, 120)
-    apply(cluster, job("waiting", namespace, "bench-high", 4))
 
     def tried() -> bool:
         found = workload_of(cluster, namespace, "waiting")
