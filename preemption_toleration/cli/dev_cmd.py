@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from preemption_toleration.cli import dev_manifests
@@ -22,6 +24,7 @@ from preemption_toleration.devcluster import (
 )
 from preemption_toleration.devcluster.features import FEATURES
 from preemption_toleration.devcluster.gomod import GoModError
+from preemption_toleration.devcluster.image import ensure_base
 from preemption_toleration.devcluster.pin import pin_kueue, pin_kustomize, pin_kwok, pin_release
 from preemption_toleration.devcluster.toolchain import DEFAULT_KUBERNETES_VERSION, VERSION_ENV, ensure_kueue
 
@@ -84,6 +87,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="also build Kueue's controller manager (testbed/kueue/), which `up --feature "
         "kueue` runs (built when first asked for otherwise)",
     )
+    install.add_argument(
+        "--image-base",
+        action="store_true",
+        help="also make the Debian base the image is built from (podman and mmdebstrap, scripts/image-tools.sh), "
+        "beside the builds (made when the image is first built otherwise)",
+    )
     install.set_defaults(handler=_install)
 
     pin = actions.add_parser(
@@ -127,6 +136,38 @@ def _say(message: str) -> None:
 def _install(args: argparse.Namespace) -> int:
     if not args.kubernetes_version and (problem := variable_problem("dev cluster install")):
         return problem
+    base = _base_beside() if args.image_base else None
+    built = _build(args)
+    if base is not None:
+        base.join()
+        if base.failed is not None:
+            print(f"error: the image's Debian base: {base.failed}", file=sys.stderr)
+            return 1
+    return built
+
+
+class _Base(threading.Thread):
+    """The Debian base made in a thread of its own: mostly downloads and unpacking, beside Go's builds, which
+    take the CPU."""
+
+    def __init__(self) -> None:
+        super().__init__(name="image-base", daemon=True)
+        self.failed: str | None = None
+
+    def run(self) -> None:
+        try:
+            _say(f"image base: {ensure_base(_say)}")
+        except (ToolchainError, OSError, subprocess.SubprocessError) as error:
+            self.failed = str(error)
+
+
+def _base_beside() -> _Base:
+    base = _Base()
+    base.start()
+    return base
+
+
+def _build(args: argparse.Namespace) -> int:
     for version in args.kubernetes_version or [None]:
         try:
             toolchain = ensure_toolchain(_say, version)
