@@ -5,8 +5,8 @@
 # manager for its test bed, built once with the machine's Go from the modules pinned in testbed/ and cached
 # outside the repository (minutes the first time; see docs/quick-start.md), and podman with a Debian base for
 # building and running the image. Lint, format and type checks run first (ruff, mypy), then the tests: the
-# whole suite on 1.37.2 (the default), then, side by side, on 1.36.3 and on 1.35.4, the oldest supported minor:
-# the control plane's baseline, the manifests, the guard, upstream's scenarios, the scheduler's handling of a
+# whole suite on 1.37.2 (the default) and, beside it once they are built, on 1.36.3 and on 1.35.4, the oldest
+# supported minor: the control plane's baseline, the manifests, the guard, upstream's scenarios, the scheduler's handling of a
 # refused victim, the ValidatingAdmissionPolicy, kubectl drain, the Helm chart and steering. Extra arguments go to
 # one pytest run instead (e.g. scripts/test.sh tests/unit -k exemption; PTOL_KUBERNETES_VERSION=1.35.4 selects the
 # release).
@@ -18,56 +18,30 @@ echo "==> ruff check, ruff format --check, mypy (pyproject.toml configures them)
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
-OTHER_RELEASES=(1.36.3 1.35.4)
 if [ "$#" -gt 0 ]; then
     .venv/bin/ptol dev cluster install --kubernetes-version 1.37.2 --kubernetes-version 1.36.3 \
         --kubernetes-version 1.35.4 --kueue
     exec .venv/bin/python -m pytest "$@"
 fi
 # Where CI's time goes (docs/development.md, "CI time"): the default release, Kueue and the image's Debian base
-# first (the base beside the Go builds); the other releases built behind the default's suite at the lowest CPU
-# priority, then their suites run side by side, each on its own control plane.
+# first (the base beside the Go builds); then the default's suite, and behind it, in a process group of its own,
+# scripts/other-releases.sh: the other releases built at the lowest CPU priority, then their runs side by side.
 .venv/bin/ptol dev cluster install --kubernetes-version 1.37.2 --kueue --image-base
 logs="$(mktemp -d)"
-setsid nice -n 19 .venv/bin/ptol dev cluster install "${OTHER_RELEASES[@]/#/--kubernetes-version=}" \
-    > "${logs}/install.log" 2>&1 &
-builds=$!
-trap 'kill -- -"${builds}" 2>/dev/null || true' EXIT  # the builds' process group, Go's compilers with it
-# the renderers' test runs every release's kubectl: it waits for their builds
-AFTER_BUILDS=tests/integration/test_kustomize_renderers.py
+setsid ./scripts/other-releases.sh "${logs}" > "${logs}/other-releases.log" 2>&1 &
+behind=$!
+trap 'kill -- -"${behind}" 2>/dev/null || true' EXIT  # its builds and runs with it
+AFTER_BUILDS=tests/integration/test_kustomize_renderers.py  # in other-releases.sh: it runs every release's kubectl
 echo "==> the whole suite on Kubernetes ${PTOL_KUBERNETES_VERSION:-1.37.2} (but ${AFTER_BUILDS})"
 # the slowest tests named at the end
-.venv/bin/python -m pytest --durations=30 --ignore="${AFTER_BUILDS}"
-echo "==> Kubernetes ${OTHER_RELEASES[*]} built behind it"
-if ! wait "${builds}"; then
-    cat "${logs}/install.log"
-    exit 1
-fi
+status=0
+.venv/bin/python -m pytest --durations=30 --ignore="${AFTER_BUILDS}" || status=$?
+wait "${behind}" || status=1
 trap - EXIT
-tail -n 5 "${logs}/install.log"
-echo "==> ${AFTER_BUILDS}"
-.venv/bin/python -m pytest -p no:cacheprovider "${AFTER_BUILDS}"
-# what every supported release runs
-EACH_RELEASE=(
-    tests/integration/test_smoke.py tests/integration/test_manifests.py tests/integration/test_guard.py
-    tests/integration/test_guard_upstream.py tests/integration/test_scheduler_preemption.py
-    tests/integration/test_admission_policy.py tests/integration/test_drain.py
-    tests/integration/test_chart.py tests/integration/test_chart_install.py
-    tests/integration/test_steering.py tests/integration/test_steering_audit.py
-    tests/integration/test_steering_resume.py tests/integration/test_steering_faults.py
-    tests/integration/test_steering_replicas.py tests/integration/test_run_replicas.py
-    tests/integration/test_replicas.py
-)
-suites=()
-for release in "${OTHER_RELEASES[@]}"; do
-    PTOL_KUBERNETES_VERSION="${release}" .venv/bin/python -m pytest -p no:cacheprovider --durations=10 \
-        --basetemp="${logs}/tmp-${release}" "${EACH_RELEASE[@]}" > "${logs}/${release}.log" 2>&1 &
-    suites+=("$!")
+for part in other-releases install renderers 1.36.3 1.35.4; do
+    if [ -f "${logs}/${part}.log" ]; then
+        echo "==> ${part} (scripts/other-releases.sh)"
+        if [ "${part}" = install ]; then tail -n 5 "${logs}/${part}.log"; else cat "${logs}/${part}.log"; fi
+    fi
 done
-failed=0
-for index in "${!OTHER_RELEASES[@]}"; do
-    wait "${suites[${index}]}" || failed=1
-    echo "==> on Kubernetes ${OTHER_RELEASES[${index}]}"
-    cat "${logs}/${OTHER_RELEASES[${index}]}.log"
-done
-exit "${failed}"
+exit "${status}"
