@@ -527,9 +527,11 @@ async def test_two_replicas_boost_as_one_and_agree_when_the_window_ends(
         with ptol_run(kueue_cluster, "--kueue", "on", "--webhook-replicas", "2"):
             protected(kueue_kubectl, namespace, name, "kept", classes["window"], 4)
             submit(kueue_kubectl, namespace, name, "high", classes["high"], 4)
+            # asked at once: the window runs WINDOW_SECONDS from the pods' scheduling, then the boost is removed
+            until("one boost under one field manager", lambda: boost_managers(kueue_kubectl, namespace, "kept"))
+            assert boost_managers(kueue_kubectl, namespace, "kept") == [FIELD_MANAGER]
             tried(kueue_kubectl, namespace, "high")
             assert not admitted(kueue_kubectl, namespace, "high"), "the window holds with two replicas"
-            assert boost_managers(kueue_kubectl, namespace, "kept") == [FIELD_MANAGER]
             until("the high Job admitted after the window", lambda: admitted(kueue_kubectl, namespace, "high"), 40)
             assert evicted(kueue_kubectl, namespace, "kept")
             until("the evicted Job's boost removed", lambda: boost(kueue_kubectl, namespace, "kept") is None)
