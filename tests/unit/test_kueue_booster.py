@@ -3,6 +3,7 @@ server's answers: what it writes on each Workload, once, and when (Kueue's own b
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 
@@ -470,3 +471,29 @@ def test_the_store_tells_each_pending_priority_once_however_many_workloads_are_q
     admitted["status"]["conditions"] = [{"type": "QuotaReserved", "status": "True"}]
     store.put(admitted)
     assert len(store.pending) == 1, "a Workload holding quota is no longer pending"
+
+
+class SlowWrites(Writes):
+    """Each write takes a moment, as the API server's do: others run meanwhile."""
+
+    async def apply(self, workload: WorkloadRecord, value: str | None, dry_run: bool = False) -> None:
+        await asyncio.sleep(0.01)
+        await super().apply(workload, value, dry_run)
+
+
+@pytest.mark.asyncio
+async def test_a_boost_a_creation_waits_for_is_written_once_though_the_worker_plans_it_meanwhile() -> None:
+    """A hold that outlasts its wait goes on writing behind the creation; the worker, told of the new Workload,
+    leaves those writes to it rather than making them a second time."""
+    world = World(SlowWrites(), {"cq": queue("cq", LOWER)})
+    for name in ("a", "b", "c"):
+        world.workloads.put(workload(name, "forever", 8000, queue="cq"))
+    await world.settle()
+    held = asyncio.create_task(world.booster.before_pending(9000))
+    await asyncio.sleep(0)  # the hold has claimed them and started writing
+    world.workloads.put(threat())  # the preemptor created, seen by the watch
+    for name in ("a", "b", "c"):
+        world.booster.changed(f"team/{name}")  # planned by the worker meanwhile (a pod of theirs changed, say)
+    await world.settle()
+    assert await held == 3
+    assert sorted(world.writes.written) == [("a", "1999"), ("b", "1999"), ("c", "1999")]

@@ -88,6 +88,7 @@ class Booster:
         self._unboosted = Unboosted()  # the protected Workloads whose boost waits for a threat
         self._hold_slots = asyncio.Semaphore(HOLD_WRITES)
         self._holding: set[asyncio.Task[bool]] = set()
+        self._held: set[str] = set()  # the Workloads whose boost a creation's hold writes: the worker leaves it
         self.workload_classes = workload_classes
         self.count_protected_eviction = count_protected_eviction
         self._guarded: dict[str, Guarded] = {}  # what the last plan of each Workload found protected
@@ -207,7 +208,7 @@ class Booster:
             if plan.until is not None:
                 self._plan_again(key, plan.until)
             planned += 1
-            if plan.writes and not self._just_written(key, workload, plan.value):
+            if plan.writes and key not in self._held and not self._just_written(key, workload, plan.value):
                 await self._write(workload, plan)
                 continue
             if not (_waits_for_threat(workload, plan) and await self._gate_off(workload)):
@@ -261,6 +262,9 @@ class Booster:
         keys = self._unboosted.threatened_by(priority)
         if not keys:
             return 0
+        for key in keys:  # this hold writes them: not another, nor the worker meanwhile
+            self._unboosted.discard(key)
+        self._held.update(keys)
         tasks = [asyncio.create_task(self._boost_before(key, priority)) for key in keys]
         self._holding.update(tasks)
         for task in tasks:
@@ -269,15 +273,17 @@ class Booster:
         return sum(1 for task in done if not task.cancelled() and task.exception() is None and task.result())
 
     async def _boost_before(self, key: str, priority: int) -> bool:
-        async with self._hold_slots:
-            workload = self.workloads.items.get(key)
-            if workload is None:
-                return False
-            plan = self.plan(workload, also_pending=priority)
-            if plan.action is not Action.APPLY or self._just_written(key, workload, plan.value):
-                return False
-            self._unboosted.discard(key)
-            return await self._write(workload, plan)
+        try:
+            async with self._hold_slots:
+                workload = self.workloads.items.get(key)
+                if workload is None:
+                    return False
+                plan = self.plan(workload, also_pending=priority)
+                if plan.action is not Action.APPLY or self._just_written(key, workload, plan.value):
+                    return False
+                return await self._write(workload, plan)
+        finally:
+            self._held.discard(key)
 
     # --- writes ----------------------------------------------------------------------------------------
 
