@@ -23,6 +23,7 @@ from preemption_toleration.records.cluster_queue import ClusterQueueRecord, Pree
 from preemption_toleration.records.priority_class import class_view
 from preemption_toleration.records.workload import PRIORITY_BOOST, WorkloadRecord
 from preemption_toleration.telemetry.declared import KueueBoostOutcome
+from tests.unit import admission_payloads
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 MIN, TOL = (
@@ -413,22 +414,14 @@ async def test_before_a_threatening_workload_is_created_the_boosts_it_needs_are_
     assert await world.booster.before_pending(9000) == 0, "nothing while a cache is not current"
 
 
+WORKLOAD_RESOURCE = {"group": "kueue.x-k8s.io", "version": "v1beta2", "resource": "workloads"}
+WORKLOAD_KIND = {"group": "kueue.x-k8s.io", "version": "v1beta2", "kind": "Workload"}
+
+
 def review(raw: dict, operation: str = "CREATE", dry_run: bool = False) -> bytes:
-    return json.dumps(
-        {
-            "apiVersion": "admission.k8s.io/v1",
-            "kind": "AdmissionReview",
-            "request": {
-                "uid": "u1",
-                "kind": {"group": "kueue.x-k8s.io", "version": "v1beta2", "kind": "Workload"},
-                "resource": {"group": "kueue.x-k8s.io", "version": "v1beta2", "resource": "workloads"},
-                "namespace": "team",
-                "operation": operation,
-                "object": raw,
-                "dryRun": dry_run,
-            },
-        }
-    ).encode()
+    body = admission_payloads.review(raw, operation=operation, resource=WORKLOAD_RESOURCE, kind=WORKLOAD_KIND)
+    body["request"].update(namespace="team", dryRun=dry_run)
+    return json.dumps(body).encode()
 
 
 @pytest.mark.asyncio
