@@ -64,9 +64,8 @@ def pod_groups(api: ApiClient) -> ListFunction:
     return cluster_custom_objects(api, *POD_GROUP_API)
 
 
-async def serves_pod_groups(api: ApiClient) -> bool:
-    """Whether the API server serves PodGroups (1.37 with `GenericWorkload` on, and its beta API served)."""
-    group, version, plural = POD_GROUP_API
+async def serves(api: ApiClient, group: str, version: str, plural: str) -> bool:
+    """Whether the API server serves `plural` in `group`/`version` (discovery: a group not served is a 404)."""
     try:
         found = await client.CustomObjectsApi(api).get_api_resources(group, version)
     except ApiException as error:
@@ -74,3 +73,13 @@ async def serves_pod_groups(api: ApiClient) -> bool:
             return False
         raise
     return any(resource.name == plural for resource in found.resources or [])
+
+
+async def serves_pod_groups(api: ApiClient) -> bool:
+    """Whether the API server serves PodGroups (1.37 with `GenericWorkload` on, and its beta API served)."""
+    return await serves(api, *POD_GROUP_API)
+
+
+async def serves_workloads(api: ApiClient) -> bool:
+    """Whether the API server serves Kueue's Workloads (Kueue installed)."""
+    return await serves(api, KUEUE_GROUP, KUEUE_VERSION, WORKLOADS)

@@ -16,7 +16,7 @@ from aiohttp import web
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client import ApiClient
 
-from preemption_toleration.admission.decisions import AdmissionConfig
+from preemption_toleration.admission.decisions import AdmissionConfig, Needs
 from preemption_toleration.core.quantities import LATEST_RULES, ResizeRules, resize_rules
 from preemption_toleration.extender.adapter.extender_endpoint import ExtenderEndpoint, ExtenderHooks
 from preemption_toleration.guard.adapter.group_leases import GroupClaims, LeaseStore
@@ -28,7 +28,7 @@ from preemption_toleration.guard.adapter.refusal_events import RefusalEvents
 from preemption_toleration.guard.verdicts import GuardConfig
 from preemption_toleration.kube.client import API_ERRORS, make_api_client
 from preemption_toleration.kube.events import EventRecorder
-from preemption_toleration.kube.listers import serves_pod_groups
+from preemption_toleration.kube.listers import serves_pod_groups, serves_workloads
 from preemption_toleration.kube.version import server_minor
 from preemption_toleration.kueue.adapter.worker import KueueWorker
 from preemption_toleration.records.pod import PodRecord
@@ -51,6 +51,10 @@ logger = logging.getLogger("preemption_toleration.webhooks")
 # How long a starting server waits for the PodGroups once the other caches are listed: it is ready without
 # them after that (a role that misses them, say after an upgrade of the image alone, must not keep it unready).
 GROUPS_START_WAIT_SECONDS = 10.0
+# How long it waits for Kueue's caches, where Kueue is installed, once its own are listed: long enough to list
+# a large cluster's Workloads; ready without them after that (its role may miss a kind of Kueue's, say after an
+# upgrade of the image alone), each hold and boost waiting for them meanwhile.
+KUEUE_START_WAIT_SECONDS = 120.0
 
 
 async def _unless_stopped(work: Coroutine[Any, Any, Any], stop: asyncio.Event, timeout: float | None = None) -> None:
@@ -62,7 +66,7 @@ async def _unless_stopped(work: Coroutine[Any, Any, Any], stop: asyncio.Event, t
         waiter.cancel()
 
 
-async def _synced_or_stopped(caches: AdmissionCaches, stop: asyncio.Event) -> bool:
+async def _synced_or_stopped(caches: AdmissionCaches, kueue: KueueWorker | None, stop: asyncio.Event) -> bool:
     """Waits, however long it takes (a GitOps sync may apply the CRD after us), until every cache is listed;
     False if stopped first. Meanwhile /readyz says what is missing and each failure is logged once."""
 
@@ -81,9 +85,19 @@ async def _synced_or_stopped(caches: AdmissionCaches, stop: asyncio.Event) -> bo
                 " until they are",
                 extra={"problem": caches.groups_problem()},
             )
+    if kueue is not None and kueue.starting:
+        await _unless_stopped(kueue.listed(), stop, KUEUE_START_WAIT_SECONDS)
+        if problems := kueue.starting_problems():
+            logger.warning(
+                "kueue's caches not listed yet: ready without them; no boost is written and no Workload's creation"
+                " is held until they are",
+                extra={"problems": problems},
+            )
+        kueue.starting = False
     if stop.is_set():
         return False
-    logger.info("caches synced", extra={"objects": {s.resource: s.objects for s in caches.stats()}})
+    stats = [*caches.stats(), *(kueue.stats() if kueue is not None else [])]
+    logger.info("caches synced", extra={"objects": {s.resource: s.objects for s in stats}})
     freeze_heap()
     if caches.pods is not None:
         caches.pods.page_listed = PageFreezer(REFREEZE_EVERY_PAGES).page_listed
@@ -123,7 +137,22 @@ def _start_steering(shared: _Shared) -> Callable[[PodRecord, str | None], asynci
     return steerer.refused
 
 
-def _start_kueue(shared: _Shared) -> KueueWorker | None:
+async def _kueue_served(api: ApiClient) -> bool:
+    """Whether the API server serves Kueue's Workloads, asked once, at start: the server's readiness then waits
+    for their caches."""
+    try:
+        served = await serves_workloads(api)
+    except API_ERRORS as error:
+        logger.warning(
+            "could not learn whether Kueue is installed: ready without waiting for its caches",
+            extra={"problem": str(error)},
+        )
+        return False
+    logger.info("kueue workloads", extra={"served": served})
+    return served
+
+
+async def _start_kueue(shared: _Shared) -> KueueWorker | None:
     """Kueue's boost, when on (`kueue.adapter.worker`), its caches counted with the server's."""
     settings, caches = shared.settings, shared.caches
     if not settings.kueue:
@@ -140,6 +169,7 @@ def _start_kueue(shared: _Shared) -> KueueWorker | None:
         events=shared.recorder,
         page_size=settings.list_page_size,
         stale_after=settings.stale_after,
+        served=await _kueue_served(shared.api),
     )
     shared.metrics.track_caches(lambda: [*caches.stats(), *kueue.stats()])
     shared.tasks.extend(kueue.start())
@@ -194,6 +224,14 @@ async def _pod_groups_served(api: ApiClient) -> bool:
     return served
 
 
+def _readiness(caches: AdmissionCaches, kueue: KueueWorker | None) -> Callable[[Needs], list[str]]:
+    """What /readyz reports: the caches every decision needs and, while the server starts, Kueue's (not after:
+    a Kueue watch that fails must not take the guard out of service)."""
+    if kueue is None:
+        return caches.problems
+    return lambda needs: [*caches.problems(needs), *kueue.starting_problems()]
+
+
 async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:
     api = await make_api_client(settings.kubeconfig)
     try:
@@ -242,7 +280,7 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
             extender = ExtenderHooks(caches.view, caches.preemptors, nudger.hold, authenticated=True)
         shared = _Shared(api, caches, settings, metrics, recorder, tasks)
         steer = _start_steering(shared)
-        kueue = _start_kueue(shared)
+        kueue = await _start_kueue(shared)
         _watch_partial_groups(shared)
         claims = _group_claims(shared)
         guard = GuardHooks(
@@ -264,7 +302,9 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
         routes.append(ExtenderEndpoint(extender, metrics, caches.problems).endpoint())
     if kueue is not None:
         routes.append(kueue.endpoint())
-    app = WebhookApp(routes, caches.problems, metrics, settings.max_body_bytes, settings.metrics_address is not None)
+    app = WebhookApp(
+        routes, _readiness(caches, kueue), metrics, settings.max_body_bytes, settings.metrics_address is not None
+    )
     runner = web.ServerRunner(app.build())
     await runner.setup()
     metrics_runner: web.ServerRunner | None = None
@@ -276,7 +316,7 @@ async def run_webhook(settings: WebhookSettings, stop: asyncio.Event, ready: asy
             metrics_runner = await serve_metrics(app, settings.metrics_address)
         bound_port = runner.addresses[0][1]  # the one chosen, when settings.port is 0
         logger.info("webhook server listening", extra={"host": settings.host, "port": bound_port})
-        if not await _synced_or_stopped(caches, stop):
+        if not await _synced_or_stopped(caches, kueue, stop):
             return
         registrar = registrar_of(api, settings, certificates, bound_port)
         if registrar is not None:

@@ -35,7 +35,7 @@ def test_the_default_freeze_moves_new_records_out_of_full_collections() -> None:
         gc.unfreeze()
 
 
-class Caches:  # the part of AdmissionCaches the start-up reads
+class Caches:  # the part of AdmissionCaches the start-up and /readyz read
     def __init__(self, groups: Informer | None) -> None:
         self.pods = Informer("pods", lambda **_: None, PodIndex(), logging.getLogger("test"))
         self.pods.synced.set()
@@ -51,6 +51,9 @@ class Caches:  # the part of AdmissionCaches the start-up reads
     def stats(self) -> list:
         return [self.pods.stats()]
 
+    def problems(self, needs: str) -> list[str]:
+        return [problem for informer in self.required() if (problem := informer.health(60.0)) is not None]
+
     def groups_problem(self) -> str | None:
         return self.groups.health(60.0) if self.groups is not None else None
 
@@ -61,7 +64,7 @@ async def test_once_the_caches_are_listed_a_later_listing_of_pods_freezes_as_it_
     caches = Caches(groups=None)  # PodGroups not served
     assert caches.pods.page_listed is None
     try:
-        assert await _synced_or_stopped(caches, asyncio.Event())  # type: ignore[arg-type]
+        assert await _synced_or_stopped(caches, None, asyncio.Event())  # type: ignore[arg-type]
     finally:
         gc.unfreeze()
     assert isinstance(getattr(caches.pods.page_listed, "__self__", None), PageFreezer)
@@ -77,7 +80,7 @@ async def test_a_start_waits_for_the_podgroups_a_while_then_is_ready_without_the
     groups = Informer("podgroups", lambda **_: None, PodIndex(), logging.getLogger("test"))
     try:
         with caplog.at_level(logging.WARNING, "preemption_toleration.webhooks"):
-            assert await asyncio.wait_for(_synced_or_stopped(Caches(groups), asyncio.Event()), timeout=5)  # type: ignore[arg-type]
+            assert await asyncio.wait_for(_synced_or_stopped(Caches(groups), None, asyncio.Event()), timeout=5)  # type: ignore[arg-type]
     finally:
         gc.unfreeze()
     assert [(record.getMessage(), record.problem) for record in caplog.records] == [

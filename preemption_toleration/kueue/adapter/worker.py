@@ -49,10 +49,15 @@ class KueueWorker:
         events: EventRecorder,
         page_size: int,
         stale_after: float,
+        served: bool = True,
     ) -> None:
         """`classes`, `policies` and `class_generation`: the server's PriorityClasses and policies, and a count
-        that changes with either; `server_problems`: what keeps the server's own caches from deciding."""
+        that changes with either; `server_problems`: what keeps the server's own caches from deciding; `served`:
+        whether the API server served Kueue's Workloads when the server started (Kueue installed)."""
         self.stale_after = stale_after
+        # while the server starts, its readiness waits for Kueue's caches (`starting_problems`): a replica that
+        # takes a Workload's creation before they are listed holds nothing, and Kueue tries the Workload at once
+        self.starting = served
         self.server_problems = server_problems
         store = WorkloadStore()
         self.workloads = Informer("workloads", listers.workloads(api), store, logger, page_size=page_size)
@@ -79,8 +84,22 @@ class KueueWorker:
 
     def problems(self) -> list[str]:
         """What keeps the booster from planning: the server's caches' problems and its own watches'."""
-        own = (informer.health(self.stale_after) for informer in (self.workloads, self.classes, self.queues))
+        own = (informer.health(self.stale_after) for informer in self.informers())
         return [*self.server_problems(), *(problem for problem in own if problem)]
+
+    def informers(self) -> tuple[Informer, ...]:
+        return (self.workloads, self.classes, self.queues)
+
+    async def listed(self) -> None:
+        """Returns once Kueue's caches are listed."""
+        for informer in self.informers():
+            await informer.synced.wait()
+
+    def starting_problems(self) -> list[str]:
+        """Kueue's caches not listed yet while the server starts (its /readyz); none once it started."""
+        if not self.starting:
+            return []
+        return [problem for informer in self.informers() if (problem := informer.health(self.stale_after))]
 
     def _conditions_wait(self) -> list[str]:
         """What keeps the policies' conditions from being written: the caches, or a booster that has not planned
