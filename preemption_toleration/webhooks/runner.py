@@ -51,9 +51,9 @@ logger = logging.getLogger("preemption_toleration.webhooks")
 # How long a starting server waits for the PodGroups once the other caches are listed: it is ready without
 # them after that (a role that misses them, say after an upgrade of the image alone, must not keep it unready).
 GROUPS_START_WAIT_SECONDS = 10.0
-# How long it waits for Kueue's caches, where Kueue is installed, once its own are listed: long enough to list
-# a large cluster's Workloads; ready without them after that (its role may miss a kind of Kueue's, say after an
-# upgrade of the image alone), each hold and boost waiting for them meanwhile.
+# How long it waits for Kueue's caches and the boost's first plan of every Workload, where Kueue is installed,
+# once its own caches are listed: long enough for a large cluster's Workloads; ready without them after that (its
+# role may miss a kind of Kueue's, say after an upgrade of the image alone), each hold and boost waiting meanwhile.
 KUEUE_START_WAIT_SECONDS = 120.0
 
 
@@ -86,11 +86,11 @@ async def _synced_or_stopped(caches: AdmissionCaches, kueue: KueueWorker | None,
                 extra={"problem": caches.groups_problem()},
             )
     if kueue is not None and kueue.starting:
-        await _unless_stopped(kueue.listed(), stop, KUEUE_START_WAIT_SECONDS)
+        await _unless_stopped(kueue.started(), stop, KUEUE_START_WAIT_SECONDS)
         if problems := kueue.starting_problems():
             logger.warning(
-                "kueue's caches not listed yet: ready without them; no boost is written and no Workload's creation"
-                " is held until they are",
+                "kueue's boost not started yet: ready without it; no boost is written and no Workload's creation"
+                " is held until it is",
                 extra={"problems": problems},
             )
         kueue.starting = False

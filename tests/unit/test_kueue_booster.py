@@ -490,3 +490,22 @@ async def test_a_boost_a_creation_waits_for_is_written_once_though_the_worker_pl
     await world.settle()
     assert await held == 3
     assert sorted(world.writes.written) == [("a", "1999"), ("b", "1999"), ("c", "1999")]
+
+
+@pytest.mark.asyncio
+async def test_a_workload_admitted_while_the_worker_writes_a_burst_is_known_to_a_hold_before_the_burst_ends() -> None:
+    """The worker plans every change before each write: a protected Workload admitted while it writes fifty boosts
+    is found by the hold of a creation that threatens it at once, not once the fifty are written."""
+    world = World(SlowWrites(), {"cq": queue("cq", LOWER)})
+    for index in range(50):
+        world.workloads.put(workload(f"w{index}", "forever", 8000, queue="cq"))
+    world.workloads.put(threat())  # 9000 threatens the fifty: fifty writes of 10 ms
+    settling = asyncio.create_task(world.settle())
+    await asyncio.sleep(0.05)
+    world.workloads.put(workload("late", "forever", 9000, queue="cq"))  # 9000 may not take it: no boost yet
+    await asyncio.sleep(0.02)
+    assert await world.booster.before_pending(9500) == 1, "the hold finds it while the burst is written"
+    assert not settling.done() and ("late", "999") in world.writes.written
+    assert len(world.writes.written) < 51, "before the burst ends"
+    await settling
+    assert len(world.writes.written) == 51, "each written once"

@@ -1,5 +1,6 @@
-"""A server with Kueue's boost on starts ready only once Kueue's caches are listed, where Kueue is installed: a
-replica that took a Workload's creation before would hold nothing, and Kueue tries the Workload at once."""
+"""A server with Kueue's boost on starts ready only once Kueue's caches are listed and its booster has planned
+every Workload from them, where Kueue is installed: a replica that took a Workload's creation before would hold
+nothing (it would know no protected Workload to boost), and Kueue tries the Workload at once."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from kubernetes_asyncio.client import ApiClient
 
 from preemption_toleration.inventory.pod_index import PodIndex
 from preemption_toleration.kube.events import EventRecorder
-from preemption_toleration.kueue.adapter.worker import KueueWorker
+from preemption_toleration.kueue.adapter.worker import NOT_PLANNED, KueueWorker
 from preemption_toleration.serving.webhook_metrics import WebhookMetrics
 from preemption_toleration.webhooks import runner
 from tests.unit.test_heap_freeze import Caches
@@ -59,19 +60,25 @@ async def test_readiness_names_kueues_caches_while_the_server_starts(api: ApiCli
     assert readiness("all") == KUEUE_CACHES
 
 
-async def test_the_start_waits_for_kueues_caches_and_goes_on_once_they_are_listed(api: ApiClient, caplog) -> None:
-    """Listed while the start waits: it goes on at once, says nothing, and /readyz is clear."""
+async def test_the_start_waits_for_kueues_caches_and_the_first_plan_then_goes_on(api: ApiClient, caplog) -> None:
+    """Listed while the start waits, it waits on for the booster's first plan of every Workload (the hold reads
+    what it found), then goes on at once, says nothing, and /readyz is clear."""
     kueue = worker(api, served=True)
     caches = Caches(groups=None)
+    readiness = runner._readiness(caches, kueue)  # type: ignore[arg-type]
     started = asyncio.create_task(start(caches, kueue))
     await asyncio.sleep(0.05)
     assert not started.done(), "the start waits for Kueue's caches"
     with caplog.at_level(logging.WARNING, "preemption_toleration.webhooks"):
         for informer in kueue.informers():
             informer.synced.set()
+        await asyncio.sleep(0.05)
+        assert not started.done(), "the start waits for the booster's first plan"
+        assert readiness("all") == [NOT_PLANNED]
+        assert await kueue.booster.step(), "the booster plans every Workload once the caches are listed"
         assert await started
     assert caplog.records == []
-    assert runner._readiness(caches, kueue)("all") == []  # type: ignore[arg-type]
+    assert readiness("all") == []
 
 
 async def test_the_start_waits_for_kueues_caches_a_while_then_is_ready_without_them(
@@ -87,8 +94,8 @@ async def test_the_start_waits_for_kueues_caches_a_while_then_is_ready_without_t
         assert await start(caches, kueue)
     assert [(record.getMessage(), record.problems) for record in caplog.records] == [
         (
-            "kueue's caches not listed yet: ready without them; no boost is written and no Workload's creation is"
-            " held until they are",
+            "kueue's boost not started yet: ready without it; no boost is written and no Workload's creation is"
+            " held until it is",
             KUEUE_CACHES,
         )
     ]

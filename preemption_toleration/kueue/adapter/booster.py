@@ -5,11 +5,11 @@ Kueue's preemptions are judged (`kueue.backstop`), and the protected Workloads w
 (`kueue.threat`): the webhook on Workloads' creation (`kueue.adapter.hold`) has those a new one threatens
 boosted before it exists (`before_pending`), so that Kueue never tries it against an unboosted victim.
 
-Every replica runs it and plans from what every replica sees, so two replicas write the same annotation under
-the same field manager (the second apply changes nothing). It plans nothing while a cache it reads is not
-current, writes one Workload at a time, and looks at every Workload again once a minute (what a missed change
-would have changed). It posts an Event only for a boost it cannot write, named after what it tells, so that two
-replicas telling it make one.
+Every replica runs it and plans from what every replica sees, so two replicas write the same annotation under the
+same field manager (the second apply changes nothing). It plans nothing while a cache it reads is not current,
+writes one Workload at a time (planning every change told meanwhile before the next write), and looks at every
+Workload again once a minute (what a missed change would have changed). It posts an Event only for a boost it cannot
+write, named after what it tells, so that two replicas telling it make one.
 """
 
 from __future__ import annotations
@@ -102,6 +102,7 @@ class Booster:
         self.now = now
         self.clock = clock
         self._dirty: dict[str, None] = {}  # keys to plan, in the order told
+        self._to_write: dict[str, BoostPlan] = {}  # the writes planned, in the order planned
         self._wake = asyncio.Event()
         self._timers: list[tuple[datetime, str]] = []  # (when, key): a window's end, a retry
         self._due: dict[str, datetime] = {}  # each key's latest timer, so that planning again adds none
@@ -111,7 +112,8 @@ class Booster:
         self._gate_at = 0.0
         self._said: dict[str, str] = {}  # the last problem told of each Workload
         self._unwritten: dict[str, Unwritten] = {}  # each Workload whose wanted boost is not written, and why
-        self.planned_all = False  # every Workload planned once since the start: `unwritten` is whole
+        # every Workload planned once since the start: `unwritten` is whole, and a hold finds every protected one
+        self.planned = asyncio.Event()
         # What we wrote last on each Workload and when, until its cache shows it (at most WRITTEN_SECONDS): a
         # plan made from the cache meanwhile would write it again
         self._written: dict[str, tuple[str | None, float]] = {}
@@ -121,6 +123,10 @@ class Booster:
         pods.job_changed = self.job_changed
 
     # --- what wakes it ---------------------------------------------------------------------------------
+
+    @property
+    def planned_all(self) -> bool:
+        return self.planned.is_set()
 
     def changed(self, key: str) -> None:
         self._dirty[key] = None
@@ -154,9 +160,7 @@ class Booster:
         if problems := self.problems():
             logger.debug("kueue boost waits for its caches", extra={"problems": problems})
             return False
-        every = self._collect_due()
-        await self.plan_dirty()
-        self.planned_all = self.planned_all or every
+        await self.plan_dirty(every=self._collect_due())
         return True
 
     def _seconds_to_next(self) -> float:
@@ -181,12 +185,29 @@ class Booster:
             self._dirty[key] = None
         return every
 
-    async def plan_dirty(self) -> None:
-        """Plans every Workload told or due, and writes what each plan says, one at a time."""
+    async def plan_dirty(self, every: bool = False) -> None:
+        """Plans every Workload told or due (`every`: that is every Workload), and writes what the plans say, one
+        at a time: every change told meanwhile is planned before the next write, so that what a hold reads
+        (`_unboosted`) is never behind a burst of writes."""
+        await self._plan_told()
+        if every:
+            self.planned.set()
+        while self._dirty or self._to_write:
+            await self._plan_told()
+            if self._to_write:
+                key = next(iter(self._to_write))
+                plan = self._to_write.pop(key)
+                workload = self.workloads.items.get(key)
+                if workload is not None and key not in self._held and not self._just_written(key, workload, plan.value):
+                    await self._write(workload, plan)
+
+    async def _plan_told(self) -> None:
+        """Plans every Workload told or due (no write: those the plans want wait in `_to_write`)."""
         planned = 0
         while self._dirty:
             key = next(iter(self._dirty))
             del self._dirty[key]
+            self._to_write.pop(key, None)
             workload = self.workloads.items.get(key)
             self._unwritten.pop(key, None)
             if workload is None:
@@ -209,9 +230,8 @@ class Booster:
                 self._plan_again(key, plan.until)
             planned += 1
             if plan.writes and key not in self._held and not self._just_written(key, workload, plan.value):
-                await self._write(workload, plan)
-                continue
-            if not (_waits_for_threat(workload, plan) and await self._gate_off(workload)):
+                self._to_write[key] = plan
+            elif not (_waits_for_threat(workload, plan) and await self._gate_off(workload)):
                 self._tell_problem(workload, plan.problem)
             if planned % PLANS_PER_SLICE == 0:
                 await asyncio.sleep(0)

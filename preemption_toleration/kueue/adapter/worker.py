@@ -30,6 +30,7 @@ from preemption_toleration.serving.handling import Endpoint
 from preemption_toleration.serving.webhook_metrics import WebhookMetrics
 
 KIND = ClassKind.WORKLOAD_PRIORITY_CLASS
+NOT_PLANNED = "the booster has not planned every Workload yet"
 
 
 class KueueWorker:
@@ -55,8 +56,9 @@ class KueueWorker:
         that changes with either; `server_problems`: what keeps the server's own caches from deciding; `served`:
         whether the API server served Kueue's Workloads when the server started (Kueue installed)."""
         self.stale_after = stale_after
-        # while the server starts, its readiness waits for Kueue's caches (`starting_problems`): a replica that
-        # takes a Workload's creation before they are listed holds nothing, and Kueue tries the Workload at once
+        # while the server starts, its readiness waits for Kueue's caches and the booster's first plan of every
+        # Workload (`starting_problems`): a replica that takes a Workload's creation before holds nothing (it knows
+        # no protected Workload to boost), and Kueue tries the Workload at once
         self.starting = served
         self.server_problems = server_problems
         store = WorkloadStore()
@@ -90,22 +92,23 @@ class KueueWorker:
     def informers(self) -> tuple[Informer, ...]:
         return (self.workloads, self.classes, self.queues)
 
-    async def listed(self) -> None:
-        """Returns once Kueue's caches are listed."""
-        for informer in self.informers():
-            await informer.synced.wait()
+    async def started(self) -> None:
+        """Returns once Kueue's caches are listed and the booster has planned every Workload from them."""
+        await self.booster.planned.wait()
 
     def starting_problems(self) -> list[str]:
-        """Kueue's caches not listed yet while the server starts (its /readyz); none once it started."""
+        """While the server starts (its /readyz), Kueue's caches not listed yet, or the booster's first plan of
+        every Workload not made yet; none once it started."""
         if not self.starting:
             return []
-        return [problem for informer in self.informers() if (problem := informer.health(self.stale_after))]
+        found = [problem for informer in self.informers() if (problem := informer.health(self.stale_after))]
+        return found or ([] if self.booster.planned_all else [NOT_PLANNED])
 
     def _conditions_wait(self) -> list[str]:
         """What keeps the policies' conditions from being written: the caches, or a booster that has not planned
         every Workload since it started (a condition written then would say of the rest that all is well)."""
         if not self.booster.planned_all:
-            return [*self.problems(), "the booster has not planned every Workload yet"]
+            return [*self.problems(), NOT_PLANNED]
         return self.problems()
 
     def stats(self) -> list[CacheStats]:
