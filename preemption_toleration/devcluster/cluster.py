@@ -639,6 +639,7 @@ class LocalCluster:
             config = home / "config.yaml"
             config.write_text(
                 kueue.manager_config(
+                    build.manager_config.read_text(),
                     HOST,
                     ports["kueue-webhook"],
                     health_port,

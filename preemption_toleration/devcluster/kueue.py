@@ -1,5 +1,8 @@
 """Kueue in the test bed (`--feature kueue`): its controller manager as a local process, configured as a cluster
-runs it except where a process on loopback must differ (pure: text in, text out; `cluster` starts it).
+runs it except where a process on loopback must differ (pure: text in, text out; `cluster` starts it). Its pace
+is its release's: how many objects of each kind it reconciles at once (5 Jobs, 10 Workloads...) and its API
+client's rate are those of the configuration its release installs
+(config/components/manager/controller_manager_config.yaml), not the binary's default of one at a time.
 
 What differs from Kueue's own manifests, and why:
 - its serving certificate is ours (internal certificate management off, as Kueue's own integration tests run
@@ -33,11 +36,14 @@ NAMESPACE = "kueue-system"  # its own; jobs there are not managed (Kueue's defau
 METRICS_CERT_DIR = "/etc/kueue/metrics/certs"
 # Kueue's fair sharing preemption strategies, as its documentation sets them, tried in this order
 FAIR_SHARING_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+# What of its release's configuration sets Kueue's pace: kept as shipped.
+SHIPPED_SECTIONS = ("controller", "clientConnection")
 # The names of the webhook configurations, as Kueue's release manifests name them.
 WEBHOOK_CONFIGURATION_PREFIX = "kueue-"
 
 
 def manager_config(
+    shipped: str,
     host: str,
     webhook_port: int,
     health_port: int,
@@ -46,8 +52,10 @@ def manager_config(
     feature_gates: Mapping[str, bool] = FEATURE_GATES,
     fair_sharing: bool = False,
 ) -> str:
-    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2) for a manager on `host`, with `feature_gates`;
-    `fair_sharing`: its preemption by fair sharing, with Kueue's two strategies (its `fairSharing` present)."""
+    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2) for a manager on `host`, with `feature_gates`, its
+    pace (`SHIPPED_SECTIONS`) as in `shipped` (the text of the configuration its release installs); `fair_sharing`:
+    its preemption by fair sharing, with Kueue's two strategies (its `fairSharing` present). ValueError when
+    `shipped` is not what Kueue's releases ship."""
     config = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -59,10 +67,23 @@ def manager_config(
         "health": {"healthProbeBindAddress": f"{host}:{health_port}"},
         "integrations": {"frameworks": list(INTEGRATIONS)},
         "featureGates": dict(feature_gates),
+        **shipped_pace(shipped),
     }
     if fair_sharing:
         config["fairSharing"] = {"preemptionStrategies": list(FAIR_SHARING_STRATEGIES)}
     return yaml.safe_dump(config, sort_keys=False)
+
+
+def shipped_pace(shipped: str) -> dict[str, Any]:
+    """The sections of `SHIPPED_SECTIONS` of Kueue's shipped configuration (the text of its
+    controller_manager_config.yaml); ValueError when it is not a Configuration that holds them."""
+    found = yaml.safe_load(shipped)
+    if not isinstance(found, dict) or found.get("kind") != "Configuration":
+        raise ValueError("Kueue's shipped manager configuration is not a Configuration")
+    missing = [section for section in SHIPPED_SECTIONS if not isinstance(found.get(section), dict)]
+    if missing:
+        raise ValueError(f"Kueue's shipped manager configuration holds no {', '.join(missing)}")
+    return {section: found[section] for section in SHIPPED_SECTIONS}
 
 
 def webhook_configurations(manifests: str, base_url: str, ca_bundle: str) -> list[dict[str, Any]]:

@@ -44,6 +44,7 @@ KWOK_STAGE_FILES = (
 # Kueue's manifests of its release that the test bed applies, copied beside its manager
 KUEUE_CRDS = "config/components/crd/bases"
 KUEUE_WEBHOOKS = "config/components/webhook/manifests.yaml"
+KUEUE_MANAGER_CONFIG = "config/components/manager/controller_manager_config.yaml"  # as its release installs it
 # Marks a complete cache entry: written last, before the directory is renamed into place.
 _STAMP = "BUILD-INFO"
 
@@ -114,14 +115,17 @@ class _Build:
 
     name: str
     binaries: tuple[str, ...]
+    files: tuple[str, ...] = ()  # other files it holds (an entry made before one was added is made again)
 
     @property
     def directory(self) -> Path:
         return cache_root() / self.name
 
     def complete(self) -> bool:
-        return (self.directory / _STAMP).is_file() and all(
-            os.access(self.directory / binary, os.X_OK) for binary in self.binaries
+        return (
+            (self.directory / _STAMP).is_file()
+            and all(os.access(self.directory / binary, os.X_OK) for binary in self.binaries)
+            and all((self.directory / file).is_file() for file in self.files)
         )
 
 
@@ -141,7 +145,7 @@ def _helm_build() -> _Build:
 
 def _kueue_build() -> _Build:
     version = gomod.required_version((testbed_dir() / "kueue/go.mod").read_text(), gomod.KUEUE_MODULE)
-    return _Build(f"kueue-{version}", ("kueue",))
+    return _Build(f"kueue-{version}", ("kueue",), (KUEUE_WEBHOOKS, KUEUE_MANAGER_CONFIG))
 
 
 def kustomize_versions() -> list[str]:
@@ -214,6 +218,7 @@ class KueueBuild:
     manager: Path
     crds: tuple[Path, ...]  # config/components/crd/bases/*.yaml
     webhooks: Path  # config/components/webhook/manifests.yaml
+    manager_config: Path  # config/components/manager/controller_manager_config.yaml
 
 
 def find_kueue() -> KueueBuild | None:
@@ -223,7 +228,8 @@ def find_kueue() -> KueueBuild | None:
         return None
     version = build.name.removeprefix("kueue-")
     crds = tuple(sorted((build.directory / KUEUE_CRDS).glob("*.yaml")))
-    return KueueBuild(version, build.directory / "kueue", crds, build.directory / KUEUE_WEBHOOKS)
+    directory = build.directory
+    return KueueBuild(version, directory / "kueue", crds, directory / KUEUE_WEBHOOKS, directory / KUEUE_MANAGER_CONFIG)
 
 
 def ensure_kueue(progress: Progress = print) -> KueueBuild:
@@ -392,9 +398,11 @@ def _build_kueue(go: GoCommand, target: _Build, progress: Progress) -> None:
         (staging / KUEUE_CRDS).mkdir(parents=True)
         for crd in (source / KUEUE_CRDS).glob("*.yaml"):
             shutil.copyfile(crd, staging / KUEUE_CRDS / crd.name)
-        (staging / KUEUE_WEBHOOKS).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source / KUEUE_WEBHOOKS, staging / KUEUE_WEBHOOKS)
-        (staging / _STAMP).write_text(f"{gomod.KUEUE_MODULE} {version}; manifests: {KUEUE_CRDS}, {KUEUE_WEBHOOKS}\n")
+        for manifest in (KUEUE_WEBHOOKS, KUEUE_MANAGER_CONFIG):
+            (staging / manifest).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source / manifest, staging / manifest)
+        manifests = ", ".join((KUEUE_CRDS, KUEUE_WEBHOOKS, KUEUE_MANAGER_CONFIG))
+        (staging / _STAMP).write_text(f"{gomod.KUEUE_MODULE} {version}; manifests: {manifests}\n")
 
 
 def _build_kustomize(go: GoCommand, target: _Build, progress: Progress) -> None:

@@ -1,5 +1,6 @@
 """Kueue in the test bed: its manager's configuration and its webhook configurations on loopback, from
-manifests shaped as Kueue's releases ship them (config/components/webhook/manifests.yaml)."""
+manifests shaped as Kueue's releases ship them (config/components/webhook/manifests.yaml and
+config/components/manager/controller_manager_config.yaml)."""
 
 import pytest
 import yaml
@@ -99,8 +100,71 @@ def test_manifests_kueue_does_not_ship_are_refused(rule: str, manifests: str, pr
         webhook_configurations(manifests, BASE, "Q0E=")
 
 
+# as Kueue v0.19.2 ships it, its commented-out lines left out
+SHIPPED = """\
+apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+health:
+  healthProbeBindAddress: :8081
+metrics:
+  bindAddress: :8443
+webhook:
+  port: 9443
+leaderElection:
+  leaderElect: true
+  resourceName: c1f6bfd2.kueue.x-k8s.io
+controller:
+  groupKindConcurrency:
+    Job.batch: 5
+    Pod: 5
+    Workload.kueue.x-k8s.io: 10
+    LocalQueue.kueue.x-k8s.io: 5
+    Cohort.kueue.x-k8s.io: 1
+    ClusterQueue.kueue.x-k8s.io: 5
+    ResourceFlavor.kueue.x-k8s.io: 1
+clientConnection:
+  qps: 300
+  burst: 500
+integrations:
+  frameworks:
+  - "batch/job"
+  - "pod"
+"""
+
+
+def config_of(*args: object, **kwargs: object) -> dict:
+    return yaml.safe_load(manager_config(SHIPPED, "127.0.0.1", 9443, 8081, 8443, "/tmp/certs", *args, **kwargs))
+
+
+def test_manager_config_keeps_the_shipped_pace() -> None:
+    """How many objects of each kind Kueue reconciles at once and its client's rate, as its release installs it
+    (the binary alone reconciles one Job at a time)."""
+    config = config_of()
+    assert config["controller"]["groupKindConcurrency"]["Job.batch"] == 5
+    assert config["controller"]["groupKindConcurrency"]["Workload.kueue.x-k8s.io"] == 10
+    assert config["clientConnection"] == {"qps": 300, "burst": 500}
+
+
+@pytest.mark.parametrize(
+    ("rule", "shipped", "problem"),
+    [
+        ("not YAML of a Configuration", "kind: Deployment\n", "is not a Configuration"),
+        ("empty", "", "is not a Configuration"),
+        ("no controller section", "kind: Configuration\nclientConnection: {qps: 1}\n", "holds no controller"),
+        (
+            "neither section",
+            "kind: Configuration\nwebhook: {port: 9443}\n",
+            "holds no controller, clientConnection",
+        ),
+    ],
+)
+def test_a_shipped_configuration_kueue_does_not_ship_is_refused(rule: str, shipped: str, problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        manager_config(shipped, "127.0.0.1", 9443, 8081, 8443, "/tmp/certs")
+
+
 def test_manager_config_runs_on_loopback_without_leader_election_or_internal_certificates() -> None:
-    config = yaml.safe_load(manager_config("127.0.0.1", 9443, 8081, 8443, "/tmp/certs"))
+    config = config_of()
     assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2" and config["kind"] == "Configuration"
     assert config["leaderElection"] == {"leaderElect": False}
     assert config["internalCertManagement"] == {"enable": False}
@@ -114,14 +178,14 @@ def test_manager_config_runs_on_loopback_without_leader_election_or_internal_cer
 def test_manager_config_takes_other_feature_gates() -> None:
     """`LocalCluster.restart_kueue` runs Kueue with its PriorityBoost gate off, as a user's Kueue may be."""
     gates = {"PriorityBoost": False, "VisibilityOnDemand": False}
-    config = yaml.safe_load(manager_config("127.0.0.1", 9443, 8081, 8443, "/tmp/certs", gates))
+    config = config_of(gates)
     assert config["featureGates"] == gates
 
 
 def test_manager_config_turns_fair_sharing_on_by_its_strategies() -> None:
     """Kueue's preemption by fair sharing is on when its configuration has `fairSharing` (v1beta2); off by default."""
-    assert "fairSharing" not in yaml.safe_load(manager_config("127.0.0.1", 9443, 8081, 8443, "/tmp/certs"))
-    config = yaml.safe_load(manager_config("127.0.0.1", 9443, 8081, 8443, "/tmp/certs", fair_sharing=True))
+    assert "fairSharing" not in config_of()
+    config = config_of(fair_sharing=True)
     assert config["fairSharing"] == {"preemptionStrategies": ["LessThanOrEqualToFinalShare", "LessThanInitialShare"]}
 
 

@@ -259,3 +259,24 @@ def test_the_build_uses_the_machines_go_unless_it_is_older_than_the_modules(
     go = toolchain.GoCommand("go", machine, print)
     assert go.env(tmp_path)["GOTOOLCHAIN"] == expected, rule
     assert go.env(tmp_path)["CGO_ENABLED"] == "0" and "-mod=readonly" in go.env(tmp_path)["GOFLAGS"]
+
+
+def test_a_kueue_entry_without_the_shipped_configuration_is_built_again(tmp_path: Path, monkeypatch) -> None:
+    """An entry cached before its release's manager configuration was kept beside the manager is not found, so
+    `ensure_kueue` builds it again; with every file, it is found, with each file's path."""
+    monkeypatch.setenv("PTOL_CACHE_DIR", str(tmp_path))
+    entry = tmp_path / toolchain._kueue_build().name
+    (entry / toolchain.KUEUE_CRDS).mkdir(parents=True)
+    (entry / toolchain.KUEUE_CRDS / "workloads.yaml").write_text("kind: CustomResourceDefinition\n")
+    manager = entry / "kueue"
+    manager.write_text("#!/bin/sh\n")
+    manager.chmod(0o755)
+    (entry / toolchain.KUEUE_WEBHOOKS).parent.mkdir(parents=True)
+    (entry / toolchain.KUEUE_WEBHOOKS).write_text("kind: ValidatingWebhookConfiguration\n")
+    (entry / "BUILD-INFO").write_text("sigs.k8s.io/kueue; manifests: crds, webhooks\n")
+    assert toolchain.find_kueue() is None
+    (entry / toolchain.KUEUE_MANAGER_CONFIG).parent.mkdir(parents=True)
+    (entry / toolchain.KUEUE_MANAGER_CONFIG).write_text("kind: Configuration\n")
+    found = toolchain.find_kueue()
+    assert found is not None and found.manager_config == entry / toolchain.KUEUE_MANAGER_CONFIG
+    assert found.manager == manager and found.crds == (entry / toolchain.KUEUE_CRDS / "workloads.yaml",)
