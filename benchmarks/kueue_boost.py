@@ -1,14 +1,17 @@
 """Kueue's boost at work (`ptol run --kueue on`), on a local control plane with Kueue (`--feature kueue`).
 
 1. **Admission.** How long Kueue takes to admit N Jobs (one pod of 1 CPU each, whose pods keep running) of a
-   protected class, queued at once by one `kubectl apply`, into a ClusterQueue with room for all: from the apply
-   to the last Workload admitted, in three settings: without the webhook server (off); with it (on), where no
-   pending Workload may take the protected ones, so no boost is needed; and with it where a Job of 9000 waits
-   in a held LocalQueue of the same ClusterQueue before the apply (threatened), so that every admitted Job is
-   boosted. Each round runs the three in a rotated order so that a drift of the machine weighs on all; reported:
-   each round, the medians and their ratios to off (target: at most 1.1), and the boosts written. In the off and
-   on settings, once the Jobs are admitted, a Job of 9000 is queued: from its apply to its Workload created
-   (with the server, its creation waits for the boosts of the thousand Jobs it threatens, at most 5 s).
+   protected class, queued at once by one `kubectl apply`, into a ClusterQueue with room for all: from the apply to
+   the last Workload admitted, in three settings: without the webhook server (off); with it (on), where no pending
+   Workload may take the protected ones, so no boost is needed; and with it where a Job of 9000 waits in a held
+   LocalQueue of the same ClusterQueue before the apply (threatened), so that every admitted Job is boosted. A
+   fourth, `base` (`--settings off,base,on`), runs the server with `--kueue off`: what the project costs without its
+   Kueue part (its pod cache, its webhooks). Each round runs them in a rotated order so that a drift of the machine
+   weighs on all; reported: each round, with what the API server counted meanwhile (writes by resource, each
+   webhook's calls and mean time), the medians and their ratios to off (target: at most 1.1), and the boosts
+   written. In the off and on settings, once the Jobs are admitted, a Job of 9000 is queued: from its apply to its
+   Workload created (with the server, its creation waits for the boosts of the thousand Jobs it threatens, at most 5
+   s).
 2. **A window's end.** A Job of a class protected for WINDOW seconds fills a ClusterQueue of 4 CPUs; a Job of a
    priority below the minimum waits (Kueue found no victim); from the end of the window (the last pod's
    PodScheduled time + WINDOW, as the server reads it) to the waiting Job admitted, polled every 0.1 s, in
@@ -37,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _cluster import local_cluster
 from _common import save_results, shown
 from _webhook_bench import cpu_seconds
+from prometheus_client.parser import text_string_to_metric_families
 
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
 from preemption_toleration.devcluster import LocalCluster
@@ -172,24 +176,58 @@ def cpu_by_process(cluster: LocalCluster, server: RunProcess | None) -> dict[str
     return {name: cpu_seconds(pid) for name, pid in pids.items()}
 
 
+# The API server's counters read before and after each admission: what each setting asked of it
+API_COUNTERS = ("apiserver_request", "apiserver_admission_webhook_admission_duration_seconds")  # family names
+
+
+def api_counters(cluster: LocalCluster) -> dict[str, float]:
+    """The API server's requests by resource and verb (`requests workloads PATCH`), and its calls of each
+    admission webhook by name and operation with their seconds (`webhook NAME CREATE calls`, `... seconds`)."""
+    found: dict[str, float] = {}
+    for family in text_string_to_metric_families(kubectl(cluster, "get", "--raw", "/metrics")):
+        if family.name not in API_COUNTERS:
+            continue
+        for sample in family.samples:
+            labels = sample.labels
+            if sample.name == "apiserver_request_total":
+                key = f"requests {labels.get('resource', '')} {labels.get('verb', '')}"
+            elif sample.name.endswith("_count"):
+                key = f"webhook {labels.get('name')} {labels.get('operation')} calls"
+            elif sample.name.endswith("_sum"):
+                key = f"webhook {labels.get('name')} {labels.get('operation')} seconds"
+            else:
+                continue
+            found[key] = found.get(key, 0.0) + sample.value
+    return found
+
+
+def counted(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """What changed between two readings of `api_counters`, the unchanged left out."""
+    return {key: round(value - before.get(key, 0.0), 3) for key, value in after.items() if value != before.get(key)}
+
+
 def admission_round(
     cluster: LocalCluster, n: int, label: str, timeout: float, server: RunProcess | None, threatened: bool = False
-) -> tuple[float, dict[str, float], float | None]:
+) -> tuple[float, dict[str, float], float | None, dict[str, float], float]:
     """Seconds from one `kubectl apply` of n protected Jobs to the last Workload admitted, the CPU seconds each
-    process used meanwhile, and, unless `threatened` (a Job that may take them waits from the start,
-    `held_threat`), the seconds from the apply of such a Job once they are admitted to its Workload created (with
-    the server, its creation waits for their boosts)."""
+    process used meanwhile, unless `threatened` (a Job that may take them waits from the start, `held_threat`)
+    the seconds from the apply of such a Job once they are admitted to its Workload created (with the server,
+    its creation waits for their boosts), what the API server counted meanwhile (`api_counters`), and the
+    boosts the server wrote by the last admission."""
     namespace = f"admit-{label}"
     namespace_with_queue(cluster, namespace, "bench-admit")
     if threatened:
         held_threat(cluster, namespace, "bench-admit")
     jobs = [job(f"j{i:04d}", namespace, "bench-protected", 1) for i in range(n)]
+    requests = api_counters(cluster)
     before = cpu_by_process(cluster, server)
     started = time.monotonic()
     apply(cluster, *jobs)
     until(f"{n} Workloads admitted", lambda: admitted_count(cluster, "bench-admit") >= n, timeout, every=0.25)
     seconds = time.monotonic() - started
     after = cpu_by_process(cluster, server)
+    requests = counted(requests, api_counters(cluster))
+    boosts = boosts_applied(server) if server is not None else 0.0
     threat_seconds = None
     if not threatened:
         threat_started = time.monotonic()
@@ -197,7 +235,29 @@ def admission_round(
         threat_seconds = time.monotonic() - threat_started
     delete_namespace(cluster, namespace)
     until("the ClusterQueue emptied", lambda: admitted_count(cluster, "bench-admit") == 0, timeout)
-    return seconds, {name: round(after[name] - before.get(name, 0.0), 1) for name in after}, threat_seconds
+    cpu = {name: round(after[name] - before.get(name, 0.0), 1) for name in after}
+    return seconds, cpu, threat_seconds, requests, boosts
+
+
+def shown_requests(requests: dict[str, float]) -> str:
+    """The API server's counts an admission changed most: writes by resource, and each webhook's calls with
+    their mean time."""
+    writes = sorted(
+        ((key, value) for key, value in requests.items() if key.startswith("requests ") and " WATCH" not in key),
+        key=lambda item: -item[1],
+    )[:8]
+    hooks = []
+    for key, calls in requests.items():
+        if key.startswith("webhook ") and key.endswith(" calls") and calls:
+            spent = requests.get(key.removesuffix(" calls") + " seconds", 0.0)
+            hooks.append(
+                f"{key.removeprefix('webhook ').removesuffix(' calls')} {calls:.0f} ({spent / calls * 1000:.1f} ms)"
+            )
+    return (
+        ", ".join(f"{key.removeprefix('requests ')} {value:.0f}" for key, value in writes)
+        + "; webhooks: "
+        + ", ".join(hooks)
+    )
 
 
 def boosts_applied(server: RunProcess) -> float:
@@ -307,36 +367,42 @@ def main() -> None:
             for setting in order:
                 label = f"{setting}-{round_index}"
                 if setting != "off":
-                    server = RunProcess(cluster, "--kueue", "on")
+                    server = RunProcess(cluster, "--kueue", "off" if setting == "base" else "on")
                     server.start()
                     try:
                         threatened = setting == "threatened"
-                        seconds, cpu, held = admission_round(
+                        seconds, cpu, held, requests, admitting = admission_round(
                             cluster, args.jobs, label, args.timeout, server, threatened
                         )
                         boosts = boosts_applied(server)
                     finally:
                         server.stop()
                 else:
-                    (seconds, cpu, held), boosts = admission_round(cluster, args.jobs, label, args.timeout, None), 0.0
+                    seconds, cpu, held, requests, admitting = admission_round(
+                        cluster, args.jobs, label, args.timeout, None
+                    )
+                    boosts = 0.0
                 rounds.append(
                     {
                         "setting": setting,
                         "round": round_index,
                         "seconds": seconds,
                         "boosts": boosts,
+                        "boosts_while_admitting": admitting,
                         "cpu": cpu,
+                        "api_server": requests,
                         "threat_created_seconds": held,
                     }
                 )
                 print(
                     f"round {round_index} {setting:>10}: {args.jobs} Jobs admitted in {seconds:6.1f} s"
-                    + (f", {boosts:.0f} boosts written" if setting != "off" else "")
+                    + (f", {admitting:.0f} boosts written by then, {boosts:.0f} in all" if setting != "off" else "")
                     + (f"; a threatening Job's Workload created {held:.2f} s after its apply" if held else "")
                     + "; CPU s: "
                     + ", ".join(f"{name} {value:.1f}" for name, value in sorted(cpu.items())),
                     flush=True,
                 )
+                print(f"  API server meanwhile: {shown_requests(requests)}", flush=True)
         medians = {
             setting: statistics.median(r["seconds"] for r in rounds if r["setting"] == setting) for setting in settings
         }
@@ -346,10 +412,10 @@ def main() -> None:
             + ", ".join(f"{setting} {seconds:.1f} s ({seconds / off:.2f} x)" for setting, seconds in medians.items())
             + " (target for on: <= 1.1 x)"
         )
+        trials: list[float] = []
         server = RunProcess(cluster, "--kueue", "on")
         server.start()
         try:
-            trials = []
             for trial in range(args.trials):
                 seconds = window_trial(cluster, trial)
                 trials.append(seconds)
@@ -358,7 +424,8 @@ def main() -> None:
                 )
         finally:
             server.stop()
-        print(f"window's end to admission: median {statistics.median(trials):.2f} s, max {max(trials):.2f} s")
+        if trials:
+            print(f"window's end to admission: median {statistics.median(trials):.2f} s, max {max(trials):.2f} s")
     path = save_results(
         "kueue_boost",
         {
