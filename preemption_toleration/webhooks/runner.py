@@ -8,7 +8,7 @@ import asyncio
 import logging
 import os
 import socket
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,16 +140,8 @@ def _start_steering(shared: _Shared) -> Callable[[PodRecord, str | None], asynci
 async def _kueue_served(api: ApiClient) -> bool:
     """Whether the API server serves Kueue's Workloads, asked once, at start: the server's readiness then waits
     for their caches."""
-    try:
-        served = await serves_workloads(api)
-    except API_ERRORS as error:
-        logger.warning(
-            "could not learn whether Kueue is installed: ready without waiting for its caches",
-            extra={"problem": str(error)},
-        )
-        return False
-    logger.info("kueue workloads", extra={"served": served})
-    return served
+    unknown = "could not learn whether Kueue is installed: ready without waiting for its caches"
+    return await _served(serves_workloads(api), "kueue workloads", unknown)
 
 
 async def _start_kueue(shared: _Shared) -> KueueWorker | None:
@@ -212,15 +204,18 @@ async def _resize_rules(api: ApiClient) -> ResizeRules:
 async def _pod_groups_served(api: ApiClient) -> bool:
     """Whether the guard caches PodGroups: the API server serves them (1.37, `GenericWorkload`). Asked once, at
     start: a cluster that turns the gate on later needs the webhook restarted."""
+    unknown = "could not learn whether the API server serves PodGroups; no decision is made about a pod that names one"
+    return await _served(serves_pod_groups(api), "pod groups", unknown)
+
+
+async def _served(asked: Awaitable[bool], what: str, unknown: str) -> bool:
+    """What discovery answered `asked` (logged as `what`); False, `unknown` logged, when it could not be learnt."""
     try:
-        served = await serves_pod_groups(api)
+        served = await asked
     except API_ERRORS as error:
-        logger.warning(
-            "could not learn whether the API server serves PodGroups; no decision is made about a pod that names one",
-            extra={"problem": str(error)},
-        )
+        logger.warning(unknown, extra={"problem": str(error)})
         return False
-    logger.info("pod groups", extra={"served": served})
+    logger.info(what, extra={"served": served})
     return served
 
 
