@@ -67,8 +67,9 @@ async def _unless_stopped(work: Coroutine[Any, Any, Any], stop: asyncio.Event, t
 
 
 async def _synced_or_stopped(caches: AdmissionCaches, kueue: KueueWorker | None, stop: asyncio.Event) -> bool:
-    """Waits, however long it takes (a GitOps sync may apply the CRD after us), until every cache is listed;
-    False if stopped first. Meanwhile /readyz says what is missing and each failure is logged once."""
+    """Waits, however long it takes (a GitOps sync may apply the CRD after us), until every cache is listed, then
+    a while for the PodGroups and for Kueue's boost (`kueue`, where Kueue is installed); False if stopped first.
+    Meanwhile /readyz says what is missing and each failure is logged once."""
 
     async def all_synced() -> None:
         for informer in caches.required():
