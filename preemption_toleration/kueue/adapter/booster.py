@@ -198,7 +198,8 @@ class Booster:
                 key = next(iter(self._to_write))
                 plan = self._to_write.pop(key)
                 workload = self.workloads.items.get(key)
-                if workload is not None and key not in self._held and not self._just_written(key, workload, plan.value):
+                # asked again: a nudge of an earlier write may have written it since
+                if workload is not None and self._ours_to_write(key, workload, plan):
                     await self._write(workload, plan)
 
     async def _plan_told(self) -> None:
@@ -229,12 +230,16 @@ class Booster:
             if plan.until is not None:
                 self._plan_again(key, plan.until)
             planned += 1
-            if plan.writes and key not in self._held and not self._just_written(key, workload, plan.value):
+            if self._ours_to_write(key, workload, plan):
                 self._to_write[key] = plan
             elif not (_waits_for_threat(workload, plan) and await self._gate_off(workload)):
                 self._tell_problem(workload, plan.problem)
             if planned % PLANS_PER_SLICE == 0:
                 await asyncio.sleep(0)
+
+    def _ours_to_write(self, key: str, workload: WorkloadRecord, plan: BoostPlan) -> bool:
+        """Whether the worker writes what `plan` says: a write, not left to a creation's hold, nor written lately."""
+        return plan.writes and key not in self._held and not self._just_written(key, workload, plan.value)
 
     def _plan_again(self, key: str, when: datetime) -> None:
         if self._due.get(key) != when:

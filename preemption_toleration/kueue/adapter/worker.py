@@ -86,8 +86,11 @@ class KueueWorker:
 
     def problems(self) -> list[str]:
         """What keeps the booster from planning: the server's caches' problems and its own watches'."""
-        own = (informer.health(self.stale_after) for informer in self.informers())
-        return [*self.server_problems(), *(problem for problem in own if problem)]
+        return [*self.server_problems(), *self._own_problems()]
+
+    def _own_problems(self) -> list[str]:
+        """Why Kueue's own caches may not be planned from (not listed yet, or stale)."""
+        return [problem for informer in self.informers() if (problem := informer.health(self.stale_after))]
 
     def informers(self) -> tuple[Informer, ...]:
         return (self.workloads, self.classes, self.queues)
@@ -101,8 +104,7 @@ class KueueWorker:
         every Workload not made yet; none once it started."""
         if not self.starting:
             return []
-        found = [problem for informer in self.informers() if (problem := informer.health(self.stale_after))]
-        return found or ([] if self.booster.planned_all else [NOT_PLANNED])
+        return self._own_problems() or ([] if self.booster.planned_all else [NOT_PLANNED])
 
     def _conditions_wait(self) -> list[str]:
         """What keeps the policies' conditions from being written: the caches, or a booster that has not planned
