@@ -40,13 +40,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from _cluster import local_cluster
 from _common import save_results, shown
 from _webhook_bench import cpu_seconds
-from prometheus_client.parser import text_string_to_metric_families
 
 from preemption_toleration.core.annotations import MINIMUM_PREEMPTABLE_PRIORITY, TOLERATION_SECONDS
 from preemption_toleration.devcluster import LocalCluster
 from tests.integration.components import RunProcess, install_crd
 from tests.integration.kueue_objects import running_job
-from tests.metrics import total
+from tests.metrics import samples, total
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 WINDOW = 10  # seconds of the window trials' toleration
@@ -176,28 +175,24 @@ def cpu_by_process(cluster: LocalCluster, server: RunProcess | None) -> dict[str
     return {name: cpu_seconds(pid) for name, pid in pids.items()}
 
 
-# The API server's counters read before and after each admission: what each setting asked of it
-API_COUNTERS = ("apiserver_request", "apiserver_admission_webhook_admission_duration_seconds")  # family names
+WEBHOOK_DURATION = "apiserver_admission_webhook_admission_duration_seconds"
 
 
 def api_counters(cluster: LocalCluster) -> dict[str, float]:
     """The API server's requests by resource and verb (`requests workloads PATCH`), and its calls of each
-    admission webhook by name and operation with their seconds (`webhook NAME CREATE calls`, `... seconds`)."""
+    admission webhook by name and operation with their seconds (`webhook NAME CREATE calls`, `... seconds`): read
+    before and after each admission, what each setting asked of it."""
+    text = kubectl(cluster, "get", "--raw", "/metrics")
     found: dict[str, float] = {}
-    for family in text_string_to_metric_families(kubectl(cluster, "get", "--raw", "/metrics")):
-        if family.name not in API_COUNTERS:
-            continue
-        for sample in family.samples:
-            labels = sample.labels
-            if sample.name == "apiserver_request_total":
-                key = f"requests {labels.get('resource', '')} {labels.get('verb', '')}"
-            elif sample.name.endswith("_count"):
-                key = f"webhook {labels.get('name')} {labels.get('operation')} calls"
-            elif sample.name.endswith("_sum"):
-                key = f"webhook {labels.get('name')} {labels.get('operation')} seconds"
-            else:
-                continue
-            found[key] = found.get(key, 0.0) + sample.value
+
+    def add(key: str, value: float) -> None:
+        found[key] = found.get(key, 0.0) + value
+
+    for sample in samples(text, "apiserver_request_total"):
+        add(f"requests {sample.labels.get('resource', '')} {sample.labels.get('verb', '')}", sample.value)
+    for suffix, what in (("_count", "calls"), ("_sum", "seconds")):
+        for sample in samples(text, WEBHOOK_DURATION + suffix):
+            add(f"webhook {sample.labels.get('name')} {sample.labels.get('operation')} {what}", sample.value)
     return found
 
 
